@@ -1,0 +1,25 @@
+import subprocess
+import sys
+
+
+def test_import_verdict_stays_light():
+    """Apps import verdict; it must not drag in the server or ML stacks."""
+    code = (
+        "import sys, verdict\n"
+        "heavy = sorted(m for m in ('duckdb', 'scipy', 'torch', 'numpy', 'pyarrow', 'sentence_transformers') "
+        "if m in sys.modules)\n"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_unknown_public_name_is_attribute_error():
+    import verdict
+
+    try:
+        verdict.does_not_exist  # noqa: B018
+    except AttributeError as exc:
+        assert "does_not_exist" in str(exc)
+    else:
+        raise AssertionError("expected AttributeError")

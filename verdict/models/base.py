@@ -1,0 +1,104 @@
+"""The contract between the judge-graph engine and the model clients.
+
+The engine only ever sees `Model.complete(ModelRequest) -> ModelResponse` and `ModelError`;
+providers (OpenAI-compatible, Anthropic, scripted) live behind it. Transport-level retries
+(429/5xx/timeouts with backoff), rate limiting, caching and cost live in the clients; the
+engine retries only replies it cannot extract or validate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    messages: tuple[Message, ...]
+    # Sampling parameters as the user gave them to `.via(...)` (temperature, max_tokens, top_p, seed, stop, ...).
+    params: Mapping[str, Any] = field(default_factory=dict)
+    # JSON schema the reply must follow; clients use the provider's structured-output mode when it has one.
+    json_schema: Mapping[str, Any] | None = None
+    # Ask for log-probabilities of the first tokens with this many alternatives (None = not needed).
+    top_logprobs: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    token: str
+    logprob: float
+    # Alternatives at this position, most likely first: (token, logprob).
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cost_usd + other.cost_usd,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    text: str
+    model: str
+    # "stop", "length", "content_filter", "tool_calls", ... as the provider reported it.
+    finish_reason: str | None = None
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    usage: Usage = Usage()
+    # True when the reply came from the on-disk response cache (no paid call was made).
+    cached: bool = False
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason in ("length", "max_tokens")
+
+
+ModelErrorKind = Literal[
+    "rate_limited", "server_error", "timeout", "connection", "auth", "bad_request", "malformed_reply", "other"
+]
+
+
+class ModelError(Exception):
+    """A provider call that failed after the client's own retries. Never carries secrets."""
+
+    def __init__(self, kind: ModelErrorKind, message: str, *, retryable: bool = False,
+                 retry_after: float | None = None) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that answers a ModelRequest. Must be safe to call from many threads."""
+
+    @property
+    def name(self) -> str:  # e.g. "openai/gpt-4o-mini", "scripted/default"
+        ...
+
+    @property
+    def supports_json_schema(self) -> bool: ...
+
+    @property
+    def supports_logprobs(self) -> bool: ...
+
+    def complete(self, request: ModelRequest) -> ModelResponse: ...
