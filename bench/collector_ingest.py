@@ -1,0 +1,263 @@
+"""Collector ingest benchmark: prints figures, targets and ratios (no assertions).
+
+    .venv/bin/python bench/collector_ingest.py               # full: 60 s sustained + 10M-span SQL
+    .venv/bin/python bench/collector_ingest.py --seconds 10 --sql-rows 2000000   # quick look
+
+1. Sustained throughput: the real collector process (durability on: fsync + atomic rename
+   before every ack) receives pre-encoded ~1.5 KB GenAI spans in batches of 512 from several
+   concurrent HTTP clients for --seconds.
+2. Latency: the same at half the target rate; p50/p99 acknowledgement latency.
+3. Collector RSS (server process plus its decode workers), sampled throughout.
+4. `verdict sql` "calls per intent per day" over --sql-rows spans written directly as Parquet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from collector.loadgen import export_request
+
+BASELINE_SPANS_PER_S = 1_150  # the earlier product's import rate
+TARGET_SPANS_PER_S = 25_000
+TARGET_P99_MS = 300
+TARGET_RSS_MB = 500
+TARGET_SQL_S = 2.0
+BATCH = 512
+
+
+def start_collector(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collector", "--data-dir", str(data_dir), "--http-port", "0", "--grpc-port", "-1",
+         *extra],
+        stderr=subprocess.PIPE, text=True,
+    )
+    for line in proc.stderr:
+        m = re.search(r"ready http=[\d.]+:(\d+)", line)
+        if m:
+            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+            return proc, int(m.group(1))
+    raise SystemExit(f"collector did not start (exit {proc.wait()})")
+
+
+def rss_mb(proc: psutil.Process) -> tuple[float, float]:
+    main = proc.memory_info().rss
+    children = sum(c.memory_info().rss for c in proc.children(recursive=True))
+    return main / 2**20, (main + children) / 2**20
+
+
+class Load:
+    """`clients` threads posting pre-encoded requests; optional global pacing (requests/s)."""
+
+    def __init__(self, port: int, bodies: list[bytes], clients: int, rate_rps: float | None):
+        self.port, self.bodies, self.clients, self.rate = port, bodies, clients, rate_rps
+        self.latencies: list[float] = []
+        self.acked = 0
+        self.errors: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._next_slot = time.monotonic()
+
+    def _slot(self) -> None:
+        if self.rate is None:
+            return
+        with self._lock:
+            slot = self._next_slot = max(self._next_slot + 1 / self.rate, time.monotonic() - 0.5)
+        delay = slot - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+    def _client(self, seed: int, until: float) -> None:
+        rng = random.Random(seed)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        headers = {"Content-Type": "application/x-protobuf"}
+        while time.monotonic() < until:
+            self._slot()
+            body = rng.choice(self.bodies)
+            started = time.perf_counter()
+            conn.request("POST", "/v1/traces", body=body, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            elapsed = time.perf_counter() - started
+            with self._lock:
+                if response.status == 200:
+                    self.acked += 1
+                    self.latencies.append(elapsed)
+                else:
+                    self.errors[response.status] = self.errors.get(response.status, 0) + 1
+                    time.sleep(float(response.getheader("Retry-After", "0.2")))
+
+    def run(self, seconds: float) -> float:
+        until = time.monotonic() + seconds
+        threads = [threading.Thread(target=self._client, args=(i, until)) for i in range(self.clients)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return time.monotonic() - started
+
+
+def sample_rss(proc: psutil.Process, stop: threading.Event, out: list) -> None:
+    while not stop.wait(0.5):
+        try:
+            out.append(rss_mb(proc))
+        except psutil.Error:
+            return
+
+
+def lake_bytes(data_dir: Path) -> int:
+    return sum(p.stat().st_size for p in (data_dir / "spans").rglob("*.parquet"))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def ingest_phase(args, bodies: list[bytes], seconds: float, rate_rps: float | None, label: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="verdict-bench-") as tmp:
+        data_dir = Path(tmp) / "data"
+        proc, port = start_collector(data_dir, args.collector_args)
+        ps = psutil.Process(proc.pid)
+        samples: list = []
+        stop = threading.Event()
+        threading.Thread(target=sample_rss, args=(ps, stop, samples), daemon=True).start()
+        try:
+            Load(port, bodies[:4], 2, None).run(2.0)  # warm-up, not counted
+            load = Load(port, bodies, args.clients, rate_rps)
+            elapsed = load.run(seconds)
+        finally:
+            stop.set()
+            proc.terminate()
+            proc.wait(60)
+        spans = load.acked * BATCH
+        size = lake_bytes(data_dir)
+        written = sum(1 for _ in (data_dir / "spans").rglob("*.parquet"))
+    lat_ms = [x * 1000 for x in load.latencies]
+    return {
+        "label": label,
+        "spans_per_s": spans / elapsed,
+        "acked_requests": load.acked,
+        "errors": load.errors,
+        "p50_ms": percentile(lat_ms, 0.50),
+        "p99_ms": percentile(lat_ms, 0.99),
+        "rss_main_max_mb": max((s[0] for s in samples), default=float("nan")),
+        "rss_total_max_mb": max((s[1] for s in samples), default=float("nan")),
+        "bytes_per_span": size / max(1, spans + 4 * BATCH),
+        "segments": written,
+    }
+
+
+def sql_phase(rows: int) -> dict:
+    import duckdb
+
+    with tempfile.TemporaryDirectory(prefix="verdict-bench-sql-") as tmp:
+        data_dir = Path(tmp)
+        tenant = "bench"
+        days = 30
+        con = duckdb.connect()
+        per_day = rows // days
+        started = time.perf_counter()
+        for d in range(days):
+            date = f"2026-10-{d + 1:02d}"
+            part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
+            part.mkdir(parents=True)
+            con.execute(f"""
+                COPY (
+                  SELECT printf('%032x', hash(i) * 0 + i + {d} * {per_day}) AS trace_id,
+                         printf('%016x', i + {d} * {per_day} + 1) AS span_id,
+                         NULL::VARCHAR AS parent_span_id,
+                         'chat ' || (['gpt-4o-mini','gpt-4.1','claude-sonnet-4'])[1 + i % 3] AS name,
+                         'CLIENT' AS kind,
+                         (TIMESTAMP '{date}' + to_microseconds(i * 8000))::TIMESTAMP_NS AS start_time,
+                         (TIMESTAMP '{date}' + to_microseconds(i * 8000 + 900000))::TIMESTAMP_NS AS end_time,
+                         (900000000 + i % 1000 * 1000000)::BIGINT AS duration_ns,
+                         CASE WHEN i % 50 = 0 THEN 'ERROR' ELSE 'UNSET' END AS status_code,
+                         'support-bot' AS service_name,
+                         'chat' AS operation,
+                         (['openai','openai','anthropic'])[1 + i % 3] AS provider,
+                         (['gpt-4o-mini','gpt-4.1','claude-sonnet-4'])[1 + i % 3] AS request_model,
+                         (50 + i % 4000)::BIGINT AS input_tokens,
+                         (20 + i % 800)::BIGINT AS output_tokens,
+                         (['billing.refund','billing.invoice','support.password','sales.quote','search.docs'])
+                             [1 + (i * 7919) % 5] AS intent_key,
+                         'production' AS workload,
+                         CASE WHEN i % 50 = 0 THEN 'timeout' END AS error_type,
+                         (TIMESTAMP '{date}' + to_microseconds(i * 8000 + 1000000))::TIMESTAMP_NS AS received_at
+                  FROM range({per_day}) t(i)
+                ) TO '{part}/0-bench.parquet' (FORMAT parquet, COMPRESSION zstd)""")
+        generated_s = time.perf_counter() - started
+        query = ("SELECT intent_key, date_trunc('day', start_time) AS day, count(*) AS calls "
+                 "FROM llm_calls GROUP BY ALL ORDER BY day, intent_key")
+        timings = []
+        for _ in range(3):
+            started = time.perf_counter()
+            out = subprocess.run(
+                [sys.executable, "-m", "verdict_daemon.cli", "sql", query, "--data-dir", str(data_dir),
+                 "--tenant", tenant, "--format", "csv"],
+                capture_output=True, text=True,
+            )
+            timings.append(time.perf_counter() - started)
+            if out.returncode != 0:
+                raise SystemExit(f"verdict sql failed: {out.stderr}")
+        lines = out.stdout.strip().splitlines()
+        size = sum(p.stat().st_size for p in data_dir.rglob("*.parquet"))
+    return {"rows": per_day * days, "median_s": statistics.median(timings), "result_rows": len(lines) - 1,
+            "generate_s": generated_s, "bytes_per_row": size / (per_day * days)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=60.0, help="sustained phase length")
+    parser.add_argument("--clients", type=int, default=6, help="concurrent HTTP clients")
+    parser.add_argument("--distinct-requests", type=int, default=64, help="pre-encoded request bodies")
+    parser.add_argument("--sql-rows", type=int, default=10_000_000, help="spans for the SQL phase (0: skip)")
+    parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("collector_args", nargs="*", help="extra collector flags, after --")
+    args = parser.parse_args()
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+    print(f"machine: {os.cpu_count()} cores; baseline (earlier product) {BASELINE_SPANS_PER_S:,} spans/s")
+    if not args.skip_ingest:
+        rng = random.Random(7)
+        now = time.time_ns()
+        bodies = [export_request(rng, BATCH, now + i * 10**9).SerializeToString() for i in range(args.distinct_requests)]
+        print(f"span size: {sum(map(len, bodies)) / (BATCH * len(bodies)):.0f} B encoded; batch {BATCH}; "
+              f"{args.clients} clients")
+        full = ingest_phase(args, bodies, args.seconds, None, "sustained")
+        half_rate = TARGET_SPANS_PER_S / 2 / BATCH
+        half = ingest_phase(args, bodies, max(10.0, args.seconds / 2), half_rate, "half-target rate")
+        for r in (full, half):
+            print(f"[{r['label']}] {r['spans_per_s']:,.0f} spans/s; ack p50 {r['p50_ms']:.0f} ms, "
+                  f"p99 {r['p99_ms']:.0f} ms; RSS server {r['rss_main_max_mb']:.0f} MB, with decode workers "
+                  f"{r['rss_total_max_mb']:.0f} MB; {r['bytes_per_span']:.0f} B on disk/span; "
+                  f"{r['segments']} segments; refused {r['errors'] or 'none'}")
+        print(f"throughput: {full['spans_per_s']:,.0f} spans/s over {args.seconds:g} s "
+              f"(target {TARGET_SPANS_PER_S:,}: ratio {full['spans_per_s'] / TARGET_SPANS_PER_S:.2f}; "
+              f"{full['spans_per_s'] / BASELINE_SPANS_PER_S:.1f}x the baseline)")
+        print(f"p99 ack latency at {TARGET_SPANS_PER_S // 2:,} spans/s: {half['p99_ms']:.0f} ms "
+              f"(target {TARGET_P99_MS}: ratio {half['p99_ms'] / TARGET_P99_MS:.2f})")
+        rss = max(full["rss_total_max_mb"], half["rss_total_max_mb"])
+        print(f"max RSS incl. decode workers: {rss:.0f} MB (target {TARGET_RSS_MB}: ratio {rss / TARGET_RSS_MB:.2f})")
+    if args.sql_rows:
+        sql = sql_phase(args.sql_rows)
+        print(f"verdict sql 'calls per intent per day' over {sql['rows']:,} spans: median {sql['median_s']:.2f} s "
+              f"of 3 CLI runs incl. process start ({sql['result_rows']} result rows; target {TARGET_SQL_S} s: ratio "
+              f"{sql['median_s'] / TARGET_SQL_S:.2f}); generated in {sql['generate_s']:.0f} s, "
+              f"{sql['bytes_per_row']:.0f} B/row on disk")
+
+
+if __name__ == "__main__":
+    main()

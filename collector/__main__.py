@@ -1,0 +1,7 @@
+"""`python -m collector` == `verdict-collector`."""
+
+import sys
+
+from collector.cli import main
+
+sys.exit(main())

@@ -1,0 +1,170 @@
+"""`verdict-collector`: wire config, lake, writer, decoders, HTTP and gRPC servers; drain on SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+
+from collector import lake
+from collector.auth import TokenFileError, TokenStore
+from collector.config import CollectorConfig, ConfigError, load
+from collector.decoding import DecoderPool, DecodeSettings
+from collector.ingest import IngestService
+from collector.maintenance import Maintenance
+from collector.stats import Stats
+from collector.writer import SegmentWriter, WriterLimits
+
+log = logging.getLogger("verdict.collector")
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(False)
+    return sock
+
+
+def _segment_count(config: CollectorConfig) -> int:
+    total = 0
+    for _root, _dirs, files in os.walk(lake.spans_root(config.data_dir)):
+        total += sum(1 for f in files if f.endswith(lake.SEGMENT_SUFFIX))
+    return total
+
+
+def _open_lake(config: CollectorConfig) -> lake.LakeLock:
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    lock = lake.LakeLock(config.data_dir)
+    lock.acquire()
+    lake.prepare(config.data_dir)
+    removed = lake.remove_temp_files(config.data_dir)
+    if removed:
+        log.warning("removed %d leftover temp file(s) from an earlier crash", len(removed))
+    return lock
+
+
+def maintain_once(config: CollectorConfig) -> int:
+    lock = _open_lake(config)
+    try:
+        stats = Stats()
+        Maintenance(config).run_once(stats)
+        snapshot = stats.snapshot()
+        log.info("maintenance: %d compaction(s), %d partition(s) expired", snapshot["compactions"],
+                 snapshot["partitions_expired"])
+    finally:
+        lock.release()
+    return 0
+
+
+def serve(config: CollectorConfig) -> int:
+    import uvicorn
+
+    from collector import grpc_server, http_server
+
+    tokens = TokenStore.load(config.tokens) if config.tokens else None
+    lock = _open_lake(config)
+    maintenance = Maintenance(config)
+    maintenance.recover()
+
+    stats = Stats()
+    limits = WriterLimits(
+        batch_delay_s=config.batch_delay_ms / 1000,
+        max_batch_spans=config.max_batch_spans,
+        queue_max_bytes=config.queue_max_bytes,
+        min_free_disk_bytes=config.min_free_disk_bytes,
+        test_write_delay_s=config.test_write_delay_ms / 1000,
+    )
+    writer = SegmentWriter(config.data_dir, limits, stats)
+    writer.start()
+    settings = DecodeSettings(
+        max_body_bytes=config.max_body_bytes,
+        max_attribute_chars=config.max_attribute_chars,
+        redact=config.redact,
+        allow_claimed_tenant=config.allow_claimed_tenant,
+    )
+    pool = DecoderPool(settings, config.decode_workers)
+    service = IngestService(tokens, pool, writer, stats)
+
+    def health() -> dict:
+        reasons = []
+        try:
+            writer.check_admission()
+        except Exception as exc:  # Overloaded: report why, as the endpoint's status
+            reasons.append(str(getattr(exc, "message", exc)))
+        return {"status": "degraded" if reasons else "ok", "reasons": reasons}
+
+    def stats_report() -> dict:
+        queued_spans, held_bytes = writer.queue_depth()
+        return {**stats.snapshot(), "queue_spans": queued_spans, "queue_bytes": held_bytes,
+                "segment_count": _segment_count(config)}
+
+    grpc_srv = None
+    grpc_addr = "off"
+    if config.grpc_port != -1:
+        grpc_srv, grpc_port = grpc_server.create_server(
+            service, config.grpc_host, config.grpc_port, config.grpc_threads, config.max_body_bytes
+        )
+        grpc_srv.start()
+        grpc_addr = f"{config.grpc_host}:{grpc_port}"
+    sock = _bind(config.http_host, config.http_port)
+    http_addr = f"{config.http_host}:{sock.getsockname()[1]}"
+    app = http_server.create_app(
+        service,
+        max_body_bytes=config.max_body_bytes,
+        read_timeout_s=config.read_timeout_s,
+        threads=max(16, config.grpc_threads),
+        health=health,
+        stats=stats_report,
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            timeout_keep_alive=30,
+            timeout_graceful_shutdown=60,
+            limit_concurrency=512,
+            lifespan="on",
+        )
+    )
+    maintenance.start(stats)
+    log.info("verdict-collector ready http=%s grpc=%s data_dir=%s auth=%s", http_addr, grpc_addr,
+             config.data_dir, "tokens" if tokens else "none (local tenant)")
+    try:
+        server.run(sockets=[sock])  # returns after SIGTERM/SIGINT once in-flight requests finished
+    finally:
+        log.info("draining")
+        if grpc_srv is not None:
+            grpc_srv.stop(grace=30).wait()
+        writer.close()
+        maintenance.stop()
+        pool.shutdown()
+        lock.release()
+        log.info("stopped: %s", stats.snapshot())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        config = load(argv)
+    except ConfigError as exc:
+        print(f"verdict-collector: error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=config.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return maintain_once(config) if config.maintenance_once else serve(config)
+    except (TokenFileError, lake.LakeLockedError, RuntimeError, OSError) as exc:
+        print(f"verdict-collector: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Collector configuration: command-line flags, each with an environment-variable fallback.
+
+Precedence: flag > VERDICT_COLLECTOR_<FLAG> environment variable > default. `--help` lists all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from collector.redaction import MODES
+
+ENV_PREFIX = "VERDICT_COLLECTOR_"
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CollectorConfig:
+    data_dir: Path
+    http_host: str
+    http_port: int
+    grpc_host: str
+    grpc_port: int  # -1 disables gRPC
+    tokens: Path | None
+    allow_claimed_tenant: bool
+    max_body_bytes: int
+    max_attribute_chars: int
+    redact: str
+    batch_delay_ms: int
+    max_batch_spans: int
+    queue_max_bytes: int
+    min_free_disk_bytes: int
+    read_timeout_s: float
+    decode_workers: int
+    grpc_threads: int
+    retention_days: int
+    compact_interval_s: float
+    compact_min_segments: int
+    maintenance_interval_s: float
+    log_level: str
+    maintenance_once: bool
+    # Test-only: sleep before each segment write to simulate a slow disk (env var only).
+    test_write_delay_ms: int = 0
+
+
+@dataclass(frozen=True)
+class _Option:
+    flag: str
+    type: type
+    default: object
+    help: str
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.flag.upper().replace("-", "_")
+
+    @property
+    def dest(self) -> str:
+        return self.flag.replace("-", "_")
+
+
+_OPTIONS = (
+    _Option("data-dir", Path, Path("./verdict-data"), "span lake directory (created if missing)"),
+    _Option("http-host", str, "127.0.0.1", "OTLP/HTTP bind address"),
+    _Option("http-port", int, 4318, "OTLP/HTTP port (0: pick a free port, logged at start)"),
+    _Option("grpc-host", str, "127.0.0.1", "OTLP/gRPC bind address"),
+    _Option("grpc-port", int, 4317, "OTLP/gRPC port (0: pick a free port; -1: gRPC off)"),
+    _Option("tokens", Path, None, "YAML token file (token -> tenant); required for a non-loopback bind"),
+    _Option("allow-claimed-tenant", bool, False,
+            "tokenless mode only: land spans in the tenant their resource claims "
+            "(verdict.tenant_id) instead of __verdict_local__"),
+    _Option("max-body-bytes", int, 16 * MIB, "request body limit, before and after decompression (413 above)"),
+    _Option("max-attribute-chars", int, 256 * 1024,
+            "longer string attribute values are cut and marked '…[truncated by verdict collector: N chars]'"),
+    _Option("redact", str, "content", f"server-side re-redaction: {', '.join(MODES)}"),
+    _Option("batch-delay-ms", int, 200, "group commit: longest a request waits for its batch to be written"),
+    _Option("max-batch-spans", int, 50_000, "group commit: write as soon as this many spans are waiting"),
+    _Option("queue-max-bytes", int, 128 * MIB, "decoded spans waiting for disk; above it requests get 429"),
+    _Option("min-free-disk-bytes", int, 1024 * MIB, "below this much free space requests get 503"),
+    _Option("read-timeout-s", float, 30.0, "a request body must arrive within this time (408 after)"),
+    _Option("decode-workers", int, min(2, os.cpu_count() or 1),
+            "processes decoding OTLP in parallel (0: decode in the server process)"),
+    _Option("grpc-threads", int, 16, "gRPC server threads"),
+    _Option("retention-days", int, 0, "delete date partitions older than this many days (0: keep all)"),
+    _Option("compact-interval-s", float, 300.0, "how often small segments are merged (0: never)"),
+    _Option("compact-min-segments", int, 8, "merge a partition once it has at least this many segments"),
+    _Option("maintenance-interval-s", float, 3600.0, "how often retention runs"),
+    _Option("log-level", str, "INFO", "DEBUG, INFO, WARNING or ERROR"),
+    _Option("maintenance-once", bool, False,
+            "run retention and compaction once, then exit (e.g. from cron while no collector runs)"),
+)
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _env_value(option: _Option, environ) -> object:
+    raw = environ.get(option.env)
+    if raw is None:
+        return option.default
+    if option.type is bool:
+        if raw.strip().lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.strip().lower() in ("0", "false", "no", "off", ""):
+            return False
+        raise ConfigError(f"{option.env}={raw!r}: expected true or false")
+    try:
+        return option.type(raw)
+    except ValueError:
+        raise ConfigError(f"{option.env}={raw!r}: expected {option.type.__name__}") from None
+
+
+def build_parser(environ=os.environ) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="verdict-collector",
+        description="Receive OTLP traces (HTTP and gRPC) and land them durably as a Parquet span lake. "
+        "Every option can also be set with the environment variable shown.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    for option in _OPTIONS:
+        default = _env_value(option, environ)
+        help_text = f"{option.help} [env {option.env}]"
+        if option.type is bool:
+            parser.add_argument(f"--{option.flag}", action="store_true", default=default, help=help_text)
+        else:
+            parser.add_argument(f"--{option.flag}", type=option.type, default=default, help=help_text)
+    return parser
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load(argv: list[str] | None = None, environ=os.environ) -> CollectorConfig:
+    args = build_parser(environ).parse_args(argv)
+    values = {option.dest: getattr(args, option.dest) for option in _OPTIONS}
+    delay = environ.get("VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS", "0")
+    if not delay.isdigit():
+        raise ConfigError(f"VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS={delay!r}: expected an integer")
+    config = CollectorConfig(
+        data_dir=values.pop("data_dir"),
+        min_free_disk_bytes=values.pop("min_free_disk_bytes"),
+        test_write_delay_ms=int(delay),
+        **values,
+    )
+    validate(config)
+    return config
+
+
+def validate(config: CollectorConfig) -> None:
+    if config.redact not in MODES:
+        raise ConfigError(f"--redact must be one of {', '.join(MODES)}, got {config.redact!r}")
+    exposed = [h for h, port in ((config.http_host, 0), (config.grpc_host, config.grpc_port)) if port != -1
+               and not is_loopback(h)]
+    if exposed and config.tokens is None:
+        raise ConfigError(
+            f"binding to non-loopback address {exposed[0]} requires a token file (--tokens tokens.yaml)"
+        )
+    for name in ("max_body_bytes", "max_attribute_chars", "batch_delay_ms", "max_batch_spans", "queue_max_bytes",
+                 "grpc_threads"):
+        if getattr(config, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+    if config.read_timeout_s <= 0:
+        raise ConfigError("--read-timeout-s must be positive")
+    for name in ("decode_workers", "retention_days", "min_free_disk_bytes", "compact_min_segments"):
+        if getattr(config, name) < 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must not be negative")
+    if config.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ConfigError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {config.log_level!r}")

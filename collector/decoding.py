@@ -1,0 +1,109 @@
+"""Decode + validate + redact + flatten, in worker processes so both cores do it in parallel.
+
+Protobuf field access and redaction are the collector's CPU cost; under the GIL one process
+cannot go beyond one core, so requests are decoded in a small process pool and come back as
+Arrow record batches (cheap to pickle). `decode_workers=0` decodes in a thread of the server
+process instead (tests, tiny deployments).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import time
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+from collector import otlp
+from collector.flatten import IngestPolicy, flatten
+from collector.redaction import ServerRedaction
+
+log = logging.getLogger("verdict.collector")
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    max_body_bytes: int
+    max_attribute_chars: int
+    redact: str
+    allow_claimed_tenant: bool
+
+
+@dataclass(frozen=True)
+class Decoded:
+    kind: str  # response encoding: otlp.PROTOBUF or otlp.JSON
+    batches: list  # [(tenant, date, pyarrow.RecordBatch)]
+    accepted: int
+    rejected: int
+    message: str
+
+
+_settings: DecodeSettings | None = None
+_redaction: ServerRedaction | None = None
+
+
+def init_worker(settings: DecodeSettings) -> None:
+    global _settings, _redaction
+    _settings = settings
+    _redaction = ServerRedaction.create(settings.redact)
+
+
+def _warm() -> bool:
+    return True
+
+
+def decode_export(
+    payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool
+) -> Decoded:
+    """HTTP body (content_type set) or gRPC message bytes (content_type None) -> partition batches."""
+    assert _settings is not None and _redaction is not None, "init_worker() not called"
+    if content_type is None:
+        request, kind = otlp.parse_protobuf(payload), otlp.PROTOBUF
+    else:
+        request, kind = otlp.decode(payload, content_type, content_encoding, _settings.max_body_bytes)
+    policy = IngestPolicy(
+        tenant=tenant,
+        authenticated=authenticated,
+        allow_claimed_tenant=_settings.allow_claimed_tenant,
+        max_attribute_chars=_settings.max_attribute_chars,
+        redaction=_redaction,
+    )
+    result = flatten(request, policy, time.time_ns())
+    batches = [(p.tenant, p.date, p.to_arrow()) for p in result.partitions.values()]
+    return Decoded(kind, batches, result.accepted, result.rejected, result.message())
+
+
+class DecoderPool:
+    """A process pool (or one thread) running decode_export; rebuilt if a worker dies."""
+
+    def __init__(self, settings: DecodeSettings, workers: int):
+        self._settings = settings
+        self._workers = workers
+        self._executor = self._create()
+
+    def _create(self) -> Executor:
+        if self._workers == 0:
+            init_worker(self._settings)
+            return ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode")
+        # spawn, not fork: the server process has gRPC threads and listening sockets.
+        executor = ProcessPoolExecutor(
+            max_workers=self._workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=init_worker,
+            initargs=(self._settings,),
+        )
+        for f in [executor.submit(_warm) for _ in range(self._workers)]:
+            f.result()
+        return executor
+
+    def submit(self, *args) -> Future:
+        try:
+            return self._executor.submit(decode_export, *args)
+        except BrokenProcessPool:
+            log.error("a decode worker died; restarting the pool")
+            self._executor = self._create()
+            return self._executor.submit(decode_export, *args)
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)

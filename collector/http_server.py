@@ -1,0 +1,117 @@
+"""OTLP/HTTP on Starlette (served by uvicorn): /v1/traces, plus /healthz and /stats."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from collector import otlp
+from collector.ingest import IngestService
+from collector.otlp import RequestError
+from collector.writer import Overloaded
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
+    """The whole body within `timeout_s`, at most `limit` bytes (slow or huge clients are cut off)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+
+    async def read() -> None:
+        nonlocal size
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _BodyTooLarge
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(read(), timeout_s)
+    except TimeoutError:
+        raise RequestError(408, f"request body not received within {timeout_s:g} s") from None
+    except _BodyTooLarge:
+        raise RequestError(413, f"request body exceeds the limit of {limit} bytes") from None
+    return b"".join(chunks)
+
+
+def _error(kind: str, status: int, message: str, headers: dict | None = None) -> Response:
+    return Response(otlp.error_body(kind, status, message), status_code=status, media_type=kind, headers=headers)
+
+
+def create_app(
+    service: IngestService,
+    *,
+    max_body_bytes: int,
+    read_timeout_s: float,
+    threads: int,
+    health: Callable[[], dict],
+    stats: Callable[[], dict],
+) -> Starlette:
+    # Exports block until their batch is durable; they wait in threads, not on the event loop.
+    executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http-export")
+
+    async def traces(request: Request) -> Response:
+        kind = otlp.JSON
+        try:
+            kind = otlp.media_type(request.headers.get("content-type"))
+            tenant, authenticated = service.authenticate(request.headers.get("authorization"))
+            service.admit(int(request.headers.get("content-length") or 0))
+            body = await _read_body(request, max_body_bytes, read_timeout_s)
+            outcome = await asyncio.get_running_loop().run_in_executor(
+                executor,
+                service.export,
+                body,
+                kind,
+                request.headers.get("content-encoding"),
+                tenant,
+                authenticated,
+            )
+        except RequestError as exc:
+            return _error(kind, exc.status, exc.message)
+        except Overloaded as exc:
+            return _error(kind, exc.status, exc.message, {"Retry-After": str(exc.retry_after_s)})
+        body = otlp.encode_response(outcome.kind, outcome.rejected, outcome.message)
+        return Response(body, status_code=200, media_type=outcome.kind)
+
+    async def unsupported_signal(request: Request) -> Response:
+        signal = request.url.path.rsplit("/", 1)[-1]
+        return JSONResponse({"code": 5, "message": f"{signal} are not accepted here; only /v1/traces"}, 404)
+
+    async def healthz(request: Request) -> Response:
+        report = health()
+        return JSONResponse(report, 200 if report["status"] == "ok" else 503)
+
+    async def stats_endpoint(request: Request) -> Response:
+        return Response(json.dumps(stats()), media_type="application/json")
+
+    app = Starlette(
+        routes=[
+            Route("/v1/traces", traces, methods=["POST"]),
+            Route("/v1/logs", unsupported_signal, methods=["POST"]),
+            Route("/v1/metrics", unsupported_signal, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/stats", stats_endpoint, methods=["GET"]),
+        ],
+        lifespan=lambda app: _shutdown_executor_on_exit(executor),
+    )
+    return app
+
+
+@contextlib.asynccontextmanager
+async def _shutdown_executor_on_exit(executor: ThreadPoolExecutor):
+    yield
+    executor.shutdown(wait=True)

@@ -1,0 +1,142 @@
+"""The span lake on disk: layout, durable segment writes, temp cleanup, the single-writer lock.
+
+    <data>/spans/tenant=<t>/date=<YYYY-MM-DD>/<ms>-<uuid>.parquet   immutable segments
+    <data>/tmp/                                                      in-progress writes only
+
+A segment is written under tmp/, fsync'd, renamed into its partition (atomic on one
+filesystem), and the partition directory is fsync'd: after that it survives a crash. Readers
+glob `spans/**/*.parquet` and never see a temp file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+import uuid
+from pathlib import Path
+
+log = logging.getLogger("verdict.collector")
+
+SEGMENT_SUFFIX = ".parquet"
+PARQUET_COMPRESSION = "zstd"
+
+
+class LakeLockedError(RuntimeError):
+    pass
+
+
+def spans_root(data_dir: Path) -> Path:
+    return data_dir / "spans"
+
+
+def tmp_dir(data_dir: Path) -> Path:
+    return data_dir / "tmp"
+
+
+def partition_dir(data_dir: Path, tenant: str, date: str) -> Path:
+    return spans_root(data_dir) / f"tenant={tenant}" / f"date={date}"
+
+
+def segment_name(prefix: str = "") -> str:
+    return f"{prefix}{int(time.time() * 1000)}-{uuid.uuid4().hex}{SEGMENT_SUFFIX}"
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_dir(path: Path) -> None:
+    """mkdir -p, fsyncing each parent whose entry was created so the directory itself is durable."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        d.mkdir(exist_ok=True)
+        fsync_dir(d.parent)
+
+
+def write_segment(data_dir: Path, tenant: str, date: str, table, prefix: str = "") -> Path:
+    """Durably publish `table` (pyarrow) as a new segment; returns its final path."""
+    import pyarrow.parquet as pq
+
+    target_dir = partition_dir(data_dir, tenant, date)
+    ensure_dir(target_dir)
+    name = segment_name(prefix)
+    tmp = tmp_dir(data_dir) / f"{name}.tmp"
+    with open(tmp, "wb") as f:
+        pq.write_table(table, f, compression=PARQUET_COMPRESSION, row_group_size=128 * 1024)
+        f.flush()
+        os.fsync(f.fileno())
+    final = target_dir / name
+    os.rename(tmp, final)
+    fsync_dir(target_dir)
+    return final
+
+
+def remove_temp_files(data_dir: Path) -> list[str]:
+    """Startup: in-progress writes of a crashed process were never acknowledged; drop them."""
+    root = tmp_dir(data_dir)
+    removed = []
+    for entry in sorted(root.iterdir()) if root.exists() else []:
+        if entry.is_file():
+            entry.unlink()
+            removed.append(entry.name)
+            log.warning("removed leftover temp file %s", entry)
+    if removed:
+        fsync_dir(root)
+    return removed
+
+
+def segments(partition: Path) -> list[Path]:
+    return sorted(p for p in partition.iterdir() if p.name.endswith(SEGMENT_SUFFIX))
+
+
+def partitions(data_dir: Path) -> list[tuple[str, str, Path]]:
+    """(tenant, date, directory) for every partition on disk."""
+    out = []
+    root = spans_root(data_dir)
+    for tenant_dir in sorted(root.glob("tenant=*")) if root.exists() else []:
+        for date_dir in sorted(tenant_dir.glob("date=*")):
+            if date_dir.is_dir():
+                out.append((tenant_dir.name[len("tenant=") :], date_dir.name[len("date=") :], date_dir))
+    return out
+
+
+class LakeLock:
+    """One collector per data directory: a second one would delete the first one's temp files."""
+
+    def __init__(self, data_dir: Path):
+        self._path = data_dir / "collector.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LakeLockedError(
+                f"another collector is already running on {self._path.parent}"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def prepare(data_dir: Path) -> None:
+    """Create the layout (durably) before serving."""
+    ensure_dir(spans_root(data_dir))
+    ensure_dir(tmp_dir(data_dir))

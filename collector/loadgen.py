@@ -1,0 +1,104 @@
+"""Synthetic, realistic GenAI OTLP requests for load tests and `bench/collector_ingest.py`.
+
+Each span looks like what the Verdict SDK emits for a chat call (~1.5 KB encoded): GenAI
+semantic-convention attributes, token usage, intent key, and already-redacted message JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+INTENTS = ("billing.refund", "billing.invoice", "support.password", "sales.quote", "search.docs")
+MODELS = ("gpt-4o-mini", "gpt-4.1", "claude-sonnet-4", "claude-haiku-4")
+_QUESTIONS = (
+    "My invoice for last month shows a charge I do not recognise, can you explain the line items "
+    "and tell me whether I am eligible for a refund under the annual plan?",
+    "I forgot the password for the admin console and the reset email never arrives; my address "
+    "is [REDACTED:email] and the account was created by a colleague who has since left.",
+    "Please draft a quote for 40 seats on the team plan with SSO and priority support, billed "
+    "yearly, and include the discount we discussed on the call last Tuesday.",
+)
+_ANSWERS = (
+    "The charge of 49.00 is the prorated upgrade from the starter plan on the 12th. Annual plans "
+    "are refundable within 30 days of the upgrade, so you are eligible; I have opened a refund "
+    "request and you will receive a confirmation email within one business day.",
+    "I have sent a new reset link to the address on file. If it does not arrive within ten "
+    "minutes, check the spam folder or ask another admin to reset it from Settings > Members.",
+)
+
+
+def _kv(key: str, value) -> KeyValue:
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    if isinstance(value, float):
+        return KeyValue(key=key, value=AnyValue(double_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=value))
+
+
+def genai_span(rng: random.Random, start_ns: int) -> Span:
+    model = rng.choice(MODELS)
+    duration = rng.randint(200_000_000, 4_000_000_000)
+    question, answer = rng.choice(_QUESTIONS), rng.choice(_ANSWERS)
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai" if model.startswith("gpt") else "anthropic",
+        "gen_ai.request.model": model,
+        "gen_ai.response.model": f"{model}-2025-08-07",
+        "gen_ai.response.id": f"chatcmpl-{rng.getrandbits(96):024x}",
+        "gen_ai.usage.input_tokens": rng.randint(50, 4000),
+        "gen_ai.usage.output_tokens": rng.randint(20, 800),
+        "gen_ai.usage.cache_read.input_tokens": rng.choice((0, 0, 1024)),
+        "gen_ai.request.temperature": 0.2,
+        "gen_ai.request.max_tokens": 1024,
+        "server.address": "api.example.com",
+        "verdict.intent_key": rng.choice(INTENTS),
+        "verdict.workload": "production",
+        "gen_ai.system_instructions": json.dumps(
+            [{"type": "text", "content": "You are a concise, accurate support assistant."}]
+        ),
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": question}]}]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
+        ),
+    }
+    span = Span(
+        trace_id=rng.getrandbits(128).to_bytes(16, "big"),
+        span_id=rng.getrandbits(64).to_bytes(8, "big") or b"\x01" * 8,
+        name=f"chat {model}",
+        kind=Span.SPAN_KIND_CLIENT,
+        start_time_unix_nano=start_ns,
+        end_time_unix_nano=start_ns + duration,
+        attributes=[_kv(k, v) for k, v in attributes.items()],
+        status=Status(code=Status.STATUS_CODE_UNSET),
+    )
+    span.attributes.append(
+        KeyValue(key="gen_ai.response.finish_reasons", value=AnyValue(array_value={"values": [AnyValue(string_value="stop")]}))
+    )
+    return span
+
+
+def export_request(rng: random.Random, n_spans: int, start_ns: int, tenant: str | None = None) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.extend(
+        [_kv("service.name", "support-bot"), _kv("deployment.environment", "prod")]
+        + ([_kv("verdict.tenant_id", tenant)] if tenant else [])
+    )
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name = "verdict.tracing"
+    scope_spans.scope.version = "0.1.0"
+    scope_spans.spans.extend(genai_span(rng, start_ns + i * 1000) for i in range(n_spans))
+    return request
+
+
+def span_ids(request: ExportTraceServiceRequest) -> list[str]:
+    return [s.span_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]

@@ -1,0 +1,57 @@
+"""Background upkeep inside the collector: periodic compaction and retention."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from collector import compaction, retention
+from collector.config import CollectorConfig
+from collector.stats import Stats
+
+log = logging.getLogger("verdict.collector")
+
+
+class Maintenance:
+    def __init__(self, config: CollectorConfig):
+        self._config = config
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def recover(self) -> None:
+        compaction.recover(self._config.data_dir)
+
+    def run_once(self, stats: Stats | None = None) -> None:
+        expired = retention.expire(self._config.data_dir, self._config.retention_days)
+        merged = compaction.compact_all(self._config.data_dir, self._config.compact_min_segments)
+        if stats is not None:
+            stats.add(compactions=merged, partitions_expired=len(expired))
+
+    def start(self, stats: Stats) -> None:
+        self._thread = threading.Thread(target=self._loop, args=(stats,), name="maintenance", daemon=True)
+        self._thread.start()
+
+    def _loop(self, stats: Stats) -> None:
+        compact_every = self._config.compact_interval_s
+        retain_every = self._config.maintenance_interval_s
+        next_compact = time.monotonic() + compact_every if compact_every > 0 else float("inf")
+        next_retain = time.monotonic()
+        while not self._stop.wait(max(0.05, min(next_compact, next_retain) - time.monotonic())):
+            now = time.monotonic()
+            try:
+                if now >= next_retain:
+                    stats.add(partitions_expired=len(
+                        retention.expire(self._config.data_dir, self._config.retention_days)))
+                    next_retain = now + retain_every
+                if now >= next_compact:
+                    stats.add(compactions=compaction.compact_all(
+                        self._config.data_dir, self._config.compact_min_segments))
+                    next_compact = now + compact_every
+            except Exception:  # upkeep must never take ingestion down; it retries next interval
+                log.exception("maintenance failed")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)

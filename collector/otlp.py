@@ -1,0 +1,154 @@
+"""OTLP/HTTP request bodies -> ExportTraceServiceRequest (protobuf or OTLP JSON, optionally gzip).
+
+Decoding is done once, with the upb-backed generated messages; every failure becomes a
+`RequestError` carrying the HTTP status and a message saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+
+
+class RequestError(Exception):
+    """A request refused as a whole: HTTP status plus a precise reason (picklable across workers)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(status, message)
+        self.status = status
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def media_type(content_type: str | None) -> str:
+    """The bare media type of a Content-Type header; 415 for anything but protobuf or JSON."""
+    value = (content_type or "").split(";", 1)[0].strip().lower()
+    if value not in (PROTOBUF, JSON):
+        raise RequestError(
+            415, f"unsupported content type {value or '(none)'!r}: use {PROTOBUF} or {JSON}"
+        )
+    return value
+
+
+def decompress(body: bytes, content_encoding: str | None, max_bytes: int) -> bytes:
+    """Undo Content-Encoding; the decompressed size is capped so a gzip bomb costs nothing."""
+    encoding = (content_encoding or "identity").strip().lower()
+    if encoding == "identity":
+        return body
+    if encoding not in ("gzip", "deflate"):
+        raise RequestError(415, f"unsupported content encoding {encoding!r}: use gzip or none")
+    wbits = 16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(body, max_bytes + 1)
+    except zlib.error as exc:
+        raise RequestError(400, f"malformed {encoding} body: {exc}") from None
+    if len(out) > max_bytes:
+        raise RequestError(413, f"decompressed body exceeds the limit of {max_bytes} bytes")
+    if not inflater.eof:
+        raise RequestError(400, f"truncated {encoding} body")
+    return out
+
+
+def parse_protobuf(data: bytes) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except DecodeError as exc:
+        raise RequestError(400, f"malformed protobuf ExportTraceServiceRequest: {exc}") from None
+    return request
+
+
+# OTLP JSON encodes ids as hex; protobuf's JSON mapping expects base64 for bytes fields.
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
+
+
+def _hex_ids_to_base64(obj: dict, where: str) -> None:
+    for key in _ID_FIELDS:
+        value = obj.get(key)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            raise RequestError(400, f"{where}.{key} must be a hex string")
+        try:
+            obj[key] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
+        except ValueError:
+            raise RequestError(400, f"{where}.{key} is not valid hex: {value[:40]!r}") from None
+
+
+def _list(obj: dict, key: str, camel: str, where: str) -> list:
+    value = obj.get(camel, obj.get(key, []))
+    if not isinstance(value, list):
+        raise RequestError(400, f"{where}.{camel} must be a list")
+    return value
+
+
+def _dict(value: object, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise RequestError(400, f"{where} must be an object")
+    return value
+
+
+def parse_json(data: bytes) -> ExportTraceServiceRequest:
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise RequestError(400, f"malformed JSON: {exc}") from None
+    doc = _dict(doc, "request body")
+    for r, rs in enumerate(_list(doc, "resource_spans", "resourceSpans", "request")):
+        rs_where = f"resourceSpans[{r}]"
+        for s, ss in enumerate(_list(_dict(rs, rs_where), "scope_spans", "scopeSpans", rs_where)):
+            ss_where = f"{rs_where}.scopeSpans[{s}]"
+            for i, span in enumerate(_list(_dict(ss, ss_where), "spans", "spans", ss_where)):
+                span_where = f"{ss_where}.spans[{i}]"
+                _hex_ids_to_base64(_dict(span, span_where), span_where)
+                for k, link in enumerate(_list(span, "links", "links", span_where)):
+                    _hex_ids_to_base64(_dict(link, f"{span_where}.links[{k}]"), f"{span_where}.links[{k}]")
+    request = ExportTraceServiceRequest()
+    try:
+        json_format.ParseDict(doc, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, AttributeError) as exc:
+        raise RequestError(400, f"invalid OTLP JSON: {str(exc)[:300]}") from None
+    return request
+
+
+def decode(body: bytes, content_type: str | None, content_encoding: str | None, max_bytes: int):
+    """Body -> (ExportTraceServiceRequest, media type). Raises RequestError (4xx)."""
+    kind = media_type(content_type)
+    data = decompress(body, content_encoding, max_bytes)
+    return (parse_protobuf(data) if kind == PROTOBUF else parse_json(data)), kind
+
+
+def encode_response(kind: str, rejected: int, message: str) -> bytes:
+    """ExportTraceServiceResponse in the request's encoding; partial_success only when set."""
+    response = ExportTraceServiceResponse()
+    if rejected or message:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    if kind == PROTOBUF:
+        return response.SerializeToString()
+    return json.dumps(json_format.MessageToDict(response)).encode()
+
+
+def error_body(kind: str, status: int, message: str) -> bytes:
+    """A google.rpc.Status body as OTLP/HTTP prescribes for failures."""
+    from google.rpc.status_pb2 import Status
+
+    grpc_code = {400: 3, 401: 16, 413: 8, 415: 3, 408: 4, 429: 8, 503: 14}.get(status, 2)
+    if kind == PROTOBUF:
+        return Status(code=grpc_code, message=message).SerializeToString()
+    return json.dumps({"code": grpc_code, "message": message}).encode()
+

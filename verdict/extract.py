@@ -1,0 +1,290 @@
+"""Extractors: how a unit turns model replies into its ResponseSchema.
+
+An extractor makes the model call(s) for one attempt and returns a validated Schema, or raises
+ExtractionError; the unit retries that and records an error state after its last retry. A truncated reply
+is never extracted. Configuration mistakes (a token-probability extractor on a free-text field, on a model
+without logprobs, ...) raise ConfigurationError when the pipeline is built.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError, create_model
+
+from verdict.graph.errors import ConfigurationError, ExtractionError
+from verdict.graph.schema import Schema, describe
+from verdict.models.base import Message, Model, ModelRequest, ModelResponse, Usage
+from verdict.scale import BooleanScale, DiscreteScale, Scale, scale_of
+
+
+@dataclass(slots=True)
+class ExtractionJob:
+    """One attempt of one unit: the rendered messages, the model and its params; sums usage."""
+
+    model: Model
+    messages: tuple[Message, ...]
+    params: Mapping[str, Any]
+    schema: type[Schema]
+    usage: Usage = field(default_factory=Usage)
+
+    def complete(self, *, json_schema: Mapping[str, Any] | None = None, top_logprobs: int | None = None,
+                 messages: tuple[Message, ...] | None = None, model: Model | None = None) -> ModelResponse:
+        request = ModelRequest(messages or self.messages, self.params, json_schema, top_logprobs)
+        response = (model or self.model).complete(request)
+        self.usage = self.usage + response.usage
+        if response.truncated:
+            raise ExtractionError(f"the reply was truncated (finish_reason={response.finish_reason})")
+        return response
+
+
+class Extractor:
+    def output_schema(self, schema: type[Schema]) -> type[Schema]:
+        """The schema of what this extractor returns for a unit with ResponseSchema `schema`."""
+        return schema
+
+    def check(self, schema: type[Schema], model: Model) -> None:
+        """Raise ConfigurationError if this extractor cannot serve `schema` on `model`."""
+
+    def extract(self, job: ExtractionJob) -> Schema:
+        raise NotImplementedError
+
+
+class StructuredExtractor(Extractor):
+    """JSON validated against the ResponseSchema; asks for the provider's JSON-schema mode."""
+
+    def extract(self, job: ExtractionJob) -> Schema:
+        response = job.complete(json_schema=json_schema(job.schema))
+        return parse_json(job.schema, response.text)
+
+
+class RegexExtractor(Extractor):
+    """Fields captured by regular expressions (group 1 if the pattern has groups, else the whole match)."""
+
+    FIRST_INT = r"-?\d+"
+    FIRST_FLOAT = r"-?\d+(?:\.\d+)?"
+
+    def __init__(self, pattern: str | Mapping[str, str] = FIRST_INT) -> None:
+        self.patterns = pattern
+        self._compiled: dict[str | None, re.Pattern[str]] = (
+            {None: re.compile(pattern)} if isinstance(pattern, str)
+            else {name: re.compile(p) for name, p in pattern.items()}
+        )
+
+    def _targets(self, schema: type[Schema]) -> dict[str, re.Pattern[str]]:
+        if None in self._compiled:
+            return {_single_field(schema, "RegexExtractor with one pattern"): self._compiled[None]}
+        return self._compiled  # type: ignore[return-value]
+
+    def check(self, schema: type[Schema], model: Model) -> None:
+        targets = self._targets(schema)
+        missing = [n for n, f in schema.model_fields.items() if f.is_required() and n not in targets]
+        unknown = [n for n in targets if n not in schema.model_fields]
+        if missing or unknown:
+            raise ConfigurationError(f"RegexExtractor patterns do not match {describe(schema)}: "
+                                     f"missing {missing or 'none'}, unknown {unknown or 'none'}")
+
+    def extract(self, job: ExtractionJob) -> Schema:
+        text = job.complete().text
+        values: dict[str, Any] = {}
+        for name, pattern in self._targets(job.schema).items():
+            match = pattern.search(text)
+            if match is None:
+                raise ExtractionError(f"no match for {pattern.pattern!r} ({name}) in the reply")
+            captured = match.group(1) if pattern.groups else match.group(0)
+            scale = scale_of(job.schema.model_fields[name])
+            values[name] = _scale_value(scale, captured) if isinstance(scale, DiscreteScale | BooleanScale) \
+                else captured
+        return _validate(job.schema, values)
+
+
+class RawTextExtractor(Extractor):
+    """The whole reply text as the schema's single text field."""
+
+    def check(self, schema: type[Schema], model: Model) -> None:
+        name = _single_field(schema, "RawTextExtractor")
+        if schema.model_fields[name].annotation is not str:
+            raise ConfigurationError(f"RawTextExtractor needs a str field; {describe(schema)} has none")
+
+    def extract(self, job: ExtractionJob) -> Schema:
+        return _validate(job.schema, {_single_field(job.schema, "RawTextExtractor"): job.complete().text})
+
+
+class TokenProbabilityExtractor(Extractor):
+    """The probability of each scale value from the first reply token's logprobs.
+
+    The field gets the most likely value (argmax); the full distribution is appended as
+    `<field>_distribution` ({value: probability}, normalised over the scale's tokens).
+    """
+
+    def __init__(self, field: str | None = None, top_logprobs: int = 20) -> None:
+        self.field = field
+        self.top_logprobs = top_logprobs
+
+    def _field(self, schema: type[Schema]) -> tuple[str, DiscreteScale | BooleanScale]:
+        name = self.field or _single_field(schema, type(self).__name__)
+        scale = scale_of(schema.model_fields[name]) if name in schema.model_fields else None
+        if not isinstance(scale, DiscreteScale | BooleanScale):
+            raise ConfigurationError(f"{type(self).__name__} needs a DiscreteScale or BooleanScale field; "
+                                     f"{name!r} of {describe(schema)} is not one")
+        return name, scale
+
+    def check(self, schema: type[Schema], model: Model) -> None:
+        name, _ = self._field(schema)
+        others = [n for n, f in schema.model_fields.items() if f.is_required() and n != name]
+        if others:
+            raise ConfigurationError(f"{type(self).__name__} fills only {name!r}; {describe(schema)} also "
+                                     f"requires {others}")
+        if not model.supports_logprobs:
+            raise ConfigurationError(f"{type(self).__name__} needs logprobs, which {model.name} does not return")
+
+    def output_schema(self, schema: type[Schema]) -> type[Schema]:
+        name, _ = self._field(schema)
+        return _with_distribution(schema, name, None)
+
+    def distribution(self, scale: DiscreteScale | BooleanScale, response: ModelResponse) -> dict[Any, float]:
+        for position in response.logprobs or ():
+            # The chosen token is usually among the alternatives too; a dict counts it once.
+            candidates = dict(position.top)
+            candidates.setdefault(position.token, position.logprob)
+            mass: dict[Any, float] = {}
+            for token, logprob in candidates.items():
+                value = scale.value_of_token(token)
+                if value is not None:
+                    mass[value] = mass.get(value, 0.0) + math.exp(logprob)
+            total = sum(mass.values())
+            if total > 0:
+                return {v: mass.get(v, 0.0) / total for v in _scale_values(scale) if v in mass}
+        raise ExtractionError("no scale token among the reply's logprobs" if response.logprobs
+                              else "the reply carries no logprobs")
+
+    def reduce(self, scale: DiscreteScale | BooleanScale, distribution: dict[Any, float]) -> Any:
+        return max(distribution, key=distribution.__getitem__)
+
+    def extract(self, job: ExtractionJob) -> Schema:
+        name, scale = self._field(job.schema)
+        response = job.complete(top_logprobs=self.top_logprobs)
+        dist = self.distribution(scale, response)
+        values = {name: self.reduce(scale, dist), f"{name}_distribution": dist}
+        return _validate(self.output_schema(job.schema), values)
+
+
+class ExpectedValueExtractor(TokenProbabilityExtractor):
+    """Like TokenProbabilityExtractor, but the field is the probability-weighted mean (a float)."""
+
+    def _field(self, schema: type[Schema]) -> tuple[str, DiscreteScale | BooleanScale]:
+        name, scale = super()._field(schema)
+        if not (isinstance(scale, DiscreteScale) and scale.numeric):
+            raise ConfigurationError(f"ExpectedValueExtractor needs a numeric DiscreteScale; {name!r} is {scale!r}")
+        return name, scale
+
+    def output_schema(self, schema: type[Schema]) -> type[Schema]:
+        name, scale = self._field(schema)
+        return _with_distribution(schema, name, scale)
+
+    def reduce(self, scale: DiscreteScale | BooleanScale, distribution: dict[Any, float]) -> float:
+        return sum(v * p for v, p in distribution.items())
+
+
+class PostHocExtractor(Extractor):
+    """Two steps: the model answers freely, then a second call turns that reply into the schema as JSON."""
+
+    INSTRUCTION = ("Extract the requested fields from the text below. Reply with a JSON object that "
+                   "follows this schema:\n{schema}")
+
+    def __init__(self, model: str | Model | None = None) -> None:
+        self.model_spec = model
+        self._model: Model | None = None
+
+    def check(self, schema: type[Schema], model: Model) -> None:
+        if self.model_spec is not None and self._model is None:
+            from verdict.graph.unit import resolve_model
+
+            self._model = resolve_model(self.model_spec)
+
+    def extract(self, job: ExtractionJob) -> Schema:
+        reply = job.complete().text
+        schema = json_schema(job.schema)
+        messages = (Message("system", self.INSTRUCTION.format(schema=json.dumps(schema))), Message("user", reply))
+        response = job.complete(json_schema=schema, messages=messages, model=self._model)
+        return parse_json(job.schema, response.text)
+
+
+def default_extractor(schema: type[Schema], model: Model) -> Extractor:
+    """Token probabilities for a lone DiscreteScale/BooleanScale field when the model returns logprobs;
+    structured output (which enforces every field's range) otherwise."""
+    required = [f for f in schema.model_fields.values() if f.is_required()]
+    if len(required) == 1 and isinstance(scale_of(required[0]), DiscreteScale | BooleanScale) \
+            and model.supports_logprobs:
+        return TokenProbabilityExtractor()
+    return StructuredExtractor()
+
+
+@lru_cache(maxsize=512)
+def json_schema(schema: type[Schema]) -> dict[str, Any]:
+    return schema.model_json_schema()
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+def parse_json(schema: type[Schema], text: str) -> Schema:
+    fenced = _FENCE.match(text)
+    body = fenced.group(1) if fenced else text
+    try:
+        return schema.model_validate_json(body)
+    except ValidationError as exc:
+        if exc.errors()[0]["type"] != "json_invalid":
+            raise ExtractionError(_validation_summary(exc)) from None
+    start, end = body.find("{"), body.rfind("}")
+    if start == -1 or end <= start:
+        raise ExtractionError("the reply holds no JSON object")
+    try:
+        return schema.model_validate_json(body[start : end + 1])
+    except ValidationError as exc:
+        raise ExtractionError(_validation_summary(exc)) from None
+
+
+def _validate(schema: type[Schema], values: dict[str, Any]) -> Schema:
+    try:
+        return schema.model_validate(values)
+    except ValidationError as exc:
+        raise ExtractionError(_validation_summary(exc)) from None
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    parts = [f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()[:3]]
+    return "the reply does not validate: " + "; ".join(parts)
+
+
+def _single_field(schema: type[Schema], who: str) -> str:
+    required = [n for n, f in schema.model_fields.items() if f.is_required()]
+    if len(required) != 1:
+        raise ConfigurationError(f"{who} fills exactly one field, but {describe(schema)} requires {required}")
+    return required[0]
+
+
+def _scale_value(scale: DiscreteScale | BooleanScale, token: str) -> Any:
+    value = scale.value_of_token(token)
+    if value is None:
+        raise ExtractionError(f"{token!r} is not on the scale ({scale.instruction})")
+    return value
+
+
+def _scale_values(scale: Scale) -> tuple[Any, ...]:
+    return scale.values if isinstance(scale, DiscreteScale) else (False, True)
+
+
+@lru_cache(maxsize=256)
+def _with_distribution(schema: type[Schema], name: str, expected: DiscreteScale | None) -> type[Schema]:
+    fields: dict[str, Any] = {f"{name}_distribution": (dict[Any, float], ...)}
+    if expected is not None:
+        low, high = min(expected.values), max(expected.values)  # type: ignore[type-var]
+        fields[name] = (Annotated[float, Field(ge=low, le=high)], ...)
+    return create_model(schema.__name__, __base__=schema, **fields)  # type: ignore[call-overload]

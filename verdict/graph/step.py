@@ -1,0 +1,110 @@
+"""One node for one sample: render, call, extract, retry, process, propagate — or an error state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from verdict.extract import ExtractionJob
+from verdict.graph.build import Node
+from verdict.graph.errors import ConfigurationError, ExtractionError, TemplateError, UnitError
+from verdict.graph.schema import Schema
+from verdict.graph.template import AttributeView, PreviousView, mapping_of
+from verdict.models.base import ModelError, Usage
+
+_NO_USAGE = Usage()
+Result = BaseModel | UnitError
+
+
+def run_step(node: Node, source: Any, outputs: list[Result]) -> tuple[Result, Usage]:
+    """Never raises: any failure becomes a UnitError saying why."""
+    for dep_path, output in zip(node.dep_paths, outputs, strict=True):
+        if isinstance(output, UnitError):
+            return UnitError("upstream", f"{dep_path} failed ({output})"), _NO_USAGE
+    previous = PreviousView(node.dep_names, outputs)
+    try:
+        input = _input(node, source, outputs)
+    except (ValidationError, ConfigurationError) as exc:
+        return UnitError("unit", f"cannot build the input: {_short(exc)}"), _NO_USAGE
+    if node.kind == "io":
+        return _call_model(node, source, previous, input)
+    try:
+        return _finish(node, node.unit.compute(input, previous), previous, input), _NO_USAGE
+    except Exception as exc:  # a user's map function or pool over bad values; the row says why
+        return UnitError("unit", _short(exc)), _NO_USAGE
+
+
+def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> tuple[Result, Usage]:
+    try:
+        messages = node.template.render(  # type: ignore[union-attr]
+            {"source": source, "previous": previous, "input": input, "unit": node.unit})
+    except TemplateError as exc:
+        return UnitError("template", str(exc)), _NO_USAGE
+    usage = _NO_USAGE
+    failure = UnitError("extraction", "no attempt was made")
+    attempts = node.retries + 1
+    for attempt in range(1, attempts + 1):
+        job = ExtractionJob(node.model, messages, node.params, node.response_schema)  # type: ignore[arg-type]
+        try:
+            response = node.extractor.extract(job)  # type: ignore[union-attr]
+        except ExtractionError as exc:
+            failure = UnitError("extraction", str(exc), attempt)
+            continue
+        except ModelError as exc:
+            failure = UnitError("model", str(exc), attempt)
+            if exc.retryable:
+                continue
+            return failure, usage + job.usage
+        finally:
+            usage = usage + job.usage
+        try:
+            return _finish(node, node.unit.process(input, response), previous, input), usage
+        except Exception as exc:  # user code in process/propagate
+            return UnitError("unit", _short(exc), attempt), usage
+    return failure, usage
+
+
+def _finish(node: Node, output: Any, previous: PreviousView, input: Any) -> BaseModel:
+    if node.unit.propagate_fn is not None:
+        output = node.unit.propagate_fn(node.unit, previous, input, output)
+    if not isinstance(output, BaseModel):
+        raise TypeError(f"{node.path} produced {type(output).__name__}, not a Schema")
+    return output
+
+
+def _input(node: Node, source: Any, outputs: list[Result]) -> Any:
+    schema = node.unit.InputSchema
+    if not outputs:
+        if schema is None:
+            return source
+        data = mapping_of(source) if isinstance(source, AttributeView) else source
+        return schema.model_validate(data.model_dump() if isinstance(data, BaseModel) else data)
+    if schema is None and len(outputs) == 1:
+        return outputs[0]
+    fields: dict[str, Any] = {}
+    for output in reversed(outputs):  # the first dependency wins a name clash
+        fields.update(_fields(output))
+    if schema is None:
+        return Schema.model_construct(**fields)
+    if node.cast is None:  # an upstream output schema was only known at run time
+        from verdict.graph.casting import plan_cast
+
+        merged: dict[str, Any] = {}
+        for output in outputs:
+            for name, info in type(output).model_fields.items():
+                merged.setdefault(name, info)
+        return plan_cast(merged, "+".join(type(o).__name__ for o in outputs), schema).apply(fields)
+    return node.cast.apply(fields)
+
+
+def _fields(output: Any) -> Mapping[str, Any]:
+    extra = output.__pydantic_extra__
+    return {**output.__dict__, **extra} if extra else output.__dict__
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+    return f"{type(exc).__name__}: {exc}"

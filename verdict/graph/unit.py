@@ -1,0 +1,137 @@
+"""Unit: one step of a judge graph, configured with chainable directives.
+
+A model-calling unit declares a ResponseSchema (and optionally InputSchema and OutputSchema), a prompt and
+a model (`.via`); CPU units (`kind = "cpu"`: maps and pools) override `compute`. Units hold definitions
+only: per-sample state lives in the executor, so one materialised graph serves every sample.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+
+from verdict.graph.errors import ConfigurationError
+from verdict.graph.prompt import Prompt, as_template
+from verdict.graph.schema import Schema
+from verdict.models.base import Model
+
+if TYPE_CHECKING:
+    from verdict.extract import Extractor
+    from verdict.graph.compose import Block
+    from verdict.graph.template import CompiledTemplate, PreviousView
+
+PropagateFn = Callable[[Any, Any, Any, Any], Schema]
+
+
+@dataclass(frozen=True, slots=True)
+class Via:
+    """Which model a unit calls, how often a reply it cannot extract is retried, and sampling params."""
+
+    model: Model
+    retries: int = 3
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise ConfigurationError(f"retries must be >= 0, got {self.retries}")
+
+
+def resolve_model(spec: str | Model) -> Model:
+    if isinstance(spec, str):
+        from verdict.models.registry import resolve_model as resolve
+
+        try:
+            return resolve(spec)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+    if not isinstance(spec, Model):
+        raise ConfigurationError(f"a model is a 'provider/name' string or a Model, not {type(spec).__name__}")
+    return spec
+
+
+class Unit:
+    ResponseSchema: ClassVar[type[Schema]]
+    InputSchema: ClassVar[type[Schema] | None] = None
+    OutputSchema: ClassVar[type[Schema] | None] = None
+    kind: ClassVar[Literal["io", "cpu"]] = "io"
+    # Template used when `.prompt()` was not called (None: the unit must be given one).
+    default_prompt: ClassVar[str | None] = None
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or type(self).__name__.removesuffix("Unit").lower() or "unit"
+        self.via_config: Via | None = None
+        self.template: CompiledTemplate | None = None
+        self.extractor: Extractor | None = None
+        self.propagate_fn: PropagateFn | None = None
+        self.pinned = False
+        # Edges, in definition order; `>>` appends to them.
+        self.dependencies: list[Unit] = []
+        self.dependents: list[Unit] = []
+
+    # --- directives -------------------------------------------------------------------------------
+    def via(self, model: str | Model, retries: int = 3, **params: Any) -> Self:
+        self.via_config = Via(resolve_model(model), retries, params)
+        return self
+
+    def prompt(self, template: str | type[Prompt]) -> Self:
+        self.template = as_template(template)
+        return self
+
+    def extract(self, extractor: Extractor) -> Self:
+        self.extractor = extractor
+        return self
+
+    def propagate(self, fn: PropagateFn) -> Self:
+        """fn(unit, previous, input, output) -> Schema replaces the unit's output."""
+        self.propagate_fn = fn
+        return self
+
+    def pin(self) -> Self:
+        """Run once per run and share the result with every sample."""
+        self.pinned = True
+        return self
+
+    # --- composition ------------------------------------------------------------------------------
+    def __rshift__(self, other: Any) -> Block:
+        from verdict.graph.compose import chain
+
+        return chain(self, other)
+
+    def roots(self) -> list[Unit]:
+        return [self]
+
+    def leaves(self) -> list[Unit]:
+        return [self]
+
+    def clone(self, mapping: dict[Unit, Unit]) -> Unit:
+        twin = copy.copy(self)
+        twin.dependencies, twin.dependents = [], []
+        mapping[self] = twin
+        return twin
+
+    # --- behaviour ----------------------------------------------------------------------------------
+    def response_schema(self) -> type[Schema]:
+        schema = getattr(self, "ResponseSchema", None)
+        if schema is None:
+            raise ConfigurationError(f"unit {self.name!r} ({type(self).__name__}) declares no ResponseSchema")
+        return schema
+
+    def output_schema(self, response: type[Schema], inputs: list[type[Schema] | None]) -> type[Schema] | None:
+        """The schema of this unit's output given its dependencies' output schemas (None = unknown until
+        run time, e.g. after `.propagate`)."""
+        if self.propagate_fn is not None:
+            return None
+        return self.OutputSchema or response
+
+    def process(self, input: Any, response: Schema) -> Schema:
+        """Turn the extracted response into the output (identity unless OutputSchema differs)."""
+        return response
+
+    def compute(self, input: Any, previous: PreviousView) -> Schema:
+        """The work of a CPU unit."""
+        raise NotImplementedError(f"{type(self).__name__} is a CPU unit without compute()")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"

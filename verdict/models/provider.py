@@ -1,0 +1,114 @@
+"""What every remote model client does around one provider call: cache, rate limit, retry, cost."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from .base import ModelRequest, ModelResponse, Usage
+from .cache import ResponseCache, request_key
+from .pricing import Price, PriceTable, price_table
+from .ratelimit import RateLimits, estimate_tokens, shared_limiter
+from .retry import RetryPolicy, call_with_retries
+
+DEFAULT_TIMEOUT = 60.0
+# Part of the cache key, never sent: lets an ensemble draw independent samples of one prompt.
+CACHE_SALT = "cache_salt"
+DEFAULT_RATE_LIMITS = RateLimits()
+
+
+class ProviderModel:
+    """Base of the OpenAI-compatible and Anthropic clients; subclasses implement `_attempt`."""
+
+    provider: ClassVar[str]
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        endpoint: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        rate_limits: RateLimits | None = DEFAULT_RATE_LIMITS,
+        cache: ResponseCache | str | os.PathLike[str] | None = None,
+        prices: PriceTable | Mapping[str, Price | tuple[float, float]] | None = None,
+    ) -> None:
+        if not model or model != model.strip():
+            raise ValueError(f"{self.provider} model name must be non-empty without surrounding spaces, got {model!r}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        self.model = model
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self._limiter = shared_limiter(f"{self.name}@{endpoint}", rate_limits)
+        self._cache = cache if cache is None or isinstance(cache, ResponseCache) else ResponseCache(cache)
+        self._prices = price_table(prices)
+        self._rng = random.Random()
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r})"
+
+    def _attempt(self, request: ModelRequest, params: dict[str, Any]) -> ModelResponse:
+        """One provider call; raise ModelError on failure. Usage carries tokens, cost is added here."""
+        raise NotImplementedError
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        key = request_key(self.name, request) if self._cache is not None else None
+        if key is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        params = {k: v for k, v in request.params.items() if k != CACHE_SALT}
+        limiter = self._limiter
+        max_output = params.get("max_tokens", params.get("max_completion_tokens"))
+        estimate = estimate_tokens(sum(len(m.content) for m in request.messages),
+                                   max_output if isinstance(max_output, int) else None)
+
+        def attempt() -> ModelResponse:
+            if limiter is not None:
+                limiter.acquire(estimate)
+            return self._attempt(request, params)
+
+        response = call_with_retries(attempt, self.retry, rng=self._rng,
+                                     on_retry_after=limiter.pause if limiter is not None else None)
+        tokens = response.usage
+        if limiter is not None:
+            limiter.settle(estimate, tokens.input_tokens + tokens.output_tokens)
+        cost = self._prices.cost(self.model, tokens.input_tokens, tokens.output_tokens)
+        response = replace(response, usage=Usage(tokens.input_tokens, tokens.output_tokens, cost))
+        if key is not None:
+            self._cache.put(key, response)
+        return response
+
+
+def credentials(provider: str, api_key: str | None, base_url: str | None,
+                key_env: str, url_env: str) -> tuple[str, str | None]:
+    """API key and base URL from explicit arguments, else the environment; never logged.
+
+    Local OpenAI/Anthropic-compatible servers (vLLM, Ollama, llama.cpp) ignore the key, so a
+    custom base URL without a key gets a placeholder instead of an error.
+    """
+    base_url = base_url or os.environ.get(url_env) or None
+    api_key = api_key or os.environ.get(key_env) or None
+    if api_key is None:
+        if base_url is None:
+            raise ValueError(
+                f"no API key for {provider}: set the {key_env} environment variable or pass api_key=...; "
+                f"for a local {provider}-compatible server pass base_url=... (or set {url_env})"
+            )
+        api_key = "not-needed"
+    return api_key, base_url
+
+
+def split_params(params: Mapping[str, Any], accepted: frozenset[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(keyword arguments the SDK method takes, the rest) — the rest goes out as `extra_body`,
+    which is how server-specific options such as vLLM's `top_k` reach OpenAI-compatible servers."""
+    known = {k: v for k, v in params.items() if k in accepted}
+    return known, {k: v for k, v in params.items() if k not in accepted}

@@ -1,0 +1,51 @@
+"""`resolve_model("openai/gpt-4o-mini")`: model strings to Model instances.
+
+Accepted: a Model instance (returned as is), "openai/<model>" (any OpenAI-compatible server via
+`base_url=` or OPENAI_BASE_URL) and "anthropic/<model>". Only the first "/" separates the
+provider, so "openai/meta-llama/Llama-3.1-8B-Instruct" names a vLLM model. Strings resolved
+without options are cached: every unit naming the same model shares one client, connection
+pool and rate limiter.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .base import Model
+
+ACCEPTED_FORMS = ('"openai/<model>" (OpenAI or any OpenAI-compatible server)', '"anthropic/<model>"',
+                  "a verdict.models.base.Model instance")
+_instances: dict[str, Model] = {}
+_lock = threading.Lock()
+
+
+def _build(provider: str, name: str, options: dict[str, Any]) -> Model:
+    if provider == "openai":
+        from .openai_model import OpenAIModel
+
+        return OpenAIModel(name, **options)
+    from .anthropic_model import AnthropicModel
+
+    return AnthropicModel(name, **options)
+
+
+def resolve_model(spec: str | Model, **options: Any) -> Model:
+    """The Model for `spec`; `options` go to the client (base_url, api_key, timeout, retry,
+    rate_limits, cache, prices, ...). Raises ValueError naming the accepted forms."""
+    if isinstance(spec, Model) and not isinstance(spec, str):
+        if options:
+            raise ValueError("options apply to model strings only, not to a Model instance")
+        return spec
+    if not isinstance(spec, str):
+        raise ValueError(f"model must be one of {', '.join(ACCEPTED_FORMS)}; got {type(spec).__name__}")
+    provider, sep, name = spec.partition("/")
+    if not sep or provider not in ("openai", "anthropic") or not name.strip():
+        raise ValueError(f"unknown model {spec!r}: use {', '.join(ACCEPTED_FORMS)}")
+    if options:
+        return _build(provider, name, options)
+    with _lock:
+        model = _instances.get(spec)
+        if model is None:
+            model = _instances[spec] = _build(provider, name, {})
+        return model

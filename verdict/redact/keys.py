@@ -1,0 +1,148 @@
+"""Credentials recognisable by their own shape: provider/cloud API keys, JWTs, PEM private keys
+and HTTP `Bearer`/`Basic` values.
+
+Every pattern starts with a literal (`sk-`, `AIza`, `eyJ`, `-----BEGIN `, ...), so `re` finds
+candidates with its fast substring search instead of trying every position; boundary and
+plausibility checks run in Python on the few matches.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import re
+from typing import NamedTuple
+
+from verdict.redact.findings import PRIORITY, Finding
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_DIGITS = re.compile(r"[0-9]")
+
+
+class _KeyShape(NamedTuple):
+    pattern: re.Pattern[str]
+    prefix_before: str  # characters allowed right before the match (Stripe's s/r/p of "sk_live_")
+    needs_digit: bool  # guards prefixes that also start ordinary words ("risk-free-...")
+
+
+_KEYS = (
+    _KeyShape(re.compile(r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}+"), "", True),
+    _KeyShape(re.compile(r"A(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), "", False),
+    _KeyShape(re.compile(r"AIza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])"), "", False),
+    _KeyShape(re.compile(r"gh[pousr]_[A-Za-z0-9]{36,255}+"), "", False),
+    _KeyShape(re.compile(r"github_pat_[A-Za-z0-9_]{22,255}+"), "", False),
+    _KeyShape(re.compile(r"glpat-[A-Za-z0-9_\-]{20,}+"), "", False),
+    _KeyShape(re.compile(r"xox[abposr]-[A-Za-z0-9\-]{10,}+"), "", True),
+    _KeyShape(re.compile(r"k_(?:live|test)_[A-Za-z0-9]{16,}+"), "srp", False),
+    _KeyShape(re.compile(r"hf_[A-Za-z0-9]{30,}+"), "", True),
+    _KeyShape(re.compile(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), "", False),
+    _KeyShape(re.compile(r"pypi-[A-Za-z0-9_\-]{50,}+"), "", False),
+)
+# An AWS secret access key has no prefix: 40 base64 characters shortly after an access key id.
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_SECRET_WINDOW = 200
+
+_JWT = re.compile(r"eyJ([A-Za-z0-9_\-]{8,}+)\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]*+")
+
+_PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_MAX = 65536  # no private key is longer; a BEGIN without END within this is truncated
+# Body of a truncated block: base64 lines (also with JSON-escaped newlines).
+_PEM_BODY = re.compile(r"(?:(?:\s|\\[nr])++[A-Za-z0-9+/=]{16,}+)*+")
+
+# Matched against the lower-cased text, so the patterns keep a literal prefix for fast search.
+_BEARER_PATTERN = r"bearer[ \t]++([a-z0-9._~+/\-]{8,}+=*+)"
+_BASIC_PATTERN = r"basic[ \t]++([a-z0-9+/]{8,}+=*+)"
+_BEARER, _BASIC = re.compile(_BEARER_PATTERN), re.compile(_BASIC_PATTERN)
+# For the rare text whose length changes when lower-cased ("İ"): case-insensitive on the original.
+_BEARER_ANYCASE = re.compile(_BEARER_PATTERN, re.IGNORECASE)
+_BASIC_ANYCASE = re.compile(_BASIC_PATTERN, re.IGNORECASE)
+
+
+def scan_keys(s: str, out: list[Finding]) -> None:
+    """Append API-key, JWT, PEM and auth-header findings of `s` to `out`."""
+    for shape in _KEYS:
+        for m in shape.pattern.finditer(s):
+            start = m.start()
+            if shape.prefix_before:
+                if start == 0 or s[start - 1] not in shape.prefix_before:
+                    continue
+                start -= 1
+            if start and s[start - 1] in _TOKEN_CHARS:
+                continue
+            if shape.needs_digit and _DIGITS.search(m.group()) is None:
+                continue
+            out.append(Finding(start, m.end(), "API_KEY", PRIORITY["API_KEY"]))
+            if m.group().startswith(("AKIA", "ASIA")):
+                _aws_secret(s, m.end(), out)
+    if "eyJ" in s:
+        _scan_jwt(s, out)
+    if "-----BEGIN " in s:
+        _scan_pem(s, out)
+    _scan_auth(s, out)
+
+
+def _aws_secret(s: str, after: int, out: list[Finding]) -> None:
+    m = _AWS_SECRET.search(s, after, after + _AWS_SECRET_WINDOW)
+    if m is not None and _DIGITS.search(m.group()) and not m.group().isdigit():
+        out.append(Finding(m.start(), m.end(), "API_KEY", PRIORITY["API_KEY"]))
+
+
+def _scan_jwt(s: str, out: list[Finding]) -> None:
+    for m in _JWT.finditer(s):
+        start = m.start()
+        if start and s[start - 1] in _TOKEN_CHARS:
+            continue
+        header = "eyJ" + m.group(1)
+        try:
+            decoded = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))
+        except (binascii.Error, ValueError):
+            continue
+        if b'"alg"' in decoded or b'"typ"' in decoded:
+            out.append(Finding(start, m.end(), "JWT", PRIORITY["JWT"]))
+
+
+def _scan_pem(s: str, out: list[Finding]) -> None:
+    ends = [m.end() for m in _PEM_END.finditer(s)]  # once, then bisect: linear for many BEGINs
+    covered = 0
+    for m in _PEM_BEGIN.finditer(s):
+        if m.start() < covered:
+            continue
+        i = bisect.bisect_left(ends, m.end())
+        if i < len(ends) and ends[i] - m.start() <= _PEM_MAX:
+            stop = ends[i]
+        else:
+            stop = _PEM_BODY.match(s, m.end()).end()
+        out.append(Finding(m.start(), stop, "PRIVATE_KEY", PRIORITY["PRIVATE_KEY"]))
+        covered = stop
+
+
+def _scan_auth(s: str, out: list[Finding]) -> None:
+    low = s.lower()
+    if len(low) == len(s):
+        text, bearer, basic = low, _BEARER, _BASIC
+    else:
+        text, bearer, basic = s, _BEARER_ANYCASE, _BASIC_ANYCASE
+    for m in bearer.finditer(text):
+        value = m.group(1)
+        if _is_word_start(text, m.start()) and (
+            len(value) >= 20 or _DIGITS.search(value) or any(c in "._~+/-=" for c in value)
+        ):
+            out.append(Finding(m.start(1), m.end(1), "AUTH", PRIORITY["AUTH"]))
+    for m in basic.finditer(text):
+        if _is_word_start(text, m.start()) and _is_basic_credential(s[m.start(1) : m.end(1)]):
+            out.append(Finding(m.start(1), m.end(1), "AUTH", PRIORITY["AUTH"]))
+
+
+def _is_word_start(text: str, i: int) -> bool:
+    return i == 0 or not text[i - 1].isalnum()
+
+
+def _is_basic_credential(value: str) -> bool:
+    """`Basic` credentials are base64 of `user:password` ("basic information" is not)."""
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in decoded

@@ -1,0 +1,37 @@
+"""Verdict's tracing SDK: `init`, `instrument`, `intent_context` and friends.
+
+Imports only OpenTelemetry, wrapt and the standard library; provider SDKs are patched at
+`instrument()` time, and only when installed.
+"""
+
+from __future__ import annotations
+
+from verdict.tracing.config import TracingConfig
+from verdict.tracing.context import (
+    carry_context,
+    current_intent_key,
+    current_workload,
+    intent_context,
+    workload_context,
+)
+from verdict.tracing.health import TracingStats, reset_stats, stats
+from verdict.tracing.instrument import instrument, is_instrumented, uninstrument
+from verdict.tracing.setup import flush, init, shutdown
+
+__all__ = [
+    "TracingConfig",
+    "TracingStats",
+    "carry_context",
+    "current_intent_key",
+    "current_workload",
+    "flush",
+    "init",
+    "instrument",
+    "intent_context",
+    "is_instrumented",
+    "reset_stats",
+    "shutdown",
+    "stats",
+    "uninstrument",
+    "workload_context",
+]

@@ -1,0 +1,359 @@
+"""One instrumented provider call: span start, result recording, stream observation, span end.
+
+Provider modules describe *what* to record (an `Operation`); this module owns *how*: the span is
+current only while the provider method runs (never after `create()` returns a stream), every
+failure inside instrumentation is swallowed and counted, and the app sees exactly the objects,
+chunks and exceptions it would see uninstrumented.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from verdict.tracing import health
+from verdict.tracing import semconv as sc
+from verdict.tracing.content import PartBuilder, Redactor, dumps_bounded
+from verdict.tracing.context import INTENT_KEY, WORKLOAD
+from verdict.tracing.pipeline import PENDING
+from verdict.tracing.runtime import STATE, Runtime
+
+_CLIENT = SpanKind.CLIENT
+_ERROR = Status(StatusCode.ERROR)
+_LEGACY_SUPPRESS_KEY = "suppress_instrumentation"
+_SUPPRESS_LLM = sc.SUPPRESS_LANGUAGE_MODEL_KEY
+
+
+class Operation:
+    """What to record for one provider method. Subclasses fill attributes from kwargs and results."""
+
+    provider = ""
+    name = sc.OPERATION_CHAT
+    captures_content = True
+
+    def start_attributes(self, kwargs: dict[str, Any], attrs: dict[str, Any]) -> str:
+        """Fill request attributes; return the request model."""
+        raise NotImplementedError
+
+    def snapshot(self, kwargs: dict[str, Any]) -> Any:
+        """References to the request content, taken at call time (lists copied: apps append to them)."""
+        return None
+
+    def is_stream(self, result: Any) -> bool:
+        return False
+
+    def record(self, call: LLMCall, result: Any) -> None:
+        """Fill response attributes of a non-streamed result; keep the output for content."""
+
+    def accumulator(self) -> StreamAccumulator:
+        raise NotImplementedError
+
+    def content(self, request: Any, output: Any, parts: PartBuilder) -> dict[str, list[Any]]:
+        """Content attribute name -> semconv list (system instructions, input and output messages)."""
+        return {}
+
+
+class StreamAccumulator:
+    """Sees every stream item; at the end fills response attributes and the output for content."""
+
+    def __call__(self, item: Any) -> None:
+        raise NotImplementedError
+
+    def finish(self, attrs: dict[str, Any], completed: bool) -> Any:
+        """Set response attributes; `completed` is False when the stream stopped before its end.
+        Return the output for content capture."""
+        raise NotImplementedError
+
+
+class PendingContent:
+    """Request and output references, turned into redacted JSON attributes later (export thread)."""
+
+    __slots__ = ("op", "request", "output")
+
+    def __init__(self, op: Operation, request: Any, output: Any) -> None:
+        self.op = op
+        self.request = request
+        self.output = output
+
+    def attributes(self, redactor: Redactor, max_bytes: int) -> dict[str, str]:
+        lists = self.op.content(self.request, self.output, PartBuilder(redactor))
+        return {name: dumps_bounded(value, max_bytes) for name, value in lists.items() if value}
+
+
+def server_attributes(instance: Any, attrs: dict[str, Any]) -> None:
+    url = instance._client.base_url
+    attrs[sc.SERVER_ADDRESS] = url.host
+    attrs[sc.SERVER_PORT] = url.port or (443 if url.scheme == "https" else 80)
+
+
+def _suppressed(ctx: otel_context.Context) -> bool:
+    if ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or ctx.get(_LEGACY_SUPPRESS_KEY) or ctx.get(_SUPPRESS_LLM):
+        return True
+    # Another GenAI instrumentation's inference span is current: this call is already traced.
+    parent = trace.get_current_span(ctx)
+    attributes = getattr(parent, "attributes", None)
+    return bool(
+        attributes
+        and getattr(parent, "kind", None) is _CLIENT
+        and sc.OPERATION_NAME in attributes
+        and parent.is_recording()
+    )
+
+
+class LLMCall:
+    __slots__ = ("span", "op", "rt", "attrs", "request", "output", "ended", "start_ns", "first_ns",
+                 "acc", "observer", "__weakref__")
+
+    def __init__(self, span: Any, op: Operation, rt: Runtime, request: Any, start_ns: int) -> None:
+        self.span = span
+        self.op = op
+        self.rt = rt
+        self.attrs: dict[str, Any] = {}
+        self.request = request
+        self.output: Any = None
+        self.ended = False
+        self.start_ns = start_ns
+        self.first_ns = 0
+        self.acc: StreamAccumulator | None = None
+        self.observer: weakref.ref[Any] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def activate(self) -> object:
+        ctx = trace.set_span_in_context(self.span)
+        return otel_context.attach(otel_context.set_value(_SUPPRESS_LLM, True, ctx))
+
+    def complete(self, result: Any) -> Any:
+        """Record a successful return; hook streams. Returns `result` itself, always."""
+        try:
+            if self.op.is_stream(result):
+                self._hook_stream(result)
+                return result
+            self.op.record(self, result)
+        except Exception as exc:
+            health.record_error(f"{self.op.provider}.record", exc)
+        self.end()
+        return result
+
+    def end(self, error: BaseException | None = None, error_type: str | None = None) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        try:
+            span = self.span
+            attrs = self.attrs
+            if error is not None or error_type is not None:
+                attrs[sc.ERROR_TYPE] = error_type or sc.error_type(error)  # type: ignore[arg-type]
+                span.set_status(_ERROR)
+            rt = self.rt
+            if rt.capture_content and self.op.captures_content:
+                pending = PendingContent(self.op, self.request, self.output)
+                if rt.deferred_content:
+                    PENDING[span.get_span_context().span_id] = pending
+                elif rt.redactor is not None:
+                    attrs.update(pending.attributes(rt.redactor, rt.max_content_bytes))
+            span.set_attributes(attrs)
+        except Exception as exc:
+            health.record_error("span_end", exc)
+        try:
+            self.span.end()
+            health.count("spans_ended")
+        except Exception as exc:
+            health.record_error("span_end", exc)
+
+    # -- streams ---------------------------------------------------------------------------
+
+    def _hook_stream(self, stream: Any) -> None:
+        acc = self.acc = self.op.accumulator()
+        inner = stream._iterator
+        response = stream.response
+        call_ref = weakref.ref(self)
+        if hasattr(inner, "__anext__"):
+            observer: Any = _observe_async(inner, self, acc)
+            original_aclose = response.aclose
+
+            async def aclose() -> None:
+                _closed(call_ref)
+                await original_aclose()
+
+            response.aclose = aclose
+        else:
+            observer = _observe_sync(inner, self, acc)
+            original_close = response.close
+
+            def close() -> None:
+                _closed(call_ref)
+                original_close()
+
+            response.close = close
+        self.observer = weakref.ref(observer)
+        stream._iterator = observer
+        # A stream the app drops without reading or closing ends here (status ERROR, _OTHER).
+        weakref.finalize(stream, _abandoned, self)
+
+    def first_chunk(self) -> None:
+        self.first_ns = time.monotonic_ns()
+
+    def end_stream(self, completed: bool, error: BaseException | None = None,
+                   error_type: str | None = None) -> None:
+        if self.ended:
+            return
+        try:
+            if self.first_ns:
+                self.attrs[sc.RESPONSE_TIME_TO_FIRST_CHUNK] = (self.first_ns - self.start_ns) / 1e9
+            if self.acc is not None:
+                self.output = self.acc.finish(self.attrs, completed)
+        except Exception as exc:
+            health.record_error(f"{self.op.provider}.stream_finish", exc)
+        self.end(error, error_type)
+
+
+def _closed(call_ref: weakref.ref[LLMCall]) -> None:
+    """The app (or a helper) closed the response. While our observer is running, the stream itself
+    is closing its response at its end or on an error, and the observer records that outcome."""
+    try:
+        call = call_ref()
+        if call is None or call.ended:
+            return
+        observer = call.observer() if call.observer is not None else None
+        if observer is not None and (getattr(observer, "gi_running", False) or getattr(observer, "ag_running", False)):
+            return
+        call.end_stream(completed=False)
+    except Exception as exc:
+        health.record_error("stream_close", exc)
+
+
+def _abandoned(call: LLMCall) -> None:
+    if not call.ended:
+        call.end_stream(completed=False, error_type=sc.ERROR_TYPE_OTHER)
+
+
+def _observe_sync(inner: Iterator[Any], call: LLMCall, acc: StreamAccumulator) -> Iterator[Any]:
+    first = True
+    try:
+        for item in inner:
+            if first:
+                first = False
+                call.first_chunk()
+            try:
+                acc(item)
+            except Exception as exc:
+                health.record_error(f"{call.op.provider}.stream_item", exc)
+            yield item
+    except GeneratorExit:
+        call.end_stream(completed=False)
+        raise
+    except BaseException as exc:
+        call.end_stream(completed=False, error=exc)
+        raise
+    call.end_stream(completed=True)
+
+
+async def _observe_async(inner: AsyncIterator[Any], call: LLMCall, acc: StreamAccumulator) -> AsyncIterator[Any]:
+    first = True
+    try:
+        async for item in inner:
+            if first:
+                first = False
+                call.first_chunk()
+            try:
+                acc(item)
+            except Exception as exc:
+                health.record_error(f"{call.op.provider}.stream_item", exc)
+            yield item
+    except GeneratorExit:
+        call.end_stream(completed=False)
+        raise
+    except BaseException as exc:
+        call.end_stream(completed=False, error=exc)
+        raise
+    call.end_stream(completed=True)
+
+
+# -- starting a call ---------------------------------------------------------------------------
+
+
+def begin(op: Operation, instance: Any, kwargs: dict[str, Any]) -> LLMCall | None:
+    """Start the span of a call, or None when this call is not to be traced. Never raises."""
+    rt = STATE.current
+    if rt is None or not STATE.instrumented:
+        return None
+    try:
+        if _suppressed(otel_context.get_current()):
+            return None
+        attrs: dict[str, Any] = {sc.OPERATION_NAME: op.name, sc.PROVIDER_NAME: op.provider}
+        if rt.dup_system:
+            attrs[sc.SYSTEM] = op.provider
+        model = op.start_attributes(kwargs, attrs)
+        server_attributes(instance, attrs)
+        if rt.tenant_id is not None:
+            attrs[sc.TENANT_ID] = rt.tenant_id
+        intent = INTENT_KEY.get()
+        if intent is not None:
+            attrs[sc.INTENT_KEY] = intent
+        workload = WORKLOAD.get()
+        if workload is not None:
+            attrs[sc.WORKLOAD] = workload
+        start_ns = time.monotonic_ns()
+        span = rt.tracer.start_span(f"{op.name} {model}", kind=_CLIENT, attributes=attrs)
+        if not span.is_recording():
+            return None
+        health.count("spans_started")
+        request = op.snapshot(kwargs) if rt.capture_content and op.captures_content else None
+        return LLMCall(span, op, rt, request, start_ns)
+    except Exception as exc:
+        health.record_error(f"{op.provider}.start", exc)
+        return None
+
+
+def sync_wrapper(op: Operation) -> Any:
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = begin(op, instance, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        try:
+            token = call.activate()
+        except Exception as exc:
+            health.record_error("context_attach", exc)
+            call.end()
+            return wrapped(*args, **kwargs)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            otel_context.detach(token)
+            call.end(exc)
+            raise
+        otel_context.detach(token)
+        return call.complete(result)
+
+    return wrapper
+
+
+def async_wrapper(op: Operation) -> Any:
+    async def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = begin(op, instance, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        try:
+            token = call.activate()
+        except Exception as exc:
+            health.record_error("context_attach", exc)
+            call.end()
+            return await wrapped(*args, **kwargs)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            otel_context.detach(token)
+            call.end(exc)
+            raise
+        otel_context.detach(token)
+        return call.complete(result)
+
+    return wrapper

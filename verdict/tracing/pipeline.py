@@ -1,0 +1,134 @@
+"""Verdict's span pipeline: a bounded batch processor feeding an exporter that materializes content.
+
+Content attributes (redaction + JSON) are built here, on the export thread, from the references the
+call left on the span, so the calling thread pays neither. A span whose content cannot be built is
+exported without content (never unredacted). Only Verdict's own spans are exported, even when
+`init()` joined an app's provider: other instrumentations' spans may carry unredacted data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from verdict.tracing import health
+from verdict.tracing.content import Redactor
+from verdict.tracing.runtime import SCOPE
+
+PENDING_CONTENT = "_verdict_content"
+
+# span_id -> pending content, from the call's end until the processor sees the finished span (the SDK
+# hands processors a fresh ReadableSpan, so the pending content cannot ride on the live span).
+PENDING: dict[int, Any] = {}
+
+
+def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int) -> ReadableSpan:
+    """The span with its pending content attributes added (or the span itself when it has none)."""
+    pending = span.__dict__.get(PENDING_CONTENT)
+    if pending is None:
+        return span
+    if redactor is None:
+        return span
+    try:
+        content: dict[str, Any] = pending.attributes(redactor, max_bytes)
+    except Exception as exc:  # a redaction or serializer bug: export without content
+        health.record_error("content_capture", exc)
+        return span
+    if not content:
+        return span
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes={**(span.attributes or {}), **content},
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+class ContentExporter(SpanExporter):
+    def __init__(self, inner: SpanExporter, redactor: Redactor | None, max_bytes: int) -> None:
+        self._inner = inner
+        self._redactor = redactor
+        self._max_bytes = max_bytes
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        ready = [materialize(span, self._redactor, self._max_bytes) for span in spans]
+        try:
+            result = self._inner.export(ready)
+        except Exception as exc:
+            health.record_error("export", exc)
+            result = SpanExportResult.FAILURE
+        if result is SpanExportResult.SUCCESS:
+            health.count("spans_exported", len(ready))
+        else:
+            health.count("export_failures")
+            health.count("spans_dropped", len(ready))
+            health.record_error("export_failed")
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+class VerdictSpanProcessor(SpanProcessor):
+    """Forwards Verdict's finished spans to a batch processor; drops (and counts) when its queue is full.
+
+    Added once to a provider; `init()`/`shutdown()` swap the batch processor behind it, because the
+    OpenTelemetry SDK cannot remove a processor from a provider.
+    """
+
+    def __init__(self) -> None:
+        self.batch: BatchSpanProcessor | None = None
+        self._queue_limit = 0
+
+    def attach(self, batch: BatchSpanProcessor, max_queue_size: int) -> None:
+        self.batch = batch
+        self._queue_limit = max_queue_size
+
+    def detach(self) -> BatchSpanProcessor | None:
+        batch, self.batch = self.batch, None
+        PENDING.clear()
+        return batch
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        pass
+
+    def on_end(self, span: ReadableSpan) -> None:
+        batch = self.batch
+        if span.instrumentation_scope is None or span.instrumentation_scope.name != SCOPE:
+            return
+        pending = PENDING.pop(span.context.span_id, None) if span.context is not None else None
+        if batch is None:
+            return
+        if pending is not None:
+            span.__dict__[PENDING_CONTENT] = pending
+        queue = getattr(getattr(batch, "_batch_processor", None), "_queue", None)
+        if queue is not None and len(queue) >= self._queue_limit:
+            # Exporter down or slow: keep memory bounded and the caller's thread quiet.
+            health.count("spans_dropped")
+            health.record_error("export_queue_full")
+            return
+        batch.on_end(span)
+
+    def shutdown(self) -> None:
+        batch = self.detach()
+        if batch is not None:
+            batch.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        batch = self.batch
+        return True if batch is None else batch.force_flush(timeout_millis)

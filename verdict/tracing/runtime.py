@@ -1,0 +1,61 @@
+"""The state every patched call reads: tracer, stamping constants, content policy.
+
+One module-level `Runtime`, replaced (never mutated) by `init()` and `instrument()`, so a call in
+flight keeps a consistent view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from opentelemetry import trace
+from opentelemetry.trace import Tracer
+
+from verdict import __version__
+from verdict.tracing.config import DEFAULT_MAX_CONTENT_BYTES, capture_content_from_env
+from verdict.tracing.content import Redactor
+
+SCOPE = "verdict.tracing"
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    tracer: Tracer
+    tenant_id: str | None
+    capture_content: bool
+    max_content_bytes: int
+    redactor: Redactor | None
+    # True when Verdict's export pipeline builds the content attributes off the calling thread.
+    deferred_content: bool
+    dup_system: bool
+
+
+def load_redactor() -> Redactor:
+    """The default redactor; content is never captured without one."""
+    from verdict.redact import default_redactor
+
+    return default_redactor() if not hasattr(default_redactor, "text") else default_redactor
+
+
+def standalone_runtime(capture_content: bool | None = None) -> Runtime:
+    """Runtime for `instrument()` without `init()`: the app's global provider, synchronous content."""
+    from verdict.tracing.semconv import emit_deprecated_system
+
+    capture = capture_content_from_env() if capture_content is None else capture_content
+    return Runtime(
+        tracer=trace.get_tracer(SCOPE, __version__),
+        tenant_id=None,
+        capture_content=capture,
+        max_content_bytes=DEFAULT_MAX_CONTENT_BYTES,
+        redactor=load_redactor() if capture else None,
+        deferred_content=False,
+        dup_system=emit_deprecated_system(),
+    )
+
+
+class _Holder:
+    current: Runtime | None = None
+    instrumented: bool = False
+
+
+STATE = _Holder()
