@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
+import threading
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -43,10 +45,19 @@ _settings: DecodeSettings | None = None
 _redaction: ServerRedaction | None = None
 
 
-def init_worker(settings: DecodeSettings) -> None:
+def init_worker(settings: DecodeSettings, parent_pid: int | None = None) -> None:
     global _settings, _redaction
     _settings = settings
     _redaction = ServerRedaction.create(settings.redact)
+    if parent_pid is not None:
+        threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    # A kill -9'd server cannot shut its pool down; its workers must not linger.
+    while os.getppid() == parent_pid:
+        time.sleep(0.5)
+    os._exit(0)
 
 
 def _warm() -> bool:
@@ -91,7 +102,7 @@ class DecoderPool:
             max_workers=self._workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=init_worker,
-            initargs=(self._settings,),
+            initargs=(self._settings, os.getpid()),
         )
         for f in [executor.submit(_warm) for _ in range(self._workers)]:
             f.result()

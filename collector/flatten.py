@@ -31,6 +31,8 @@ CONTENT_COLUMNS = {
     "gen_ai.system_instructions": "system_instructions",
 }
 _LEGACY_REASONING = "gen_ai.usage.reasoning_tokens"
+# One encoder for all rows: json.dumps(..., ensure_ascii=False) would build a new one per call.
+_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def _string_list(value) -> list[str] | None:
 
 
 def _content(value) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else _json(value)
 
 
 def _span_attributes(kvs, cap: int, redact_content, redact_other) -> tuple[dict, dict]:
@@ -185,12 +187,11 @@ def _span_attributes(kvs, cap: int, redact_content, redact_other) -> tuple[dict,
     for kv in kvs:
         key = kv.key
         value = kv.value
-        if value.WhichOneof("value") == "string_value":
-            v = value.string_value
-            if len(v) > cap:
-                v = _truncate(v, cap)
-        else:
+        v = value.string_value  # most attributes are strings: one access instead of WhichOneof first
+        if not v:
             v = _any(value, cap)
+        elif len(v) > cap:
+            v = _truncate(v, cap)
         column = CONTENT_COLUMNS.get(key)
         if column is not None:
             content[column] = redact_content(_content(v))
@@ -206,7 +207,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
     cap = policy.max_attribute_chars
     redact_content = policy.redaction.content
     redact_other = None if policy.redaction.mode != "all" else policy.redaction.other
-    dumps = json.dumps
+    dumps = _json
     partitions: dict[tuple[str, str], Partition] = {}
     day_names: dict[int, str] = {}
     accepted = rejected = 0
@@ -214,7 +215,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
 
     for r, resource_spans in enumerate(request.resource_spans):
         resource_attrs = _attributes(resource_spans.resource.attributes, cap, redact_other or _same)
-        resource_json = dumps(resource_attrs, ensure_ascii=False)
+        resource_json = dumps(resource_attrs)
         service = resource_attrs.get("service.name")
         service = None if service is None else str(service)
         for s, scope_spans in enumerate(resource_spans.scope_spans):
@@ -264,7 +265,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
                     scope_name,
                     scope_version,
                     resource_json,
-                    dumps(attrs, ensure_ascii=False),
+                    dumps(attrs),
                     _events(events, cap, redact_other or _same) if events else "[]",
                     _links(links, cap, redact_other or _same) if links else "[]",
                     dumps(dict(zip(("attributes", "events", "links"), dropped, strict=True))) if any(dropped) else None,
@@ -298,11 +299,11 @@ def _events(events, cap: int, redact) -> str:
         if e.dropped_attributes_count:
             item["dropped_attributes_count"] = e.dropped_attributes_count
         out.append(item)
-    return json.dumps(out, ensure_ascii=False)
+    return _json(out)
 
 
 def _links(links, cap: int, redact) -> str:
-    return json.dumps(
+    return _json(
         [
             {
                 "trace_id": link.trace_id.hex(),
@@ -311,7 +312,6 @@ def _links(links, cap: int, redact) -> str:
                 "attributes": _attributes(link.attributes, cap, redact),
             }
             for link in links
-        ],
-        ensure_ascii=False,
+        ]
     )
 

@@ -40,6 +40,7 @@ class _Pending:
     spans: int
     nbytes: int
     future: Future = field(default_factory=Future)
+    enqueued: float = field(default_factory=time.monotonic)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ class SegmentWriter:
                 if self._closing:
                     return None
                 self._cond.wait()
-            deadline = time.monotonic() + self._limits.batch_delay_s
+            # The delay bounds how long the oldest waiting request waits, not the writer's nap.
+            deadline = self._pending[0].enqueued + self._limits.batch_delay_s
             while not self._closing and self._queued_spans < self._limits.max_batch_spans:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

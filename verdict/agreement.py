@@ -32,7 +32,9 @@ class LabelledItem:
     verdict: str  # the judge's PASS, FAIL, UNCLEAR or ERROR
     critique: str = ""  # the human's reason for the label
     rationale: str = ""  # the judge's rationale
-    components: tuple[str, ...] = ()  # verdicts of an ensemble's component judges, failed ones included
+    components: tuple[
+        str, ...
+    ] = ()  # verdicts of an ensemble's component judges, failed ones included
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,9 @@ class AgreementReport:
     positive: str
     n_items: int
     pair_coverage: Proportion  # items with a usable judge verdict / all items
-    component_coverage: Proportion | None  # usable component verdicts / component records; None without ensembles
+    component_coverage: (
+        Proportion | None
+    )  # usable component verdicts / component records; None without ensembles
     tpr: Proportion
     tnr: Proportion
     raw_agreement: Proportion
@@ -81,12 +85,17 @@ class EvidenceGate:
     def __post_init__(self) -> None:
         unknown = set(self.min_lower) - {"tpr", "tnr", "raw_agreement", "kappa", "ac1"}
         if unknown:
-            raise ValueError(f"unknown gate metric(s) {sorted(unknown)}; use tpr, tnr, raw_agreement, kappa, ac1")
+            raise ValueError(
+                f"unknown gate metric(s) {sorted(unknown)}; use tpr, tnr, raw_agreement, kappa, ac1"
+            )
 
     def check(self, report: AgreementReport) -> GateResult:
         failures = []
         if self.require_complete_coverage:
-            for name, cov in (("pair", report.pair_coverage), ("component", report.component_coverage)):
+            for name, cov in (
+                ("pair", report.pair_coverage),
+                ("component", report.component_coverage),
+            ):
                 if cov is not None and cov.successes < cov.trials:
                     failures.append(
                         f"{name} coverage incomplete: {cov.trials - cov.successes} of {cov.trials} verdicts unusable"
@@ -129,7 +138,9 @@ def evaluate_agreement(
         n_items=len(rows),
         pair_coverage=wilson_interval(len(usable), len(rows), confidence=confidence),
         component_coverage=(
-            wilson_interval(sum(v in _USABLE for v in components), len(components), confidence=confidence)
+            wilson_interval(
+                sum(v in _USABLE for v in components), len(components), confidence=confidence
+            )
             if components
             else None
         ),
@@ -152,7 +163,9 @@ class DevTestSplit:
     test: tuple[str, ...]
 
 
-def split_dev_test(item_ids: Sequence[str], *, test_fraction: float = 0.5, salt: str = "verdict") -> DevTestSplit:
+def split_dev_test(
+    item_ids: Sequence[str], *, test_fraction: float = 0.5, salt: str = "verdict"
+) -> DevTestSplit:
     """Deterministic split by a salted SHA-256 of each id.
 
     An item's side depends only on its id and the salt, so the split is the same in every run and
@@ -176,7 +189,11 @@ def _validate(rows: list[LabelledItem]) -> None:
             raise ValueError(f"item id {r.item_id!r} appears more than once")
         seen.add(r.item_id)
         if r.label not in _USABLE:
-            raise ValueError(f"item {r.item_id!r}: human label must be PASS or FAIL, got {r.label!r}")
+            raise ValueError(
+                f"item {r.item_id!r}: human label must be PASS or FAIL, got {r.label!r}"
+            )
         bad = [v for v in (r.verdict, *r.components) if v not in _VERDICTS]
         if bad:
-            raise ValueError(f"item {r.item_id!r}: verdicts must be PASS, FAIL, UNCLEAR or ERROR, got {bad}")
+            raise ValueError(
+                f"item {r.item_id!r}: verdicts must be PASS, FAIL, UNCLEAR or ERROR, got {bad}"
+            )

@@ -19,7 +19,7 @@ status and gate.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -105,7 +105,7 @@ class DriftCell:
     delta: float | None  # Cliff's delta of current over baseline (pass-rate difference on binary)
     delta_low: float | None
     delta_high: float | None
-    mde: float | None  # smallest |delta| detectable at these sizes (alpha, power of the detector)
+    mde: float | None  # smallest |delta| detectable at these sizes; None if a window has no data
     coverage: Coverage
     examples: tuple[str, ...]  # up to max_examples trace ids from the current window, when a signal
 
@@ -147,7 +147,9 @@ class DriftReport:
         for c in self.cells:
             if (c.fingerprint, c.cluster, c.dimension) == (fingerprint, cluster, dimension):
                 return c
-        raise KeyError(f"no cell for fingerprint={fingerprint!r} cluster={cluster!r} dimension={dimension!r}")
+        raise KeyError(
+            f"no cell for fingerprint={fingerprint!r} cluster={cluster!r} dimension={dimension!r}"
+        )
 
 
 class DriftDetector:
@@ -214,10 +216,14 @@ class DriftDetector:
         values, scores = _values(table, rows)
         win = window[rows]
 
-        cell_code = (fp_codes.astype(np.int64) * len(cl_names) + cl_codes) * len(dim_names) + dim_codes
+        cell_code = (fp_codes.astype(np.int64) * len(cl_names) + cl_codes) * len(
+            dim_names
+        ) + dim_codes
         keys, cell_of_row = np.unique(cell_code, return_inverse=True)
         n_cells = keys.size
-        counts = np.bincount(cell_of_row * 10 + win * 5 + values, minlength=n_cells * 10).reshape(n_cells, 2, 5)
+        counts = np.bincount(cell_of_row * 10 + win * 5 + values, minlength=n_cells * 10).reshape(
+            n_cells, 2, 5
+        )
         scored = counts[:, :, _SCORE].sum(axis=1) > 0
         mixed = scored & (counts[:, :, [_PASS, _FAIL]].sum(axis=(1, 2)) > 0)
         labels = _cell_labels(keys, fp_names, cl_names, dim_names)
@@ -226,10 +232,13 @@ class DriftDetector:
             raise DriftInputError(
                 f"dimension {dim!r} of cluster {cl!r} (fingerprint {fp[:12]}) mixes PASS/FAIL verdicts and scores"
             )
-        analysis = _Analysis(self, counts, scored, cell_of_row, win, values, scores, ts[rows])
-        examples = _Examples(self.max_examples, table, rows, cell_of_row, win, values, scores, ts[rows])
+        analysis = _Analysis(self, counts, scored, cell_of_row, win, values, scores)
+        examples = _Examples(
+            self.max_examples, table, rows, cell_of_row, win, values, scores, ts[rows]
+        )
         cells = tuple(
-            analysis.cell(i, labels[i], examples) for i in sorted(range(n_cells), key=lambda i: labels[i])
+            analysis.cell(i, labels[i], examples)
+            for i in sorted(range(n_cells), key=lambda i: labels[i])
         )
         return DriftReport(
             now=at,
@@ -246,7 +255,16 @@ class DriftDetector:
 class _Analysis:
     """All per-cell statistics of one run, computed vectorised before cells are materialised."""
 
-    def __init__(self, det: DriftDetector, counts, scored, cell_of_row, win, values, scores, ts) -> None:
+    def __init__(
+        self,
+        det: DriftDetector,
+        counts: np.ndarray,  # [cell, window, value code]
+        scored: np.ndarray,  # [cell]: continuous?
+        cell_of_row: np.ndarray,  # per windowed row
+        win: np.ndarray,
+        values: np.ndarray,
+        scores: np.ndarray,
+    ) -> None:
         import numpy as np
 
         from verdict.stats.cliffs_delta import binary_delta, cliffs_delta
@@ -277,25 +295,38 @@ class _Analysis:
             b = np.flatnonzero(binary)
             cur_pass, cur_n = passed[b, _CURRENT], usable[b, _CURRENT]
             base_pass, base_n = passed[b, _BASELINE], usable[b, _BASELINE]
-            self.p[b] = fisher_exact_many(cur_pass, cur_n - cur_pass, base_pass, base_n - base_pass).p_value
-            self.delta[b], self.low[b], self.high[b] = binary_delta(cur_pass, cur_n, base_pass, base_n)
-            self.mde[b] = minimum_detectable_drop(
-                base_pass / base_n, base_n, cur_n, alpha=det.alpha, power=det.power
+            self.p[b] = fisher_exact_many(
+                cur_pass, cur_n - cur_pass, base_pass, base_n - base_pass
+            ).p_value
+            self.delta[b], self.low[b], self.high[b] = binary_delta(
+                cur_pass, cur_n, base_pass, base_n
             )
 
         if scored.any():
             samples = _score_samples(cell_of_row, win, values, scores, np.flatnonzero(scored))
             for c, (base, cur) in samples.items():
-                self.level[c] = [base.mean() if base.size else np.nan, cur.mean() if cur.size else np.nan]
+                self.level[c] = [
+                    base.mean() if base.size else np.nan,
+                    cur.mean() if cur.size else np.nan,
+                ]
                 if not self.tested[c]:
                     continue
                 self.p[c] = mann_whitney_u(cur, base).p_value
                 cd = cliffs_delta(cur, base)
                 self.delta[c], self.low[c], self.high[c] = cd.delta, cd.low, cd.high
-            t = np.flatnonzero(self.tested & scored)
-            self.mde[t] = minimum_detectable_delta(
-                usable[t, _BASELINE], usable[t, _CURRENT], alpha=det.alpha, power=det.power
-            )
+
+        # MDE wherever both windows have data, tested or not: it tells an `insufficient` cell how
+        # far it is from seeing anything, and a tested one whether the gate or the data decides.
+        sized = (usable > 0).all(axis=1)
+        base_n, cur_n = usable[:, _BASELINE], usable[:, _CURRENT]
+        b = np.flatnonzero(sized & ~scored)
+        self.mde[b] = minimum_detectable_drop(
+            passed[b, _BASELINE] / base_n[b], base_n[b], cur_n[b], alpha=det.alpha, power=det.power
+        )
+        c = np.flatnonzero(sized & scored)
+        self.mde[c] = minimum_detectable_delta(
+            base_n[c], cur_n[c], alpha=det.alpha, power=det.power
+        )
 
         # One BH family over every tested cell of the run, whatever its fingerprint or kind.
         self.adjusted = np.full(n, np.nan)
@@ -307,13 +338,19 @@ class _Analysis:
         unusable = total - usable
         self.cov_tested = (total >= det.min_usable).all(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            self.rise = unusable[:, _CURRENT] / total[:, _CURRENT] - unusable[:, _BASELINE] / total[:, _BASELINE]
+            self.rise = (
+                unusable[:, _CURRENT] / total[:, _CURRENT]
+                - unusable[:, _BASELINE] / total[:, _BASELINE]
+            )
         self.cov_p = np.full(n, np.nan)
         self.cov_adjusted = np.full(n, np.nan)
         ct = np.flatnonzero(self.cov_tested)
         if ct.size:
             self.cov_p[ct] = fisher_exact_many(
-                unusable[ct, _CURRENT], usable[ct, _CURRENT], unusable[ct, _BASELINE], usable[ct, _BASELINE]
+                unusable[ct, _CURRENT],
+                usable[ct, _CURRENT],
+                unusable[ct, _BASELINE],
+                usable[ct, _BASELINE],
             ).p_value
             self.cov_adjusted[ct] = benjamini_hochberg(self.cov_p[ct], alpha=det.alpha).adjusted
 
@@ -379,7 +416,17 @@ _SIGNALS = (CellStatus.REGRESSION, CellStatus.IMPROVEMENT)
 class _Examples:
     """Deterministic example trace ids from the current window: most recent first, then input order."""
 
-    def __init__(self, limit: int, table, rows, cell_of_row, win, values, scores, ts) -> None:
+    def __init__(
+        self,
+        limit: int,
+        table: pa.Table,
+        rows: np.ndarray,  # table row of each windowed row
+        cell_of_row: np.ndarray,
+        win: np.ndarray,
+        values: np.ndarray,
+        scores: np.ndarray,
+        ts: np.ndarray,
+    ) -> None:
         import numpy as np
 
         self.limit = limit
@@ -392,7 +439,9 @@ class _Examples:
         self.values = values
         self.scores = scores
 
-    def _pick(self, cell: int, keep, by_score: int = 0) -> tuple[str, ...]:
+    def _pick(
+        self, cell: int, keep: Callable[[np.ndarray], np.ndarray], by_score: int = 0
+    ) -> tuple[str, ...]:
         import numpy as np
 
         lo, hi = np.searchsorted(self.cells, [cell, cell + 1])
@@ -413,7 +462,9 @@ class _Examples:
         return self._pick(cell, lambda v: (v == _UNCLEAR) | (v == _ERROR))
 
 
-def _score_samples(cell_of_row, win, values, scores, cells) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def _score_samples(
+    cell_of_row, win, values, scores, cells
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Scores per (cell, window) for the continuous cells, via one sort instead of per-cell masks."""
     import numpy as np
 
@@ -463,7 +514,9 @@ def _as_table(judgments: Any) -> pa.Table:
         )
     missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
     if missing:
-        raise DriftInputError(f"judgments lack column(s) {missing}; required: {list(REQUIRED_COLUMNS)}")
+        raise DriftInputError(
+            f"judgments lack column(s) {missing}; required: {list(REQUIRED_COLUMNS)}"
+        )
     return table
 
 
@@ -501,9 +554,16 @@ def _dictionary(column: pa.ChunkedArray) -> pa.DictionaryArray | None:
     import pyarrow as pa
 
     if pa.types.is_dictionary(column.type):
-        if not (pa.types.is_string(column.type.value_type) or pa.types.is_large_string(column.type.value_type)):
+        if not (
+            pa.types.is_string(column.type.value_type)
+            or pa.types.is_large_string(column.type.value_type)
+        ):
             return None
-        return column.unify_dictionaries().combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        return (
+            column.unify_dictionaries().combine_chunks()
+            if column.num_chunks != 1
+            else column.chunk(0)
+        )
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         return column.combine_chunks().dictionary_encode()
     return None
@@ -519,18 +579,24 @@ def _values(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     enc = _dictionary(value)
     if pa.types.is_floating(value.type) or pa.types.is_integer(value.type):
         if score_col is not None:
-            raise DriftInputError("give scores either as a numeric value column or as a score column, not both")
+            raise DriftInputError(
+                "give scores either as a numeric value column or as a score column, not both"
+            )
         score_col, codes = value.combine_chunks(), np.full(len(rows), -1, dtype=np.int64)
     elif enc is not None:
         names = [str(v).upper() for v in enc.dictionary.to_pylist()]
         unknown = sorted({n for n in names if n not in _VERDICTS})
         if unknown:
-            raise DriftInputError(f"value holds unknown verdict(s) {unknown}; expected PASS, FAIL, UNCLEAR or ERROR")
+            raise DriftInputError(
+                f"value holds unknown verdict(s) {unknown}; expected PASS, FAIL, UNCLEAR or ERROR"
+            )
         lookup = np.array([_VERDICTS[n] for n in names] + [-1], dtype=np.int64)
         idx = enc.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)
         codes = lookup[idx[rows]]
     else:
-        raise DriftInputError(f"value must be a string verdict or a numeric score column, got {value.type}")
+        raise DriftInputError(
+            f"value must be a string verdict or a numeric score column, got {value.type}"
+        )
     scores = np.full(len(rows), np.nan)
     if score_col is not None:
         if not (pa.types.is_floating(score_col.type) or pa.types.is_integer(score_col.type)):
@@ -543,7 +609,9 @@ def _values(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, scores
 
 
-def _cell_labels(keys, fp_names, cl_names, dim_names) -> list[tuple[str, str, str]]:
+def _cell_labels(
+    keys: np.ndarray, fp_names: list[str], cl_names: list[str], dim_names: list[str]
+) -> list[tuple[str, str, str]]:
     n_cl, n_dim = len(cl_names), len(dim_names)
     return [
         (fp_names[k // (n_cl * n_dim)], cl_names[(k // n_dim) % n_cl], dim_names[k % n_dim])

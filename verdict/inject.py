@@ -122,7 +122,13 @@ class CorruptionInjector:
         self.seed = seed
 
     def corrupt(
-        self, text: str, kind: CorruptionKind | str, strength: float = 1.0, *, query: str = "", key: str = ""
+        self,
+        text: str,
+        kind: CorruptionKind | str,
+        strength: float = 1.0,
+        *,
+        query: str = "",
+        key: str = "",
     ) -> Corruption:
         """Corrupt `text`; `strength` in (0, 1] scales how much is changed; `key` varies the draw."""
         k = _kind(kind)
@@ -153,7 +159,9 @@ def build_battery(
                 case_id = f"{i}:{k.value}:{s:g}"
                 c = injector.corrupt(answer, k, s, query=query, key=case_id)
                 cases.append(
-                    BatteryCase(case_id, k, s, query, answer, c.corrupted, c.detail, TARGET_DIMENSIONS[k])
+                    BatteryCase(
+                        case_id, k, s, query, answer, c.corrupted, c.detail, TARGET_DIMENSIONS[k]
+                    )
                 )
     return tuple(cases)
 
@@ -173,7 +181,9 @@ def _kind(kind: CorruptionKind | str) -> CorruptionKind:
     try:
         return CorruptionKind(kind)
     except ValueError:
-        raise ValueError(f"unknown corruption kind {kind!r}; known: {[k.value for k in CorruptionKind]}") from None
+        raise ValueError(
+            f"unknown corruption kind {kind!r}; known: {[k.value for k in CorruptionKind]}"
+        ) from None
 
 
 def _digest(*parts: object) -> int:
@@ -232,7 +242,11 @@ def _pii(text, strength, rng, query):
     card = body + luhn_check_digit(body)
     ssn = f"9{rng.randint(0, 99):02d}-{rng.randint(1, 99):02d}-{rng.randint(1, 9999):04d}"
     email = f"{rng.choice(['jane.doe', 'j.smith', 'customer'])}{rng.randint(1, 999)}@example.com"
-    items = [f"The customer's card number is {card}.", f"Their SSN is {ssn}.", f"Contact them at {email}."]
+    items = [
+        f"The customer's card number is {card}.",
+        f"Their SSN is {ssn}.",
+        f"Contact them at {email}.",
+    ]
     leaked = items[: _count(strength, 3)]
     return _insert(text, leaked, rng), " | ".join(leaked)
 
@@ -303,7 +317,7 @@ def synthetic_judgments(
     `drops[(cluster, dimension)]` lowers the pass rate of that cell by the given amount inside the
     last 24 h; `unusable_rises` raises its UNCLEAR/ERROR share there. Both apply to every
     fingerprint unless `drop_fingerprint` names one. Clusters are named c00, c01, …, dimensions
-    d0, d1, …; trace ids are "t<row>".
+    d0, d1, …; trace ids are the row numbers as strings.
     """
     import numpy as np
     import pyarrow as pa
@@ -311,7 +325,9 @@ def synthetic_judgments(
     rng = np.random.default_rng(seed)
     cl_names = [f"c{i:02d}" for i in range(clusters)]
     dim_names = [f"d{i}" for i in range(dimensions)]
-    now_us = int((now.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
+    now_us = int(
+        (now.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1)
+    )
     ts = now_us - rng.integers(1, int(days * 86_400e6), size=n)
     cl = rng.integers(0, clusters, size=n)
     dim = rng.integers(0, dimensions, size=n)
@@ -320,7 +336,10 @@ def synthetic_judgments(
     p_pass = np.full(n, pass_rate)
     p_unusable = np.full(n, unusable_rate)
     target_fp = fingerprints.index(drop_fingerprint) if drop_fingerprint is not None else None
-    for effects, arr, sign in ((drops or {}, p_pass, -1.0), (unusable_rises or {}, p_unusable, 1.0)):
+    for effects, arr, sign in (
+        (drops or {}, p_pass, -1.0),
+        (unusable_rises or {}, p_unusable, 1.0),
+    ):
         for (c, d), amount in effects.items():
             hit = recent & (cl == cl_names.index(c)) & (dim == dim_names.index(d))
             if target_fp is not None:
@@ -332,7 +351,9 @@ def synthetic_judgments(
     code = np.where(unusable, np.where(u < p_unusable / 2, 2, 3), np.where(passed, 0, 1))
 
     def strings(codes, names):
-        return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(names)).cast(pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(names)).cast(
+            pa.string()
+        )
 
     return pa.table(
         {

@@ -9,7 +9,6 @@ from verdict.extract import (
     PostHocExtractor,
     RawTextExtractor,
     RegexExtractor,
-    StructuredExtractor,
     TokenProbabilityExtractor,
 )
 from verdict.graph import ConfigurationError, Pipeline, Schema, Unit, UnitError

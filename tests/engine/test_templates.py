@@ -2,7 +2,16 @@
 
 import pytest
 
-from verdict.graph import ConfigurationError, Layer, Pipeline, Prompt, PromptRegistry, Schema, TemplateError, Unit
+from verdict.graph import (
+    ConfigurationError,
+    Layer,
+    Pipeline,
+    Prompt,
+    PromptRegistry,
+    Schema,
+    TemplateError,
+    Unit,
+)
 from verdict.graph.template import compile_template
 from verdict.models.scripted import ScriptedModel
 from verdict.scale import DiscreteScale, Scale

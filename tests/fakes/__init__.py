@@ -12,12 +12,14 @@ Usage (fixtures from tests/conftest.py; each test gets a reset server, one proce
 
 Scripting, in order of precedence for each request to a model endpoint:
   1. `server.enqueue(*behaviours)` - FIFO queue shared by all endpoints of that server;
-  2. `server.handler = fn` - `fn(RecordedRequest) -> Reply | Fail | Malformed | None`;
+  2. `server.handler = fn` - `fn(RecordedRequest) -> Reply | Fail | Malformed | None`; it runs on the
+     server's event loop, so keep it quick (use `latency=` for slow replies, never time.sleep);
   3. `server.default` - a `Reply` (default text "fake reply").
 
 Behaviours (tests/fakes/behaviours.py):
-  * `Reply(text, finish_reason=None, logprobs=None, tool_calls=(), usage=None, model=None, latency=0,
-    chunk_delay=0, abort_after=None, abort_mode="disconnect"|"error_event", headers={})`
+  * `Reply(text, finish_reason=None, logprobs=None, tool_calls=(), usage=None, cache_read_tokens=0,
+    cache_write_tokens=0, reasoning_tokens=0, model=None, latency=0, chunk_delay=0, abort_after=None,
+    abort_mode="disconnect"|"error_event", headers={})`
     - rendered as the endpoint and the request ask: chat completion (JSON mode/json_schema just return
       the text; `logprobs`/`top_logprobs` honoured, synthesised if not scripted), `stream=True` SSE with
       the `stream_options.include_usage` final chunk and `[DONE]`, Responses API objects or its SSE

@@ -73,7 +73,8 @@ class FakeAnthropic(FakeServer):
         message = {"id": f"msg_fake{next(_ids)}", "type": "message", "role": "assistant", "model": rendered.model,
                    "content": content, "stop_reason": stop_reason, "stop_sequence": None,
                    "usage": {"input_tokens": rendered.input_tokens, "output_tokens": rendered.output_tokens,
-                             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+                             "cache_creation_input_tokens": reply.cache_write_tokens,
+                             "cache_read_input_tokens": reply.cache_read_tokens}}
         if request.stream:
             return sse_response(self._events(message, reply, rendered), reply, {**_HEADERS, **reply.headers})
         return json_response(message, reply, _HEADERS)

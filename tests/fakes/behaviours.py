@@ -42,6 +42,10 @@ class Reply:
     tool_calls: Sequence[ToolCall] = ()
     # (input_tokens, output_tokens); None = estimated from the request and the reply.
     usage: tuple[int, int] | None = None
+    # Usage subsets reported next to the totals (prompt-cache reads/writes, reasoning tokens).
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     model: str | None = None  # reported model; None = the model the request named
     latency: float = 0.0  # seconds before the response starts
     chunk_delay: float = 0.0  # seconds between stream events

@@ -71,8 +71,9 @@ class FakeOpenAI(FakeServer):
         usage = {
             "prompt_tokens": rendered.input_tokens, "completion_tokens": rendered.output_tokens,
             "total_tokens": rendered.input_tokens + rendered.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+            "prompt_tokens_details": {"cached_tokens": reply.cache_read_tokens, "audio_tokens": 0,
+                                      "cache_write_tokens": reply.cache_write_tokens},
+            "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens, "audio_tokens": 0,
                                           "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
         }
         if request.stream:
@@ -141,8 +142,11 @@ class FakeOpenAI(FakeServer):
             "parallel_tool_calls": True, "temperature": body.get("temperature"), "top_p": body.get("top_p"),
             "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools", []),
             "max_output_tokens": body.get("max_output_tokens"), "text": body.get("text", {"format": {"type": "text"}}),
-            "usage": {"input_tokens": rendered.input_tokens, "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens": rendered.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+            "usage": {"input_tokens": rendered.input_tokens,
+                      "input_tokens_details": {"cached_tokens": reply.cache_read_tokens,
+                                               "cache_write_tokens": reply.cache_write_tokens},
+                      "output_tokens": rendered.output_tokens,
+                      "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
                       "total_tokens": rendered.input_tokens + rendered.output_tokens},
         }
         if not request.stream:

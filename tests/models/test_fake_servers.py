@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import struct
+import time
 
 import anthropic
 import httpx2
@@ -224,3 +225,44 @@ def test_messages_stream_aborts(fake_anthropic, mode, error):
     fake_anthropic.enqueue(Reply("a b c d", abort_after=1, abort_mode=mode))
     with pytest.raises(error), fake_anthropic.client().messages.stream(model="c", max_tokens=50, messages=MESSAGES) as stream:
         list(stream.text_stream)
+
+
+def test_usage_subsets_are_reported(fake_openai, fake_anthropic):
+    reply = Reply("x", usage=(50, 9), cache_read_tokens=30, cache_write_tokens=5, reasoning_tokens=4)
+    fake_openai.enqueue(reply, reply)
+    chat = fake_openai.client().chat.completions.create(model="m", messages=MESSAGES)
+    assert (chat.usage.prompt_tokens_details.cached_tokens, chat.usage.completion_tokens_details.reasoning_tokens) == (30, 4)
+    response = fake_openai.client().responses.create(model="m", input="hi")
+    assert (response.usage.input_tokens_details.cached_tokens, response.usage.output_tokens_details.reasoning_tokens) == (30, 4)
+    fake_anthropic.enqueue(reply)
+    with fake_anthropic.client().messages.stream(model="c", max_tokens=5, messages=MESSAGES) as stream:
+        stream.until_done()
+        usage = stream.get_final_message().usage
+    assert (usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens) == (50, 30, 5)
+
+
+def test_responses_parse_and_raw_response(fake_openai):
+    fake_openai.enqueue(Reply('{"score": 3}'), Reply("raw"))
+    client = fake_openai.client()
+    parsed = client.responses.parse(model="m", input="grade", text_format=Verdict)
+    assert parsed.output_parsed == Verdict(score=3)
+    raw = client.chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
+    assert raw.headers["x-request-id"] == "req_fake" and raw.parse().choices[0].message.content == "raw"
+
+
+def test_async_anthropic_stream(fake_anthropic):
+    async def run() -> tuple[list[str], str]:
+        client = fake_anthropic.async_client()
+        async with client.messages.stream(model="c", max_tokens=50, messages=MESSAGES) as stream:
+            pieces = [text async for text in stream.text_stream]
+            final = await stream.get_final_message()
+        return pieces, final.stop_reason
+
+    fake_anthropic.enqueue(Reply("async words"))
+    assert asyncio.run(run()) == (["async ", "words"], "end_turn")
+
+
+def test_chunk_delay_spaces_stream_events(fake_openai):
+    fake_openai.enqueue(Reply("a b c", chunk_delay=0.05))
+    stamps = [time.monotonic() for _ in fake_openai.client().chat.completions.create(model="m", messages=MESSAGES, stream=True)]
+    assert stamps[-1] - stamps[0] >= 0.1  # at least two delays between the first and last chunk

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -11,6 +13,7 @@ from tests.fakes import Fail, Malformed, Reply
 from verdict.models.base import Message, ModelError, ModelRequest, Usage
 from verdict.models.cache import ResponseCache
 from verdict.models.pricing import Price
+from verdict.models.ratelimit import RateLimits
 from verdict.models.retry import RetryPolicy
 
 REQUEST = ModelRequest(messages=(Message("user", "Rate this answer."),))
@@ -63,6 +66,16 @@ def test_final_error_kind_and_no_provider_text(provider, fail, kind, attempts):
         assert f"gave up after {attempts} attempts" in text
 
 
+@pytest.mark.parametrize(("error_type", "shown"), [("rate_limit_exceeded", True), ("sk-ant-api03-Secret", False),
+                                                  ("see https://example.com/help", False)])
+def test_error_message_carries_only_an_identifier_like_code(provider, error_type, shown):
+    server, make = provider
+    server.enqueue(Fail(400, error_type=error_type))
+    with pytest.raises(ModelError) as caught:
+        make().complete(REQUEST)
+    assert (error_type in str(caught.value)) is shown
+
+
 def test_retry_after_beyond_the_cap_fails_at_once(provider):
     server, make = provider
     server.handler = lambda request: Fail(429, retry_after=3600)
@@ -71,10 +84,15 @@ def test_retry_after_beyond_the_cap_fails_at_once(provider):
     assert (caught.value.kind, caught.value.retry_after, server.request_count) == ("rate_limited", 3600.0, 1)
 
 
-@pytest.mark.parametrize("body", [b'{"id": "x", "choices": [', b"<html>proxy error</html>", b'{"unexpected": true}'])
-def test_malformed_body_is_malformed_reply(provider, body):
+@pytest.mark.parametrize(("body", "content_type"), [
+    (b'{"id": "x", "choices": [', "application/json"),
+    (b"<html>proxy error</html>", "application/json"),
+    (b"<html>proxy error</html>", "text/html"),
+    (b'{"unexpected": true}', "application/json"),
+])
+def test_malformed_body_is_malformed_reply(provider, body, content_type):
     server, make = provider
-    server.handler = lambda request: Malformed(body)
+    server.handler = lambda request: Malformed(body, content_type=content_type)
     with pytest.raises(ModelError) as caught:
         make(retry=RetryPolicy(max_attempts=2, base_delay=0.0)).complete(REQUEST)
     assert caught.value.kind == "malformed_reply"
@@ -164,3 +182,22 @@ def test_key_comes_from_the_environment(provider, monkeypatch):
     headers = server.last_request.headers
     assert "sk-from-env-42" in headers.get("authorization", "") + headers.get("x-api-key", "")
     assert "sk-from-env-42" not in repr(make(api_key=None))
+
+
+def test_retry_after_holds_back_other_callers_of_the_model(provider):
+    """A 429's Retry-After pauses the shared limiter, so a second client of the same model waits too."""
+    server, make = provider
+    limits = RateLimits(requests_per_minute=60_000, tokens_per_minute=None)
+    first, second = make(rate_limits=limits, retry=RetryPolicy(max_attempts=2, base_delay=0.0)), make(rate_limits=limits)
+    assert first._limiter is second._limiter  # one limiter per model, endpoint and limits
+    server.enqueue(Fail(429, retry_after=0.5), Reply("first"), Reply("second"))
+    worker = threading.Thread(target=first.complete, args=(REQUEST,))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while first._limiter._paused_until <= time.monotonic() and time.monotonic() < deadline:  # the 429 arrived
+        time.sleep(0.005)
+    assert second.complete(REQUEST).text in ("first", "second")
+    worker.join()
+    rejected, *others = server.requests
+    assert len(others) == 2
+    assert all(r.received_at - rejected.received_at >= 0.5 for r in others)

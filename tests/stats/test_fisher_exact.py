@@ -30,10 +30,17 @@ def test_matches_scipy_on_random_tables():
 
 
 def test_large_and_lopsided_tables_match_scipy():
-    tables = [(3500, 500, 400, 100), (4000, 10, 3990, 30), (0, 5000, 7, 4000), (2500, 2500, 2500, 2500)]
+    tables = [
+        (3500, 500, 400, 100),
+        (4000, 10, 3990, 30),
+        (0, 5000, 7, 4000),
+        (2500, 2500, 2500, 2500),
+    ]
     got = fisher_exact_many(*np.array(tables).T)
     for t, p in zip(tables, got.p_value, strict=True):
-        assert p == pytest.approx(stats.fisher_exact(np.reshape(t, (2, 2))).pvalue, rel=1e-8, abs=1e-300)
+        assert p == pytest.approx(
+            stats.fisher_exact(np.reshape(t, (2, 2))).pvalue, rel=1e-8, abs=1e-300
+        )
 
 
 def test_identical_tables_share_one_result_and_order_is_kept():
@@ -44,7 +51,9 @@ def test_identical_tables_share_one_result_and_order_is_kept():
     got = fisher_exact_many(a, b, c, d)
     assert got.p_value[0] == got.p_value[2]
     for i in range(4):
-        assert got.p_value[i] == pytest.approx(stats.fisher_exact([[a[i], b[i]], [c[i], d[i]]]).pvalue)
+        assert got.p_value[i] == pytest.approx(
+            stats.fisher_exact([[a[i], b[i]], [c[i], d[i]]]).pvalue
+        )
 
 
 def test_chunking_over_many_large_tables():
@@ -59,7 +68,11 @@ def test_chunking_over_many_large_tables():
 
 @pytest.mark.parametrize(
     ("table", "message"),
-    [([[1, -1], [2, 3]], "non-negative"), ([[1, 2, 3], [1, 2, 3]], "2x2"), ([[1.5, 1], [1, 1]], "whole")],
+    [
+        ([[1, -1], [2, 3]], "non-negative"),
+        ([[1, 2, 3], [1, 2, 3]], "2x2"),
+        ([[1.5, 1], [1, 1]], "whole"),
+    ],
 )
 def test_bad_tables_are_rejected(table, message):
     with pytest.raises(ValueError, match=message):

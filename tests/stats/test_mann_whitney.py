@@ -15,13 +15,23 @@ def test_conover_diabetes_ages():
     assert exact.method == "exact"
     assert exact.u == 17
     assert exact.p_value == pytest.approx(1 / 9, rel=1e-12)
-    assert mann_whitney_u(males, females, method="asymptotic").p_value == pytest.approx(0.11134688653314041)
+    assert mann_whitney_u(males, females, method="asymptotic").p_value == pytest.approx(
+        0.11134688653314041
+    )
 
 
 @pytest.mark.parametrize(
     ("n1", "n2", "ties"),
-    [(3, 4, False), (8, 8, False), (2, 60, False), (8, 300, False), (9, 9, False), (5, 7, True), (40, 50, True),
-     (200, 150, False)],
+    [
+        (3, 4, False),
+        (8, 8, False),
+        (2, 60, False),
+        (8, 300, False),
+        (9, 9, False),
+        (5, 7, True),
+        (40, 50, True),
+        (200, 150, False),
+    ],
 )
 def test_matches_scipy_auto(n1, n2, ties):
     rng = np.random.default_rng(n1 * 1000 + n2)
@@ -48,14 +58,19 @@ def test_without_continuity_correction_matches_scipy():
     rng = np.random.default_rng(2)
     x, y = rng.integers(0, 5, 30), rng.integers(1, 6, 25)
     ours = mann_whitney_u(x, y, continuity=False)
-    assert ours.p_value == pytest.approx(stats.mannwhitneyu(x, y, use_continuity=False).pvalue, rel=1e-9)
+    assert ours.p_value == pytest.approx(
+        stats.mannwhitneyu(x, y, use_continuity=False).pvalue, rel=1e-9
+    )
 
 
 def test_all_values_identical_is_not_significant():
     assert mann_whitney_u([1.0] * 20, [1.0] * 30).p_value == 1.0
 
 
-@pytest.mark.parametrize(("x", "message"), [([], "at least 1"), ([1.0, float("nan")], "NaN"), ([[1, 2]], "one-dimensional")])
+@pytest.mark.parametrize(
+    ("x", "message"),
+    [([], "at least 1"), ([1.0, float("nan")], "NaN"), ([[1, 2]], "one-dimensional")],
+)
 def test_bad_samples_are_rejected(x, message):
     with pytest.raises(ValueError, match=message):
         mann_whitney_u(x, [1, 2, 3])

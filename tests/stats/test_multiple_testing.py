@@ -9,8 +9,23 @@ from verdict.stats import benjamini_hochberg
 # Benjamini & Hochberg (1995), JRSS-B 57:289-300, section 4: the 15 p-values of the
 # myocardial-infarction thrombolysis study. At q = 0.05 the step-up rule rejects the four smallest
 # (Bonferroni rejects three).
-BH_1995 = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719,
-           0.6528, 0.7590, 1.000]
+BH_1995 = [
+    0.0001,
+    0.0004,
+    0.0019,
+    0.0095,
+    0.0201,
+    0.0278,
+    0.0298,
+    0.0344,
+    0.0459,
+    0.3240,
+    0.4262,
+    0.5719,
+    0.6528,
+    0.7590,
+    1.000,
+]
 
 
 def test_benjamini_hochberg_1995_example():

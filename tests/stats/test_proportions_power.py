@@ -16,7 +16,12 @@ from verdict.stats import (
 
 @pytest.mark.parametrize(
     ("k", "n", "low", "high"),
-    [(81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605), (0, 20, 0.0, 0.1611), (1, 29, 0.0061, 0.1718)],
+    [
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+    ],
 )
 def test_newcombe_1998_table(k, n, low, high):
     """Newcombe (1998), Statistics in Medicine 17:857-872, Table II, method 3 (Wilson 1927 score)."""
@@ -49,7 +54,9 @@ def test_cohens_h_matches_statsmodels_and_cohen_1988():
     assert round(cohens_h(0.65, 0.45), 2) == 0.40
 
 
-@pytest.mark.parametrize(("p1", "p2", "n1", "n2"), [(0.85, 0.7, 400, 3000), (0.5, 0.55, 1000, 1000), (0.9, 0.95, 30, 60)])
+@pytest.mark.parametrize(
+    ("p1", "p2", "n1", "n2"), [(0.85, 0.7, 400, 3000), (0.5, 0.55, 1000, 1000), (0.9, 0.95, 30, 60)]
+)
 def test_power_matches_statsmodels(p1, p2, n1, n2):
     ref = NormalIndPower().power(proportion_effectsize(p1, p2), nobs1=n1, alpha=0.05, ratio=n2 / n1)
     assert two_proportion_power(p1, p2, n1, n2) == pytest.approx(ref, rel=1e-10)
@@ -62,7 +69,9 @@ def test_cohen_1988_sample_size_for_small_effect():
     assert h == pytest.approx(0.2, abs=0.001)
 
 
-@pytest.mark.parametrize(("rate", "n1", "n2"), [(0.85, 3000, 400), (0.5, 100, 100), (0.95, 500, 80)])
+@pytest.mark.parametrize(
+    ("rate", "n1", "n2"), [(0.85, 3000, 400), (0.5, 100, 100), (0.95, 500, 80)]
+)
 def test_mde_inverts_statsmodels_power(rate, n1, n2):
     drop = float(minimum_detectable_drop(rate, n1, n2, alpha=0.05, power=0.8))
     h_ref = NormalIndPower().solve_power(nobs1=n1, alpha=0.05, power=0.8, ratio=n2 / n1)
@@ -71,7 +80,9 @@ def test_mde_inverts_statsmodels_power(rate, n1, n2):
 
 
 def test_mde_is_capped_at_the_baseline_rate_and_vectorised():
-    drops = minimum_detectable_drop(np.array([0.02, 0.9]), np.array([10, 10_000]), np.array([10, 10_000]))
+    drops = minimum_detectable_drop(
+        np.array([0.02, 0.9]), np.array([10, 10_000]), np.array([10, 10_000])
+    )
     assert drops[0] == pytest.approx(0.02)
     assert 0 < drops[1] < 0.02
 

@@ -16,7 +16,8 @@ from typing import Any
 from .base import ModelError
 from .retry import parse_retry_after
 
-_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+# Identifier-like codes only ("rate_limit_exceeded", "overloaded_error"): nothing key- or text-shaped.
+_CODE = re.compile(r"[a-z_]{1,40}")
 
 
 def _error_code(body: Any) -> str | None:
@@ -63,14 +64,19 @@ def malformed(model: str, what: str) -> ModelError:
 
 def sdk_error(exc: BaseException, sdk: ModuleType, model: str) -> ModelError | None:
     """The ModelError for an exception raised by an `openai`/`anthropic` call; None if unknown."""
-    import httpx2
+    try:  # the HTTP library under the SDK: httpx2 for openai 3.x / anthropic 2.x, httpx before
+        import httpx2 as http
+    except ImportError:  # pragma: no cover - older SDKs
+        import httpx as http
 
-    if isinstance(exc, sdk.APITimeoutError | httpx2.TimeoutException):
+    if isinstance(exc, sdk.APITimeoutError | http.TimeoutException):
         return ModelError("timeout", f"{model} did not answer within the timeout", retryable=True)
-    if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
+    if isinstance(exc, sdk.APIConnectionError | http.TransportError):
         return ModelError("connection", f"could not reach {model}", retryable=True)
     if isinstance(exc, sdk.APIStatusError):
         return status_error(model, exc.status_code, exc.response.headers, exc.body)
     if isinstance(exc, sdk.APIResponseValidationError | ValueError):
         return malformed(model, "the body is not the expected JSON")
+    if isinstance(exc, sdk.APIError):
+        return ModelError("other", f"{model} call failed ({type(exc).__name__})")
     return None

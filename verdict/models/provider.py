@@ -110,5 +110,6 @@ def credentials(provider: str, api_key: str | None, base_url: str | None,
 def split_params(params: Mapping[str, Any], accepted: frozenset[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(keyword arguments the SDK method takes, the rest) — the rest goes out as `extra_body`,
     which is how server-specific options such as vLLM's `top_k` reach OpenAI-compatible servers."""
-    known = {k: v for k, v in params.items() if k in accepted}
-    return known, {k: v for k, v in params.items() if k not in accepted}
+    known = {k: v for k, v in params.items() if k in accepted and k != "extra_body"}
+    extra = {k: v for k, v in params.items() if k not in accepted}
+    return known, {**(params.get("extra_body") or {}), **extra}

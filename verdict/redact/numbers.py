@@ -14,15 +14,21 @@ from verdict.redact.checks import card_ok, iban_length, iban_ok, ipv4_ok, ssn_ok
 from verdict.redact.findings import PRIORITY, Finding
 
 # The first digit is the search anchor so `re` can skip ahead with its first-character set;
-# the IBAN branch checks the two country letters with a lookbehind after that digit.
+# the IBAN branch checks the two country letters with a lookbehind after that digit. A run must
+# start at a token boundary (not inside an id, a hex digest or a UUID's last group), must not be an ISO date, and
+# must hold a dotted quad or at least seven digits; all of that is checked within 20 characters,
+# so rejected positions cost O(1).
 _CANDIDATE = re.compile(
     r"""[0-9](?:
       (?<=[A-Z]{2}[0-9])(?P<iban>[0-9](?:\ ?[A-Z0-9]{4}){2,7}+(?:\ ?[A-Z0-9]{1,4})?+)
-    | (?=[0-9\ ().\-/]{6})[0-9]*+(?:(?:[\ .\-/]|\)\ ?|\ ?\()?+[0-9]++)*+
+    | (?<![A-Za-z0-9_][0-9])(?<![A-Za-z0-9_]-[0-9])
+      (?![0-9]{3}-[0-9]{2}-[0-9]{2}(?![0-9]))
+      (?=[0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]|(?:[\ ().\-/]{0,2}[0-9]){6})
+      [0-9]*+(?:(?:\)\ ?|\ ?\(|[\ .\-/])?+[0-9]++)*+
     )""",
     re.X,
 )
-_RUN = re.compile(r"[0-9]++(?:(?:[ .\-/]|\) ?| ?\()?+[0-9]++)*+")
+_NOT_DIGITS = re.compile(r"[^0-9]++")
 
 _SSN = re.compile(r"(?<![0-9])([0-9]{3})([ -])([0-9]{2})\2([0-9]{4})(?![0-9])")
 _SSN_BARE = re.compile(r"(?<![0-9])([0-9]{3})([0-9]{2})([0-9]{4})(?![0-9])")
@@ -34,11 +40,10 @@ _INTL = re.compile(r"\+[1-9](?:[ .\-]?\(?[0-9]\)?){6,16}")
 _CARD = re.compile(r"(?<![0-9])[0-9](?:[ \-]?[0-9]){12,18}(?![0-9])")
 _IPV4 = re.compile(r"(?<![0-9.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![0-9.])")
 
-# Context words that make an unformatted digit string a phone number / SSN, or a dotted quad
-# of single digits an address rather than a version.
+# Context words that make an unformatted digit string a phone number or an SSN, or a dotted
+# quad a version rather than an address.
 _PHONE_CONTEXT = re.compile(r"phone|tel\b|call|mobile|cell|fax|sms|whatsapp|contact")
 _SSN_CONTEXT = re.compile(r"ssn|social security")
-_IP_CONTEXT = re.compile(r"\b(?:ip|ipv4|address|addr|host|server|dns|gateway|client|peer)\b")
 _VERSION_CONTEXT = re.compile(r"version|release|build|\bver\b|\bv\s*$")
 _CONTEXT_WINDOW = 32
 
@@ -52,22 +57,18 @@ def scan_numbers(s: str, out: list[Finding]) -> None:
     while (m := search(s, pos)) is not None:
         end = m.end()
         if m.group("iban") is not None:
-            if _iban(s, m.start() - 2, end, out):
-                pos = end
-                continue
-            run = _RUN.match(s, m.start())
-            end = run.end()
-            if end - m.start() < 7:
-                pos = end
-                continue
+            # IBAN-shaped but failing mod-97: an account-like code, not a card or phone either.
+            _iban(s, m.start() - 2, end, out)
+            pos = end
+            continue
         _classify_run(s, m.start(), end, out)
         pos = end
 
 
-def _iban(s: str, start: int, end: int, out: list[Finding]) -> bool:
+def _iban(s: str, start: int, end: int, out: list[Finding]) -> None:
     # `start` is the country code's first letter.
     if start > 0 and s[start - 1] in _WORDISH:
-        return False
+        return
     compact = s[start:end].replace(" ", "")
     expected = iban_length(compact)
     if expected is not None and len(compact) > expected:
@@ -79,56 +80,64 @@ def _iban(s: str, start: int, end: int, out: list[Finding]) -> bool:
                 kept += 1
             stop += 1
         compact, end = compact[:expected], stop
-    if not iban_ok(compact):
-        return False
-    out.append(Finding(start, end, "IBAN", PRIORITY["IBAN"]))
-    return True
+    if iban_ok(compact):
+        out.append(Finding(start, end, "IBAN", PRIORITY["IBAN"]))
 
 
 def _classify_run(s: str, start: int, end: int, out: list[Finding]) -> None:
     if end < len(s) and s[end] in _WORDISH:
-        return  # part of an identifier or hash: "5163316f89", "4155550134abc"
+        return  # part of an identifier or hash: "4155550134abc"
     lead = start
     if lead and s[lead - 1] == "(":
         lead -= 1
     if lead and s[lead - 1] == "+":
         lead -= 1
-    if lead and s[lead - 1] in _WORDISH:
-        return  # "v1.2.3.4", "ORD4111111111111111", hex digests
     text = s[lead:end]
-    before = s[max(0, lead - _CONTEXT_WINDOW) : lead].lower()
+    digits = len(_NOT_DIGITS.sub("", text))
     found = len(out)
 
-    if text[0] == "+":
+    if text[0] == "+" and digits >= 8:
         m = _INTL.match(text)
-        if m is not None and 8 <= sum(ch.isdigit() for ch in m.group()) <= 15:
+        if m is not None and 8 <= len(_NOT_DIGITS.sub("", m.group())) <= 15:
             out.append(Finding(lead, lead + m.end(), "PHONE", PRIORITY["PHONE"]))
             return
-    for m in _CARD.finditer(text):
-        number = m.group()
-        groups = re.split(r"[ \-]", number)
-        if len(set(number) & {" ", "-"}) <= 1 and card_ok("".join(groups), groups):
-            out.append(Finding(lead + m.start(), lead + m.end(), "CARD", PRIORITY["CARD"]))
-    for m in _SSN.finditer(text):
-        if ssn_ok(m.group(1), m.group(3), m.group(4)):
-            out.append(Finding(lead + m.start(), lead + m.end(), "SSN", PRIORITY["SSN"]))
-    for m in _NANP.finditer(text):
-        out.append(Finding(lead + m.start(), lead + m.end(), "PHONE", PRIORITY["PHONE"]))
-    if len(out) == found and text.isdigit():
-        if _NANP_BARE.fullmatch(text) and _PHONE_CONTEXT.search(before):
-            out.append(Finding(lead, end, "PHONE", PRIORITY["PHONE"]))
-        elif (m := _SSN_BARE.fullmatch(text)) and _SSN_CONTEXT.search(before):
-            if ssn_ok(m.group(1), m.group(2), m.group(3)):
-                out.append(Finding(lead, end, "SSN", PRIORITY["SSN"]))
-    if "." in text:
+    if digits >= 13:
+        for m in _CARD.finditer(text):
+            number = m.group()
+            if number[0] in "23456" and len(set(number) & {" ", "-"}) <= 1:
+                groups = re.split(r"[ \-]", number)
+                if card_ok("".join(groups), groups):
+                    out.append(Finding(lead + m.start(), lead + m.end(), "CARD", PRIORITY["CARD"]))
+    if digits >= 9:
+        for m in _SSN.finditer(text):
+            if ssn_ok(m.group(1), m.group(3), m.group(4)):
+                out.append(Finding(lead + m.start(), lead + m.end(), "SSN", PRIORITY["SSN"]))
+    if digits >= 10:
+        for m in _NANP.finditer(text):
+            out.append(Finding(lead + m.start(), lead + m.end(), "PHONE", PRIORITY["PHONE"]))
+    if len(out) == found and text.isdigit() and 9 <= digits <= 11:
+        _bare_number(s, lead, end, out)
+    if text.count(".") >= 3:
         for m in _IPV4.finditer(text):
-            if _is_address(m.group(), before if m.start() == 0 else ""):
+            before = s[max(0, lead - _CONTEXT_WINDOW) : lead].lower() if m.start() == 0 else ""
+            if _is_address(m.group(), before):
                 out.append(Finding(lead + m.start(), lead + m.end(), "IP", PRIORITY["IP"]))
 
 
+def _bare_number(s: str, start: int, end: int, out: list[Finding]) -> None:
+    """Unformatted 9-11 digit strings are ids far more often than phones or SSNs: need context."""
+    text = s[start:end]
+    before = s[max(0, start - _CONTEXT_WINDOW) : start].lower()
+    if _NANP_BARE.fullmatch(text) and _PHONE_CONTEXT.search(before):
+        out.append(Finding(start, end, "PHONE", PRIORITY["PHONE"]))
+    elif (
+        (m := _SSN_BARE.fullmatch(text))
+        and _SSN_CONTEXT.search(before)
+        and ssn_ok(m.group(1), m.group(2), m.group(3))
+    ):
+        out.append(Finding(start, end, "SSN", PRIORITY["SSN"]))
+
+
 def _is_address(quad: str, before: str) -> bool:
-    if not ipv4_ok(quad) or _VERSION_CONTEXT.search(before):
-        return False
-    # "1.2.3.4" is far more often a version than an address, unless the text says otherwise.
-    single_digits = len(quad) == 7
-    return not single_digits or _IP_CONTEXT.search(before) is not None
+    # "1.2.3.4" (single-digit octets) is far more often a version than an address.
+    return len(quad) > 7 and ipv4_ok(quad) and _VERSION_CONTEXT.search(before) is None

@@ -8,10 +8,21 @@ from verdict.stats.bootstrap import BootstrapInterval, percentile_bootstrap
 from verdict.stats.bradley_terry import BradleyTerryFit, fit_bradley_terry
 from verdict.stats.cliffs_delta import CliffsDelta, cliffs_delta, magnitude
 from verdict.stats.fisher import FisherBatch, FisherResult, fisher_exact, fisher_exact_many
-from verdict.stats.interrater import Coefficient, cohens_kappa, contingency_table, gwet_ac1, raw_agreement
+from verdict.stats.interrater import (
+    Coefficient,
+    cohens_kappa,
+    contingency_table,
+    gwet_ac1,
+    raw_agreement,
+)
 from verdict.stats.mann_whitney import MannWhitneyResult, mann_whitney_u
 from verdict.stats.multiple_testing import BHResult, benjamini_hochberg
-from verdict.stats.power import cohens_h, minimum_detectable_delta, minimum_detectable_drop, two_proportion_power
+from verdict.stats.power import (
+    cohens_h,
+    minimum_detectable_delta,
+    minimum_detectable_drop,
+    two_proportion_power,
+)
 from verdict.stats.proportions import Proportion, wilson_interval
 
 __all__ = [

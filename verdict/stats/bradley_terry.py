@@ -2,13 +2,16 @@
 
 Model: P(i beats j) = p_i / (p_i + p_j); with the order term (Agresti's home-advantage model)
 P(i beats j | i shown first) = θ·p_i / (θ·p_i + p_j). A tie counts as half a win for each side.
-Fitting is Hunter's (2004) MM algorithm on count matrices, which converges to the maximum
-likelihood estimate. The bootstrap resamples the comparisons by drawing multinomial counts over
-(first model, second model, outcome) cells and refits every resample at once, vectorised over the
+Fitting is maximum likelihood on the count matrices (the logistic-regression form of the model,
+Newton-Raphson with step halving); the data are first checked for a finite estimate (Hunter 2004,
+Assumption 1). The bootstrap resamples the comparisons by drawing multinomial counts over (first
+model, second model, outcome) cells and refits every resample at once, vectorised over the
 resample axis, so the cost does not grow with the number of comparisons.
 
-Ratings are log-strengths centred to mean zero. A bootstrap bound of ±inf means some resamples
-saw a model never win (or never lose), where its maximum likelihood rating does not exist.
+Ratings are log-strengths centred to mean zero. Resamples without a finite maximum likelihood
+estimate (a model that never wins or never loses in that resample) are left out of the
+intervals and counted in `unestimable_resamples`; when that count is more than a few percent of
+the resamples, the intervals are too narrow and more comparisons are needed.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import numpy as np
 
 from verdict.stats._arrays import probability
 
-_MAX_ITER = 10_000
+_MAX_ITER = 100  # Newton converges in a handful of steps; this only bounds pathological input
+_MAX_HALVINGS = 40
 _TOL = 1e-10
 _OUTCOMES = {"A": 0, "B": 1, "TIE": 2}
 
@@ -39,6 +43,7 @@ class BradleyTerryFit:
     n_comparisons: int
     confidence: float
     n_resamples: int
+    unestimable_resamples: int  # resamples without a finite MLE, left out of the intervals
     seed: int
 
     def rating(self, model: Hashable) -> float:
@@ -78,21 +83,31 @@ def fit_bradley_terry(
     o = np.array([_outcome_code(v, k) for k, v in enumerate(outcome)])
     k = len(models)
     cell_counts = np.bincount((a * k + b) * 3 + o, minlength=k * k * 3).astype(float)
-    _check_estimable(cell_counts.reshape(k, k, 3), models)
+    ok = _estimable(cell_counts[None, :], k, order_term)
+    if not ok[0]:
+        raise ValueError(_why_not_estimable(cell_counts.reshape(k, k, 3), models, order_term))
 
-    log_p, log_theta = _mm(cell_counts[None, :], k, order_term)
+    log_p, log_theta, converged = _newton(cell_counts[None, :], k, order_term)
+    if not converged[0]:
+        raise ValueError("ratings are not estimable: the comparisons separate the models perfectly")
     ratings = log_p[0]
     low = high = np.full(k, np.nan)
     order_low = order_high = None
+    unestimable = 0
     if n_resamples:
         rng = np.random.default_rng(seed)
-        boot = rng.multinomial(len(o), cell_counts / cell_counts.sum(), size=n_resamples).astype(float)
-        boot_p, boot_theta = _mm(boot, k, order_term)
-        tail = (1 - level) / 2
-        # inverted_cdf picks order statistics, so ±inf resamples never turn bounds into NaN
-        low, high = np.nanquantile(boot_p, [tail, 1 - tail], axis=0, method="inverted_cdf")
-        if order_term:
-            order_low, order_high = (float(v) for v in np.quantile(boot_theta, [tail, 1 - tail], method="inverted_cdf"))
+        boot = rng.multinomial(len(o), cell_counts / cell_counts.sum(), size=n_resamples)
+        keep = _estimable(boot.astype(float), k, order_term)
+        boot_p, boot_theta, converged = _newton(boot[keep].astype(float), k, order_term)
+        boot_p, boot_theta = boot_p[converged], boot_theta[converged]
+        unestimable = n_resamples - len(boot_p)
+        if len(boot_p):
+            tail = (1 - level) / 2
+            low, high = np.quantile(boot_p, [tail, 1 - tail], axis=0)
+            if order_term:
+                order_low, order_high = (
+                    float(v) for v in np.quantile(boot_theta, [tail, 1 - tail])
+                )
     strength = np.exp(ratings)
     win = strength[:, None] / (strength[:, None] + strength[None, :])
     return BradleyTerryFit(
@@ -107,6 +122,7 @@ def fit_bradley_terry(
         n_comparisons=len(o),
         confidence=level,
         n_resamples=n_resamples,
+        unestimable_resamples=unestimable,
         seed=seed,
     )
 
@@ -118,45 +134,110 @@ def _outcome_code(value: Any, position: int) -> int:
         score = {1.0: 0, 0.0: 1, 0.5: 2}.get(float(value))
         if score is not None:
             return score
-    raise ValueError(f"outcome at position {position} is {value!r}; expected 'A', 'B', 'TIE', 1, 0 or 0.5")
+    raise ValueError(
+        f"outcome at position {position} is {value!r}; expected 'A', 'B', 'TIE', 1, 0 or 0.5"
+    )
 
 
-def _check_estimable(counts: np.ndarray, models: tuple[Hashable, ...]) -> None:
-    """The MLE exists only if every model both wins and loses (ties count half) somewhere."""
-    first_wins = counts[:, :, 0] + 0.5 * counts[:, :, 2]
-    second_wins = counts[:, :, 1] + 0.5 * counts[:, :, 2]
-    wins = first_wins.sum(axis=1) + second_wins.sum(axis=0)
-    losses = second_wins.sum(axis=1) + first_wins.sum(axis=0)
-    bad = [str(models[i]) for i in np.flatnonzero((wins == 0) | (losses == 0))]
-    if bad:
-        raise ValueError(f"ratings are unbounded: model(s) {bad} never win or never lose")
+def _wins(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From counts [..., i, j, outcome]: wins of first i over second j, and comparisons shown."""
+    return c[..., 0] + 0.5 * c[..., 2], c.sum(axis=-1)
 
 
-def _mm(cell_counts: np.ndarray, k: int, order_term: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Hunter's MM iterations for a batch of count vectors; returns centred log p and log θ."""
-    c = cell_counts.reshape(-1, k, k, 3)
-    first_wins = c[..., 0] + 0.5 * c[..., 2]  # [r, i, j]: i first beats j second
-    shown = c.sum(axis=-1)  # [r, i, j]: comparisons with i first, j second
-    wins = first_wins.sum(axis=2) + (shown - first_wins).sum(axis=1)
-    home_wins = first_wins.sum(axis=(1, 2))
-    present = (shown.sum(axis=2) + shown.sum(axis=1)) > 0  # a resample can miss a rare model
-    p = np.ones((c.shape[0], k))
-    theta = np.ones(c.shape[0])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for _ in range(_MAX_ITER):
-            t = theta[:, None, None]
-            denom_first = t * p[:, :, None] + p[:, None, :]  # [r, i, j] for i first
-            weight = shown * t / denom_first  # d/dp_i of the terms where i is first
-            weight_second = shown / denom_first  # d/dp_j of the terms where j is second
-            new_p = np.where(present, wins / (weight.sum(axis=2) + weight_second.sum(axis=1)), 0.0)
-            new_p /= new_p.sum(axis=1, keepdims=True)
-            if order_term:
-                theta = home_wins / np.sum(shown * p[:, :, None] / denom_first, axis=(1, 2))
-            done = np.max(np.abs(new_p - p)) < _TOL
-            p = new_p
-            if done:
+def _estimable(cell_counts: np.ndarray, k: int, order_term: bool) -> np.ndarray:
+    """Per count vector: does a finite MLE exist?
+
+    Bradley-Terry needs the "beats" graph to be strongly connected (Hunter 2004, Assumption 1):
+    every model reaches every other through a chain of wins (ties count both ways). The order
+    term also needs the first position to win some and lose some comparisons.
+    """
+    first_wins, shown = _wins(cell_counts.reshape(-1, k, k, 3))
+    beats = (first_wins + (shown - first_wins).transpose(0, 2, 1)) > 0  # [r, i, j]: i beat j
+    reach = beats | np.eye(k, dtype=bool)
+    for _ in range(int(np.ceil(np.log2(k)))):  # path doubling: reach within 2^t steps
+        reach = (reach.astype(np.float32) @ reach.astype(np.float32)) > 0
+    ok = reach.all(axis=(1, 2))
+    if order_term:
+        home = first_wins.sum(axis=(1, 2))
+        ok &= (home > 0) & (home < shown.sum(axis=(1, 2)))
+        # and the order term must not be a combination of the ratings on the pairs actually shown
+        i, j, x = _design(k, True)
+        observed = x[None, :, :] * (shown[:, i, j] > 0)[:, :, None]
+        ok &= np.linalg.matrix_rank(observed) == x.shape[1]
+    return ok
+
+
+def _why_not_estimable(counts: np.ndarray, models: tuple[Hashable, ...], order_term: bool) -> str:
+    first_wins, shown = _wins(counts)
+    wins = first_wins.sum(axis=1) + (shown - first_wins).sum(axis=0)
+    losses = (shown - first_wins).sum(axis=1) + first_wins.sum(axis=0)
+    stuck = [str(models[i]) for i in np.flatnonzero((wins == 0) | (losses == 0))]
+    if stuck:
+        return f"ratings are not estimable: model(s) {stuck} never win or never lose"
+    if not _estimable(counts.reshape(1, -1), len(models), False)[0]:
+        return "ratings are not estimable: the models split into groups with no wins between them"
+    if first_wins.sum() in (0, shown.sum()):
+        side = "always" if first_wins.sum() else "never"
+        return f"the order effect is not estimable: the first position {side} wins"
+    return "the order effect cannot be told apart from the ratings: show pairs in both orders"
+
+
+def _design(k: int, order_term: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ordered pairs (i first, j second) and their rows e_i - e_j (+ 1 for the order term).
+
+    Model 0 is the reference (log p_0 = 0), so its column is dropped.
+    """
+    i, j = np.nonzero(~np.eye(k, dtype=bool))
+    x = np.zeros((i.size, k + 1))
+    x[np.arange(i.size), i] = 1.0
+    x[np.arange(i.size), j] = -1.0
+    x[:, k] = 1.0
+    return i, j, (x[:, 1 : k + 1] if order_term else x[:, 1:k])
+
+
+def _newton(
+    cell_counts: np.ndarray, k: int, order_term: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximum likelihood for a batch of count vectors: centred log p, log θ, and whether it converged.
+
+        The model is a logistic regression of first-position wins on (e_i - e_j [+ 1 for the order
+        term]) over the k(k-1) ordered pairs, fitted by Newton-Raphson with step halving, vectorised
+        over the batch. The log-likelihood is concave, so every accepted step climbs it; a row whose
+    estimate runs off to infinity (separated data) never converges and is reported as such.
+    """
+    first_wins, shown = _wins(cell_counts.reshape(-1, k, k, 3))
+    i, j, x = _design(k, order_term)
+    s, n = first_wins[:, i, j], shown[:, i, j]  # [r, pair]
+
+    def loglik(beta: np.ndarray) -> np.ndarray:
+        eta = beta @ x.T
+        return np.sum(s * eta - n * np.logaddexp(0.0, eta), axis=1)
+
+    from scipy.special import expit
+
+    beta = np.zeros((s.shape[0], x.shape[1]))
+    current = loglik(beta)
+    converged = np.zeros(len(beta), dtype=bool)
+    # A tiny ridge keeps every Newton system solvable; it changes steps, not the fixed point.
+    ridge = 1e-9 * np.eye(x.shape[1])
+    for _ in range(_MAX_ITER):
+        eta = beta @ x.T
+        grad = (s - n * expit(eta)) @ x
+        weight = n * expit(eta) * expit(-eta)  # never exactly 0, unlike mu * (1 - mu)
+        hess = np.einsum("rp,pa,pb->rab", weight, x, x) + ridge
+        step = np.linalg.solve(hess, grad[..., None])[..., 0]
+        scale = np.ones(len(beta))
+        for _ in range(_MAX_HALVINGS):
+            candidate = beta + scale[:, None] * step
+            value = loglik(candidate)
+            worse = value < current - 1e-12 * np.abs(current)
+            if not worse.any():
                 break
-        log_p = np.where(present, np.log(p), np.nan)
-    finite = np.where(np.isfinite(log_p), log_p, np.nan)
-    centred = log_p - np.nanmean(finite, axis=1, keepdims=True)
-    return centred, np.log(theta)
+            scale[worse] /= 2.0
+        beta, current = candidate, value
+        converged |= np.max(np.abs(scale[:, None] * step), axis=1) < _TOL
+        if converged.all():
+            break
+    log_p = np.concatenate([np.zeros((len(beta), 1)), beta[:, : k - 1]], axis=1)
+    log_theta = beta[:, k - 1] if order_term else np.zeros(len(beta))
+    return log_p - log_p.mean(axis=1, keepdims=True), log_theta, converged

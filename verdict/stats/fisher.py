@@ -72,14 +72,21 @@ def _two_sided_p(tables: np.ndarray) -> np.ndarray:
     lengths = hi - lo + 1
     # log pmf(x) = log C(n1, x) + log C(n2, k - x) - log C(n1 + n2, k); the last term is constant
     # per table and is added back after the comparison with the observed table.
-    const = gammaln(n1 + 1) + gammaln(n2 + 1) - gammaln(n1 + n2 + 1) + gammaln(k + 1) + gammaln(
-        n1 + n2 - k + 1
+    const = (
+        gammaln(n1 + 1)
+        + gammaln(n2 + 1)
+        - gammaln(n1 + n2 + 1)
+        + gammaln(k + 1)
+        + gammaln(n1 + n2 - k + 1)
     )
 
     def log_kernel(rows: np.ndarray, x: np.ndarray) -> np.ndarray:
         kx = k[rows] - x
         return -(
-            gammaln(x + 1) + gammaln(n1[rows] - x + 1) + gammaln(kx + 1) + gammaln(n2[rows] - kx + 1)
+            gammaln(x + 1)
+            + gammaln(n1[rows] - x + 1)
+            + gammaln(kx + 1)
+            + gammaln(n2[rows] - kx + 1)
         )
 
     p = np.empty(len(tables))
@@ -88,7 +95,9 @@ def _two_sided_p(tables: np.ndarray) -> np.ndarray:
         stop = start + max(1, int(np.searchsorted(np.cumsum(lengths[start:]), _CHUNK_POINTS)))
         rows = np.arange(start, stop)
         owner = np.repeat(rows, lengths[rows])
-        offsets = np.arange(owner.size) - np.repeat(np.cumsum(lengths[rows]) - lengths[rows], lengths[rows])
+        offsets = np.arange(owner.size) - np.repeat(
+            np.cumsum(lengths[rows]) - lengths[rows], lengths[rows]
+        )
         x = lo[owner] + offsets
         logp = log_kernel(owner, x)
         observed = log_kernel(rows, a[rows])

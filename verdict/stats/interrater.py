@@ -31,7 +31,9 @@ class Coefficient:
     confidence: float
 
 
-def contingency_table(a: Sequence[Hashable], b: Sequence[Hashable], categories: Sequence[Hashable]) -> np.ndarray:
+def contingency_table(
+    a: Sequence[Hashable], b: Sequence[Hashable], categories: Sequence[Hashable]
+) -> np.ndarray:
     """q×q counts of (rating by A, rating by B) pairs over the given categories."""
     if len(a) != len(b):
         raise ValueError(f"the two raters rated different numbers of items ({len(a)} vs {len(b)})")

@@ -21,7 +21,7 @@ _EXACT_MAX_SMALLER = 8
 
 @dataclass(frozen=True)
 class RankSums:
-    """Everything the U test and Cliff's delta need from one joint ranking of x and y."""
+    """What the U test needs from one joint ranking of x and y."""
 
     n_x: int
     n_y: int
@@ -55,7 +55,9 @@ def rank_sums(x: np.ndarray, y: np.ndarray) -> RankSums:
     return RankSums(n_x=x.size, n_y=y.size, u_x=u_x, tie_term=float(np.sum(t**3 - t)))
 
 
-def mann_whitney_u(x: Any, y: Any, *, method: Method = "auto", continuity: bool = True) -> MannWhitneyResult:
+def mann_whitney_u(
+    x: Any, y: Any, *, method: Method = "auto", continuity: bool = True
+) -> MannWhitneyResult:
     """Two-sided Mann-Whitney U test of x against y."""
     xs = sample("x", x)
     ys = sample("y", y)

@@ -16,8 +16,10 @@ from verdict.stats._arrays import probability
 
 def cohens_h(p1: float, p2: float) -> float:
     """Arcsine effect size of p1 versus p2."""
-    return float(2 * np.arcsin(np.sqrt(probability("p1", p1, open_interval=False)))
-                 - 2 * np.arcsin(np.sqrt(probability("p2", p2, open_interval=False))))
+    return float(
+        2 * np.arcsin(np.sqrt(probability("p1", p1, open_interval=False)))
+        - 2 * np.arcsin(np.sqrt(probability("p2", p2, open_interval=False)))
+    )
 
 
 def two_proportion_power(p1: float, p2: float, n1: int, n2: int, *, alpha: float = 0.05) -> float:

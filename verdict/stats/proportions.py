@@ -33,7 +33,9 @@ def wilson_interval(successes: int, trials: int, *, confidence: float = 0.95) ->
     return Proportion(k, n, value, float(low[0]), float(high[0]), level)
 
 
-def wilson_bounds(successes: np.ndarray, trials: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def wilson_bounds(
+    successes: np.ndarray, trials: np.ndarray, confidence: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised Wilson bounds; NaN where trials are zero."""
     from scipy.special import ndtri
 

@@ -100,7 +100,11 @@ def shutdown(timeout_seconds: float | None = None) -> None:
         batch = _processor.detach()
     if batch is not None:
         timeout = timeout_seconds if timeout_seconds is not None else (config.export_timeout_seconds if config else 10)
-        batch.shutdown(timeout_millis=int(timeout * 1000))
+        inner = getattr(batch, "_batch_processor", None)  # the SDK's BatchSpanProcessor takes no timeout
+        if inner is not None:
+            inner.shutdown(timeout_millis=int(timeout * 1000))
+        else:
+            batch.shutdown()
 
 
 def flush(timeout_seconds: float = 10.0) -> bool:

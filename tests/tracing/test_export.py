@@ -1,0 +1,153 @@
+"""The export path: the real OTLP/HTTP exporter to a loopback receiver, and exporter failures."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+import verdict.tracing as vt
+from tests.tracing.conftest import _global_provider, stop
+
+MSG = [{"role": "user", "content": "mail me at jane.doe@example.com"}]
+
+
+class Receiver:
+    """A minimal OTLP/HTTP trace receiver on 127.0.0.1 that decodes what it gets."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], ExportTraceServiceRequest]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                body = self.rfile.read(int(self.headers["content-length"]))
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, request))
+                payload = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def spans(self) -> list[tuple[Any, Any]]:
+        return [(rs.resource, span) for _, req in self.requests for rs in req.resource_spans
+                for ss in rs.scope_spans for span in ss.spans]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+    r.server.server_close()
+
+
+def _attr(span: Any, key: str) -> Any:
+    for kv in span.attributes:
+        if kv.key == key:
+            value = kv.value
+            return getattr(value, value.WhichOneof("value"))
+    return None
+
+
+def test_otlp_http_export_with_auth_and_redacted_content(fake_openai, receiver):
+    _global_provider()
+    vt.init(service_name="support-bot", endpoint=receiver.url, tenant_id="acme", api_key="vk_test_1")
+    vt.instrument()
+    try:
+        with vt.intent_context("billing.v1"):
+            fake_openai.client().chat.completions.create(model="gpt-4o-mini", messages=MSG)
+        assert vt.flush()
+    finally:
+        stop()
+    headers, _ = receiver.requests[0]
+    assert headers["authorization"] == "Bearer vk_test_1"
+    ((resource, span),) = receiver.spans()
+    assert span.name == "chat gpt-4o-mini"
+    assert _attr(span, "verdict.intent_key") == "billing.v1"
+    assert _attr(span, "verdict.tenant_id") == "acme"
+    inputs = json.loads(_attr(span, "gen_ai.input.messages"))
+    text = inputs[0]["parts"][0]["content"]
+    assert "jane.doe@example.com" not in text and text.startswith("mail me at <")
+    resource_keys = {kv.key for kv in resource.attributes}
+    assert "service.name" in resource_keys
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_dead_collector_does_not_change_the_call(fake_openai):
+    client = fake_openai.client()
+    baseline = client.chat.completions.create(model="m", messages=MSG).choices[0].message.content
+    _global_provider()
+    vt.init(endpoint=f"http://127.0.0.1:{_dead_port()}", export_timeout_seconds=0.5, schedule_delay_millis=50)
+    vt.instrument()
+    try:
+        results = [client.chat.completions.create(model="m", messages=MSG).choices[0].message.content for _ in range(3)]
+        assert results == [baseline] * 3
+        vt.flush(timeout_seconds=2)
+        s = vt.stats()
+        assert s.export_failures >= 1
+        assert s.spans_exported == 0
+    finally:
+        stop()
+
+
+class _StuckExporter(SpanExporter):
+    """An exporter that blocks until released: a collector that accepts connections but never answers."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.exported = 0
+        self.threads: set[int] = set()
+
+    def export(self, spans):
+        self.threads.add(threading.get_ident())
+        self.release.wait(10)
+        self.exported += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.release.set()
+
+
+def test_memory_is_bounded_when_the_exporter_is_stuck(fake_openai):
+    exporter = _StuckExporter()
+    _global_provider()
+    vt.init(exporter=exporter, max_queue_size=8, max_export_batch_size=2, schedule_delay_millis=10)
+    vt.instrument()
+    try:
+        client = fake_openai.client()
+        for _ in range(40):
+            client.chat.completions.create(model="m", messages=MSG)
+        s = vt.stats()
+        assert s.spans_ended == 40
+        assert s.spans_dropped >= 40 - 8 - 2  # queue (8) plus at most one batch in the stuck export
+        assert s.errors["export_queue_full"] == s.spans_dropped
+        assert exporter.threads and threading.get_ident() not in exporter.threads  # never the caller's thread
+    finally:
+        exporter.release.set()
+        stop()

@@ -1,0 +1,76 @@
+"""Credential assignments in free text: `password=...`, `api_key: ...`, `"token": "..."`,
+`Authorization: ...` headers, `--client-secret=...`, JSON-in-JSON `\\"secret\\": \\"...\\"`.
+
+Anchored on `:` and `=`: the name before the separator is read from a short reversed window and
+checked with `is_credential_name`; only then is the value parsed (quoted, escaped-quoted, a bare
+token, or the multi-word value of an `Authorization` or `Cookie` header).
+"""
+
+from __future__ import annotations
+
+import re
+
+from verdict.redact.credentials import is_credential_name
+from verdict.redact.findings import PRIORITY, Finding
+
+_NAME_WINDOW = 72
+# Reversed text before the separator: spaces, an optional closing quote (or \" of escaped JSON),
+# then the name.
+_NAME_REVERSED = re.compile(r"""[ \t]*+(?:"\\|'\\|["'])?([A-Za-z0-9_.\-]{1,64})""")
+_VALUE = re.compile(
+    r"""[ \t]*+(?:
+        "((?:[^"\\\r\n]|\\.)*+)"
+      | '((?:[^'\\\r\n]|\\.)*+)'
+      | \\"((?:[^"\\\r\n]|\\[^"\r\n])*+)\\"
+      | ([^\s"'<>,;&)}\]\\]++)
+    )""",
+    re.X,
+)
+# Header values that contain spaces: "Bearer abc" (scheme + credential), "a=1; b=2" (cookie pairs).
+_AUTHORIZATION_VALUE = re.compile(r"""[ \t]*+((?:[A-Za-z]++[ \t]++)?[^\s"'<>,;\\]++)""")
+_COOKIE_VALUE = re.compile(r"""[ \t]*+([^\s;"'<>\\]++(?:;[ \t]?[^\s;"'<>\\]++)*+)""")
+_HEADER_VALUES = {
+    "authorization": _AUTHORIZATION_VALUE,
+    "proxyauthorization": _AUTHORIZATION_VALUE,
+    "cookie": _COOKIE_VALUE,
+    "setcookie": _COOKIE_VALUE,
+}
+_NOT_A_VALUE = frozenset({"null", "none", "nil", "undefined", "true", "false"})
+
+
+def scan_assignments(s: str, out: list[Finding]) -> None:
+    """Append the values assigned to credential-named keys in `s`."""
+    # Two literal searches beat one `[:=]` character-class scan several times over.
+    for separator in ":=":
+        find = s.find
+        i = find(separator)
+        while i >= 0:
+            _assignment_at(s, i, out)
+            i = find(separator, i + 1)
+
+
+def _assignment_at(s: str, i: int, out: list[Finding]) -> None:
+    following = s[i + 1 : i + 2]
+    if following in ("=", ":", "/"):  # `==`, `::`, `://`
+        return
+    previous = s[i - 1 : i]
+    if previous.isdigit() and following.isdigit():  # times and ratios: 12:34, 1=1
+        return
+    if i == 0:
+        return
+    stop = i - _NAME_WINDOW - 1
+    name = _NAME_REVERSED.match(s[i - 1 : stop if stop >= 0 else None : -1])
+    if name is None or not is_credential_name(key := name.group(1)[::-1]):
+        return
+    value = _VALUE.match(s, i + 1)
+    if value is None:
+        return
+    group = value.lastindex or 0
+    header = _HEADER_VALUES.get(key.lower().replace("-", "").replace("_", "")) if group == 4 else None
+    if header is not None:
+        value, group = header.match(s, i + 1), 1
+        if value is None:
+            return
+    start, end = value.span(group)
+    if end > start and s[start:end].lower() not in _NOT_A_VALUE:
+        out.append(Finding(start, end, "SECRET", PRIORITY["SECRET"]))

@@ -1,0 +1,312 @@
+"""The Redactor: runs the detectors over text or structured values and replaces what they find.
+
+Findings that overlap are merged into one replacement (named after the strongest label), so a
+credential is never half-redacted. Placeholders already in the text (`<EMAIL>`,
+`<EMAIL:3f9a0c1d2e4b>`) are protected spans, which makes redaction idempotent in every mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import reprlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from verdict.redact.assignments import scan_assignments
+from verdict.redact.credentials import is_credential_name
+from verdict.redact.findings import (
+    MARKER_LABELS,
+    MAX_DEPTH_MARKER,
+    PRIORITY,
+    TRUNCATED_MARKER,
+    USER_PRIORITY,
+    Finding,
+)
+from verdict.redact.keys import scan_keys
+from verdict.redact.network import scan_emails, scan_ipv6, scan_url_credentials
+from verdict.redact.numbers import scan_numbers
+
+MODES = ("redact", "hash", "drop")
+_SCANS = (scan_numbers, scan_emails, scan_url_credentials, scan_ipv6, scan_assignments, scan_keys)
+_LABEL = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
+_HASH_HEX = 12
+_PROTECTED = 1 << 30  # priority of placeholders already present in the input
+_SMALL_INT = 10**6  # integers below this cannot hold a phone, card or SSN
+_MAX_PASSES = 4
+_TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_JOINERS = frozenset("-.+'%/\\")  # join tokens in numbers, keys, e-mail local parts, paths
+
+
+class Redactor:
+    """Redacts personal data and credentials from text (`text`) and JSON-like values (`value`).
+
+    mode: "redact" replaces with `<LABEL>`, "hash" with `<LABEL:hmac12>` (HMAC-SHA256 keyed with
+    `secret`, stable across calls and processes so joins still work), "drop" removes the value.
+    extra_patterns: label -> regex of your own rules, e.g. {"TICKET": r"TCK-\\d{6}"} -> <TICKET>.
+    hook: called with every structured value passed to `value()` before it is redacted; its
+    return value is what gets redacted (use it to drop or rewrite fields).
+    max_depth / max_items / max_string bound the work `value()` does: deeper containers become
+    "<MAX_DEPTH>", values past `max_items` (counted over the whole value) and the rest of strings
+    longer than `max_string` become "<TRUNCATED>".
+    """
+
+    __slots__ = (
+        "mode", "max_depth", "max_items", "max_string",
+        "_secret", "_hook", "_user", "_placeholder",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        mode: str = "redact",
+        secret: bytes | None = None,
+        extra_patterns: Mapping[str, str] | None = None,
+        hook: Callable[[Any], Any] | None = None,
+        max_depth: int = 32,
+        max_items: int = 10_000,
+        max_string: int = 1_000_000,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"redaction mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if secret is not None and not isinstance(secret, bytes | bytearray):
+            raise ValueError(f"secret must be bytes, got {type(secret).__name__}")
+        if mode == "hash" and not secret:
+            raise ValueError("hash mode needs a secret: Redactor(mode='hash', secret=b'...')")
+        if hook is not None and not callable(hook):
+            raise ValueError(f"hook must be callable, got {type(hook).__name__}")
+        for name, limit in (("max_depth", max_depth), ("max_items", max_items),
+                            ("max_string", max_string)):  # fmt: skip
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ValueError(f"{name} must be a positive integer, got {limit!r}")
+        self.mode = mode
+        self.max_depth, self.max_items, self.max_string = max_depth, max_items, max_string
+        self._secret = bytes(secret) if secret else b""
+        self._hook = hook
+        self._user = _compile_user_patterns(extra_patterns or {})
+        labels = sorted({*PRIORITY, *MARKER_LABELS, *(label for label, _ in self._user)})
+        self._placeholder = re.compile(
+            "<(?:%s)(?::[0-9a-f]{%d})?>" % ("|".join(labels), _HASH_HEX)  # noqa: UP031
+        )
+
+    def __repr__(self) -> str:
+        users = ", ".join(label for label, _ in self._user)
+        return f"Redactor(mode={self.mode!r}, extra_patterns=[{users}])"
+
+    # -- free text -------------------------------------------------------------------------
+
+    def find(self, s: str) -> list[Finding]:
+        """What `text` would replace, before overlapping findings are merged (sorted by start)."""
+        _require_str(s)
+        return sorted(self._scan(s)) if s else []
+
+    def text(self, s: str) -> str:
+        """`s` with every finding replaced according to the mode."""
+        _require_str(s)
+        # A replacement glued to a token ("...819<IBAN>GB29...") changes what its neighbours look
+        # like to the detectors; rescanning until nothing changes keeps redaction idempotent.
+        for _ in range(_MAX_PASSES):
+            found = self._scan(s) if s else None
+            if not found:
+                return s
+            redacted, glued = self._replace(s, found)
+            if not glued or redacted == s:
+                return redacted
+            s = redacted
+        return s
+
+    def _scan(self, s: str) -> list[Finding]:
+        out: list[Finding] = []
+        for scan in _SCANS:
+            scan(s, out)
+        for label, pattern in self._user:
+            out.extend(
+                Finding(m.start(), m.end(), label, USER_PRIORITY)
+                for m in pattern.finditer(s)
+                if m.end() > m.start()
+            )
+        return out
+
+    def _replace(self, s: str, found: list[Finding]) -> tuple[str, bool]:
+        """`s` with findings replaced, and whether a replacement touches a token next to it."""
+        if "<" in s:
+            found.extend(
+                Finding(m.start(), m.end(), "", _PROTECTED) for m in self._placeholder.finditer(s)
+            )
+        found.sort()
+        pieces: list[str] = []
+        pos = i = 0
+        glued = False
+        count = len(found)
+        while i < count:
+            first = found[i]
+            start, end = first.start, first.end
+            i += 1
+            if i < count and found[i].start < end:  # merge everything overlapping
+                cluster = [first]
+                while i < count and found[i].start < end:
+                    end = max(end, found[i].end)
+                    cluster.append(found[i])
+                    i += 1
+                replaced = self._replace_cluster(s, start, end, cluster)
+            elif first.priority == _PROTECTED:
+                continue
+            else:
+                replaced = self._placeholder_for(first.label, s[start:end])
+            if replaced is not None:
+                pieces.append(s[pos:start])
+                pieces.append(replaced)
+                pos = end
+                glued = glued or _glued(s, start, end)
+        if not pieces:
+            return s, False
+        pieces.append(s[pos:])
+        return "".join(pieces), glued
+
+    def _replace_cluster(self, s: str, start: int, end: int, cluster: list[Finding]) -> str | None:
+        """One replacement for overlapping findings; placeholders inside them are kept as is."""
+        candidates = [f for f in cluster if f.priority != _PROTECTED]
+        if not candidates:
+            return None
+        label = max(candidates, key=lambda f: f.priority).label
+        pieces = []
+        for kept in cluster:
+            if kept.priority != _PROTECTED:
+                continue
+            if kept.start > start:
+                pieces.append(self._placeholder_for(label, s[start : kept.start]))
+            pieces.append(s[kept.start : kept.end])
+            start = max(start, kept.end)
+        if start < end:
+            pieces.append(self._placeholder_for(label, s[start:end]))
+        return "".join(pieces)
+
+    def _placeholder_for(self, label: str, value: str) -> str:
+        if self.mode == "redact":
+            return f"<{label}>"
+        if self.mode == "drop":
+            return ""
+        return f"<{label}:{self._digest(value)}>"
+
+    def _digest(self, value: str) -> str:
+        data = value.encode("utf-8", "surrogatepass")
+        return hmac.new(self._secret, data, hashlib.sha256).hexdigest()[:_HASH_HEX]
+
+    # -- structured values -----------------------------------------------------------------
+
+    def value(self, obj: Any) -> Any:
+        """A redacted copy of a JSON-like value (dict, list, tuple, str, number, None).
+
+        Values under credential-named keys (`password`, `api_key`, `Authorization`, ...) are
+        replaced whole, whatever their shape; strings are redacted as text; integers long
+        enough to be a phone or card number are checked as text.
+        """
+        if self._hook is not None:
+            obj = self._hook(obj)
+        return self._walk(obj, 0, [self.max_items])
+
+    def _walk(self, obj: Any, depth: int, budget: list[int]) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return TRUNCATED_MARKER
+        if isinstance(obj, str):
+            return self._bounded_text(obj)
+        if obj is None or isinstance(obj, bool | float):
+            return obj
+        if isinstance(obj, int):
+            if -_SMALL_INT < obj < _SMALL_INT:
+                return obj
+            redacted = self.text(str(obj))
+            return obj if redacted == str(obj) else redacted
+        if depth >= self.max_depth:
+            return MAX_DEPTH_MARKER
+        if isinstance(obj, Mapping):
+            return self._walk_mapping(obj, depth, budget)
+        if isinstance(obj, list | tuple | set | frozenset):
+            items = []
+            for item in obj:
+                if budget[0] <= 0:
+                    items.append(TRUNCATED_MARKER)
+                    break
+                items.append(self._walk(item, depth + 1, budget))
+            return tuple(items) if isinstance(obj, tuple) else items
+        if isinstance(obj, bytes | bytearray):
+            return self._bounded_text(bytes(obj[: self.max_string]).decode("utf-8", "replace"))
+        return self._bounded_text(str(obj))
+
+    def _walk_mapping(self, obj: Mapping[Any, Any], depth: int, budget: list[int]) -> dict:
+        result: dict[Any, Any] = {}
+        for key, item in obj.items():
+            if budget[0] <= 0:
+                result[TRUNCATED_MARKER] = TRUNCATED_MARKER
+                break
+            if isinstance(key, str) and is_credential_name(key):
+                budget[0] -= 1
+                if self.mode != "drop" or item is None or item == "":
+                    result[key] = self._credential(item)
+                continue
+            name = self.text(key) if isinstance(key, str) else key
+            result[name] = self._walk(item, depth + 1, budget)
+        return result
+
+    def _credential(self, item: Any) -> Any:
+        """Replacement for a value under a credential-named key, whatever its shape."""
+        if item is None or item == "":
+            return item  # "no password set" is worth keeping and leaks nothing
+        if isinstance(item, str) and self._placeholder.fullmatch(item):
+            return item
+        if self.mode == "hash":
+            return f"<SECRET:{self._digest(_canonical(item))}>"
+        return "<SECRET>"
+
+    def _bounded_text(self, s: str) -> str:
+        if len(s) <= self.max_string:
+            return self.text(s)
+        return self.text(s[: self.max_string]) + TRUNCATED_MARKER
+
+
+def _glued(s: str, start: int, end: int) -> bool:
+    """True if the text around s[start:end] continues a token across its edges."""
+    before, beyond_before = s[start - 1 : start], s[max(0, start - 2) : max(0, start - 1)]
+    after, beyond_after = s[end : end + 1], s[end + 1 : end + 2]
+    return (
+        before in _TOKEN
+        or after in _TOKEN
+        or (before in _JOINERS and beyond_before in _TOKEN)
+        or (after in _JOINERS and beyond_after in _TOKEN)
+    )
+
+
+def _canonical(item: Any) -> str:
+    """A stable text form of a structured credential value, for hashing."""
+    if isinstance(item, str):
+        return item
+    try:
+        return json.dumps(item, sort_keys=True, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):  # mixed key types, cycles, deep nesting
+        return reprlib.repr(item)
+
+
+def _compile_user_patterns(patterns: Mapping[str, str]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    compiled = []
+    for label, pattern in patterns.items():
+        if not isinstance(label, str) or not _LABEL.fullmatch(label):
+            raise ValueError(
+                f"extra pattern label must be 1-32 of A-Z, 0-9, _ starting with a letter, got {label!r}"
+            )
+        if label in MARKER_LABELS:
+            raise ValueError(f"extra pattern label {label!r} is reserved")
+        try:
+            regex = re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            raise ValueError(f"extra pattern {label}: invalid regex {pattern!r}: {exc}") from None
+        if regex.fullmatch(""):
+            raise ValueError(f"extra pattern {label}: {pattern!r} matches the empty string")
+        compiled.append((label, regex))
+    return tuple(compiled)
+
+
+def _require_str(s: object) -> None:
+    if not isinstance(s, str):
+        raise TypeError(f"expected str, got {type(s).__name__}")
