@@ -6,8 +6,9 @@ target / figure, so a ratio <= 1.00 always means the target is met):
   * instant scripted model: model calls per second end to end (target >= 5,000), all rows present;
   * 50 ms scripted model at max_workers=128: wall time vs 1.3 x the ideal 3,000 x 50 ms / 128;
   * peak RSS of a fresh process running 10,000 samples with the instant model (target <= 300 MB);
-  * the same three figures for the real `openai` client against the local fake OpenAI server
-    (tests/fakes), where HTTP and the fake server share this machine's cores with the engine.
+  * the same figures for the real `openai` client against the local fake OpenAI server (tests/fakes),
+    where HTTP, the client and the fake server share this machine's two cores with the engine; then the
+    same 3,000 calls through the bare client on a thread pool (no engine), to show what the engine adds.
 
 Both models return logprobs, so JudgeUnit's default extractor (token probabilities over the scale) is
 the one measured. The fake server runs in its own process (as a real provider would), so its CPU is not
@@ -20,7 +21,6 @@ Timings are medians over the repeats; the machine is shared, so read ratios, not
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -73,18 +73,117 @@ def openai_model(base_url: str, latency: float = 0.0):
 
 def serve_fake_openai() -> None:
     """`--serve`: run the fake OpenAI server until stdin closes; print its base URL first."""
-    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
+    from tests.fakes import FakeOpenAI, Reply
+
+    with FakeOpenAI() as server:
+        server.default = Reply(REPLY)
+        server.handler = lambda request: Reply(REPLY, latency=LATENCY) if request.body.get("model") == SLOW_MODEL \
+            else None
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+def peak_rss_mb(kind: str, base_url: str = "") -> float:
+    """Run 10,000 samples in a fresh interpreter (`--rss-child`) and return its peak RSS."""
+    command = [sys.executable, __file__, "--rss-child", kind, base_url]
+    out = subprocess.run(command, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"the {kind} RSS run failed:\n{out.stderr[-2000:]}")
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def rss_child(kind: str, base_url: str) -> None:
+    import resource
+
+    timed_run(scripted(0.0) if kind == "scripted" else openai_model(base_url), RSS_SAMPLES, WORKERS_FAST)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def measure(make_model, repeats: int, rss: float) -> tuple[list[tuple[str, float, str, float]], dict[str, float]]:
+    timed_run(make_model(0.0), 100, WORKERS_FAST)  # warm imports, pydantic and connections
+    walls = {
+        "fast": statistics.median(timed_run(make_model(0.0), SAMPLES, WORKERS_FAST) for _ in range(repeats)),
+        "wide": statistics.median(timed_run(make_model(0.0), SAMPLES, WORKERS_SLOW) for _ in range(repeats)),
+        "slow": statistics.median(timed_run(make_model(LATENCY), SAMPLES, WORKERS_SLOW) for _ in range(repeats)),
+    }
+    return [
+        (f"instant model, max_workers={WORKERS_FAST}: calls/s", CALLS / walls["fast"], ">= 5000",
+         5000 * walls["fast"] / CALLS),
+        (f"instant model, max_workers={WORKERS_SLOW}: calls/s", CALLS / walls["wide"], ">= 5000",
+         5000 * walls["wide"] / CALLS),
+        (f"50 ms model, max_workers={WORKERS_SLOW}: wall s (ideal {IDEAL_SLOW:.2f})", walls["slow"],
+         f"<= {1.3 * IDEAL_SLOW:.2f}", walls["slow"] / (1.3 * IDEAL_SLOW)),
+        (f"peak RSS, {RSS_SAMPLES:,} samples: MB", rss, "<= 300", rss / 300),
+    ], walls
+
+
+def bare_client_wall(model, workers: int) -> float:
+    """3,000 requests like the judges' straight through `model.complete` on a thread pool: no engine."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from verdict.models.base import Message, ModelRequest
+
+    request = ModelRequest((Message("system", "You are a careful, impartial evaluator."),
+                            Message("user", "Evaluate the following sample.\n\nid: 1\n\nAnswer with only the "
+                                            "score (an integer from 1 (worst) to 5 (best)).")), top_logprobs=20)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(model.complete, [request] * CALLS))
+    return time.perf_counter() - started
+
+
+def engine_vs_client(base_url: str, walls: dict[str, float], repeats: int) -> list[tuple[str, float, str, float]]:
+    """The engine's wall time next to the bare client's for the same calls: what the engine adds."""
+    rows = []
+    for key, workers, latency in (("fast", WORKERS_FAST, 0.0), ("slow", WORKERS_SLOW, LATENCY)):
+        bare = statistics.median(bare_client_wall(openai_model(base_url, latency), workers) for _ in range(repeats))
+        label = "instant" if not latency else "50 ms"
+        rows.append((f"{label}, {workers} threads: bare client wall s / engine wall s", bare,
+                     f"{walls[key]:.2f}", walls[key] / bare))
+    return rows
+
+
+def report(title: str, rows: list[tuple[str, float, str, float]]) -> None:
+    print(f"\n{title}", flush=True)
+    print(f"  {'figure':<58} {'value':>10} {'target':>10} {'ratio':>7}")
+    for name, value, target, ratio in rows:
+        flag = "ok" if ratio <= 1 else "MISSED"
+        print(f"  {name:<58} {value:>10.2f} {target:>10} {ratio:>7.2f} {flag}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-openai", action="store_true")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rss-child", nargs=2, metavar=("KIND", "BASE_URL"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        return serve_fake_openai()
+    if args.rss_child:
+        return rss_child(*args.rss_child)
+    print(f"{SAMPLES:,} samples x Layer(JudgeUnit(DiscreteScale((1, 5))), 3) >> MeanPoolUnit = {CALLS:,} "
+          f"model calls; medians of {args.repeats}")
+    report("ScriptedModel", measure(scripted, args.repeats, peak_rss_mb("scripted"))[0])
+    if args.skip_openai:
+        return None
+    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
     try:
         base_url = server.stdout.readline().strip()
         rss = peak_rss_mb("openai", base_url)
-        report(f"openai client -> fake OpenAI server at {base_url} (separate process)",
-               measure(lambda latency: openai_model(base_url, latency), args.repeats, rss))
+        rows, walls = measure(lambda latency: openai_model(base_url, latency), args.repeats, rss)
+        report(f"openai client -> fake OpenAI server at {base_url} (separate process)", rows)
+        # The targets above are the engine's; through HTTP the client is the bottleneck. This table shows
+        # the same calls without the engine (ratio = engine wall / bare wall; 1.00 = the engine adds nothing).
+        print("\n  the same 3,000 calls through the bare client, without the engine:")
+        print(f"  {'figure':<58} {'bare':>10} {'engine':>10} {'ratio':>7}")
+        for name, bare, engine, ratio in engine_vs_client(base_url, walls, args.repeats):
+            print(f"  {name:<58} {bare:>10.2f} {engine:>10} {ratio:>7.2f}", flush=True)
     finally:
         server.stdin.close()
         server.wait(timeout=30)
-    print(json.dumps({"python": sys.version.split()[0], "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                   time.gmtime())}))
+    return None
 
 
 if __name__ == "__main__":

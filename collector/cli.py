@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
 
@@ -134,6 +135,10 @@ def serve(config: CollectorConfig) -> int:
     maintenance.start(stats)
     log.info("verdict-collector ready http=%s grpc=%s data_dir=%s auth=%s", http_addr, grpc_addr,
              config.data_dir, "tokens" if tokens else "none (local tenant)")
+    # uvicorn re-raises the signal it caught once it has stopped; with this handler in place that
+    # no longer kills the process before the queued spans are flushed below.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: log.info("already draining"))
     try:
         server.run(sockets=[sock])  # returns after SIGTERM/SIGINT once in-flight requests finished
     finally:

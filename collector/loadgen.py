@@ -45,7 +45,10 @@ def _kv(key: str, value) -> KeyValue:
 def genai_span(rng: random.Random, start_ns: int) -> Span:
     model = rng.choice(MODELS)
     duration = rng.randint(200_000_000, 4_000_000_000)
-    question, answer = rng.choice(_QUESTIONS), rng.choice(_ANSWERS)
+    # Unique per call like real traffic (only the system prompt repeats), so no cache flatters.
+    ticket = rng.randint(10_000_000, 99_999_999)
+    question = f"Ticket {ticket}: {rng.choice(_QUESTIONS)}"
+    answer = f"About ticket {ticket}: {rng.choice(_ANSWERS)}"
     attributes = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": "openai" if model.startswith("gpt") else "anthropic",

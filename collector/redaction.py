@@ -8,10 +8,12 @@ SDK. The engine is `verdict.redact`, imported when the collector starts.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 MODES = ("content", "all", "off")
+CONTENT_CACHE_ENTRIES = 2048
 
 
 def _identity(value):
@@ -37,4 +39,6 @@ class ServerRedaction:
                 f"server-side redaction needs verdict.redact ({exc}); fix the install or pass --redact off"
             ) from None
         redactor = Redactor()
-        return cls(mode, redactor.text, redactor.value if mode == "all" else _identity)
+        # System instructions (and retried payloads) repeat verbatim: remember recent results.
+        content = functools.lru_cache(maxsize=CONTENT_CACHE_ENTRIES)(redactor.text)
+        return cls(mode, content, redactor.value if mode == "all" else _identity)

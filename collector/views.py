@@ -37,26 +37,28 @@ def tenant_dir(data_dir: Path, tenant: str) -> Path:
     return lake.spans_root(data_dir.resolve()) / f"tenant={validate_tenant_id(tenant)}"
 
 
-def _source(data_dir: Path, tenant: str) -> str:
+def _source(data_dir: Path, tenant: str, for_print: bool) -> str:
+    """The tenant's segments, always with every schema column (typed; NULL where a file lacks it)."""
     directory = tenant_dir(data_dir, tenant)
-    if not any(directory.glob(f"date=*/*{lake.SEGMENT_SUFFIX}")):
-        # No data yet: an empty relation with the lake's schema, so queries still bind.
-        columns = ", ".join(f"NULL::{_DUCKDB_TYPES[c.arrow_type]} AS {c.name}" for c in SPAN_COLUMNS)
-        return f"(SELECT {columns}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false)"
+    columns = ", ".join(f"NULL::{_DUCKDB_TYPES[c.arrow_type]} AS {c.name}" for c in SPAN_COLUMNS)
+    typed_empty = f"SELECT {columns}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
+    if not for_print and not any(directory.glob(f"date=*/*{lake.SEGMENT_SUFFIX}")):
+        return f"({typed_empty})"  # no data yet: queries still bind
     pattern = _quote(f"{directory}/date=*/*{lake.SEGMENT_SUFFIX}")
-    return (f"read_parquet({pattern}, hive_partitioning = true, union_by_name = true, "
-            "hive_types = {'date': DATE})")
+    return (f"({typed_empty}\n      UNION ALL BY NAME\n      SELECT * FROM read_parquet({pattern}, "
+            "hive_partitioning = true, union_by_name = true, hive_types = {'date': DATE}))")
 
 
-def view_statements(data_dir: Path, tenant: str) -> list[str]:
-    """CREATE VIEW statements for `spans` and `llm_calls` (pasteable into plain DuckDB)."""
+def view_statements(data_dir: Path, tenant: str, for_print: bool = False) -> list[str]:
+    """CREATE VIEW statements for `spans` and `llm_calls`; `for_print`: always over the files,
+    for pasting into plain DuckDB (otherwise an empty relation stands in while there is no data)."""
     tenant = validate_tenant_id(tenant)
     spans = (
         "CREATE OR REPLACE VIEW spans AS\n"
         f"SELECT {_quote(tenant)} AS tenant_id, * EXCLUDE (copy_rank)\n"
         "FROM (SELECT * EXCLUDE (tenant),\n"
         "             row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) AS copy_rank\n"
-        f"      FROM {_source(data_dir, tenant)})\n"
+        f"      FROM {_source(data_dir, tenant, for_print)})\n"
         "WHERE copy_rank = 1"
     )
     not_inference = ", ".join(_quote(op) for op in _NOT_INFERENCE)

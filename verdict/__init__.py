@@ -1,27 +1,29 @@
 """Verdict: LLM quality monitoring with statistics you can defend.
 
-`import verdict` stays light (no duckdb, scipy or torch): public names resolve lazily on first use.
+`import verdict` stays light (no duckdb, scipy, numpy or torch): public names resolve on first use.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from verdict._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
-_LAZY: dict[str, str] = {}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'verdict' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+_NAMES = {
+    # tracing SDK
+    **dict.fromkeys(
+        ["init", "shutdown", "flush", "instrument", "uninstrument", "intent_context",
+         "workload_context", "carry_context"],
+        "verdict.tracing",
+    ),
+    # judge-graph engine
+    **dict.fromkeys(["Unit", "Layer", "Block", "Pipeline", "Schema", "Prompt"], "verdict.graph"),
+    # drift, synthetic regressions, agreement
+    "DriftDetector": "verdict.drift",
+    "CorruptionInjector": "verdict.inject",
+    "build_battery": "verdict.inject",
+    "evaluate_agreement": "verdict.agreement",
+    "EvidenceGate": "verdict.agreement",
+}
+__all__ = sorted(_NAMES)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _NAMES)

@@ -463,7 +463,11 @@ class _Examples:
 
 
 def _score_samples(
-    cell_of_row, win, values, scores, cells
+    cell_of_row: np.ndarray,
+    win: np.ndarray,
+    values: np.ndarray,
+    scores: np.ndarray,
+    cells: np.ndarray,
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Scores per (cell, window) for the continuous cells, via one sort instead of per-cell masks."""
     import numpy as np

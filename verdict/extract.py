@@ -126,6 +126,15 @@ class TokenProbabilityExtractor(Extractor):
     def __init__(self, field: str | None = None, top_logprobs: int = 20) -> None:
         self.field = field
         self.top_logprobs = top_logprobs
+        # schema -> (field, scale, output schema), resolved once: pydantic's model_fields is slow per call.
+        self._resolved: dict[type[Schema], tuple[str, DiscreteScale | BooleanScale, type[Schema]]] = {}
+
+    def _target(self, schema: type[Schema]) -> tuple[str, DiscreteScale | BooleanScale, type[Schema]]:
+        resolved = self._resolved.get(schema)
+        if resolved is None:
+            name, scale = self._field(schema)
+            resolved = self._resolved[schema] = (name, scale, self.output_schema(schema))
+        return resolved
 
     def _field(self, schema: type[Schema]) -> tuple[str, DiscreteScale | BooleanScale]:
         name = self.field or _single_field(schema, type(self).__name__)
@@ -168,11 +177,10 @@ class TokenProbabilityExtractor(Extractor):
         return max(distribution, key=distribution.__getitem__)
 
     def extract(self, job: ExtractionJob) -> Schema:
-        name, scale = self._field(job.schema)
+        name, scale, output = self._target(job.schema)
         response = job.complete(top_logprobs=self.top_logprobs)
         dist = self.distribution(scale, response)
-        values = {name: self.reduce(scale, dist), f"{name}_distribution": dist}
-        return _validate(self.output_schema(job.schema), values)
+        return _validate(output, {name: self.reduce(scale, dist), f"{name}_distribution": dist})
 
 
 class ExpectedValueExtractor(TokenProbabilityExtractor):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from statistics import fmean
 from typing import Any
 
@@ -73,11 +74,8 @@ class PoolUnit(Unit):
         raise NotImplementedError
 
     def compute(self, input: Any, previous: PreviousView) -> BaseModel:
-        declared = type(previous[0]).model_fields
-        return Schema.of(**{
-            f: self.pool([getattr(o, f) for o in previous], scale_of(declared[f]) if f in declared else None)
-            for f in self.fields
-        })
+        scales = _field_scales(type(previous[0]), tuple(self.fields))
+        return Schema.of(**{f: self.pool([getattr(o, f) for o in previous], scales[f]) for f in self.fields})
 
 
 class MeanPoolUnit(PoolUnit):
@@ -104,3 +102,10 @@ class MajorityPoolUnit(PoolUnit):
 
     def pool(self, values: list[Any], scale: Scale | None) -> Any:
         return Counter(values).most_common(1)[0][0]
+
+
+@lru_cache(maxsize=256)
+def _field_scales(schema: type[BaseModel], fields: tuple[str, ...]) -> dict[str, Scale | None]:
+    """Scales of the pooled fields, looked up once per schema (pydantic's model_fields is slow per call)."""
+    declared = schema.model_fields
+    return {f: scale_of(declared[f]) if f in declared else None for f in fields}

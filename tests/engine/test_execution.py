@@ -115,3 +115,15 @@ def test_objects_and_pydantic_samples_work_as_sources():
     unit = JudgeUnit().prompt("{source.id}")
     rows = (Pipeline() >> unit).via(model).run_from_dataset([Sample(id=5)])
     assert rows[0].ok and model.requests[0].messages[0].content == "5"
+
+
+def test_empty_dataset_and_failing_iterator():
+    model = ScriptedModel(['{"score": 4}'])
+    assert len(bench_pipeline(model).run_from_dataset([])) == 0
+
+    def broken():
+        yield {"id": 0}
+        raise OSError("dataset file vanished")
+
+    with pytest.raises(OSError, match="dataset file vanished"):
+        bench_pipeline(model).run_from_dataset(broken())

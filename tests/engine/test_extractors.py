@@ -1,8 +1,11 @@
 """Each extractor against scripted replies, the default choice, and retries ending in an error state."""
 
+import json
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from verdict.extract import (
     ExpectedValueExtractor,
@@ -10,6 +13,7 @@ from verdict.extract import (
     RawTextExtractor,
     RegexExtractor,
     TokenProbabilityExtractor,
+    parse_json,
 )
 from verdict.graph import ConfigurationError, Pipeline, Schema, Unit, UnitError
 from verdict.judges import JudgeUnit
@@ -178,3 +182,11 @@ def test_usage_of_every_attempt_is_counted():
     assert row.output.score == 2
     assert row.usage.output_tokens == 2  # "bad reply" counted; the ModelResponse carries zero usage
     assert math.isclose(row.usage.cost_usd, row.usage.input_tokens)
+
+
+@given(explanation=st.text(), score=st.integers(1, 5),
+       wrap=st.sampled_from(["{}", "```json\n{}\n```", "Here you go: {} - done", "```\n{}```"]))
+def test_structured_parse_recovers_any_valid_reply(explanation, score, wrap):
+    payload = json.dumps({"explanation": explanation, "score": score})
+    parsed = parse_json(Graded, wrap.replace("{}", payload))
+    assert (parsed.explanation, parsed.score) == (explanation, score)

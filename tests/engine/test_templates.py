@@ -1,6 +1,8 @@
 """Prompt templates: sections, formatting, namespaces (source/previous/input/unit), restricted evaluation."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from verdict.graph import (
     ConfigurationError,
@@ -80,6 +82,7 @@ def test_interpolated_data_is_never_evaluated():
     ("9 ** 9 ** 9", "Pow is not allowed"),
     ("secret", "unknown name 'secret'"),
     ("[x := 1]", "NamedExpr is not allowed"),
+    ("[g.gi_frame.f_back for g in [(x for x in source)]]", "attribute 'f_back' is not allowed"),
 ])
 def test_restricted_evaluation_refuses(expression, reason):
     with pytest.raises(TemplateError, match=reason):
@@ -167,3 +170,18 @@ def test_prompt_subclass_registers_and_is_usable():
                                                                          ("user", "Rate this.")]
     with pytest.raises(ConfigurationError, match="no prompt named 'Nope'"):
         PromptRegistry.get("Nope")
+
+
+@given(st.text())
+def test_any_interpolated_text_is_inserted_verbatim(data):
+    assert render("@no_format\n{source}", source=data) == [("user", data)]
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="@\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")))
+def test_escaped_literal_text_round_trips(text):
+    escaped = text.replace("{", "{{").replace("}", "}}")
+    if not text.strip():
+        with pytest.raises(TemplateError, match="empty"):
+            compile_template("@no_format\n" + escaped)
+        return
+    assert render("@no_format\n" + escaped) == [("user", text)]

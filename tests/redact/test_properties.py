@@ -42,10 +42,11 @@ def test_value_redaction_is_idempotent(mode: str, value: object) -> None:
 def test_drop_mode_never_crashes_and_only_removes(text: str) -> None:
     out = DROP.text(text)
     assert len(out) <= len(text)
-    assert "<" not in out.replace("<", "", text.count("<"))  # drop mode adds no placeholder
+    assert out.count("<") <= text.count("<")  # drop mode adds no placeholder
 
 
 @pytest.mark.parametrize("label", LABELS)
+@settings(max_examples=10, deadline=None)
 @given(digest=st.text(alphabet="0123456789abcdef", min_size=12, max_size=12))
 def test_placeholders_never_trigger_detectors(label: str, digest: str) -> None:
     for placeholder in (f"<{label}>", f"<{label}:{digest}>"):

@@ -412,3 +412,10 @@ def test_unsupported_input_type_and_bad_configuration():
         DriftDetector(alpha=1.5)
     with pytest.raises(ValueError, match="min_usable"):
         DriftDetector(min_usable=1)
+
+
+def test_no_judgments_in_the_windows_gives_an_empty_report():
+    table = synthetic_judgments(1_000, now=NOW, clusters=2, dimensions=2)
+    later = DriftDetector().detect(table, now=NOW + timedelta(days=60))
+    assert later.cells == () and later.signals == () and later.tested == 0
+    assert DriftDetector().detect(table.slice(0, 0), now=NOW).cells == ()

@@ -122,3 +122,10 @@ def test_tool_use_in_content(fake_anthropic, traced):
     )
     part = json.loads(traced.attrs()["gen_ai.output.messages"])[0]["parts"][0]
     assert part["type"] == "tool_call" and part["name"] == "lookup" and part["arguments"] == {"city": "Paris"}
+
+
+def test_with_raw_response(fake_anthropic, traced):
+    raw = fake_anthropic.client().messages.with_raw_response.create(**KW)
+    assert raw.headers["content-type"].startswith("application/json")
+    message = raw.parse()
+    assert traced.attrs()["gen_ai.response.id"] == message.id

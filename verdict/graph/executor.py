@@ -3,10 +3,10 @@
 The per-sample "copy of the graph" is a result list and a pending-count list (two small list copies);
 units are shared, read-only. Model-calling nodes run on an I/O ThreadPoolExecutor, maps and pools on a
 separate CPU executor. A worker that finishes a node runs one newly ready node of the same kind inline
-(no thread handoff) and submits the rest. The only lock is per sample. The calling thread admits samples
-from the input iterator as earlier ones finish (a bounded window keeps memory flat), so every input gets
-exactly one row, in input order, whatever fails.
-"""
+(no thread handoff) and submits the rest; a worker that finishes a sample admits the next input itself,
+so the calling thread only collects rows. Locks: one per sample for its counters, and one taken twice
+per sample (not per call) to admit inputs. A bounded window of samples in flight keeps memory flat, and
+every input gets exactly one row, in input order, whatever fails."""
 
 from __future__ import annotations
 
@@ -45,45 +45,50 @@ class Executor:
         self.graph = graph
         self.max_workers = max_workers
         self.cpu_workers = cpu_workers
-        self._done: SimpleQueue[_Sample] = SimpleQueue()
+        self._done: SimpleQueue[_Sample | object] = SimpleQueue()
+        self._admission = threading.Lock()
 
     def run(self, samples: Iterable[Any], progress: bool | Callable[[int], None] = False,
             total: int | None = None) -> RunResult:
         started = time.perf_counter()
-        graph = self.graph
+        self._inputs = iter(samples)
+        self._rows: list[SampleResult | None] = []
+        self._in_flight = 0
+        self._exhausted = False
+        self._input_error: BaseException | None = None
         self._io = ThreadPoolExecutor(self.max_workers, thread_name_prefix="verdict-io")
         self._cpu = ThreadPoolExecutor(self.cpu_workers, thread_name_prefix="verdict-cpu")
         tick = _progress(progress, total)
         try:
-            template, usage = self._run_pinned()
-            rows: list[SampleResult | None] = []
-            window = max(2 * self.max_workers, 4)
-            in_flight = 0
-            inputs = iter(samples)
-            exhausted = False
-            while True:
-                while not exhausted and in_flight < window:
-                    source = next(inputs, _END)
-                    if source is _END:
-                        exhausted = True
-                        break
-                    rows.append(None)
-                    in_flight += self._admit(_Sample(len(rows) - 1, source, graph, template), rows)
-                if in_flight == 0:
+            self._template, usage = self._run_pinned()
+            # A bounded window of samples in flight; each finished sample admits the next one from the
+            # worker thread that finished it, so the calling thread is never on the critical path.
+            for _ in range(max(2 * self.max_workers, 4)):
+                admitted = self._admit()
+                if admitted is None:
                     break
-                sample = self._done.get()
-                in_flight -= 1
-                rows[sample.index] = SampleResult(graph, sample.index, sample.source, sample.results, sample.usage)
+                for index in self.graph.starts:
+                    self._submit(admitted, index)
+            # _END is queued exactly once: by whoever sees the inputs exhausted with nothing in flight.
+            while True:
+                item = self._done.get()
+                if item is _END:
+                    break
+                sample: _Sample = item  # type: ignore[assignment]
+                self._rows[sample.index] = SampleResult(self.graph, sample.index, sample.source, sample.results,
+                                                        sample.usage)
                 usage = usage + sample.usage
                 tick(1)
         finally:
             self._io.shutdown(wait=True, cancel_futures=True)
             self._cpu.shutdown(wait=True, cancel_futures=True)
             tick(0)
-        missing = [i for i, r in enumerate(rows) if r is None]
+        if self._input_error is not None:
+            raise self._input_error
+        missing = [i for i, r in enumerate(self._rows) if r is None]
         if missing:  # an engine bug, never a silent drop
             raise RuntimeError(f"internal error: samples {missing[:10]} produced no row")
-        return RunResult(tuple(rows), usage, time.perf_counter() - started)  # type: ignore[arg-type]
+        return RunResult(tuple(self._rows), usage, time.perf_counter() - started)  # type: ignore[arg-type]
 
     def _run_pinned(self) -> tuple[list[Any], Usage]:
         """Pinned nodes run once, in order, on the calling thread; every sample starts from their results."""
@@ -95,19 +100,45 @@ class Executor:
             usage = usage + used
         return results, usage
 
-    def _admit(self, sample: _Sample, rows: list[SampleResult | None]) -> int:
-        source = sample.source
-        if not isinstance(source, Mapping | BaseModel) and not hasattr(source, "__dict__"):
-            rows[sample.index] = SampleResult(
-                self.graph, sample.index, source, sample.results, Usage(),
-                error=f"a sample is a mapping or an object with attributes, not {type(source).__name__}")
-            return 0
-        if sample.remaining == 0:
-            rows[sample.index] = SampleResult(self.graph, sample.index, source, sample.results, Usage())
-            return 0
-        for index in self.graph.starts:
-            self._submit(sample, index)
-        return 1
+    def _admit(self) -> _Sample | None:
+        """Take the next input, or None when the inputs are exhausted (the caller starts its nodes).
+        Inputs that cannot run (wrong type, nothing to run) get their row here."""
+        while True:
+            with self._admission:
+                if self._exhausted:
+                    return None
+                try:
+                    source = next(self._inputs, _END)
+                except Exception as exc:  # the caller's iterator failed: stop admitting, re-raise at the end
+                    self._input_error, source = exc, _END
+                if source is _END:
+                    self._exhausted = True
+                    if self._in_flight == 0:
+                        self._done.put(_END)
+                    return None
+                self._in_flight += 1
+                index = len(self._rows)
+                self._rows.append(None)
+            sample = _Sample(index, source, self.graph, self._template)
+            if not isinstance(source, Mapping | BaseModel) and not hasattr(source, "__dict__"):
+                self._rows[index] = SampleResult(
+                    self.graph, index, source, sample.results, Usage(),
+                    error=f"a sample is a mapping or an object with attributes, not {type(source).__name__}")
+                self._finish(None)
+                continue
+            if sample.remaining == 0:  # every node is pinned
+                self._finish(sample)
+                continue
+            return sample
+
+    def _finish(self, sample: _Sample | None) -> None:
+        if sample is not None:
+            self._done.put(sample)
+        with self._admission:
+            self._in_flight -= 1
+            last = self._exhausted and self._in_flight == 0
+        if last:
+            self._done.put(_END)
 
     def _submit(self, sample: _Sample, index: int) -> None:
         pool = self._io if self.graph.nodes[index].kind == "io" else self._cpu
@@ -133,8 +164,17 @@ class Executor:
                 sample.remaining -= 1
                 finished = sample.remaining == 0
             if finished:
-                self._done.put(sample)
-                return
+                self._finish(sample)
+                sample = self._admit()  # type: ignore[assignment]
+                if sample is None:
+                    return
+                index, *others = self.graph.starts
+                for start in others:
+                    self._submit(sample, start)
+                if nodes[index].kind != kind:
+                    self._submit(sample, index)
+                    return
+                continue
             inline = next((d for d in ready if nodes[d].kind == kind), None)
             for dependent in ready:
                 if dependent != inline:

@@ -44,25 +44,26 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
         return UnitError("template", str(exc)), _NO_USAGE
     usage = _NO_USAGE
     failure = UnitError("extraction", "no attempt was made")
-    attempts = node.retries + 1
-    for attempt in range(1, attempts + 1):
+    for attempt in range(1, node.retries + 2):
         job = ExtractionJob(node.model, messages, node.params, node.response_schema)  # type: ignore[arg-type]
+        retry = True
         try:
             response = node.extractor.extract(job)  # type: ignore[union-attr]
         except ExtractionError as exc:
             failure = UnitError("extraction", str(exc), attempt)
-            continue
         except ModelError as exc:
-            failure = UnitError("model", str(exc), attempt)
-            if exc.retryable:
-                continue
-            return failure, usage + job.usage
-        finally:
-            usage = usage + job.usage
-        try:
-            return _finish(node, node.unit.process(input, response), previous, input), usage
-        except Exception as exc:  # user code in process/propagate
-            return UnitError("unit", _short(exc), attempt), usage
+            # The client already retried transport failures; retry here only what it marks retryable.
+            failure, retry = UnitError("model", str(exc), attempt), exc.retryable
+        else:
+            failure = None
+        usage = usage + job.usage  # every attempt is paid for, failed or not
+        if failure is None:
+            try:
+                return _finish(node, node.unit.process(input, response), previous, input), usage
+            except Exception as exc:  # user code in process/propagate
+                return UnitError("unit", _short(exc), attempt), usage
+        if not retry:
+            break
     return failure, usage
 
 

@@ -35,7 +35,11 @@ _ALLOWED_NODES = (
 # Pow can build astronomically large numbers from a short template; the rest are not needed in a prompt.
 _FORBIDDEN_OPERATORS = (ast.Pow,)
 # str.format / format_map resolve attribute paths inside their format string, bypassing the `_` check.
-_FORBIDDEN_ATTRIBUTES = frozenset({"format", "format_map", "mro", "gi_frame", "f_globals", "f_locals"})
+# Frame/code attributes of generators and tracebacks reach the interpreter's globals without an underscore.
+_FORBIDDEN_ATTRIBUTES = frozenset({
+    "format", "format_map", "mro", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code",
+    "f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "tb_next",
+})
 
 _SECTION_MARKERS: dict[str, Role] = {"@system": "system", "@user": "user", "@assistant": "assistant"}
 _NO_FORMAT = "@no_format"

@@ -32,11 +32,9 @@ class _ScaleJudge(Unit):
         self.explanation = explanation
         self.ResponseSchema = _response_schema(type(self).__name__.replace("Unit", "Response"),
                                                self.field, scale, explanation)
-
-    @property
-    def answer_instruction(self) -> str:
-        answer = f"{self.field} ({self.scale.instruction})"
-        return f"a short explanation, then the {answer}" if self.explanation else f"only the {answer}"
+        answer = f"{self.field} ({scale.instruction})"
+        # What the default prompt asks for; computed once, it is rendered on every call.
+        self.answer_instruction = f"a short explanation, then the {answer}" if explanation else f"only the {answer}"
 
 
 class JudgeUnit(_ScaleJudge):

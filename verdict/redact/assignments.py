@@ -35,6 +35,7 @@ _HEADER_VALUES = {
     "cookie": _COOKIE_VALUE,
     "setcookie": _COOKIE_VALUE,
 }
+_DIGIT_FOLLOWERS = {":": frozenset("0123456789abcdefABCDEF"), "=": frozenset("0123456789")}
 _NOT_A_VALUE = frozenset({"null", "none", "nil", "undefined", "true", "false"})
 
 
@@ -45,32 +46,35 @@ def scan_assignments(s: str, out: list[Finding]) -> None:
         find = s.find
         i = find(separator)
         while i >= 0:
-            _assignment_at(s, i, out)
-            i = find(separator, i + 1)
+            # Resume after a found value: separators inside it ("password=a:b=c") are not
+            # assignments, and skipping them keeps "password=password=..." linear.
+            end = _assignment_at(s, i, out)
+            i = find(separator, max(i + 1, end))
 
 
-def _assignment_at(s: str, i: int, out: list[Finding]) -> None:
+def _assignment_at(s: str, i: int, out: list[Finding]) -> int:
+    """Append the value assigned at separator s[i], if any; return where it ends (else 0)."""
     following = s[i + 1 : i + 2]
     if following in ("=", ":", "/"):  # `==`, `::`, `://`
-        return
+        return 0
     previous = s[i - 1 : i]
-    if previous.isdigit() and following.isdigit():  # times and ratios: 12:34, 1=1
-        return
-    if i == 0:
-        return
+    if i == 0 or (previous.isdigit() and following in _DIGIT_FOLLOWERS[s[i]]):
+        return 0  # times, ratios, IPv6 groups: 12:34, 1=1, 2001:db8
     stop = i - _NAME_WINDOW - 1
     name = _NAME_REVERSED.match(s[i - 1 : stop if stop >= 0 else None : -1])
     if name is None or not is_credential_name(key := name.group(1)[::-1]):
-        return
+        return 0
     value = _VALUE.match(s, i + 1)
     if value is None:
-        return
+        return 0
     group = value.lastindex or 0
     header = _HEADER_VALUES.get(key.lower().replace("-", "").replace("_", "")) if group == 4 else None
     if header is not None:
         value, group = header.match(s, i + 1), 1
         if value is None:
-            return
+            return 0
     start, end = value.span(group)
-    if end > start and s[start:end].lower() not in _NOT_A_VALUE:
-        out.append(Finding(start, end, "SECRET", PRIORITY["SECRET"]))
+    if end == start or s[start:end].lower() in _NOT_A_VALUE:
+        return 0
+    out.append(Finding(start, end, "SECRET", PRIORITY["SECRET"]))
+    return end

@@ -52,10 +52,14 @@ _UNDERSCORE_KEYS = (
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AWS_SECRET_WINDOW = 200
 
-_JWT = re.compile(r"eyJ([A-Za-z0-9_\-]{8,}+)\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]*+")
+# The lookbehind right after the literal rejects an "eyJ" inside a longer token in O(1): without
+# it, "eyJeyJeyJ..." would rescan the rest of the token from every occurrence (quadratic).
+_JWT = re.compile(
+    r"eyJ(?<![A-Za-z0-9_\-]eyJ)([A-Za-z0-9_\-]{8,}+)\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]*+"
+)
 
-_PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_MAX = 65536  # no private key is longer; a BEGIN without END within this is truncated
 # Body of a truncated block: base64 lines (also with JSON-escaped newlines).
 _PEM_BODY = re.compile(r"(?:(?:\s|\\[nr])++[A-Za-z0-9+/=]{16,}+)*+")
@@ -109,8 +113,6 @@ def _aws_secret(s: str, after: int, out: list[Finding]) -> None:
 def _scan_jwt(s: str, out: list[Finding]) -> None:
     for m in _JWT.finditer(s):
         start = m.start()
-        if start and s[start - 1] in _TOKEN_CHARS:
-            continue
         header = "eyJ" + m.group(1)
         try:
             decoded = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))

@@ -28,8 +28,18 @@ _CANDIDATE = re.compile(
     )""",
     re.X,
 )
-_NOT_DIGITS = re.compile(r"[^0-9]++")
+_SEPARATORS = str.maketrans("", "", " ().-/+")
 
+# One shape for the whole run (tried first, one regex call); runs that hold several numbers
+# or extra digits fall back to the per-shape searches below.
+_WHOLE = re.compile(
+    r"""(?P<nanp>(?:\+?1[ .\-]?)?(?:\([2-9][0-9]{2}\)\ ?|[2-9][0-9]{2}[ .\-])[2-9][0-9]{2}[ .\-][0-9]{4})
+    | (?P<ssn>[0-9]{3}(?P<sep>[ \-])[0-9]{2}(?P=sep)[0-9]{4})
+    | (?P<card>[2-6][0-9]{3}(?:[0-9]{9,15}|(?:\ [0-9]{1,6}){2,4}|(?:-[0-9]{1,6}){2,4}))
+    | (?P<intl>\+[1-9](?:[ .\-]?\(?[0-9]\)?){6,16})
+    | (?P<ipv4>[0-9]{1,3}(?:\.[0-9]{1,3}){3})""",
+    re.X,
+)
 _SSN = re.compile(r"(?<![0-9])([0-9]{3})([ -])([0-9]{2})\2([0-9]{4})(?![0-9])")
 _SSN_BARE = re.compile(r"(?<![0-9])([0-9]{3})([0-9]{2})([0-9]{4})(?![0-9])")
 _NANP = re.compile(
@@ -93,18 +103,24 @@ def _classify_run(s: str, start: int, end: int, out: list[Finding]) -> None:
     if lead and s[lead - 1] == "+":
         lead -= 1
     text = s[lead:end]
-    digits = len(_NOT_DIGITS.sub("", text))
+    whole = _WHOLE.fullmatch(text)
+    if whole is not None:  # the common case: the run is exactly one formatted number
+        finding = _whole_finding(whole, s, lead)
+        if finding is not None:
+            out.append(finding)
+        return
+    digits = len(text.translate(_SEPARATORS))
     found = len(out)
 
     if text[0] == "+" and digits >= 8:
         m = _INTL.match(text)
-        if m is not None and 8 <= len(_NOT_DIGITS.sub("", m.group())) <= 15:
+        if m is not None and 8 <= len(m.group().translate(_SEPARATORS)) <= 15:
             out.append(Finding(lead, lead + m.end(), "PHONE", PRIORITY["PHONE"]))
             return
     if digits >= 13:
         for m in _CARD.finditer(text):
             number = m.group()
-            if number[0] in "23456" and len(set(number) & {" ", "-"}) <= 1:
+            if number[0] in "23456" and not (" " in number and "-" in number):
                 groups = re.split(r"[ \-]", number)
                 if card_ok("".join(groups), groups):
                     out.append(Finding(lead + m.start(), lead + m.end(), "CARD", PRIORITY["CARD"]))
@@ -122,6 +138,23 @@ def _classify_run(s: str, start: int, end: int, out: list[Finding]) -> None:
             before = s[max(0, lead - _CONTEXT_WINDOW) : lead].lower() if m.start() == 0 else ""
             if _is_address(m.group(), before):
                 out.append(Finding(lead + m.start(), lead + m.end(), "IP", PRIORITY["IP"]))
+
+
+def _whole_finding(m: re.Match[str], s: str, lead: int) -> Finding | None:
+    kind, text = m.lastgroup, m.group()
+    if kind == "nanp":
+        label = "PHONE"
+    elif kind == "intl":
+        label = "PHONE" if 8 <= len(text.translate(_SEPARATORS)) <= 15 else None
+    elif kind == "ssn":
+        label = "SSN" if ssn_ok(text[:3], text[4:6], text[7:]) else None
+    elif kind == "card":
+        groups = re.split(r"[ \-]", text)
+        label = "CARD" if card_ok("".join(groups), groups) else None
+    else:
+        before = s[max(0, lead - _CONTEXT_WINDOW) : lead].lower()
+        label = "IP" if _is_address(text, before) else None
+    return None if label is None else Finding(lead, lead + len(text), label, PRIORITY[label])
 
 
 def _bare_number(s: str, start: int, end: int, out: list[Finding]) -> None:

@@ -37,6 +37,7 @@ _PROTECTED = 1 << 30  # priority of placeholders already present in the input
 _SMALL_INT = 10**6  # integers below this cannot hold a phone, card or SSN
 _MAX_PASSES = 4
 _TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_DIGITS = frozenset("0123456789")
 _JOINERS = frozenset("-.+'%/\\")  # join tokens in numbers, keys, e-mail local parts, paths
 
 
@@ -270,11 +271,14 @@ def _glued(s: str, start: int, end: int) -> bool:
     """True if the text around s[start:end] continues a token across its edges."""
     before, beyond_before = s[start - 1 : start], s[max(0, start - 2) : max(0, start - 1)]
     after, beyond_after = s[end : end + 1], s[end + 1 : end + 2]
+    return _joins(before, beyond_before) or _joins(after, beyond_after)
+
+
+def _joins(neighbour: str, beyond: str) -> bool:
     return (
-        before in _TOKEN
-        or after in _TOKEN
-        or (before in _JOINERS and beyond_before in _TOKEN)
-        or (after in _JOINERS and beyond_after in _TOKEN)
+        neighbour in _TOKEN
+        or (neighbour in _JOINERS and beyond in _TOKEN)
+        or (neighbour == " " and beyond in _DIGITS)  # digit groups: "+44 20 7946 0958"
     )
 
 

@@ -15,7 +15,6 @@ from opentelemetry import context as otel_context
 from verdict.tracing import health
 from verdict.tracing import semconv as sc
 from verdict.tracing.call import (
-    LLMCall,
     Operation,
     StreamAccumulator,
     async_wrapper,
@@ -99,17 +98,12 @@ class MessagesCreate(Operation):
     def is_stream(self, result: Any) -> bool:
         return isinstance(result, self._stream_types)
 
-    def record(self, call: LLMCall, result: Any) -> None:
-        if hasattr(result, "http_response") and hasattr(result, "parse"):  # with_raw_response
-            if not result.http_response.is_closed:
-                return
-            result = result.parse()
-        attrs = call.attrs
+    def record(self, attrs: dict[str, Any], result: Any) -> Any:
         attrs[sc.RESPONSE_ID] = result.id
         attrs[sc.RESPONSE_MODEL] = result.model
         attrs[sc.RESPONSE_FINISH_REASONS] = (result.stop_reason or "error",)
         _set_usage(attrs, *_usage_of(result.usage))
-        call.output = (result.content, result.stop_reason)
+        return result.content, result.stop_reason
 
     def accumulator(self) -> StreamAccumulator:
         return MessageStreamAccumulator()

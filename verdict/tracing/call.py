@@ -20,7 +20,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from verdict.tracing import health
 from verdict.tracing import semconv as sc
-from verdict.tracing.content import PartBuilder, Redactor, dumps_bounded
+from verdict.tracing.content import PARTS, PartBuilder, Redactor, dumps_bounded
 from verdict.tracing.context import INTENT_KEY, WORKLOAD
 from verdict.tracing.pipeline import PENDING
 from verdict.tracing.runtime import STATE, Runtime
@@ -49,8 +49,9 @@ class Operation:
     def is_stream(self, result: Any) -> bool:
         return False
 
-    def record(self, call: LLMCall, result: Any) -> None:
-        """Fill response attributes of a non-streamed result; keep the output for content."""
+    def record(self, attrs: dict[str, Any], result: Any) -> Any:
+        """Fill response attributes from a non-streamed result; return the output for content."""
+        return None
 
     def accumulator(self) -> StreamAccumulator:
         raise NotImplementedError
@@ -72,25 +73,65 @@ class StreamAccumulator:
         raise NotImplementedError
 
 
-class PendingContent:
-    """Request and output references, turned into redacted JSON attributes later (export thread)."""
+class PendingAttributes:
+    """What a call leaves for later: the unrecorded result and the content references. Turned into
+    response attributes and redacted JSON content on the export thread (or at span end without
+    Verdict's pipeline)."""
 
-    __slots__ = ("op", "request", "output")
+    __slots__ = ("op", "request", "output", "result")
 
-    def __init__(self, op: Operation, request: Any, output: Any) -> None:
+    def __init__(self, op: Operation, request: Any, output: Any, result: Any) -> None:
         self.op = op
         self.request = request
         self.output = output
+        self.result = result
 
-    def attributes(self, redactor: Redactor, max_bytes: int) -> dict[str, str]:
-        lists = self.op.content(self.request, self.output, PartBuilder(redactor))
-        return {name: dumps_bounded(value, max_bytes) for name, value in lists.items() if value}
+    def attributes(self, redactor: Redactor | None, max_bytes: int) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        output = self.output
+        if self.result is not None:
+            output = self.op.record(attrs, self.result)
+        if redactor is not None and self.op.captures_content:
+            # One structured redaction pass over everything: each text is redacted exactly once.
+            lists = redactor.value(self.op.content(self.request, output, PARTS))
+            attrs.update((name, dumps_bounded(value, max_bytes)) for name, value in lists.items() if value)
+        return attrs
+
+
+_raw_types: dict[type, bool] = {}
+
+
+def _is_raw(result: Any) -> bool:
+    # Per type, once: a missing attribute on a pydantic model is a slow __getattr__ miss.
+    kind = type(result)
+    raw = _raw_types.get(kind)
+    if raw is None:
+        raw = _raw_types[kind] = hasattr(result, "http_response") and hasattr(result, "parse")
+    return raw
+
+
+def _parsed(result: Any) -> Any:
+    """The parsed body of a `with_raw_response` result (cached by the SDK, so the app's `.parse()`
+    returns the same object); None for a raw stream or an unread body. Other results as they are."""
+    if _is_raw(result):
+        if getattr(result, "_stream", False) or not result.http_response.is_closed:
+            return None
+        return result.parse()
+    return result
+
+
+_servers: dict[int, tuple[Any, str, int]] = {}
 
 
 def server_attributes(instance: Any, attrs: dict[str, Any]) -> None:
     url = instance._client.base_url
-    attrs[sc.SERVER_ADDRESS] = url.host
-    attrs[sc.SERVER_PORT] = url.port or (443 if url.scheme == "https" else 80)
+    cached = _servers.get(id(url))
+    if cached is None or cached[0] is not url:  # the id of a collected URL may be reused
+        if len(_servers) > 256:
+            _servers.clear()
+        cached = _servers[id(url)] = (url, url.host, url.port or (443 if url.scheme == "https" else 80))
+    attrs[sc.SERVER_ADDRESS] = cached[1]
+    attrs[sc.SERVER_PORT] = cached[2]
 
 
 def _suppressed(ctx: otel_context.Context) -> bool:
@@ -108,8 +149,8 @@ def _suppressed(ctx: otel_context.Context) -> bool:
 
 
 class LLMCall:
-    __slots__ = ("span", "op", "rt", "attrs", "request", "output", "ended", "start_ns", "first_ns",
-                 "acc", "observer", "__weakref__")
+    __slots__ = ("span", "op", "rt", "attrs", "request", "output", "result", "ended", "start_ns",
+                 "first_ns", "acc", "observer", "__weakref__")
 
     def __init__(self, span: Any, op: Operation, rt: Runtime, request: Any, start_ns: int) -> None:
         self.span = span
@@ -118,6 +159,7 @@ class LLMCall:
         self.attrs: dict[str, Any] = {}
         self.request = request
         self.output: Any = None
+        self.result: Any = None  # a result whose recording is deferred to the export thread
         self.ended = False
         self.start_ns = start_ns
         self.first_ns = 0
@@ -136,7 +178,11 @@ class LLMCall:
             if self.op.is_stream(result):
                 self._hook_stream(result)
                 return result
-            self.op.record(self, result)
+            parsed = _parsed(result)
+            if parsed is result and self.rt.deferred_response:
+                self.result = result
+            elif parsed is not None:
+                self.output = self.op.record(self.attrs, parsed)
         except Exception as exc:
             health.record_error(f"{self.op.provider}.record", exc)
         self.end()
@@ -153,13 +199,15 @@ class LLMCall:
                 attrs[sc.ERROR_TYPE] = error_type or sc.error_type(error)  # type: ignore[arg-type]
                 span.set_status(_ERROR)
             rt = self.rt
-            if rt.capture_content and self.op.captures_content:
-                pending = PendingContent(self.op, self.request, self.output)
+            capture = rt.capture_content and self.op.captures_content
+            if capture or self.result is not None:
+                pending = PendingAttributes(self.op, self.request, self.output, self.result)
                 if rt.deferred_content:
                     PENDING[span.get_span_context().span_id] = pending
-                elif rt.redactor is not None:
-                    attrs.update(pending.attributes(rt.redactor, rt.max_content_bytes))
-            span.set_attributes(attrs)
+                else:
+                    attrs.update(pending.attributes(rt.redactor if capture else None, rt.max_content_bytes))
+            if attrs:
+                span.set_attributes(attrs)
         except Exception as exc:
             health.record_error("span_end", exc)
         try:
@@ -301,12 +349,12 @@ def begin(op: Operation, instance: Any, kwargs: dict[str, Any]) -> LLMCall | Non
         workload = WORKLOAD.get()
         if workload is not None:
             attrs[sc.WORKLOAD] = workload
+        request = op.snapshot(kwargs) if rt.capture_content and op.captures_content else None
         start_ns = time.monotonic_ns()
         span = rt.tracer.start_span(f"{op.name} {model}", kind=_CLIENT, attributes=attrs)
         if not span.is_recording():
             return None
         health.count("spans_started")
-        request = op.snapshot(kwargs) if rt.capture_content and op.captures_content else None
         return LLMCall(span, op, rt, request, start_ns)
     except Exception as exc:
         health.record_error(f"{op.provider}.start", exc)

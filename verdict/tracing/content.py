@@ -1,16 +1,16 @@
-"""Message content in the GenAI semconv shape, redacted part by part and bounded in size.
+"""Message content in the GenAI semconv shape, bounded in size.
 
 Messages are `{"role", "parts": [...], "finish_reason"?}`; parts are `text`, `tool_call`,
-`tool_call_response` and `reasoning`. Every text goes through the redactor exactly once; tool-call
-arguments and responses go through its structured pass (credential-named keys). Serialized JSON
-past `max_bytes` is truncated keeping its structure: long texts are cut first, then whole messages
-from the middle of the conversation are replaced by one marker message.
+`tool_call_response`, `reasoning` and `blob` (modality only, never bytes or URLs). Builders here do
+not redact: the caller passes the whole structure through the redactor's structured pass once
+(every string redacted once, credential-named keys in tool arguments, the redactor's hook sees
+the structure). Serialized JSON past `max_bytes` is truncated keeping its structure: long texts
+are cut first, then whole messages from the middle of the conversation are replaced by a marker.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any, Protocol
 
 TRUNCATED = "…[truncated]"
@@ -27,16 +27,12 @@ Message = dict[str, Any]
 
 
 class PartBuilder:
-    """Builds redacted parts; one instance per span materialization."""
+    """Builds semconv parts from provider request/response objects (dicts or SDK models)."""
 
-    __slots__ = ("_text", "_value")
-
-    def __init__(self, redactor: Redactor) -> None:
-        self._text: Callable[[str], str] = redactor.text
-        self._value: Callable[[Any], Any] = redactor.value
+    __slots__ = ()
 
     def text(self, content: object, kind: str = "text") -> Part:
-        return {"type": kind, "content": self._text(content if isinstance(content, str) else str(content))}
+        return {"type": kind, "content": content if isinstance(content, str) else str(content)}
 
     def tool_call(self, call_id: object, name: object, arguments: object) -> Part:
         part: Part = {"type": "tool_call", "name": name if isinstance(name, str) else str(name)}
@@ -53,17 +49,7 @@ class PartBuilder:
         return part
 
     def structured(self, obj: object) -> Any:
-        """Redact a structured value: credential-named keys by the structured pass, then every string."""
-        return self._strings(self._value(obj))
-
-    def _strings(self, obj: Any) -> Any:
-        if isinstance(obj, str):
-            return self._text(obj)
-        if isinstance(obj, dict):
-            return {k: self._strings(v) for k, v in obj.items()}
-        if isinstance(obj, (list, tuple)):
-            return [self._strings(v) for v in obj]
-        return obj
+        return _plain(obj)
 
     def content_parts(self, content: object) -> list[Part]:
         """Parts of a message `content` that is a string or a list of typed blocks (OpenAI/Anthropic)."""
@@ -168,3 +154,6 @@ def _cap_for(lengths: list[int], overflow: int) -> int:
             return max((target - kept) // remaining, 0)
         kept += length
     return lengths[-1] if lengths else 0
+
+
+PARTS = PartBuilder()

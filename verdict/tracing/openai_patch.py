@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from verdict.tracing import semconv as sc
-from verdict.tracing.call import LLMCall, Operation, StreamAccumulator, async_wrapper, sync_wrapper
+from verdict.tracing.call import Operation, StreamAccumulator, async_wrapper, sync_wrapper
 from verdict.tracing.content import PartBuilder, field
 
 PROVIDER = "openai"
@@ -45,15 +45,6 @@ def _stop(value: Any, attrs: dict[str, Any]) -> None:
 def _snapshot_list(value: Any) -> tuple[Any, ...] | None:
     # Only real sequences: consuming an iterator here would take it from the SDK.
     return tuple(value) if isinstance(value, (list, tuple)) else None
-
-
-def _raw_parsed(result: Any) -> Any:
-    """The parsed body of a `with_raw_response` result (cached by the SDK, so `.parse()` returns the same)."""
-    if hasattr(result, "http_response") and hasattr(result, "parse"):
-        if getattr(result, "_stream", False) or not result.http_response.is_closed:
-            return None
-        return result.parse()
-    return result
 
 
 def _set_usage(attrs: dict[str, Any], usage: Any, input_name: str, output_name: str) -> None:
@@ -107,16 +98,12 @@ class ChatCompletions(Operation):
     def is_stream(self, result: Any) -> bool:
         return isinstance(result, self._stream_types)
 
-    def record(self, call: LLMCall, result: Any) -> None:
-        completion = _raw_parsed(result)
-        if completion is None:
-            return
-        attrs = call.attrs
-        attrs[sc.RESPONSE_ID] = completion.id
-        attrs[sc.RESPONSE_MODEL] = completion.model
-        attrs[sc.RESPONSE_FINISH_REASONS] = tuple(c.finish_reason or "error" for c in completion.choices)
-        _set_usage(attrs, completion.usage, "prompt_tokens", "completion_tokens")
-        call.output = completion.choices
+    def record(self, attrs: dict[str, Any], result: Any) -> Any:
+        attrs[sc.RESPONSE_ID] = result.id
+        attrs[sc.RESPONSE_MODEL] = result.model
+        attrs[sc.RESPONSE_FINISH_REASONS] = tuple(c.finish_reason or "error" for c in result.choices)
+        _set_usage(attrs, result.usage, "prompt_tokens", "completion_tokens")
+        return result.choices
 
     def accumulator(self) -> StreamAccumulator:
         return ChatStream()
@@ -260,11 +247,9 @@ class Responses(Operation):
     def is_stream(self, result: Any) -> bool:
         return isinstance(result, self._stream_types)
 
-    def record(self, call: LLMCall, result: Any) -> None:
-        response = _raw_parsed(result)
-        if response is not None:
-            record_response(call.attrs, response)
-            call.output = response
+    def record(self, attrs: dict[str, Any], result: Any) -> Any:
+        record_response(attrs, result)
+        return result
 
     def accumulator(self) -> StreamAccumulator:
         return ResponseStream()
@@ -368,15 +353,12 @@ class Embeddings(Operation):
             attrs[sc.EMBEDDINGS_DIMENSION_COUNT] = dims
         return model
 
-    def record(self, call: LLMCall, result: Any) -> None:
-        response = _raw_parsed(result)
-        if response is None:
-            return
-        attrs = call.attrs
-        attrs[sc.RESPONSE_MODEL] = response.model
-        usage = response.usage
+    def record(self, attrs: dict[str, Any], result: Any) -> Any:
+        attrs[sc.RESPONSE_MODEL] = result.model
+        usage = result.usage
         if usage is not None and type(usage.prompt_tokens) is int:
             attrs[sc.USAGE_INPUT_TOKENS] = usage.prompt_tokens
+        return None
 
 
 # -- patching ------------------------------------------------------------------------------------

@@ -31,11 +31,9 @@ def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int) -
     pending = span.__dict__.get(PENDING_CONTENT)
     if pending is None:
         return span
-    if redactor is None:
-        return span
     try:
         content: dict[str, Any] = pending.attributes(redactor, max_bytes)
-    except Exception as exc:  # a redaction or serializer bug: export without content
+    except Exception as exc:  # a redaction, serializer or recording bug: export without them
         health.record_error("content_capture", exc)
         return span
     if not content:

@@ -27,6 +27,9 @@ class Runtime:
     redactor: Redactor | None
     # True when Verdict's export pipeline builds the content attributes off the calling thread.
     deferred_content: bool
+    # True when response attributes may be recorded on the export thread too: only when Verdict owns
+    # the provider, so no other exporter sees a span before they are added.
+    deferred_response: bool
     dup_system: bool
 
 
@@ -49,6 +52,7 @@ def standalone_runtime(capture_content: bool | None = None) -> Runtime:
         max_content_bytes=DEFAULT_MAX_CONTENT_BYTES,
         redactor=load_redactor() if capture else None,
         deferred_content=False,
+        deferred_response=False,
         dup_system=emit_deprecated_system(),
     )
 

@@ -24,6 +24,7 @@ _lock = threading.Lock()
 _processor = VerdictSpanProcessor()
 _joined: list[TracerProvider] = []
 _config: list[TracingConfig] = []
+_created: list[TracerProvider] = []  # providers Verdict registered itself (no app processors on them)
 
 
 def init(
@@ -68,7 +69,7 @@ def init(
         if _config:
             raise ValueError("verdict.init() was already called; call verdict.shutdown() first")
         span_exporter = exporter if exporter is not None else _otlp_exporter(config)
-        provider = _provider(config)
+        provider, owned = _provider(config)
         if provider not in _joined:
             provider.add_span_processor(_processor)
             _joined.append(provider)
@@ -86,6 +87,7 @@ def init(
             max_content_bytes=config.max_content_bytes,
             redactor=redactor if config.capture_content else None,
             deferred_content=True,
+            deferred_response=owned,
             dup_system=sc.emit_deprecated_system(),
         )
         _config.append(config)
@@ -112,10 +114,11 @@ def flush(timeout_seconds: float = 10.0) -> bool:
     return _processor.force_flush(int(timeout_seconds * 1000))
 
 
-def _provider(config: TracingConfig) -> TracerProvider:
+def _provider(config: TracingConfig) -> tuple[TracerProvider, bool]:
+    """The SDK provider to add Verdict's processor to, and whether Verdict created it."""
     current = trace.get_tracer_provider()
     if isinstance(current, TracerProvider):
-        return current
+        return current, current in _created
     if not isinstance(current, trace.ProxyTracerProvider):
         raise ValueError(
             f"the global TracerProvider is a {type(current).__name__}, which cannot take span processors; "
@@ -126,11 +129,14 @@ def _provider(config: TracingConfig) -> TracerProvider:
         attributes["service.name"] = config.service_name
     if config.tenant_id is not None:
         attributes[sc.TENANT_ID] = config.tenant_id
-    trace.set_tracer_provider(TracerProvider(resource=Resource.create(attributes)))
+    created = TracerProvider(resource=Resource.create(attributes))
+    trace.set_tracer_provider(created)
     current = trace.get_tracer_provider()  # another thread may have won the race
     if not isinstance(current, TracerProvider):
         raise ValueError(f"could not register a TracerProvider; the global one is {type(current).__name__}")
-    return current
+    if current is created:
+        _created.append(created)
+    return current, current is created
 
 
 def _otlp_exporter(config: TracingConfig) -> SpanExporter:

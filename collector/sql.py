@@ -1,0 +1,131 @@
+"""`verdict sql`: run SQL over one tenant's span lake; table, CSV or JSON output.
+
+Exit codes: 0 ok; 2 usage; 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied.
+Errors are one line `verdict sql: error [<code>]: <message>` on stderr, or with --format json
+a JSON object {"error": {"code": ..., "message": ...}} on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import decimal
+import json
+import os
+import sys
+from pathlib import Path
+
+from collector.views import open_scoped, view_statements
+from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, validate_tenant_id
+
+EXIT_CODES = {"invalid_tenant": 3, "no_data_dir": 4, "query_error": 5, "access_denied": 6}
+TABLE_CELL_CHARS = 120
+
+
+class SqlCommandError(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", nargs="?", help="SQL over the views `spans` and `llm_calls`")
+    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("VERDICT_DATA_DIR", "./verdict-data")),
+                        help="span lake directory [env VERDICT_DATA_DIR]")
+    parser.add_argument("--tenant", default=os.environ.get("VERDICT_TENANT", LOCAL_TENANT),
+                        help="tenant whose spans are visible [env VERDICT_TENANT]")
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.add_argument("--print-views", action="store_true",
+                        help="print the CREATE VIEW statements (for plain DuckDB) and exit")
+
+
+def _plain(value):
+    if isinstance(value, dt.datetime | dt.date | dt.time | dt.timedelta):
+        return value.isoformat() if not isinstance(value, dt.timedelta) else value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "NULL"
+    value = _plain(value)
+    text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+    return text if len(text) <= TABLE_CELL_CHARS else text[: TABLE_CELL_CHARS - 1] + "…"
+
+
+def render(columns: list[str], rows: list[tuple], fmt: str, out) -> None:
+    if fmt == "json":
+        json.dump([{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows], out, indent=1)
+        out.write("\n")
+    elif fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([json.dumps(_plain(v)) if isinstance(v, list | dict) else _plain(v) for v in row])
+    else:
+        cells = [[_cell(v) for v in row] for row in rows]
+        widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+        out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n")
+        out.write("  ".join("-" * w for w in widths) + "\n")
+        for r in cells:
+            out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+        out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+
+
+def execute(data_dir: Path, tenant: str, query: str) -> tuple[list[str], list[tuple]]:
+    import duckdb
+
+    try:
+        tenant = validate_tenant_id(tenant)
+    except InvalidTenantError as exc:
+        raise SqlCommandError("invalid_tenant", str(exc)) from None
+    if not data_dir.is_dir():
+        raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
+    try:
+        con = open_scoped(data_dir, tenant)
+    except duckdb.Error as exc:  # an unreadable segment file, for example
+        raise SqlCommandError("query_error", "cannot open the span lake: " + str(exc).splitlines()[0][:300]) from None
+    try:
+        cursor = con.execute(query)
+        columns = [d[0] for d in cursor.description or []]
+        return columns, cursor.fetchall() if columns else []
+    except duckdb.PermissionException as exc:
+        raise SqlCommandError(
+            "access_denied", "queries may read only the views (and this tenant's span files): "
+            + str(exc).splitlines()[0][:300]) from None
+    except duckdb.Error as exc:
+        raise SqlCommandError("query_error", str(exc).splitlines()[0][:500]) from None
+    finally:
+        con.close()
+
+
+def run(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
+    try:
+        if args.print_views:
+            try:
+                statements = view_statements(args.data_dir, args.tenant, for_print=True)
+            except InvalidTenantError as exc:
+                raise SqlCommandError("invalid_tenant", str(exc)) from None
+            out.write(";\n\n".join(statements) + ";\n")
+            return 0
+        if not args.query:
+            raise SqlCommandError("query_error", "no query given (or use --print-views)")
+        columns, rows = execute(args.data_dir, args.tenant, args.query)
+    except SqlCommandError as exc:
+        if args.format == "json":
+            err.write(json.dumps({"error": {"code": exc.code, "message": exc.message}}) + "\n")
+        else:
+            err.write(f"verdict sql: error [{exc.code}]: {exc.message}\n")
+        return EXIT_CODES[exc.code]
+    render(columns, rows, args.format, out)
+    return 0

@@ -1,0 +1,115 @@
+"""The real collector process on ephemeral loopback ports, with a tmp data dir."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+_READY = re.compile(r"ready http=[\d.]+:(\d+) grpc=(?:[\d.]+:(\d+)|off)")
+
+
+@dataclass
+class Collector:
+    data_dir: Path
+    flags: tuple[str, ...] = ()
+    env: dict = field(default_factory=dict)
+    proc: subprocess.Popen | None = None
+    http_port: int = 0
+    grpc_port: int = 0
+    log: list[str] = field(default_factory=list)
+
+    def start(self, timeout: float = 60.0) -> Collector:
+        self.log = []
+        cmd = [sys.executable, "-m", "collector", "--data-dir", str(self.data_dir), "--http-port", "0",
+               "--grpc-port", "0", "--decode-workers", "1", "--batch-delay-ms", "20", *self.flags]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, **self.env})
+        deadline = time.monotonic() + timeout
+        for line in self.proc.stderr:
+            self.log.append(line)
+            m = _READY.search(line)
+            if m:
+                self.http_port, self.grpc_port = int(m.group(1)), int(m.group(2) or 0)
+                threading.Thread(target=self._drain, daemon=True).start()
+                return self
+            if time.monotonic() > deadline:
+                break
+        raise AssertionError(f"collector did not start: {''.join(self.log)}")
+
+    def _drain(self) -> None:
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def stats(self) -> dict:
+        import json
+
+        return json.loads(urllib.request.urlopen(f"{self.url}/stats", timeout=10).read())
+
+    def stop(self) -> int:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            return self.proc.wait(60)
+        return self.proc.returncode if self.proc else 0
+
+    def kill9(self) -> None:
+        self.proc.kill()
+        self.proc.wait(30)
+
+
+@pytest.fixture
+def collector_factory(tmp_path):
+    started: list[Collector] = []
+
+    def make(*flags: str, data_dir: Path | None = None, env: dict | None = None) -> Collector:
+        c = Collector(data_dir or tmp_path / "data", tuple(flags), env or {})
+        started.append(c)
+        return c.start()
+
+    yield make
+    for c in started:
+        if c.proc and c.proc.poll() is None:
+            c.proc.kill()
+            c.proc.wait(30)
+
+
+def read_spans(data_dir: Path, where: str = "true") -> list[dict]:
+    import duckdb
+
+    files = list((data_dir / "spans").rglob("*.parquet"))
+    if not files:
+        return []
+    con = duckdb.connect()
+    cur = con.execute(
+        f"SELECT * FROM read_parquet('{data_dir}/spans/*/*/*.parquet', hive_partitioning=true, "
+        f"hive_types={{'tenant': VARCHAR, 'date': DATE}}) WHERE {where}"
+    )
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def land_request(data_dir: Path, request, tenant: str = "__verdict_local__") -> set[tuple[str, str]]:
+    """Write a request's spans as segments exactly as the collector's writer does; returns their ids."""
+    import pyarrow as pa
+
+    from collector import lake
+    from collector.decoding import DecodeSettings, decode_export, init_worker
+
+    init_worker(DecodeSettings(1 << 24, 1 << 16, "off", False))
+    ids = set()
+    for part in decode_export(request.SerializeToString(), None, None, tenant, False).partitions:
+        lake.write_segment(data_dir, part.tenant, part.date, pa.Table.from_batches([part.to_arrow()]))
+        ids.update((row[0], row[1]) for row in part.rows)
+    return ids

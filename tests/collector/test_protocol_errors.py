@@ -1,0 +1,182 @@
+"""Refusals with precise statuses: oversize, gzip bombs, content types, slow clients, auth, tenants, other signals."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import random
+import socket
+import time
+
+import grpc
+import pytest
+from google.rpc.status_pb2 import Status
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+from collector.auth import hash_token
+from collector.loadgen import export_request, span_ids
+from tests.collector.conftest import read_spans
+
+PB = "application/x-protobuf"
+
+
+def post(collector, body: bytes, headers: dict) -> tuple[int, dict, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
+    conn.request("POST", "/v1/traces", body=body, headers=headers)
+    response = conn.getresponse()
+    return response.status, dict(response.getheaders()), response.read()
+
+
+def _request(n=3, tenant=None, seed=1):
+    return export_request(random.Random(seed), n, time.time_ns(), tenant=tenant)
+
+
+@pytest.fixture
+def small_limits(collector_factory):
+    return collector_factory("--max-body-bytes", "65536", "--read-timeout-s", "1")
+
+
+def test_oversize_body_is_413(small_limits):
+    status, _, body = post(small_limits, b"\0" * 70_000, {"Content-Type": PB})
+    assert status == 413
+    assert "exceeds the limit of 65536 bytes" in Status.FromString(body).message
+
+
+def test_gzip_bomb_is_capped_413(small_limits):
+    bomb = gzip.compress(b"\0" * (50 * 1024 * 1024))  # 50 MiB of zeros in ~50 KiB
+    assert len(bomb) < 65536
+    status, _, body = post(small_limits, bomb, {"Content-Type": PB, "Content-Encoding": "gzip"})
+    assert status == 413
+    assert "decompressed body exceeds" in Status.FromString(body).message
+    assert post(small_limits, _request().SerializeToString(), {"Content-Type": PB})[0] == 200
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/grpc", ""])
+def test_wrong_content_type_is_415(small_limits, content_type):
+    status, _, body = post(small_limits, _request().SerializeToString(), {"Content-Type": content_type})
+    assert status == 415
+    assert b"unsupported content type" in body
+
+
+def test_malformed_bodies_are_400_with_reason(small_limits):
+    status, _, body = post(small_limits, b"\xff\xff\xff", {"Content-Type": PB})
+    assert status == 400 and "malformed protobuf" in Status.FromString(body).message
+    status, _, body = post(small_limits, b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}',
+                           {"Content-Type": "application/json"})
+    assert status == 400 and b"traceId is not valid hex" in body
+    status, _, body = post(small_limits, b"not json", {"Content-Type": "application/json"})
+    assert status == 400 and b"malformed JSON" in body
+
+
+def test_invalid_spans_rejected_individually(small_limits):
+    request = _request(3)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[1].trace_id = b"\0" * 16
+    spans[2].end_time_unix_nano = spans[2].start_time_unix_nano - 1
+    status, _, body = post(small_limits, request.SerializeToString(), {"Content-Type": PB})
+    assert status == 200
+    partial = trace_service_pb2.ExportTraceServiceResponse.FromString(body).partial_success
+    assert partial.rejected_spans == 2
+    assert "trace_id must be 16 non-zero bytes" in partial.error_message
+    assert "end_time is before start_time" in partial.error_message
+    assert [r["span_id"] for r in read_spans(small_limits.data_dir)] == [spans[0].span_id.hex()]
+
+
+def test_slow_client_is_cut_off(small_limits):
+    body = _request().SerializeToString()
+    with socket.create_connection(("127.0.0.1", small_limits.http_port), timeout=10) as sock:
+        sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PB}\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:10])
+        started = time.monotonic()
+        reply = sock.recv(4096)
+    assert reply.startswith(b"HTTP/1.1 408")
+    assert time.monotonic() - started < 8
+    assert post(small_limits, body, {"Content-Type": PB})[0] == 200  # the server is free again
+
+
+def test_other_signals_are_not_found(small_limits):
+    for path in ("/v1/logs", "/v1/metrics"):
+        conn = http.client.HTTPConnection("127.0.0.1", small_limits.http_port, timeout=10)
+        conn.request("POST", path, body=b"", headers={"Content-Type": PB})
+        response = conn.getresponse()
+        assert response.status == 404 and b"only /v1/traces" in response.read()
+    with grpc.insecure_channel(f"127.0.0.1:{small_limits.grpc_port}") as channel:
+        stub = logs_service_pb2_grpc.LogsServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Export(logs_service_pb2.ExportLogsServiceRequest(), timeout=10)
+        assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_health_and_stats(small_limits):
+    conn = http.client.HTTPConnection("127.0.0.1", small_limits.http_port, timeout=10)
+    conn.request("GET", "/healthz")
+    assert conn.getresponse().status == 200
+    post(small_limits, _request(4).SerializeToString(), {"Content-Type": PB})
+    stats = small_limits.stats()
+    assert stats["spans_received"] == 4 and stats["spans_written"] == 4 and stats["segment_count"] == 1
+
+
+TOKEN_A = "token-for-acme-0123456789"
+TOKEN_B = "token-for-globex-0123456789"
+
+
+@pytest.fixture
+def authed(collector_factory, tmp_path):
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(f'"{hash_token(TOKEN_A)}": acme\n"{TOKEN_B}": globex\n')
+    return collector_factory("--tokens", str(tokens))
+
+
+def test_missing_or_bad_token_is_401(authed):
+    body = _request().SerializeToString()
+    assert post(authed, body, {"Content-Type": PB})[0] == 401
+    assert post(authed, body, {"Content-Type": PB, "Authorization": "Bearer wrong-token-000000000"})[0] == 401
+    assert post(authed, body, {"Content-Type": PB, "Authorization": f"Basic {TOKEN_A}"})[0] == 401
+    with grpc.insecure_channel(f"127.0.0.1:{authed.grpc_port}") as channel:
+        stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Export(_request(), timeout=10, metadata=(("authorization", "Bearer nope-nope-nope-nope"),))
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert read_spans(authed.data_dir) == []
+
+
+def test_token_maps_to_tenant_and_foreign_claims_are_rejected(authed):
+    own = _request(2, tenant="acme", seed=2)
+    status, _, _ = post(authed, own.SerializeToString(), {"Content-Type": PB, "Authorization": f"Bearer {TOKEN_A}"})
+    assert status == 200
+    foreign = _request(3, tenant="globex", seed=3)
+    status, _, body = post(authed, foreign.SerializeToString(),
+                           {"Content-Type": PB, "Authorization": f"Bearer {TOKEN_A}"})
+    partial = trace_service_pb2.ExportTraceServiceResponse.FromString(body).partial_success
+    assert status == 200 and partial.rejected_spans == 3 and "claims tenant 'globex'" in partial.error_message
+    with grpc.insecure_channel(f"127.0.0.1:{authed.grpc_port}") as channel:
+        stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+        unclaimed = _request(2, seed=4)
+        response = stub.Export(unclaimed, timeout=10, metadata=(("authorization", f"Bearer {TOKEN_B}"),))
+        assert response.partial_success.rejected_spans == 0
+    rows = read_spans(authed.data_dir)
+    by_tenant = {}
+    for r in rows:
+        by_tenant.setdefault(r["tenant"], set()).add(r["span_id"])
+    assert by_tenant == {"acme": set(span_ids(own)), "globex": set(span_ids(unclaimed))}
+
+
+def test_tokenless_mode_ignores_claims_unless_allowed(collector_factory, tmp_path):
+    plain = collector_factory(data_dir=tmp_path / "plain")
+    post(plain, _request(2, tenant="acme").SerializeToString(), {"Content-Type": PB})
+    assert {r["tenant"] for r in read_spans(plain.data_dir)} == {"__verdict_local__"}
+    allowing = collector_factory("--allow-claimed-tenant", data_dir=tmp_path / "allow")
+    post(allowing, _request(2, tenant="acme").SerializeToString(), {"Content-Type": PB})
+    status, _, body = post(allowing, _request(1, tenant="Not Valid!", seed=9).SerializeToString(), {"Content-Type": PB})
+    assert trace_service_pb2.ExportTraceServiceResponse.FromString(body).partial_success.rejected_spans == 1
+    assert {r["tenant"] for r in read_spans(allowing.data_dir)} == {"acme"}
+
+
+def test_grpc_malformed_is_invalid_argument(small_limits):
+    with grpc.insecure_channel(f"127.0.0.1:{small_limits.grpc_port}") as channel:
+        raw = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+        with pytest.raises(grpc.RpcError) as info:
+            raw(b"\xff\xff\xff", timeout=10)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "malformed protobuf" in info.value.details()

@@ -1,0 +1,94 @@
+"""Test helpers: span-lake segments written with the collector's own writer and schema, and a
+scripted judge that inspects the graded answer (refusals and truncations fail)."""
+
+from __future__ import annotations
+
+import json
+import re
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from collector import lake
+from collector.schema import COLUMN_NAMES, arrow_schema
+from verdict.inject import CorruptionInjector, CorruptionKind
+from verdict.models.base import ModelRequest
+from verdict.models.scripted import ScriptedModel
+
+INJECTOR = CorruptionInjector(seed=7)
+REFUSAL_MARKERS = ("I'm sorry", "I am unable", "I cannot", "As an AI")
+
+
+def span_row(trace_id: str, start: datetime, *, intent: str | None, query: str, answer: str,
+             workload: str | None = None, status: str = "UNSET", span_id: str | None = None) -> dict:
+    start_ns = int(start.timestamp() * 1e9)
+    row = dict.fromkeys(COLUMN_NAMES)
+    row.update(
+        trace_id=trace_id, span_id=span_id or trace_id[:16], name="chat gpt-4o-mini", kind="CLIENT",
+        start_time=start_ns, end_time=start_ns + 50_000_000, duration_ns=50_000_000, status_code=status,
+        operation="chat", provider="openai", request_model="gpt-4o-mini", intent_key=intent, workload=workload,
+        error_type="APIError" if status == "ERROR" else None,
+        input_messages=json.dumps([{"role": "user", "parts": [{"type": "text", "content": query}]}]),
+        output_messages=json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": answer}],
+                                     "finish_reason": "stop"}]),
+        received_at=start_ns + 60_000_000, attributes="{}", resource_attributes="{}", events="[]", links="[]")
+    return row
+
+
+def write_rows(data_dir: Path, tenant: str, rows: list[dict]) -> None:
+    """One segment per date partition, as the collector would land them."""
+    import pyarrow as pa
+
+    by_date: dict[str, list[dict]] = {}
+    for row in rows:
+        day = datetime.fromtimestamp(row["start_time"] / 1e9, UTC).date().isoformat()
+        by_date.setdefault(day, []).append(row)
+    lake.prepare(data_dir)
+    schema = arrow_schema()
+    for day, day_rows in by_date.items():
+        table = pa.Table.from_pylist(day_rows, schema=schema)
+        lake.write_segment(data_dir, tenant, day, table)
+
+
+def answer_for(query: str) -> str:
+    return f"Here is the answer to '{query}'. First, open the settings page. Then choose the option you need."
+
+
+def synthetic_days(now: datetime, *, intents: tuple[str, ...], per_day: int, days: int = 9,
+                   corrupt: str | None = None, seed: int = 0) -> list[dict]:
+    """`per_day` traces per intent per day over the `days` before `now`; the `corrupt` intent's last-day
+    answers are truncated by CorruptionInjector."""
+    rng = random.Random(seed)
+    rows = []
+    for day in range(days):
+        day_start = now - timedelta(days=days - day)
+        for intent in intents:
+            for i in range(per_day):
+                start = day_start + timedelta(seconds=rng.uniform(60, 86_000))
+                query = f"How do I change setting {i} for {intent}?"
+                answer = answer_for(query)
+                if intent == corrupt and day == days - 1:
+                    answer = INJECTOR.corrupt(answer, CorruptionKind.TRUNCATION, key=query).corrupted
+                trace_id = f"{rng.getrandbits(128):032x}"
+                rows.append(span_row(trace_id, start, intent=intent, query=query, answer=answer))
+    return rows
+
+
+def grade(request: ModelRequest) -> str:
+    """A scripted rubric judge: reads the <answer> block and fails what it can see is wrong."""
+    text = request.messages[-1].content
+    answer = text.split("<answer>\n", 1)[-1].rsplit("\n</answer>", 1)[0]
+    # Grade exactly the dimensions the prompt asks for (groundedness is skipped without context).
+    asked = re.search(r"with exactly the keys ([a-z_, ]+):", request.messages[0].content).group(1).split(", ")
+    refused = any(marker in answer for marker in REFUSAL_MARKERS)
+    truncated = not answer.rstrip().endswith((".", "!", "?"))
+    verdicts = {d: "PASS" for d in asked}
+    if refused:
+        verdicts["completeness"] = verdicts["relevance"] = "FAIL"
+    if truncated:
+        verdicts["completeness"] = "FAIL"
+    return json.dumps({d: {"rationale": f"{d} checked", "evidence": [], "verdict": v} for d, v in verdicts.items()})
+
+
+def scripted_judge_model() -> ScriptedModel:
+    return ScriptedModel(grade, name="scripted/inspecting-judge")

@@ -1,0 +1,165 @@
+"""Judging: attempts kept, latest used, ERROR retried up to a limit, outages, budgets, no duplicates."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import duckdb
+import pytest
+
+from tests.daemon.conftest import NOW
+from tests.daemon.lakes import grade
+from verdict.judges.judge import Judge
+from verdict.models.base import ModelError
+from verdict.models.scripted import ScriptedModel
+from verdict.tracing import current_workload
+from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
+from verdict_daemon.drift_runs import judgment_table
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.evaluators import JudgeWorkloadModel, build_evaluator
+from verdict_daemon.judge_evaluators import JudgeEvaluator
+from verdict_daemon.judging import judge
+from verdict_daemon.sampling import sample
+from verdict_daemon.state import StateStore
+from verdict_daemon.clusters import IntentKeyAssigner, assign
+
+
+def _evaluator(reply, name="scripted/test") -> JudgeEvaluator:
+    model = JudgeWorkloadModel(ScriptedModel(reply, name=name))
+    judge_ = Judge(model, retries=0)
+    return JudgeEvaluator("quality", judge_, {"kind": "rubric"})
+
+
+def _attempts(store: StateStore) -> list[tuple]:
+    con = duckdb.connect(str(store.path), read_only=True)
+    try:
+        return con.execute("SELECT trace_id, attempt_no, status, error_code FROM judgment_attempts "
+                           "ORDER BY trace_id, attempt_no").fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def sampled(lake):
+    store = StateStore(lake)
+    sample(store, lake, "acme", Sampling(per_cluster_per_window=2), NOW)  # 4 intents x 9 days x 2 = 72
+    return store
+
+
+def test_error_attempts_are_kept_retried_up_to_the_limit_and_excluded(sampled):
+    con = duckdb.connect(str(sampled.path), read_only=True)
+    response = con.execute("SELECT response FROM sampled_traces ORDER BY trace_id LIMIT 1").fetchone()[0]
+    bad = {r[0] for r in con.execute("SELECT trace_id FROM sampled_traces WHERE response = ?", [response]).fetchall()}
+    con.close()
+
+    def reply(request):
+        return "not json" if response in request.messages[-1].content else grade(request)
+
+    evaluator = _evaluator(reply)
+    config = Judging(max_attempts=3, concurrency=4)
+    first = judge(sampled, "acme", evaluator, config, "run-1")
+    assert (first.pending, first.judged, first.errors) == (72, 72 - len(bad), len(bad))
+    for run in ("run-2", "run-3", "run-4"):
+        judge(sampled, "acme", evaluator, config, run)
+    attempts = _attempts(sampled)
+    for trace in bad:
+        assert [a for a in attempts if a[0] == trace] == [(trace, n, "ERROR", "invalid_reply") for n in (1, 2, 3)]
+    assert len(attempts) == 72 - len(bad) + 3 * len(bad)  # every attempt kept; good traces judged once
+    assign(sampled, "acme", IntentKeyAssigner())
+    table = judgment_table(sampled, "acme", evaluator.fingerprint).to_pylist()
+    assert {r["value"] for r in table if r["trace_id"] in bad} == {"ERROR"}
+    assert {r["value"] for r in table if r["trace_id"] not in bad} == {"PASS", "FAIL"}
+
+
+def test_a_later_success_replaces_an_error_as_the_latest_attempt(sampled):
+    calls = {"n": 0}
+
+    def flaky(request):
+        calls["n"] += 1
+        return "not json" if calls["n"] <= 72 else grade(request)
+
+    evaluator = _evaluator(flaky)
+    judge(sampled, "acme", evaluator, Judging(concurrency=1), "run-1")
+    second = judge(sampled, "acme", evaluator, Judging(concurrency=1), "run-2")
+    assert second.judged == 72
+    assign(sampled, "acme", IntentKeyAssigner())
+    assert "ERROR" not in {r["value"] for r in judgment_table(sampled, "acme", evaluator.fingerprint).to_pylist()}
+
+
+def test_provider_outage_stops_the_run_and_is_not_counted_against_the_limit(sampled):
+    down = _evaluator(lambda r: ModelError("connection", "refused"))
+    for run in ("a", "b", "c", "d"):
+        with pytest.raises(DaemonError) as err:
+            judge(sampled, "acme", down, Judging(max_attempts=2, concurrency=2), run)
+        assert err.value.code == "provider_unavailable"
+    assert len(_attempts(sampled)) <= 4 * (8 + 2)  # stopped after the probe (+ in flight), not 72 per run
+    healthy = judge(sampled, "acme", _evaluator(grade), Judging(max_attempts=2), "e")
+    assert healthy.judged == 72
+
+
+def test_budget_caps_calls_and_tokens(sampled):
+    capped = judge(sampled, "acme", _evaluator(grade), Judging(concurrency=4, budget={"max_calls": 10}), "r")
+    assert (capped.judged, capped.budget_exhausted) == (10, True)
+    by_tokens = judge(sampled, "acme", _evaluator(grade), Judging(concurrency=1, budget={"max_tokens": 1}), "s")
+    assert by_tokens.judged == 1 and by_tokens.budget_exhausted
+
+
+def test_judge_calls_run_in_the_judge_workload(sampled):
+    seen = set()
+
+    def reply(request):
+        seen.add(current_workload())
+        return grade(request)
+
+    judge(sampled, "acme", _evaluator(reply), Judging(concurrency=8, budget={"max_calls": 16}), "r")
+    assert seen == {"judge"}
+
+
+def test_two_racing_runs_store_each_judgment_once(sampled):
+    gate = threading.Barrier(2)
+
+    evaluator = _evaluator(grade)
+    reports = []
+
+    def go(run_id):
+        gate.wait()
+        reports.append(judge(sampled, "acme", evaluator, Judging(concurrency=4), run_id))
+
+    threads = [threading.Thread(target=go, args=(f"run-{i}",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(reports) == 2 and sum(r.judged for r in reports) >= 72
+    attempts = _attempts(sampled)
+    assert len(attempts) == 72 and {a[1] for a in attempts} == {1}
+    assert judge(sampled, "acme", evaluator, Judging(), "again").pending == 0
+
+
+def test_graph_evaluator_maps_fields_to_dimensions(sampled):
+    evaluator = build_evaluator(EvaluatorConfig(name="g", kind="graph", graph="tests.daemon.graphs:completeness_graph"))
+    assert evaluator.definition["units"][0]["model"] == "scripted/graph"
+    report = judge(sampled, "acme", evaluator, Judging(), "r")
+    assert report.judged == 72
+    con = duckdb.connect(str(sampled.path), read_only=True)
+    rows = con.execute("SELECT DISTINCT dimension, reason FROM dimension_verdicts").fetchall()
+    definition = json.loads(con.execute("SELECT definition FROM evaluators WHERE fingerprint = ?",
+                                        [evaluator.fingerprint]).fetchone()[0])
+    con.close()
+    assert rows == [("complete", "checked the ending")]
+    assert definition["target"] == "tests.daemon.graphs:completeness_graph"
+
+
+def test_graph_fingerprint_changes_with_the_prompt():
+    from tests.daemon.graphs import CompletenessUnit
+    from verdict.graph import Pipeline
+    from verdict_daemon.evaluators import GraphEvaluator
+
+    def graph(prompt):
+        return Pipeline() >> CompletenessUnit().prompt(prompt).via(ScriptedModel(["{}"]))
+
+    a = GraphEvaluator("g", "m:a", graph("@user\n{source.response}"))
+    b = GraphEvaluator("g", "m:a", graph("@user\nGrade: {source.response}"))
+    assert a.fingerprint != b.fingerprint
+    assert a.fingerprint == GraphEvaluator("g", "m:a", graph("@user\n{source.response}")).fingerprint

@@ -1,0 +1,110 @@
+"""Sampling from the span lake: stratified, deterministic, exclusions, targets and the global budget."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+
+import duckdb
+
+from tests.daemon.conftest import INTENTS, NOW
+from tests.daemon.lakes import answer_for, span_row, write_rows
+from verdict_daemon.config import Sampling
+from verdict_daemon.material import graded_texts
+from verdict_daemon.sampling import sample
+from verdict_daemon.state import StateStore
+
+
+def _sampled(store: StateStore, tenant: str = "acme") -> list[tuple]:
+    con = duckdb.connect(str(store.path), read_only=True)
+    try:
+        return con.execute("SELECT trace_id, stratum, window_start FROM sampled_traces WHERE tenant_id = ? "
+                           "ORDER BY trace_id", [tenant]).fetchall()
+    finally:
+        con.close()
+
+
+def test_same_lake_same_seed_same_picks_and_per_stratum_target(lake, tmp_path):
+    config = Sampling(per_cluster_per_window=10, seed=3)
+    a, b = StateStore(tmp_path / "a"), StateStore(tmp_path / "b")
+    report = sample(a, lake, "acme", config, NOW)
+    sample(b, lake, "acme", config, NOW)
+    picks = _sampled(a)
+    assert picks == _sampled(b)
+    assert report.sampled == len(picks) == 4 * 9 * 10  # 4 intents x 9 daily windows x target
+    assert set(Counter((s, w) for _t, s, w in picks).values()) == {10}
+    other_seed = StateStore(tmp_path / "c")
+    sample(other_seed, lake, "acme", Sampling(per_cluster_per_window=10, seed=4), NOW)
+    assert {t for t, *_ in _sampled(other_seed)} != {t for t, *_ in picks}
+
+
+def test_rerun_tops_up_but_never_resamples(lake, tmp_path):
+    store = StateStore(tmp_path / "s")
+    sample(store, lake, "acme", Sampling(per_cluster_per_window=5), NOW)
+    first = {t for t, *_ in _sampled(store)}
+    again = sample(store, lake, "acme", Sampling(per_cluster_per_window=5), NOW)
+    assert again.sampled == 0
+    sample(store, lake, "acme", Sampling(per_cluster_per_window=8), NOW)
+    topped = _sampled(store)
+    assert first < {t for t, *_ in topped} and set(Counter((s, w) for _t, s, w in topped).values()) == {8}
+
+
+def test_global_budget_is_shared_fairly_across_strata(lake, tmp_path):
+    store = StateStore(tmp_path / "s")
+    report = sample(store, lake, "acme", Sampling(per_cluster_per_window=40, max_traces_per_run=72), NOW)
+    assert report.sampled == 72 and report.budget_limited
+    # 36 (stratum, window) cells: every one gets its first two picks before any gets a third
+    assert set(Counter((s, w) for _t, s, w in _sampled(store)).values()) == {2}
+
+
+def test_judge_workload_errors_and_other_tenants_are_excluded(tmp_path):
+    data = tmp_path / "data"
+    start = NOW - timedelta(hours=3)
+    rows = [span_row(f"{i:032x}", start, intent="billing.v1", query="q", answer="a.") for i in range(5)]
+    rows += [span_row(f"{100 + i:032x}", start, intent="billing.v1", query="q", answer="a.", workload="judge")
+             for i in range(5)]
+    rows += [span_row(f"{200 + i:032x}", start, intent="billing.v1", query="q", answer="a.", status="ERROR")
+             for i in range(5)]
+    rows += [span_row(f"{300 + i:032x}", start, intent=None, query="q", answer="a.") for i in range(3)]
+    write_rows(data, "acme", rows)
+    write_rows(data, "globex", [span_row(f"{400 + i:032x}", start, intent="billing.v1", query="q", answer="a.")
+                                for i in range(7)])
+    store = StateStore(data)
+    sample(store, data, "acme", Sampling(), NOW)
+    picked = _sampled(store)
+    assert {int(t, 16) for t, *_ in picked} == {0, 1, 2, 3, 4, 300, 301, 302}
+    assert Counter(s for _t, s, _w in picked) == {"billing.v1": 5, "unassigned": 3}
+    assert _sampled(store, "globex") == []
+
+
+def test_graded_material_comes_from_the_last_call_of_the_trace(tmp_path):
+    data = tmp_path / "data"
+    start = NOW - timedelta(hours=2)
+    first = span_row("a" * 32, start, intent="search.v1", query="draft question", answer="draft.", span_id="1" * 16)
+    last = span_row("a" * 32, start + timedelta(seconds=5), intent="search.v1", query="final question",
+                    answer=answer_for("final question"), span_id="2" * 16)
+    write_rows(data, "acme", [first, last])
+    store = StateStore(data)
+    sample(store, data, "acme", Sampling(), NOW)
+    con = duckdb.connect(str(store.path), read_only=True)
+    row = con.execute("SELECT span_id, query, response, started_at FROM sampled_traces").fetchone()
+    con.close()
+    assert row[:3] == ("2" * 16, "final question", answer_for("final question"))
+    assert row[3] == start.replace(tzinfo=None)  # the trace starts at its first call
+
+
+def test_graded_texts_reads_semconv_messages():
+    inputs = ('[{"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},'
+              ' {"role": "user", "parts": [{"type": "text", "content": "first"}]},'
+              ' {"role": "assistant", "parts": [{"type": "text", "content": "ok"}]},'
+              ' {"role": "user", "parts": [{"type": "text", "content": "second"}]}]')
+    outputs = '[{"role": "assistant", "parts": [{"type": "text", "content": "answer"}], "finish_reason": "stop"}]'
+    system = '[{"type": "text", "content": "Policy: refunds within 30 days."}]'
+    assert graded_texts(inputs, outputs, system) == ("second", "answer", "Be brief.\nPolicy: refunds within 30 days.")
+    assert graded_texts(None, "not json", None) == ("", "", "")
+
+
+def test_intents_listed_in_fixture_are_all_sampled(lake, tmp_path):
+    store = StateStore(tmp_path / "s")
+    sample(store, lake, "acme", Sampling(per_cluster_per_window=1), NOW)
+    assert {s for _t, s, _w in _sampled(store)} == set(INTENTS)

@@ -1,0 +1,56 @@
+"""The engine through the real `openai` client against the local fake OpenAI server (tests/fakes)."""
+
+import json
+import math
+
+import pytest
+
+from tests.fakes import Fail, Reply, TokenLogprob
+from verdict.graph import Layer, Pipeline
+from verdict.judges import JudgeUnit
+from verdict.models.openai_model import OpenAIModel
+from verdict.transform import MeanPoolUnit
+
+
+@pytest.fixture
+def model(fake_openai):
+    return OpenAIModel("gpt-4o-mini", base_url=fake_openai.base_url, api_key="test-key", rate_limits=None)
+
+
+def score_reply(request):
+    """Score 1..5 from the sample's answer length, with a scripted distribution on the first token."""
+    prompt = request.body["messages"][-1]["content"]
+    score = min(5, len(prompt.split("answer: ")[1].split("\n")[0]))
+    top = ((str(score), math.log(0.7)), (str(max(1, score - 1)), math.log(0.2)), ("The", math.log(0.1)))
+    return Reply(str(score), logprobs=[TokenLogprob(str(score), math.log(0.7), top)])
+
+
+def test_layer_and_pool_through_the_openai_client(fake_openai, model):
+    fake_openai.handler = score_reply
+    samples = [{"answer": "x" * n} for n in (1, 3, 5)]
+    rows = (Pipeline() >> Layer(JudgeUnit(), 3) >> MeanPoolUnit("score")).via(model).run_from_dataset(samples)
+    assert [r.output.score for r in rows] == [1.0, 3.0, 5.0]
+    # default extractor on a logprobs-capable model: token probabilities over the scale, no JSON mode
+    body = fake_openai.requests_to("/v1/chat/completions")[0].body
+    assert body["logprobs"] is True and body["top_logprobs"] == 20 and "response_format" not in body
+    dist = rows[1]["layer.judge[0]"].score_distribution
+    assert dist == pytest.approx({3: 0.7 / 0.9, 2: 0.2 / 0.9})
+    assert fake_openai.request_count == 9
+    assert rows.usage.input_tokens > 0 and rows.usage.output_tokens == 9
+
+
+def test_structured_output_uses_json_schema_mode(fake_openai, model):
+    fake_openai.default = Reply(json.dumps({"explanation": "short and right", "score": 4}))
+    row = (Pipeline() >> JudgeUnit(explanation=True)).via(model).run({"answer": "42"})
+    assert (row.output.score, row.output.explanation) == (4, "short and right")
+    response_format = fake_openai.last_request.body["response_format"]
+    assert response_format["type"] == "json_schema"
+    assert response_format["json_schema"]["schema"]["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
+
+
+def test_provider_error_becomes_an_error_row(fake_openai, model):
+    fake_openai.enqueue(Fail(400, "context length exceeded"))
+    fake_openai.default = Reply(json.dumps({"explanation": "ok", "score": 2}))
+    rows = (Pipeline() >> JudgeUnit(explanation=True)).via(model, retries=0).run_from_dataset(
+        [{"answer": "a"}, {"answer": "b"}], max_workers=1)
+    assert rows[0].error.startswith("judge: model: bad_request") and rows[1].output.score == 2

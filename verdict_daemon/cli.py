@@ -1,0 +1,43 @@
+"""`verdict`: one entry point, one subcommand per tool. This module only dispatches.
+
+Each subcommand lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`;
+register it in COMMANDS (module imported only when that subcommand runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sql": ("collector.sql", "run SQL over one tenant's spans (views: spans, llm_calls)"),
+}
+
+
+def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
+    parser = argparse.ArgumentParser(prog="verdict", description="Verdict command-line tools.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+    module = None
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub_parser)
+    return parser, module
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser, module = build_parser(argv)
+    args = parser.parse_args(argv)
+    if module is None:
+        parser.print_help()
+        return 2
+    return module.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

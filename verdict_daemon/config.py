@@ -1,0 +1,224 @@
+"""verdict.toml: the daemon's configuration, validated with pydantic on start.
+
+Errors name the field path and the reason (`evaluators[0].model: ...`). Secrets never appear in the
+file: model clients read their keys from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), and
+the webhook's bearer token is named by an environment variable (`alerts.token_env`).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict_daemon.errors import DaemonError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Schedule(_Section):
+    """Either `interval_seconds` or a five-field `cron` expression (UTC)."""
+
+    interval_seconds: float | None = Field(None, gt=0)
+    cron: str | None = None
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> Schedule:
+        if (self.interval_seconds is None) == (self.cron is None):
+            raise ValueError("give exactly one of interval_seconds or cron")
+        if self.cron is not None:
+            from apscheduler.triggers.cron import CronTrigger
+
+            try:
+                CronTrigger.from_crontab(self.cron, timezone="UTC")
+            except ValueError as exc:
+                raise ValueError(f"invalid cron expression {self.cron!r}: {exc}") from None
+        return self
+
+
+class Schedules(_Section):
+    sample: Schedule = Schedule(interval_seconds=300)
+    judge: Schedule = Schedule(interval_seconds=60)
+    assign: Schedule = Schedule(interval_seconds=60)
+    drift: Schedule = Schedule(cron="5 * * * *")
+    alert: Schedule = Schedule(interval_seconds=30)
+    compact_retain: Schedule = Schedule(cron="17 3 * * *")
+
+
+class Sampling(_Section):
+    seed: int = 0
+    window_hours: float = Field(24, gt=0)
+    per_cluster_per_window: int = Field(100, ge=1)
+    max_traces_per_run: int = Field(10_000, ge=1)
+    lookback_days: float = Field(9, gt=0)
+
+
+class Budget(_Section):
+    max_calls: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, gt=0)
+
+
+class Judging(_Section):
+    concurrency: int = Field(16, ge=1, le=1024)
+    max_attempts: int = Field(3, ge=1)
+    budget: Budget = Budget()
+
+
+EvaluatorKind = Literal["rubric", "ensemble", "graph"]
+
+
+class EvaluatorConfig(_Section):
+    """`rubric`: a rubric Judge on `model`; `ensemble`: a JudgeEnsemble over `models`; `graph`: any judge
+    graph given as `module:attribute` (a Pipeline, or a callable returning one)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+    kind: EvaluatorKind
+    model: str | None = None
+    models: tuple[str, ...] = ()
+    rubric_file: Path | None = None
+    graph: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> EvaluatorConfig:
+        needs = {"rubric": "model", "ensemble": "models", "graph": "graph"}[self.kind]
+        if not getattr(self, needs):
+            raise ValueError(f"kind {self.kind!r} needs {needs!r}")
+        for name in ("model", "models", "graph"):
+            if name != needs and getattr(self, name):
+                raise ValueError(f"{name!r} does not apply to kind {self.kind!r}")
+        if self.kind == "ensemble" and len(self.models) < 2:
+            raise ValueError("an ensemble needs at least two models")
+        if self.graph is not None and not _is_target(self.graph):
+            raise ValueError(f"graph must look like 'package.module:attribute', got {self.graph!r}")
+        return self
+
+
+def _is_target(text: str) -> bool:
+    module, sep, attribute = text.partition(":")
+    return bool(sep and module and attribute) and all(p.isidentifier() for p in (*module.split("."), *attribute.split(".")))
+
+
+class Drift(_Section):
+    current_window_hours: float = Field(24, gt=0)
+    gap_hours: float = Field(24, ge=0)
+    baseline_days: float = Field(7, gt=0)
+    alpha: float = Field(0.05, gt=0, lt=1)
+    effect_gate: float = Field(0.147, ge=0, le=1)
+    min_usable: int = Field(30, ge=2)
+
+    def detector(self):
+        from verdict.drift import DriftDetector
+
+        return DriftDetector(current_window=timedelta(hours=self.current_window_hours),
+                             baseline_window=timedelta(days=self.baseline_days), gap=timedelta(hours=self.gap_hours),
+                             min_usable=self.min_usable, alpha=self.alpha, effect_gate=self.effect_gate)
+
+
+class Alerts(_Section):
+    webhook_url: str | None = None
+    token_env: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]*$")
+    max_attempts: int = Field(8, ge=1)
+    timeout_seconds: float = Field(10, gt=0)
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _http(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError("webhook_url must start with http:// or https://")
+        return url
+
+    def token(self) -> str | None:
+        if self.token_env is None:
+            return None
+        value = os.environ.get(self.token_env)
+        if not value:
+            raise DaemonError("invalid_config", f"alerts.token_env: environment variable {self.token_env} is not set")
+        return value
+
+
+class Retention(_Section):
+    days: int = Field(30, ge=0)  # 0 keeps everything
+    compact_min_segments: int = Field(8, ge=2)
+
+
+class Tenant(_Section):
+    id: str
+
+    @field_validator("id")
+    @classmethod
+    def _valid(cls, value: str) -> str:
+        try:
+            return validate_tenant_id(value)
+        except InvalidTenantError as exc:
+            raise ValueError(str(exc)) from None
+
+
+class DaemonConfig(_Section):
+    data_dir: Path
+    state_lock_timeout_seconds: float = Field(10, gt=0)
+    tenants: tuple[Tenant, ...] = Field(min_length=1)
+    schedules: Schedules = Schedules()
+    sampling: Sampling = Sampling()
+    judging: Judging = Judging()
+    evaluators: tuple[EvaluatorConfig, ...] = Field(min_length=1)
+    drift: Drift = Drift()
+    alerts: Alerts = Alerts()
+    retention: Retention = Retention()
+
+    @model_validator(mode="after")
+    def _unique(self) -> DaemonConfig:
+        for label, names in (("tenants", [t.id for t in self.tenants]), ("evaluators", [e.name for e in self.evaluators])):
+            duplicated = sorted({n for n in names if names.count(n) > 1})
+            if duplicated:
+                raise ValueError(f"{label}: duplicate name(s) {duplicated}")
+        return self
+
+
+def _path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_config(data: dict, base_dir: Path | None = None) -> DaemonConfig:
+    """Validate a parsed TOML document; relative paths resolve against `base_dir` (the file's directory)."""
+    try:
+        config = DaemonConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors()[:5]:
+            reason = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "extra_forbidden":
+                reason = "unknown field" + (" (put secrets in environment variables, not in the file)"
+                                            if _looks_secret(str(error["loc"][-1])) else "")
+            problems.append(f"{_path(error['loc'])}: {reason}")
+        raise DaemonError("invalid_config", "; ".join(problems)) from None
+    if base_dir is not None:
+        config = config.model_copy(update={"data_dir": base_dir / config.data_dir}) if not config.data_dir.is_absolute() else config
+    return config
+
+
+def _looks_secret(name: str) -> bool:
+    return any(word in name.lower() for word in ("key", "secret", "token", "password"))
+
+
+def load_config(path: Path) -> DaemonConfig:
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DaemonError("invalid_config", f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DaemonError("invalid_config", f"cannot read config file {path}: {exc.__class__.__name__}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DaemonError("invalid_config", f"{path} is not valid TOML: {exc}") from None
+    return parse_config(data, Path(path).resolve().parent)

@@ -1,0 +1,64 @@
+"""One monitoring cycle for one tenant: sample → judge → assign → drift. Used by `verdict-pipeline`
+(once) and by the daemon's jobs (each step on its own schedule)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from verdict_daemon.clusters import IntentKeyAssigner, assign
+from verdict_daemon.config import DaemonConfig
+from verdict_daemon.drift_runs import run_drift
+from verdict_daemon.evaluators import Evaluator, build_evaluator
+from verdict_daemon.judging import coverage, judge
+from verdict_daemon.sampling import sample
+from verdict_daemon.state import StateStore
+
+# Signal kinds that mean "got worse" (what --fail-on-signal fails on); improvements are reported only.
+ADVERSE_KINDS = ("regression", "coverage_drop")
+
+
+def store_for(config: DaemonConfig) -> StateStore:
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    return StateStore(config.data_dir, lock_timeout=config.state_lock_timeout_seconds)
+
+
+def build_evaluators(config: DaemonConfig) -> list[Evaluator]:
+    return [build_evaluator(e) for e in config.evaluators]
+
+
+def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: list[Evaluator],
+              registry_mode: str = "off", should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+    """Run every step once; returns the JSON summary (judged, errors, coverage, signals, ...)."""
+    store = store_for(config)
+    sampled = sample(store, config.data_dir, tenant, config.sampling, as_of)
+    run_id = uuid.uuid4().hex
+    judged = [judge(store, tenant, e, config.judging, run_id, should_stop) for e in evaluators]
+    assigned = assign(store, tenant, IntentKeyAssigner())
+    names = {e.fingerprint: e.name for e in evaluators}
+    runs = [] if should_stop() else [run_drift(store, tenant, e.fingerprint, config.drift, as_of) for e in evaluators]
+    signals = [{**asdict(s), "evaluator": names[s.fingerprint], "examples": list(s.examples)}
+               for r in runs for s in r.signals]
+    return {
+        "tenant_id": tenant,
+        "as_of": as_of.isoformat(),
+        "registry_mode": registry_mode,
+        "sampled": sampled.sampled,
+        "budget_limited_sampling": sampled.budget_limited,
+        "judged": sum(j.judged for j in judged),
+        "errors": sum(j.errors for j in judged),
+        "missing_intent_key": assigned.missing_intent_key,
+        "evaluators": [{"name": j.evaluator, "fingerprint": j.fingerprint, "pending": j.pending, "judged": j.judged,
+                        "errors": j.errors, "budget_exhausted": j.budget_exhausted, "stopped": j.stopped,
+                        "input_tokens": j.usage.input_tokens, "output_tokens": j.usage.output_tokens,
+                        "cost_usd": round(j.usage.cost_usd, 6),
+                        "coverage": coverage(store, tenant, j.fingerprint)} for j in judged],
+        "drift_runs": [{"run_id": r.run_id, "evaluator": names[r.fingerprint], "fingerprint": r.fingerprint,
+                        "judgments": r.judgments, "cells": r.cells, "tested": r.tested, "signals": len(r.signals),
+                        "reused": r.reused} for r in runs],
+        "signals": signals,
+        "adverse_signals": sum(s["kind"] in ADVERSE_KINDS for s in signals),
+    }

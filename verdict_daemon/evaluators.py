@@ -1,0 +1,197 @@
+"""Evaluators the daemon runs: a rubric `Judge`, a `JudgeEnsemble`, or any judge graph (`module:attribute`).
+
+Each is wrapped as an `Evaluator`: a name, a fingerprint (the evaluator identity every judgment
+carries; different fingerprints are never pooled), the full definition stored under that
+fingerprint, and `evaluate(material) -> Outcome` with one verdict per dimension. An outcome with an
+`error_code` is an ERROR attempt: excluded from PASS/FAIL, retried on a later run up to a limit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from verdict.models.base import Model, ModelRequest, ModelResponse, Usage
+from verdict_daemon.config import EvaluatorConfig
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.material import Material
+
+VERDICTS = ("PASS", "FAIL", "UNCLEAR", "ERROR")
+JUDGE_WORKLOAD = "judge"  # verdict.workload of the daemon's own judge calls; sampling excludes it
+# Attempt error codes (judgment_attempts.error_code). `provider_unavailable` attempts do not count
+# towards the retry limit: an outage says nothing about the trace.
+PROVIDER_UNAVAILABLE = "provider_unavailable"
+_OUTAGE_KINDS = ("connection", "timeout", "server_error", "rate_limited", "auth")
+
+
+@dataclass(frozen=True)
+class DimensionVerdict:
+    dimension: str
+    value: str | None  # PASS / FAIL / UNCLEAR / ERROR; None when the dimension is a score
+    score: float | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdicts: tuple[DimensionVerdict, ...] = ()
+    error_code: str | None = None  # provider_unavailable, invalid_reply, evaluator_error
+    error_message: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+class Evaluator(Protocol):
+    name: str
+    fingerprint: str
+    definition: Mapping[str, Any]
+
+    def evaluate(self, material: Material) -> Outcome: ...
+
+
+def load_target(target: str) -> Any:
+    """The object named by 'package.module:attribute'."""
+    module_name, _, attribute = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise DaemonError("evaluator_error", f"cannot load {target!r}: {type(exc).__name__}: {exc}") from None
+    return obj
+
+
+class JudgeWorkloadModel:
+    """Runs every call of `inner` inside `verdict.workload_context("judge")`, on whichever thread the
+    engine makes it, so the daemon's own judge calls are stamped and excluded if this process is traced."""
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def supports_json_schema(self) -> bool:
+        return self.inner.supports_json_schema
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.inner.supports_logprobs
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        from verdict.tracing import workload_context
+
+        with workload_context(JUDGE_WORKLOAD):
+            return self.inner.complete(request)
+
+
+def resolve_judge_model(spec: str) -> Model:
+    """A model string ("openai/gpt-4o-mini") or 'module:attribute' naming a Model or a factory of one,
+    wrapped so its calls carry the judge workload."""
+    if ":" in spec and "/" not in spec.partition(":")[0]:
+        obj = load_target(spec)
+        model = obj if isinstance(obj, Model) else obj()
+        if not isinstance(model, Model):
+            raise DaemonError("evaluator_error", f"{spec!r} is not a verdict Model (or a function returning one)")
+        return JudgeWorkloadModel(model)
+    from verdict.models.registry import resolve_model
+
+    try:
+        return JudgeWorkloadModel(resolve_model(spec))
+    except ValueError as exc:  # an unknown model string, or no API key in the environment
+        raise DaemonError("invalid_config", str(exc)) from None
+
+
+_MODEL_ERROR = re.compile(r"\bmodel: (\w+)")
+
+
+def error_outcome(message: str, usage: Usage = Usage()) -> Outcome:
+    """Classify an engine error text ('judge: model: connection: ...') as an attempt error."""
+    model_error = _MODEL_ERROR.search(message)
+    if model_error:
+        code = PROVIDER_UNAVAILABLE if model_error.group(1) in _OUTAGE_KINDS else "model_error"
+    elif "extraction: " in message:
+        code = "invalid_reply"
+    else:
+        code = "evaluator_error"
+    return Outcome(error_code=code, error_message=message[:500], usage=usage)
+
+
+class GraphEvaluator:
+    """A user judge graph. Every field of the final unit's output is a dimension: booleans become
+    PASS/FAIL, the strings PASS/FAIL/UNCLEAR are kept, numbers are scores; other fields (explanations)
+    are reasons. The sample is `Material.as_sample()`."""
+
+    def __init__(self, name: str, target: str, pipeline: Any) -> None:
+        from verdict.graph import Pipeline
+        from verdict.graph.errors import ConfigurationError
+
+        if not isinstance(pipeline, Pipeline):
+            raise DaemonError("evaluator_error", f"{target!r} is not a verdict Pipeline")
+        try:
+            graph = pipeline.build()
+        except ConfigurationError as exc:
+            raise DaemonError("evaluator_error", f"{target!r}: {exc}") from None
+        self.name = name
+        self._pipeline = pipeline
+        self.definition = {"kind": "graph", "target": target, "units": [_describe(node) for node in graph.nodes]}
+        self.fingerprint = _graph_fingerprint(self.definition)
+
+    def evaluate(self, material: Material) -> Outcome:
+        from pydantic import BaseModel
+
+        row = self._pipeline.run(material.as_sample(), max_workers=1)
+        if not row.ok or not isinstance(row.output, BaseModel):
+            return error_outcome(row.error or "the graph produced no output", row.usage)
+        verdicts, reason = [], None
+        for key, value in row.output.model_dump().items():
+            if isinstance(value, bool):
+                verdicts.append(DimensionVerdict(key, "PASS" if value else "FAIL"))
+            elif isinstance(value, str) and value.upper() in VERDICTS:
+                verdicts.append(DimensionVerdict(key, value.upper()))
+            elif isinstance(value, int | float):
+                verdicts.append(DimensionVerdict(key, None, float(value)))
+            elif isinstance(value, str):
+                reason = value[:1000]
+        if not verdicts:
+            return Outcome(error_code="evaluator_error", usage=row.usage,
+                           error_message="the graph's output has no verdict or score field")
+        return Outcome(tuple(DimensionVerdict(v.dimension, v.value, v.score, reason) for v in verdicts),
+                       usage=row.usage)
+
+
+def _describe(node: Any) -> dict[str, Any]:
+    template = None
+    if node.template is not None:
+        template = [[s.role, "".join(p if isinstance(p, str) else "{" + p.source + "}" for p in s.pieces)]
+                    for s in node.template.sections]
+    schema = node.output_schema.model_json_schema() if node.output_schema is not None else None
+    return {"path": node.path, "unit": type(node.unit).__name__, "model": node.model.name if node.model else None,
+            "params": dict(node.params), "prompt": template, "output_schema": schema}
+
+
+def _graph_fingerprint(definition: Mapping[str, Any]) -> str:
+    from verdict.judges.fingerprint import evaluator_fingerprint
+
+    units = definition["units"]
+    return evaluator_fingerprint(
+        kind="graph", models=[u["model"] for u in units if u["model"]], rubric=None,
+        prompts={u["path"]: str(u["prompt"]) for u in units if u["prompt"]},
+        params={u["path"]: u["params"] for u in units if u["params"]},
+        contract={"target": definition["target"], "outputs": {u["path"]: u["output_schema"] for u in units}})
+
+
+def build_evaluator(config: EvaluatorConfig) -> Evaluator:
+    if config.kind == "graph":
+        obj = load_target(config.graph)
+        from verdict.graph import Pipeline
+
+        pipeline = obj if isinstance(obj, Pipeline) else (obj() if callable(obj) else obj)
+        return GraphEvaluator(config.name, config.graph, pipeline)
+    from verdict_daemon.judge_evaluators import build_judge_evaluator
+
+    return build_judge_evaluator(config)

@@ -1,0 +1,63 @@
+"""Rubric `Judge` and `JudgeEnsemble` evaluators (verdict.judges), wrapped for the daemon."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from verdict_daemon.config import EvaluatorConfig
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.evaluators import DimensionVerdict, Outcome, error_outcome, resolve_judge_model
+from verdict_daemon.material import Material
+
+
+class JudgeEvaluator:
+    """Anything with `.fingerprint` and `.grade(answer, query=, context=) -> Judgment` (Judge, JudgeEnsemble)."""
+
+    def __init__(self, name: str, judge: Any, definition: dict[str, Any]) -> None:
+        self.name = name
+        self._judge = judge
+        self.fingerprint = judge.fingerprint
+        self.definition = definition
+
+    def evaluate(self, material: Material) -> Outcome:
+        judgment = self._judge.grade(material.response, query=material.query or None,
+                                     context=material.context or None)
+        status = str(judgment.status)
+        if status == "ERROR":
+            return error_outcome(judgment.error or "the judge returned ERROR", judgment.usage)
+        return Outcome(tuple(DimensionVerdict(d.dimension, str(d.verdict), None, d.rationale[:1000])
+                             for d in judgment.dimensions), usage=judgment.usage)
+
+
+def _rubric(config: EvaluatorConfig):
+    from verdict.judges.rubric import DEFAULT_RUBRIC, RubricError, load_rubric
+
+    if config.rubric_file is None:
+        return DEFAULT_RUBRIC
+    try:
+        return load_rubric(config.rubric_file)
+    except RubricError as exc:
+        raise DaemonError("invalid_config", f"evaluators.{config.name}.rubric_file: {exc}") from None
+
+
+def build_judge_evaluator(config: EvaluatorConfig) -> JudgeEvaluator:
+    from verdict.graph.errors import ConfigurationError
+    from verdict.judges.judge import Judge
+
+    rubric = _rubric(config)
+    try:
+        if config.kind == "rubric":
+            judge = Judge(resolve_judge_model(config.model), rubric, name=config.name)
+            models = [judge.model.name]
+        else:
+            from verdict.judges.ensemble import JudgeEnsemble
+
+            members = [Judge(resolve_judge_model(m), rubric, name=f"{config.name}-{i}")
+                       for i, m in enumerate(config.models)]
+            judge = JudgeEnsemble(members)
+            models = [m.model.name for m in members]
+    except (ConfigurationError, ValueError, TypeError) as exc:
+        raise DaemonError("evaluator_error", f"evaluator {config.name!r}: {exc}") from None
+    definition = {"kind": config.kind, "models": models, "rubric": rubric.canonical(),
+                  "fingerprint_of": type(judge).__name__}
+    return JudgeEvaluator(config.name, judge, definition)

@@ -1,0 +1,191 @@
+"""Judging: run an evaluator over sampled traces with bounded concurrency and a per-run budget.
+
+Work is every sampled trace without an attempt by this evaluator fingerprint, or whose latest
+attempt is ERROR and that has fewer than `max_attempts` counted attempts (provider outages are
+not counted). Model calls run in a thread pool while state.duckdb is closed; finished attempts are
+written in short batched transactions. An attempt's id is derived from (tenant, trace, fingerprint,
+attempt number) and inserted with INSERT OR IGNORE, so a rerun, a restart after a crash, or a second
+process racing on the same trace never stores a judgment twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from verdict.models.base import Usage
+from verdict.tenancy import validate_tenant_id
+from verdict_daemon.config import Judging
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.evaluators import PROVIDER_UNAVAILABLE, Evaluator, Outcome
+from verdict_daemon.material import Material
+from verdict_daemon.state import StateStore, insert_rows
+
+log = logging.getLogger("verdict.daemon")
+
+FLUSH_EVERY_SECONDS = 0.5
+FLUSH_EVERY_ATTEMPTS = 512
+# A run whose first results are all provider outages stops early instead of burning the budget.
+OUTAGE_PROBE = 8
+_ATTEMPT_COLUMNS = ("tenant_id", "attempt_id", "trace_id", "fingerprint", "attempt_no", "status", "error_code",
+                    "error_message", "judged_at", "input_tokens", "output_tokens", "cost_usd", "judge_run_id")
+_VERDICT_COLUMNS = ("tenant_id", "attempt_id", "dimension", "value", "score", "reason")
+
+
+@dataclass(frozen=True)
+class JudgeReport:
+    evaluator: str
+    fingerprint: str
+    pending: int  # work found at the start of the run
+    judged: int  # attempts with verdicts
+    errors: int  # ERROR attempts
+    budget_exhausted: bool
+    stopped: bool  # asked to stop (SIGTERM) before the work was done
+    usage: Usage
+
+
+def attempt_id(tenant: str, trace_id: str, fingerprint: str, attempt_no: int) -> str:
+    return hashlib.sha256(f"{tenant}\0{trace_id}\0{fingerprint}\0{attempt_no}".encode()).hexdigest()[:32]
+
+
+def register_evaluator(store: StateStore, tenant: str, evaluator: Evaluator) -> None:
+    with store.transaction() as con:
+        con.execute("INSERT OR IGNORE INTO evaluators VALUES (?, ?, ?, ?, now()::TIMESTAMP)",
+                    [tenant, evaluator.fingerprint, evaluator.name,
+                     json.dumps(evaluator.definition, sort_keys=True, default=str)])
+
+
+def pending_work(store: StateStore, tenant: str, fingerprint: str, max_attempts: int,
+                 limit: int) -> list[tuple[Material, int]]:
+    """(material, attempt number) to judge, newest traces first (the current drift window matters most)."""
+    with store.transaction() as con:
+        rows = con.execute(f"""
+            WITH a AS (
+                SELECT trace_id, count(*) AS n, arg_max(status, attempt_no) AS latest,
+                       count(*) FILTER (WHERE coalesce(error_code, '') <> '{PROVIDER_UNAVAILABLE}') AS counted
+                FROM judgment_attempts WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id)
+            SELECT s.trace_id, s.started_at, s.query, s.response, s.context, coalesce(a.n, 0) + 1
+            FROM sampled_traces s LEFT JOIN a USING (trace_id)
+            WHERE s.tenant_id = $t AND (a.trace_id IS NULL OR (a.latest = 'ERROR' AND a.counted < $max))
+            ORDER BY s.started_at DESC, s.trace_id LIMIT $limit""",
+            {"t": tenant, "fp": fingerprint, "max": max_attempts, "limit": limit}).fetchall()
+    return [(Material(t, started, q or "", r or "", c or ""), n) for t, started, q, r, c, n in rows]
+
+
+class _Budget:
+    def __init__(self, config: Judging) -> None:
+        self.limits = config.budget
+        self.calls = 0
+        self.usage = Usage()
+
+    def allows_another(self) -> bool:
+        b = self.limits
+        return not ((b.max_calls is not None and self.calls >= b.max_calls)
+                    or (b.max_tokens is not None and self.usage.input_tokens + self.usage.output_tokens >= b.max_tokens)
+                    or (b.max_cost_usd is not None and self.usage.cost_usd >= b.max_cost_usd))
+
+
+class _Writer:
+    """Buffers finished attempts and writes them in short transactions."""
+
+    def __init__(self, store: StateStore, tenant: str, fingerprint: str, run_id: str) -> None:
+        self.store, self.tenant, self.fingerprint, self.run_id = store, tenant, fingerprint, run_id
+        self.attempts: list[tuple] = []
+        self.verdicts: list[tuple] = []
+        self.last_flush = time.monotonic()
+
+    def add(self, material: Material, attempt_no: int, outcome: Outcome) -> None:
+        aid = attempt_id(self.tenant, material.trace_id, self.fingerprint, attempt_no)
+        status = "ERROR" if outcome.error_code else "OK"
+        self.attempts.append((self.tenant, aid, material.trace_id, self.fingerprint, attempt_no, status,
+                              outcome.error_code, outcome.error_message, datetime.now(UTC).replace(tzinfo=None),
+                              outcome.usage.input_tokens, outcome.usage.output_tokens, outcome.usage.cost_usd,
+                              self.run_id))
+        self.verdicts += [(self.tenant, aid, v.dimension, v.value, v.score, v.reason) for v in outcome.verdicts]
+        if len(self.attempts) >= FLUSH_EVERY_ATTEMPTS or time.monotonic() - self.last_flush >= FLUSH_EVERY_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.attempts:
+            with self.store.transaction() as con:
+                insert_rows(con, "judgment_attempts", _ATTEMPT_COLUMNS, self.attempts)
+                insert_rows(con, "dimension_verdicts", _VERDICT_COLUMNS, self.verdicts)
+            self.attempts, self.verdicts = [], []
+        self.last_flush = time.monotonic()
+
+
+def _evaluate(evaluator: Evaluator, material: Material) -> Outcome:
+    try:
+        return evaluator.evaluate(material)
+    except Exception as exc:  # a user graph or judge that raises must not take the run down
+        return Outcome(error_code="evaluator_error", error_message=f"{type(exc).__name__}: {str(exc)[:300]}")
+
+
+def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging, run_id: str,
+          should_stop: Callable[[], bool] = lambda: False) -> JudgeReport:
+    tenant = validate_tenant_id(tenant)
+    register_evaluator(store, tenant, evaluator)
+    limit = config.budget.max_calls or 1_000_000
+    work = pending_work(store, tenant, evaluator.fingerprint, config.max_attempts, limit)
+    budget = _Budget(config)
+    writer = _Writer(store, tenant, evaluator.fingerprint, run_id)
+    judged = errors = outages = 0
+    in_flight: dict[Future, tuple[Material, int]] = {}
+    queue = iter(work)
+    exhausted = stopped = outage = False
+    with ThreadPoolExecutor(config.concurrency, thread_name_prefix="verdict-judge") as pool:
+        while True:
+            while len(in_flight) < config.concurrency and not (exhausted or stopped or outage):
+                if should_stop():
+                    stopped = True
+                    break
+                if not budget.allows_another():
+                    exhausted = True
+                    break
+                item = next(queue, None)
+                if item is None:
+                    break
+                budget.calls += 1
+                in_flight[pool.submit(_evaluate, evaluator, item[0])] = item
+            if not in_flight:
+                break
+            done, _ = wait(in_flight, timeout=FLUSH_EVERY_SECONDS, return_when=FIRST_COMPLETED)
+            for future in done:
+                material, attempt_no = in_flight.pop(future)
+                outcome = future.result()
+                budget.usage += outcome.usage
+                judged += outcome.error_code is None
+                errors += outcome.error_code is not None
+                outages += outcome.error_code == PROVIDER_UNAVAILABLE
+                writer.add(material, attempt_no, outcome)
+            if not done:
+                writer.flush()
+            if judged == 0 and outages and outages >= min(OUTAGE_PROBE, len(work)):
+                outage = True
+    writer.flush()
+    log.info("judge tenant=%s evaluator=%s pending=%d judged=%d errors=%d budget_exhausted=%s stopped=%s",
+             tenant, evaluator.name, len(work), judged, errors, exhausted, stopped)
+    if outage:
+        raise DaemonError(PROVIDER_UNAVAILABLE, f"evaluator {evaluator.name!r}: the judge model could not be "
+                          f"reached ({outages} call(s) failed, none succeeded)")
+    return JudgeReport(evaluator.name, evaluator.fingerprint, len(work), judged, errors, exhausted, stopped,
+                       budget.usage)
+
+
+def coverage(store: StateStore, tenant: str, fingerprint: str) -> dict[str, float | int]:
+    """Sampled traces and how many have a usable (latest OK) judgment by this fingerprint."""
+    with store.transaction() as con:
+        sampled, usable, error = con.execute("""
+            WITH latest AS (SELECT trace_id, arg_max(status, attempt_no) AS status FROM judgment_attempts
+                            WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id)
+            SELECT count(*), count(*) FILTER (WHERE l.status = 'OK'), count(*) FILTER (WHERE l.status = 'ERROR')
+            FROM sampled_traces s LEFT JOIN latest l USING (trace_id) WHERE s.tenant_id = $t""",
+            {"t": validate_tenant_id(tenant), "fp": fingerprint}).fetchone()
+    return {"sampled_traces": sampled, "usable": usable, "error": error,
+            "rate": round(usable / sampled, 4) if sampled else 0.0}

@@ -1,0 +1,61 @@
+"""What a judge grades, taken from one LLM span: the user's query, the response, and any context.
+
+Span content columns hold GenAI semantic-convention messages (already redacted by the SDK and the
+collector): `[{"role": ..., "parts": [{"type": "text", "content": ...}, ...]}, ...]`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class Material:
+    trace_id: str
+    started_at: datetime  # trace start, naive UTC
+    query: str
+    response: str
+    context: str  # system instructions and tool results the answer could rely on; "" when none
+
+    def as_sample(self) -> dict[str, str]:
+        """The sample a judge graph receives (`{source.query}`, `{source.response}`, `{source.context}`)."""
+        return {"trace_id": self.trace_id, "query": self.query, "response": self.response, "context": self.context}
+
+
+def _messages(raw: str | None) -> list[dict]:
+    if not raw:
+        return []
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return []
+    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
+
+
+def _text(message: dict) -> str:
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        content = message.get("content")
+        return content if isinstance(content, str) else ""
+    texts = []
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") in ("text", "tool_call_response"):
+            content = part.get("content", part.get("response"))
+            texts.append(content if isinstance(content, str) else json.dumps(content))
+    return "\n".join(texts)
+
+
+def graded_texts(input_messages: str | None, output_messages: str | None,
+                 system_instructions: str | None) -> tuple[str, str, str]:
+    """(query, response, context): the last user message, the output text, system + tool text."""
+    inputs = _messages(input_messages)
+    users = [m for m in inputs if m.get("role") == "user"]
+    query = _text(users[-1]) if users else ""
+    response = "\n".join(_text(m) for m in _messages(output_messages) if m.get("role") in ("assistant", None))
+    context_parts = [_text(m) for m in inputs if m.get("role") in ("system", "tool")]
+    context_parts += [_text(part) for part in _messages(system_instructions)]  # a list of parts
+    if system_instructions and not _messages(system_instructions):
+        context_parts.append(system_instructions)  # a bare string rather than a message list
+    return query, response, "\n".join(p for p in context_parts if p)

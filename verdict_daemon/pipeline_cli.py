@@ -1,0 +1,120 @@
+"""`verdict-pipeline`: one monitoring cycle (sample → judge → assign → drift) for cron and CI.
+
+Exit codes: 0 success (also when there was nothing to do); 1 the run raised a regression or
+coverage-drop signal and --fail-on-signal was given; 2 a configuration, storage or provider error,
+reported as `{"error": {"code", "message"}}` (with --json, on stdout) or one line on stderr, with a
+code from verdict_daemon.errors.ERROR_CODES and never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict_daemon.config import DaemonConfig, load_config, parse_config
+from verdict_daemon.errors import DaemonError
+
+EXIT_OK, EXIT_SIGNAL, EXIT_ERROR = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="verdict-pipeline", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, help="verdict.toml (evaluators, sampling, judging, drift)")
+    parser.add_argument("--data-dir", type=Path, help="span lake and state directory (overrides the config)")
+    parser.add_argument("--tenant-id", default=os.environ.get("VERDICT_TENANT"), help="tenant to run [env VERDICT_TENANT]")
+    parser.add_argument("--as-of", help="ISO time the drift windows end at (default: now, UTC)")
+    parser.add_argument("--registry-mode", choices=("off", "active"), default="off",
+                        help="cluster registry: off = explicit intent keys (semantic clustering: later)")
+    parser.add_argument("--judge-model", help="without --config: a rubric Judge on this model "
+                        "('openai/gpt-4o-mini' or 'module:attribute')")
+    parser.add_argument("--fail-on-signal", action="store_true", help="exit 1 when a regression or coverage drop is raised")
+    parser.add_argument("--json", action="store_true", help="print the summary (or the error) as JSON")
+    return parser
+
+
+def _as_of(text: str | None) -> datetime:
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise DaemonError("invalid_config", f"--as-of: {text!r} is not an ISO 8601 time") from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _config(args: argparse.Namespace, tenant: str) -> DaemonConfig:
+    if args.config is not None:
+        config = load_config(args.config)
+        if args.data_dir is not None:
+            config = config.model_copy(update={"data_dir": args.data_dir.resolve()})
+        return config
+    if args.data_dir is None or args.judge_model is None:
+        raise DaemonError("invalid_config", "give --config, or --data-dir and --judge-model")
+    return parse_config({"data_dir": str(args.data_dir.resolve()), "tenants": [{"id": tenant}],
+                         "evaluators": [{"name": "default", "kind": "rubric", "model": args.judge_model}]})
+
+
+def run(args: argparse.Namespace) -> tuple[int, dict]:
+    from verdict_daemon.cycle import build_evaluators, run_cycle
+
+    if not args.tenant_id:
+        raise DaemonError("tenant_required", "give --tenant-id (or set VERDICT_TENANT)")
+    try:
+        tenant = validate_tenant_id(args.tenant_id)
+    except InvalidTenantError as exc:
+        raise DaemonError("tenant_required", str(exc)) from None
+    as_of = _as_of(args.as_of)
+    config = _config(args, tenant)
+    summary = run_cycle(config, tenant, as_of, build_evaluators(config), args.registry_mode)
+    return (EXIT_SIGNAL if args.fail_on_signal and summary["adverse_signals"] else EXIT_OK), summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        code, summary = run(args)
+    except DaemonError as exc:
+        if args.json:
+            print(json.dumps({"error": {"code": exc.code, "message": exc.message}}))
+        else:
+            print(f"verdict-pipeline: error [{exc.code}]: {exc.message}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
+        logging.getLogger("verdict.daemon").debug("internal error", exc_info=True)
+        message = f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)"
+        if os.environ.get("VERDICT_DEBUG"):
+            raise
+        print(json.dumps({"error": {"code": "internal_error", "message": message}}) if args.json
+              else f"verdict-pipeline: error [internal_error]: {message}", file=sys.stdout if args.json else sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(summary, default=str, indent=1))
+    else:
+        print(_text(summary))
+    return code
+
+
+def _text(summary: dict) -> str:
+    lines = [f"tenant {summary['tenant_id']} as of {summary['as_of']}: sampled {summary['sampled']}, "
+             f"judged {summary['judged']}, errors {summary['errors']}, "
+             f"missing intent key {summary['missing_intent_key']}"]
+    for e in summary["evaluators"]:
+        c = e["coverage"]
+        lines.append(f"  evaluator {e['name']} ({e['fingerprint'][:12]}): coverage {c['usable']}/{c['sampled_traces']}")
+    for s in summary["signals"]:
+        lines.append(f"  signal {s['kind']}: {s['cluster']} / {s['dimension']} ({s['evaluator']}) "
+                     f"{s['baseline_level']} -> {s['current_level']}, adjusted p {s['adjusted_p']}")
+    if not summary["signals"]:
+        lines.append("  no signals")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

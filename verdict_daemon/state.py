@@ -1,0 +1,202 @@
+"""state.duckdb: sampled work, judgment attempts, verdicts, evaluators, drift runs, alerts, cursors.
+
+DuckDB lets one process hold a database file at a time, so the store never keeps it open: every
+operation is one short transaction (connect, work, commit, close), and no transaction spans a model
+call. A file locked by another process is retried with backoff until `lock_timeout`, then
+`DaemonError("storage_locked")`. Every table has `tenant_id` and every read takes a tenant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from verdict.tenancy import validate_tenant_id
+from verdict_daemon.errors import DaemonError
+
+log = logging.getLogger("verdict.daemon")
+
+STATE_FILE = "state.duckdb"
+
+# Forward migrations: MIGRATIONS[i] takes the schema from version i to i + 1. Never edit a released
+# step; append a new one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE evaluators (
+            tenant_id VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL, name VARCHAR NOT NULL,
+            definition JSON NOT NULL, registered_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, fingerprint))""",
+        """CREATE TABLE sampled_traces (
+            tenant_id VARCHAR NOT NULL, trace_id VARCHAR NOT NULL, span_id VARCHAR NOT NULL,
+            intent_key VARCHAR, stratum VARCHAR NOT NULL, window_start TIMESTAMP NOT NULL,
+            started_at TIMESTAMP NOT NULL, query VARCHAR, response VARCHAR, context VARCHAR,
+            sampled_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, trace_id))""",
+        """CREATE TABLE judgment_attempts (
+            tenant_id VARCHAR NOT NULL, attempt_id VARCHAR NOT NULL, trace_id VARCHAR NOT NULL,
+            fingerprint VARCHAR NOT NULL, attempt_no INTEGER NOT NULL, status VARCHAR NOT NULL,
+            error_code VARCHAR, error_message VARCHAR, judged_at TIMESTAMP NOT NULL,
+            input_tokens BIGINT, output_tokens BIGINT, cost_usd DOUBLE, judge_run_id VARCHAR NOT NULL,
+            PRIMARY KEY (tenant_id, attempt_id))""",
+        """CREATE TABLE dimension_verdicts (
+            tenant_id VARCHAR NOT NULL, attempt_id VARCHAR NOT NULL, dimension VARCHAR NOT NULL,
+            value VARCHAR, score DOUBLE, reason VARCHAR,
+            PRIMARY KEY (tenant_id, attempt_id, dimension))""",
+        """CREATE TABLE cluster_assignments (
+            tenant_id VARCHAR NOT NULL, trace_id VARCHAR NOT NULL, cluster VARCHAR NOT NULL,
+            method VARCHAR NOT NULL, reason VARCHAR, assigned_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, trace_id))""",
+        """CREATE TABLE drift_runs (
+            tenant_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL,
+            as_of TIMESTAMP NOT NULL, current_start TIMESTAMP NOT NULL, baseline_start TIMESTAMP NOT NULL,
+            baseline_end TIMESTAMP NOT NULL, alpha DOUBLE NOT NULL, effect_gate DOUBLE NOT NULL,
+            min_usable INTEGER NOT NULL, judgments BIGINT NOT NULL, cells INTEGER NOT NULL,
+            tested INTEGER NOT NULL, signals INTEGER NOT NULL, input_digest VARCHAR NOT NULL,
+            completed_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, run_id))""",
+        """CREATE TABLE drift_signals (
+            tenant_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, signal_id VARCHAR NOT NULL,
+            fingerprint VARCHAR NOT NULL, cluster VARCHAR NOT NULL, dimension VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL, baseline_level DOUBLE, current_level DOUBLE,
+            baseline_n BIGINT, current_n BIGINT, delta DOUBLE, delta_low DOUBLE, delta_high DOUBLE,
+            p_value DOUBLE, adjusted_p DOUBLE, examples JSON,
+            PRIMARY KEY (tenant_id, run_id, signal_id))""",
+        """CREATE TABLE alert_deliveries (
+            tenant_id VARCHAR NOT NULL, signal_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL,
+            status VARCHAR NOT NULL, attempts INTEGER NOT NULL, last_error VARCHAR,
+            next_attempt_at TIMESTAMP, delivered_at TIMESTAMP,
+            PRIMARY KEY (tenant_id, signal_id))""",
+        """CREATE TABLE cursors (
+            tenant_id VARCHAR NOT NULL, name VARCHAR NOT NULL, value VARCHAR NOT NULL,
+            updated_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, name))""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# DuckDB resolves concurrent in-process transactions optimistically (a conflicting INSERT OR IGNORE
+# fails instead of waiting), so transactions on one file are serialised within the process.
+_file_locks: dict[Path, threading.Lock] = {}
+_file_locks_guard = threading.Lock()
+
+
+def _file_lock(path: Path) -> threading.Lock:
+    with _file_locks_guard:
+        return _file_locks.setdefault(path.resolve(), threading.Lock())
+
+
+def _is_lock_conflict(exc: Exception) -> bool:
+    text = str(exc)
+    return "Could not set lock" in text or "Conflicting lock" in text
+
+
+class StateStore:
+    """Short transactions over `<data_dir>/state.duckdb`; see the module docstring."""
+
+    def __init__(self, data_dir: Path, *, lock_timeout: float = 10.0, read_only: bool = False) -> None:
+        self.path = Path(data_dir) / STATE_FILE
+        self.lock_timeout = lock_timeout
+        self.read_only = read_only
+        self._migrated = False
+
+    def _connect(self):
+        import duckdb
+
+        if not self.read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.02
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.Error as exc:
+                if not _is_lock_conflict(exc):
+                    raise DaemonError("storage_error", f"cannot open {self.path}: {str(exc).splitlines()[0][:200]}") from None
+                if time.monotonic() + delay > deadline:
+                    raise DaemonError(
+                        "storage_locked",
+                        f"{self.path} is held by another process (still locked after {self.lock_timeout:g} s)",
+                    ) from None
+                time.sleep(delay * (0.5 + random.random()))  # jitter: two waiters do not retry in step
+                delay = min(delay * 2, 0.5)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A connection inside BEGIN … COMMIT (rolled back on error), closed on exit."""
+        if self.read_only and not self.path.exists():
+            raise DaemonError("storage_error", f"{self.path} does not exist yet (nothing was judged)")
+        with _file_lock(self.path), self._connection() as con:
+            yield con
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        import duckdb
+
+        con = self._connect()
+        try:
+            if not self._migrated and not self.read_only:
+                self._migrate(con)
+                self._migrated = True
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        except duckdb.Error as exc:
+            raise DaemonError("storage_error", f"{self.path}: {str(exc).splitlines()[0][:300]}") from None
+        finally:
+            con.close()
+
+    def _migrate(self, con) -> None:
+        con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMP NOT NULL)")
+        current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+        if current > SCHEMA_VERSION:
+            raise DaemonError("storage_error", f"{self.path} has schema version {current}; this verdict "
+                              f"understands up to {SCHEMA_VERSION} (upgrade verdict)")
+        for version in range(current, SCHEMA_VERSION):
+            con.execute("BEGIN TRANSACTION")
+            for statement in MIGRATIONS[version]:
+                con.execute(statement)
+            con.execute("INSERT INTO schema_version VALUES (?, now()::TIMESTAMP)", [version + 1])
+            con.execute("COMMIT")
+            log.info("state: migrated %s to schema version %d", self.path, version + 1)
+
+    def schema_version(self) -> int:
+        with self.transaction() as con:
+            return con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+
+    # --- cursors --------------------------------------------------------------------------------
+    def cursor(self, tenant: str, name: str) -> str | None:
+        with self.transaction() as con:
+            row = con.execute("SELECT value FROM cursors WHERE tenant_id = ? AND name = ?",
+                              [validate_tenant_id(tenant), name]).fetchone()
+        return row[0] if row else None
+
+    def set_cursor(self, tenant: str, name: str, value: str) -> None:
+        with self.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO cursors VALUES (?, ?, ?, now()::TIMESTAMP)",
+                        [validate_tenant_id(tenant), name, value])
+
+
+def insert_rows(con, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+    """Bulk `INSERT OR IGNORE` through one Arrow batch (executemany is one statement per row).
+
+    Every column is given; `now()` is not used so that callers choose the timestamps they mean."""
+    import pyarrow as pa
+
+    if not rows:
+        return
+    batch = pa.table({name: pa.array(list(values)) for name, values in zip(columns, zip(*rows, strict=True), strict=True)})
+    con.register("_incoming", batch)
+    try:
+        con.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM _incoming")
+    finally:
+        con.unregister("_incoming")
