@@ -14,7 +14,7 @@ Both models return logprobs, so JudgeUnit's default extractor (token probabiliti
 the one measured. The fake server runs in its own process (as a real provider would), so its CPU is not
 charged to the engine's interpreter; both still share this machine's two cores.
 
-Usage: python bench/graph_overhead.py [--repeats N] [--skip-openai]
+Usage: python bench/graph_overhead.py [--repeats N] [--openai-repeats N] [--skip-openai]
 Timings are medians over the repeats; the machine is shared, so read ratios, not absolute times.
 """
 
@@ -99,7 +99,7 @@ def rss_child(kind: str, base_url: str) -> None:
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def measure(make_model, repeats: int, rss: float) -> tuple[list[tuple[str, float, str, float]], dict[str, float]]:
+def measure(make_model, repeats: int, rss: float) -> list[tuple[str, float, str, float]]:
     timed_run(make_model(0.0), 100, WORKERS_FAST)  # warm imports, pydantic and connections
     walls = {
         "fast": statistics.median(timed_run(make_model(0.0), SAMPLES, WORKERS_FAST) for _ in range(repeats)),
@@ -114,7 +114,7 @@ def measure(make_model, repeats: int, rss: float) -> tuple[list[tuple[str, float
         (f"50 ms model, max_workers={WORKERS_SLOW}: wall s (ideal {IDEAL_SLOW:.2f})", walls["slow"],
          f"<= {1.3 * IDEAL_SLOW:.2f}", walls["slow"] / (1.3 * IDEAL_SLOW)),
         (f"peak RSS, {RSS_SAMPLES:,} samples: MB", rss, "<= 300", rss / 300),
-    ], walls
+    ]
 
 
 def bare_client_wall(model, workers: int) -> float:
@@ -132,14 +132,29 @@ def bare_client_wall(model, workers: int) -> float:
     return time.perf_counter() - started
 
 
-def engine_vs_client(base_url: str, walls: dict[str, float], repeats: int) -> list[tuple[str, float, str, float]]:
-    """The engine's wall time next to the bare client's for the same calls: what the engine adds."""
+def process_cpu_s() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def engine_vs_client(base_url: str, repeats: int) -> list[tuple[str, float, float, float, float]]:
+    """Wall and CPU seconds of this process for 3,000 calls through the engine and through the bare client,
+    alternating, medians. CPU is the robust figure on a shared machine: it is what the engine adds."""
     rows = []
-    for key, workers, latency in (("fast", WORKERS_FAST, 0.0), ("slow", WORKERS_SLOW, LATENCY)):
-        bare = statistics.median(bare_client_wall(openai_model(base_url, latency), workers) for _ in range(repeats))
+    for workers, latency in ((WORKERS_FAST, 0.0), (WORKERS_SLOW, LATENCY)):
+        model = openai_model(base_url, latency)
+        samples: dict[str, list[tuple[float, float]]] = {"engine": [], "bare": []}
+        for _ in range(repeats):
+            for kind in samples:
+                cpu = process_cpu_s()
+                wall = timed_run(model, SAMPLES, workers) if kind == "engine" else bare_client_wall(model, workers)
+                samples[kind].append((wall, process_cpu_s() - cpu))
+        (engine_wall, engine_cpu), (bare_wall, bare_cpu) = (
+            tuple(statistics.median(v) for v in zip(*samples[k], strict=True)) for k in ("engine", "bare"))
         label = "instant" if not latency else "50 ms"
-        rows.append((f"{label}, {workers} threads: bare client wall s / engine wall s", bare,
-                     f"{walls[key]:.2f}", walls[key] / bare))
+        rows.append((f"{label}, {workers} threads", engine_wall, bare_wall, engine_cpu, bare_cpu))
     return rows
 
 
@@ -154,6 +169,8 @@ def report(title: str, rows: list[tuple[str, float, str, float]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--openai-repeats", type=int, default=1,
+                        help="repeats for the openai client section (each run is ~10 s through HTTP)")
     parser.add_argument("--skip-openai", action="store_true")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rss-child", nargs=2, metavar=("KIND", "BASE_URL"), help=argparse.SUPPRESS)
@@ -164,7 +181,7 @@ def main() -> None:
         return rss_child(*args.rss_child)
     print(f"{SAMPLES:,} samples x Layer(JudgeUnit(DiscreteScale((1, 5))), 3) >> MeanPoolUnit = {CALLS:,} "
           f"model calls; medians of {args.repeats}")
-    report("ScriptedModel", measure(scripted, args.repeats, peak_rss_mb("scripted"))[0])
+    report("ScriptedModel", measure(scripted, args.repeats, peak_rss_mb("scripted")))
     if args.skip_openai:
         return None
     server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
@@ -172,14 +189,16 @@ def main() -> None:
     try:
         base_url = server.stdout.readline().strip()
         rss = peak_rss_mb("openai", base_url)
-        rows, walls = measure(lambda latency: openai_model(base_url, latency), args.repeats, rss)
-        report(f"openai client -> fake OpenAI server at {base_url} (separate process)", rows)
+        report(f"openai client -> fake OpenAI server at {base_url} (separate process)",
+               measure(lambda latency: openai_model(base_url, latency), args.openai_repeats, rss))
         # The targets above are the engine's; through HTTP the client is the bottleneck. This table shows
-        # the same calls without the engine (ratio = engine wall / bare wall; 1.00 = the engine adds nothing).
-        print("\n  the same 3,000 calls through the bare client, without the engine:")
-        print(f"  {'figure':<58} {'bare':>10} {'engine':>10} {'ratio':>7}")
-        for name, bare, engine, ratio in engine_vs_client(base_url, walls, args.repeats):
-            print(f"  {name:<58} {bare:>10.2f} {engine:>10} {ratio:>7.2f}", flush=True)
+        # the same calls without the engine; the CPU ratio is what the engine costs on top of the client.
+        print("\n  the same 3,000 calls through the engine and through the bare client (no engine):")
+        print(f"  {'scenario':<24} {'engine wall':>12} {'bare wall':>10} {'engine cpu':>11} {'bare cpu':>9} "
+              f"{'cpu ratio':>10}")
+        for name, engine_wall, bare_wall, engine_cpu, bare_cpu in engine_vs_client(base_url, args.openai_repeats):
+            print(f"  {name:<24} {engine_wall:>12.2f} {bare_wall:>10.2f} {engine_cpu:>11.2f} {bare_cpu:>9.2f} "
+                  f"{engine_cpu / bare_cpu:>10.2f}", flush=True)
     finally:
         server.stdin.close()
         server.wait(timeout=30)

@@ -4,9 +4,8 @@ Every mode runs in its own subprocess with the real `openai` client over an in-p
 httpx2.MockTransport (no sockets), a ~1 KB prompt, and the same OpenTelemetry pipeline shape
 (SDK TracerProvider + BatchSpanProcessor + an exporter that discards). Modes:
 
-  none             uninstrumented (this venv)
+  none             uninstrumented (noise floor)
   verdict          verdict.init() + instrument(), content capture and redaction ON, intent_context
-  none@peer        uninstrumented, in the side venv of the peers (baseline for them)
   otel-openai-v2   opentelemetry-instrumentation-openai-v2 (side venv), content on spans
   openinference    openinference-instrumentation-openai (side venv)
 
@@ -15,9 +14,12 @@ project's .venv. Create it with:
   python -m venv /tmp/peer-venv && /tmp/peer-venv/bin/pip install openai==<same> opentelemetry-sdk \
     opentelemetry-instrumentation-openai-v2 'opentelemetry-util-genai==0.4b0' httpx openinference-instrumentation-openai
 
-Figures: p50 added latency per non-streamed call (vs the baseline of the same interpreter), added
-time per stream chunk (slope between a short and a long stream, so per-call costs cancel out), and
-CPU per call including background threads (where deferred export work shows up). Medians over rounds.
+Each subprocess toggles its instrumentation on and off in alternating batches (paired measurement:
+load drifting on a shared machine hits both sides alike). Figures: median added calling-thread CPU
+time per non-streamed call, added time per stream chunk (slope between a short and a long stream,
+so per-call costs cancel out), and whole-process CPU added per call including background threads
+(where Verdict's deferred content and export work shows up). Medians over rounds. Mode `none`
+toggles nothing: its figures are the noise floor.
 
   python bench/sdk_overhead.py [--rounds 3] [--calls 2000] [--peer-python /tmp/peer-venv/bin/python]
 """
@@ -115,6 +117,9 @@ def _otel_pipeline(exporter):  # pragma: no cover - subprocess
 
 
 def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - subprocess
+    """Paired measurement: batches with the mode's instrumentation on and off alternate in this one
+    process, so machine load drifting during the run hits both sides alike. Mode `none` never turns
+    anything on (its added figures measure the noise floor)."""
     import contextlib
 
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -122,71 +127,74 @@ def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - s
     exporter = type("Discard", (_Discard, SpanExporter), {})()
     scope = contextlib.nullcontext
     flush = lambda: None  # noqa: E731
+    toggle = lambda on: None  # noqa: E731
     if mode == "verdict":
         import verdict.tracing as vt
 
         vt.init(service_name="bench", exporter=exporter)
-        vt.instrument()
+        toggle = lambda on: vt.instrument() if on else vt.uninstrument()  # noqa: E731
         scope = lambda: vt.intent_context("billing.v1")  # noqa: E731
         flush = vt.flush
-    elif mode == "otel-openai-v2":
+    elif mode in ("otel-openai-v2", "openinference"):
         provider = _otel_pipeline(exporter)
-        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-
-        OpenAIInstrumentor().instrument(tracer_provider=provider)
-        flush = provider.force_flush
-    elif mode == "openinference":
-        provider = _otel_pipeline(exporter)
-        from openinference.instrumentation.openai import OpenAIInstrumentor
-
-        OpenAIInstrumentor().instrument(tracer_provider=provider)
+        if mode == "otel-openai-v2":
+            from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+        else:
+            from openinference.instrumentation.openai import OpenAIInstrumentor
+        instrumentor = OpenAIInstrumentor()
+        toggle = (lambda on: instrumentor.instrument(tracer_provider=provider) if on  # noqa: E731
+                  else instrumentor.uninstrument())
         flush = provider.force_flush
 
     import openai
 
     client = openai.OpenAI(api_key="sk-bench", base_url="http://bench.local/v1", http_client=_transport())
-    create = client.chat.completions.create
-    # CPU time of the calling thread: what instrumentation adds to the caller, and unlike wall time
-    # not inflated by the scheduler on a shared, loaded machine. Background export threads are excluded
-    # here and show up in cpu/call.
+    chat = client.chat.completions
+    # CPU time of the calling thread: what instrumentation adds to the caller, not inflated by the
+    # scheduler on a shared machine. Background export threads show up in cpu_us instead.
     clock = time.thread_time_ns
-    wall_clock = time.perf_counter_ns
-    walls: list[int] = []
 
     def one() -> int:
-        wall, start = wall_clock(), clock()
+        start = clock()
         with scope():
-            create(model="gpt-4o-mini", messages=MESSAGES, temperature=0.2)
-        end = clock()
-        walls.append(wall_clock() - wall)
-        return end - start
+            chat.create(model="gpt-4o-mini", messages=MESSAGES, temperature=0.2)
+        return clock() - start
 
     def stream(n: int) -> int:
         start = clock()
         with scope():
-            for _ in create(model="gpt-4o-mini", messages=MESSAGES, stream=True, max_tokens=n,
-                            stream_options={"include_usage": True}):
+            for _ in chat.create(model="gpt-4o-mini", messages=MESSAGES, stream=True, max_tokens=n,
+                                 stream_options={"include_usage": True}):
                 pass
         return clock() - start
 
-    for _ in range(200):
+    toggle(True)
+    for _ in range(100):
         one()
         stream(SHORT)
-    walls.clear()
-    cpu0 = time.process_time()
-    thread = [one() for _ in range(calls)]
     flush()
-    cpu = (time.process_time() - cpu0) / calls
-    short = [stream(SHORT) for _ in range(streams)]
-    long_ = [stream(LONG) for _ in range(streams)]
-    flush()
+    batches = 25
+    samples = {on: {"call": [], "short": [], "long": [], "cpu": 0.0} for on in (True, False)}
+    for _ in range(batches):
+        for on in (True, False):
+            toggle(on)
+            side = samples[on]
+            cpu0 = time.process_time()
+            side["call"] += [one() for _ in range(max(calls // batches, 1))]
+            flush()  # export work of this batch is charged to it
+            side["cpu"] += time.process_time() - cpu0
+            side["short"] += [stream(SHORT) for _ in range(max(streams // batches, 1))]
+            side["long"] += [stream(LONG) for _ in range(max(streams // batches, 1))]
+            flush()
+    med = {on: {k: statistics.median(v) / 1e3 for k, v in d.items() if k != "cpu"} for on, d in samples.items()}
+    per_chunk = {on: (m["long"] - m["short"]) / (LONG - SHORT) for on, m in med.items()}
+    n_calls = len(samples[True]["call"])
     return {
         "mode": mode,
-        "p50_us": statistics.median(thread) / 1e3,
-        "wall_p50_us": statistics.median(walls[:calls]) / 1e3,
-        "cpu_us": cpu * 1e6,
-        "stream_short_us": statistics.median(short) / 1e3,
-        "stream_long_us": statistics.median(long_) / 1e3,
+        "base_us": med[False]["call"],
+        "added_us": med[True]["call"] - med[False]["call"],
+        "added_chunk_us": per_chunk[True] - per_chunk[False],
+        "added_cpu_us": (samples[True]["cpu"] - samples[False]["cpu"]) / n_calls * 1e6,
         "spans": exporter.count,
         "openai": openai.__version__,
     }
@@ -210,62 +218,61 @@ def run_mode(python: str, mode: str, calls: int, streams: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker")
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--streams", type=int, default=150)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=2000, help="non-streamed calls per side (on/off)")
+    parser.add_argument("--streams", type=int, default=100, help="streams per length per side")
+    parser.add_argument("--rounds", type=int, default=3, help="subprocesses per mode")
     parser.add_argument("--peer-python", default="/tmp/peer-venv/bin/python")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker, args.calls, args.streams)))
         return
 
-    here = sys.executable
-    plan = [("none", here, "none"), ("verdict", here, "none")]
+    plan = [("none", sys.executable), ("verdict", sys.executable)]
     peers_available = Path(args.peer_python).exists()
     if peers_available:
-        plan += [("none", args.peer_python, "none@peer"), ("otel-openai-v2", args.peer_python, "none@peer"),
-                 ("openinference", args.peer_python, "none@peer")]
+        plan += [("otel-openai-v2", args.peer_python), ("openinference", args.peer_python)]
     results: dict[str, list[dict]] = {}
     for _ in range(args.rounds):  # rounds interleave modes so drift in machine load hits all of them
-        for mode, python, _base in plan:
-            label = "none@peer" if (mode == "none" and python != here) else mode
-            results.setdefault(label, []).append(run_mode(python, mode, args.calls, args.streams))
+        for mode, python in plan:
+            results.setdefault(mode, []).append(run_mode(python, mode, args.calls, args.streams))
 
-    def med(label: str, key: str) -> float:
-        return statistics.median(r[key] for r in results[label])
-
-    print(f"sdk_overhead: {args.calls} non-streamed calls and {args.streams} streams of {SHORT}/{LONG} chunks "
-          f"per mode, {args.rounds} rounds, ~{len(SYSTEM) + len(USER)} B prompt; medians over rounds")
-    print("p50 call = CPU time of the calling thread per non-streamed call; wall p50 shown for reference;")
-    print("cpu/call = whole-process CPU (all threads, incl. background export) per call")
-    print(f"{'mode':<16}{'p50 call µs':>12}{'added µs':>10}{'ratio':>8}{'wall p50 µs':>13}{'cpu/call µs':>13}"
-          f"{'added/chunk µs':>16}{'spans':>8}")
-    rows = {}
-    for mode, python, base in plan:
-        label = "none@peer" if (mode == "none" and python != here) else mode
-        errors = [r["error"] for r in results[label] if "error" in r]
+    print(f"sdk_overhead: openai {_first(results, 'openai')}, real client over an in-process mock transport, "
+          f"~{len(SYSTEM) + len(USER)} B prompt; each mode in its own subprocess ({args.rounds} rounds), "
+          f"instrumentation toggled on/off in alternating batches ({args.calls} calls, {args.streams} streams "
+          f"of {SHORT} and {LONG} chunks per side); medians of the rounds' paired medians")
+    print("added = calling-thread CPU time added per call; cpu incl. background = whole-process CPU added per call")
+    print(f"{'mode':<16}{'baseline µs':>12}{'added µs':>10}{'ratio':>8}{'cpu incl. bg µs':>17}{'added/chunk µs':>16}{'spans':>8}")
+    rows: dict[str, tuple[float, float, bool]] = {}
+    for mode, _python in plan:
+        errors = [r["error"] for r in results[mode] if "error" in r]
         if errors:
-            print(f"{label:<16} FAILED: {errors[0]}")
+            print(f"{mode:<16} FAILED: {errors[0]}")
             continue
-        p50, base_p50 = med(label, "p50_us"), med(base, "p50_us")
-        chunk = (med(label, "stream_long_us") - med(label, "stream_short_us")) / (LONG - SHORT)
-        base_chunk = (med(base, "stream_long_us") - med(base, "stream_short_us")) / (LONG - SHORT)
-        spans = min(r["spans"] for r in results[label])
+        med = {k: statistics.median(r[k] for r in results[mode])
+               for k in ("base_us", "added_us", "added_chunk_us", "added_cpu_us")}
+        spans = min(r["spans"] for r in results[mode])
         works = mode == "none" or spans > 0
-        rows[label] = (p50 - base_p50, chunk - base_chunk, works)
+        rows[mode] = (med["added_us"], med["added_chunk_us"], works)
         note = "" if works else "  (produced no spans: does not work with this openai)"
-        print(f"{label:<16}{p50:>12.1f}{p50 - base_p50:>10.1f}{p50 / base_p50:>8.2f}{med(label, 'wall_p50_us'):>13.1f}"
-              f"{med(label, 'cpu_us'):>13.1f}"
-              f"{chunk - base_chunk:>16.3f}{spans:>8}{note}")
+        print(f"{mode:<16}{med['base_us']:>12.1f}{med['added_us']:>10.1f}"
+              f"{(med['base_us'] + med['added_us']) / med['base_us']:>8.2f}{med['added_cpu_us']:>17.1f}"
+              f"{med['added_chunk_us']:>16.3f}{spans:>8}{note}")
     if not peers_available:
         print(f"peers: side venv {args.peer_python} not found (see the module docstring to create it)")
     if "verdict" in rows:
         added, per_chunk, _ = rows["verdict"]
-        peer_added = [v[0] for k, v in rows.items() if k not in ("none", "none@peer", "verdict") and v[2]]
-        print(f"targets: verdict added p50 {added:.1f} µs (target <= 70): {'PASS' if added <= 70 else 'FAIL'}; "
-              f"per chunk {per_chunk:.3f} µs (target <= 2): {'PASS' if per_chunk <= 2 else 'FAIL'}; "
-              + (f"below every working peer (min {min(peer_added):.1f} µs): {'PASS' if added < min(peer_added) else 'FAIL'}"
-                 if peer_added else "no working peer to compare"))
+        peer_added = {k: v[0] for k, v in rows.items() if k not in ("none", "verdict") and v[2]}
+        verdict_line = (f"targets: verdict adds {added:.1f} µs per call (<= 70: {'PASS' if added <= 70 else 'FAIL'}), "
+                        f"{per_chunk:.3f} µs per chunk (<= 2: {'PASS' if per_chunk <= 2 else 'FAIL'})")
+        if peer_added:
+            best = min(peer_added.values())
+            verdict_line += (f", below every working peer (cheapest {best:.1f} µs, ratio {added / best:.2f}): "
+                             f"{'PASS' if added < best else 'FAIL'}")
+        print(verdict_line)
+
+
+def _first(results: dict[str, list[dict]], key: str) -> str:
+    return next((str(r[key]) for rs in results.values() for r in rs if key in r), "?")
 
 
 if __name__ == "__main__":

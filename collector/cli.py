@@ -14,6 +14,7 @@ from collector.config import CollectorConfig, ConfigError, load
 from collector.decoding import DecoderPool, DecodeSettings
 from collector.ingest import IngestService
 from collector.maintenance import Maintenance
+from collector.redaction import ServerRedaction
 from collector.stats import Stats
 from collector.writer import SegmentWriter, WriterLimits
 
@@ -67,6 +68,7 @@ def serve(config: CollectorConfig) -> int:
     from collector import grpc_server, http_server
 
     tokens = TokenStore.load(config.tokens) if config.tokens else None
+    ServerRedaction.create(config.redact)  # fail here, clearly, rather than in every decode worker
     lock = _open_lake(config)
     maintenance = Maintenance(config)
     maintenance.recover()

@@ -1,4 +1,10 @@
-"""Merge a partition's small segments into one, dropping duplicate (trace_id, span_id) rows.
+"""Compaction: fold a partition's fresh segments into a *compacted* segment (`c-<ms>-<uuid>.parquet`).
+
+Invariant: within a partition, compacted segments together hold each (trace_id, span_id) at
+most once. A run merges the fresh segments, keeps the first-received copy of each span and
+drops spans already present in the partition's compacted segments. Readers therefore only
+deduplicate fresh segments (see collector.views), which keeps queries over millions of spans
+fast.
 
 Crash-safe by a journal in <data>/compaction/:
   1. journal {partition, inputs, output} is written durably;
@@ -8,7 +14,7 @@ Crash-safe by a journal in <data>/compaction/:
 `recover()` (at start and before every run) finishes step 4 for any journal whose output exists
 and otherwise drops the journal (the temp output is removed with the other temp files). A crash
 therefore loses nothing; between steps 3 and 4 the merged rows exist twice on disk, which the
-`spans` view (dedupe by trace_id, span_id) never shows.
+`spans` view never shows (fresh rows already present in recent compacted rows are hidden).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from collector import lake
 
 log = logging.getLogger("verdict.collector")
 
-SMALL_SEGMENT_BYTES = 64 * 1024 * 1024  # larger (already compacted) segments are left alone
+COMPACTED_PREFIX = "c-"
 CRASH_ENV = "VERDICT_COLLECTOR_TEST_CRASH_AT"  # test-only: os._exit at a named step
 
 
@@ -74,15 +80,21 @@ def recover(data_dir: Path) -> int:
     return resolved
 
 
+def _file_list(paths: list[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+
+
 def compact_partition(data_dir: Path, part: Path, min_segments: int) -> bool:
-    """Merge the partition's small segments if there are at least `min_segments`; True if merged."""
+    """Fold the partition's fresh segments into a compacted one if there are at least `min_segments`."""
     import duckdb
 
-    inputs = [p for p in lake.segments(part) if p.stat().st_size < SMALL_SEGMENT_BYTES]
-    if len(inputs) < max(min_segments, 2):
+    segments = lake.segments(part)
+    inputs = [p for p in segments if not p.name.startswith(COMPACTED_PREFIX)]
+    compacted = [p for p in segments if p.name.startswith(COMPACTED_PREFIX)]
+    if len(inputs) < max(min_segments, 1):
         return False
     lake.ensure_dir(journal_dir(data_dir))
-    output = lake.segment_name()
+    output = lake.segment_name(COMPACTED_PREFIX)
     journal = journal_dir(data_dir) / f"{uuid.uuid4().hex}.json"
     entry = {"partition": str(part.relative_to(data_dir)), "inputs": [p.name for p in inputs], "output": output}
     _write_durably(journal, json.dumps(entry).encode())
@@ -91,11 +103,14 @@ def compact_partition(data_dir: Path, part: Path, min_segments: int) -> bool:
     tmp = lake.tmp_dir(data_dir) / f"{output}.tmp"
     con = duckdb.connect(config={"threads": 1, "memory_limit": "256MB"})
     try:
-        files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in inputs)
+        already = (
+            f"ANTI JOIN (SELECT trace_id, span_id FROM read_parquet({_file_list(compacted)}, hive_partitioning=false)) "
+            "USING (trace_id, span_id) " if compacted else ""
+        )
         target = str(tmp).replace("'", "''")
         con.execute(
-            f"COPY (SELECT * FROM read_parquet([{files}], union_by_name=true) "
-            "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1 "
+            f"COPY (SELECT * FROM read_parquet({_file_list(inputs)}, union_by_name=true, hive_partitioning=false) "
+            f"{already}QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1 "
             f"ORDER BY start_time) TO '{target}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)"
         )
     finally:

@@ -1,8 +1,8 @@
 """ExportTraceServiceRequest -> validated, redacted span rows grouped by (tenant, date) partition.
 
-One pass over the decoded protobuf, appending to per-column Python lists, then one Arrow
-conversion per partition: this loop is the collector's hot path, so it avoids per-span
-objects and calls into the redactor only where configured.
+One pass over the decoded protobuf producing one tuple per span (transposed to Arrow columns
+once per partition): this loop is the collector's hot path, so it touches each protobuf field
+once and calls into the redactor only where configured.
 """
 
 from __future__ import annotations
@@ -116,20 +116,22 @@ def _attributes(kvs, cap: int, redact) -> dict:
     return {kv.key: redact(_any(kv.value, cap)) for kv in kvs}
 
 
-def _claimed_tenant(resource_attrs: dict, span_attrs: dict) -> str | None:
-    claim = resource_attrs.get(TENANT_ATTRIBUTE, span_attrs.get(TENANT_ATTRIBUTE))
-    return None if claim is None else str(claim)
+def _claims(resource_attrs: dict, span_attrs: dict) -> set[str]:
+    return {str(c) for c in (resource_attrs.get(TENANT_ATTRIBUTE), span_attrs.get(TENANT_ATTRIBUTE)) if c is not None}
 
 
-def _tenant_for(policy: IngestPolicy, claim: str | None) -> str:
-    if claim is None or claim == policy.tenant:
+def _tenant_for(policy: IngestPolicy, claims: set[str]) -> str:
+    if not claims or claims == {policy.tenant}:
         return policy.tenant
     if policy.authenticated:
-        raise SpanRejected(f"claims tenant {claim[:64]!r} but the token belongs to another tenant")
+        other = sorted(claims - {policy.tenant})[0]
+        raise SpanRejected(f"claims tenant {other[:64]!r} but the token belongs to another tenant")
     if not policy.allow_claimed_tenant:
         return policy.tenant  # tokenless: everything lands in the local scope
+    if len(claims) > 1:
+        raise SpanRejected("resource and span claim different tenants")
     try:
-        return validate_tenant_id(claim, allow_local=True)
+        return validate_tenant_id(claims.pop(), allow_local=True)
     except InvalidTenantError as exc:
         raise SpanRejected(str(exc)) from None
 
@@ -226,7 +228,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
                     trace_id, span_id, parent = _ids(span)
                     start, end = _times(span)
                     attrs, content = _span_attributes(span.attributes, cap, redact_content, redact_other)
-                    tenant = _tenant_for(policy, _claimed_tenant(resource_attrs, attrs))
+                    tenant = _tenant_for(policy, _claims(resource_attrs, attrs))
                 except SpanRejected as exc:
                     rejected += 1
                     if len(reasons) < 20:

@@ -69,7 +69,8 @@ def create_app(
         try:
             kind = otlp.media_type(request.headers.get("content-type"))
             tenant, authenticated = service.authenticate(request.headers.get("authorization"))
-            service.admit(int(request.headers.get("content-length") or 0))
+            declared = request.headers.get("content-length", "")
+            service.admit(int(declared) if declared.isdigit() else 0)
             body = await _read_body(request, max_body_bytes, read_timeout_s)
             outcome = await asyncio.get_running_loop().run_in_executor(
                 executor,

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     try:
         if args.print_views:
             try:
-                statements = view_statements(args.data_dir, args.tenant, for_print=True)
+                statements = view_statements(args.data_dir, args.tenant)
             except InvalidTenantError as exc:
                 raise SqlCommandError("invalid_tenant", str(exc)) from None
             out.write(";\n\n".join(statements) + ";\n")

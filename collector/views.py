@@ -1,7 +1,7 @@
 """DuckDB views over the span lake, scoped to one tenant: `spans` and `llm_calls`.
 
 Readers see each (trace_id, span_id) once (exporter retries and interrupted compactions can
-leave copies on disk). `open_scoped()` gives an in-memory DuckDB where user SQL can read only
+leave copies on disk); see `view_statements` for how that stays cheap over millions of spans. `open_scoped()` gives an in-memory DuckDB where user SQL can read only
 the tenant's own partition directory: external access is switched off except for that
 directory, and the configuration is locked so the query cannot switch it back on.
 """
@@ -11,10 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from collector import lake
+from collector.compaction import COMPACTED_PREFIX
 from collector.schema import SPAN_COLUMNS
 from verdict.tenancy import validate_tenant_id
 
 _DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "timestamp_ns": "TIMESTAMP_NS", "string_list": "VARCHAR[]"}
+
+COMPACTED_PATTERN = f"{COMPACTED_PREFIX}*{lake.SEGMENT_SUFFIX}"
+FRESH_PATTERN = f"[0-9]*{lake.SEGMENT_SUFFIX}"  # written by the collector, not yet compacted
+RETRY_HORIZON = "1 DAY"
 
 # Operations that are not model inference calls (GenAI semantic conventions).
 _NOT_INFERENCE = ("embeddings", "execute_tool", "create_agent", "invoke_agent")
@@ -37,30 +42,63 @@ def tenant_dir(data_dir: Path, tenant: str) -> Path:
     return lake.spans_root(data_dir.resolve()) / f"tenant={validate_tenant_id(tenant)}"
 
 
-def _source(data_dir: Path, tenant: str, for_print: bool) -> str:
-    """The tenant's segments, always with every schema column (typed; NULL where a file lacks it)."""
-    directory = tenant_dir(data_dir, tenant)
+def _typed_empty() -> str:
     columns = ", ".join(f"NULL::{_DUCKDB_TYPES[c.arrow_type]} AS {c.name}" for c in SPAN_COLUMNS)
-    typed_empty = f"SELECT {columns}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
-    if not for_print and not any(directory.glob(f"date=*/*{lake.SEGMENT_SUFFIX}")):
-        return f"({typed_empty})"  # no data yet: queries still bind
-    pattern = _quote(f"{directory}/date=*/*{lake.SEGMENT_SUFFIX}")
-    return (f"({typed_empty}\n      UNION ALL BY NAME\n      SELECT * FROM read_parquet({pattern}, "
-            "hive_partitioning = true, union_by_name = true, hive_types = {'date': DATE}))")
+    return f"SELECT {columns}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
 
 
-def view_statements(data_dir: Path, tenant: str, for_print: bool = False) -> list[str]:
-    """CREATE VIEW statements for `spans` and `llm_calls`; `for_print`: always over the files,
-    for pasting into plain DuckDB (otherwise an empty relation stands in while there is no data)."""
+def _read(directory: Path, pattern: str) -> str:
+    """Segments matching `pattern`, always with every schema column (NULL where a file lacks one)."""
+    files = _quote(f"{directory}/date=*/{pattern}")
+    return (f"({_typed_empty()}\n  UNION ALL BY NAME\n  SELECT * FROM read_parquet({files}, hive_partitioning = true, "
+            "union_by_name = true, hive_types = {'date': 'DATE'}))")
+
+
+def _fresh_since(directory: Path) -> str | None:
+    """Earliest receipt among fresh segments (cheap: one column of a few small files), or None."""
+    import duckdb
+
+    files = list(directory.glob(f"date=*/{FRESH_PATTERN}"))
+    if not files:
+        return None
+    earliest = duckdb.execute(
+        "SELECT min(received_at) FROM read_parquet(?, hive_partitioning = false, union_by_name = true)",
+        [[str(f) for f in files]],
+    ).fetchone()[0]
+    return None if earliest is None else str(earliest)
+
+
+def view_statements(data_dir: Path, tenant: str) -> list[str]:
+    """CREATE VIEW statements for `spans` and `llm_calls`, for the lake as it is now.
+
+    Compacted segments hold each span once (collector.compaction), so they are read as they are;
+    only fresh segments are deduplicated, among themselves and against compacted rows received
+    within RETRY_HORIZON before them (a constant here, so DuckDB prunes older files by their
+    statistics). A copy arriving later than that shows until the next compaction removes it.
+    """
     tenant = validate_tenant_id(tenant)
-    spans = (
-        "CREATE OR REPLACE VIEW spans AS\n"
-        f"SELECT {_quote(tenant)} AS tenant_id, * EXCLUDE (copy_rank)\n"
-        "FROM (SELECT * EXCLUDE (tenant),\n"
-        "             row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) AS copy_rank\n"
-        f"      FROM {_source(data_dir, tenant, for_print)})\n"
-        "WHERE copy_rank = 1"
-    )
+    directory = tenant_dir(data_dir, tenant)
+    has_compacted = any(directory.glob(f"date=*/{COMPACTED_PATTERN}"))
+    fresh_since = _fresh_since(directory)
+    parts = []
+    if has_compacted:
+        parts.append(f"SELECT * EXCLUDE (tenant) FROM {_read(directory, COMPACTED_PATTERN)}")
+    if fresh_since is not None:
+        fresh = (
+            f"SELECT * EXCLUDE (tenant) FROM {_read(directory, FRESH_PATTERN)}\n"
+            "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1"
+        )
+        if has_compacted:
+            fresh = (
+                f"SELECT * FROM ({fresh})\nANTI JOIN (SELECT trace_id, span_id FROM {_read(directory, COMPACTED_PATTERN)}"
+                f"\n  WHERE received_at >= TIMESTAMP_NS {_quote(fresh_since)} - INTERVAL {RETRY_HORIZON})\n"
+                "USING (trace_id, span_id)"
+            )
+        parts.append(fresh)
+    if not parts:
+        parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
+    body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
+    spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
     not_inference = ", ".join(_quote(op) for op in _NOT_INFERENCE)
     llm_calls = (
         "CREATE OR REPLACE VIEW llm_calls AS\n"

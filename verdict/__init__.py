@@ -17,7 +17,14 @@ _NAMES = {
         "verdict.tracing",
     ),
     # judge-graph engine
-    **dict.fromkeys(["Unit", "Layer", "Block", "Pipeline", "Schema", "Prompt"], "verdict.graph"),
+    **dict.fromkeys(
+        ["Unit", "Layer", "Block", "Pipeline", "Schema", "Prompt", "PromptRegistry", "ConfigurationError",
+         "UnitError"],
+        "verdict.graph",
+    ),
+    # judges
+    **dict.fromkeys(["Judge", "JudgeEnsemble", "DEFAULT_RUBRIC", "PairwiseJudge", "PairwiseStatus",
+                     "PairwiseVerdict"], "verdict.judges"),
     # drift, synthetic regressions, agreement
     "DriftDetector": "verdict.drift",
     "CorruptionInjector": "verdict.inject",

@@ -57,10 +57,22 @@ class Extractor:
 
 
 class StructuredExtractor(Extractor):
-    """JSON validated against the ResponseSchema; asks for the provider's JSON-schema mode."""
+    """JSON validated against the ResponseSchema. Sends the schema so the client can use the provider's
+    JSON-schema mode; a model without one also gets the schema spelled out after the prompt."""
+
+    INSTRUCTION = "Reply with only a JSON object that follows this JSON schema:\n{schema}"
 
     def extract(self, job: ExtractionJob) -> Schema:
-        response = job.complete(json_schema=json_schema(job.schema))
+        schema = json_schema(job.schema)
+        messages = job.messages
+        if not job.model.supports_json_schema:
+            instruction = self.INSTRUCTION.format(schema=json.dumps(schema))
+            # Appended to the last user turn: some providers refuse two user turns in a row.
+            if messages and messages[-1].role == "user":
+                messages = (*messages[:-1], Message("user", f"{messages[-1].content}\n\n{instruction}"))
+            else:
+                messages = (*messages, Message("user", instruction))
+        response = job.complete(json_schema=schema, messages=messages)
         return parse_json(job.schema, response.text)
 
 

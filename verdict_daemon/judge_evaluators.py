@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from verdict.models.base import Usage
 from verdict_daemon.config import EvaluatorConfig
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import DimensionVerdict, Outcome, error_outcome, resolve_judge_model
@@ -22,11 +23,25 @@ class JudgeEvaluator:
     def evaluate(self, material: Material) -> Outcome:
         judgment = self._judge.grade(material.response, query=material.query or None,
                                      context=material.context or None)
-        status = str(judgment.status)
-        if status == "ERROR":
-            return error_outcome(judgment.error or "the judge returned ERROR", judgment.usage)
-        return Outcome(tuple(DimensionVerdict(d.dimension, str(d.verdict), None, d.rationale[:1000])
-                             for d in judgment.dimensions), usage=judgment.usage)
+        usage = _usage(judgment)
+        if str(judgment.status) == "ERROR":
+            return error_outcome(judgment.error or "the judge returned ERROR", usage)
+        return Outcome(tuple(DimensionVerdict(d.dimension, str(d.verdict), None, _reason(d))
+                             for d in judgment.dimensions), usage=usage)
+
+
+def _usage(judgment: Any) -> Usage:
+    """A Judgment's usage, or an ensemble judgment's summed over its components."""
+    if hasattr(judgment, "usage"):
+        return judgment.usage
+    return sum((c.usage for c in judgment.components), Usage())
+
+
+def _reason(graded: Any) -> str:
+    rationale = getattr(graded, "rationale", None)
+    if rationale is not None:
+        return rationale[:1000]
+    return "votes " + ", ".join(f"{verdict}={n}" for verdict, n in sorted(graded.votes.items()))
 
 
 def _rubric(config: EvaluatorConfig):

@@ -118,12 +118,13 @@ class StateStore:
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
                     raise DaemonError("storage_error", f"cannot open {self.path}: {str(exc).splitlines()[0][:200]}") from None
-                if time.monotonic() + delay > deadline:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise DaemonError(
                         "storage_locked",
                         f"{self.path} is held by another process (still locked after {self.lock_timeout:g} s)",
                     ) from None
-                time.sleep(delay * (0.5 + random.random()))  # jitter: two waiters do not retry in step
+                time.sleep(min(left, delay * (0.5 + random.random())))  # jitter: waiters do not retry in step
                 delay = min(delay * 2, 0.5)
 
     @contextlib.contextmanager

@@ -48,7 +48,7 @@ def _run_maintenance(data_dir: Path, crash_at: str | None = None) -> int:
         env[compaction.CRASH_ENV] = crash_at
     return subprocess.run(
         [sys.executable, "-m", "collector", "--data-dir", str(data_dir), "--maintenance-once",
-         "--compact-min-segments", "2"], env=env, capture_output=True, text=True, timeout=120,
+         "--compact-min-segments", "1"], env=env, capture_output=True, text=True, timeout=120,
     ).returncode
 
 
@@ -97,3 +97,26 @@ def test_retention_drops_only_old_partitions(tmp_path):
     left = {(t, d) for t, d, _ in lake.partitions(data_dir)}
     assert left == {(t, d) for t in ("acme", "globex") for d in ("2026-11-30", "2026-11-24", "2026-11-23")}
     assert retention.expire(data_dir, 0, today=today) == []  # 0 keeps everything
+
+
+def test_late_retry_after_compaction_is_hidden_then_dropped(lake_with_duplicates):
+    data_dir, expected = lake_with_duplicates
+    assert _run_maintenance(data_dir) == 0
+    retry = export_request(random.Random(4), 20, 0)  # regenerate the first request's ids
+    ids = {(s.trace_id.hex(), s.span_id.hex()) for s in retry.resource_spans[0].scope_spans[0].spans}
+    assert ids <= expected
+    (part,) = [d for _, _, d in lake.partitions(data_dir)]
+    # The retry lands as a fresh segment next to the compacted one (same partition, same ids).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    compacted = pq.read_table(lake.segments(part)[0])
+    again = compacted.filter(pa.compute.is_in(compacted["span_id"], pa.array([s for _, s in ids])))
+    lake.write_segment(data_dir, TENANT, part.name[len("date="):], again)
+    assert len(_rows(data_dir)) == len(expected) + len(ids)
+    _, view_rows = execute(data_dir, TENANT, "SELECT trace_id, span_id FROM spans")
+    assert sorted(view_rows) == sorted(expected)
+    assert _run_maintenance(data_dir) == 0  # folds the fresh segment in, dropping the copies
+    rows = _rows(data_dir)
+    assert len(rows) == len(set(rows)) and set(rows) == expected
+    assert all(p.name.startswith(compaction.COMPACTED_PREFIX) for p in lake.segments(part))

@@ -150,6 +150,10 @@ def test_token_maps_to_tenant_and_foreign_claims_are_rejected(authed):
                            {"Content-Type": PB, "Authorization": f"Bearer {TOKEN_A}"})
     partial = trace_service_pb2.ExportTraceServiceResponse.FromString(body).partial_success
     assert status == 200 and partial.rejected_spans == 3 and "claims tenant 'globex'" in partial.error_message
+    mixed = _request(2, tenant="acme", seed=5)  # the resource is fine, one span claims another tenant
+    mixed.resource_spans[0].scope_spans[0].spans[0].attributes.add(key="verdict.tenant_id").value.string_value = "globex"
+    status, _, body = post(authed, mixed.SerializeToString(), {"Content-Type": PB, "Authorization": f"Bearer {TOKEN_A}"})
+    assert trace_service_pb2.ExportTraceServiceResponse.FromString(body).partial_success.rejected_spans == 1
     with grpc.insecure_channel(f"127.0.0.1:{authed.grpc_port}") as channel:
         stub = trace_service_pb2_grpc.TraceServiceStub(channel)
         unclaimed = _request(2, seed=4)
@@ -159,7 +163,7 @@ def test_token_maps_to_tenant_and_foreign_claims_are_rejected(authed):
     by_tenant = {}
     for r in rows:
         by_tenant.setdefault(r["tenant"], set()).add(r["span_id"])
-    assert by_tenant == {"acme": set(span_ids(own)), "globex": set(span_ids(unclaimed))}
+    assert by_tenant == {"acme": set(span_ids(own)) | set(span_ids(mixed)[1:]), "globex": set(span_ids(unclaimed))}
 
 
 def test_tokenless_mode_ignores_claims_unless_allowed(collector_factory, tmp_path):

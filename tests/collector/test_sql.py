@@ -127,3 +127,10 @@ def test_segments_lacking_columns_still_query(tmp_path):
                   "--data-dir", str(tmp_path / "data"), "--tenant", "acme", "--format", "json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [{"span_id": "cd", "operation": "chat", "input_tokens": None, "intent_key": None}]
+
+
+def test_verdict_dispatcher_lists_sql():
+    out = verdict()
+    assert out.returncode == 2 and "sql" in out.stdout
+    out = verdict("sql", "--help")
+    assert out.returncode == 0 and "--print-views" in out.stdout and "--tenant" in out.stdout

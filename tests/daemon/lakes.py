@@ -92,3 +92,8 @@ def grade(request: ModelRequest) -> str:
 
 def scripted_judge_model() -> ScriptedModel:
     return ScriptedModel(grade, name="scripted/inspecting-judge")
+
+
+def slow_judge_model() -> ScriptedModel:
+    """The same judge with 20 ms per call, so a test can stop the daemon mid-judging."""
+    return ScriptedModel(grade, name="scripted/inspecting-judge", latency=0.02)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import duckdb
 import pytest
@@ -75,11 +74,9 @@ def test_a_file_held_by_another_process_is_storage_locked_after_the_timeout(tmp_
     StateStore(tmp_path).schema_version()
     holder = _hold(tmp_path / "state.duckdb", 30)
     try:
-        started = time.monotonic()
         with pytest.raises(DaemonError) as err:
             StateStore(tmp_path, lock_timeout=0.5).cursor("acme", "x")
-        assert err.value.code == "storage_locked"
-        assert "held by another process" in err.value.message and time.monotonic() - started >= 0.4
+        assert err.value.code == "storage_locked" and "held by another process" in err.value.message
     finally:
         holder.kill()
         holder.wait()

@@ -154,3 +154,11 @@ def test_pools():
 def test_pool_of_missing_field_fails_at_build():
     with pytest.raises(ConfigurationError, match="MeanPoolUnit pools \\['rating'\\]"):
         (Pipeline() >> Layer(JudgeUnit(), 2) >> MeanPoolUnit("rating")).via(MODEL).build()
+
+
+def test_named_layer_segment_and_leftover_units_join_the_top_level():
+    jury = Layer(JudgeUnit(), 2, name="jury")
+    pipeline = (Pipeline() >> jury >> MeanPoolUnit()).via(MODEL)
+    extra = note("audit")
+    pipeline.members[-1] >> extra  # linked after the pipeline was assembled, outside any container
+    assert list(deps(pipeline)) == ["jury.judge[0]", "jury.judge[1]", "meanpool", "audit"]

@@ -190,3 +190,14 @@ def test_structured_parse_recovers_any_valid_reply(explanation, score, wrap):
     payload = json.dumps({"explanation": explanation, "score": score})
     parsed = parse_json(Graded, wrap.replace("{}", payload))
     assert (parsed.explanation, parsed.score) == (explanation, score)
+
+
+def test_model_without_json_mode_gets_the_schema_in_the_prompt():
+    model = ScriptedModel(['{"p": 0.5}'], json_schema=False, record=True)
+    assert run(unit_for(Probability), model).output.p == 0.5
+    (only,) = model.requests[0].messages
+    assert only.content.startswith("question\n\nReply with only a JSON object")
+    assert '"maximum": 1' in only.content
+    with_mode = ScriptedModel(['{"p": 0.5}'], record=True)
+    run(unit_for(Probability), with_mode)
+    assert len(with_mode.requests[0].messages) == 1

@@ -1,6 +1,8 @@
 """Unit directives and hooks: names, .via params, .propagate, process/OutputSchema, root InputSchema."""
 
-from verdict.graph import Pipeline, Schema, Unit, UnitError
+import pytest
+
+from verdict.graph import ConfigurationError, Pipeline, Schema, Unit, UnitError
 from verdict.judges import CategoricalJudgeUnit, JudgeUnit, PairwiseJudgeUnit
 from verdict.models.scripted import ScriptedModel
 from verdict.scale import DiscreteScale, Scale
@@ -76,3 +78,17 @@ def test_pairwise_and_categorical_judges():
     bad = (Pipeline() >> CategoricalJudgeUnit(["billing", "shipping"])).via(
         ScriptedModel(['{"category": "refund"}'])).run({"text": "t"})
     assert bad.output.kind == "extraction"
+
+
+def test_unit_without_response_schema_or_prompt_fails_at_build():
+    class Bare(Unit):
+        pass
+
+    with pytest.raises(ConfigurationError, match="declares no ResponseSchema"):
+        (Pipeline() >> Bare().prompt("x")).via(ScriptedModel(["{}"])).build()
+
+    class NoPrompt(Unit):
+        ResponseSchema = Schema.of_type(text=str)
+
+    with pytest.raises(ConfigurationError, match="noprompt: no prompt"):
+        (Pipeline() >> NoPrompt()).via(ScriptedModel(["{}"])).build()

@@ -62,10 +62,7 @@ def test_a_markdown_loving_judge_is_caught_on_formatting():
 
 
 def test_unusable_probes_are_left_out_and_counted():
-    calls = {"n": 0}
-
     def flaky(answer):
-        calls["n"] += 1
         if PADDING in answer and "5 dollars" in answer:
             raise ModelError("server_error", "HTTP 500")
         return "FAIL"

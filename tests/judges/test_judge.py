@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.judges.replies import ALL, asked_dimensions, graded_answer, rubric_reply
 from verdict.graph.errors import ConfigurationError
@@ -124,6 +126,13 @@ def test_a_fabricated_quote_then_an_honest_one_is_valid():
 ])
 def test_quotes_match_after_documented_normalisation(quote):
     assert quote_occurs(quote, normalise(ANSWER))
+
+
+@given(st.text(alphabet="abcXYZ019 \n\t,;:-", max_size=60), st.data())
+def test_every_non_blank_slice_of_the_answer_is_evidence(answer, data):
+    start = data.draw(st.integers(0, len(answer)))
+    quote = answer[start:data.draw(st.integers(start, len(answer)))]
+    assert quote_occurs(quote, normalise(answer)) is bool(quote.strip())
 
 
 @pytest.mark.parametrize("quote", ["", "   ", "...", "2.1 million ... Paris is the capital", "Lyon"])
@@ -252,3 +261,19 @@ def test_grading_item_reports_context_presence():
     assert not GradingItem("a").has_context
     assert not GradingItem("a", context=["", " "]).has_context
     assert GradingItem("a", context=("x",)).has_context
+
+
+def test_a_model_without_json_schema_mode_still_gets_the_evidence_check():
+    model = ScriptedModel([rubric_reply(evidence={"safety": ["not in the answer"]}), rubric_reply()], json_schema=False,
+                          record=True)
+    judgment = Judge(model, retries=1).grade(ANSWER, context=CONTEXT)
+    assert judgment.status is JudgmentStatus.VALID and judgment.attempts == 2
+    assert "JSON schema" in model.requests[0].messages[-1].content  # the engine spelled the schema out
+
+
+def test_ensemble_usage_sums_the_components():
+    from verdict.judges.ensemble import JudgeEnsemble
+
+    judges = [Judge(ScriptedModel([rubric_reply()]), retries=0) for _ in range(2)]
+    result = JudgeEnsemble(judges).grade(ANSWER, context=CONTEXT)
+    assert result.usage.output_tokens == sum(c.usage.output_tokens for c in result.components) > 0

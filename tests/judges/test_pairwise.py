@@ -72,6 +72,8 @@ def test_rounds_map_markers_back_to_the_callers_responses():
     ("[[D]]", "[[D]] is not one of [[A]], [[B]], [[C]]"),
     ("[[a]]", "[[a]] is not one of"),
     ("[[A]] and then [[B", "a stray or incomplete marker next to [[A]]"),
+    ("[[[A]]", "a stray or incomplete marker next to [[A]]"),
+    ("[[B]]]", "a stray or incomplete marker next to [[B]]"),
 ])
 def test_marker_defects_make_the_round_invalid(reply, reason):
     judgment, _ = compare(reply, "[[B]]")
@@ -128,9 +130,9 @@ def test_bad_items_are_rejected_with_a_precise_message():
         judge.compare_many([("q", "a", "b"), ("q", "a")])
 
 
-@given(st.text(alphabet=st.characters(blacklist_characters="[]"), max_size=40),
+@given(st.text(alphabet=st.characters(exclude_characters="[]"), max_size=40),
        st.sampled_from("ABC"),
-       st.text(alphabet=st.characters(blacklist_characters="[]"), max_size=40))
+       st.text(alphabet=st.characters(exclude_characters="[]"), max_size=40))
 def test_one_complete_marker_amid_any_bracket_free_text_is_read(before, letter, after):
     assert read_marker(f"{before}[[{letter}]]{after}") == letter
 

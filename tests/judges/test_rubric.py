@@ -64,3 +64,14 @@ def test_dimension_lookup_names_the_known_dimensions():
     assert DEFAULT_RUBRIC.dimension("safety").name == "safety"
     with pytest.raises(KeyError, match="has: groundedness, relevance"):
         DEFAULT_RUBRIC.dimension("tone")
+
+
+def test_importing_the_judges_stays_light():
+    import subprocess
+    import sys
+
+    code = ("import sys, verdict.judges.judge, verdict.judges.ensemble, verdict.judges.pairwise, "
+            "verdict.judges.ranking, verdict.judges.bias; "
+            "print(sorted(m for m in ('numpy', 'scipy', 'duckdb', 'yaml', 'openai', 'anthropic') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

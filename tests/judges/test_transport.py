@@ -93,3 +93,14 @@ def test_pairwise_invalid_and_error_rounds_over_http(fake_openai, model):
     statuses = {r.order: r.status for r in judgment.rounds}
     assert statuses == {"AB": PairwiseStatus.INVALID, "BA": PairwiseStatus.ERROR}
     assert "conflicting markers" in judgment.rounds[0].error
+
+
+def test_judge_through_the_anthropic_client_uses_forced_tool_output(fake_anthropic):
+    model = resolve_model("anthropic/claude-haiku-4-5", base_url=fake_anthropic.base_url, api_key="sk-ant-test",
+                          retry=RetryPolicy(max_attempts=1), rate_limits=RateLimits(None, None))
+    fake_anthropic.enqueue(Reply(rubric_reply({"safety": "FAIL"}, evidence={"safety": ["Restart the router"]})))
+    judgment = Judge(model).grade(ANSWER, context="ctx")
+    assert judgment.status is JudgmentStatus.VALID and judgment.verdicts["safety"] is Verdict.FAIL
+    body = fake_anthropic.last_request.body
+    assert body["tool_choice"]["type"] == "tool" and body["system"].startswith("You are an impartial evaluator")
+    assert body["messages"][-1] == {"role": "user", "content": f"<answer>\n{ANSWER}\n</answer>"}

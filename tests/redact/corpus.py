@@ -80,7 +80,11 @@ POSITIVE: list[tuple[str, str, str]] = [
         "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
     ),
     # bearer / basic values
-    ("AUTH", "Authorization: Bearer 8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a5a36dedd4bea2543"),
+    (
+        "AUTH",
+        "Authorization: Bearer 8f14e45fceea167a5a36dedd4bea2543",
+        "8f14e45fceea167a5a36dedd4bea2543",
+    ),
     ("AUTH", "curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA=='", "dXNlcjpwYXNzd29yZA=="),
     ("AUTH", "use bearer abc.def.ghi123 for the call", "abc.def.ghi123"),
     # URLs with credentials (scheme and host stay)
@@ -88,9 +92,21 @@ POSITIVE: list[tuple[str, str, str]] = [
     ("URL_CREDENTIALS", "https://user:p%40ss@example.com/x", "user:p%40ss"),
     ("URL_CREDENTIALS", "redis://:hunter2@cache:6379/0", "hunter2"),
     # provider and cloud keys
-    ("API_KEY", "OPENAI_API_KEY sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEf", "4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEf"),
-    ("API_KEY", "legacy sk-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEfGhIj", "4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEfGhIj"),
-    ("API_KEY", "claude sk-ant-api03-AbCdEf0123456789AbCdEf0123456789-xyzAA", "AbCdEf0123456789AbCdEf0123456789"),
+    (
+        "API_KEY",
+        "OPENAI_API_KEY sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEf",
+        "4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEf",
+    ),
+    (
+        "API_KEY",
+        "legacy sk-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEfGhIj",
+        "4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEfGhIj",
+    ),
+    (
+        "API_KEY",
+        "claude sk-ant-api03-AbCdEf0123456789AbCdEf0123456789-xyzAA",
+        "AbCdEf0123456789AbCdEf0123456789",
+    ),
     ("API_KEY", "aws AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
     ("API_KEY", "session ASIAY34FZKBOKMUTVV7A", "ASIAY34FZKBOKMUTVV7A"),
     (
@@ -98,22 +114,50 @@ POSITIVE: list[tuple[str, str, str]] = [
         "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     ),
-    ("API_KEY", "maps AIzaSyA1234567890abcdefghijklmnopqrstuv", "AIzaSyA1234567890abcdefghijklmnopqrstuv"),
-    ("API_KEY", "gh ghp_1234567890abcdefghijklmnopqrstuvwxyz", "ghp_1234567890abcdefghijklmnopqrstuvwxyz"),
-    ("API_KEY", "oauth gho_16C7e42F292c6912E7710c838347Ae178B4a", "gho_16C7e42F292c6912E7710c838347Ae178B4a"),
-    ("API_KEY", "app ghs_16C7e42F292c6912E7710c838347Ae178B4a", "ghs_16C7e42F292c6912E7710c838347Ae178B4a"),
+    (
+        "API_KEY",
+        "maps AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+    ),
+    (
+        "API_KEY",
+        "gh ghp_1234567890abcdefghijklmnopqrstuvwxyz",
+        "ghp_1234567890abcdefghijklmnopqrstuvwxyz",
+    ),
+    (
+        "API_KEY",
+        "oauth gho_16C7e42F292c6912E7710c838347Ae178B4a",
+        "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+    ),
+    (
+        "API_KEY",
+        "app ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+        "ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+    ),
     (
         "API_KEY",
         "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRS",
         "abcdefghijklmnopqrstuvwxyz0123456789",
     ),
     ("API_KEY", "gitlab glpat-AbCdEf0123456789xYz12", "glpat-AbCdEf0123456789xYz12"),
-    ("API_KEY", "slack xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
+    (
+        "API_KEY",
+        "slack xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "AbCdEfGhIjKlMnOpQrStUvWx",
+    ),
     ("API_KEY", "stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
     ("API_KEY", "stripe rk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
     ("API_KEY", "stripe pk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
-    ("API_KEY", "hub hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
-    ("API_KEY", "npm npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    (
+        "API_KEY",
+        "hub hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    ),
+    (
+        "API_KEY",
+        "npm npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    ),
     (
         "API_KEY",
         "pypi-AgEIcHlwaS5vcmcCJGE1YjE2ZjYxLTk2ODMtNGI0Yi1hMTI3LTM2YjQ4NmZkNWM2NQ",
@@ -133,6 +177,7 @@ POSITIVE: list[tuple[str, str, str]] = [
     ("SECRET", "?access_token=abc123&page=2", "abc123"),
     ("SECRET", "apiKey: 'k-123'", "k-123"),
     ("SECRET", "spring.datasource.password=s3cret", "s3cret"),
+    ("SECRET", 'cut off {"password": "hunter2', "hunter2"),
 ]
 
 # Must pass through unchanged.

@@ -41,7 +41,9 @@ def test_hash_mode_for_structured_credentials() -> None:
     b = redactor.value({"password": {"y": 2, "x": 1}})
     assert a == b  # canonical JSON: key order does not matter
     assert a["password"].startswith("<SECRET:") and len(a["password"]) == len("<SECRET:>") + 12
-    assert redactor.value({"password": "hunter2"}) == {"password": f"<SECRET:{_hmac12(b'k', 'hunter2')}>"}
+    assert redactor.value({"password": "hunter2"}) == {
+        "password": f"<SECRET:{_hmac12(b'k', 'hunter2')}>"
+    }
 
 
 def test_drop_mode_removes_values() -> None:

@@ -139,3 +139,16 @@ def test_hook_output_is_still_redacted() -> None:
 def test_other_types_become_redacted_text() -> None:
     out = redact_value({"raw": b"mail bob@example.com", "tags": {"415-555-0134"}})
     assert out == {"raw": "mail <EMAIL>", "tags": ["<PHONE>"]}
+
+
+def test_long_strings_are_cut_at_a_space_not_inside_a_secret() -> None:
+    text = "call 415-555-0134 now " * 3
+    out = Redactor(max_string=30).value(text)
+    assert out == "call <PHONE> now call" + TRUNCATED_MARKER  # not "...call 415-555-01"
+
+
+def test_cut_strings_stay_stable_when_redacted_again() -> None:
+    redactor = Redactor(mode="hash", secret=b"k", max_string=40)
+    once = redactor.value("a@b.io " * 20)  # hash placeholders are longer than the values
+    assert len(once) > 40
+    assert redactor.value(once) == once

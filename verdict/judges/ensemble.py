@@ -14,6 +14,7 @@ from typing import Any
 
 from verdict.judges.judge import Graded, GradingItem, Judge, Judgment, JudgmentStatus, Verdict
 from verdict.judges.voting import Ensemble, plurality
+from verdict.models.base import Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,10 @@ class EnsembleJudgment(Graded):
     components: tuple[Judgment, ...]  # one per configured judge, in configuration order
     fingerprint: str
     error: str | None = None
+
+    @property
+    def usage(self) -> Usage:
+        return sum((c.usage for c in self.components), Usage())
 
     @property
     def coverage(self) -> float:

@@ -309,7 +309,11 @@ class Judge:
             contract={"reply": "json", "schema": json_schema(self.unit.response_schema()),
                       "verdicts": [v.value for v in Verdict], "evidence": EVIDENCE_RULE,
                       "skip_context_dependent_when_missing": skip_context_dependent_when_missing})
-        self._pipelines: dict[int, Pipeline] = {}
+        # One judge graph per unit, built now so configuration errors surface here, not mid-run.
+        self._pipelines = {unit: Pipeline(self.name) >> unit
+                           for unit in (self.unit, self.unit_without_context) if unit is not None}
+        for pipeline in self._pipelines.values():
+            pipeline.build()  # type: ignore[attr-defined]
 
     def _unit(self, dimensions: Sequence[Dimension]) -> RubricUnit:
         unit = RubricUnit(self.rubric, dimensions, name=self.name)
@@ -326,12 +330,6 @@ class Judge:
         if graded_answer(messages) != probe["answer"]:
             raise ConfigurationError("a Judge prompt must end with a @user section that is exactly "
                                      "'<answer>', '{source.answer}', '</answer>' on three lines")
-
-    def _pipeline(self, unit: RubricUnit) -> Pipeline:
-        pipeline = self._pipelines.get(id(unit))
-        if pipeline is None:
-            pipeline = self._pipelines[id(unit)] = Pipeline(self.name) >> unit  # type: ignore[assignment]
-        return pipeline  # type: ignore[return-value]
 
     def grade(self, answer: str, *, query: str | None = None, context: str | Sequence[str] | None = None) -> Judgment:
         return self.grade_many([GradingItem(answer, query, context)], max_workers=1)[0]
@@ -351,8 +349,8 @@ class Judge:
                     judgments[index] = self._skipped_entirely()
                 continue
             skipped = () if unit is self.unit else self.skipped_without_context
-            rows = self._pipeline(unit).run_from_dataset([batch[i].sample() for i in indices],
-                                                         max_workers=max_workers)
+            samples = [batch[i].sample() for i in indices]
+            rows = self._pipelines[unit].run_from_dataset(samples, max_workers=max_workers)  # type: ignore[attr-defined]
             for index, row in zip(indices, rows, strict=True):
                 judgments[index] = self._judgment(row, skipped)
         return judgments  # type: ignore[return-value]

@@ -67,7 +67,9 @@ def read_marker(text: str) -> str:
         raise ExtractionError(f"the marker [[{complete[0]}]] is repeated {len(complete)} times")
     opens, closes = text.count("[["), text.count("]]")
     if complete:
-        if opens > 1 or closes > 1:
+        match = _MARKER.search(text)
+        glued = text[match.start() - 1 : match.start()] == "[" or text[match.end() : match.end() + 1] == "]"  # type: ignore[union-attr]
+        if opens > 1 or closes > 1 or glued:
             raise ExtractionError(f"a stray or incomplete marker next to [[{complete[0]}]]")
         return complete[0]
     if _EMPTY_MARKER.search(text):
@@ -259,6 +261,10 @@ class PairwiseEnsembleJudgment:
     @property
     def coverage(self) -> float:
         return sum(c.is_usable for c in self.components) / len(self.components)
+
+    @property
+    def usage(self) -> Usage:
+        return sum((c.usage for c in self.components), Usage())
 
 
 class PairwiseJudgeEnsemble(Ensemble[PairwiseVerdict]):

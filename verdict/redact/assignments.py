@@ -23,9 +23,11 @@ _VALUE = re.compile(
       | '((?:[^'\\\r\n]|\\.)*+)'
       | \\"((?:[^"\\\r\n]|\\[^"\r\n])*+)\\"
       | ([^\s"'<>,;&)}\]\\]++)
+      | ["']([^\s"'<>\\]++)
     )""",
     re.X,
 )
+# (The last branch is a quote that never closes: a value cut by truncation still gets redacted.)
 # Header values that contain spaces: "Bearer abc" (scheme + credential), "a=1; b=2" (cookie pairs).
 _AUTHORIZATION_VALUE = re.compile(r"""[ \t]*+((?:[A-Za-z]++[ \t]++)?[^\s"'<>,;\\]++)""")
 _COOKIE_VALUE = re.compile(r"""[ \t]*+([^\s;"'<>\\]++(?:;[ \t]?[^\s;"'<>\\]++)*+)""")
@@ -68,7 +70,9 @@ def _assignment_at(s: str, i: int, out: list[Finding]) -> int:
     if value is None:
         return 0
     group = value.lastindex or 0
-    header = _HEADER_VALUES.get(key.lower().replace("-", "").replace("_", "")) if group == 4 else None
+    header = (
+        _HEADER_VALUES.get(key.lower().replace("-", "").replace("_", "")) if group == 4 else None
+    )
     if header is not None:
         value, group = header.match(s, i + 1), 1
         if value is None:

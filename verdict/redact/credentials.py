@@ -31,8 +31,4 @@ def is_credential_name(name: str) -> bool:
     norm = name.lower().translate(_SEPARATORS)
     if not norm or norm in _NOT_CREDENTIAL:
         return False
-    return (
-        norm in _EXACT
-        or norm.endswith(_SUFFIXES)
-        or any(word in norm for word in _CONTAINS)
-    )
+    return norm in _EXACT or norm.endswith(_SUFFIXES) or any(word in norm for word in _CONTAINS)

@@ -69,6 +69,8 @@ _BEARER_PATTERN = r"bearer[ \t]++([a-z0-9._~+/\-]{8,}+=*+)"
 _BASIC_PATTERN = r"basic[ \t]++([a-z0-9+/]{8,}+=*+)"
 _BEARER, _BASIC = re.compile(_BEARER_PATTERN), re.compile(_BASIC_PATTERN)
 # For the rare text whose length changes when lower-cased ("İ"): case-insensitive on the original.
+# Cheap gate before lower-casing: catches Bearer/bearer/BEARER, Basic/basic/BASIC.
+_AUTH_WORDS = ("earer", "EARER", "asic", "ASIC")
 _BEARER_ANYCASE = re.compile(_BEARER_PATTERN, re.IGNORECASE)
 _BASIC_ANYCASE = re.compile(_BASIC_PATTERN, re.IGNORECASE)
 
@@ -86,21 +88,21 @@ def scan_keys(s: str, out: list[Finding]) -> None:
 
 
 def _scan_shapes(s: str, shapes: tuple[_KeyShape, ...], out: list[Finding]) -> None:
-    for shape in shapes:
-        if shape.needle not in s:
+    for needle, pattern, prefix_before, needs_digit in shapes:
+        if needle not in s:
             continue
-        for m in shape.pattern.finditer(s):
+        for m in pattern.finditer(s):
             start = m.start()
-            if shape.prefix_before:
-                if start == 0 or s[start - 1] not in shape.prefix_before:
+            if prefix_before:
+                if start == 0 or s[start - 1] not in prefix_before:
                     continue
                 start -= 1
             if start and s[start - 1] in _TOKEN_CHARS:
                 continue
-            if shape.needs_digit and _DIGITS.search(m.group()) is None:
+            if needs_digit and _DIGITS.search(m.group()) is None:
                 continue
             out.append(Finding(start, m.end(), "API_KEY", PRIORITY["API_KEY"]))
-            if shape.needle in ("AKIA", "ASIA"):
+            if needle in ("AKIA", "ASIA"):
                 _aws_secret(s, m.end(), out)
 
 
@@ -138,6 +140,8 @@ def _scan_pem(s: str, out: list[Finding]) -> None:
 
 
 def _scan_auth(s: str, out: list[Finding]) -> None:
+    if not any(word in s for word in _AUTH_WORDS):
+        return
     low = s.lower()
     if len(low) == len(s):
         text, bearer, basic = low, _BEARER, _BASIC

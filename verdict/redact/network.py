@@ -26,9 +26,7 @@ _USERINFO_GAP = re.compile(r"[^\s/@<>\"'\\]*")
 _IPV6_HINT = re.compile(r":[0-9A-Fa-f]{0,4}:")
 _IPV6_LEFT_REVERSED = re.compile(r"[0-9A-Fa-f:]{0,39}")
 _IPV6_RIGHT = re.compile(r"[0-9A-Fa-f:.]{0,45}")
-_ADDRESS_NEIGHBOUR = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:."
-)
+_ADDRESS_NEIGHBOUR = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:.")
 
 
 def scan_emails(s: str, out: list[Finding]) -> None:

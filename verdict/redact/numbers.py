@@ -14,10 +14,10 @@ from verdict.redact.checks import card_ok, iban_length, iban_ok, ipv4_ok, ssn_ok
 from verdict.redact.findings import PRIORITY, Finding
 
 # The first digit is the search anchor so `re` can skip ahead with its first-character set;
-# the IBAN branch checks the two country letters with a lookbehind after that digit. A run must
-# start at a token boundary (not inside an id, a hex digest or a UUID's last group), must not be an ISO date, and
-# must hold a dotted quad or at least seven digits; all of that is checked within 20 characters,
-# so rejected positions cost O(1).
+# the IBAN branch checks the two country letters with a lookbehind after that digit. A run
+# must start at a token boundary (not inside an id, a hex digest or a UUID's last group), must
+# not be an ISO date, and must hold a dotted quad or at least seven digits; all of that is
+# checked within 20 characters, so rejected positions cost O(1).
 _CANDIDATE = re.compile(
     r"""[0-9](?:
       (?<=[A-Z]{2}[0-9])(?P<iban>[0-9](?:\ ?[A-Z0-9]{4}){2,7}+(?:\ ?[A-Z0-9]{1,4})?+)
@@ -50,11 +50,12 @@ _INTL = re.compile(r"\+[1-9](?:[ .\-]?\(?[0-9]\)?){6,16}")
 _CARD = re.compile(r"(?<![0-9])[0-9](?:[ \-]?[0-9]){12,18}(?![0-9])")
 _IPV4 = re.compile(r"(?<![0-9.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![0-9.])")
 
-# Context words that make an unformatted digit string a phone number or an SSN, or a dotted
-# quad a version rather than an address.
+# Context words that make an unformatted digit string a phone number or an SSN, or (right
+# before it) a dotted quad a version rather than an address.
 _PHONE_CONTEXT = re.compile(r"phone|tel\b|call|mobile|cell|fax|sms|whatsapp|contact")
 _SSN_CONTEXT = re.compile(r"ssn|social security")
-_VERSION_CONTEXT = re.compile(r"version|release|build|\bver\b|\bv\s*$")
+_VERSION_WORDS = frozenset({"version", "release", "build", "ver", "v", "rev", "revision"})
+_CARD_SEPARATOR = re.compile(r"[ \-]")
 _CONTEXT_WINDOW = 32
 
 _WORDISH = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
@@ -121,7 +122,7 @@ def _classify_run(s: str, start: int, end: int, out: list[Finding]) -> None:
         for m in _CARD.finditer(text):
             number = m.group()
             if number[0] in "23456" and not (" " in number and "-" in number):
-                groups = re.split(r"[ \-]", number)
+                groups = _CARD_SEPARATOR.split(number)
                 if card_ok("".join(groups), groups):
                     out.append(Finding(lead + m.start(), lead + m.end(), "CARD", PRIORITY["CARD"]))
     if digits >= 9:
@@ -135,7 +136,7 @@ def _classify_run(s: str, start: int, end: int, out: list[Finding]) -> None:
         _bare_number(s, lead, end, out)
     if text.count(".") >= 3:
         for m in _IPV4.finditer(text):
-            before = s[max(0, lead - _CONTEXT_WINDOW) : lead].lower() if m.start() == 0 else ""
+            before = s[max(0, lead - _CONTEXT_WINDOW) : lead] if m.start() == 0 else ""
             if _is_address(m.group(), before):
                 out.append(Finding(lead + m.start(), lead + m.end(), "IP", PRIORITY["IP"]))
 
@@ -149,11 +150,10 @@ def _whole_finding(m: re.Match[str], s: str, lead: int) -> Finding | None:
     elif kind == "ssn":
         label = "SSN" if ssn_ok(text[:3], text[4:6], text[7:]) else None
     elif kind == "card":
-        groups = re.split(r"[ \-]", text)
+        groups = _CARD_SEPARATOR.split(text)
         label = "CARD" if card_ok("".join(groups), groups) else None
     else:
-        before = s[max(0, lead - _CONTEXT_WINDOW) : lead].lower()
-        label = "IP" if _is_address(text, before) else None
+        label = "IP" if _is_address(text, s[max(0, lead - _CONTEXT_WINDOW) : lead]) else None
     return None if label is None else Finding(lead, lead + len(text), label, PRIORITY[label])
 
 
@@ -173,4 +173,7 @@ def _bare_number(s: str, start: int, end: int, out: list[Finding]) -> None:
 
 def _is_address(quad: str, before: str) -> bool:
     # "1.2.3.4" (single-digit octets) is far more often a version than an address.
-    return len(quad) > 7 and ipv4_ok(quad) and _VERSION_CONTEXT.search(before) is None
+    if len(quad) == 7 or not ipv4_ok(quad):
+        return False
+    words = before.split()
+    return not words or words[-1].strip(":=#(").lower() not in _VERSION_WORDS

@@ -2,7 +2,8 @@
 
 Findings that overlap are merged into one replacement (named after the strongest label), so a
 credential is never half-redacted. Placeholders already in the text (`<EMAIL>`,
-`<EMAIL:3f9a0c1d2e4b>`) are protected spans, which makes redaction idempotent in every mode.
+`<EMAIL:3f9a0c1d2e4b>`) are protected spans, which makes redaction idempotent in the redact and
+hash modes.
 """
 
 from __future__ import annotations
@@ -36,8 +37,15 @@ _HASH_HEX = 12
 _PROTECTED = 1 << 30  # priority of placeholders already present in the input
 _SMALL_INT = 10**6  # integers below this cannot hold a phone, card or SSN
 _MAX_PASSES = 4
+_CUT_LOOKBACK = 64  # how far back from max_string a string is cut at a space
+_REGROWTH = 4  # a cut string redacted in hash mode stays below this many times max_string
 _TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _DIGITS = frozenset("0123456789")
+# Neighbours that never join a replacement to a token (checked first: most replacements are
+# surrounded by these).
+_CLEAN_EDGE = frozenset(
+    ["", "\n", "\r", "\t", ",", ";", "!", "?", '"', "(", ")", "[", "]", "{", "}", "=", ":"]
+)
 _JOINERS = frozenset("-.+'%/\\")  # join tokens in numbers, keys, e-mail local parts, paths
 
 
@@ -56,7 +64,7 @@ class Redactor:
 
     __slots__ = (
         "mode", "max_depth", "max_items", "max_string",
-        "_secret", "_hook", "_user", "_placeholder",
+        "_secret", "_hook", "_user", "_placeholder", "_fixed",
     )  # fmt: skip
 
     def __init__(
@@ -87,6 +95,12 @@ class Redactor:
         self._hook = hook
         self._user = _compile_user_patterns(extra_patterns or {})
         labels = sorted({*PRIORITY, *MARKER_LABELS, *(label for label, _ in self._user)})
+        # Placeholders that do not depend on the value (redact and drop modes), by label.
+        self._fixed = (
+            {label: "" if mode == "drop" else f"<{label}>" for label in labels}
+            if mode != "hash"
+            else {}
+        )
         self._placeholder = re.compile(
             "<(?:%s)(?::[0-9a-f]{%d})?>" % ("|".join(labels), _HASH_HEX)  # noqa: UP031
         )
@@ -154,12 +168,17 @@ class Redactor:
             elif first.priority == _PROTECTED:
                 continue
             else:
-                replaced = self._placeholder_for(first.label, s[start:end])
+                replaced = self._fixed.get(first.label)
+                if replaced is None:
+                    replaced = self._placeholder_for(first.label, s[start:end])
             if replaced is not None:
                 pieces.append(s[pos:start])
                 pieces.append(replaced)
                 pos = end
-                glued = glued or _glued(s, start, end)
+                if not glued and (
+                    s[start - 1 : start] not in _CLEAN_EDGE or s[end : end + 1] not in _CLEAN_EDGE
+                ):
+                    glued = _glued(s, start, end)
         if not pieces:
             return s, False
         pieces.append(s[pos:])
@@ -262,9 +281,13 @@ class Redactor:
         return "<SECRET>"
 
     def _bounded_text(self, s: str) -> str:
-        if len(s) <= self.max_string:
-            return self.text(s)
-        return self.text(s[: self.max_string]) + TRUNCATED_MARKER
+        limit = self.max_string
+        if len(s) <= limit or (s.endswith(TRUNCATED_MARKER) and len(s) <= _REGROWTH * limit):
+            return self.text(s)  # short, or cut by an earlier pass (hash placeholders may grow it)
+        # Cut at a space when there is one near the limit, so no secret is cut in half (a half
+        # e-mail or card number would no longer be recognised).
+        cut = s.rfind(" ", max(0, limit - _CUT_LOOKBACK), limit + 1)
+        return self.text(s[: cut if cut > 0 else limit]) + TRUNCATED_MARKER
 
 
 def _glued(s: str, start: int, end: int) -> bool:

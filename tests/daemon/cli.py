@@ -1,0 +1,42 @@
+"""Run the daemon's console scripts as real processes (the repo root on PYTHONPATH for test judges)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), **extra}
+
+
+def pipeline(*args: str, timeout: float = 120) -> tuple[int, dict, str]:
+    """(exit code, parsed JSON stdout, stderr) of `verdict-pipeline --json ...`."""
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.pipeline_cli", "--json", *args],
+                          capture_output=True, text=True, env=env(), timeout=timeout)
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
+
+
+def write_config(path: Path, data_dir: Path, extra: str = "") -> Path:
+    path.write_text(f"""
+data_dir = "{data_dir}"
+state_lock_timeout_seconds = 1
+
+[[tenants]]
+id = "acme"
+
+[sampling]
+per_cluster_per_window = 40
+
+[[evaluators]]
+name = "quality"
+kind = "rubric"
+model = "tests.daemon.lakes:scripted_judge_model"
+{extra}
+""")
+    return path

@@ -1,0 +1,92 @@
+"""`verdict-pipeline` as a process: JSON summary, exit codes, closed error codes, idempotent reruns."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import duckdb
+
+from tests.daemon.cli import env, pipeline, write_config
+from tests.fakes import Fail
+from tests.daemon.conftest import NOW
+from verdict_daemon.errors import ERROR_CODES
+
+AS_OF = NOW.isoformat()
+
+
+def test_one_shot_finds_exactly_the_corrupted_cell_and_reruns_are_idempotent(lake, tmp_path):
+    config = write_config(tmp_path / "verdict.toml", lake)
+    code, summary, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF)
+    assert code == 0, stderr
+    assert summary["sampled"] == 4 * 9 * 40 and summary["judged"] == summary["sampled"] and summary["errors"] == 0
+    assert summary["evaluators"][0]["coverage"]["rate"] == 1.0
+    assert [(s["cluster"], s["dimension"], s["kind"]) for s in summary["signals"]] == \
+        [("search.v1", "completeness", "regression")]
+    run = summary["drift_runs"][0]
+    assert run["tested"] == run["cells"] == 4 * 4  # 4 intents x 4 dimensions (groundedness skipped: no context)
+
+    code, again, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF, "--fail-on-signal")
+    assert code == 1  # same signal, now failing the build
+    assert again["sampled"] == again["judged"] == 0
+    assert again["drift_runs"][0]["run_id"] == run["run_id"] and again["drift_runs"][0]["reused"]
+    con = duckdb.connect(str(lake / "state.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*), count(DISTINCT trace_id) FROM judgment_attempts").fetchone() == \
+        (summary["judged"],) * 2
+    assert con.execute("SELECT count(*) FROM drift_runs").fetchone()[0] == 1
+    con.close()
+
+
+def test_nothing_to_do_is_success(tmp_path):
+    config = write_config(tmp_path / "verdict.toml", tmp_path / "empty")
+    code, summary, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--fail-on-signal")
+    assert code == 0 and summary["sampled"] == 0 and summary["signals"] == []
+
+
+def _error(code: int, out: dict, expected: str) -> None:
+    assert code == 2 and out["error"]["code"] == expected and expected in ERROR_CODES
+
+
+def test_errors_are_closed_codes_without_tracebacks(lake, tmp_path, fake_openai):
+    config = write_config(tmp_path / "verdict.toml", lake)
+    code, out, stderr = pipeline("--config", str(config))
+    _error(code, out, "tenant_required")
+    code, out, _ = pipeline("--config", str(config), "--tenant-id", "Not/A/Tenant")
+    _error(code, out, "tenant_required")
+    bad = write_config(tmp_path / "bad.toml", lake, "[drift]\nalpha = 2\n")
+    code, out, _ = pipeline("--config", str(bad), "--tenant-id", "acme")
+    _error(code, out, "invalid_config")
+    assert out["error"]["message"].startswith("drift.alpha: ")
+    code, out, _ = pipeline("--config", str(tmp_path / "missing.toml"), "--tenant-id", "acme")
+    _error(code, out, "invalid_config")
+    code, out, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", "yesterday")
+    _error(code, out, "invalid_config")
+    fake_openai.default = Fail(401, "invalid api key")  # the provider refuses every call
+    unreachable = write_config(tmp_path / "down.toml", lake).read_text().replace(
+        'model = "tests.daemon.lakes:scripted_judge_model"', 'model = "openai/gpt-4o-mini"')
+    (tmp_path / "down.toml").write_text(unreachable)
+    down = subprocess.run(
+        [sys.executable, "-m", "verdict_daemon.pipeline_cli", "--json", "--config", str(tmp_path / "down.toml"),
+         "--tenant-id", "acme", "--as-of", AS_OF],
+        capture_output=True, text=True, timeout=120,
+        env={**env(), "OPENAI_API_KEY": "sk-test-not-real",
+             "OPENAI_BASE_URL": fake_openai.base_url})
+    assert down.returncode == 2 and '"provider_unavailable"' in down.stdout
+    assert "sk-test-not-real" not in down.stdout + down.stderr
+    for text in (stderr, down.stderr):
+        assert "Traceback" not in text
+
+
+def test_a_locked_state_file_is_storage_locked(lake, tmp_path):
+    config = write_config(tmp_path / "verdict.toml", lake)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)"),
+        str(lake / "state.duckdb")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, out, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF)
+        _error(code, out, "storage_locked")
+        assert "Traceback" not in stderr
+    finally:
+        holder.kill()
+        holder.wait()

@@ -1,0 +1,96 @@
+"""Alerts: a log line and a JSON webhook POST per new signal, at least once, deduplicated per signal id.
+
+A delivery row is created with the drift run that first raised the signal (same transaction), so a
+signal raised again by later runs is not alerted again. Each alert tick posts the deliveries that
+are due; a 2xx marks one delivered, anything else schedules a retry with exponential backoff
+(1 s, 2 s, 4 s, … capped at 5 min) until `max_attempts`, then it is `failed` (logged as
+`webhook_failed`). A crash between the POST and the commit re-sends it: receivers dedupe on the
+`signal_id` field (also sent as the `Idempotency-Key` header).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from verdict.tenancy import validate_tenant_id
+from verdict_daemon.config import Alerts
+from verdict_daemon.state import StateStore
+
+log = logging.getLogger("verdict.daemon")
+
+MAX_BACKOFF_SECONDS = 300
+_FIELDS = ("signal_id", "run_id", "attempts", "fingerprint", "cluster", "dimension", "kind", "baseline_level",
+           "current_level", "baseline_n", "current_n", "delta", "adjusted_p", "examples", "as_of")
+
+
+@dataclass(frozen=True)
+class AlertReport:
+    delivered: int
+    retrying: int
+    failed: int
+
+
+def _post(config: Alerts, payload: dict, token: str | None) -> str | None:
+    """None on a 2xx; otherwise a short reason (no response body: it may echo secrets)."""
+    headers = {"Content-Type": "application/json", "Idempotency-Key": payload["signal_id"],
+               "User-Agent": "verdict-daemon"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(config.webhook_url, data=json.dumps(payload).encode(), headers=headers,
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=config.timeout_seconds) as response:
+            return None if 200 <= response.status < 300 else f"HTTP {response.status}"
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}"
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return f"{type(reason).__name__}"
+
+
+def deliver(store: StateStore, tenant: str, config: Alerts) -> AlertReport:
+    tenant = validate_tenant_id(tenant)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with store.transaction() as con:
+        cursor = con.execute("""
+            SELECT d.signal_id, d.run_id, d.attempts, s.fingerprint, s.cluster, s.dimension, s.kind,
+                   s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.adjusted_p, s.examples,
+                   r.as_of
+            FROM alert_deliveries d
+            JOIN drift_signals s ON s.tenant_id = d.tenant_id AND s.run_id = d.run_id AND s.signal_id = d.signal_id
+            JOIN drift_runs r ON r.tenant_id = d.tenant_id AND r.run_id = d.run_id
+            WHERE d.tenant_id = ? AND d.status = 'pending' AND d.next_attempt_at <= ?
+            ORDER BY d.next_attempt_at, d.signal_id""", [tenant, now])
+        due = [dict(zip(_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+    token = config.token() if config.webhook_url else None
+    delivered = retrying = failed = 0
+    for alert in due:
+        attempts = alert.pop("attempts")
+        if attempts == 0:
+            log.warning("signal tenant=%s kind=%s cluster=%s dimension=%s level=%s->%s adjusted_p=%s signal_id=%s",
+                        tenant, alert["kind"], alert["cluster"], alert["dimension"], alert["baseline_level"],
+                        alert["current_level"], alert["adjusted_p"], alert["signal_id"])
+        payload = {"tenant_id": tenant, **alert, "examples": json.loads(alert["examples"] or "[]"),
+                   "as_of": alert["as_of"].isoformat() + "Z"}
+        error = _post(config, payload, token) if config.webhook_url else None
+        attempts += 1
+        if error is None:
+            status, next_at, delivered = "delivered", None, delivered + 1
+        elif attempts >= config.max_attempts:
+            status, next_at, failed = "failed", None, failed + 1
+            log.error("alert error=webhook_failed tenant=%s signal_id=%s attempts=%d last=%s",
+                      tenant, alert["signal_id"], attempts, error)
+        else:
+            status, retrying = "pending", retrying + 1
+            next_at = now + timedelta(seconds=min(2 ** (attempts - 1), MAX_BACKOFF_SECONDS))
+        with store.transaction() as con:
+            con.execute("UPDATE alert_deliveries SET status = ?, attempts = ?, last_error = ?, next_attempt_at = ?, "
+                        "delivered_at = CASE WHEN ? = 'delivered' THEN now()::TIMESTAMP END "
+                        "WHERE tenant_id = ? AND signal_id = ?",
+                        [status, attempts, error, next_at, status, tenant, alert["signal_id"]])
+    return AlertReport(delivered, retrying, failed)

@@ -1,0 +1,154 @@
+"""The scheduled service: APScheduler jobs sample, judge, assign, drift, alert and compact_retain.
+
+- One daemon per data directory (`<data>/daemon.lock`, an flock released by the kernel on any exit).
+- Each job runs every tenant in turn; a tenant's failure is logged with a closed error code and does
+  not stop the others. Failed work is simply picked up by the next tick.
+- Missed ticks are coalesced into one run, and a job never overlaps itself.
+- SIGTERM/SIGINT: no new work is started, the judge job stops submitting calls and writes what has
+  finished, and the scheduler waits for running jobs. A drift run is one transaction, so an
+  interrupted one leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from verdict_daemon import alerts
+from verdict_daemon.clusters import IntentKeyAssigner, assign
+from verdict_daemon.config import DaemonConfig, Schedule
+from verdict_daemon.cycle import build_evaluators, store_for
+from verdict_daemon.drift_runs import run_drift
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.judging import judge
+from verdict_daemon.sampling import sample
+
+log = logging.getLogger("verdict.daemon")
+
+JOBS = ("sample", "judge", "assign", "drift", "alert", "compact_retain")
+
+
+class InstanceLock:
+    def __init__(self, data_dir) -> None:
+        self.path = data_dir / "daemon.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise DaemonError("already_running",
+                              f"another verdict-daemon (pid {holder}) is running on {self.path.parent}") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _trigger(schedule: Schedule):
+    from apscheduler.triggers.cron import CronTrigger
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    if schedule.cron is not None:
+        return CronTrigger.from_crontab(schedule.cron, timezone="UTC")
+    return IntervalTrigger(seconds=schedule.interval_seconds, timezone="UTC")
+
+
+class Daemon:
+    def __init__(self, config: DaemonConfig) -> None:
+        self.config = config
+        self.store = store_for(config)
+        self.evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
+        self.stop = threading.Event()
+        self._lock = InstanceLock(config.data_dir)
+
+    # --- jobs -----------------------------------------------------------------------------------------
+    def _each_tenant(self, job: str, work: Callable[[str], object]) -> None:
+        for tenant in (t.id for t in self.config.tenants):
+            if self.stop.is_set():
+                return
+            try:
+                work(tenant)
+            except DaemonError as exc:
+                log.error("job=%s tenant=%s error=%s: %s", job, tenant, exc.code, exc.message)
+            except Exception as exc:  # a bug must not kill the scheduler thread or the other tenants
+                log.error("job=%s tenant=%s error=internal_error: %s", job, tenant, type(exc).__name__,
+                          exc_info=log.isEnabledFor(logging.DEBUG))
+
+    def sample(self) -> None:
+        self._each_tenant("sample", lambda t: sample(self.store, self.config.data_dir, t, self.config.sampling,
+                                                     datetime.now(UTC)))
+
+    def judge(self) -> None:
+        run_id = f"daemon-{datetime.now(UTC):%Y%m%dT%H%M%S%f}"
+        for evaluator in self.evaluators:
+            self._each_tenant("judge", lambda t, e=evaluator: judge(self.store, t, e, self.config.judging, run_id,
+                                                                    self.stop.is_set))
+
+    def assign(self) -> None:
+        self._each_tenant("assign", lambda t: assign(self.store, t, IntentKeyAssigner()))
+
+    def drift(self) -> None:
+        as_of = datetime.now(UTC)
+        for evaluator in self.evaluators:
+            self._each_tenant("drift", lambda t, e=evaluator: run_drift(self.store, t, e.fingerprint,
+                                                                        self.config.drift, as_of))
+
+    def alert(self) -> None:
+        self._each_tenant("alert", lambda t: alerts.deliver(self.store, t, self.config.alerts))
+
+    def compact_retain(self) -> None:
+        from collector import compaction, lake, retention
+
+        lake_lock = lake.LakeLock(self.config.data_dir)
+        try:
+            lake_lock.acquire()
+        except lake.LakeLockedError:
+            log.info("job=compact_retain skipped: a collector is running on this data dir and maintains the lake")
+            return
+        try:
+            compaction.recover(self.config.data_dir)
+            expired = retention.expire(self.config.data_dir, self.config.retention.days)
+            merged = compaction.compact_all(self.config.data_dir, self.config.retention.compact_min_segments)
+            log.info("job=compact_retain expired=%d compacted=%d", len(expired), merged)
+        except OSError as exc:
+            log.error("job=compact_retain error=storage_error: %s", type(exc).__name__)
+        finally:
+            lake_lock.release()
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Block until `stop` is set (by SIGTERM/SIGINT in the CLI), then shut down cleanly."""
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self._lock.acquire()
+        scheduler = BackgroundScheduler(timezone="UTC", job_defaults={
+            "coalesce": True, "max_instances": 1, "misfire_grace_time": 3600})
+        try:
+            for name in JOBS:
+                schedule: Schedule = getattr(self.config.schedules, name)
+                if schedule.enabled:
+                    # Interval jobs also run once at start; cron jobs wait for their first slot.
+                    first = {"next_run_time": datetime.now(UTC)} if schedule.interval_seconds else {}
+                    scheduler.add_job(getattr(self, name), _trigger(schedule), id=name, name=name, **first)
+            scheduler.start()
+            log.info("verdict-daemon ready data_dir=%s tenants=%s jobs=%s", self.config.data_dir,
+                     ",".join(t.id for t in self.config.tenants), ",".join(j.id for j in scheduler.get_jobs()))
+            self.stop.wait()
+            log.info("verdict-daemon stopping: waiting for running jobs")
+            scheduler.shutdown(wait=True)
+        finally:
+            self._lock.release()
+        log.info("verdict-daemon stopped")

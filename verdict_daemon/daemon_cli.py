@@ -1,0 +1,42 @@
+"""`verdict-daemon --config verdict.toml`: run the scheduled monitoring service until SIGTERM.
+
+Exit codes: 0 after a clean shutdown; 2 when it cannot start (invalid_config, already_running,
+storage_locked, evaluator_error, ...), reported as one line `verdict-daemon: error [<code>]: <message>`.
+Job failures while running are log lines `job=<name> tenant=<t> error=<code>: <message>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from verdict_daemon.config import load_config
+from verdict_daemon.errors import DaemonError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="verdict-daemon", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, required=True, help="verdict.toml")
+    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    from verdict_daemon.daemon import Daemon
+
+    try:
+        daemon = Daemon(load_config(args.config))
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: daemon.stop.set())
+        daemon.run()
+    except DaemonError as exc:
+        print(f"verdict-daemon: error [{exc.code}]: {exc.message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
