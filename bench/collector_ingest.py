@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import os
 import random
@@ -109,6 +110,15 @@ class Load:
         return time.monotonic() - started
 
 
+def cpu_seconds(proc: psutil.Process) -> float:
+    """User + system CPU of the collector and its decode workers (robust to a busy machine)."""
+    total = sum(proc.cpu_times()[:2])
+    for child in proc.children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # a worker may exit meanwhile
+            total += sum(child.cpu_times()[:2])
+    return total
+
+
 def sample_rss(proc: psutil.Process, stop: threading.Event, out: list) -> None:
     while not stop.wait(0.5):
         try:
@@ -137,7 +147,9 @@ def ingest_phase(args, bodies: list[bytes], seconds: float, rate_rps: float | No
         try:
             Load(port, bodies[:4], 2, None).run(2.0)  # warm-up, not counted
             load = Load(port, bodies, args.clients, rate_rps)
+            cpu_before = cpu_seconds(ps)
             elapsed = load.run(seconds)
+            cpu_used = cpu_seconds(ps) - cpu_before
         finally:
             stop.set()
             proc.terminate()
@@ -157,6 +169,8 @@ def ingest_phase(args, bodies: list[bytes], seconds: float, rate_rps: float | No
         "rss_total_max_mb": max((s[1] for s in samples), default=float("nan")),
         "bytes_per_span": size / max(1, spans + 4 * BATCH),
         "segments": written,
+        "cpu_us_per_span": cpu_used / max(1, spans) * 1e6,
+        "load_avg": os.getloadavg()[0],
     }
 
 
@@ -244,7 +258,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
 
-    print(f"machine: {os.cpu_count()} cores; baseline (earlier product) {BASELINE_SPANS_PER_S:,} spans/s")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; baseline (earlier product) {BASELINE_SPANS_PER_S:,} spans/s")
     if not args.skip_ingest:
         rng = random.Random(7)
         now = time.time_ns()
@@ -258,10 +272,14 @@ def main() -> None:
             print(f"[{r['label']}] {r['spans_per_s']:,.0f} spans/s; ack p50 {r['p50_ms']:.0f} ms, "
                   f"p99 {r['p99_ms']:.0f} ms; RSS server {r['rss_main_max_mb']:.0f} MB, with decode workers "
                   f"{r['rss_total_max_mb']:.0f} MB; {r['bytes_per_span']:.0f} B on disk/span; "
-                  f"{r['segments']} segments; refused {r['errors'] or 'none'}")
+                  f"{r['segments']} segments; refused {r['errors'] or 'none'}; collector CPU "
+                  f"{r['cpu_us_per_span']:.0f} us/span; machine load average {r['load_avg']:.1f}")
         print(f"throughput: {full['spans_per_s']:,.0f} spans/s over {args.seconds:g} s "
               f"(target {TARGET_SPANS_PER_S:,}: ratio {full['spans_per_s'] / TARGET_SPANS_PER_S:.2f}; "
               f"{full['spans_per_s'] / BASELINE_SPANS_PER_S:.1f}x the baseline)")
+        capacity = os.cpu_count() * 1e6 / full["cpu_us_per_span"]
+        print(f"CPU-bound capacity if the collector had all {os.cpu_count()} cores: {capacity:,.0f} spans/s "
+              f"({full['cpu_us_per_span']:.0f} us of CPU per span; target ratio {capacity / TARGET_SPANS_PER_S:.2f})")
         print(f"p99 ack latency at {TARGET_SPANS_PER_S // 2:,} spans/s: {half['p99_ms']:.0f} ms "
               f"(target {TARGET_P99_MS}: ratio {half['p99_ms'] / TARGET_P99_MS:.2f})")
         rss = max(full["rss_total_max_mb"], half["rss_total_max_mb"])

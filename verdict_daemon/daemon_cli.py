@@ -24,7 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    # "skipped: maximum number of running instances" is coalescing doing its job, not news.
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
     from verdict_daemon.daemon import Daemon
 
     try:

@@ -91,7 +91,7 @@ def _file_lock(path: Path) -> threading.Lock:
         return _file_locks.setdefault(path.resolve(), threading.Lock())
 
 
-def _is_lock_conflict(exc: Exception) -> bool:
+def is_lock_conflict(exc: Exception) -> bool:
     text = str(exc)
     return "Could not set lock" in text or "Conflicting lock" in text
 
@@ -116,7 +116,7 @@ class StateStore:
             try:
                 return duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.Error as exc:
-                if not _is_lock_conflict(exc):
+                if not is_lock_conflict(exc):
                     raise DaemonError("storage_error", f"cannot open {self.path}: {str(exc).splitlines()[0][:200]}") from None
                 left = deadline - time.monotonic()
                 if left <= 0:

@@ -31,14 +31,15 @@ import pytest
 
 from tests.collector.conftest import Collector
 from tests.daemon.app import DAYS
-from tests.daemon.cli import env, pipeline
+from tests.daemon.cli import env, pipeline, write_config
 from tests.daemon.lakes import INJECTOR, answer_for
 from tests.fakes import Reply
 from verdict.inject import CorruptionKind
 
 INTENTS = ("billing.v1", "search.v1", "returns.v1", "account.v1")
 CORRUPTED = "search.v1"
-PER_DAY = 30
+PER_DAY = 20
+MIN_USABLE = 20  # judgments per window and cell before a cell is tested
 TENANT = "acme"
 
 
@@ -102,10 +103,10 @@ id = "{TENANT}"
 id = "globex"   # no traffic: its jobs have nothing to do and must not disturb acme's
 
 [schedules]
-sample = {{ interval_seconds = 1 }}
+sample = {{ interval_seconds = 2 }}
 judge = {{ interval_seconds = 1 }}
 assign = {{ interval_seconds = 1 }}
-drift = {{ interval_seconds = 2 }}
+drift = {{ interval_seconds = 3 }}
 alert = {{ interval_seconds = 1 }}
 compact_retain = {{ cron = "0 3 * * *" }}
 
@@ -114,6 +115,9 @@ per_cluster_per_window = 40
 
 [judging]
 concurrency = 4
+
+[drift]
+min_usable = {MIN_USABLE}
 
 [[evaluators]]
 name = "quality"
@@ -166,10 +170,10 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
     # --- 1. the one-shot pipeline ---------------------------------------------------------------------
     daemon_lake = tmp_path / "daemon-data"
     shutil.copytree(landed_lake / "spans", daemon_lake / "spans")
-    code, summary, stderr = pipeline("--data-dir", str(landed_lake), "--tenant-id", TENANT, "--as-of", as_of,
-                                     "--judge-model", "tests.daemon.lakes:scripted_judge_model",
+    config = write_config(tmp_path / "pipeline.toml", landed_lake, f"[drift]\nmin_usable = {MIN_USABLE}\n")
+    code, summary, stderr = pipeline("--config", str(config), "--tenant-id", TENANT, "--as-of", as_of,
                                      "--fail-on-signal")
-    assert code == 1, stderr  # ran fine, and raised a regression
+    assert code == 1, (stderr, summary)  # ran fine, and raised a regression
     assert summary["judged"] == summary["sampled"] == len(INTENTS) * DAYS * PER_DAY and summary["errors"] == 0
     assert summary["missing_intent_key"] == 0
     assert [(s["cluster"], s["dimension"], s["kind"]) for s in summary["signals"]] == \
@@ -181,7 +185,7 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
 
     # --- 2. the daemon, killed mid-judging and restarted ----------------------------------------------
     webhook = Webhook()
-    config = _daemon_config(tmp_path / "verdict.toml", daemon_lake, webhook.url)
+    config = _daemon_config(tmp_path / "daemon.toml", daemon_lake, webhook.url)
     log = tmp_path / "daemon.log"
     daemon = _start_daemon(config, log)
     try:
@@ -193,6 +197,7 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
         assert killed_at < len(INTENTS) * DAYS * PER_DAY, "judging finished before the kill"
 
         second = _start_daemon(config, log)
+        _wait(lambda: log.read_text().count("verdict-daemon ready") == 2, 60, "the restarted daemon")
         duplicate = _start_daemon(config, log)  # one daemon per data dir
         assert duplicate.wait(60) == 2
         total = len(INTENTS) * DAYS * PER_DAY
@@ -200,7 +205,7 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
               and webhook.received
               and _state(daemon_lake, "SELECT max(judgments) FROM drift_runs")[0][0] == total * 4, 180,
               "judging, drift and the alert to complete")
-        time.sleep(2.5)  # further drift and alert ticks must not alert again
+        time.sleep(3.5)  # further drift and alert ticks must not alert again
         second.send_signal(signal.SIGTERM)
         assert second.wait(60) == 0
     finally:
@@ -217,7 +222,8 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
                                "LEFT JOIN drift_signals s USING (tenant_id, run_id) GROUP BY ALL")
     assert runs and all(declared == stored for _run, declared, stored in runs)  # no partial run
     latest = _state(daemon_lake, "SELECT s.cluster, s.dimension, s.kind FROM drift_signals s WHERE s.run_id = "
-                                 "(SELECT run_id FROM drift_runs ORDER BY completed_at DESC LIMIT 1)")
+                                 "(SELECT run_id FROM drift_runs WHERE tenant_id = ? ORDER BY completed_at DESC "
+                                 "LIMIT 1)", [TENANT])
     assert latest == [(CORRUPTED, "completeness", "regression")]
     keys = [key for key, _body in webhook.received]
     assert len(keys) == len(set(keys)) == 1

@@ -237,9 +237,20 @@ def test_bad_items_are_rejected_with_a_precise_message(item, message):
     assert message in str(caught.value)
 
 
-def test_a_custom_prompt_must_end_with_the_answer_block():
-    with pytest.raises(ConfigurationError, match="must end with a @user section"):
-        Judge(ScriptedModel([rubric_reply()]), prompt="Grade {source.answer} on {unit.dimension_names}.")
+def test_a_custom_prompt_may_show_the_answer_anywhere_and_quotes_are_still_checked_against_it():
+    prompt = "Grade this answer: {source.answer}\nDimensions: {unit.dimension_names}. Context: {source.context}"
+    fabricated = rubric_reply(evidence={"relevance": ["Dimensions: groundedness"]})  # from the prompt, not the answer
+    honest = rubric_reply(evidence={"relevance": ["2.1 million inhabitants"]})
+    judge, model = judge_with([fabricated, honest], prompt=prompt, retries=1)
+    judgment = judge.grade(ANSWER, context=CONTEXT)
+    assert judgment.status is JudgmentStatus.VALID and judgment.attempts == 2 and model.calls == 2
+    assert judgment["relevance"].evidence == ("2.1 million inhabitants",)
+    assert len(model.requests[0].messages) == 1  # one message; the answer is not last, and not delimited
+
+
+def test_a_custom_prompt_must_show_the_graded_answer():
+    with pytest.raises(ConfigurationError, match=r"must show the graded answer \({source.answer}\)"):
+        Judge(ScriptedModel([rubric_reply()]), prompt="Grade {source.query} on {unit.dimension_names}.")
 
 
 def test_a_custom_prompt_is_used_and_changes_the_fingerprint():

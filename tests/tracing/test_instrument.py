@@ -156,3 +156,18 @@ def test_openai_exception_type_is_unchanged_for_connection_errors(traced):
     with pytest.raises(openai.APIConnectionError):
         client.chat.completions.create(model="m", messages=MSG)
     assert traced.attrs()["error.type"] == "openai.APIConnectionError"
+
+
+def test_stream_observer_bug_keeps_chunks_identical(fake_openai, traced, monkeypatch):
+    from verdict.tracing import openai_patch
+
+    def broken(self, chunk):
+        raise AttributeError("chunk layout changed")
+
+    monkeypatch.setattr(openai_patch.ChatStream, "__call__", broken)
+    client = fake_openai.client()
+    stream = client.chat.completions.create(model="m", messages=MSG, stream=True)
+    texts = [c.choices[0].delta.content for c in stream if c.choices]
+    assert "".join(t or "" for t in texts) == "fake reply"
+    assert vt.stats().errors["openai.stream_item"] == len(texts)
+    assert traced.one().attributes["gen_ai.response.finish_reasons"] == ("error",)  # nothing recorded

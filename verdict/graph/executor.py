@@ -28,12 +28,13 @@ from verdict.models.base import Usage
 
 
 class _Sample:
-    __slots__ = ("index", "lock", "pending", "remaining", "results", "source", "usage", "view")
+    __slots__ = ("attempts", "index", "lock", "pending", "remaining", "results", "source", "usage", "view")
 
-    def __init__(self, index: int, source: Any, graph: Graph, results: list[Any]) -> None:
+    def __init__(self, index: int, source: Any, graph: Graph, results: list[Any], attempts: list[int]) -> None:
         self.index, self.source = index, source
         self.view = AttributeView(source) if isinstance(source, Mapping) else source
         self.results = results.copy()
+        self.attempts = attempts.copy()
         self.pending = list(graph.pending)
         self.remaining = graph.sample_nodes
         self.usage = Usage()
@@ -60,7 +61,7 @@ class Executor:
         self._cpu = ThreadPoolExecutor(self.cpu_workers, thread_name_prefix="verdict-cpu")
         tick = _progress(progress, total)
         try:
-            self._template, usage = self._run_pinned()
+            self._template, self._template_attempts, usage = self._run_pinned()
             # A bounded window of samples in flight; each finished sample admits the next one from the
             # worker thread that finished it, so the calling thread is never on the critical path.
             for _ in range(max(2 * self.max_workers, 4)):
@@ -76,7 +77,7 @@ class Executor:
                     break
                 sample: _Sample = item  # type: ignore[assignment]
                 self._rows[sample.index] = SampleResult(self.graph, sample.index, sample.source, sample.results,
-                                                        sample.usage)
+                                                        sample.attempts, sample.usage)
                 usage = usage + sample.usage
                 tick(1)
         finally:
@@ -90,15 +91,16 @@ class Executor:
             raise RuntimeError(f"internal error: samples {missing[:10]} produced no row")
         return RunResult(tuple(self._rows), usage, time.perf_counter() - started)  # type: ignore[arg-type]
 
-    def _run_pinned(self) -> tuple[list[Any], Usage]:
+    def _run_pinned(self) -> tuple[list[Any], list[int], Usage]:
         """Pinned nodes run once, in order, on the calling thread; every sample starts from their results."""
         results: list[Any] = [None] * len(self.graph.nodes)
+        attempts = [0] * len(self.graph.nodes)
         usage = Usage()
         for index in self.graph.pinned:
             node = self.graph.nodes[index]
-            results[index], used = run_step(node, None, [results[d] for d in node.deps])
+            results[index], used, attempts[index] = run_step(node, None, [results[d] for d in node.deps])
             usage = usage + used
-        return results, usage
+        return results, attempts, usage
 
     def _admit(self) -> _Sample | None:
         """Take the next input, or None when the inputs are exhausted (the caller starts its nodes).
@@ -119,10 +121,10 @@ class Executor:
                 self._in_flight += 1
                 index = len(self._rows)
                 self._rows.append(None)
-            sample = _Sample(index, source, self.graph, self._template)
+            sample = _Sample(index, source, self.graph, self._template, self._template_attempts)
             if not isinstance(source, Mapping | BaseModel) and not hasattr(source, "__dict__"):
                 self._rows[index] = SampleResult(
-                    self.graph, index, source, sample.results, Usage(),
+                    self.graph, index, source, sample.results, sample.attempts, Usage(),
                     error=f"a sample is a mapping or an object with attributes, not {type(source).__name__}")
                 self._finish(None)
                 continue
@@ -150,7 +152,8 @@ class Executor:
         while True:
             node = nodes[index]
             try:
-                result, used = run_step(node, sample.view, [sample.results[d] for d in node.deps])
+                result, used, sample.attempts[index] = run_step(node, sample.view,
+                                                                [sample.results[d] for d in node.deps])
             except BaseException as exc:  # run_step catches everything expected; keep the sample alive anyway
                 result, used = UnitError("internal", f"{type(exc).__name__}: {exc}"), Usage()
             sample.results[index] = result

@@ -17,13 +17,14 @@ if TYPE_CHECKING:
 
 class SampleResult:
     """Every unit's output (or error state) for one sample, addressable by unit path
-    (`row["layer.judge[2]"]`) or by a unit name that is unique in the graph (`row["meanpool"]`)."""
+    (`row["layer.judge[2]"]`) or by a unit name that is unique in the graph (`row["meanpool"]`), and the
+    attempt that produced each one."""
 
-    __slots__ = ("_graph", "_results", "error", "index", "source", "usage")
+    __slots__ = ("_attempts", "_graph", "_results", "error", "index", "source", "usage")
 
-    def __init__(self, graph: Graph, index: int, source: Any, results: Sequence[Any], usage: Usage,
-                 error: str | None = None) -> None:
-        self._graph, self._results = graph, results
+    def __init__(self, graph: Graph, index: int, source: Any, results: Sequence[Any], attempts: Sequence[int],
+                 usage: Usage, error: str | None = None) -> None:
+        self._graph, self._results, self._attempts = graph, results, attempts
         self.index, self.source, self.usage = index, source, usage
         # Why the sample failed: the first unit that failed on its own (not merely downstream of a failure).
         self.error = error or _first_error(graph, results)
@@ -35,6 +36,12 @@ class SampleResult:
     @property
     def outputs(self) -> dict[str, BaseModel | UnitError | None]:
         return {node.path: self._results[node.index] for node in self._graph.nodes}
+
+    @property
+    def attempts(self) -> dict[str, int]:
+        """path -> the attempt that produced the unit's result: the one that succeeded, or the last one for
+        a UnitError (its `.attempts`); 0 when the unit called no model (CPU units, upstream failures)."""
+        return {node.path: self._attempts[node.index] for node in self._graph.nodes}
 
     @property
     def errors(self) -> dict[str, UnitError]:

@@ -1,4 +1,8 @@
-"""One node for one sample: render, call, extract, retry, process, propagate — or an error state."""
+"""One node for one sample: render, call, extract, process, propagate, retry — or an error state.
+
+An attempt fails when the extractor cannot turn the reply into the ResponseSchema, or when `unit.process`
+(or `.propagate`) rejects it with ExtractionError: both are retried the same way. Each step reports the
+attempt that produced its result (0 when no model was called)."""
 
 from __future__ import annotations
 
@@ -18,30 +22,30 @@ _NO_USAGE = Usage()
 Result = BaseModel | UnitError
 
 
-def run_step(node: Node, source: Any, outputs: list[Result]) -> tuple[Result, Usage]:
-    """Never raises: any failure becomes a UnitError saying why."""
+def run_step(node: Node, source: Any, outputs: list[Result]) -> tuple[Result, Usage, int]:
+    """(result, usage, attempt). Never raises: any failure becomes a UnitError saying why."""
     for dep_path, output in zip(node.dep_paths, outputs, strict=True):
         if isinstance(output, UnitError):
-            return UnitError("upstream", f"{dep_path} failed ({output})"), _NO_USAGE
+            return UnitError("upstream", f"{dep_path} failed ({output})"), _NO_USAGE, 0
     previous = PreviousView(node.dep_names, outputs)
     try:
         input = _input(node, source, outputs)
     except (ValidationError, ConfigurationError) as exc:
-        return UnitError("unit", f"cannot build the input: {_short(exc)}"), _NO_USAGE
+        return UnitError("unit", f"cannot build the input: {_short(exc)}"), _NO_USAGE, 0
     if node.kind == "io":
         return _call_model(node, source, previous, input)
     try:
-        return _finish(node, node.unit.compute(input, previous), previous, input), _NO_USAGE
+        return _finish(node, node.unit.compute(input, previous), previous, input), _NO_USAGE, 0
     except Exception as exc:  # a user's map function or pool over bad values; the row says why
-        return UnitError("unit", _short(exc)), _NO_USAGE
+        return UnitError("unit", _short(exc)), _NO_USAGE, 0
 
 
-def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> tuple[Result, Usage]:
+def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> tuple[Result, Usage, int]:
     try:
         messages = node.template.render(  # type: ignore[union-attr]
             {"source": source, "previous": previous, "input": input, "unit": node.unit})
     except TemplateError as exc:
-        return UnitError("template", str(exc)), _NO_USAGE
+        return UnitError("template", str(exc)), _NO_USAGE, 0
     usage = _NO_USAGE
     failure = UnitError("extraction", "no attempt was made")
     for attempt in range(1, node.retries + 2):
@@ -59,12 +63,14 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
         usage = usage + job.usage  # every attempt is paid for, failed or not
         if failure is None:
             try:
-                return _finish(node, node.unit.process(input, response), previous, input), usage
+                return _finish(node, node.unit.process(input, response), previous, input), usage, attempt
+            except ExtractionError as exc:  # the unit rejected the reply (e.g. against its input): retry
+                failure = UnitError("extraction", str(exc), attempt)
             except Exception as exc:  # user code in process/propagate
-                return UnitError("unit", _short(exc), attempt), usage
+                return UnitError("unit", _short(exc), attempt), usage, attempt
         if not retry:
             break
-    return failure, usage
+    return failure, usage, failure.attempts
 
 
 def _finish(node: Node, output: Any, previous: PreviousView, input: Any) -> BaseModel:

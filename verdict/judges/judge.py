@@ -3,8 +3,9 @@
 The judge is a one-unit judge graph (`Judge.unit`, a `RubricUnit`) run by the engine's executor, so
 `.via()` parameters, prompt templates, rate limits, transport retries and extraction retries all apply.
 A reply is accepted only if it is a JSON object with exactly the rubric's dimensions, each with a
-rationale, evidence quotes and a PASS/FAIL/UNCLEAR verdict, and every quote occurs in the graded answer.
-Anything else is retried; after the last retry the judgment is ERROR with the reason, never PASS/FAIL.
+rationale, evidence quotes and a PASS/FAIL/UNCLEAR verdict, and every quote occurs in the graded answer
+(`RubricUnit.process` checks it against the unit's input). Anything else is retried; after the last retry
+the judgment is ERROR with the reason, never PASS/FAIL.
 """
 
 from __future__ import annotations
@@ -17,17 +18,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from verdict.extract import ExtractionJob, StructuredExtractor, json_schema
+from verdict.extract import StructuredExtractor, json_schema
 from verdict.graph.errors import ConfigurationError, ExtractionError
 from verdict.graph.pipeline import Pipeline
 from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
 from verdict.graph.template import AttributeView
 from verdict.graph.unit import Unit, resolve_model
-from verdict.judges.attempts import ATTEMPT_FIELD, AttemptCounter, unit_outcome
 from verdict.judges.fingerprint import evaluator_fingerprint
+from verdict.judges.outcome import unit_outcome
 from verdict.judges.rubric import DEFAULT_RUBRIC, Dimension, Rubric, rubric_text
-from verdict.models.base import Message, Model, Usage
+from verdict.models.base import Model, Usage
 
 
 class Verdict(StrEnum):
@@ -161,19 +162,8 @@ def quote_occurs(quote: str, normalised_answer: str) -> bool:
 EVIDENCE_RULE = "quotes-in-answer:nfkc,ascii-quotes-dashes,casefold,collapse-whitespace,ellipsis-fragments-in-order"
 
 # --- the unit --------------------------------------------------------------------------------------------
-# The graded answer is alone in the last message, between these fixed delimiters, so the extractor can
-# check evidence quotes against exactly the text the judge saw (see notes/engine-requests.md).
-ANSWER_OPEN, ANSWER_CLOSE = "<answer>\n", "\n</answer>"
-
-
-def graded_answer(messages: Sequence[Message]) -> str | None:
-    last = messages[-1].content if messages else ""
-    if messages and messages[-1].role == "user" and last.startswith(ANSWER_OPEN) and last.endswith(ANSWER_CLOSE) \
-            and len(last) >= len(ANSWER_OPEN) + len(ANSWER_CLOSE):
-        return last[len(ANSWER_OPEN):len(last) - len(ANSWER_CLOSE)]
-    return None
-
-
+# The material sits between tags, the answer alone in the last message, so an instruction inside it reads
+# as data (prompt-injection safety). The evidence check reads the answer from the unit's input, not from here.
 DEFAULT_JUDGE_PROMPT = """
 @system
 You are an impartial evaluator. Grade one answer against this rubric.
@@ -243,30 +233,19 @@ class RubricUnit(Unit):
         self.rubric_text = rubric_text(self.dimensions)
         self.dimension_names = ", ".join(d.name for d in self.dimensions)
 
-
-class RubricExtractor(StructuredExtractor):
-    """Structured output plus the evidence check: a quote not found in the graded answer fails the attempt."""
-
-    def __init__(self) -> None:
-        self._attempts = AttemptCounter()
-
-    def extract(self, job: ExtractionJob) -> Schema:
-        attempt = self._attempts.next(job.messages)
-        response = super().extract(job)
-        answer = graded_answer(job.messages)
-        if answer is None:
-            raise ExtractionError("the prompt's last message is not the <answer> block; cannot check evidence")
+    def process(self, input: Any, response: Schema) -> Schema:
+        """Reject (ExtractionError: the engine retries) a reply grading unknown dimensions or quoting evidence
+        that is not in the graded answer, `input.answer` (for a graph's first unit, the sample's answer)."""
         unexpected = sorted(response.__pydantic_extra__ or ())
         if unexpected:
             raise ExtractionError(f"the reply grades unknown dimension(s) {unexpected}")
-        normalised = normalise(answer)
+        normalised = normalise(input.answer)
         for dimension, grade in grades(response).items():
             for quote in grade.evidence:
                 if not quote_occurs(quote, normalised):
                     shown = quote if len(quote) <= 80 else quote[:77] + "..."
                     raise ExtractionError(f"{dimension}: the evidence quote {shown!r} does not occur in the "
                                           "graded answer")
-        setattr(response, ATTEMPT_FIELD, attempt)
         return response
 
 
@@ -317,19 +296,21 @@ class Judge:
 
     def _unit(self, dimensions: Sequence[Dimension]) -> RubricUnit:
         unit = RubricUnit(self.rubric, dimensions, name=self.name)
-        return unit.via(self.model, self.retries, **self.params).prompt(self.prompt_text).extract(RubricExtractor())
+        return unit.via(self.model, self.retries, **self.params).prompt(self.prompt_text) \
+            .extract(StructuredExtractor())
 
     def _check_prompt(self, unit: RubricUnit) -> None:
-        """A custom prompt must end with the graded-answer block the evidence check reads."""
-        probe = GradingItem("probe answer", "probe question", "probe context").sample()
+        """A custom prompt must render for an item and show the judge the answer it grades."""
+        probe = GradingItem("probe answer 7f3a", "probe question", "probe context").sample()
+        view = AttributeView(probe)
         try:
-            messages = unit.template.render({"source": AttributeView(probe), "previous": None,  # type: ignore[union-attr]
-                                             "input": None, "unit": unit})
+            messages = unit.template.render({"source": view, "previous": None,  # type: ignore[union-attr]
+                                             "input": view, "unit": unit})
         except ConfigurationError as exc:
             raise ConfigurationError(f"the judge prompt cannot be rendered for an item: {exc}") from None
-        if graded_answer(messages) != probe["answer"]:
-            raise ConfigurationError("a Judge prompt must end with a @user section that is exactly "
-                                     "'<answer>', '{source.answer}', '</answer>' on three lines")
+        if not any(probe["answer"] in message.content for message in messages):
+            raise ConfigurationError("a Judge prompt must show the graded answer ({source.answer}): the evidence "
+                                     "quotes are checked against it")
 
     def grade(self, answer: str, *, query: str | None = None, context: str | Sequence[str] | None = None) -> Judgment:
         return self.grade_many([GradingItem(answer, query, context)], max_workers=1)[0]

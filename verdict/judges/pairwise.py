@@ -31,8 +31,8 @@ from verdict.graph.pipeline import Pipeline
 from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
 from verdict.graph.unit import Unit, resolve_model
-from verdict.judges.attempts import ATTEMPT_FIELD, AttemptCounter, UnitOutcome, unit_outcome
 from verdict.judges.fingerprint import evaluator_fingerprint
+from verdict.judges.outcome import UnitOutcome, unit_outcome
 from verdict.judges.voting import Ensemble, plurality
 from verdict.models.base import Model, Usage
 
@@ -112,15 +112,9 @@ class RoundResponse(Schema):
 class MarkerExtractor(Extractor):
     """Reads the single verdict marker; the reply text is kept for inspection."""
 
-    def __init__(self) -> None:
-        self._attempts = AttemptCounter()
-
     def extract(self, job: ExtractionJob) -> Schema:
-        attempt = self._attempts.next(job.messages)
         text = job.complete().text  # raises ExtractionError for a truncated reply
-        response = RoundResponse(marker=read_marker(text), reply=text)  # type: ignore[arg-type]
-        setattr(response, ATTEMPT_FIELD, attempt)
-        return response
+        return RoundResponse(marker=read_marker(text), reply=text)  # type: ignore[arg-type]
 
 
 class PairwiseRoundUnit(Unit):

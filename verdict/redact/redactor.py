@@ -41,11 +41,6 @@ _CUT_LOOKBACK = 64  # how far back from max_string a string is cut at a space
 _REGROWTH = 4  # a cut string redacted in hash mode stays below this many times max_string
 _TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _DIGITS = frozenset("0123456789")
-# Neighbours that never join a replacement to a token (checked first: most replacements are
-# surrounded by these).
-_CLEAN_EDGE = frozenset(
-    ["", "\n", "\r", "\t", ",", ";", "!", "?", '"', "(", ")", "[", "]", "{", "}", "=", ":"]
-)
 _JOINERS = frozenset("-.+'%/\\")  # join tokens in numbers, keys, e-mail local parts, paths
 
 
@@ -175,9 +170,7 @@ class Redactor:
                 pieces.append(s[pos:start])
                 pieces.append(replaced)
                 pos = end
-                if not glued and (
-                    s[start - 1 : start] not in _CLEAN_EDGE or s[end : end + 1] not in _CLEAN_EDGE
-                ):
+                if not glued:
                     glued = _glued(s, start, end)
         if not pieces:
             return s, False
@@ -292,17 +285,17 @@ class Redactor:
 
 def _glued(s: str, start: int, end: int) -> bool:
     """True if the text around s[start:end] continues a token across its edges."""
-    before, beyond_before = s[start - 1 : start], s[max(0, start - 2) : max(0, start - 1)]
-    after, beyond_after = s[end : end + 1], s[end + 1 : end + 2]
-    return _joins(before, beyond_before) or _joins(after, beyond_after)
+    return _joins(
+        s[start - 1 : start] if start else "", s[start - 2 : start - 1] if start > 1 else ""
+    ) or _joins(s[end : end + 1], s[end + 1 : end + 2])
 
 
 def _joins(neighbour: str, beyond: str) -> bool:
-    return (
-        neighbour in _TOKEN
-        or (neighbour in _JOINERS and beyond in _TOKEN)
-        or (neighbour == " " and beyond in _DIGITS)  # digit groups: "+44 20 7946 0958"
-    )
+    if neighbour in _TOKEN:
+        return True
+    if neighbour == " ":
+        return beyond in _DIGITS  # digit groups: "+44 20 7946 0958"
+    return neighbour in _JOINERS and beyond in _TOKEN
 
 
 def _canonical(item: Any) -> str:

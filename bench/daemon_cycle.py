@@ -1,0 +1,166 @@
+"""Benchmark: one daemon cycle at scale — sampling, judging throughput, drift run, memory.
+
+    .venv/bin/python bench/daemon_cycle.py [--traces 100000] [--judged 3000] [--latency 0.2] [--concurrency 64]
+
+The lake holds `--traces` traces over 9 days in 20 clusters (intent keys) and 2 tenants, written as
+the collector writes them (one segment per tenant and day). Then, against a fresh state.duckdb:
+
+- sampling: both tenants, default targets (100 per cluster and day, 10,000 per run);
+- judging: the rubric Judge (5 dimensions, one call per trace) on a scripted model with `--latency`
+  per call and `--concurrency` calls in flight, over `--judged` sampled traces; ideal = concurrency /
+  latency traces per second;
+- drift: every sampled trace is given a judgment (inserted directly: judging all of them at 320/s
+  would take minutes), then one drift run per tenant is timed, load from state.duckdb and commit
+  included;
+- RSS: this process's peak resident memory.
+
+Targets (issue 6): sampling ≤ 5 s, drift ≤ 5 s, throughput ≥ 80 % of ideal, RSS ≤ 600 MB. The
+machine is shared: read the ratios, and rerun when a figure is close.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+NOW = datetime(2026, 11, 30, 0, tzinfo=UTC)
+TENANTS = ("acme", "globex")
+CLUSTERS = 20
+DAYS = 9
+ANSWER = "Open the settings page, choose Billing, then press Save. The change applies at once."
+
+
+def build_lake(data_dir: Path, traces: int) -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from collector import lake
+    from collector.schema import arrow_schema
+
+    schema = arrow_schema()
+    rng = np.random.default_rng(0)
+    per_tenant = traces // len(TENANTS)
+    now_ns = int(NOW.timestamp() * 1e9)
+    inputs = json.dumps([{"role": "system", "parts": [{"type": "text", "content": "Billing is under Settings."}]},
+                         {"role": "user", "parts": [{"type": "text", "content": "How do I update billing?"}]}])
+    outputs = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}],
+                           "finish_reason": "stop"}])
+    lake.prepare(data_dir)
+    for t, tenant in enumerate(TENANTS):
+        start = now_ns - rng.integers(1, DAYS * 86_400 * 10**9, size=per_tenant)
+        day = start // (86_400 * 10**9)
+        ids = [f"{t:02x}{i:030x}" for i in range(per_tenant)]
+        columns = {name: pa.nulls(per_tenant, schema.field(name).type) for name in schema.names}
+        columns.update(
+            trace_id=pa.array(ids), span_id=pa.array([i[16:] for i in ids]), name=pa.array(["chat"] * per_tenant),
+            kind=pa.array(["CLIENT"] * per_tenant), start_time=pa.array(start, pa.timestamp("ns")),
+            end_time=pa.array(start + 50_000_000, pa.timestamp("ns")), status_code=pa.array(["UNSET"] * per_tenant),
+            operation=pa.array(["chat"] * per_tenant),
+            intent_key=pa.array([f"intent-{c:02d}.v1" for c in rng.integers(0, CLUSTERS, size=per_tenant)]),
+            input_messages=pa.array([inputs] * per_tenant), output_messages=pa.array([outputs] * per_tenant),
+            received_at=pa.array(start + 60_000_000, pa.timestamp("ns")))
+        table = pa.table([columns[n] for n in schema.names], schema=schema)
+        for d in np.unique(day):
+            date = datetime.fromtimestamp(int(d) * 86_400, UTC).date().isoformat()
+            lake.write_segment(data_dir, tenant, date, table.filter(pa.array(day == d)))
+
+
+def _reply(request) -> str:
+    text = request.messages[0].content
+    asked = text.split("with exactly the keys ", 1)[1].split(":", 1)[0].split(", ")
+    return json.dumps({d: {"rationale": "ok", "evidence": [], "verdict": "PASS"} for d in asked})
+
+
+def fill_judgments(store, tenant: str, fingerprint: str) -> int:
+    """One OK attempt with 5 verdicts for every sampled trace that has none (vectorised in DuckDB)."""
+    with store.transaction() as con:
+        con.execute("""
+            INSERT OR IGNORE INTO judgment_attempts
+            SELECT tenant_id, md5(trace_id || $fp), trace_id, $fp, 1, 'OK', NULL, NULL, now()::TIMESTAMP,
+                   100, 50, 0.0, 'bench'
+            FROM sampled_traces WHERE tenant_id = $t""", {"t": tenant, "fp": fingerprint})
+        con.execute("""
+            INSERT OR IGNORE INTO dimension_verdicts
+            SELECT a.tenant_id, a.attempt_id, d.name,
+                   CASE WHEN hash(a.trace_id || d.name) % 10 = 0 THEN 'FAIL' ELSE 'PASS' END, NULL, 'bench'
+            FROM judgment_attempts a,
+                 (VALUES ('groundedness'), ('relevance'), ('completeness'), ('safety'),
+                         ('instruction_following')) d(name)
+            WHERE a.tenant_id = $t AND a.fingerprint = $fp""", {"t": tenant, "fp": fingerprint})
+        return con.execute("SELECT count(*) FROM judgment_attempts WHERE tenant_id = ?", [tenant]).fetchone()[0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=int, default=100_000)
+    parser.add_argument("--judged", type=int, default=3000, help="traces judged in the throughput run")
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+
+    from verdict.judges.judge import Judge
+    from verdict.models.scripted import ScriptedModel
+    from verdict_daemon.clusters import IntentKeyAssigner, assign
+    from verdict_daemon.config import Drift, Judging, Sampling
+    from verdict_daemon.drift_runs import run_drift
+    from verdict_daemon.evaluators import JudgeWorkloadModel
+    from verdict_daemon.judge_evaluators import JudgeEvaluator
+    from verdict_daemon.judging import judge
+    from verdict_daemon.sampling import sample
+    from verdict_daemon.state import StateStore
+
+    work = Path(tempfile.mkdtemp(prefix="verdict-bench-"))
+    try:
+        started = time.perf_counter()
+        build_lake(work, args.traces)
+        print(f"lake: {args.traces} traces, {CLUSTERS} clusters, {len(TENANTS)} tenants, {DAYS} days "
+              f"(built in {time.perf_counter() - started:.1f} s)")
+        store = StateStore(work)
+        store.schema_version()
+
+        started = time.perf_counter()
+        sampled = sum(sample(store, work, t, Sampling(), NOW).sampled for t in TENANTS)
+        sampling_s = time.perf_counter() - started
+        print(f"sampling: {sampled} traces sampled in {sampling_s:.2f} s (target <= 5 s)")
+
+        model = ScriptedModel(_reply, name="scripted/bench", latency=args.latency)
+        evaluator = JudgeEvaluator("bench", Judge(JudgeWorkloadModel(model), retries=0), {"kind": "rubric"})
+        config = Judging(concurrency=args.concurrency, budget={"max_calls": args.judged})
+        started = time.perf_counter()
+        report = judge(store, TENANTS[0], evaluator, config, "bench")
+        judge_s = time.perf_counter() - started
+        ideal = args.concurrency / args.latency
+        rate = report.judged / judge_s
+        print(f"judging: {report.judged} traces x 5 dimensions in {judge_s:.2f} s = {rate:.0f}/s; ideal "
+              f"{ideal:.0f}/s; ratio {rate / ideal:.2f} (target >= 0.80)")
+
+        drift_times = []
+        for tenant in TENANTS:
+            fill_judgments(store, tenant, evaluator.fingerprint)
+            assign(store, tenant, IntentKeyAssigner())
+            started = time.perf_counter()
+            run = run_drift(store, tenant, evaluator.fingerprint, Drift(), NOW + timedelta(seconds=1))
+            drift_times.append(time.perf_counter() - started)
+            print(f"drift {tenant}: {run.judgments} judgments, {run.cells} cells, {run.tested} tested, "
+                  f"{len(run.signals)} signals in {drift_times[-1]:.2f} s (target <= 5 s)")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"peak RSS: {rss:.0f} MiB (target <= 600 MB)")
+        print(json.dumps({"traces": args.traces, "sampling_s": round(sampling_s, 3), "judged_per_s": round(rate, 1),
+                          "ideal_per_s": ideal, "throughput_ratio": round(rate / ideal, 3),
+                          "drift_s_max": round(max(drift_times), 3), "peak_rss_mib": round(rss)}))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

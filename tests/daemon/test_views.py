@@ -1,0 +1,51 @@
+"""`verdict sql` tables over state.duckdb: latest attempt per trace × dimension, tenant-scoped, joinable."""
+
+from __future__ import annotations
+
+import duckdb
+
+from collector.views import view_statements
+from tests.daemon.conftest import NOW, make_config
+from tests.daemon.lakes import synthetic_days, write_rows
+from verdict_daemon.cycle import build_evaluators, run_cycle
+from verdict_daemon.views import add_state_views
+
+
+def _scoped(data_dir, tenant):
+    con = duckdb.connect()
+    for statement in view_statements(data_dir, tenant):
+        con.execute(statement)
+    add_state_views(con, data_dir, tenant)
+    return con
+
+
+def test_views_join_llm_calls_and_stay_in_their_tenant(lake):
+    write_rows(lake, "globex", synthetic_days(NOW, intents=("other.v1",), per_day=5, seed=9))
+    config = make_config(lake)
+    evaluators = build_evaluators(config)
+    for tenant in ("acme", "globex"):
+        run_cycle(config, tenant, NOW, evaluators)
+    con = _scoped(lake, "acme")
+    assert con.execute("SELECT DISTINCT tenant_id FROM judgments").fetchall() == [("acme",)]
+    per_dimension = con.execute(
+        "SELECT count(*), count(DISTINCT trace_id), count(DISTINCT dimension) FROM judgments").fetchone()
+    assert per_dimension == (1440 * 4, 1440, 4)
+    joined = con.execute("""
+        SELECT c.intent_key, round(avg((j.value = 'PASS')::INT), 3) AS pass_rate
+        FROM judgments j JOIN llm_calls c USING (trace_id)
+        WHERE j.dimension = 'completeness' AND j.started_at >= TIMESTAMP '2026-11-19'
+        GROUP BY 1 ORDER BY 1""").fetchall()
+    assert joined == [("account.v1", 1.0), ("billing.v1", 1.0), ("returns.v1", 1.0), ("search.v1", 0.0)]
+    signals = con.execute("SELECT cluster, dimension, kind, evaluator FROM drift_signals").fetchall()
+    assert signals == [("search.v1", "completeness", "regression", "quality")]
+    assert con.execute("SELECT count(*) FROM drift_runs").fetchone()[0] == 1
+    assert con.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name LIKE 'verdict%'").fetchone()[0] == 0
+    other = _scoped(lake, "globex")
+    assert other.execute("SELECT DISTINCT intent_key FROM judgments").fetchall() == [("other.v1",)]
+    assert other.execute("SELECT count(*) FROM drift_signals").fetchone()[0] == 0
+
+
+def test_views_exist_before_anything_was_judged(tmp_path):
+    con = _scoped(tmp_path, "acme")
+    assert con.execute("SELECT count(*) FROM judgments").fetchone()[0] == 0
+    assert "fingerprint" in [d[0] for d in con.execute("SELECT * FROM drift_signals").description]

@@ -1,0 +1,89 @@
+"""`verdict sql` tables over state.duckdb, scoped to one tenant: judgments, drift_runs, drift_signals.
+
+`add_state_views(con, data_dir, tenant)` copies the tenant's rows into temporary tables of an
+(in-memory) DuckDB connection and detaches the state file again, so user SQL can never reach another
+tenant's rows nor hold the daemon's file. Call it before the connection's configuration is locked
+(the collector's `open_scoped` locks it). Join to `llm_calls` / `spans` on `trace_id`.
+
+- judgments: one row per trace × dimension of the latest attempt per (trace, evaluator fingerprint);
+  a latest ERROR attempt is one row with dimension NULL, value 'ERROR' and its error_code.
+- drift_runs: every completed run (readers usually want the latest per fingerprint).
+- drift_signals: each run's signals, with the run's as_of.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+from verdict.tenancy import validate_tenant_id
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.state import MIGRATIONS, STATE_FILE, is_lock_conflict
+
+_ALIAS = "verdict_state_snapshot"
+
+JUDGMENTS = f"""
+CREATE TEMP TABLE judgments AS
+WITH latest AS (
+    SELECT a.* FROM {_ALIAS}.judgment_attempts a
+    WHERE a.tenant_id = $tenant
+    QUALIFY row_number() OVER (PARTITION BY a.trace_id, a.fingerprint ORDER BY a.attempt_no DESC) = 1)
+SELECT l.tenant_id, l.trace_id, s.started_at, s.intent_key, c.cluster, e.name AS evaluator, l.fingerprint,
+       v.dimension, CASE WHEN l.status = 'ERROR' THEN 'ERROR' ELSE v.value END AS value, v.score, v.reason,
+       l.status, l.error_code, l.attempt_no, l.judged_at
+FROM latest l
+JOIN {_ALIAS}.sampled_traces s ON s.tenant_id = l.tenant_id AND s.trace_id = l.trace_id
+LEFT JOIN {_ALIAS}.cluster_assignments c ON c.tenant_id = l.tenant_id AND c.trace_id = l.trace_id
+LEFT JOIN {_ALIAS}.evaluators e ON e.tenant_id = l.tenant_id AND e.fingerprint = l.fingerprint
+LEFT JOIN {_ALIAS}.dimension_verdicts v ON v.tenant_id = l.tenant_id AND v.attempt_id = l.attempt_id
+"""
+DRIFT_RUNS = f"""
+CREATE TEMP TABLE drift_runs AS
+SELECT r.*, e.name AS evaluator FROM {_ALIAS}.drift_runs r
+LEFT JOIN {_ALIAS}.evaluators e USING (tenant_id, fingerprint) WHERE r.tenant_id = $tenant
+"""
+DRIFT_SIGNALS = f"""
+CREATE TEMP TABLE drift_signals AS
+SELECT s.*, r.as_of, e.name AS evaluator FROM {_ALIAS}.drift_signals s
+JOIN {_ALIAS}.drift_runs r USING (tenant_id, run_id)
+LEFT JOIN {_ALIAS}.evaluators e ON e.tenant_id = s.tenant_id AND e.fingerprint = s.fingerprint
+WHERE s.tenant_id = $tenant
+"""
+
+
+def _attach(con, path: Path, lock_timeout: float) -> None:
+    import duckdb
+
+    quoted = "'" + str(path).replace("'", "''") + "'"
+    deadline = time.monotonic() + lock_timeout
+    delay = 0.02
+    while True:
+        try:
+            con.execute(f"ATTACH {quoted} AS {_ALIAS} (READ_ONLY)")
+            return
+        except duckdb.Error as exc:
+            left = deadline - time.monotonic()
+            if not is_lock_conflict(exc) or left <= 0:
+                code = "storage_locked" if is_lock_conflict(exc) else "storage_error"
+                raise DaemonError(code, f"cannot read {path}: {str(exc).splitlines()[0][:200]}") from None
+            time.sleep(min(left, delay * (0.5 + random.random())))
+            delay = min(delay * 2, 0.5)
+
+
+def add_state_views(con, data_dir: Path, tenant: str, *, lock_timeout: float = 10.0) -> None:
+    """Create the tenant's `judgments`, `drift_runs` and `drift_signals` tables on `con`."""
+    tenant = validate_tenant_id(tenant)
+    path = Path(data_dir).resolve() / STATE_FILE
+    if path.exists():
+        _attach(con, path, lock_timeout)
+    else:  # nothing judged yet: empty tables with the real columns
+        con.execute(f"ATTACH ':memory:' AS {_ALIAS}")
+        for step in MIGRATIONS:
+            for statement in step:
+                con.execute(statement.replace("CREATE TABLE ", f"CREATE TABLE {_ALIAS}.", 1))
+    try:
+        for statement in (JUDGMENTS, DRIFT_RUNS, DRIFT_SIGNALS):
+            con.execute(statement, {"tenant": tenant})
+    finally:
+        con.execute(f"DETACH {_ALIAS}")
