@@ -54,9 +54,6 @@ class Partition:
     date: str
     rows: list[tuple] = field(default_factory=list)
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
     def to_arrow(self):
         import pyarrow as pa
 

@@ -16,6 +16,8 @@ _NAMES = {
          "workload_context", "carry_context"],
         "verdict.tracing",
     ),
+    # redaction (stdlib only; shared by SDK, collector and artifacts)
+    **dict.fromkeys(["Redactor", "redact_text", "redact_value"], "verdict.redact"),
     # judge-graph engine
     **dict.fromkeys(
         ["Unit", "Layer", "Block", "Pipeline", "Schema", "Prompt", "PromptRegistry", "ConfigurationError",

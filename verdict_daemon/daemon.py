@@ -67,8 +67,9 @@ def _trigger(schedule: Schedule):
 
 
 class Daemon:
-    def __init__(self, config: DaemonConfig) -> None:
+    def __init__(self, config: DaemonConfig, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.config = config
+        self.clock = clock  # "now" for sampling windows and drift runs
         self.store = store_for(config)
         self.evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
         self.stop = threading.Event()
@@ -89,10 +90,10 @@ class Daemon:
 
     def sample(self) -> None:
         self._each_tenant("sample", lambda t: sample(self.store, self.config.data_dir, t, self.config.sampling,
-                                                     datetime.now(UTC)))
+                                                     self.clock()))
 
     def judge(self) -> None:
-        run_id = f"daemon-{datetime.now(UTC):%Y%m%dT%H%M%S%f}"
+        run_id = f"daemon-{self.clock():%Y%m%dT%H%M%S%f}"
         for evaluator in self.evaluators:
             self._each_tenant("judge", lambda t, e=evaluator: judge(self.store, t, e, self.config.judging, run_id,
                                                                     self.stop.is_set))
@@ -101,7 +102,7 @@ class Daemon:
         self._each_tenant("assign", lambda t: assign(self.store, t, IntentKeyAssigner()))
 
     def drift(self) -> None:
-        as_of = datetime.now(UTC)
+        as_of = self.clock()
         for evaluator in self.evaluators:
             self._each_tenant("drift", lambda t, e=evaluator: run_drift(self.store, t, e.fingerprint,
                                                                         self.config.drift, as_of))

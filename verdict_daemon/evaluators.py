@@ -109,7 +109,7 @@ def resolve_judge_model(spec: str) -> Model:
 _MODEL_ERROR = re.compile(r"\bmodel: (\w+)")
 
 
-def error_outcome(message: str, usage: Usage = Usage()) -> Outcome:
+def error_outcome(message: str, usage: Usage) -> Outcome:
     """Classify an engine error text ('judge: model: connection: ...') as an attempt error."""
     model_error = _MODEL_ERROR.search(message)
     if model_error:

@@ -19,6 +19,7 @@ from collector import lake
 from collector.views import tenant_dir
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Sampling
+from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import JUDGE_WORKLOAD
 from verdict_daemon.material import graded_texts
 from verdict_daemon.state import StateStore, insert_rows
@@ -71,57 +72,9 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
     window_s = int(config.window_hours * 3600)
     lake_con = duckdb.connect(config={"threads": 2})
     try:
-        lake_con.register("done", done)
-        quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-        not_inference = ", ".join(f"'{op}'" for op in _NOT_INFERENCE)
-        lake_con.execute(f"""
-            CREATE TEMP TABLE picked AS
-            WITH calls AS (
-                SELECT trace_id, span_id, start_time, end_time, intent_key
-                FROM read_parquet([{quoted}], union_by_name = true)
-                WHERE start_time >= $start AND start_time < $end
-                  AND operation IS NOT NULL AND operation NOT IN ({not_inference})
-                  AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}'
-                  AND status_code <> 'ERROR' AND error_type IS NULL
-                QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1
-            ),
-            traces AS (
-                SELECT trace_id, arg_max(span_id, end_time) AS span_id, min(start_time) AS started_at,
-                       arg_max(intent_key, end_time) AS intent_key
-                FROM calls GROUP BY trace_id
-            ),
-            candidates AS (
-                SELECT t.*, coalesce(t.intent_key, '{UNASSIGNED}') AS stratum,
-                       to_timestamp(floor(epoch(t.started_at) / $w) * $w)::TIMESTAMP AS window_start,
-                       md5($seed || ':' || t.trace_id) AS draw
-                FROM traces t ANTI JOIN done d ON d.trace_id = t.trace_id
-            ),
-            held AS (SELECT stratum, window_start, count(*) AS n FROM done GROUP BY ALL),
-            ranked AS (
-                SELECT c.*, row_number() OVER (PARTITION BY c.stratum, c.window_start ORDER BY c.draw) AS pick,
-                       coalesce(h.n, 0) AS held
-                FROM candidates c LEFT JOIN held h USING (stratum, window_start)
-            )
-            SELECT trace_id, span_id, started_at::TIMESTAMP AS started_at, intent_key, stratum, window_start,
-                   pick, draw
-            FROM ranked WHERE pick + held <= $target
-            """, {"start": start, "end": end, "w": window_s, "seed": str(config.seed),
-                  "target": config.per_cluster_per_window})
-        eligible = lake_con.execute("SELECT count(*) FROM picked").fetchone()[0]
-        rows = lake_con.execute(f"""
-            WITH chosen AS (SELECT * FROM picked ORDER BY pick, draw LIMIT {config.max_traces_per_run}),
-            content AS (
-                SELECT trace_id, span_id, input_messages, output_messages, system_instructions
-                FROM read_parquet([{quoted}], union_by_name = true)
-                WHERE start_time >= $start AND start_time < $end
-                  AND span_id IN (SELECT span_id FROM chosen)
-                QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1
-            )
-            SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
-                   x.input_messages, x.output_messages, x.system_instructions
-            FROM chosen c JOIN content x USING (trace_id, span_id)
-            ORDER BY c.pick, c.draw
-            """, {"start": start, "end": end}).fetchall()
+        rows, eligible = _pick(lake_con, done, files, start, end, window_s, config)
+    except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
+        raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
         lake_con.close()
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -134,3 +87,60 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
     strata = len({(r[4], r[5]) for r in records})
     log.info("sample tenant=%s eligible=%d sampled=%d strata=%d", tenant, eligible, len(records), strata)
     return SampleReport(eligible, len(records), strata, eligible > len(records))
+
+
+def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, window_s: int,
+          config: Sampling) -> tuple[list[tuple], int]:
+    """The new picks with their content, and how many unsampled eligible traces there were."""
+    lake_con.register("done", done)
+    quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    not_inference = ", ".join(f"'{op}'" for op in _NOT_INFERENCE)
+    lake_con.execute(f"""
+        CREATE TEMP TABLE picked AS
+        WITH calls AS (
+            SELECT trace_id, span_id, start_time, end_time, intent_key
+            FROM read_parquet([{quoted}], union_by_name = true)
+            WHERE start_time >= $start AND start_time < $end
+              AND operation IS NOT NULL AND operation NOT IN ({not_inference})
+              AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}'
+              AND status_code <> 'ERROR' AND error_type IS NULL
+            QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1
+        ),
+        traces AS (
+            SELECT trace_id, arg_max(span_id, end_time) AS span_id, min(start_time) AS started_at,
+                   arg_max(intent_key, end_time) AS intent_key
+            FROM calls GROUP BY trace_id
+        ),
+        candidates AS (
+            SELECT t.*, coalesce(t.intent_key, '{UNASSIGNED}') AS stratum,
+                   to_timestamp(floor(epoch(t.started_at) / $w) * $w)::TIMESTAMP AS window_start,
+                   md5($seed || ':' || t.trace_id) AS draw
+            FROM traces t ANTI JOIN done d ON d.trace_id = t.trace_id
+        ),
+        held AS (SELECT stratum, window_start, count(*) AS n FROM done GROUP BY ALL),
+        ranked AS (
+            SELECT c.*, row_number() OVER (PARTITION BY c.stratum, c.window_start ORDER BY c.draw) AS pick,
+                   coalesce(h.n, 0) AS held
+            FROM candidates c LEFT JOIN held h USING (stratum, window_start)
+        )
+        SELECT trace_id, span_id, started_at::TIMESTAMP AS started_at, intent_key, stratum, window_start,
+               pick, draw
+        FROM ranked WHERE pick + held <= $target
+        """, {"start": start, "end": end, "w": window_s, "seed": str(config.seed),
+              "target": config.per_cluster_per_window})
+    eligible = lake_con.execute("SELECT count(*) FROM picked").fetchone()[0]
+    rows = lake_con.execute(f"""
+        WITH chosen AS (SELECT * FROM picked ORDER BY pick, draw LIMIT {config.max_traces_per_run}),
+        content AS (
+            SELECT trace_id, span_id, input_messages, output_messages, system_instructions
+            FROM read_parquet([{quoted}], union_by_name = true)
+            WHERE start_time >= $start AND start_time < $end
+              AND span_id IN (SELECT span_id FROM chosen)
+            QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1
+        )
+        SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
+               x.input_messages, x.output_messages, x.system_instructions
+        FROM chosen c JOIN content x USING (trace_id, span_id)
+        ORDER BY c.pick, c.draw
+        """, {"start": start, "end": end}).fetchall()
+    return rows, eligible

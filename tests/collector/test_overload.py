@@ -73,3 +73,47 @@ def test_exporter_retries_land_every_span(collector_factory):
     assert stats["refused_overload"] > 0, "the test did not overload the collector"
     stored = {r["span_id"] for r in read_spans(collector.data_dir)}
     assert sent <= stored
+
+
+def test_grpc_full_queue_is_resource_exhausted_with_retry_info(collector_factory):
+    import grpc
+    from google.rpc.error_details_pb2 import RetryInfo
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+    collector = collector_factory("--queue-max-bytes", str(QUEUE_BYTES), env=SLOW_WRITER)
+    request = export_request(random.Random(2), 400, time.time_ns())
+    outcomes: list = []
+
+    def client():
+        with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+            stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+            for _ in range(4):
+                try:
+                    stub.Export(request, timeout=60)
+                    outcomes.append("ok")
+                except grpc.RpcError as exc:
+                    outcomes.append((exc.code(), dict(exc.trailing_metadata() or ()).get("google.rpc.retryinfo-bin")))
+
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    refused = [o for o in outcomes if o != "ok"]
+    assert refused and "ok" in outcomes
+    assert all(code == grpc.StatusCode.RESOURCE_EXHAUSTED for code, _ in refused)
+    assert all(RetryInfo.FromString(info).retry_delay.seconds >= 1 for _, info in refused)
+
+
+def test_disk_below_floor_is_503_and_unhealthy(collector_factory):
+    collector = collector_factory("--min-free-disk-bytes", str(2**62))  # more than any disk has
+    conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
+    conn.request("POST", "/v1/traces", body=export_request(random.Random(3), 2, time.time_ns()).SerializeToString(),
+                 headers={"Content-Type": "application/x-protobuf"})
+    response = conn.getresponse()
+    assert response.status == 503 and int(response.getheader("Retry-After")) >= 1
+    assert b"free disk space is below" in response.read()
+    conn.request("GET", "/healthz")
+    health = conn.getresponse()
+    assert health.status == 503 and b"degraded" in health.read()
+    assert read_spans(collector.data_dir) == []

@@ -4,8 +4,8 @@ scripted judge that inspects the graded answer (refusals and truncations fail)."
 from __future__ import annotations
 
 import json
-import re
 import random
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 

@@ -188,6 +188,7 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
     config = _daemon_config(tmp_path / "daemon.toml", daemon_lake, webhook.url)
     log = tmp_path / "daemon.log"
     daemon = _start_daemon(config, log)
+    started = [daemon]
     try:
         _wait(lambda: (_state(daemon_lake, "SELECT count(*) FROM judgment_attempts") or [(0,)])[0][0] >= 150,
               120, "the daemon to start judging")
@@ -197,8 +198,10 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
         assert killed_at < len(INTENTS) * DAYS * PER_DAY, "judging finished before the kill"
 
         second = _start_daemon(config, log)
+        started.append(second)
         _wait(lambda: log.read_text().count("verdict-daemon ready") == 2, 60, "the restarted daemon")
         duplicate = _start_daemon(config, log)  # one daemon per data dir
+        started.append(duplicate)
         assert duplicate.wait(60) == 2
         total = len(INTENTS) * DAYS * PER_DAY
         _wait(lambda: _state(daemon_lake, "SELECT count(*) FROM judgment_attempts")[0][0] >= total
@@ -209,8 +212,8 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
         second.send_signal(signal.SIGTERM)
         assert second.wait(60) == 0
     finally:
-        for proc in (daemon, locals().get("second")):
-            if proc is not None and proc.poll() is None:
+        for proc in started:
+            if proc.poll() is None:
                 proc.kill()
                 proc.wait()
     logs = log.read_text()

@@ -14,6 +14,7 @@ from verdict.judges.judge import Judge
 from verdict.models.base import ModelError
 from verdict.models.scripted import ScriptedModel
 from verdict.tracing import current_workload
+from verdict_daemon.clusters import IntentKeyAssigner, assign
 from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
 from verdict_daemon.drift_runs import judgment_table
 from verdict_daemon.errors import DaemonError
@@ -22,7 +23,6 @@ from verdict_daemon.judge_evaluators import JudgeEvaluator
 from verdict_daemon.judging import judge
 from verdict_daemon.sampling import sample
 from verdict_daemon.state import StateStore
-from verdict_daemon.clusters import IntentKeyAssigner, assign
 
 
 def _evaluator(reply, name="scripted/test") -> JudgeEvaluator:

@@ -8,8 +8,8 @@ import sys
 import duckdb
 
 from tests.daemon.cli import env, pipeline, write_config
-from tests.fakes import Fail
 from tests.daemon.conftest import NOW
+from tests.fakes import Fail
 from verdict_daemon.errors import ERROR_CODES
 
 AS_OF = NOW.isoformat()

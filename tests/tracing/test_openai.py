@@ -326,3 +326,18 @@ def test_custom_redaction_rule_hook_and_credential_arguments(fake_openai, restar
     assert "hunter2-very-secret" not in raw
     assert json.loads(raw)[1]["parts"][0]["arguments"]["user"] == "bob"
     assert len(seen) == 1 and "gen_ai.input.messages" in seen[0]  # the hook sees the structure once
+
+
+def test_default_redactor_on_tool_arguments_and_results(fake_openai, traced):
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "login", "arguments": '{"user": "bob", "api_key": "abc123", "note": "call +44 20 7946 0958"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sent to jane.doe@example.com"},
+    ]
+    fake_openai.client().chat.completions.create(model="m", messages=messages)
+    raw = traced.attrs()["gen_ai.input.messages"]
+    for secret in ("abc123", "7946 0958", "jane.doe@example.com"):
+        assert secret not in raw
+    parsed = json.loads(raw)
+    assert parsed[0]["parts"][0]["arguments"]["user"] == "bob"
+    assert parsed[0]["parts"][0]["name"] == "login"

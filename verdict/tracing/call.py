@@ -20,7 +20,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from verdict.tracing import health
 from verdict.tracing import semconv as sc
-from verdict.tracing.content import PARTS, PartBuilder, Redactor, dumps_bounded
+from verdict.tracing.content import PARTS, PartBuilder, Redactor, dumps_bounded, redact_content
 from verdict.tracing.context import INTENT_KEY, WORKLOAD
 from verdict.tracing.pipeline import PENDING
 from verdict.tracing.runtime import STATE, Runtime
@@ -92,8 +92,7 @@ class PendingAttributes:
         if self.result is not None:
             output = self.op.record(attrs, self.result)
         if redactor is not None and self.op.captures_content:
-            # One structured redaction pass over everything: each text is redacted exactly once.
-            lists = redactor.value(self.op.content(self.request, output, PARTS))
+            lists = redact_content(self.op.content(self.request, output, PARTS), redactor)
             attrs.update((name, dumps_bounded(value, max_bytes)) for name, value in lists.items() if value)
         return attrs
 

@@ -1,11 +1,11 @@
 """Message content in the GenAI semconv shape, bounded in size.
 
 Messages are `{"role", "parts": [...], "finish_reason"?}`; parts are `text`, `tool_call`,
-`tool_call_response`, `reasoning` and `blob` (modality only, never bytes or URLs). Builders here do
-not redact: the caller passes the whole structure through the redactor's structured pass once
-(every string redacted once, credential-named keys in tool arguments, the redactor's hook sees
-the structure). Serialized JSON past `max_bytes` is truncated keeping its structure: long texts
-are cut first, then whole messages from the middle of the conversation are replaced by a marker.
+`tool_call_response`, `reasoning` and `blob` (modality only, never bytes or URLs). Builders do not
+redact; `redact_content` then redacts each text exactly once and tool arguments/responses with the
+structured pass (credential-named keys). Serialized JSON past `max_bytes` is truncated keeping its
+structure: long texts are cut first, then whole messages from the middle of the conversation are
+replaced by a marker.
 """
 
 from __future__ import annotations
@@ -100,6 +100,33 @@ def _maybe_json(arguments: object) -> object:
         except ValueError:
             return arguments
     return _plain(arguments)
+
+
+_TEXT_PARTS = frozenset({"text", "reasoning"})
+
+
+def redact_content(lists: dict[str, list[Any]], redactor: Redactor) -> dict[str, list[Any]]:
+    """Redact built content in place of the structure's variable leaves only.
+
+    The role/type/finish strings are ours, so only texts (one `text()` each) and tool payloads
+    (one `value()` each) are passed: the redactor's per-call cost is paid per content item, not per
+    JSON string. A redactor with a structured hook gets the whole structure instead, once.
+    """
+    if getattr(redactor, "_hook", None) is not None:
+        return redactor.value(lists)
+    text, value = redactor.text, redactor.value
+    for items in lists.values():
+        for item in items:
+            for part in item.get("parts", (item,)):
+                kind = part.get("type")
+                if kind in _TEXT_PARTS:
+                    part["content"] = text(part["content"])
+                elif kind == "tool_call":
+                    if "arguments" in part:
+                        part["arguments"] = value(part["arguments"])
+                elif kind == "tool_call_response":
+                    part["response"] = value(part["response"])
+    return lists
 
 
 def dumps_bounded(messages: list[Any], max_bytes: int) -> str:

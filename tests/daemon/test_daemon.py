@@ -1,0 +1,146 @@
+"""The daemon's jobs: tenant isolation, alerts (retry, backoff, dedup), the instance lock, compaction,
+and a clean SIGTERM mid-judging (a real process)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import duckdb
+import pytest
+
+from collector import lake as lake_layout
+from tests.daemon.cli import env, write_config
+from tests.daemon.conftest import NOW, make_config
+from tests.daemon.lakes import synthetic_days, write_rows
+from tests.daemon.test_end_to_end import Webhook
+from verdict_daemon import alerts
+from verdict_daemon.cycle import build_evaluators, run_cycle
+from verdict_daemon.daemon import Daemon, InstanceLock
+from verdict_daemon.errors import DaemonError
+
+
+def _count(data_dir, query: str) -> int:
+    con = duckdb.connect(str(data_dir / "state.duckdb"), read_only=True)
+    try:
+        return con.execute(query).fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_one_tenants_broken_lake_does_not_stop_the_others(lake, caplog):
+    broken = lake_layout.partition_dir(lake, "globex", (NOW - timedelta(days=1)).date().isoformat())
+    broken.mkdir(parents=True)
+    (broken / "0-bad.parquet").write_bytes(b"not parquet at all")
+    daemon = Daemon(make_config(lake), clock=lambda: NOW)
+    with caplog.at_level(logging.ERROR, logger="verdict.daemon"):
+        daemon.sample()
+    assert "job=sample tenant=globex error=storage_error" in caplog.text
+    assert _count(lake, "SELECT count(*) FROM sampled_traces WHERE tenant_id = 'acme'") > 0
+
+
+def test_alerts_retry_with_backoff_then_deliver_once(lake):
+    config = make_config(lake)
+    run_cycle(config, "acme", NOW, build_evaluators(config))
+    hook = Webhook()
+    failures = [500, 503]
+    original = hook.server.RequestHandlerClass.do_POST
+
+    def flaky(handler):
+        if failures:
+            handler.rfile.read(int(handler.headers["Content-Length"]))
+            handler.send_response(failures.pop(0))
+            handler.end_headers()
+            return
+        original(handler)
+
+    hook.server.RequestHandlerClass.do_POST = flaky
+    settings = config.alerts.model_copy(update={"webhook_url": hook.url})
+    store = Daemon(config).store
+    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 1, 0)
+    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 0, 0)  # not due yet: backoff
+    time.sleep(1.1)
+    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 1, 0)  # second failure, 2 s backoff
+    time.sleep(2.1)
+    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(1, 0, 0)
+    # the same signal raised by a later run is not alerted again
+    run_cycle(config, "acme", NOW + timedelta(minutes=5), build_evaluators(config))
+    time.sleep(0.1)
+    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 0, 0)
+    assert [body["dimension"] for _key, body in hook.received] == ["completeness"]
+    assert _count(lake, "SELECT count(DISTINCT run_id) FROM drift_signals") == 2
+
+
+def test_alerts_give_up_after_max_attempts(lake, caplog):
+    config = make_config(lake, alerts={"webhook_url": "http://127.0.0.1:9/hook", "max_attempts": 1,
+                                       "timeout_seconds": 2})
+    run_cycle(config, "acme", NOW, build_evaluators(config))
+    with caplog.at_level(logging.ERROR, logger="verdict.daemon"):
+        report = alerts.deliver(Daemon(config).store, "acme", config.alerts)
+    assert report == alerts.AlertReport(0, 0, 1) and "error=webhook_failed" in caplog.text
+
+
+def test_a_second_instance_on_the_same_data_dir_is_refused(tmp_path):
+    first = InstanceLock(tmp_path)
+    first.acquire()
+    try:
+        with pytest.raises(DaemonError) as err:
+            InstanceLock(tmp_path).acquire()
+        assert err.value.code == "already_running" and str(tmp_path) in err.value.message
+    finally:
+        first.release()
+    InstanceLock(tmp_path).acquire()  # free again once released
+
+
+def test_compact_retain_uses_the_collector_functions_unless_a_collector_runs(tmp_path):
+    data = tmp_path / "data"
+    rows = synthetic_days(NOW, intents=("billing.v1",), per_day=4, days=2)
+    for row in rows:  # one segment per row: plenty to compact
+        write_rows(data, "acme", [row])
+    write_rows(data, "acme", synthetic_days(NOW - timedelta(days=60), intents=("billing.v1",), per_day=1, days=1))
+    config = make_config(data, retention={"days": 30, "compact_min_segments": 2})
+    daemon = Daemon(config)
+    before = [(t, date, len(lake_layout.segments(d))) for t, date, d in lake_layout.partitions(data)]
+    held = lake_layout.LakeLock(data)
+    held.acquire()
+    try:
+        daemon.compact_retain()  # a collector owns the lake: nothing touched
+        assert [(t, date, len(lake_layout.segments(d))) for t, date, d in lake_layout.partitions(data)] == before
+    finally:
+        held.release()
+    daemon.compact_retain()
+    after = [(t, date, len(lake_layout.segments(d))) for t, date, d in lake_layout.partitions(data)]
+    assert after == [(t, date, 1) for t, date, _n in before[1:]]  # the 60-day-old partition expired
+    assert duckdb.connect().execute(
+        f"SELECT count(*) FROM read_parquet('{data}/spans/*/*/*.parquet')").fetchone()[0] == len(rows)
+
+
+def test_sigterm_mid_judging_stops_cleanly(lake, tmp_path):
+    config = write_config(tmp_path / "verdict.toml", lake).read_text()
+    config = config.replace("scripted_judge_model", "slow_judge_model") + (
+        "[judging]\nconcurrency = 2\n[schedules]\nsample = { interval_seconds = 60 }\n"
+        "judge = { interval_seconds = 60 }\nassign = { interval_seconds = 60 }\ndrift = { interval_seconds = 60 }\n")
+    (tmp_path / "verdict.toml").write_text(config)
+    log = tmp_path / "daemon.log"
+    proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config",
+                             str(tmp_path / "verdict.toml")], stderr=log.open("w"), env=env())
+    try:
+        deadline = time.monotonic() + 120
+        while "sampled=1440" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # let judging get going
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = log.read_text()
+    assert "stopped=True" in text and "verdict-daemon stopped" in text and "Traceback" not in text
+    judged = _count(lake, "SELECT count(*) FROM judgment_attempts")
+    assert 0 < judged < 1440  # what finished was written; the rest waits for the next start
+    assert _count(lake, "SELECT count(*) FROM judgment_attempts WHERE status = 'ERROR'") == 0
