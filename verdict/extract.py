@@ -171,6 +171,10 @@ class TokenProbabilityExtractor(Extractor):
 
     def distribution(self, scale: DiscreteScale | BooleanScale, response: ModelResponse) -> dict[Any, float]:
         for position in response.logprobs or ():
+            # Read the position where the reply writes its answer: a scale value among the alternatives of
+            # an earlier token ("Sure", "Score") is noise the model did not choose, never a score.
+            if scale.value_of_token(position.token) is None:
+                continue
             # The chosen token is usually among the alternatives too; a dict counts it once.
             candidates = dict(position.top)
             candidates.setdefault(position.token, position.logprob)

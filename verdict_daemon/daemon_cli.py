@@ -8,6 +8,7 @@ Job failures while running are log lines `job=<name> tenant=<t> error=<code>: <m
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import signal
 import sys
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
     from verdict_daemon.daemon import Daemon
 
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: dump every thread's stack
     try:
         daemon = Daemon(load_config(args.config))
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -8,14 +8,14 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import duckdb
 import pytest
 
 from collector import lake as lake_layout
 from tests.daemon.cli import env, write_config
-from tests.daemon.conftest import NOW, make_config
+from tests.daemon.conftest import INTENTS, NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
 from tests.daemon.test_end_to_end import Webhook
 from verdict_daemon import alerts
@@ -119,20 +119,23 @@ def test_compact_retain_uses_the_collector_functions_unless_a_collector_runs(tmp
         f"SELECT count(*) FROM read_parquet('{data}/spans/*/*/*.parquet')").fetchone()[0] == len(rows)
 
 
-def test_sigterm_mid_judging_stops_cleanly(lake, tmp_path):
+def test_sigterm_mid_judging_stops_cleanly(tmp_path):
+    lake = tmp_path / "live"  # the daemon runs on the wall clock: traffic of the last 9 days
+    write_rows(lake, "acme", synthetic_days(datetime.now(UTC), intents=INTENTS, per_day=40))
     config = write_config(tmp_path / "verdict.toml", lake).read_text()
     config = config.replace("scripted_judge_model", "slow_judge_model") + (
         "[judging]\nconcurrency = 2\n[schedules]\nsample = { interval_seconds = 60 }\n"
-        "judge = { interval_seconds = 60 }\nassign = { interval_seconds = 60 }\ndrift = { interval_seconds = 60 }\n")
+        "judge = { interval_seconds = 1 }\nassign = { interval_seconds = 60 }\ndrift = { interval_seconds = 60 }\n")
     (tmp_path / "verdict.toml").write_text(config)
     log = tmp_path / "daemon.log"
     proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config",
                              str(tmp_path / "verdict.toml")], stderr=log.open("w"), env=env())
     try:
         deadline = time.monotonic() + 120
-        while "sampled=1440" not in log.read_text() and time.monotonic() < deadline:
+        while "sample tenant=acme eligible=" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
-        time.sleep(1.0)  # let judging get going
+        time.sleep(2.0)  # let judging get going
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == 0
     finally:
@@ -142,5 +145,6 @@ def test_sigterm_mid_judging_stops_cleanly(lake, tmp_path):
     text = log.read_text()
     assert "stopped=True" in text and "verdict-daemon stopped" in text and "Traceback" not in text
     judged = _count(lake, "SELECT count(*) FROM judgment_attempts")
-    assert 0 < judged < 1440  # what finished was written; the rest waits for the next start
+    sampled = _count(lake, "SELECT count(*) FROM sampled_traces")
+    assert 0 < judged < sampled  # what finished was written; the rest waits for the next start
     assert _count(lake, "SELECT count(*) FROM judgment_attempts WHERE status = 'ERROR'") == 0

@@ -210,7 +210,12 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
               "judging, drift and the alert to complete")
         time.sleep(3.5)  # further drift and alert ticks must not alert again
         second.send_signal(signal.SIGTERM)
-        assert second.wait(60) == 0
+        try:
+            assert second.wait(90) == 0
+        except subprocess.TimeoutExpired:
+            second.send_signal(signal.SIGUSR1)  # dump the daemon's threads into its log
+            time.sleep(1)
+            raise AssertionError("the daemon did not stop on SIGTERM:\n" + log.read_text()[-6000:]) from None
     finally:
         for proc in started:
             if proc.poll() is None:

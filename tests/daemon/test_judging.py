@@ -163,3 +163,14 @@ def test_graph_fingerprint_changes_with_the_prompt():
     b = GraphEvaluator("g", "m:a", graph("@user\nGrade: {source.response}"))
     assert a.fingerprint != b.fingerprint
     assert a.fingerprint == GraphEvaluator("g", "m:a", graph("@user\n{source.response}")).fingerprint
+
+
+def test_ensemble_evaluator_votes_per_dimension(sampled):
+    evaluator = build_evaluator(EvaluatorConfig(
+        name="panel", kind="ensemble", models=("tests.daemon.lakes:scripted_judge_model",) * 2))
+    report = judge(sampled, "acme", evaluator, Judging(concurrency=4), "r")
+    assert report.judged == 72 and evaluator.definition["kind"] == "ensemble"
+    assign(sampled, "acme", IntentKeyAssigner())
+    table = judgment_table(sampled, "acme", evaluator.fingerprint).to_pylist()
+    failed = {(r["cluster"], r["dimension"]) for r in table if r["value"] == "FAIL"}
+    assert failed == {("search.v1", "completeness")}  # only the truncated last day fails

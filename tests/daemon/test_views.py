@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 
 from collector.views import view_statements
@@ -49,3 +51,19 @@ def test_views_exist_before_anything_was_judged(tmp_path):
     con = _scoped(tmp_path, "acme")
     assert con.execute("SELECT count(*) FROM judgments").fetchone()[0] == 0
     assert "fingerprint" in [d[0] for d in con.execute("SELECT * FROM drift_signals").description]
+
+
+def test_the_documented_queries_run(lake):
+    config = make_config(lake)
+    run_cycle(config, "acme", NOW, build_evaluators(config))
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "daemon.md").read_text()
+    block = doc.split("```sql\n", 1)[1].split("```", 1)[0]
+    queries = [q for q in block.split(";") if q.strip()]
+    assert len(queries) == 3
+    con = _scoped(lake, "acme")
+    per_day, worst, one_trace = (con.execute(q).fetchall() for q in queries)
+    assert {row[0] for row in per_day} == {"billing.v1", "search.v1", "returns.v1", "account.v1"}
+    assert one_trace == []  # the documented trace id is not in this lake
+    trace = con.execute("SELECT trace_id FROM judgments LIMIT 1").fetchone()[0]
+    rows = con.execute(queries[2].replace("4bf92f3577b34da6a3ce929d0e0e4736", trace)).fetchall()
+    assert len(rows) == 4 and worst == []  # the fixture's days are older than "this week"

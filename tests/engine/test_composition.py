@@ -100,6 +100,13 @@ def test_via_on_containers_applies_to_members_without_their_own():
     row = pipeline.run({"q": "?"})
     assert [row[p].text for p in ("layer.a", "layer.b", "c")] == ["inner", "own", "outer"]
 
+    # a Block's model reaches its members, also through the Layer that repeats it
+    block_model = ScriptedModel(['{"text": "block"}'], name="scripted/block")
+    debate = (Block("debate") >> note("pro") >> note("con").via(own)).via(block_model)
+    row = (Pipeline() >> Layer(debate, 2) >> note("judge")).via(outer).run({"q": "?"})
+    assert [row[p].text for p in ("layer.debate[1].pro", "layer.debate[1].con", "judge")] == [
+        "block", "own", "outer"]
+
 
 def test_unit_without_model_fails_at_build():
     with pytest.raises(ConfigurationError, match="layer.judge\\[0\\]: no model"):

@@ -124,6 +124,13 @@ def test_token_probability_without_scale_tokens_is_an_error_state():
     assert error.kind == "extraction" and "no scale token" in error.message and model.calls == 3
 
 
+def test_scale_tokens_the_model_did_not_write_are_not_a_score():
+    # "4" is only an alternative of the chosen first token: reading it would invent a score.
+    model = ScriptedModel([ScriptedReply("Sure, here it is", {"Sure": 0.6, "4": 0.4})], logprobs=True)
+    error = run(JudgeUnit(), model, retries=1).output
+    assert error.kind == "extraction" and "no scale token" in error.message and model.calls == 2
+
+
 def test_default_extractor_is_structured_without_logprobs():
     model = ScriptedModel(['{"score": 2}'], record=True)
     assert run(JudgeUnit(), model).output.score == 2

@@ -39,6 +39,27 @@ def test_layer_and_pool_through_the_openai_client(fake_openai, model):
     assert rows.usage.input_tokens > 0 and rows.usage.output_tokens == 9
 
 
+def test_repeated_members_stay_independent_samples_when_rerun_from_the_cache(fake_openai, tmp_path):
+    replies = iter(["1", "3", "5"])
+
+    def reply(request):
+        score = next(replies)
+        return Reply(score, logprobs=[TokenLogprob(score, 0.0, ((score, 0.0),))])
+
+    fake_openai.handler = reply
+
+    def run():
+        cached = OpenAIModel("gpt-4o-mini", base_url=fake_openai.base_url, api_key="k", rate_limits=None,
+                             cache=tmp_path)
+        pipeline = (Pipeline() >> Layer(JudgeUnit(), 3)).via(cached)
+        row = pipeline.run({"answer": "a"})
+        return sorted(row[f"layer.judge[{i}]"].score for i in range(3))
+
+    assert run() == [1, 3, 5]
+    assert run() == [1, 3, 5] and fake_openai.request_count == 3  # the rerun paid nothing, kept all three
+    assert all("cache_salt" not in r.body for r in fake_openai.requests_to("/v1/chat/completions"))
+
+
 def test_structured_output_uses_json_schema_mode(fake_openai, model):
     fake_openai.default = Reply(json.dumps({"explanation": "short and right", "score": 4}))
     row = (Pipeline() >> JudgeUnit(explanation=True)).via(model).run({"answer": "42"})

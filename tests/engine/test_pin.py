@@ -36,6 +36,14 @@ def test_pinned_unit_reading_source_is_rejected_at_build():
         (Pipeline() >> rubric >> JudgeUnit()).via(ScriptedModel(["{}"])).build()
 
 
+def test_pinned_root_unit_reading_input_is_rejected_at_build():
+    # `input` of a unit without dependencies is the sample, so it differs per sample just like `source`.
+    for prompt in ("Rubric for {input.topic}", "{[t for t in source.topics]}"):
+        rubric = RubricUnit().prompt(prompt).pin()
+        with pytest.raises(ConfigurationError, match="rubric is pinned .* reads \\{(input|source)...\\}"):
+            (Pipeline() >> rubric >> JudgeUnit()).via(ScriptedModel(["{}"])).build()
+
+
 def test_pinned_unit_after_per_sample_unit_is_rejected():
     pinned = RubricUnit().prompt("static").pin()
     with pytest.raises(ConfigurationError, match="depends on per-sample units: judge"):

@@ -104,3 +104,37 @@ def test_casting_error_is_raised_before_any_model_call():
     with pytest.raises(ConfigurationError):
         pipeline.run_from_dataset([{"q": "x"}] * 3)
     assert model.calls == 0
+
+
+def test_cast_requires_the_same_type_and_the_same_constraints():
+    from verdict.graph.casting import plan_cast
+
+    class Source(Schema):
+        explanation: str
+        label: Annotated[str, Field(pattern="^[AB]$")]
+        wide: Annotated[int, Field(ge=0, le=10)]
+        narrow: Annotated[int, Field(ge=1, le=5)]
+        narrow_too: Annotated[int, Field(ge=1, le=5)]
+
+    class Choice(Schema):
+        choice: Annotated[str, Field(pattern="^[AB]$")]  # not `explanation`: a plain str lacks the pattern
+
+    class Rating(Schema):
+        rating: Annotated[int, Field(ge=1, le=5)]  # not `wide` (other bounds); the first of two matches
+
+    class Percent(Schema):
+        percent: Annotated[int, Field(ge=0, le=100)]
+
+    class Verdict(Schema):
+        verdict: Annotated[str, Field(pattern="^[ABC]$")]
+
+    fields = Source.model_fields
+    assert plan_cast(fields, "Source", Choice).renames == (("choice", "label"),)
+    assert plan_cast(fields, "Source", Rating).renames == (("rating", "narrow"),)
+    with pytest.raises(ConfigurationError, match="no field compatible with 'percent'"):
+        plan_cast(fields, "Source", Percent)
+    with pytest.raises(ConfigurationError, match="no field compatible with 'verdict'"):
+        plan_cast(fields, "Source", Verdict)
+    cast = plan_cast(fields, "Source", Rating).apply(
+        {"explanation": "e", "label": "A", "wide": 9, "narrow": 2, "narrow_too": 3})
+    assert (cast.rating, cast.narrow, cast.wide, cast.explanation) == (2, 2, 9, "e")  # append-only

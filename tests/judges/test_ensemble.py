@@ -66,6 +66,19 @@ def test_total_failure_is_unusable_with_every_reason():
     assert len(result.components) == 2
 
 
+def test_nothing_to_grade_is_skipped_but_a_failure_beside_a_skip_is_an_error():
+    from verdict.judges.rubric import Dimension, Rubric
+
+    rubric = Rubric("grounded-only", "1", (Dimension("groundedness", "Supported.", requires_context=True),))
+    skipping = [judge(rubric_reply(), rubric=rubric), judge(rubric_reply(), rubric=rubric, name="scripted/b")]
+    result = JudgeEnsemble(skipping).grade(ANSWER)
+    assert result.status is JudgmentStatus.SKIPPED and not result.is_usable and result.verdicts == {}
+    failing = Judge(ScriptedModel([ModelError("auth", "HTTP 401")]), retries=0)  # grades without context
+    mixed = JudgeEnsemble([skipping[0], failing]).grade(ANSWER)
+    assert mixed.status is JudgmentStatus.ERROR and [c.status for c in mixed.components] == [
+        JudgmentStatus.SKIPPED, JudgmentStatus.ERROR]
+
+
 def test_only_components_that_graded_a_dimension_vote_on_it():
     skipping = Judge(ScriptedModel(lambda r: rubric_reply(dimensions=asked_dimensions(r))), retries=0)
     grading = Judge(ScriptedModel(lambda r: rubric_reply({"groundedness": "FAIL"},

@@ -148,6 +148,17 @@ def test_cache_hit_skips_the_server(provider, tmp_path):
     assert "cache_salt" not in str(server.last_request.body.get("extra_body", ""))
 
 
+def test_cache_is_not_shared_between_endpoints_serving_one_model_name(fake_openai, openai_model, tmp_path):
+    from tests.fakes import FakeOpenAI
+
+    fake_openai.enqueue(Reply("from the first server"))
+    assert openai_model(cache=tmp_path).complete(REQUEST).text == "from the first server"
+    with FakeOpenAI() as other:
+        other.enqueue(Reply("from the second server"))
+        second = openai_model(base_url=other.base_url, cache=tmp_path).complete(REQUEST)
+        assert (second.text, second.cached, other.request_count) == ("from the second server", False, 1)
+
+
 def test_cost_sums_with_an_overridden_price_table(provider):
     server, make = provider
     model = make("house-model", prices={"house-model": Price(input_per_mtok=2.0, output_per_mtok=8.0)})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.fakes import Reply
 
@@ -37,7 +38,7 @@ def test_deferred_recording_gives_the_same_span(fake_openai, traced):
     fake_openai.default = Reply("sure", usage=(7, 1))
     joined = _attrs_in_process(fake_openai, traced)  # the app's provider: recorded synchronously
     out = subprocess.run([sys.executable, "-c", SCRIPT, fake_openai.base_url], capture_output=True, text=True,
-                         check=True, cwd=".")
+                         check=True, cwd=Path(__file__).resolve().parents[2])
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["deferred"] is True
     owned = result["attrs"]

@@ -21,6 +21,7 @@ from verdict.graph.schema import Schema, describe
 from verdict.graph.template import CompiledTemplate, compile_template
 from verdict.graph.unit import Unit, Via
 from verdict.models.base import Model
+from verdict.models.provider import CACHE_SALT, ProviderModel
 
 if TYPE_CHECKING:
     from verdict.extract import Extractor
@@ -165,11 +166,16 @@ def _node(i: int, unit: Unit, path: str, inherited: Via | None, index: dict[Unit
             output = unit.output_schema(None, inputs)
         except ConfigurationError as exc:
             raise ConfigurationError(f"{path}: {exc}") from None
+    params = dict(via.params) if via else {}
+    if isinstance(model, ProviderModel):
+        # Salt the response cache with the unit's path: otherwise every member of a repeated Layer sends the
+        # same request and, on a rerun, all would get the one cached reply instead of independent samples.
+        params.setdefault(CACHE_SALT, path)
     return Node(
         index=i, path=path, unit=unit, kind=unit.kind, deps=deps,
         dependents=tuple(index[d] for d in unit.dependents if d in index),
         dep_names=tuple(d.name for d in unit.dependencies), dep_paths=tuple(built[d].path for d in deps),
-        model=model, retries=via.retries if via else 0, params=dict(via.params) if via else {},
+        model=model, retries=via.retries if via else 0, params=params,
         template=template, extractor=extractor, response_schema=response, output_schema=output,
         cast=_cast(path, unit, inputs, [built[d].path for d in deps]),
     )
@@ -202,6 +208,9 @@ def _check_pins(nodes: list[Node]) -> None:
         if loose:
             raise ConfigurationError(f"{node.path} is pinned (runs once for all samples) but depends on "
                                      f"per-sample units: {', '.join(loose)}")
-        if node.template is not None and "source" in node.template.names:
+        # A root unit's `input` is the sample itself.
+        per_sample = {"source"} if node.deps else {"source", "input"}
+        read = sorted(per_sample & node.template.names) if node.template is not None else []
+        if read:
             raise ConfigurationError(f"{node.path} is pinned (runs once for all samples) but its prompt "
-                                     "reads {source...}, which differs per sample")
+                                     f"reads {{{read[-1]}...}}, which differs per sample")

@@ -32,7 +32,14 @@ class CastPlan:
 
 def compatible(a: Any, b: Any) -> bool:
     """Two pydantic FieldInfos hold the same kind of value: same type and same constraints."""
-    return a.annotation == b.annotation and a.metadata == b.metadata
+    return a.annotation == b.annotation and [_constraint(m) for m in a.metadata] == [_constraint(m) for m in b.metadata]
+
+
+def _constraint(metadata: Any) -> Any:
+    # pydantic keeps `pattern=`/`strict=` in objects without value equality: compare those by their fields.
+    if type(metadata).__eq__ is object.__eq__ and hasattr(metadata, "__dict__"):
+        return type(metadata).__qualname__, vars(metadata)
+    return metadata
 
 
 def plan_cast(source_fields: Mapping[str, Any], source_label: str, target: type[BaseModel]) -> CastPlan:

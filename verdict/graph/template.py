@@ -32,8 +32,8 @@ _ALLOWED_NODES = (
     ast.Dict, ast.Set, ast.JoinedStr, ast.FormattedValue, ast.GeneratorExp, ast.ListComp, ast.SetComp,
     ast.DictComp, ast.comprehension, ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.Starred,
 )
-# Pow can build astronomically large numbers from a short template; the rest are not needed in a prompt.
-_FORBIDDEN_OPERATORS = (ast.Pow,)
+# Pow and LShift build astronomically large numbers from a short template; neither is needed in a prompt.
+_FORBIDDEN_OPERATORS = (ast.Pow, ast.LShift)
 # str.format / format_map resolve attribute paths inside their format string, bypassing the `_` check.
 # Frame/code attributes of generators and tracebacks reach the interpreter's globals without an underscore.
 _FORBIDDEN_ATTRIBUTES = frozenset({
@@ -71,7 +71,8 @@ class CompiledTemplate:
         return frozenset().union(*(p.names for s in self.sections for p in s.pieces if isinstance(p, Expression)))
 
     def render(self, namespace: Mapping[str, Any]) -> tuple[Message, ...]:
-        scope = {"__builtins__": SAFE_BUILTINS, **namespace}
+        # A fresh builtins dict per render: nothing a template does can leak into another render.
+        scope = {"__builtins__": dict(SAFE_BUILTINS), **namespace}
         messages = []
         for section in self.sections:
             parts = []
@@ -169,23 +170,44 @@ def _parse(source: str) -> ast.Expression | SyntaxError:
             return first
 
 
+_COMPREHENSIONS = (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)
+
+
 def _check(tree: ast.Expression, source: str) -> frozenset[str]:
-    bound = {t.id for node in ast.walk(tree) if isinstance(node, ast.comprehension)
-             for t in ast.walk(node.target) if isinstance(t, ast.Name)}
-    used: set[str] = set()
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES) or isinstance(node, _FORBIDDEN_OPERATORS):
             raise TemplateError(f"{{{source}}}: {type(node).__name__} is not allowed in a prompt expression")
         if isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in _FORBIDDEN_ATTRIBUTES):
             raise TemplateError(f"{{{source}}}: attribute {node.attr!r} is not allowed in a prompt expression")
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
-            if node.id not in NAMESPACE and node.id not in SAFE_BUILTINS:
-                raise TemplateError(
-                    f"{{{source}}}: unknown name {node.id!r}; prompt expressions see only "
-                    f"{', '.join(NAMESPACE)} and the builtins {', '.join(sorted(SAFE_BUILTINS))}"
-                )
-            used.add(node.id)
+        # Dunder names (`__builtins__`, ...) would reach the evaluation scope itself, even as loop variables.
+        if isinstance(node, ast.Name) and node.id.startswith("__"):
+            raise TemplateError(f"{{{source}}}: name {node.id!r} is not allowed in a prompt expression")
+    used: set[str] = set()
+    _check_names(tree.body, frozenset(), used, source)
     return frozenset(used & set(NAMESPACE))
+
+
+def _check_names(node: ast.AST, bound: frozenset[str], used: set[str], source: str) -> None:
+    """Every loaded name is in scope: a comprehension variable only inside its own comprehension."""
+    if isinstance(node, _COMPREHENSIONS):
+        for generator in node.generators:
+            # The first iterable is evaluated outside the comprehension; later ones see earlier variables.
+            _check_names(generator.iter, bound, used, source)
+            bound = bound | {t.id for t in ast.walk(generator.target) if isinstance(t, ast.Name)}
+            for condition in generator.ifs:
+                _check_names(condition, bound, used, source)
+        for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+            _check_names(part, bound, used, source)
+        return
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
+        if node.id not in NAMESPACE and node.id not in SAFE_BUILTINS:
+            raise TemplateError(
+                f"{{{source}}}: unknown name {node.id!r}; prompt expressions see only "
+                f"{', '.join(NAMESPACE)} and the builtins {', '.join(sorted(SAFE_BUILTINS))}"
+            )
+        used.add(node.id)
+    for child in ast.iter_child_nodes(node):
+        _check_names(child, bound, used, source)
 
 
 class AttributeView:

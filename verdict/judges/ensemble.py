@@ -27,7 +27,7 @@ class DimensionVote:
 
 @dataclass(frozen=True, slots=True)
 class EnsembleJudgment(Graded):
-    status: JudgmentStatus  # VALID iff at least one component is VALID
+    status: JudgmentStatus  # VALID iff a component is VALID; SKIPPED iff every component is; else ERROR
     dimensions: tuple[DimensionVote, ...]
     components: tuple[Judgment, ...]  # one per configured judge, in configuration order
     fingerprint: str
@@ -62,7 +62,10 @@ class JudgeEnsemble(Ensemble[Verdict]):
         usable = [c for c in components if c.is_usable]
         if not usable:
             reasons = "; ".join(f"judge {i} ({c.model}) {c.status.value}: {c.error}" for i, c in enumerate(components))
-            return EnsembleJudgment(JudgmentStatus.ERROR, (), components, self.fingerprint, reasons)
+            # Nothing to grade is not a failure; any component that failed makes the whole an ERROR.
+            skipped = all(c.status is JudgmentStatus.SKIPPED for c in components)
+            status = JudgmentStatus.SKIPPED if skipped else JudgmentStatus.ERROR
+            return EnsembleJudgment(status, (), components, self.fingerprint, reasons)
         tallies: dict[str, dict[Verdict, int]] = {}
         for component in usable:
             for graded in component.dimensions:

@@ -1,6 +1,6 @@
 """Optional on-disk response cache so that rerunning a judge graph skips paid calls.
 
-Keyed by (model name, messages, params, JSON schema, top_logprobs). One JSON file per entry,
+Keyed by (model name and endpoint, messages, params, JSON schema, top_logprobs). One JSON file per entry,
 written to a temporary file and renamed into place, so concurrent threads and processes never
 see a partial entry; an unreadable entry is a miss. Cached replies report `cached=True` and
 cost 0 (no call was paid for), with the token counts of the original call.

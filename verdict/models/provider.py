@@ -43,6 +43,7 @@ class ProviderModel:
         self.model = model
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
+        self._endpoint = endpoint
         self._limiter = shared_limiter(f"{self.name}@{endpoint}", rate_limits)
         self._cache = cache if cache is None or isinstance(cache, ResponseCache) else ResponseCache(cache)
         self._prices = price_table(prices)
@@ -60,7 +61,8 @@ class ProviderModel:
         raise NotImplementedError
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        key = request_key(self.name, request) if self._cache is not None else None
+        # The endpoint is part of the model's identity: two servers may serve different weights under one name.
+        key = request_key(f"{self.name}@{self._endpoint}", request) if self._cache is not None else None
         if key is not None:
             hit = self._cache.get(key)
             if hit is not None:

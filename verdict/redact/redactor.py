@@ -111,6 +111,11 @@ class Redactor:
         _require_str(s)
         return sorted(self._scan(s)) if s else []
 
+    @property
+    def has_hook(self) -> bool:
+        """True when a structured-content hook is set (callers must then pass whole structures)."""
+        return self._hook is not None
+
     def text(self, s: str) -> str:
         """`s` with every finding replaced according to the mode."""
         _require_str(s)
