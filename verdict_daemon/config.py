@@ -203,9 +203,12 @@ def parse_config(data: dict, base_dir: Path | None = None) -> DaemonConfig:
                                             if _looks_secret(str(error["loc"][-1])) else "")
             problems.append(f"{_path(error['loc'])}: {reason}")
         raise DaemonError("invalid_config", "; ".join(problems)) from None
-    if base_dir is not None:
-        config = config.model_copy(update={"data_dir": base_dir / config.data_dir}) if not config.data_dir.is_absolute() else config
-    return config
+    if base_dir is None:
+        return config
+    evaluators = tuple(e.model_copy(update={"rubric_file": base_dir / e.rubric_file})
+                       if e.rubric_file is not None and not e.rubric_file.is_absolute() else e
+                       for e in config.evaluators)
+    return config.model_copy(update={"data_dir": base_dir / config.data_dir, "evaluators": evaluators})
 
 
 def _looks_secret(name: str) -> bool:

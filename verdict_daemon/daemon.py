@@ -15,6 +15,7 @@ import fcntl
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -73,6 +74,7 @@ class Daemon:
         self.store = store_for(config)
         self.evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
         self.stop = threading.Event()
+        self._stop_requested = False  # set by signal handlers: a plain flag, no lock
         self._lock = InstanceLock(config.data_dir)
 
     # --- jobs -----------------------------------------------------------------------------------------
@@ -82,6 +84,7 @@ class Daemon:
                 return
             try:
                 work(tenant)
+                self.store.set_cursor(tenant, f"{job}.last_success", self.clock().isoformat())
             except DaemonError as exc:
                 log.error("job=%s tenant=%s error=%s: %s", job, tenant, exc.code, exc.message)
             except Exception as exc:  # a bug must not kill the scheduler thread or the other tenants
@@ -130,8 +133,13 @@ class Daemon:
             lake_lock.release()
 
     # --- lifecycle ------------------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Safe in a signal handler: Event.set() there could deadlock on the lock the interrupted
+        main thread holds inside Event.wait(); the main loop turns this flag into `stop`."""
+        self._stop_requested = True
+
     def run(self) -> None:
-        """Block until `stop` is set (by SIGTERM/SIGINT in the CLI), then shut down cleanly."""
+        """Block until `request_stop()` (SIGTERM/SIGINT in the CLI) or `stop`, then shut down cleanly."""
         from apscheduler.schedulers.background import BackgroundScheduler
 
         self._lock.acquire()
@@ -147,7 +155,9 @@ class Daemon:
             scheduler.start()
             log.info("verdict-daemon ready data_dir=%s tenants=%s jobs=%s", self.config.data_dir,
                      ",".join(t.id for t in self.config.tenants), ",".join(j.id for j in scheduler.get_jobs()))
-            self.stop.wait()
+            while not (self._stop_requested or self.stop.is_set()):
+                time.sleep(0.2)
+            self.stop.set()
             log.info("verdict-daemon stopping: waiting for running jobs")
             scheduler.shutdown(wait=True)
         finally:

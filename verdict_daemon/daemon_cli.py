@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         daemon = Daemon(load_config(args.config))
         for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: daemon.stop.set())
+            signal.signal(signum, lambda *_: daemon.request_stop())
         daemon.run()
     except DaemonError as exc:
         print(f"verdict-daemon: error [{exc.code}]: {exc.message}", file=sys.stderr)

@@ -150,7 +150,8 @@ def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift, a
              for name in ("current_start", "baseline_start", "baseline_end")}
     now = datetime.now(UTC).replace(tzinfo=None)
     with store.transaction() as con:
-        con.execute("INSERT INTO drift_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        # OR IGNORE: a process that computed the same run concurrently already stored it and its signals.
+        con.execute("INSERT OR IGNORE INTO drift_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [tenant, run_id, fingerprint, at, naive["current_start"], naive["baseline_start"],
                      naive["baseline_end"], config.alpha, config.effect_gate, config.min_usable, table.num_rows,
                      len(report.cells), report.tested, len(signals), run_id, now])

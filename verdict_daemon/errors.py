@@ -12,7 +12,6 @@ ERROR_CODES: dict[str, str] = {
     "drift_input_error": "the judgments could not be analysed for drift",
     "webhook_failed": "the alert webhook did not accept a delivery after every retry",
     "already_running": "another verdict-daemon holds this data directory",
-    "interrupted": "the run was stopped by a signal before it finished",
     "internal_error": "an unexpected failure (a bug); details only with VERDICT_DEBUG=1",
 }
 

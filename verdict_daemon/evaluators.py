@@ -58,8 +58,8 @@ def load_target(target: str) -> Any:
         obj: Any = importlib.import_module(module_name)
         for part in attribute.split("."):
             obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise DaemonError("evaluator_error", f"cannot load {target!r}: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # user code: ImportError, AttributeError, or whatever its import raises
+        raise DaemonError("evaluator_error", f"cannot load {target!r}: {type(exc).__name__}: {str(exc)[:300]}") from None
     return obj
 
 
@@ -186,12 +186,16 @@ def _graph_fingerprint(definition: Mapping[str, Any]) -> str:
 
 
 def build_evaluator(config: EvaluatorConfig) -> Evaluator:
-    if config.kind == "graph":
-        obj = load_target(config.graph)
-        from verdict.graph import Pipeline
+    if config.kind != "graph":
+        from verdict_daemon.judge_evaluators import build_judge_evaluator
 
-        pipeline = obj if isinstance(obj, Pipeline) else (obj() if callable(obj) else obj)
-        return GraphEvaluator(config.name, config.graph, pipeline)
-    from verdict_daemon.judge_evaluators import build_judge_evaluator
+        return build_judge_evaluator(config)
+    from verdict.graph import Pipeline
 
-    return build_judge_evaluator(config)
+    obj = load_target(config.graph)
+    try:
+        is_factory = callable(obj) and not isinstance(obj, type | Pipeline)
+        pipeline = obj() if is_factory else obj
+    except Exception as exc:  # the user's factory failed
+        raise DaemonError("evaluator_error", f"{config.graph!r} raised {type(exc).__name__}: {str(exc)[:300]}") from None
+    return GraphEvaluator(config.name, config.graph, pipeline)

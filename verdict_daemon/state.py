@@ -99,22 +99,20 @@ def is_lock_conflict(exc: Exception) -> bool:
 class StateStore:
     """Short transactions over `<data_dir>/state.duckdb`; see the module docstring."""
 
-    def __init__(self, data_dir: Path, *, lock_timeout: float = 10.0, read_only: bool = False) -> None:
+    def __init__(self, data_dir: Path, *, lock_timeout: float = 10.0) -> None:
         self.path = Path(data_dir) / STATE_FILE
         self.lock_timeout = lock_timeout
-        self.read_only = read_only
         self._migrated = False
 
     def _connect(self):
         import duckdb
 
-        if not self.read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                return duckdb.connect(str(self.path))
             except duckdb.Error as exc:
                 if not is_lock_conflict(exc):
                     raise DaemonError("storage_error", f"cannot open {self.path}: {str(exc).splitlines()[0][:200]}") from None
@@ -130,8 +128,6 @@ class StateStore:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
         """A connection inside BEGIN … COMMIT (rolled back on error), closed on exit."""
-        if self.read_only and not self.path.exists():
-            raise DaemonError("storage_error", f"{self.path} does not exist yet (nothing was judged)")
         with _file_lock(self.path), self._connection() as con:
             yield con
 
@@ -141,7 +137,7 @@ class StateStore:
 
         con = self._connect()
         try:
-            if not self._migrated and not self.read_only:
+            if not self._migrated:
                 self._migrate(con)
                 self._migrated = True
             con.execute("BEGIN TRANSACTION")

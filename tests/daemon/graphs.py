@@ -25,3 +25,7 @@ def _reply(request) -> str:
 def completeness_graph() -> Pipeline:
     unit = CompletenessUnit().prompt("@user\n{source.response}").via(ScriptedModel(_reply, name="scripted/graph"))
     return Pipeline("completeness") >> unit
+
+
+def broken_factory() -> Pipeline:
+    raise RuntimeError("no judge today")

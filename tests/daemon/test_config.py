@@ -45,9 +45,10 @@ def test_invalid_configs_name_the_field_and_the_reason(patch, message):
 def test_relative_data_dir_resolves_against_the_config_file(tmp_path):
     path = tmp_path / "verdict.toml"
     path.write_text('data_dir = "lake"\n[[tenants]]\nid = "acme"\n[[evaluators]]\nname = "q"\nkind = "rubric"\n'
-                    'model = "openai/gpt-4o-mini"\n')
+                    'model = "openai/gpt-4o-mini"\nrubric_file = "rubrics/support.yaml"\n')
     config = load_config(path)
     assert config.data_dir == tmp_path / "lake"
+    assert config.evaluators[0].rubric_file == tmp_path / "rubrics" / "support.yaml"
     assert config.schedules.drift.cron and config.judging.max_attempts == 3
 
 

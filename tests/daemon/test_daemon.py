@@ -41,6 +41,8 @@ def test_one_tenants_broken_lake_does_not_stop_the_others(lake, caplog):
         daemon.sample()
     assert "job=sample tenant=globex error=storage_error" in caplog.text
     assert _count(lake, "SELECT count(*) FROM sampled_traces WHERE tenant_id = 'acme'") > 0
+    assert daemon.store.cursor("acme", "sample.last_success") == NOW.isoformat()
+    assert daemon.store.cursor("globex", "sample.last_success") is None
 
 
 def test_alerts_retry_with_backoff_then_deliver_once(lake):

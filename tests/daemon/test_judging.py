@@ -174,3 +174,33 @@ def test_ensemble_evaluator_votes_per_dimension(sampled):
     table = judgment_table(sampled, "acme", evaluator.fingerprint).to_pylist()
     failed = {(r["cluster"], r["dimension"]) for r in table if r["value"] == "FAIL"}
     assert failed == {("search.v1", "completeness")}  # only the truncated last day fails
+
+
+def test_rubric_file_changes_dimensions_and_fingerprint(sampled, tmp_path):
+    path = tmp_path / "rubric.yaml"
+    path.write_text("name: support\nversion: 2\ndimensions:\n"
+                    "  - name: completeness\n    description: The answer is finished.\n")
+    custom = build_evaluator(EvaluatorConfig(name="q", kind="rubric", model="tests.daemon.lakes:scripted_judge_model",
+                                             rubric_file=path))
+    default = build_evaluator(EvaluatorConfig(name="q", kind="rubric", model="tests.daemon.lakes:scripted_judge_model"))
+    assert custom.fingerprint != default.fingerprint and custom.definition["rubric"]["name"] == "support"
+    judge(sampled, "acme", custom, Judging(), "r")
+    con = duckdb.connect(str(sampled.path), read_only=True)
+    assert con.execute("SELECT DISTINCT dimension FROM dimension_verdicts").fetchall() == [("completeness",)]
+    con.close()
+    path.write_text("name: support\nversion: 2\ndimensions: []\n")
+    with pytest.raises(DaemonError) as err:
+        build_evaluator(EvaluatorConfig(name="q", kind="rubric", model="openai/x", rubric_file=path))
+    assert err.value.code == "invalid_config" and "has no dimensions" in err.value.message
+
+
+@pytest.mark.parametrize(("target", "message"), [
+    ("tests.daemon.graphs:missing", "cannot load 'tests.daemon.graphs:missing': AttributeError"),
+    ("tests.daemon.nope:graph", "cannot load 'tests.daemon.nope:graph': ModuleNotFoundError"),
+    ("tests.daemon.graphs:broken_factory", "raised RuntimeError: no judge today"),
+    ("tests.daemon.graphs:Completeness", "is not a verdict Pipeline"),
+])
+def test_unloadable_graphs_are_evaluator_errors(target, message):
+    with pytest.raises(DaemonError) as err:
+        build_evaluator(EvaluatorConfig(name="g", kind="graph", graph=target))
+    assert err.value.code == "evaluator_error" and message in err.value.message
