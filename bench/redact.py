@@ -1,19 +1,24 @@
 """Redaction throughput: `python bench/redact.py [--mb 2] [--repeat 7]`.
 
-Two corpora, both generated deterministically here (no downloads):
+Three corpora, all generated deterministically here (no downloads):
 - clean prose: support-chat style English with ordinary numbers, prices, dates, times, versions,
   code and ids, and no secret at all (every byte still has to be scanned);
 - secrets: the same prose with one secret or PII item (rotating over every detector) about
-  every 200 bytes.
-Each is measured as one large document and as 1 KB messages (the SDK's typical call): the
+  every 200 bytes;
+- GenAI messages: `gen_ai.input.messages` / `gen_ai.output.messages` JSON strings in OTel GenAI
+  semconv shape, already redacted by the SDK (clean text plus placeholders such as <EMAIL>),
+  which the collector re-redacts server-side for every span: ~290 and ~1 KB per message, and the
+  tiny strings (a role, a model name) the SDK redacts on every call.
+The first two are measured as one large document and as 1 KB messages (the SDK's typical call): the
 median of `--repeat` runs of process CPU time (the machine is shared, and CPU time is what the
-redaction costs; wall time is printed alongside). Targets (issue 3): >= 25 MB/s clean,
+redaction costs; wall time is printed alongside); the messages in microseconds per call. Targets (issue 3): >= 25 MB/s clean,
 >= 10 MB/s with secrets; a peer does 1.2 MB/s.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import time
@@ -82,6 +87,45 @@ _SECRETS = [
 ]
 
 
+_MESSAGE_TEXTS = [
+    "My invoice for last month shows a charge I do not recognise, can you explain the line items "
+    "and tell me whether I am eligible for a refund under the annual plan?",
+    "I forgot the password for the admin console and the reset email never arrives; my address "
+    "is <EMAIL> and the account was created by a colleague who has since left.",
+    "The charge of 49.00 is the prorated upgrade from the starter plan on the 12th. Annual plans "
+    "are refundable within 30 days, so you are eligible; call <PHONE> if it does not arrive.",
+    "I have sent a new reset link to the address on file. If it does not arrive within ten "
+    "minutes, check the spam folder or ask another admin to reset it from Settings > Members.",
+]
+
+
+def genai_messages(count: int, size: int, seed: int = 11) -> list[str]:
+    """`count` distinct message-attribute JSON strings of about `size` characters each."""
+    rng = random.Random(seed)
+    messages = []
+    for _ in range(count):
+        text = f"Ticket {rng.randint(10_000_000, 99_999_999)}: {rng.choice(_MESSAGE_TEXTS)}"
+        while len(text) < size - 80:
+            text += " " + rng.choice(_PROSE + _MESSAGE_TEXTS)
+        role = rng.choice(("user", "assistant"))
+        message = {"role": role, "parts": [{"type": "text", "content": text[: size - 80]}]}
+        if role == "assistant":
+            message["finish_reason"] = "stop"
+        messages.append(json.dumps([message]))
+    return messages
+
+
+def microseconds_per_call(redactor: Redactor, texts: list[str], repeat: int) -> float:
+    """Median over `repeat` runs of the CPU time per `text()` call, in microseconds."""
+    runs = []
+    for _ in range(repeat):
+        c0 = time.process_time()
+        for t in texts:
+            redactor.text(t)
+        runs.append(time.process_time() - c0)
+    return statistics.median(runs) / len(texts) * 1e6
+
+
 def build(size: int, with_secrets: bool, seed: int = 7) -> str:
     rng = random.Random(seed)
     parts: list[str] = []
@@ -132,6 +176,17 @@ def main() -> None:
         if with_secrets:
             findings = len(redactor.find(doc))
             print(f"  ({findings} findings, one per {len(doc) // findings} bytes)")
+    print()
+    print(f"{'GenAI messages, already redacted':<40}{'chars':>8}{'µs/call cpu':>14}")
+    calls = max(200, int(args.mb * 2000))
+    for name, texts in (
+        ("message JSON ~290 chars", genai_messages(calls, 290)),
+        ("message JSON ~1 KB", genai_messages(calls // 4, 1000)),
+        ('tiny string "user"', ["user"] * calls * 10),
+    ):
+        size = statistics.median(len(t) for t in texts)
+        us = microseconds_per_call(redactor, texts, args.repeat)
+        print(f"{name:<40}{size:>8.0f}{us:>14.2f}")
 
 
 if __name__ == "__main__":
