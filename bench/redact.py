@@ -105,10 +105,10 @@ def genai_messages(count: int, size: int, seed: int = 11) -> list[str]:
     messages = []
     for _ in range(count):
         text = f"Ticket {rng.randint(10_000_000, 99_999_999)}: {rng.choice(_MESSAGE_TEXTS)}"
-        while len(text) < size - 80:
+        while len(text) < size - 72:
             text += " " + rng.choice(_PROSE + _MESSAGE_TEXTS)
         role = rng.choice(("user", "assistant"))
-        message = {"role": role, "parts": [{"type": "text", "content": text[: size - 80]}]}
+        message = {"role": role, "parts": [{"type": "text", "content": text[: size - 72]}]}
         if role == "assistant":
             message["finish_reason"] = "stop"
         messages.append(json.dumps([message]))

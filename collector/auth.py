@@ -53,7 +53,11 @@ class TokenStore:
                 tenant = validate_tenant_id(tenant, allow_local=False)
             except InvalidTenantError as exc:
                 raise TokenFileError(f"token file {path}: {exc}") from None
-            entries.append((_digest(key, path), tenant))
+            digest = _digest(key, path)
+            if any(known == digest and other != tenant for known, other in entries):
+                # A token listed plain and hashed for two tenants: which one wins must not be an accident.
+                raise TokenFileError(f"token file {path}: one token is mapped to two tenants ({tenant!r} and another)")
+            entries.append((digest, tenant))
         return cls(tuple(entries))
 
     def tenant_for(self, token: str | None) -> str | None:

@@ -90,7 +90,7 @@ def serve(config: CollectorConfig) -> int:
         allow_claimed_tenant=config.allow_claimed_tenant,
     )
     pool = DecoderPool(settings, config.decode_workers)
-    service = IngestService(tokens, pool, writer, stats)
+    service = IngestService(tokens, pool, writer, stats, max_inflight_bytes=config.queue_max_bytes)
 
     def health() -> dict:
         reasons = []
@@ -103,7 +103,7 @@ def serve(config: CollectorConfig) -> int:
     def stats_report() -> dict:
         queued_spans, held_bytes = writer.queue_depth()
         return {**stats.snapshot(), "queue_spans": queued_spans, "queue_bytes": held_bytes,
-                "segment_count": _segment_count(config)}
+                "inflight_bytes": service.inflight_bytes(), "segment_count": _segment_count(config)}
 
     grpc_srv = None
     grpc_addr = "off"
@@ -126,6 +126,7 @@ def serve(config: CollectorConfig) -> int:
     server = uvicorn.Server(
         uvicorn.Config(
             app,
+            http=http_server.header_deadline_protocol(config.read_timeout_s),
             log_level="warning",
             access_log=False,
             timeout_keep_alive=30,

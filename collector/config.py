@@ -78,9 +78,11 @@ _OPTIONS = (
     _Option("redact", str, "content", f"server-side re-redaction: {', '.join(MODES)}"),
     _Option("batch-delay-ms", int, 200, "group commit: longest a request waits for its batch to be written"),
     _Option("max-batch-spans", int, 50_000, "group commit: write as soon as this many spans are waiting"),
-    _Option("queue-max-bytes", int, 128 * MIB, "decoded spans waiting for disk; above it requests get 429"),
+    _Option("queue-max-bytes", int, 128 * MIB, "decoded spans waiting for disk; above it requests get 429 (request bodies in flight get a "
+            "budget of the same size)"),
     _Option("min-free-disk-bytes", int, 1024 * MIB, "below this much free space requests get 503"),
-    _Option("read-timeout-s", float, 30.0, "a request body must arrive within this time (408 after)"),
+    _Option("read-timeout-s", float, 30.0, "request headers must arrive within this time (else the connection is closed), then the body "
+            "(else 408)"),
     _Option("decode-workers", int, min(2, os.cpu_count() or 1),
             "processes decoding OTLP in parallel (0: decode in the server process)"),
     _Option("grpc-threads", int, 16, "gRPC server threads"),
@@ -92,6 +94,19 @@ _OPTIONS = (
     _Option("maintenance-once", bool, False,
             "run retention and compaction once, then exit (e.g. from cron while no collector runs)"),
 )
+
+
+_EPILOG = """\
+endpoints: POST /v1/traces (OTLP/HTTP, application/x-protobuf or application/json, gzip allowed);
+gRPC opentelemetry.proto.collector.trace.v1.TraceService/Export; GET /healthz (200 ok, 503
+degraded); GET /stats (spans received/written/rejected, queue depth, segment count, ...).
+tokens file: YAML mapping token -> tenant, token plain (>= 16 chars) or "sha256:<hex>"; clients
+send "Authorization: Bearer <token>". Refusals: 400 malformed, 401 token, 408 slow body, 413 too
+large, 415 content type, 429 queue full, 503 disk low / shutting down / write failed (429 and 503
+with Retry-After). SIGTERM/SIGINT: stop accepting, finish in-flight requests, write everything
+queued, exit 0. Exit code 2: bad configuration, unreadable token file, data dir in use.
+Test-only env vars: VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS, VERDICT_COLLECTOR_TEST_CRASH_AT.
+"""
 
 
 class ConfigError(ValueError):
@@ -114,12 +129,17 @@ def _env_value(option: _Option, environ) -> object:
         raise ConfigError(f"{option.env}={raw!r}: expected {option.type.__name__}") from None
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
 def build_parser(environ=os.environ) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="verdict-collector",
         description="Receive OTLP traces (HTTP and gRPC) and land them durably as a Parquet span lake. "
         "Every option can also be set with the environment variable shown.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
+        epilog=_EPILOG,
     )
     for option in _OPTIONS:
         default = _env_value(option, environ)

@@ -8,12 +8,15 @@ once and calls into the redactor only where configured.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import time
 from dataclasses import dataclass, field
 
 from collector.redaction import ServerRedaction
 from collector.schema import arrow_schema
+from verdict.intent import validate_intent_key
+from verdict.redact import redact_text
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 
 TENANT_ATTRIBUTE = "verdict.tenant_id"
@@ -161,12 +164,32 @@ def _str(value) -> str | None:
     return value if value is None or type(value) is str else str(value)
 
 
+_INT64 = range(-(2**63), 2**63)
+
+
 def _int(value) -> int | None:
-    if type(value) is int:
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
+    """Token counts: an int or a decimal string that fits BIGINT; anything else stays only in `attributes`."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    return value if type(value) is int and value in _INT64 else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _intent_key(value: str) -> tuple[str | None, str | None]:
+    """(intent_key, why it was refused): an invalid key is kept in `attributes`, never in the column."""
+    try:
+        return validate_intent_key(value), None
+    except ValueError as exc:
+        # The reason quotes the key, which may be the very personal data it was refused for.
+        return None, redact_text(str(exc))
+
+
+def _intent(value) -> tuple[str | None, str | None]:
+    if value is None:
+        return None, None
+    if type(value) is not str:
+        return None, f"intent key must be a string, got {type(value).__name__}"
+    return _intent_key(value)
 
 
 def _string_list(value) -> list[str] | None:
@@ -247,6 +270,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
                 get = attrs.get
                 provider = get("gen_ai.provider.name", get("gen_ai.system"))
                 reasoning = get("gen_ai.usage.reasoning.output_tokens", get(_LEGACY_REASONING))
+                intent_key, intent_key_error = _intent(get("verdict.intent_key"))
                 # Tuple in schema.SPAN_COLUMNS order; transposed to columns once per partition.
                 part.rows.append((
                     trace_id,
@@ -279,7 +303,8 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
                     _int(get("gen_ai.usage.cache_read.input_tokens")),
                     _int(get("gen_ai.usage.cache_creation.input_tokens")),
                     _int(reasoning),
-                    _str(get("verdict.intent_key")),
+                    intent_key,
+                    intent_key_error,
                     _str(get("verdict.workload")),
                     _str(get("error.type")),
                     content.get("input_messages"),

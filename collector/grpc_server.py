@@ -31,8 +31,8 @@ def _export_handler(service: IngestService):
         metadata = dict(context.invocation_metadata())
         try:
             tenant, authenticated = service.authenticate(metadata.get("authorization"))
-            service.admit(len(payload))
-            outcome = service.export(payload, None, None, tenant, authenticated)
+            with service.admitted(len(payload)):
+                outcome = service.export(payload, None, None, tenant, authenticated)
         except RequestError as exc:
             context.abort(_CODES.get(exc.status, grpc.StatusCode.INVALID_ARGUMENT), exc.message)
         except Overloaded as exc:
@@ -49,6 +49,9 @@ def create_server(service: IngestService, host: str, port: int, threads: int, ma
     """-> (grpc.Server, bound port). Started by the caller."""
     server = grpc.server(
         ThreadPoolExecutor(max_workers=threads, thread_name_prefix="grpc-export"),
+        # grpcio reads a message before a handler thread is free: cap how many wait in memory
+        # (beyond it: RESOURCE_EXHAUSTED, which the OTLP exporters retry).
+        maximum_concurrent_rpcs=2 * threads,
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", 4 * 1024 * 1024),

@@ -12,11 +12,51 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from collector import otlp
 from collector.ingest import IngestService
 from collector.otlp import RequestError
 from collector.writer import Overloaded
+
+
+def header_deadline_protocol(timeout_s: float) -> type:
+    """uvicorn's HTTP protocol, plus a deadline for each request's headers.
+
+    uvicorn times out idle keep-alive connections, but any byte cancels that timer, so a client
+    dribbling headers would hold its connection (and a `limit_concurrency` slot) forever. Here a
+    connection must complete the headers of its next request within `timeout_s` of opening or of
+    its previous response, else it is closed.
+    """
+
+    class HeaderDeadlineProtocol(AutoHTTPProtocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            waiting_since = self.cycle  # a new request replaces the cycle once its headers are parsed
+            self._deadline = self.loop.call_later(timeout_s, self._expire, waiting_since)
+
+        def _expire(self, waiting_since) -> None:
+            idle = self.cycle is None or self.cycle.response_complete
+            if self.cycle is waiting_since and idle and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+    return HeaderDeadlineProtocol
 
 
 class _BodyTooLarge(Exception):
@@ -70,17 +110,18 @@ def create_app(
             kind = otlp.media_type(request.headers.get("content-type"))
             tenant, authenticated = service.authenticate(request.headers.get("authorization"))
             declared = request.headers.get("content-length", "")
-            service.admit(int(declared) if declared.isdigit() else 0)
-            body = await _read_body(request, max_body_bytes, read_timeout_s)
-            outcome = await asyncio.get_running_loop().run_in_executor(
-                executor,
-                service.export,
-                body,
-                kind,
-                request.headers.get("content-encoding"),
-                tenant,
-                authenticated,
-            )
+            # Without a length (chunked) the body may grow to the limit: reserve that much.
+            with service.admitted(min(int(declared), max_body_bytes) if declared.isdigit() else max_body_bytes):
+                body = await _read_body(request, max_body_bytes, read_timeout_s)
+                outcome = await asyncio.get_running_loop().run_in_executor(
+                    executor,
+                    service.export,
+                    body,
+                    kind,
+                    request.headers.get("content-encoding"),
+                    tenant,
+                    authenticated,
+                )
         except RequestError as exc:
             return _error(kind, exc.status, exc.message)
         except Overloaded as exc:

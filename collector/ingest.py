@@ -7,7 +7,10 @@ to its own status codes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -35,9 +38,15 @@ def _to_arrow(partitions: list[Partition]) -> list:
 
 
 class IngestService:
-    def __init__(self, tokens: TokenStore | None, pool: DecoderPool, writer: SegmentWriter, stats: Stats):
+    def __init__(
+        self, tokens: TokenStore | None, pool: DecoderPool, writer: SegmentWriter, stats: Stats, max_inflight_bytes: int
+    ):
         self._tokens = tokens
         self._pool = pool
+        # Bodies being received or decoded are held in memory too: they get their own budget.
+        self._max_inflight = max_inflight_bytes
+        self._inflight = 0
+        self._inflight_lock = threading.Lock()
         # One thread builds all Arrow batches: Arrow's allocator keeps a heap per allocating
         # thread, and converting in every request thread multiplied the server's RSS.
         self._arrow = ThreadPoolExecutor(max_workers=1, thread_name_prefix="to-arrow")
@@ -54,18 +63,38 @@ class IngestService:
             raise RequestError(401, "missing or invalid bearer token")
         return tenant, True
 
-    def admit(self, size: int) -> None:
+    @contextlib.contextmanager
+    def admitted(self, size: int) -> Iterator[None]:
+        """Hold `size` bytes of the in-flight budget for one request, or raise Overloaded (429/503).
+
+        The first request is always admitted, so a single body up to the size limit can pass.
+        """
         self.stats.add(requests=1)
         self._writer.check_admission(size)
+        with self._inflight_lock:
+            if self._inflight and self._inflight + size > self._max_inflight:
+                self.stats.add(refused_overload=1)
+                raise Overloaded(429, "too many request bodies in flight; retry later", 1)
+            self._inflight += size
+        try:
+            yield
+        finally:
+            with self._inflight_lock:
+                self._inflight -= size
 
     def export(
         self, payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool
     ) -> ExportOutcome:
-        """Call after authenticate() and admit(); returns once the accepted spans are durable."""
+        """Call after authenticate(), inside admitted(); returns once the accepted spans are durable."""
         decoded = self._decode(payload, content_type, content_encoding, tenant, authenticated)
         self.stats.add(spans_received=decoded.accepted, spans_rejected=decoded.rejected)
         # Arrow right away: columnar batches hold queued spans in far less memory than tuples.
-        batches = self._arrow.submit(_to_arrow, decoded.partitions).result()
+        try:
+            batches = self._arrow.submit(_to_arrow, decoded.partitions).result()
+        except Exception as exc:  # a value flatten() let through that Arrow cannot hold: a bug, not a 500 loop
+            log.exception("could not convert decoded spans to Arrow")
+            self.stats.add(requests_invalid=1)
+            raise RequestError(400, f"spans could not be stored ({type(exc).__name__}); see the collector log") from None
         self._writer.submit(batches, decoded.accepted).result()
         return ExportOutcome(decoded.kind, decoded.rejected, decoded.message)
 
@@ -85,5 +114,5 @@ class IngestService:
             self.stats.add(requests_invalid=1)
             raise RequestError(400, f"request could not be decoded ({type(exc).__name__})") from None
 
-    def queue_depth(self) -> tuple[int, int]:
-        return self._writer.queue_depth()
+    def inflight_bytes(self) -> int:
+        return self._inflight

@@ -71,12 +71,16 @@ def write_segment(data_dir: Path, tenant: str, date: str, table, prefix: str = "
     ensure_dir(target_dir)
     name = segment_name(prefix)
     tmp = tmp_dir(data_dir) / f"{name}.tmp"
-    with open(tmp, "wb") as f:
-        pq.write_table(table, f, compression=PARQUET_COMPRESSION, row_group_size=128 * 1024)
-        f.flush()
-        os.fsync(f.fileno())
     final = target_dir / name
-    os.rename(tmp, final)
+    try:
+        with open(tmp, "wb") as f:
+            pq.write_table(table, f, compression=PARQUET_COMPRESSION, row_group_size=128 * 1024)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a half-written segment would only fill the disk until restart
+        raise
     fsync_dir(target_dir)
     return final
 

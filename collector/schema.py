@@ -58,7 +58,13 @@ SPAN_COLUMNS: tuple[Column, ...] = (
         "int64",
         "gen_ai.usage.reasoning.output_tokens (or the older gen_ai.usage.reasoning_tokens)",
     ),
-    Column("intent_key", "string", "verdict.intent_key"),
+    Column("intent_key", "string", "verdict.intent_key if valid (verdict.intent.validate_intent_key), else NULL"),
+    Column(
+        "intent_key_error",
+        "string",
+        "why verdict.intent_key was not accepted (redacted); NULL when valid or absent. The sent value stays "
+        "in `attributes`",
+    ),
     Column("workload", "string", "verdict.workload"),
     Column("error_type", "string", "error.type"),
     Column("input_messages", "string", "gen_ai.input.messages (JSON, redacted)"),

@@ -30,13 +30,26 @@ class SqlCommandError(Exception):
         self.message = message
 
 
+_EPILOG = """\
+views: spans (every span once; schema in docs/collector.md) and llm_calls (GenAI inference spans
+with typed columns: request_model, input_tokens, intent_key, latency_ms, ...), scoped to --tenant.
+Only SELECT statements run; files outside the tenant's partition directory cannot be read.
+example: verdict sql "SELECT intent_key, count(*) FROM llm_calls GROUP BY 1" --tenant acme
+exit codes: 0 ok, 2 usage, 3 invalid_tenant, 4 no_data_dir, 5 query_error, 6 access_denied
+(error: one line "verdict sql: error [code]: message" on stderr; JSON with --format json).
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = _EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("query", nargs="?", help="SQL over the views `spans` and `llm_calls`")
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("VERDICT_DATA_DIR", "./verdict-data")),
                         help="span lake directory [env VERDICT_DATA_DIR]")
     parser.add_argument("--tenant", default=os.environ.get("VERDICT_TENANT", LOCAL_TENANT),
                         help="tenant whose spans are visible [env VERDICT_TENANT]")
-    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                        help="output format (default: table)")
     parser.add_argument("--print-views", action="store_true",
                         help="print the CREATE VIEW statements (for plain DuckDB) and exit")
 
@@ -82,6 +95,15 @@ def render(columns: list[str], rows: list[tuple], fmt: str, out) -> None:
         out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
 
 
+def _require_read_only(con, query: str) -> None:
+    """Only SELECT statements: COPY ... TO the tenant's own (readable) directory would write into the lake."""
+    import duckdb
+
+    refused = sorted({s.type.name for s in con.extract_statements(query)} - {duckdb.StatementType.SELECT.name})
+    if refused:
+        raise SqlCommandError("access_denied", f"verdict sql runs SELECT queries only; refused: {', '.join(refused)}")
+
+
 def execute(data_dir: Path, tenant: str, query: str) -> tuple[list[str], list[tuple]]:
     import duckdb
 
@@ -96,6 +118,7 @@ def execute(data_dir: Path, tenant: str, query: str) -> tuple[list[str], list[tu
     except duckdb.Error as exc:  # an unreadable segment file, for example
         raise SqlCommandError("query_error", "cannot open the span lake: " + str(exc).splitlines()[0][:300]) from None
     try:
+        _require_read_only(con, query)
         cursor = con.execute(query)
         columns = [d[0] for d in cursor.description or []]
         return columns, cursor.fetchall() if columns else []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
+import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -30,7 +30,6 @@ from verdict_daemon.state import StateStore, insert_rows
 log = logging.getLogger("verdict.daemon")
 
 FLUSH_EVERY_SECONDS = 0.5
-FLUSH_EVERY_ATTEMPTS = 512
 # A run whose first results are all provider outages stops early instead of burning the budget.
 OUTAGE_PROBE = 8
 _ATTEMPT_COLUMNS = ("tenant_id", "attempt_id", "trace_id", "fingerprint", "attempt_no", "status", "error_code",
@@ -92,32 +91,56 @@ class _Budget:
 
 
 class _Writer:
-    """Buffers finished attempts and writes them in short transactions."""
+    """Buffers finished attempts; a background thread writes them in short transactions, so the
+    submitting loop never waits for state.duckdb and the judge pool stays full."""
 
     def __init__(self, store: StateStore, tenant: str, fingerprint: str, run_id: str) -> None:
         self.store, self.tenant, self.fingerprint, self.run_id = store, tenant, fingerprint, run_id
-        self.attempts: list[tuple] = []
-        self.verdicts: list[tuple] = []
-        self.last_flush = time.monotonic()
+        self._attempts: list[tuple] = []
+        self._verdicts: list[tuple] = []
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._failure: DaemonError | None = None
+        self._thread = threading.Thread(target=self._loop, name="verdict-judge-writer", daemon=True)
+        self._thread.start()
 
     def add(self, material: Material, attempt_no: int, outcome: Outcome) -> None:
         aid = attempt_id(self.tenant, material.trace_id, self.fingerprint, attempt_no)
         status = "ERROR" if outcome.error_code else "OK"
-        self.attempts.append((self.tenant, aid, material.trace_id, self.fingerprint, attempt_no, status,
-                              outcome.error_code, outcome.error_message, datetime.now(UTC).replace(tzinfo=None),
-                              outcome.usage.input_tokens, outcome.usage.output_tokens, outcome.usage.cost_usd,
-                              self.run_id))
-        self.verdicts += [(self.tenant, aid, v.dimension, v.value, v.score, v.reason) for v in outcome.verdicts]
-        if len(self.attempts) >= FLUSH_EVERY_ATTEMPTS or time.monotonic() - self.last_flush >= FLUSH_EVERY_SECONDS:
-            self.flush()
+        attempt = (self.tenant, aid, material.trace_id, self.fingerprint, attempt_no, status, outcome.error_code,
+                   outcome.error_message, datetime.now(UTC).replace(tzinfo=None), outcome.usage.input_tokens,
+                   outcome.usage.output_tokens, outcome.usage.cost_usd, self.run_id)
+        verdicts = [(self.tenant, aid, v.dimension, v.value, v.score, v.reason) for v in outcome.verdicts]
+        with self._lock:
+            self._attempts.append(attempt)
+            self._verdicts += verdicts
+        if self._failure is not None:
+            raise self._failure
 
-    def flush(self) -> None:
-        if self.attempts:
+    def _flush(self) -> None:
+        with self._lock:
+            attempts, verdicts = self._attempts, self._verdicts
+            self._attempts, self._verdicts = [], []
+        if attempts:
             with self.store.transaction() as con:
-                insert_rows(con, "judgment_attempts", _ATTEMPT_COLUMNS, self.attempts)
-                insert_rows(con, "dimension_verdicts", _VERDICT_COLUMNS, self.verdicts)
-            self.attempts, self.verdicts = [], []
-        self.last_flush = time.monotonic()
+                insert_rows(con, "judgment_attempts", _ATTEMPT_COLUMNS, attempts)
+                insert_rows(con, "dimension_verdicts", _VERDICT_COLUMNS, verdicts)
+
+    def _loop(self) -> None:
+        while not self._closed.wait(FLUSH_EVERY_SECONDS):
+            try:
+                self._flush()
+            except DaemonError as exc:  # e.g. storage_locked: surfaced to the run by add()/close()
+                self._failure = exc
+                return
+
+    def close(self) -> None:
+        """Stop the background writer and write what is left (raises the writer's failure, if any)."""
+        self._closed.set()
+        self._thread.join()
+        if self._failure is not None:
+            raise self._failure
+        self._flush()
 
 
 def _evaluate(evaluator: Evaluator, material: Material) -> Outcome:
@@ -139,36 +162,36 @@ def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging,
     in_flight: dict[Future, tuple[Material, int]] = {}
     queue = iter(work)
     exhausted = stopped = outage = False
-    with ThreadPoolExecutor(config.concurrency, thread_name_prefix="verdict-judge") as pool:
-        while True:
-            while len(in_flight) < config.concurrency and not (exhausted or stopped or outage):
-                if should_stop():
-                    stopped = True
+    try:
+        with ThreadPoolExecutor(config.concurrency, thread_name_prefix="verdict-judge") as pool:
+            while True:
+                while len(in_flight) < config.concurrency and not (exhausted or stopped or outage):
+                    if should_stop():
+                        stopped = True
+                        break
+                    if not budget.allows_another():
+                        exhausted = True
+                        break
+                    item = next(queue, None)
+                    if item is None:
+                        break
+                    budget.calls += 1
+                    in_flight[pool.submit(_evaluate, evaluator, item[0])] = item
+                if not in_flight:
                     break
-                if not budget.allows_another():
-                    exhausted = True
-                    break
-                item = next(queue, None)
-                if item is None:
-                    break
-                budget.calls += 1
-                in_flight[pool.submit(_evaluate, evaluator, item[0])] = item
-            if not in_flight:
-                break
-            done, _ = wait(in_flight, timeout=FLUSH_EVERY_SECONDS, return_when=FIRST_COMPLETED)
-            for future in done:
-                material, attempt_no = in_flight.pop(future)
-                outcome = future.result()
-                budget.usage += outcome.usage
-                judged += outcome.error_code is None
-                errors += outcome.error_code is not None
-                outages += outcome.error_code == PROVIDER_UNAVAILABLE
-                writer.add(material, attempt_no, outcome)
-            if not done:
-                writer.flush()
-            if judged == 0 and outages and outages >= min(OUTAGE_PROBE, len(work)):
-                outage = True
-    writer.flush()
+                done, _ = wait(in_flight, timeout=FLUSH_EVERY_SECONDS, return_when=FIRST_COMPLETED)
+                for future in done:
+                    material, attempt_no = in_flight.pop(future)
+                    outcome = future.result()
+                    budget.usage += outcome.usage
+                    judged += outcome.error_code is None
+                    errors += outcome.error_code is not None
+                    outages += outcome.error_code == PROVIDER_UNAVAILABLE
+                    writer.add(material, attempt_no, outcome)
+                if judged == 0 and outages and outages >= min(OUTAGE_PROBE, len(work)):
+                    outage = True
+    finally:
+        writer.close()  # what finished is written, also when the run fails
     log.info("judge tenant=%s evaluator=%s pending=%d judged=%d errors=%d budget_exhausted=%s stopped=%s",
              tenant, evaluator.name, len(work), judged, errors, exhausted, stopped)
     if outage:

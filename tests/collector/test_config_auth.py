@@ -25,6 +25,8 @@ def test_help_documents_every_option_and_its_env_var():
     for option in _OPTIONS:
         assert f"--{option.flag}" in text
         assert option.env in text.replace("- ", "-").replace(" ", "") or option.env in text
+    for topic in ("/v1/traces", "/healthz", "/stats", "Bearer", "Retry-After", "SIGTERM", "TEST_WRITE_DELAY_MS"):
+        assert topic in text
 
 
 def test_non_loopback_bind_requires_tokens(tmp_path):
@@ -69,6 +71,7 @@ def test_token_store(tmp_path):
     ('"long-enough-token-000000": __verdict_local__\n', "reserved"),
     ('"long-enough-token-000000": "Bad Tenant"\n', "invalid tenant id"),
     ("{{{", "not valid YAML"),
+    (f'"long-enough-token-000000": acme\n"{hash_token("long-enough-token-000000")}": globex\n', "two tenants"),
 ])
 def test_bad_token_files(tmp_path, content, message):
     path = tmp_path / "tokens.yaml"

@@ -58,11 +58,15 @@ def test_kill9_under_load_loses_no_acknowledged_span(collector_factory):
         collector.kill9()  # mid-stream: requests are being decoded and written right now
     assert len(load.acked) >= 3000, "load generator got too few acknowledgements to test anything"
 
+    # What a crash mid-write leaves (whether or not kill -9 hit one): a half-written temp segment.
+    leftover = collector.data_dir / "tmp" / "1-crashed.parquet.tmp"
+    leftover.write_bytes(b"PAR1 half a segment")
     restarted = collector_factory(data_dir=collector.data_dir)
     stored = {r["span_id"] for r in read_spans(restarted.data_dir)}
     assert load.acked <= stored  # set containment: nothing acknowledged is missing
-    assert not list((restarted.data_dir / "spans").rglob("*.tmp"))
-    assert not list((restarted.data_dir / "tmp").iterdir())  # leftovers removed at start
+    assert not [p for p in (restarted.data_dir / "spans").rglob("*") if p.is_file() and not p.name.endswith(".parquet")]
+    assert not list((restarted.data_dir / "tmp").iterdir())  # leftovers removed at start, and logged
+    assert any("removed leftover temp file" in line and leftover.name in line for line in restarted.log)
     request = export_request(random.Random(99), 5, time.time_ns())
     conn = http.client.HTTPConnection("127.0.0.1", restarted.http_port, timeout=10)
     conn.request("POST", "/v1/traces", body=request.SerializeToString(),
@@ -89,3 +93,65 @@ def test_sigterm_drains_queued_requests(collector_factory):
     sender.join(30)
     assert result["status"] == 200
     assert set(span_ids(request)) <= {r["span_id"] for r in read_spans(collector.data_dir)}
+
+
+def test_failed_write_refuses_every_request_of_the_batch(collector_factory):
+    collector = collector_factory("--batch-delay-ms", "300")
+    # The tenant's partition directory cannot be created (a file is in the way): every write fails.
+    blocker = collector.data_dir / "spans" / "tenant=__verdict_local__"
+    blocker.write_bytes(b"")
+    requests = [export_request(random.Random(20 + i), 20, time.time_ns()) for i in range(6)]
+    replies: list[tuple[int, str | None]] = []
+
+    def send(request):
+        conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
+        conn.request("POST", "/v1/traces", body=request.SerializeToString(),
+                     headers={"Content-Type": "application/x-protobuf"})
+        response = conn.getresponse()
+        response.read()
+        replies.append((response.status, response.getheader("Retry-After")))
+
+    threads = [threading.Thread(target=send, args=(r,)) for r in requests]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(replies) == 6 and all(status == 503 and int(after) >= 1 for status, after in replies), replies
+    stats = collector.stats()
+    assert stats["write_errors"] >= 1 and stats["requests_acked"] == 0 and stats["spans_written"] == 0
+    assert stats["write_errors"] < len(requests)  # requests were grouped: one failed write refused several
+    assert not list((collector.data_dir / "tmp").iterdir())  # no half-written segment left behind
+
+    blocker.unlink()  # the disk recovers: the exporter's retry lands
+    send(requests[0])
+    assert replies[-1][0] == 200
+    assert set(span_ids(requests[0])) == {r["span_id"] for r in read_spans(collector.data_dir)}
+
+
+def test_segment_is_fsynced_then_renamed_then_its_directory_fsynced(tmp_path, monkeypatch):
+    """The order of the real syscalls (wrapped to record them, still executed) for one segment write."""
+    import os
+
+    import pyarrow as pa
+
+    from collector import lake
+
+    calls: list[tuple[str, str]] = []
+    real_fsync, real_rename = os.fsync, os.rename
+
+    def fsync(fd):
+        calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def rename(src, dst):
+        calls.append(("rename", str(dst)))
+        real_rename(src, dst)
+
+    lake.prepare(tmp_path)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "rename", rename)
+    final = lake.write_segment(tmp_path, "acme", "2026-01-02", pa.table({"x": [1]}))
+    tmp_name = str(tmp_path / "tmp" / f"{final.name}.tmp")
+    step = calls.index(("fsync", tmp_name))
+    assert calls[step + 1] == ("rename", str(final))
+    assert ("fsync", str(final.parent)) in calls[step + 2:]

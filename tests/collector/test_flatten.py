@@ -48,3 +48,53 @@ def test_redaction_modes(mode, content_redacted, others_redacted):
 def test_unknown_redaction_mode_is_refused():
     with pytest.raises(ValueError, match="redaction mode must be one of"):
         ServerRedaction.create("most")
+
+
+def _row_with(attributes: dict) -> dict:
+    """Flatten one span with `attributes` set (string or int values) and convert it to Arrow, as the server does."""
+    from collector.schema import COLUMN_NAMES
+
+    request = export_request(random.Random(9), 1, time.time_ns())
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    for kv in [kv for kv in span.attributes if kv.key in attributes]:
+        span.attributes.remove(kv)
+    for key, value in attributes.items():
+        target = span.attributes.add(key=key).value
+        if isinstance(value, int):
+            target.int_value = value
+        else:
+            target.string_value = value
+    policy = IngestPolicy("__verdict_local__", False, False, 10_000, ServerRedaction.create("off"))
+    (part,) = flatten(request, policy).partitions.values()
+    table = part.to_arrow().to_pylist()  # the step that must not raise (it would be a 500 before)
+    assert table[0]["span_id"] == part.rows[0][1]
+    return dict(zip(COLUMN_NAMES, part.rows[0], strict=True))
+
+
+@pytest.mark.parametrize("sent, stored", [
+    ("120", 120), ("99999999999999999999999", None), ("²", None), ("٣", None), ("-5", None), (2**63 - 1, 2**63 - 1)])
+def test_token_counts_outside_bigint_stay_only_in_attributes(sent, stored):
+    row = _row_with({"gen_ai.usage.input_tokens": sent})
+    assert row["input_tokens"] == stored
+    assert json.loads(row["attributes"])["gen_ai.usage.input_tokens"] == sent  # nothing dropped
+
+
+@pytest.mark.parametrize("key, reason", [
+    ("bob@example.com", "e-mail address"),
+    ("has space", "invalid intent key"),
+    ("x" * 65, "the limit is 64"),
+    ("sk-proj-abcdefghijklmnopqrstuvwxyz0123456789", "changed by redaction"),
+])
+def test_invalid_intent_key_is_null_with_reason_and_kept_in_attributes(key, reason):
+    row = _row_with({"verdict.intent_key": key})
+    assert row["intent_key"] is None
+    assert reason in row["intent_key_error"]
+    assert "bob@example.com" not in row["intent_key_error"]  # the reason does not repeat personal data
+    assert json.loads(row["attributes"])["verdict.intent_key"] == key
+
+
+def test_valid_or_absent_intent_key():
+    row = _row_with({"verdict.intent_key": "billing.refund"})
+    assert (row["intent_key"], row["intent_key_error"]) == ("billing.refund", None)
+    row = _row_with({"verdict.intent_key": 7})
+    assert (row["intent_key"], row["intent_key_error"]) == (None, "intent key must be a string, got int")

@@ -95,6 +95,25 @@ def test_slow_client_is_cut_off(small_limits):
     assert post(small_limits, body, {"Content-Type": PB})[0] == 200  # the server is free again
 
 
+def test_slow_headers_are_cut_off(small_limits):
+    """A client dribbling headers (each byte would reset uvicorn's own keep-alive timer) is disconnected."""
+    with socket.create_connection(("127.0.0.1", small_limits.http_port), timeout=10) as sock:
+        started = time.monotonic()
+        closed = False
+        for byte in b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 40:
+            try:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.1)
+            except OSError:
+                closed = True
+                break
+        if not closed:
+            closed = sock.recv(4096) == b""
+    assert closed and time.monotonic() - started < 4.5  # --read-timeout-s 1, not the 4 s the dribble takes
+    with socket.create_connection(("127.0.0.1", small_limits.http_port), timeout=10) as idle:
+        assert idle.recv(1) == b""  # a connection that never sends a request is closed too
+
+
 def test_other_signals_are_not_found(small_limits):
     for path in ("/v1/logs", "/v1/metrics"):
         conn = http.client.HTTPConnection("127.0.0.1", small_limits.http_port, timeout=10)
@@ -113,8 +132,13 @@ def test_health_and_stats(small_limits):
     conn.request("GET", "/healthz")
     assert conn.getresponse().status == 200
     post(small_limits, _request(4).SerializeToString(), {"Content-Type": PB})
+    bad = _request(2, seed=7)
+    bad.resource_spans[0].scope_spans[0].spans[0].span_id = b"\0" * 8
+    post(small_limits, bad.SerializeToString(), {"Content-Type": PB})
     stats = small_limits.stats()
-    assert stats["spans_received"] == 4 and stats["spans_written"] == 4 and stats["segment_count"] == 1
+    assert (stats["spans_received"], stats["spans_written"], stats["spans_rejected"]) == (5, 5, 1)
+    assert stats["requests"] == 2 and stats["requests_acked"] == 2 and stats["segment_count"] == 2
+    assert (stats["queue_spans"], stats["queue_bytes"], stats["inflight_bytes"]) == (0, 0, 0)  # all written
 
 
 TOKEN_A = "token-for-acme-0123456789"

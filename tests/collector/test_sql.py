@@ -55,6 +55,8 @@ def test_queries_see_only_their_tenant_once(two_tenants):
     "SELECT * FROM read_parquet('{data}/spans/tenant=globex/*/*.parquet')",
     "SELECT * FROM read_parquet('{data}/spans/tenant=acme/../tenant=globex/*/*.parquet')",
     "COPY (SELECT 1) TO '{data}/../leak.csv'",
+    "COPY (SELECT 1) TO '{data}/spans/tenant=acme/leak.csv'",  # readable, yet never writable
+    "SELECT 1; CREATE TABLE t AS SELECT 1",
     "ATTACH '{data}/../other.duckdb'",
     "SET enable_external_access = true",
     "INSTALL httpfs",
@@ -66,6 +68,7 @@ def test_external_access_is_refused(two_tenants, query):
     assert out.stderr.startswith("verdict sql: error [")
     assert "Traceback" not in out.stderr
     assert not (data_dir.parent / "leak.csv").exists()
+    assert not (data_dir / "spans" / "tenant=acme" / "leak.csv").exists()
 
 
 def test_five_documented_queries_run(two_tenants):
@@ -134,3 +137,4 @@ def test_verdict_dispatcher_lists_sql():
     assert out.returncode == 2 and "sql" in out.stdout
     out = verdict("sql", "--help")
     assert out.returncode == 0 and "--print-views" in out.stdout and "--tenant" in out.stdout
+    assert "VERDICT_DATA_DIR" in out.stdout and "access_denied" in out.stdout and "llm_calls" in out.stdout

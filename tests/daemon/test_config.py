@@ -69,3 +69,14 @@ def test_webhook_token_comes_from_the_named_environment_variable(monkeypatch):
     assert err.value.code == "invalid_config" and "HOOK_TOKEN is not set" in err.value.message
     monkeypatch.setenv("HOOK_TOKEN", "s3cret")
     assert config.alerts.token() == "s3cret" and "s3cret" not in repr(config)
+
+
+def test_the_documented_example_config_is_valid():
+    import tomllib
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "daemon.md").read_text()
+    example = tomllib.loads(doc.split("```toml\n", 1)[1].split("```", 1)[0])
+    config = parse_config(example)
+    assert [e.kind for e in config.evaluators] == ["rubric", "ensemble", "graph"]
+    assert config.judging.budget.max_cost_usd == 25.0 and config.alerts.token_env == "VERDICT_WEBHOOK_TOKEN"

@@ -129,3 +129,83 @@ def test_with_raw_response(fake_anthropic, traced):
     assert raw.headers["content-type"].startswith("application/json")
     message = raw.parse()
     assert traced.attrs()["gen_ai.response.id"] == message.id
+
+
+def test_async_with_raw_response(fake_anthropic, traced, recwarn):
+    async def main():
+        raw = await fake_anthropic.async_client().messages.with_raw_response.create(**KW)
+        first = await raw.parse()
+        assert await raw.parse() is first  # the SDK's cache: Verdict parsed it, the app gets the same object
+        return raw, first
+
+    raw, message = asyncio.run(main())
+    assert raw.headers["content-type"].startswith("application/json")
+    a = traced.attrs()
+    assert a["gen_ai.response.id"] == message.id
+    assert a["gen_ai.usage.output_tokens"] == message.usage.output_tokens
+    assert vt.stats().errors == {}
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_raw_streamed_response(fake_anthropic, traced, is_async):
+    fake_anthropic.default = Reply("a b c")
+
+    async def run_async():
+        raw = await fake_anthropic.async_client().messages.with_raw_response.create(**KW, stream=True)
+        return [e async for e in await raw.parse()]
+
+    def run():
+        raw = fake_anthropic.client().messages.with_raw_response.create(**KW, stream=True)
+        return list(raw.parse())
+
+    events = asyncio.run(run_async()) if is_async else run()
+    assert "".join(e.delta.text for e in events if e.type == "content_block_delta").split() == ["a", "b", "c"]
+    a = traced.attrs()
+    assert a["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert a["gen_ai.usage.output_tokens"] == 3
+    assert json.loads(a["gen_ai.output.messages"])[0]["parts"] == [{"type": "text", "content": "a b c"}]
+
+
+@pytest.mark.parametrize("native", ["default", "false"])
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_messages_parse_is_one_inference_span(fake_anthropic, traced, monkeypatch, native, is_async):
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+
+    if native == "false":
+        monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY", "false")
+    else:
+        monkeypatch.delenv("ANTHROPIC_OPEN_TELEMETRY", raising=False)
+    fake_anthropic.enqueue(Reply('{"name": "Paris"}', usage=(5, 3)))
+    kwargs = {**KW, "output_format": City}
+    if is_async:
+        message = asyncio.run(fake_anthropic.async_client().messages.parse(**kwargs))
+    else:
+        message = fake_anthropic.client().messages.parse(**kwargs)
+    assert message.parsed_output == City(name="Paris")
+    assert [s.instrumentation_scope.name for s in _inference_spans(traced.all_spans())] == ["verdict.tracing"]
+    a = traced.attrs()
+    assert a["gen_ai.response.id"] == message.id
+    assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (5, 3)
+
+
+@pytest.mark.parametrize("native", ["default", "false"])
+def test_one_inference_span_per_async_call(fake_anthropic, traced, monkeypatch, native):
+    if native == "false":
+        monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY", "false")
+    else:
+        monkeypatch.delenv("ANTHROPIC_OPEN_TELEMETRY", raising=False)
+
+    async def main():
+        client = fake_anthropic.async_client()
+        await client.messages.create(**KW)
+        async with client.messages.stream(**KW) as stream:
+            await stream.until_done()
+
+    asyncio.run(main())
+    spans = _inference_spans(traced.all_spans())
+    assert [s.instrumentation_scope.name for s in spans] == ["verdict.tracing"] * 2
+    assert [s.attributes["gen_ai.usage.output_tokens"] for s in traced.spans()] == [2, 2]

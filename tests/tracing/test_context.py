@@ -122,3 +122,31 @@ def test_intent_follows_async_calls(fake_openai, traced):
     asyncio.run(main())
     assert {s.attributes["gen_ai.request.model"]: s.attributes["verdict.intent_key"] for s in traced.spans()} == {
         "k1": "k1", "k2": "k2", "k3": "k3"}
+
+
+def test_one_binding_shared_by_concurrent_tasks_and_threads():
+    billing = intent_context("billing.v1")  # apps keep one at module level and reuse it
+
+    async def task(delay: int) -> list[str | None]:
+        with billing:
+            for _ in range(delay):
+                await asyncio.sleep(0)
+            inside = current_intent_key()
+        return [inside, current_intent_key()]
+
+    async def main():
+        # Enter in order a, b; exit in order b, a: each exit must reset its own task's token.
+        return await asyncio.gather(task(3), task(1))
+
+    assert asyncio.run(main()) == [["billing.v1", None], ["billing.v1", None]]
+
+    def thread_work(_: int) -> tuple[str | None, str | None]:
+        with billing:
+            inside = current_intent_key()
+        return inside, current_intent_key()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert set(pool.map(thread_work, range(200))) == {("billing.v1", None)}
+    with billing, billing:  # re-entered in one context: innermost first
+        assert current_intent_key() == "billing.v1"
+    assert current_intent_key() is None

@@ -1,4 +1,4 @@
-"""The export path: the real OTLP/HTTP exporter to a loopback receiver, and exporter failures."""
+"""The export path: the real OTLP/HTTP and OTLP/gRPC exporters to loopback receivers, and exporter failures."""
 
 from __future__ import annotations
 
@@ -89,8 +89,59 @@ def test_otlp_http_export_with_auth_and_redacted_content(fake_openai, receiver):
     inputs = json.loads(_attr(span, "gen_ai.input.messages"))
     text = inputs[0]["parts"][0]["content"]
     assert "jane.doe@example.com" not in text and text.startswith("mail me at <")
-    resource_keys = {kv.key for kv in resource.attributes}
-    assert "service.name" in resource_keys
+    # The session's provider was the app's: Verdict's spans still carry init()'s service and tenant.
+    resource_attrs = {kv.key: kv.value.string_value for kv in resource.attributes}
+    assert (resource_attrs["service.name"], resource_attrs["verdict.tenant_id"]) == ("support-bot", "acme")
+
+
+class GrpcReceiver:
+    """A minimal OTLP/gRPC TraceService on 127.0.0.1 (grpcio's server) that keeps what it gets."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        import grpc
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+        self.requests: list[tuple[dict[str, str], ExportTraceServiceRequest]] = []
+        receiver = self
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(self, request, context):  # noqa: N802 - gRPC service API
+                receiver.requests.append((dict(context.invocation_metadata()), request))
+                return ExportTraceServiceResponse()
+
+        self.server = grpc.server(ThreadPoolExecutor(max_workers=2))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.server)
+        self.url = f"http://127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+        self.server.start()
+
+    spans = Receiver.spans
+
+
+def test_otlp_grpc_export_with_auth_and_redacted_content(fake_openai):
+    receiver = GrpcReceiver()
+    _global_provider()
+    vt.init(service_name="grpc-bot", endpoint=receiver.url, protocol="grpc", tenant_id="acme", api_key="vk_grpc_1")
+    vt.instrument()
+    try:
+        with vt.intent_context("billing.v1"):
+            fake_openai.client().chat.completions.create(model="gpt-4o-mini", messages=MSG)
+        assert vt.flush()
+        assert vt.stats().spans_exported == 1
+    finally:
+        stop()
+        receiver.server.stop(None)
+    metadata, _ = receiver.requests[0]
+    assert metadata["authorization"] == "Bearer vk_grpc_1"
+    ((resource, span),) = receiver.spans()
+    assert span.name == "chat gpt-4o-mini"
+    assert _attr(span, "verdict.intent_key") == "billing.v1"
+    assert _attr(span, "gen_ai.usage.output_tokens") == 2
+    text = json.loads(_attr(span, "gen_ai.input.messages"))[0]["parts"][0]["content"]
+    assert "jane.doe@example.com" not in text and text.startswith("mail me at <")
+    resource_attrs = {kv.key: kv.value.string_value for kv in resource.attributes}
+    assert (resource_attrs["service.name"], resource_attrs["verdict.tenant_id"]) == ("grpc-bot", "acme")
 
 
 def _dead_port() -> int:

@@ -289,14 +289,46 @@ def test_app_mutating_messages_after_the_call_does_not_change_the_span(fake_open
     assert "appended later" not in traced.attrs()["gen_ai.input.messages"]
 
 
-def test_raw_streamed_response_still_streams(fake_openai, traced):
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_raw_streamed_response_is_observed_to_its_end(fake_openai, traced, is_async):
     fake_openai.default = Reply("a b c")
-    raw = fake_openai.client().chat.completions.with_raw_response.create(model="rawstream", messages=MESSAGES, stream=True)
-    chunks = list(raw.parse())
+    kwargs = {"model": "rawstream", "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}}
+
+    async def run_async():
+        raw = await fake_openai.async_client().chat.completions.with_raw_response.create(**kwargs)
+        assert traced.spans() == []  # open until the app has read the stream
+        stream = raw.parse()
+        assert raw.parse() is stream and type(stream) is openai.AsyncStream
+        return raw, [c async for c in stream]
+
+    def run():
+        raw = fake_openai.client().chat.completions.with_raw_response.create(**kwargs)
+        assert traced.spans() == []
+        stream = raw.parse()
+        assert raw.parse() is stream and type(stream) is openai.Stream
+        return raw, list(stream)
+
+    raw, chunks = asyncio.run(run_async()) if is_async else run()
+    assert raw.headers["content-type"].startswith("text/event-stream")
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).split() == ["a", "b", "c"]
-    span = traced.one()  # ended when the raw response was returned: the body belongs to the app
-    assert span.attributes["gen_ai.request.stream"] is True
-    assert span.status.status_code is StatusCode.UNSET
+    a = traced.attrs()
+    assert a["gen_ai.request.stream"] is True
+    assert a["gen_ai.response.id"] == chunks[0].id
+    assert a["gen_ai.response.finish_reasons"] == ("stop",)
+    assert a["gen_ai.usage.output_tokens"] == chunks[-1].usage.completion_tokens == 3
+    assert a["gen_ai.response.time_to_first_chunk"] > 0
+    assert json.loads(a["gen_ai.output.messages"])[0]["parts"] == [{"type": "text", "content": "a b c"}]
+
+
+def test_raw_streamed_response_never_parsed_ends_at_gc(fake_openai, traced):
+    import gc
+
+    raw = fake_openai.client().chat.completions.with_raw_response.create(model="m", messages=MESSAGES, stream=True)
+    del raw
+    gc.collect()
+    span = traced.one()
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes["error.type"] == "_OTHER"
 
 
 def test_with_streaming_response(fake_openai, traced):
@@ -341,3 +373,24 @@ def test_default_redactor_on_tool_arguments_and_results(fake_openai, traced):
     parsed = json.loads(raw)
     assert parsed[0]["parts"][0]["arguments"]["user"] == "bob"
     assert parsed[0]["parts"][0]["name"] == "login"
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_streaming_response_of_a_stream_is_observed(fake_openai, traced, is_async):
+    fake_openai.default = Reply("x y")
+    kwargs = {"model": "srs", "messages": MESSAGES, "stream": True}
+
+    async def run_async():
+        client = fake_openai.async_client()
+        async with client.chat.completions.with_streaming_response.create(**kwargs) as r:
+            return [c async for c in await r.parse()]
+
+    def run():
+        with fake_openai.client().chat.completions.with_streaming_response.create(**kwargs) as r:
+            return list(r.parse())
+
+    chunks = asyncio.run(run_async()) if is_async else run()
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "x y"
+    a = traced.attrs()
+    assert a["gen_ai.response.finish_reasons"] == ("stop",)
+    assert json.loads(a["gen_ai.output.messages"])[0]["parts"] == [{"type": "text", "content": "x y"}]

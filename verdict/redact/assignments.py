@@ -1,19 +1,23 @@
 """Credential assignments in free text: `password=...`, `api_key: ...`, `"token": "..."`,
 `Authorization: ...` headers, `--client-secret=...`, JSON-in-JSON `\\"secret\\": \\"...\\"`.
 
-Anchored on `:` and `=`: the name before the separator is read from a short reversed window and
-checked with `is_credential_name`; only then is the value parsed (quoted, escaped-quoted, a bare
-token, or the multi-word value of an `Authorization` or `Cookie` header).
+Anchored on the credential words (`credential_name_hints`: `pass`, `token`, `key`, ...): only
+the `:` and `=` within a name's reach after one are examined. There the name before the
+separator is read from a short reversed window and checked with `is_credential_name`; only then
+is the value parsed (quoted, escaped-quoted, a bare token, or the multi-word value of an
+`Authorization` or `Cookie` header). Text without a credential word (most text, and JSON whose
+keys are `role`, `content`, ...) costs a few substring searches.
 """
 
 from __future__ import annotations
 
 import re
 
-from verdict.redact.credentials import is_credential_name
+from verdict.redact.credentials import credential_name_hints, is_credential_name
 from verdict.redact.findings import PRIORITY, Finding
 
 _NAME_WINDOW = 72
+_HINT_COST = 64
 # Reversed text before the separator: spaces, an optional closing quote (or \" of escaped JSON),
 # then the name.
 _NAME_REVERSED = re.compile(r"""[ \t]*+(?:"\\|'\\|["'])?([A-Za-z0-9_.\-]{1,64})""")
@@ -43,15 +47,34 @@ _NOT_A_VALUE = frozenset({"null", "none", "nil", "undefined", "true", "false"})
 
 def scan_assignments(s: str, out: list[Finding]) -> None:
     """Append the values assigned to credential-named keys in `s`."""
+    separators = s.count(":") + s.count("=")
+    if not separators:
+        return
+    # A separator can only follow a credential name within _NAME_WINDOW of a hint's end, so
+    # only those stretches are searched (merged, so each separator is examined once). Finding
+    # the hints costs about what examining one separator per _HINT_COST characters does, so
+    # text with fewer separators (most prose) has them all examined.
+    hints = credential_name_hints(s) if separators * _HINT_COST > len(s) else None
+    stretches: list[list[int]] = [] if hints is not None else [[0, len(s)]]
+    for end in hints or ():
+        start = end - 1  # a name ends at or after the hint's last letter
+        if stretches and start <= stretches[-1][1]:
+            stretches[-1][1] = start + _NAME_WINDOW + 1
+        else:
+            stretches.append([start, start + _NAME_WINDOW + 1])
+    if not stretches:
+        return
     # Two literal searches beat one `[:=]` character-class scan several times over.
     for separator in ":=":
         find = s.find
-        i = find(separator)
-        while i >= 0:
-            # Resume after a found value: separators inside it ("password=a:b=c") are not
-            # assignments, and skipping them keeps "password=password=..." linear.
-            end = _assignment_at(s, i, out)
-            i = find(separator, max(i + 1, end))
+        resume = 0
+        for low, high in stretches:
+            i = find(separator, max(low, resume), high)
+            while i >= 0:
+                # Resume after a found value: separators inside it ("password=a:b=c") are not
+                # assignments, and skipping them keeps "password=password=..." linear.
+                resume = max(i + 1, _assignment_at(s, i, out))
+                i = find(separator, resume, high)
 
 
 def _assignment_at(s: str, i: int, out: list[Finding]) -> int:

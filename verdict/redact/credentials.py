@@ -7,6 +7,7 @@ A name is normalized (lower case, `-`, `_`, `.` and spaces removed, so `API-Key`
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 # Anywhere in the name: `db_password`, `password_hash`, `x-api-key`, `aws_secret_access_key`.
@@ -24,6 +25,14 @@ _NOT_CREDENTIAL = frozenset(
 )
 _SEPARATORS = str.maketrans("", "", "-_. ")
 
+# Every credential name, normalized, contains one of these (tests/redact checks it); none of
+# them overlaps itself, so `str.count` counts every occurrence.
+_HINTS = ("pass", "key", "auth", "cred", "secret", "token", "cookie", "sessi", "pwd", "jwt", "otp",
+          "pin", "cv")  # fmt: skip
+# Hints that are only a whole suffix or exact name: no hint when the name goes on after them.
+_NAME_END_HINTS = frozenset({"token", "cookie", "pwd", "jwt", "otp", "pin"})
+_NAME_GOES_ON = re.compile(r"[-_.]*+[a-z0-9]")
+
 
 @lru_cache(maxsize=4096)
 def is_credential_name(name: str) -> bool:
@@ -32,3 +41,33 @@ def is_credential_name(name: str) -> bool:
     if not norm or norm in _NOT_CREDENTIAL:
         return False
     return norm in _EXACT or norm.endswith(_SUFFIXES) or any(word in norm for word in _CONTAINS)
+
+
+def credential_name_hints(s: str) -> list[int] | None:
+    """Where credential names can end: the end offsets in `s` of the credential words in it.
+
+    A credential name contains one of `_HINTS` once lower-cased and stripped of `-`, `_` and
+    `.`, so text without them holds no credential name (the common case, found with a few
+    substring searches). None when the offsets cannot be given exactly: a hint spelled with
+    separators inside it ("p-a-s-s") or text whose length changes when lower-cased; callers
+    then examine the whole text.
+    """
+    low = s.lower()
+    stripped = low.replace("-", "").replace("_", "").replace(".", "")
+    present = [hint for hint in _HINTS if hint in stripped]
+    if not present:
+        return []
+    if len(low) != len(s):
+        return None
+    ends = []
+    for hint in present:
+        if low.count(hint) != stripped.count(hint):
+            return None  # an occurrence only exists once separators are removed
+        i = low.find(hint)
+        while i >= 0:
+            end = i + len(hint)
+            if hint not in _NAME_END_HINTS or not _NAME_GOES_ON.match(low, end):
+                ends.append(end)
+            i = low.find(hint, end)
+    ends.sort()
+    return ends

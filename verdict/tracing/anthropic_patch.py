@@ -1,4 +1,4 @@
-"""Anthropic: messages.create (sync, async, stream=True) and the messages.stream(...) managers.
+"""Anthropic: messages.create (sync, async, stream=True), messages.parse and the messages.stream(...) managers.
 
 anthropic 2.x starts its own OpenTelemetry span per call unless ANTHROPIC_OPEN_TELEMETRY=false.
 One call must be one inference span with one token count, so while a Verdict span is current the
@@ -18,7 +18,8 @@ from verdict.tracing.call import (
     Operation,
     StreamAccumulator,
     async_wrapper,
-    begin,
+    run_async,
+    run_sync,
     sync_wrapper,
 )
 from verdict.tracing.content import PartBuilder, field
@@ -203,27 +204,12 @@ def _stream_manager_wrapper(op: MessagesCreate, attr: str, is_async: bool) -> An
             if is_async:
                 setattr(manager, attr, _AwaitWithSpan(request, op, instance, call_kwargs))
             else:
-                setattr(manager, attr, lambda: _run_request(request, op, instance, call_kwargs))
+                setattr(manager, attr, lambda: run_sync(op, instance, call_kwargs, request))
         except Exception as exc:
             health.record_error("anthropic.stream_manager", exc)
         return manager
 
     return wrapper
-
-
-def _run_request(request: Any, op: MessagesCreate, instance: Any, kwargs: dict[str, Any]) -> Any:
-    call = begin(op, instance, kwargs)
-    if call is None:
-        return request()
-    token = call.activate()
-    try:
-        result = request()
-    except BaseException as exc:
-        otel_context.detach(token)
-        call.end(exc)
-        raise
-    otel_context.detach(token)
-    return call.complete(result)
 
 
 class _AwaitWithSpan:
@@ -239,21 +225,7 @@ class _AwaitWithSpan:
         self._kwargs = kwargs
 
     def __await__(self) -> Any:
-        return self._run().__await__()
-
-    async def _run(self) -> Any:
-        call = begin(self._op, self._instance, self._kwargs)
-        if call is None:
-            return await self._request
-        token = call.activate()
-        try:
-            result = await self._request
-        except BaseException as exc:
-            otel_context.detach(token)
-            call.end(exc)
-            raise
-        otel_context.detach(token)
-        return call.complete(result)
+        return run_async(self._op, self._instance, self._kwargs, self._request).__await__()
 
 
 def _native_span_gate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -279,6 +251,8 @@ def targets() -> list[tuple[Any, str, Any]]:
         (AsyncMessages, "stream", _stream_manager_wrapper(
             async_op, f"_{AsyncMessageStreamManager.__name__}__api_request", is_async=True)),
     ]
+    if hasattr(Messages, "parse"):  # newer SDKs: posts directly, not through create()
+        found += [(Messages, "parse", sync_wrapper(sync_op)), (AsyncMessages, "parse", async_wrapper(async_op))]
     if hasattr(base_client, "start_api_call_span"):  # anthropic >= 2 emits its own spans
         found.append((base_client, "start_api_call_span", _native_span_gate))
     return found

@@ -8,9 +8,10 @@ chunks and exceptions it would see uninstrumented.
 
 from __future__ import annotations
 
+import inspect
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -97,26 +98,32 @@ class PendingAttributes:
         return attrs
 
 
-_raw_types: dict[type, bool] = {}
+_NOT_RAW, _SYNC_PARSE, _ASYNC_PARSE = 0, 1, 2
+_raw_types: dict[type, int] = {}
 
 
-def _is_raw(result: Any) -> bool:
-    # Per type, once: a missing attribute on a pydantic model is a slow __getattr__ miss.
+def _raw_kind(result: Any) -> int:
+    """Whether `result` is a `with_raw_response`/`with_streaming_response` wrapper, and whether its
+    `.parse()` is a coroutine (anthropic's async responses). Per type, once: a missing attribute on
+    a pydantic model is a slow __getattr__ miss."""
     kind = type(result)
     raw = _raw_types.get(kind)
     if raw is None:
-        raw = _raw_types[kind] = hasattr(result, "http_response") and hasattr(result, "parse")
+        if not (hasattr(result, "http_response") and hasattr(result, "parse")):
+            raw = _NOT_RAW
+        else:
+            raw = _ASYNC_PARSE if inspect.iscoroutinefunction(kind.parse) else _SYNC_PARSE
+        _raw_types[kind] = raw
     return raw
 
 
-def _parsed(result: Any) -> Any:
-    """The parsed body of a `with_raw_response` result (cached by the SDK, so the app's `.parse()`
-    returns the same object); None for a raw stream or an unread body. Other results as they are."""
-    if _is_raw(result):
-        if getattr(result, "_stream", False) or not result.http_response.is_closed:
-            return None
-        return result.parse()
-    return result
+def _body_is_ready(result: Any) -> bool:
+    """Parsing a raw response does no I/O: a stream body is only wrapped (iterated later by the app),
+    any other body must already have been read. The SDK caches the parsed value, so the app's own
+    `.parse()` returns the very object Verdict observed (and, for a stream, hooked)."""
+    # `_stream` on openai's legacy (with_raw_response) class, `_is_sse_stream` on the others.
+    stream = getattr(result, "_stream", False) or getattr(result, "_is_sse_stream", False)
+    return stream is True or result.http_response.is_closed
 
 
 _servers: dict[int, tuple[Any, str, int]] = {}
@@ -171,21 +178,38 @@ class LLMCall:
         ctx = trace.set_span_in_context(self.span)
         return otel_context.attach(otel_context.set_value(_SUPPRESS_LLM, True, ctx))
 
-    def complete(self, result: Any) -> Any:
-        """Record a successful return; hook streams. Returns `result` itself, always."""
+    def complete(self, result: Any, body: Any = None) -> Any:
+        """Record a successful return; hook streams. Returns `result` itself, always.
+
+        `body` is the parsed body of a raw response whose `.parse()` is a coroutine (see `acomplete`)."""
         try:
-            if self.op.is_stream(result):
-                self._hook_stream(result)
+            target = result
+            raw = _raw_kind(result)
+            if raw:
+                target = body
+                if raw == _SYNC_PARSE and _body_is_ready(result):
+                    target = result.parse()
+            if target is not None and self.op.is_stream(target):
+                self._hook_stream(target)
                 return result
-            parsed = _parsed(result)
-            if parsed is result and self.rt.deferred_response:
+            if target is result and self.rt.deferred_response:
                 self.result = result
-            elif parsed is not None:
-                self.output = self.op.record(self.attrs, parsed)
+            elif target is not None:
+                self.output = self.op.record(self.attrs, target)
         except Exception as exc:
             health.record_error(f"{self.op.provider}.record", exc)
         self.end()
         return result
+
+    async def acomplete(self, result: Any) -> Any:
+        """`complete` for async calls: awaits the parse of an async raw response first."""
+        body = None
+        try:
+            if _raw_kind(result) == _ASYNC_PARSE and _body_is_ready(result):
+                body = await result.parse()
+        except Exception as exc:
+            health.record_error(f"{self.op.provider}.record", exc)
+        return self.complete(result, body)
 
     def end(self, error: BaseException | None = None, error_type: str | None = None) -> None:
         if self.ended:
@@ -360,47 +384,57 @@ def begin(op: Operation, instance: Any, kwargs: dict[str, Any]) -> LLMCall | Non
         return None
 
 
+def run_sync(op: Operation, instance: Any, kwargs: dict[str, Any], request: Callable[[], Any]) -> Any:
+    """Run `request()` inside the call's span (current only while it runs). Never raises on its own."""
+    call = begin(op, instance, kwargs)
+    if call is None:
+        return request()
+    try:
+        token = call.activate()
+    except Exception as exc:
+        health.record_error("context_attach", exc)
+        call.end()
+        return request()
+    try:
+        result = request()
+    except BaseException as exc:
+        otel_context.detach(token)
+        call.end(exc)
+        raise
+    otel_context.detach(token)
+    return call.complete(result)
+
+
+async def run_async(op: Operation, instance: Any, kwargs: dict[str, Any], request: Awaitable[Any]) -> Any:
+    """Await `request` inside the call's span; the async twin of `run_sync`."""
+    call = begin(op, instance, kwargs)
+    if call is None:
+        return await request
+    try:
+        token = call.activate()
+    except Exception as exc:
+        health.record_error("context_attach", exc)
+        call.end()
+        return await request
+    try:
+        result = await request
+    except BaseException as exc:
+        otel_context.detach(token)
+        call.end(exc)
+        raise
+    otel_context.detach(token)
+    return await call.acomplete(result)
+
+
 def sync_wrapper(op: Operation) -> Any:
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = begin(op, instance, kwargs)
-        if call is None:
-            return wrapped(*args, **kwargs)
-        try:
-            token = call.activate()
-        except Exception as exc:
-            health.record_error("context_attach", exc)
-            call.end()
-            return wrapped(*args, **kwargs)
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            otel_context.detach(token)
-            call.end(exc)
-            raise
-        otel_context.detach(token)
-        return call.complete(result)
+        return run_sync(op, instance, kwargs, lambda: wrapped(*args, **kwargs))
 
     return wrapper
 
 
 def async_wrapper(op: Operation) -> Any:
-    async def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = begin(op, instance, kwargs)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        try:
-            token = call.activate()
-        except Exception as exc:
-            health.record_error("context_attach", exc)
-            call.end()
-            return await wrapped(*args, **kwargs)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            otel_context.detach(token)
-            call.end(exc)
-            raise
-        otel_context.detach(token)
-        return call.complete(result)
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return run_async(op, instance, kwargs, wrapped(*args, **kwargs))
 
     return wrapper

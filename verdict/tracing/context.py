@@ -46,7 +46,17 @@ class _ContextBinding:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._var.reset(self._tokens.pop())
+        # Normally the last token. One binding object shared by concurrent tasks or threads
+        # (`BILLING = intent_context("billing.v1")` at module level) holds tokens of several
+        # contexts; resetting with another context's token raises ValueError, so find ours.
+        tokens = self._tokens
+        for token in reversed(tokens):
+            try:
+                self._var.reset(token)
+            except ValueError:
+                continue
+            tokens.remove(token)
+            return
 
     async def __aenter__(self) -> str:
         return self.__enter__()

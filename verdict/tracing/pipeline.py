@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
@@ -26,24 +27,25 @@ PENDING_CONTENT = "_verdict_content"
 PENDING: dict[int, Any] = {}
 
 
-def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int) -> ReadableSpan:
-    """The span with its pending content attributes added (or the span itself when it has none)."""
+def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int,
+                resource: Resource | None = None) -> ReadableSpan:
+    """The span with its pending content attributes added and, when given, Verdict's resource (or the
+    span itself when neither applies)."""
+    content: dict[str, Any] = {}
     pending = span.__dict__.get(PENDING_CONTENT)
-    if pending is None:
-        return span
-    try:
-        content: dict[str, Any] = pending.attributes(redactor, max_bytes)
-    except Exception as exc:  # a redaction, serializer or recording bug: export without them
-        health.record_error("content_capture", exc)
-        return span
-    if not content:
+    if pending is not None:
+        try:
+            content = pending.attributes(redactor, max_bytes)
+        except Exception as exc:  # a redaction, serializer or recording bug: export without them
+            health.record_error("content_capture", exc)
+    if not content and resource is None:
         return span
     return ReadableSpan(
         name=span.name,
         context=span.context,
         parent=span.parent,
-        resource=span.resource,
-        attributes={**(span.attributes or {}), **content},
+        resource=resource if resource is not None else span.resource,
+        attributes={**(span.attributes or {}), **content} if content else span.attributes,
         events=span.events,
         links=span.links,
         kind=span.kind,
@@ -55,13 +57,18 @@ def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int) -
 
 
 class ContentExporter(SpanExporter):
-    def __init__(self, inner: SpanExporter, redactor: Redactor | None, max_bytes: int) -> None:
+    """`resource`: what Verdict's spans carry instead of the provider's (`init()` joined an app's
+    provider: its resource plus the `service.name` and `verdict.tenant_id` given to `init()`)."""
+
+    def __init__(self, inner: SpanExporter, redactor: Redactor | None, max_bytes: int,
+                 resource: Resource | None = None) -> None:
         self._inner = inner
         self._redactor = redactor
         self._max_bytes = max_bytes
+        self._resource = resource
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        ready = [materialize(span, self._redactor, self._max_bytes) for span in spans]
+        ready = [materialize(span, self._redactor, self._max_bytes, self._resource) for span in spans]
         try:
             result = self._inner.export(ready)
         except Exception as exc:

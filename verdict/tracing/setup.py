@@ -74,7 +74,8 @@ def init(
             provider.add_span_processor(_processor)
             _joined.append(provider)
         batch = BatchSpanProcessor(
-            ContentExporter(span_exporter, redactor if config.capture_content else None, config.max_content_bytes),
+            ContentExporter(span_exporter, redactor if config.capture_content else None, config.max_content_bytes,
+                            None if owned else provider.resource.merge(_resource(config))),
             max_queue_size=config.max_queue_size,
             max_export_batch_size=config.max_export_batch_size,
             schedule_delay_millis=config.schedule_delay_millis,
@@ -124,12 +125,7 @@ def _provider(config: TracingConfig) -> tuple[TracerProvider, bool]:
             f"the global TracerProvider is a {type(current).__name__}, which cannot take span processors; "
             "configure an opentelemetry.sdk.trace.TracerProvider or call verdict.init() first"
         )
-    attributes: dict[str, Any] = dict(config.resource_attributes)
-    if config.service_name is not None:
-        attributes["service.name"] = config.service_name
-    if config.tenant_id is not None:
-        attributes[sc.TENANT_ID] = config.tenant_id
-    created = TracerProvider(resource=Resource.create(attributes))
+    created = TracerProvider(resource=Resource.create().merge(_resource(config)))
     trace.set_tracer_provider(created)
     current = trace.get_tracer_provider()  # another thread may have won the race
     if not isinstance(current, TracerProvider):
@@ -137,6 +133,16 @@ def _provider(config: TracingConfig) -> tuple[TracerProvider, bool]:
     if current is created:
         _created.append(created)
     return current, current is created
+
+
+def _resource(config: TracingConfig) -> Resource:
+    """The resource attributes given to `init()` (the SDK's defaults and OTEL_RESOURCE_ATTRIBUTES aside)."""
+    attributes: dict[str, Any] = dict(config.resource_attributes)
+    if config.service_name is not None:
+        attributes["service.name"] = config.service_name
+    if config.tenant_id is not None:
+        attributes[sc.TENANT_ID] = config.tenant_id
+    return Resource(attributes)
 
 
 def _otlp_exporter(config: TracingConfig) -> SpanExporter:
