@@ -114,7 +114,8 @@ def open_scoped(data_dir: Path, tenant: str, extra_views: tuple[str, ...] = ()):
 
     con = duckdb.connect(
         ":memory:",
-        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+        # No spill directory: DuckDB would add it (./.tmp by default) to the readable directories.
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False, "temp_directory": ""},
     )
     for statement in (*view_statements(data_dir, tenant), *extra_views):
         con.execute(statement)

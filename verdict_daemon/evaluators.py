@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from verdict.models.base import Model, ModelRequest, ModelResponse, Usage
+from verdict.models.base import Model, Usage
 from verdict_daemon.config import EvaluatorConfig
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.material import Material
@@ -63,45 +63,19 @@ def load_target(target: str) -> Any:
     return obj
 
 
-class JudgeWorkloadModel:
-    """Runs every call of `inner` inside `verdict.workload_context("judge")`, on whichever thread the
-    engine makes it, so the daemon's own judge calls are stamped and excluded if this process is traced."""
-
-    def __init__(self, inner: Model) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def supports_json_schema(self) -> bool:
-        return self.inner.supports_json_schema
-
-    @property
-    def supports_logprobs(self) -> bool:
-        return self.inner.supports_logprobs
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        from verdict.tracing import workload_context
-
-        with workload_context(JUDGE_WORKLOAD):
-            return self.inner.complete(request)
-
-
 def resolve_judge_model(spec: str) -> Model:
-    """A model string ("openai/gpt-4o-mini") or 'module:attribute' naming a Model or a factory of one,
-    wrapped so its calls carry the judge workload."""
+    """A model string ("openai/gpt-4o-mini") or 'module:attribute' naming a Model or a factory of one.
+    (Its calls carry the judge workload: `judging._evaluate` runs every evaluation inside it.)"""
     if ":" in spec and "/" not in spec.partition(":")[0]:
         obj = load_target(spec)
         model = obj if isinstance(obj, Model) else obj()
         if not isinstance(model, Model):
             raise DaemonError("evaluator_error", f"{spec!r} is not a verdict Model (or a function returning one)")
-        return JudgeWorkloadModel(model)
+        return model
     from verdict.models.registry import resolve_model
 
     try:
-        return JudgeWorkloadModel(resolve_model(spec))
+        return resolve_model(spec)
     except ValueError as exc:  # an unknown model string, or no API key in the environment
         raise DaemonError("invalid_config", str(exc)) from None
 

@@ -23,7 +23,7 @@ from verdict.models.base import Usage
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Judging
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import PROVIDER_UNAVAILABLE, Evaluator, Outcome
+from verdict_daemon.evaluators import JUDGE_WORKLOAD, PROVIDER_UNAVAILABLE, Evaluator, Outcome
 from verdict_daemon.material import Material
 from verdict_daemon.state import StateStore, insert_rows
 
@@ -144,8 +144,13 @@ class _Writer:
 
 
 def _evaluate(evaluator: Evaluator, material: Material) -> Outcome:
+    """One evaluation, inside `workload_context("judge")` so every model call it makes (the engine
+    carries context into its worker threads) is stamped as the daemon's own and excluded from analysis."""
+    from verdict.tracing import workload_context
+
     try:
-        return evaluator.evaluate(material)
+        with workload_context(JUDGE_WORKLOAD):
+            return evaluator.evaluate(material)
     except Exception as exc:  # a user graph or judge that raises must not take the run down
         return Outcome(error_code="evaluator_error", error_message=f"{type(exc).__name__}: {str(exc)[:300]}")
 

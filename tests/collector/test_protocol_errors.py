@@ -183,6 +183,9 @@ def test_token_maps_to_tenant_and_foreign_claims_are_rejected(authed):
         unclaimed = _request(2, seed=4)
         response = stub.Export(unclaimed, timeout=10, metadata=(("authorization", f"Bearer {TOKEN_B}"),))
         assert response.partial_success.rejected_spans == 0
+        claiming_acme = _request(2, tenant="acme", seed=6)
+        response = stub.Export(claiming_acme, timeout=10, metadata=(("authorization", f"Bearer {TOKEN_B}"),))
+        assert response.partial_success.rejected_spans == 2 and "claims tenant 'acme'" in response.partial_success.error_message
     rows = read_spans(authed.data_dir)
     by_tenant = {}
     for r in rows:

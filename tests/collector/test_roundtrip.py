@@ -137,6 +137,9 @@ def test_otlp_json_with_hex_ids(collector_factory):
                 {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "12"}},
             ],
             "status": {"code": 2, "message": "boom"},
+        }, {
+            "traceId": trace_id, "spanId": "0000000000000001", "name": "backwards",
+            "startTimeUnixNano": "1700000001000000000", "endTimeUnixNano": "1700000000000000000",
         }]}],
     }]}
     body = gzip.compress(json.dumps(doc).encode())
@@ -144,7 +147,8 @@ def test_otlp_json_with_hex_ids(collector_factory):
         "Content-Type": "application/json", "Content-Encoding": "gzip"})
     response = urllib.request.urlopen(request, timeout=30)
     assert response.status == 200 and response.headers["Content-Type"].startswith("application/json")
-    assert json.loads(response.read()) == {}
+    partial = json.loads(response.read())["partialSuccess"]  # the response in the request's encoding
+    assert int(partial["rejectedSpans"]) == 1 and "end_time is before start_time" in partial["errorMessage"]
     (row,) = read_spans(collector.data_dir)
     assert (row["trace_id"], row["span_id"], row["parent_span_id"]) == (trace_id, span_id, None)
     assert (row["kind"], row["status_code"], row["input_tokens"]) == ("CLIENT", "ERROR", 12)

@@ -71,6 +71,15 @@ def test_external_access_is_refused(two_tenants, query):
     assert not (data_dir / "spans" / "tenant=acme" / "leak.csv").exists()
 
 
+def test_only_the_tenant_directory_is_readable(two_tenants):
+    from collector.views import open_scoped, tenant_dir
+
+    data_dir, _ = two_tenants
+    con = open_scoped(data_dir, "acme")
+    (allowed,) = con.execute("SELECT value FROM duckdb_settings() WHERE name = 'allowed_directories'").fetchone()
+    assert allowed == f"[{tenant_dir(data_dir, 'acme')}/]"  # no spill directory or anything else
+
+
 def test_five_documented_queries_run(two_tenants):
     from pathlib import Path
 

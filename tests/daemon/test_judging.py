@@ -18,7 +18,7 @@ from verdict_daemon.clusters import IntentKeyAssigner, assign
 from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
 from verdict_daemon.drift_runs import judgment_table
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import JudgeWorkloadModel, build_evaluator
+from verdict_daemon.evaluators import build_evaluator
 from verdict_daemon.judge_evaluators import JudgeEvaluator
 from verdict_daemon.judging import judge
 from verdict_daemon.sampling import sample
@@ -26,7 +26,7 @@ from verdict_daemon.state import StateStore
 
 
 def _evaluator(reply, name="scripted/test") -> JudgeEvaluator:
-    model = JudgeWorkloadModel(ScriptedModel(reply, name=name))
+    model = ScriptedModel(reply, name=name)
     judge_ = Judge(model, retries=0)
     return JudgeEvaluator("quality", judge_, {"kind": "rubric"})
 

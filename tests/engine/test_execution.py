@@ -127,3 +127,29 @@ def test_empty_dataset_and_failing_iterator():
 
     with pytest.raises(OSError, match="dataset file vanished"):
         bench_pipeline(model).run_from_dataset(broken())
+
+
+def test_worker_threads_see_the_callers_context_variables():
+    """A unit's model call runs on a pool thread but inside the caller's context (e.g. the daemon's
+    `workload_context("judge")`), so instrumentation sees where the call came from."""
+    import contextvars
+
+    from verdict.graph import Layer, Pipeline
+    from verdict.judges import JudgeUnit
+    from verdict.models.scripted import ScriptedModel
+
+    marker = contextvars.ContextVar("marker", default="unset")
+    seen: list[str] = []
+
+    def reply(request):
+        seen.append(marker.get())
+        return '{"score": 3}'
+
+    token = marker.set("caller")
+    try:
+        rows = (Pipeline() >> Layer(JudgeUnit(), 2)).via(ScriptedModel(reply)).run_from_dataset(
+            [{"a": i} for i in range(20)], max_workers=4)
+    finally:
+        marker.reset(token)
+    assert len(rows) == 20 and not rows.failed
+    assert seen and set(seen) == {"caller"}

@@ -209,3 +209,16 @@ def test_one_inference_span_per_async_call(fake_anthropic, traced, monkeypatch, 
     spans = _inference_spans(traced.all_spans())
     assert [s.instrumentation_scope.name for s in spans] == ["verdict.tracing"] * 2
     assert [s.attributes["gen_ai.usage.output_tokens"] for s in traced.spans()] == [2, 2]
+
+
+def test_inside_another_genai_span_neither_verdict_nor_the_sdk_adds_one(fake_anthropic, traced, monkeypatch):
+    from opentelemetry import trace
+    from opentelemetry.trace import SpanKind
+
+    monkeypatch.delenv("ANTHROPIC_OPEN_TELEMETRY", raising=False)
+    tracer = trace.get_tracer("other.genai.instrumentation")
+    with tracer.start_as_current_span("chat claude-test", kind=SpanKind.CLIENT,
+                                      attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "c"}):
+        fake_anthropic.client().messages.create(**KW)
+    scopes = [s.instrumentation_scope.name for s in _inference_spans(traced.all_spans())]
+    assert scopes == ["other.genai.instrumentation"]

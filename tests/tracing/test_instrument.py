@@ -171,3 +171,23 @@ def test_stream_observer_bug_keeps_chunks_identical(fake_openai, traced, monkeyp
     assert "".join(t or "" for t in texts) == "fake reply"
     assert vt.stats().errors["openai.stream_item"] == len(texts)
     assert traced.one().attributes["gen_ai.response.finish_reasons"] == ("error",)  # nothing recorded
+
+
+class _UpperRedactor:
+    """A custom redactor with only the two documented methods (no `has_hook`)."""
+
+    def text(self, s: str) -> str:
+        return s.replace("s3cret", "<MINE>")
+
+    def value(self, obj):
+        return obj
+
+
+def test_custom_redactor_with_only_text_and_value(fake_openai):
+    traced = start(redactor=_UpperRedactor())
+    try:
+        fake_openai.client().chat.completions.create(model="m", messages=[{"role": "user", "content": "a s3cret"}])
+        assert "a <MINE>" in traced.one().attributes["gen_ai.input.messages"]
+        assert vt.stats().errors == {}
+    finally:
+        stop()

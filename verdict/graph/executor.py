@@ -10,6 +10,7 @@ every input gets exactly one row, in input order, whatever fails."""
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -41,6 +42,11 @@ class _Sample:
         self.lock = threading.Lock()
 
 
+def _enter(context: contextvars.Context) -> None:
+    for variable, value in context.items():
+        variable.set(value)
+
+
 class Executor:
     def __init__(self, graph: Graph, max_workers: int, cpu_workers: int) -> None:
         self.graph = graph
@@ -57,8 +63,13 @@ class Executor:
         self._in_flight = 0
         self._exhausted = False
         self._input_error: BaseException | None = None
-        self._io = ThreadPoolExecutor(self.max_workers, thread_name_prefix="verdict-io")
-        self._cpu = ThreadPoolExecutor(self.cpu_workers, thread_name_prefix="verdict-cpu")
+        # Workers start with the caller's context variables (e.g. `workload_context("judge")`, the
+        # current span): the pools are per run, so setting them once per thread costs nothing per call.
+        context = contextvars.copy_context()
+        self._io = ThreadPoolExecutor(self.max_workers, thread_name_prefix="verdict-io",
+                                      initializer=_enter, initargs=(context,))
+        self._cpu = ThreadPoolExecutor(self.cpu_workers, thread_name_prefix="verdict-cpu",
+                                       initializer=_enter, initargs=(context,))
         tick = _progress(progress, total)
         try:
             self._template, self._template_attempts, usage = self._run_pinned()

@@ -20,6 +20,7 @@ from verdict.tracing.call import (
     async_wrapper,
     run_async,
     run_sync,
+    suppressed,
     sync_wrapper,
 )
 from verdict.tracing.content import PartBuilder, field
@@ -229,8 +230,9 @@ class _AwaitWithSpan:
 
 
 def _native_span_gate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The SDK's own call span: not while a Verdict (or other GenAI) inference span is current."""
-    if otel_context.get_value(sc.SUPPRESS_LANGUAGE_MODEL_KEY):
+    """The SDK's own call span: not while a Verdict (or other GenAI) inference span is current, nor
+    under a suppression key."""
+    if suppressed(otel_context.get_current()):
         return None
     return wrapped(*args, **kwargs)
 

@@ -140,7 +140,8 @@ def server_attributes(instance: Any, attrs: dict[str, Any]) -> None:
     attrs[sc.SERVER_PORT] = cached[2]
 
 
-def _suppressed(ctx: otel_context.Context) -> bool:
+def suppressed(ctx: otel_context.Context) -> bool:
+    """Whether a call in `ctx` is already traced or must not be (suppression keys, a GenAI span current)."""
     if ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or ctx.get(_LEGACY_SUPPRESS_KEY) or ctx.get(_SUPPRESS_LLM):
         return True
     # Another GenAI instrumentation's inference span is current: this call is already traced.
@@ -233,6 +234,8 @@ class LLMCall:
                 span.set_attributes(attrs)
         except Exception as exc:
             health.record_error("span_end", exc)
+        # An app may keep a finished stream (and so this call) alive: hold no content past the end.
+        self.request = self.output = self.result = None
         try:
             self.span.end()
             health.count("spans_ended")
@@ -281,6 +284,7 @@ class LLMCall:
                 self.attrs[sc.RESPONSE_TIME_TO_FIRST_CHUNK] = (self.first_ns - self.start_ns) / 1e9
             if self.acc is not None:
                 self.output = self.acc.finish(self.attrs, completed)
+                self.acc = None
         except Exception as exc:
             health.record_error(f"{self.op.provider}.stream_finish", exc)
         self.end(error, error_type)
@@ -357,7 +361,7 @@ def begin(op: Operation, instance: Any, kwargs: dict[str, Any]) -> LLMCall | Non
     if rt is None or not STATE.instrumented:
         return None
     try:
-        if _suppressed(otel_context.get_current()):
+        if suppressed(otel_context.get_current()):
             return None
         attrs: dict[str, Any] = {sc.OPERATION_NAME: op.name, sc.PROVIDER_NAME: op.provider}
         if rt.dup_system:
