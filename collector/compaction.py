@@ -113,6 +113,9 @@ def compact_partition(data_dir: Path, part: Path, min_segments: int) -> bool:
             f"{already}QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1 "
             f"ORDER BY start_time) TO '{target}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)"
         )
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # the journal is rolled back by the next recover()
+        raise
     finally:
         con.close()
     with open(tmp, "rb") as f:

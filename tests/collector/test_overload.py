@@ -118,4 +118,17 @@ def test_disk_below_floor_is_503_and_unhealthy(collector_factory):
     conn.request("GET", "/healthz")
     health = conn.getresponse()
     assert health.status == 503 and b"degraded" in health.read()
+    import grpc
+    from google.rpc.error_details_pb2 import RetryInfo
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+        try:
+            trace_service_pb2_grpc.TraceServiceStub(channel).Export(
+                export_request(random.Random(4), 2, time.time_ns()), timeout=30)
+            raise AssertionError("gRPC export accepted below the disk floor")
+        except grpc.RpcError as exc:
+            assert exc.code() == grpc.StatusCode.UNAVAILABLE
+            info = dict(exc.trailing_metadata())["google.rpc.retryinfo-bin"]
+            assert RetryInfo.FromString(info).retry_delay.seconds >= 1
     assert read_spans(collector.data_dir) == []

@@ -25,7 +25,7 @@ _NAME_PARTS = [
     "tokens", "auth", "author", "x", "2", "session", "id", "cv", "c", "v", "pin", "ping", "jwt",
     "otp", "pwd", "secret", "client", "cookie", "cred", "ential", "role", "content", "İ",
     ":", "=", ": ", " = ", '"', "'", '\\"', " ", "\t", "\n", "a:b", "12:34", "null", "hunter2",
-    "Bearer abc", "a=1; b=2", "://",
+    "Bearer abc", "a=1; b=2", "://", " " * 20, "\t" * 9, "x" * 30, "_" * 25,
 ]  # fmt: skip
 name_heavy_text = st.lists(st.sampled_from(_NAME_PARTS), max_size=30).map("".join)
 
@@ -55,9 +55,20 @@ def test_hints_end_after_credential_words_and_skip_longer_words() -> None:
     assert credential_name_hints("p-a-s-s: x") is None  # spelled with separators inside
 
 
+def test_separator_at_the_far_end_of_a_names_reach_is_examined() -> None:
+    # The hint starts a 64-character name; quote and spaces fill the rest of the 72-character
+    # window before the separator.
+    text = '{"' + "pass" + "x" * 60 + '"' + " " * 7 + ': "hunter2", "a": 1, "b": 2, "c": 3}'
+    found: list = []
+    scan_assignments(text, found)
+    assert [text[f.start : f.end] for f in found] == ["hunter2"]
+    assert sorted(found) == sorted(_reference_scan(text))
+
+
 @settings(max_examples=400, deadline=None)
 @given(text=st.one_of(name_heavy_text, fragment_text))
 def test_hint_driven_scan_equals_examining_every_separator(text: str) -> None:
+    text += '"":' * (len(text) // 64 + 1)  # key-dense: scanned from hints (see _HINT_COST)
     found: list = []
     scan_assignments(text, found)
     assert sorted(found) == sorted(_reference_scan(text))

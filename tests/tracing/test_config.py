@@ -56,6 +56,18 @@ def test_bad_options_are_precise_value_errors(kwargs, message):
 
 
 @pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"exporter": "http://127.0.0.1:4318"}, "exporter must be an opentelemetry SpanExporter"),
+     ({"redactor": str.upper}, "redactor must have")],
+)
+def test_bad_objects_are_value_errors_at_init(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        vt.init(**kwargs)
+    vt.init(exporter=InMemorySpanExporter())  # nothing was left half-initialised
+    vt.shutdown()
+
+
+@pytest.mark.parametrize(
     ("env", "message"),
     [
         ({"OTEL_EXPORTER_OTLP_ENDPOINT": "ftp://x"}, "OTEL_EXPORTER_OTLP_ENDPOINT"),

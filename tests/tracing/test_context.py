@@ -135,8 +135,8 @@ def test_one_binding_shared_by_concurrent_tasks_and_threads():
         return [inside, current_intent_key()]
 
     async def main():
-        # Enter in order a, b; exit in order b, a: each exit must reset its own task's token.
-        return await asyncio.gather(task(3), task(1))
+        # Enter in order a, b; exit in order a, b: each exit must reset its own task's token.
+        return await asyncio.gather(task(1), task(3))
 
     assert asyncio.run(main()) == [["billing.v1", None], ["billing.v1", None]]
 

@@ -294,3 +294,43 @@ def test_anthropic_stream_manager(fake_anthropic, traced, is_async, helper):
     assert span.attributes["gen_ai.response.finish_reasons"] == expected
     if helper != "break":
         assert span.attributes["gen_ai.usage.output_tokens"] == 4
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_time_to_first_chunk_counts_from_the_request(request, traced, provider):
+    """Measured from the call, not from when create() returned: the server's latency before the
+    first byte is inside it, the delays between later chunks are not. Lower bounds only."""
+    server = _server(request, provider)
+    server.default = Reply(TEXT, latency=0.05, chunk_delay=0.02)
+    list(_create(provider, server.client()))
+    span = traced.one()
+    ttfc = span.attributes["gen_ai.response.time_to_first_chunk"]
+    duration = (span.end_time - span.start_time) / 1e9
+    assert ttfc >= 0.05
+    assert ttfc + 0.04 <= duration  # at least three more chunks, 0.02 s apart, came after the first
+
+
+def _chat_sse(*chunks: dict[str, Any]) -> bytes:
+    base = {"id": "chatcmpl-n", "object": "chat.completion.chunk", "created": 1, "model": "m-n"}
+    body = "".join(f"data: {json.dumps({**base, **c})}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    return body.encode()
+
+
+def test_choice_that_never_finished_is_error(fake_openai, traced):
+    from tests.fakes import Malformed
+
+    def choice(index: int, text: str, finish: str | None = None) -> dict[str, Any]:
+        return {"index": index, "delta": {"content": text}, "finish_reason": finish}
+
+    fake_openai.enqueue(Malformed(body=_chat_sse(
+        {"choices": [choice(0, "a"), choice(1, "b")]},
+        {"choices": [choice(0, "", "stop")]},
+    ), content_type="text/event-stream"))
+    chunks = list(fake_openai.client().chat.completions.create(model="m-n", messages=[{"role": "user", "content": "x"}],
+                                                              n=2, stream=True))
+    assert len(chunks) == 2
+    a = traced.attrs()
+    assert a["gen_ai.request.choice.count"] == 2
+    assert a["gen_ai.response.finish_reasons"] == ("stop", "error")
+    assert [(m["parts"][0]["content"], m["finish_reason"]) for m in json.loads(a["gen_ai.output.messages"])] == [
+        ("a", "stop"), ("b", "error")]

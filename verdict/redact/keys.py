@@ -72,7 +72,8 @@ _BEARER_PATTERN = r"bearer[ \t]++([a-z0-9._~+/\-]{8,}+=*+)"
 _BASIC_PATTERN = r"basic[ \t]++([a-z0-9+/]{8,}+=*+)"
 _BEARER, _BASIC = re.compile(_BEARER_PATTERN), re.compile(_BASIC_PATTERN)
 # For the rare text whose length changes when lower-cased ("İ"): case-insensitive on the original.
-# Cheap gate before lower-casing: catches Bearer/bearer/BEARER, Basic/basic/BASIC.
+# Cheap gate before lower-casing: catches Bearer/bearer/BEARER, Basic/basic/BASIC (after a
+# one-character search for the b both words start with, far cheaper than four word searches).
 _AUTH_WORDS = ("earer", "EARER", "asic", "ASIC")
 _BEARER_ANYCASE = re.compile(_BEARER_PATTERN, re.IGNORECASE)
 _BASIC_ANYCASE = re.compile(_BASIC_PATTERN, re.IGNORECASE)
@@ -146,7 +147,7 @@ def _scan_pem(s: str, out: list[Finding]) -> None:
 
 
 def _scan_auth(s: str, out: list[Finding]) -> None:
-    if not any(word in s for word in _AUTH_WORDS):
+    if ("b" not in s and "B" not in s) or not any(word in s for word in _AUTH_WORDS):
         return
     low = s.lower()
     if len(low) == len(s):

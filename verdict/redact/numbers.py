@@ -104,6 +104,8 @@ def _classify_run(s: str, start: int, end: int, out: list[Finding]) -> None:
     if lead and s[lead - 1] == "+":
         lead -= 1
     text = s[lead:end]
+    if len(text) < 9 and "+" not in text and text.count(".") < 3:
+        return  # too few digits for any shape but an international phone or a dotted quad
     whole = _WHOLE.fullmatch(text)
     if whole is not None:  # the common case: the run is exactly one formatted number
         finding = _whole_finding(whole, s, lead)

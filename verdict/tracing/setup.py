@@ -60,6 +60,9 @@ def init(
     )
     if redactor is not None and not (callable(getattr(redactor, "text", None)) and callable(getattr(redactor, "value", None))):
         raise ValueError("redactor must have .text(str) and .value(obj) methods (see verdict.redact.Redactor)")
+    if exporter is not None and not (callable(getattr(exporter, "export", None))
+                                     and callable(getattr(exporter, "shutdown", None))):
+        raise ValueError(f"exporter must be an opentelemetry SpanExporter, got {type(exporter).__name__}")
     if config.capture_content and redactor is None:
         try:
             redactor = load_redactor()
