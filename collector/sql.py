@@ -14,7 +14,9 @@ import decimal
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from collector.views import open_scoped, view_statements
 from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, validate_tenant_id
@@ -104,7 +106,8 @@ def _require_read_only(con, query: str) -> None:
         raise SqlCommandError("access_denied", f"verdict sql runs SELECT queries only; refused: {', '.join(refused)}")
 
 
-def execute(data_dir: Path, tenant: str, query: str) -> tuple[list[str], list[tuple]]:
+def execute(data_dir: Path, tenant: str, query: str,
+            prepare: Callable[[Any], None] | None = None) -> tuple[list[str], list[tuple]]:
     import duckdb
 
     try:
@@ -114,7 +117,7 @@ def execute(data_dir: Path, tenant: str, query: str) -> tuple[list[str], list[tu
     if not data_dir.is_dir():
         raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
     try:
-        con = open_scoped(data_dir, tenant)
+        con = open_scoped(data_dir, tenant, prepare=prepare)
     except duckdb.Error as exc:  # an unreadable segment file, for example
         raise SqlCommandError("query_error", "cannot open the span lake: " + str(exc).splitlines()[0][:300]) from None
     try:
@@ -132,7 +135,8 @@ def execute(data_dir: Path, tenant: str, query: str) -> tuple[list[str], list[tu
         con.close()
 
 
-def run(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
+def run(args: argparse.Namespace, out=sys.stdout, err=sys.stderr,
+        prepare: Callable[[Any], None] | None = None) -> int:
     try:
         if args.print_views:
             try:
@@ -143,7 +147,7 @@ def run(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
             return 0
         if not args.query:
             raise SqlCommandError("query_error", "no query given (or use --print-views)")
-        columns, rows = execute(args.data_dir, args.tenant, args.query)
+        columns, rows = execute(args.data_dir, args.tenant, args.query, prepare)
     except SqlCommandError as exc:
         if args.format == "json":
             err.write(json.dumps({"error": {"code": exc.code, "message": exc.message}}) + "\n")

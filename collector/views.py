@@ -8,7 +8,9 @@ directory, and the configuration is locked so the query cannot switch it back on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from collector import lake
 from collector.compaction import COMPACTED_PREFIX
@@ -108,8 +110,10 @@ def view_statements(data_dir: Path, tenant: str) -> list[str]:
     return [spans, llm_calls]
 
 
-def open_scoped(data_dir: Path, tenant: str, extra_views: tuple[str, ...] = ()):
-    """In-memory DuckDB with the views; user SQL can read only this tenant's partition directory."""
+def open_scoped(data_dir: Path, tenant: str, extra_views: tuple[str, ...] = (),
+                prepare: Callable[[Any], None] | None = None):
+    """In-memory DuckDB with the views; user SQL can read only this tenant's partition directory.
+    `prepare(con)` runs before access is locked down (e.g. to copy in the daemon's state tables)."""
     import duckdb
 
     con = duckdb.connect(
@@ -119,6 +123,8 @@ def open_scoped(data_dir: Path, tenant: str, extra_views: tuple[str, ...] = ()):
     )
     for statement in (*view_statements(data_dir, tenant), *extra_views):
         con.execute(statement)
+    if prepare is not None:
+        prepare(con)
     allowed = str(tenant_dir(data_dir, tenant)) + "/"
     con.execute(f"SET allowed_directories = [{_quote(allowed)}]")
     con.execute("SET enable_external_access = false")

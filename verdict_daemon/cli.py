@@ -12,7 +12,8 @@ import sys
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "sql": ("collector.sql", "run SQL over one tenant's spans (views: spans, llm_calls)"),
+    "sql": ("verdict_daemon.sql_command",
+            "run SQL over one tenant's spans and judgments (spans, llm_calls, judgments, drift_runs, drift_signals)"),
 }
 
 

@@ -67,3 +67,31 @@ def test_the_documented_queries_run(lake):
     trace = con.execute("SELECT trace_id FROM judgments LIMIT 1").fetchone()[0]
     rows = con.execute(queries[2].replace("4bf92f3577b34da6a3ce929d0e0e4736", trace)).fetchall()
     assert len(rows) == 4 and worst == []  # the fixture's days are older than "this week"
+
+
+def test_verdict_sql_command_shows_judgments_and_stays_locked_down(lake):
+    """The real `verdict sql` CLI (a subprocess) sees the daemon's tables next to the span views, only
+    for its tenant, and user SQL still cannot read other files or write."""
+    import json
+    import subprocess
+    import sys
+
+    config = make_config(lake)
+    run_cycle(config, "acme", NOW, build_evaluators(config))
+
+    def verdict_sql(query, tenant="acme"):
+        return subprocess.run(
+            [sys.executable, "-m", "verdict_daemon.cli", "sql", query, "--data-dir", str(lake), "--tenant", tenant,
+             "--format", "json"], capture_output=True, text=True, timeout=120)
+
+    done = verdict_sql("SELECT cluster, dimension, kind FROM drift_signals")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"cluster": "search.v1", "dimension": "completeness", "kind": "regression"}]
+    joined = verdict_sql("SELECT count(*) AS n FROM judgments j JOIN llm_calls c USING (trace_id)")
+    assert joined.returncode == 0 and json.loads(joined.stdout)[0]["n"] > 0
+    other = verdict_sql("SELECT count(*) AS n FROM judgments", tenant="globex")
+    assert other.returncode == 0 and json.loads(other.stdout) == [{"n": 0}]
+    escaped = verdict_sql("SELECT * FROM read_parquet('/etc/passwd')")
+    assert escaped.returncode == 6 and "Traceback" not in escaped.stderr
+    written = verdict_sql("CREATE TABLE x AS SELECT 1")
+    assert written.returncode == 6

@@ -56,9 +56,9 @@ def test_hints_end_after_credential_words_and_skip_longer_words() -> None:
 
 
 def test_separator_at_the_far_end_of_a_names_reach_is_examined() -> None:
-    # The hint starts a 64-character name; quote and spaces fill the rest of the 72-character
-    # window before the separator.
-    text = '{"' + "pass" + "x" * 60 + '"' + " " * 7 + ': "hunter2", "a": 1, "b": 2, "c": 3}'
+    # A 64-character credential name whose hint ("pass") is at its start; a quote and spaces
+    # fill the rest of the 72-character window the name is read from.
+    text = '{"' + "password" + "x" * 56 + '"' + " " * 7 + ': "hunter2", "a": 1, "b": 2, "c": 3}'
     found: list = []
     scan_assignments(text, found)
     assert [text[f.start : f.end] for f in found] == ["hunter2"]

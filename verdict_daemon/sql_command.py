@@ -1,0 +1,32 @@
+"""`verdict sql` with the daemon's results: the collector's span views (`spans`, `llm_calls`) plus the
+tenant's `judgments`, `drift_runs` and `drift_signals` copied from state.duckdb (verdict_daemon.views)."""
+
+from __future__ import annotations
+
+import argparse
+
+from collector import sql
+
+_TABLES = """\
+tables from the daemon's state (this tenant's rows, copied at query time; join on trace_id):
+  judgments (one row per trace x dimension, latest attempt per evaluator fingerprint),
+  drift_runs, drift_signals.  --print-views prints only the span views.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sql.add_arguments(parser)
+    parser.epilog = _TABLES + parser.epilog
+
+
+def run(args: argparse.Namespace) -> int:
+    def add_state(con) -> None:
+        from verdict_daemon.errors import DaemonError
+        from verdict_daemon.views import add_state_views
+
+        try:
+            add_state_views(con, args.data_dir, args.tenant)
+        except DaemonError as exc:  # storage_locked / storage_error on state.duckdb
+            raise sql.SqlCommandError("query_error", f"{exc.code}: {exc.message}") from None
+
+    return sql.run(args, prepare=add_state)
