@@ -47,8 +47,6 @@ _NOT_A_VALUE = frozenset({"null", "none", "nil", "undefined", "true", "false"})
 
 def scan_assignments(s: str, out: list[Finding]) -> None:
     """Append the values assigned to credential-named keys in `s`."""
-    if ":" not in s and "=" not in s:
-        return
     # A separator can only follow a credential name within _NAME_WINDOW of a hint's end, so
     # only those stretches are searched (merged, so each separator is examined once). Finding
     # the hints costs about what examining one JSON key (`"name":`, the separators that reach
