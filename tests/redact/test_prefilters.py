@@ -68,7 +68,7 @@ def test_separator_at_the_far_end_of_a_names_reach_is_examined() -> None:
 @settings(max_examples=400, deadline=None)
 @given(text=st.one_of(name_heavy_text, fragment_text))
 def test_hint_driven_scan_equals_examining_every_separator(text: str) -> None:
-    text += '"":' * (len(text) // 64 + 1)  # key-dense: scanned from hints (see _HINT_COST)
+    text += '"":' * (len(text) // 16 + 1)  # key-dense: scanned from hints (_QUOTE_SPACING)
     found: list = []
     scan_assignments(text, found)
     assert sorted(found) == sorted(_reference_scan(text))

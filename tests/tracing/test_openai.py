@@ -171,9 +171,11 @@ def test_responses_create_and_parse_sync_async(fake_openai, traced):
     r1 = client.responses.create(model="r1", input="hello there", instructions="Be brief.", max_output_tokens=50)
     r2 = asyncio.run(aclient.responses.create(model="r2", input=[{"role": "user", "content": "hi"}]))
     r3 = client.responses.parse(model="r3", input="x")
-    assert r1.output_text == r2.output_text == r3.output_text == "fake reply"
+    r4 = asyncio.run(fake_openai.async_client().responses.parse(model="r4", input="x"))
+    assert r1.output_text == r2.output_text == r3.output_text == r4.output_text == "fake reply"
     spans = {s.name: s.attributes for s in traced.spans()}
-    assert set(spans) == {"chat r1", "chat r2", "chat r3"}
+    assert set(spans) == {"chat r1", "chat r2", "chat r3", "chat r4"}
+    assert spans["chat r4"]["gen_ai.response.id"] == r4.id
     a = spans["chat r1"]
     assert a["gen_ai.request.max_tokens"] == 50
     assert a["gen_ai.response.id"] == r1.id
@@ -246,11 +248,13 @@ def test_async_embeddings(fake_openai, traced):
 def test_content_is_redacted_and_never_carries_api_key(fake_openai, traced):
     secret = "sk-proj-abcDEF1234567890abcdefGHIJ1234567890"
     client = fake_openai.client(api_key="sk-the-client-api-key-1234567890")
-    client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"my key is {secret}"}])
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"my key is {secret}"}],
+                                   extra_headers={"x-upstream-token": "hdr-value-4711"})
+    assert fake_openai.last_request.headers["x-upstream-token"] == "hdr-value-4711"  # it was sent
     span = traced.one()
     serialized = json.dumps(dict(span.attributes))
     assert secret not in serialized
-    assert "sk-the-client-api-key" not in serialized
+    assert "sk-the-client-api-key" not in serialized and "hdr-value-4711" not in serialized
     assert "my key is <" in span.attributes["gen_ai.input.messages"]
 
 

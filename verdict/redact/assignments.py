@@ -17,7 +17,7 @@ from verdict.redact.credentials import credential_name_hints, is_credential_name
 from verdict.redact.findings import PRIORITY, Finding
 
 _NAME_WINDOW = 72
-_HINT_COST = 100
+_QUOTE_SPACING = 25  # a quote per 25 characters or less: JSON with a key per ~100 (4 quotes)
 # Reversed text before the separator: spaces, an optional closing quote (or \" of escaped JSON),
 # then the name.
 _NAME_REVERSED = re.compile(r"""[ \t]*+(?:"\\|'\\|["'])?([A-Za-z0-9_.\-]{1,64})""")
@@ -49,11 +49,11 @@ def scan_assignments(s: str, out: list[Finding]) -> None:
     """Append the values assigned to credential-named keys in `s`."""
     # A separator can only follow a credential name within _NAME_WINDOW of a hint's end, so
     # only those stretches are searched (merged, so each separator is examined once). Finding
-    # the hints costs about what examining one JSON key (`"name":`, the separators that reach
-    # the name check; `12:34` and `::` are rejected at once) per _HINT_COST characters does
-    # (measured: ~17 ns per character vs ~1.8 µs per key), so only key-dense text such as
-    # short GenAI message JSON uses them.
-    hints = credential_name_hints(s) if s.count('":') * _HINT_COST > len(s) else None
+    # the hints costs ~17 ns per character, examining a JSON key's `:` (what reaches the name
+    # check; `12:34` and `::` are rejected at once) ~1.8 µs: hints pay off for key-dense text
+    # such as short GenAI message JSON, told by its quotes (one-character searches are cheap).
+    dense = '"' in s and s.count('"') * _QUOTE_SPACING > len(s)
+    hints = credential_name_hints(s) if dense else None
     stretches: list[list[int]] = [] if hints is not None else [[0, len(s)]]
     for end in hints or ():
         start = end - 1  # a name ends at or after the hint's last letter
