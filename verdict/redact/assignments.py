@@ -54,26 +54,33 @@ def scan_assignments(s: str, out: list[Finding]) -> None:
     # such as short GenAI message JSON, told by its quotes (one-character searches are cheap).
     dense = '"' in s and s.count('"') * _QUOTE_SPACING > len(s)
     hints = credential_name_hints(s) if dense else None
-    stretches: list[list[int]] = [] if hints is not None else [[0, len(s)]]
-    for end in hints or ():
-        start = end - 1  # a name ends at or after the hint's last letter
-        if stretches and start <= stretches[-1][1]:
-            stretches[-1][1] = start + _NAME_WINDOW + 1
-        else:
-            stretches.append([start, start + _NAME_WINDOW + 1])
-    if not stretches:
+    if hints is None:
+        _examine(s, 0, len(s), out, [0, 0])
         return
+    resume = [0, 0]
+    low = high = -1
+    for end in hints:
+        start = end - 1  # a name ends at or after the hint's last letter
+        if start > high:
+            if high > 0:
+                _examine(s, low, high, out, resume)
+            low = start
+        high = start + _NAME_WINDOW + 1
+    if high > 0:
+        _examine(s, low, high, out, resume)
+
+
+def _examine(s: str, low: int, high: int, out: list[Finding], resume: list[int]) -> None:
+    """Examine the `:` and `=` in s[low:high] not inside a value found before (`resume`)."""
     # Two literal searches beat one `[:=]` character-class scan several times over.
-    for separator in ":=":
+    for k, separator in enumerate(":="):
         find = s.find
-        resume = 0
-        for low, high in stretches:
-            i = find(separator, max(low, resume), high)
-            while i >= 0:
-                # Resume after a found value: separators inside it ("password=a:b=c") are not
-                # assignments, and skipping them keeps "password=password=..." linear.
-                resume = max(i + 1, _assignment_at(s, i, out))
-                i = find(separator, resume, high)
+        i = find(separator, max(low, resume[k]), high)
+        while i >= 0:
+            # Resume after a found value: separators inside it ("password=a:b=c") are not
+            # assignments, and skipping them keeps "password=password=..." linear.
+            resume[k] = max(i + 1, _assignment_at(s, i, out))
+            i = find(separator, resume[k], high)
 
 
 def _assignment_at(s: str, i: int, out: list[Finding]) -> int:
