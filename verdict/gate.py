@@ -24,6 +24,7 @@ from verdict.sentinel import (
     Outcome,
     SentinelError,
     SentinelSet,
+    finite_bounds,
     grade_examples,
     pass_rate,
     result_dict,
@@ -64,10 +65,6 @@ class GateResult:
     min_pass_rate: float
     results: tuple[ExampleResult, ...]
 
-    @property
-    def gated_value(self) -> float | None:
-        return self.pass_rate_low if self.gated_on == "wilson_lower_bound" else self.pass_rate
-
     def to_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "cases_fingerprint": self.cases_fingerprint,
                 "evaluator_fingerprint": self.evaluator_fingerprint, "cases": self.cases, "usable": self.usable,
@@ -104,9 +101,8 @@ def evaluate_gate(cases: SentinelSet, judge: Any, *, min_pass_rate: float, use_l
     value = rate.low if use_lower_bound else rate.value
     errors = len(results) - rate.trials
     passed = errors == 0 and rate.trials > 0 and value >= min_pass_rate
-    finite = [None if v != v else v for v in (rate.value, rate.low, rate.high)]  # NaN (no usable case) -> None
     return GateResult(passed, cases.fingerprint, judge.fingerprint, len(results), rate.trials, errors,
-                      rate.successes, *finite, gated_on, float(min_pass_rate), tuple(results))
+                      rate.successes, *finite_bounds(rate), gated_on, float(min_pass_rate), tuple(results))
 
 
 # --- command line --------------------------------------------------------------------------------------------

@@ -67,9 +67,6 @@ class SentinelSet:
     examples: tuple[SentinelExample, ...]
     fingerprint: str
 
-    def __len__(self) -> int:
-        return len(self.examples)
-
     def __iter__(self):
         return iter(self.examples)
 
@@ -288,8 +285,8 @@ def evaluate_judge_health(evaluator: Evaluator, examples: SentinelSet | Sequence
         status = HealthStatus.DEGRADED
         reason = f"pass-rate lower bound {rate.low:.3f} < threshold {threshold}"
     return JudgeHealth(status, reason, evaluator.fingerprint, set_fingerprint, len(results), usable, errors,
-                       rate.successes, _finite(rate.value), _finite(rate.low), _finite(rate.high), float(threshold),
-                       minimum_examples, dimension_agreement(chosen, results), tuple(results))
+                       rate.successes, *finite_bounds(rate), float(threshold), minimum_examples,
+                       dimension_agreement(chosen, results), tuple(results))
 
 
 def pass_rate(results: Sequence[ExampleResult]):
@@ -298,6 +295,11 @@ def pass_rate(results: Sequence[ExampleResult]):
 
     usable = [r for r in results if r.outcome is not Outcome.ERROR]
     return wilson_interval(sum(r.outcome is Outcome.PASS for r in usable), len(usable))
+
+
+def finite_bounds(rate: Any) -> tuple[float | None, float | None, float | None]:
+    """(value, low, high) of a Proportion, None instead of NaN (no usable example) so records stay JSON."""
+    return tuple(v if math.isfinite(v) else None for v in (rate.value, rate.low, rate.high))  # type: ignore[return-value]
 
 
 def dimension_agreement(examples: Sequence[SentinelExample],
@@ -326,10 +328,6 @@ def dimension_agreement(examples: Sequence[SentinelExample],
             k = (None, None, None)
         report.append(DimensionAgreement(dimension, len(human), agreed, rate.value, rate.low, rate.high, *k))
     return tuple(report)
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 def as_examples(cases: SentinelSet | Iterable[SentinelExample | Mapping[str, Any]] | str | Path,

@@ -29,7 +29,9 @@ def assert_pass_rate(cases: SentinelSet | Iterable[SentinelExample | Mapping[str
                      at_least: float = 0.9, use_lower_bound: bool = False) -> GateResult:
     """Raise AssertionError (with the per-case table) unless the pass rate, or its 95 % Wilson lower bound,
     is at least `at_least` and every case was judged. Returns the GateResult otherwise."""
-    rubric = getattr(judge, "rubric", DEFAULT_RUBRIC)
+    # A Judge has a rubric; an ensemble's members do (cases are checked against the first member's).
+    rubric = getattr(judge, "rubric", None) or getattr(next(iter(getattr(judge, "judges", ())), None),
+                                                       "rubric", DEFAULT_RUBRIC)
     result = evaluate_gate(as_examples(cases, rubric), judge, min_pass_rate=at_least,
                            use_lower_bound=use_lower_bound)
     if not result.passed:

@@ -14,6 +14,7 @@ import json
 import logging
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -53,7 +54,9 @@ def _post(config: Alerts, payload: dict, token: str | None) -> str | None:
         return f"{type(reason).__name__}"
 
 
-def deliver(store: StateStore, tenant: str, config: Alerts) -> AlertReport:
+def deliver(store: StateStore, tenant: str, config: Alerts,
+            should_stop: Callable[[], bool] = lambda: False) -> AlertReport:
+    """Post the due deliveries; on a stop request the rest wait (still pending) for the next start."""
     tenant = validate_tenant_id(tenant)
     now = datetime.now(UTC).replace(tzinfo=None)
     with store.transaction() as con:
@@ -70,6 +73,8 @@ def deliver(store: StateStore, tenant: str, config: Alerts) -> AlertReport:
     token = config.token() if config.webhook_url else None
     delivered = retrying = failed = 0
     for alert in due:
+        if should_stop():
+            break
         attempts = alert.pop("attempts")
         if attempts == 0:
             log.warning("signal tenant=%s kind=%s cluster=%s dimension=%s level=%s->%s adjusted_p=%s signal_id=%s",

@@ -70,6 +70,9 @@ class Budget(_Section):
 class Judging(_Section):
     concurrency: int = Field(16, ge=1, le=1024)
     max_attempts: int = Field(3, ge=1)
+    # After SIGTERM, judge calls in flight get this long to finish; then they are abandoned (not
+    # written; judged again on the next start) so a hung provider cannot block shutdown.
+    stop_grace_seconds: float = Field(15, ge=0)
     budget: Budget = Budget()
 
 

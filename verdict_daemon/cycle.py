@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict
@@ -12,6 +13,7 @@ from typing import Any
 from verdict_daemon.clusters import IntentKeyAssigner, assign
 from verdict_daemon.config import DaemonConfig
 from verdict_daemon.drift_runs import run_drift
+from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import Evaluator, build_evaluator
 from verdict_daemon.judging import coverage, judge
 from verdict_daemon.sampling import sample
@@ -22,8 +24,17 @@ ADVERSE_KINDS = ("regression", "coverage_drop")
 
 
 def store_for(config: DaemonConfig) -> StateStore:
-    config.data_dir.mkdir(parents=True, exist_ok=True)
-    return StateStore(config.data_dir, lock_timeout=config.state_lock_timeout_seconds)
+    """The state store of an existing, usable data dir (a missing one is a typo more often than a
+    new install: the collector creates it)."""
+    data_dir = config.data_dir
+    if not data_dir.exists():
+        raise DaemonError("invalid_config", f"data_dir: {data_dir} does not exist (start verdict-collector on it, "
+                          "or create it)")
+    if not data_dir.is_dir():
+        raise DaemonError("invalid_config", f"data_dir: {data_dir} is not a directory")
+    if not os.access(data_dir, os.R_OK | os.W_OK | os.X_OK):
+        raise DaemonError("storage_error", f"data_dir: {data_dir} is not readable and writable by this user")
+    return StateStore(data_dir, lock_timeout=config.state_lock_timeout_seconds)
 
 
 def build_evaluators(config: DaemonConfig) -> list[Evaluator]:

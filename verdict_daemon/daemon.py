@@ -30,6 +30,9 @@ from verdict_daemon.sampling import sample
 
 log = logging.getLogger("verdict.daemon")
 
+# How long shutdown waits for running jobs beyond the judge calls' own grace (writing what finished,
+# a webhook POST, a storage lock retry).
+JOB_STOP_SLACK_SECONDS = 15.0
 JOBS = ("sample", "judge", "assign", "drift", "alert", "compact_retain")
 
 
@@ -76,6 +79,8 @@ class Daemon:
         self.stop = threading.Event()
         self._stop_requested = False  # set by signal handlers: a plain flag, no lock
         self._lock = InstanceLock(config.data_dir)
+        self._running: set[str] = set()  # jobs executing now (touched only by job threads and run())
+        self._jobs_changed = threading.Condition()
 
     # --- jobs -----------------------------------------------------------------------------------------
     def _each_tenant(self, job: str, work: Callable[[str], object]) -> None:
@@ -111,7 +116,7 @@ class Daemon:
                                                                         self.config.drift, as_of))
 
     def alert(self) -> None:
-        self._each_tenant("alert", lambda t: alerts.deliver(self.store, t, self.config.alerts))
+        self._each_tenant("alert", lambda t: alerts.deliver(self.store, t, self.config.alerts, self.stop.is_set))
 
     def compact_retain(self) -> None:
         from collector import compaction, lake, retention
@@ -133,6 +138,26 @@ class Daemon:
             lake_lock.release()
 
     # --- lifecycle ------------------------------------------------------------------------------------
+    def _tracked(self, name: str) -> None:
+        with self._jobs_changed:
+            self._running.add(name)
+        try:
+            getattr(self, name)()
+        finally:
+            with self._jobs_changed:
+                self._running.discard(name)
+                self._jobs_changed.notify_all()
+
+    def _wait_for_jobs(self, grace: float) -> None:
+        deadline = time.monotonic() + grace
+        with self._jobs_changed:
+            while self._running and (left := deadline - time.monotonic()) > 0:
+                self._jobs_changed.wait(left)
+            if self._running:
+                log.warning("verdict-daemon: abandoning job(s) %s still running %g s after the stop request "
+                            "(their uncommitted work is redone on the next start)",
+                            ",".join(sorted(self._running)), grace)
+
     def request_stop(self) -> None:
         """Safe in a signal handler: Event.set() there could deadlock on the lock the interrupted
         main thread holds inside Event.wait(); the main loop turns this flag into `stop`."""
@@ -151,7 +176,7 @@ class Daemon:
                 if schedule.enabled:
                     # Interval jobs also run once at start; cron jobs wait for their first slot.
                     first = {"next_run_time": datetime.now(UTC)} if schedule.interval_seconds else {}
-                    scheduler.add_job(getattr(self, name), _trigger(schedule), id=name, name=name, **first)
+                    scheduler.add_job(self._tracked, _trigger(schedule), args=(name,), id=name, name=name, **first)
             scheduler.start()
             log.info("verdict-daemon ready data_dir=%s tenants=%s jobs=%s", self.config.data_dir,
                      ",".join(t.id for t in self.config.tenants), ",".join(j.id for j in scheduler.get_jobs()))
@@ -159,7 +184,10 @@ class Daemon:
                 time.sleep(0.2)
             self.stop.set()
             log.info("verdict-daemon stopping: waiting for running jobs")
-            scheduler.shutdown(wait=True)
+            # wait=False, then a bounded wait of our own: a job stuck past the grace (a storage lock
+            # retry, a slow webhook) must not keep the daemon from exiting.
+            scheduler.shutdown(wait=False)
+            self._wait_for_jobs(self.config.judging.stop_grace_seconds + JOB_STOP_SLACK_SECONDS)
         finally:
             self._lock.release()
         log.info("verdict-daemon stopped")

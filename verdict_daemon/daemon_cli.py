@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import logging
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from verdict_daemon.config import load_config
-from verdict_daemon.errors import DaemonError
+from verdict_daemon.errors import DaemonError, internal_error
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,9 +38,23 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signum, lambda *_: daemon.request_stop())
         daemon.run()
     except DaemonError as exc:
-        print(f"verdict-daemon: error [{exc.code}]: {exc.message}", file=sys.stderr)
-        return 2
+        return _fail(exc)
+    except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
+        if os.environ.get("VERDICT_DEBUG"):
+            raise
+        return _fail(internal_error(exc))
+    if any(t.is_alive() and not t.daemon and t is not threading.main_thread() for t in threading.enumerate()):
+        # Judge calls or jobs abandoned after the shutdown grace: the interpreter would join their
+        # threads at exit and hang there. Their work is uncommitted and redone on the next start.
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
+
+
+def _fail(exc: DaemonError) -> int:
+    print(f"verdict-daemon: error [{exc.code}]: {exc.message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

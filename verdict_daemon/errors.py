@@ -25,3 +25,9 @@ class DaemonError(Exception):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+
+def internal_error(exc: BaseException) -> DaemonError:
+    """A bug as a closed `internal_error`: the exception type only (its text may hold paths, data or
+    secrets); `VERDICT_DEBUG=1` makes the CLIs re-raise it with the traceback instead."""
+    return DaemonError("internal_error", f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)")

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -124,7 +125,11 @@ class _Writer:
         if attempts:
             with self.store.transaction() as con:
                 insert_rows(con, "judgment_attempts", _ATTEMPT_COLUMNS, attempts)
-                insert_rows(con, "dimension_verdicts", _VERDICT_COLUMNS, verdicts)
+                # Only under attempts this run stored: when a racing run stored the same attempt id
+                # first, its verdicts stand and ours (perhaps an ERROR's none) must not mix in.
+                insert_rows(con, "dimension_verdicts", _VERDICT_COLUMNS, verdicts, where=(
+                    "attempt_id IN (SELECT attempt_id FROM judgment_attempts WHERE tenant_id = ? AND judge_run_id = ?)"),
+                    params=[self.tenant, self.run_id])
 
     def _loop(self) -> None:
         while not self._closed.wait(FLUSH_EVERY_SECONDS):
@@ -161,42 +166,53 @@ def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging,
     register_evaluator(store, tenant, evaluator)
     limit = config.budget.max_calls or 1_000_000
     work = pending_work(store, tenant, evaluator.fingerprint, config.max_attempts, limit)
+    if work:
+        log.info("judge tenant=%s evaluator=%s started pending=%d", tenant, evaluator.name, len(work))
     budget = _Budget(config)
     writer = _Writer(store, tenant, evaluator.fingerprint, run_id)
     judged = errors = outages = 0
     in_flight: dict[Future, tuple[Material, int]] = {}
     queue = iter(work)
     exhausted = stopped = outage = False
+    abandon_at = float("inf")
+    pool = ThreadPoolExecutor(config.concurrency, thread_name_prefix="verdict-judge")
     try:
-        with ThreadPoolExecutor(config.concurrency, thread_name_prefix="verdict-judge") as pool:
-            while True:
-                while len(in_flight) < config.concurrency and not (exhausted or stopped or outage):
-                    if should_stop():
-                        stopped = True
-                        break
-                    if not budget.allows_another():
-                        exhausted = True
-                        break
-                    item = next(queue, None)
-                    if item is None:
-                        break
-                    budget.calls += 1
-                    in_flight[pool.submit(_evaluate, evaluator, item[0])] = item
-                if not in_flight:
+        while True:
+            while len(in_flight) < config.concurrency and not (exhausted or stopped or outage):
+                if should_stop():
+                    stopped = True
                     break
-                done, _ = wait(in_flight, timeout=FLUSH_EVERY_SECONDS, return_when=FIRST_COMPLETED)
-                for future in done:
-                    material, attempt_no = in_flight.pop(future)
-                    outcome = future.result()
-                    budget.usage += outcome.usage
-                    judged += outcome.error_code is None
-                    errors += outcome.error_code is not None
-                    outages += outcome.error_code == PROVIDER_UNAVAILABLE
-                    writer.add(material, attempt_no, outcome)
-                if judged == 0 and outages and outages >= min(OUTAGE_PROBE, len(work)):
-                    outage = True
+                if not budget.allows_another():
+                    exhausted = True
+                    break
+                item = next(queue, None)
+                if item is None:
+                    break
+                budget.calls += 1
+                in_flight[pool.submit(_evaluate, evaluator, item[0])] = item
+            if stopped and abandon_at == float("inf"):
+                abandon_at = time.monotonic() + config.stop_grace_seconds
+            if not in_flight or time.monotonic() >= abandon_at:
+                break
+            done, _ = wait(in_flight, timeout=FLUSH_EVERY_SECONDS, return_when=FIRST_COMPLETED)
+            for future in done:
+                material, attempt_no = in_flight.pop(future)
+                outcome = future.result()
+                budget.usage += outcome.usage
+                judged += outcome.error_code is None
+                errors += outcome.error_code is not None
+                outages += outcome.error_code == PROVIDER_UNAVAILABLE
+                writer.add(material, attempt_no, outcome)
+            if judged == 0 and outages and outages >= min(OUTAGE_PROBE, len(work)):
+                outage = True
     finally:
+        # On stop, calls still running after the grace are abandoned (never written: their traces
+        # are judged again later, under the same attempt ids); otherwise this waits for nothing.
+        pool.shutdown(wait=False, cancel_futures=True)
         writer.close()  # what finished is written, also when the run fails
+    if in_flight:
+        log.warning("judge tenant=%s evaluator=%s: abandoned %d call(s) still running %g s after the stop request",
+                    tenant, evaluator.name, len(in_flight), config.stop_grace_seconds)
     log.info("judge tenant=%s evaluator=%s pending=%d judged=%d errors=%d budget_exhausted=%s stopped=%s",
              tenant, evaluator.name, len(work), judged, errors, exhausted, stopped)
     if outage:

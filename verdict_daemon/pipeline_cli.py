@@ -18,7 +18,7 @@ from pathlib import Path
 
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.config import DaemonConfig, load_config, parse_config
-from verdict_daemon.errors import DaemonError
+from verdict_daemon.errors import DaemonError, internal_error
 
 EXIT_OK, EXIT_SIGNAL, EXIT_ERROR = 0, 1, 2
 
@@ -81,24 +81,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code, summary = run(args)
     except DaemonError as exc:
-        if args.json:
-            print(json.dumps({"error": {"code": exc.code, "message": exc.message}}))
-        else:
-            print(f"verdict-pipeline: error [{exc.code}]: {exc.message}", file=sys.stderr)
+        _report(args, exc)
         return EXIT_ERROR
     except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
-        logging.getLogger("verdict.daemon").debug("internal error", exc_info=True)
-        message = f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)"
         if os.environ.get("VERDICT_DEBUG"):
             raise
-        print(json.dumps({"error": {"code": "internal_error", "message": message}}) if args.json
-              else f"verdict-pipeline: error [internal_error]: {message}", file=sys.stdout if args.json else sys.stderr)
+        _report(args, internal_error(exc))
         return EXIT_ERROR
     if args.json:
         print(json.dumps(summary, default=str, indent=1))
     else:
         print(_text(summary))
     return code
+
+
+def _report(args: argparse.Namespace, exc: DaemonError) -> None:
+    if args.json:
+        print(json.dumps({"error": {"code": exc.code, "message": exc.message}}))
+    else:
+        print(f"verdict-pipeline: error [{exc.code}]: {exc.message}", file=sys.stderr)
 
 
 def _text(summary: dict) -> str:

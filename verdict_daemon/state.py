@@ -183,10 +183,12 @@ class StateStore:
                         [validate_tenant_id(tenant), name, value])
 
 
-def insert_rows(con, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+def insert_rows(con, table: str, columns: tuple[str, ...], rows: list[tuple], where: str = "",
+                params: list | None = None) -> None:
     """Bulk `INSERT OR IGNORE` through one Arrow batch (executemany is one statement per row).
 
-    Every column is given; `now()` is not used so that callers choose the timestamps they mean."""
+    Every column is given; `now()` is not used so that callers choose the timestamps they mean.
+    `where` (with `params`) filters the incoming rows, which the SQL calls `_incoming`."""
     import pyarrow as pa
 
     if not rows:
@@ -194,6 +196,7 @@ def insert_rows(con, table: str, columns: tuple[str, ...], rows: list[tuple]) ->
     batch = pa.table({name: pa.array(list(values)) for name, values in zip(columns, zip(*rows, strict=True), strict=True)})
     con.register("_incoming", batch)
     try:
-        con.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM _incoming")
+        con.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM _incoming "
+                    f"{'WHERE ' + where if where else ''}", params or [])
     finally:
         con.unregister("_incoming")

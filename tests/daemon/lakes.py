@@ -97,3 +97,8 @@ def scripted_judge_model() -> ScriptedModel:
 def slow_judge_model() -> ScriptedModel:
     """The same judge with 20 ms per call, so a test can stop the daemon mid-judging."""
     return ScriptedModel(grade, name="scripted/inspecting-judge", latency=0.02)
+
+
+def hung_judge_model() -> ScriptedModel:
+    """A judge whose calls never return in a test's lifetime (a provider that accepts and stalls)."""
+    return ScriptedModel(grade, name="scripted/hung-judge", latency=3600)

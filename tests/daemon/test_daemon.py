@@ -121,32 +121,83 @@ def test_compact_retain_uses_the_collector_functions_unless_a_collector_runs(tmp
         f"SELECT count(*) FROM read_parquet('{data}/spans/*/*/*.parquet')").fetchone()[0] == len(rows)
 
 
-def test_sigterm_mid_judging_stops_cleanly(tmp_path):
-    lake = tmp_path / "live"  # the daemon runs on the wall clock: traffic of the last 9 days
+def _live_daemon(tmp_path, model: str, extra: str) -> tuple[subprocess.Popen, object, object]:
+    """A daemon process on a lake of the last 9 days (it runs on the wall clock), started once it sampled."""
+    lake = tmp_path / "live"
     write_rows(lake, "acme", synthetic_days(datetime.now(UTC), intents=INTENTS, per_day=40))
     config = write_config(tmp_path / "verdict.toml", lake).read_text()
-    config = config.replace("scripted_judge_model", "slow_judge_model") + (
-        "[judging]\nconcurrency = 2\n[schedules]\nsample = { interval_seconds = 60 }\n"
+    config = config.replace("scripted_judge_model", model) + extra + (
+        "[schedules]\nsample = { interval_seconds = 60 }\n"
         "judge = { interval_seconds = 1 }\nassign = { interval_seconds = 60 }\ndrift = { interval_seconds = 60 }\n")
     (tmp_path / "verdict.toml").write_text(config)
     log = tmp_path / "daemon.log"
     proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config",
                              str(tmp_path / "verdict.toml")], stderr=log.open("w"), env=env())
+    deadline = time.monotonic() + 120
+    while "sample tenant=acme eligible=" not in log.read_text():
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(log.read_text())
+        time.sleep(0.2)
+    return proc, lake, log
+
+
+def _sigterm(proc: subprocess.Popen, log) -> str:
+    """SIGTERM; the daemon must exit 0 (SIGKILL and fail after 90 s, with its thread dump)."""
     try:
-        deadline = time.monotonic() + 120
-        while "sample tenant=acme eligible=" not in log.read_text():
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
-        time.sleep(2.0)  # let judging get going
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == 0
+        try:
+            assert proc.wait(90) == 0
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+            raise AssertionError("no exit after SIGTERM:\n" + log.read_text()[-6000:]) from None
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     text = log.read_text()
-    assert "stopped=True" in text and "verdict-daemon stopped" in text and "Traceback" not in text
+    assert "verdict-daemon stopped" in text and "Traceback" not in text
+    return text
+
+
+def test_sigterm_mid_judging_stops_cleanly(tmp_path):
+    proc, lake, log = _live_daemon(tmp_path, "slow_judge_model", "[judging]\nconcurrency = 2\n")
+    time.sleep(2.0)  # let judging get going
+    assert "stopped=True" in _sigterm(proc, log)
     judged = _count(lake, "SELECT count(*) FROM judgment_attempts")
     sampled = _count(lake, "SELECT count(*) FROM sampled_traces")
     assert 0 < judged < sampled  # what finished was written; the rest waits for the next start
     assert _count(lake, "SELECT count(*) FROM judgment_attempts WHERE status = 'ERROR'") == 0
+
+
+def test_sigterm_abandons_hung_judge_calls_after_the_grace(tmp_path):
+    """A provider that never answers cannot keep the daemon from stopping: after
+    `judging.stop_grace_seconds` the calls in flight are abandoned, unwritten (judged again later)."""
+    proc, lake, log = _live_daemon(tmp_path, "hung_judge_model",
+                                   "[judging]\nconcurrency = 2\nstop_grace_seconds = 0.5\n")
+    deadline = time.monotonic() + 60
+    while "judge tenant=acme evaluator=quality started" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    time.sleep(0.5)  # its two calls are in flight (and stay there)
+    text = _sigterm(proc, log)
+    assert "abandoned 2 call(s)" in text and "stopped=True" in text
+    assert _count(lake, "SELECT count(*) FROM judgment_attempts") == 0
+
+
+@pytest.mark.parametrize(("setup", "code", "message"), [
+    (lambda config, data: config.write_text("[[tenants]\n"), "invalid_config", "is not valid TOML"),
+    (lambda config, data: None, "invalid_config", "does not exist"),  # the data dir
+    (lambda config, data: data.write_text("a file"), "invalid_config", "is not a directory"),
+    (lambda config, data: data.mkdir() or config.write_text(config.read_text().replace('"acme"', '"bad tenant!"')),
+     "invalid_config", "tenants[0].id: invalid tenant id"),
+])
+def test_daemon_start_failures_are_one_line_closed_errors(tmp_path, setup, code, message):
+    config = write_config(tmp_path / "verdict.toml", tmp_path / "data")
+    setup(config, tmp_path / "data")
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config", str(config)],
+                          capture_output=True, text=True, env=env(), timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"verdict-daemon: error [{code}]: ") and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -20,7 +20,7 @@ from verdict_daemon.drift_runs import judgment_table
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import build_evaluator
 from verdict_daemon.judge_evaluators import JudgeEvaluator
-from verdict_daemon.judging import judge
+from verdict_daemon.judging import _Writer, judge, pending_work
 from verdict_daemon.sampling import sample
 from verdict_daemon.state import StateStore
 
@@ -135,6 +135,24 @@ def test_two_racing_runs_store_each_judgment_once(sampled):
     attempts = _attempts(sampled)
     assert len(attempts) == 72 and {a[1] for a in attempts} == {1}
     assert judge(sampled, "acme", evaluator, Judging(), "again").pending == 0
+
+
+def test_a_losing_racer_adds_no_verdicts_to_the_winners_attempt(sampled):
+    """A run that judged attempt 1 while another run stored an ERROR under the same attempt id must
+    not attach its verdicts to that ERROR attempt (status and verdicts always come from one run)."""
+    judge(sampled, "acme", _evaluator(lambda _request: "no verdict here"), Judging(), "first")  # invalid_reply
+    evaluator = _evaluator(grade)
+    (material, _), *_ = pending_work(sampled, "acme", evaluator.fingerprint, 3, 1)
+    late = _Writer(sampled, "acme", evaluator.fingerprint, "late")
+    late.add(material, 1, evaluator.evaluate(material))  # attempt 1 again: the racer that lost
+    late.close()
+    con = duckdb.connect(str(sampled.path), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM dimension_verdicts").fetchone()[0] == 0
+        assert con.execute("SELECT DISTINCT status, judge_run_id FROM judgment_attempts").fetchall() == \
+            [("ERROR", "first")]
+    finally:
+        con.close()
 
 
 def test_graph_evaluator_maps_fields_to_dimensions(sampled):

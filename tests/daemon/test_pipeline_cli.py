@@ -38,6 +38,7 @@ def test_one_shot_finds_exactly_the_corrupted_cell_and_reruns_are_idempotent(lak
 
 
 def test_nothing_to_do_is_success(tmp_path):
+    (tmp_path / "empty").mkdir()  # a data dir the collector has not written to yet
     config = write_config(tmp_path / "verdict.toml", tmp_path / "empty")
     code, summary, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--fail-on-signal")
     assert code == 0 and summary["sampled"] == 0 and summary["signals"] == []

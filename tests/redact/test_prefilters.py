@@ -65,6 +65,15 @@ def test_separator_at_the_far_end_of_a_names_reach_is_examined() -> None:
     assert sorted(found) == sorted(_reference_scan(text))
 
 
+def test_separators_inside_a_value_found_from_an_earlier_hint_are_skipped() -> None:
+    # "token:" is inside the password's value and far from the "pass" hint (its own stretch).
+    text = '{"password": "' + "y" * 80 + ' token: zzz", "a": "b", "c": "d", "e": "f"}'
+    found: list = []
+    scan_assignments(text, found)
+    assert [text[f.start : f.end] for f in found] == ["y" * 80 + " token: zzz"]
+    assert sorted(found) == sorted(_reference_scan(text))
+
+
 @settings(max_examples=400, deadline=None)
 @given(text=st.one_of(name_heavy_text, fragment_text))
 def test_hint_driven_scan_equals_examining_every_separator(text: str) -> None:
