@@ -12,6 +12,7 @@ import sys
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "gate": ("verdict.gate", "gate CI on a judge's pass rate over regression cases (exit 0 pass, 1 below, 2 error)"),
     "sql": ("verdict_daemon.sql_command",
             "run SQL over one tenant's spans and judgments (spans, llm_calls, judgments, drift_runs, drift_signals)"),
 }
