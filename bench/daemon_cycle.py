@@ -112,7 +112,6 @@ def main() -> int:
     from verdict_daemon.clusters import IntentKeyAssigner, assign
     from verdict_daemon.config import Drift, Judging, Sampling
     from verdict_daemon.drift_runs import run_drift
-    from verdict_daemon.evaluators import JudgeWorkloadModel
     from verdict_daemon.judge_evaluators import JudgeEvaluator
     from verdict_daemon.judging import judge
     from verdict_daemon.sampling import sample
@@ -133,7 +132,7 @@ def main() -> int:
         print(f"sampling: {sampled} traces sampled in {sampling_s:.2f} s (target <= 5 s)")
 
         model = ScriptedModel(_reply, name="scripted/bench", latency=args.latency)
-        evaluator = JudgeEvaluator("bench", Judge(JudgeWorkloadModel(model), retries=0), {"kind": "rubric"})
+        evaluator = JudgeEvaluator("bench", Judge(model, retries=0), {"kind": "rubric"})
         config = Judging(concurrency=args.concurrency, budget={"max_calls": args.judged})
         started = time.perf_counter()
         report = judge(store, TENANTS[0], evaluator, config, "bench")

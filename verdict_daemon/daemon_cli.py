@@ -43,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("VERDICT_DEBUG"):
             raise
         return _fail(internal_error(exc))
-    if any(t.is_alive() and not t.daemon and t is not threading.main_thread() for t in threading.enumerate()):
-        # Judge calls or jobs abandoned after the shutdown grace: the interpreter would join their
-        # threads at exit and hang there. Their work is uncommitted and redone on the next start.
+    if threading.active_count() > 1:
+        # Judge calls or jobs abandoned after the shutdown grace: the interpreter joins every
+        # concurrent.futures worker at exit (daemon threads too) and would hang there. Their work is
+        # uncommitted and redone on the next start, as after kill -9.
         logging.shutdown()
         sys.stderr.flush()
         os._exit(0)

@@ -178,10 +178,8 @@ def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging,
     pool = ThreadPoolExecutor(config.concurrency, thread_name_prefix="verdict-judge")
     try:
         while True:
+            stopped = stopped or should_stop()  # checked even while the pool is full
             while len(in_flight) < config.concurrency and not (exhausted or stopped or outage):
-                if should_stop():
-                    stopped = True
-                    break
                 if not budget.allows_another():
                     exhausted = True
                     break

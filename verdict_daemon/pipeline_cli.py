@@ -23,8 +23,15 @@ from verdict_daemon.errors import DaemonError, internal_error
 EXIT_OK, EXIT_SIGNAL, EXIT_ERROR = 0, 1, 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are `invalid_config` too (as JSON with --json), not argparse's own exit."""
+
+    def error(self, message: str):
+        raise DaemonError("invalid_config", message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="verdict-pipeline", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="verdict-pipeline", description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, help="verdict.toml (evaluators, sampling, judging, drift)")
     parser.add_argument("--data-dir", type=Path, help="span lake and state directory (overrides the config)")
     parser.add_argument("--tenant-id", default=os.environ.get("VERDICT_TENANT"), help="tenant to run [env VERDICT_TENANT]")
@@ -76,7 +83,12 @@ def run(args: argparse.Namespace) -> tuple[int, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser().parse_args(argv)
+    except DaemonError as exc:
+        _report(argparse.Namespace(json="--json" in argv), exc)
+        return EXIT_ERROR
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         code, summary = run(args)

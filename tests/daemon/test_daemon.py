@@ -7,6 +7,7 @@ import logging
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -84,6 +85,17 @@ def test_alerts_give_up_after_max_attempts(lake, caplog):
     with caplog.at_level(logging.ERROR, logger="verdict.daemon"):
         report = alerts.deliver(Daemon(config).store, "acme", config.alerts)
     assert report == alerts.AlertReport(0, 0, 1) and "error=webhook_failed" in caplog.text
+
+
+def test_a_stop_request_leaves_due_alerts_pending_for_the_next_start(lake):
+    config = make_config(lake)
+    run_cycle(config, "acme", NOW, build_evaluators(config))
+    hook = Webhook()
+    settings = config.alerts.model_copy(update={"webhook_url": hook.url})
+    store = Daemon(config).store
+    assert alerts.deliver(store, "acme", settings, should_stop=lambda: True) == alerts.AlertReport(0, 0, 0)
+    assert hook.received == [] and _count(lake, "SELECT count(*) FROM alert_deliveries WHERE status = 'pending'") == 1
+    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(1, 0, 0)
 
 
 def test_a_second_instance_on_the_same_data_dir_is_refused(tmp_path):
@@ -201,3 +213,30 @@ def test_daemon_start_failures_are_one_line_closed_errors(tmp_path, setup, code,
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"verdict-daemon: error [{code}]: ") and message in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_job_never_overlaps_itself_and_missed_ticks_coalesce(tmp_path):
+    """A 0.4 s job on a 0.1 s interval: the ticks missed while it runs collapse into one next run
+    (replaying them would start it ~4 times per run) and two runs never overlap."""
+    (tmp_path / "data").mkdir()
+    off = {"interval_seconds": 60, "enabled": False}
+    config = make_config(tmp_path / "data", schedules={
+        "sample": {"interval_seconds": 0.1}, **{job: off for job in ("judge", "assign", "drift", "alert")},
+        "compact_retain": off})
+    daemon = Daemon(config)
+    runs: list[tuple[float, float]] = []
+
+    def slow_sample() -> None:
+        start = time.monotonic()
+        time.sleep(0.4)
+        runs.append((start, time.monotonic()))
+
+    daemon.sample = slow_sample
+    runner = threading.Thread(target=daemon.run)
+    runner.start()
+    time.sleep(2.0)
+    daemon.request_stop()
+    runner.join(60)
+    assert not runner.is_alive()
+    assert 2 <= len(runs) <= 2.0 / 0.4 + 1
+    assert all(end <= next_start for (_, end), (next_start, _) in zip(runs, runs[1:], strict=False))

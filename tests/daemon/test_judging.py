@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 
 import duckdb
@@ -20,7 +22,7 @@ from verdict_daemon.drift_runs import judgment_table
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import build_evaluator
 from verdict_daemon.judge_evaluators import JudgeEvaluator
-from verdict_daemon.judging import _Writer, judge, pending_work
+from verdict_daemon.judging import _Writer, coverage, judge, pending_work
 from verdict_daemon.sampling import sample
 from verdict_daemon.state import StateStore
 
@@ -70,6 +72,8 @@ def test_error_attempts_are_kept_retried_up_to_the_limit_and_excluded(sampled):
     table = judgment_table(sampled, "acme", evaluator.fingerprint).to_pylist()
     assert {r["value"] for r in table if r["trace_id"] in bad} == {"ERROR"}
     assert {r["value"] for r in table if r["trace_id"] not in bad} == {"PASS", "FAIL"}
+    assert coverage(sampled, "acme", evaluator.fingerprint) == {  # what the summary puts next to every rate
+        "sampled_traces": 72, "usable": 72 - len(bad), "error": len(bad), "rate": round((72 - len(bad)) / 72, 4)}
 
 
 def test_a_later_success_replaces_an_error_as_the_latest_attempt(sampled):
@@ -114,6 +118,34 @@ def test_judge_calls_run_in_the_judge_workload(sampled):
 
     judge(sampled, "acme", _evaluator(reply), Judging(concurrency=8, budget={"max_calls": 16}), "r")
     assert seen == {"judge"}
+
+
+_OPEN_ELSEWHERE = """
+import duckdb, sys, time
+for _ in range(30):  # the run's writer may be mid-flush for a moment: that is not "held"
+    try:
+        duckdb.connect(sys.argv[1]).close()
+        print("free")
+        break
+    except duckdb.IOException:
+        time.sleep(0.1)
+else:
+    print("held")
+"""
+
+
+def test_state_file_is_not_held_during_model_calls(sampled):
+    """Another process can open state.duckdb read-write while judge calls run."""
+    seen = []
+
+    def reply(request):
+        if len(seen) < 2:  # probe during the first two calls (the second after a flush happened)
+            seen.append(subprocess.run([sys.executable, "-c", _OPEN_ELSEWHERE, str(sampled.path)],
+                                       capture_output=True, text=True, timeout=60).stdout.strip())
+        return grade(request)
+
+    report = judge(sampled, "acme", _evaluator(reply), Judging(concurrency=1, budget={"max_calls": 3}), "r")
+    assert seen == ["free", "free"] and report.judged == 3
 
 
 def test_two_racing_runs_store_each_judgment_once(sampled):

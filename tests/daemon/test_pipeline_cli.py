@@ -52,8 +52,13 @@ def test_errors_are_closed_codes_without_tracebacks(lake, tmp_path, fake_openai)
     config = write_config(tmp_path / "verdict.toml", lake)
     code, out, stderr = pipeline("--config", str(config))
     _error(code, out, "tenant_required")
-    code, out, _ = pipeline("--config", str(config), "--tenant-id", "Not/A/Tenant")
-    _error(code, out, "tenant_required")
+    for bad_tenant in ("Not/A/Tenant", "bad tenant!"):
+        code, out, _ = pipeline("--config", str(config), "--tenant-id", bad_tenant)
+        _error(code, out, "tenant_required")
+    for data_dir, reason in ((tmp_path / "typo", "does not exist"), (config, "is not a directory")):
+        code, out, _ = pipeline("--config", str(config), "--data-dir", str(data_dir), "--tenant-id", "acme")
+        _error(code, out, "invalid_config")
+        assert out["error"]["message"].startswith("data_dir: ") and reason in out["error"]["message"]
     bad = write_config(tmp_path / "bad.toml", lake, "[drift]\nalpha = 2\n")
     code, out, _ = pipeline("--config", str(bad), "--tenant-id", "acme")
     _error(code, out, "invalid_config")
@@ -62,6 +67,9 @@ def test_errors_are_closed_codes_without_tracebacks(lake, tmp_path, fake_openai)
     _error(code, out, "invalid_config")
     code, out, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", "yesterday")
     _error(code, out, "invalid_config")
+    code, out, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--registry-mode", "sometimes")
+    _error(code, out, "invalid_config")
+    assert "--registry-mode" in out["error"]["message"]
     fake_openai.default = Fail(401, "invalid api key")  # the provider refuses every call
     unreachable = write_config(tmp_path / "down.toml", lake).read_text().replace(
         'model = "tests.daemon.lakes:scripted_judge_model"', 'model = "openai/gpt-4o-mini"')

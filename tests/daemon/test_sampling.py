@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from datetime import timedelta
 
@@ -9,6 +10,7 @@ import duckdb
 
 from tests.daemon.conftest import INTENTS, NOW
 from tests.daemon.lakes import answer_for, span_row, write_rows
+from verdict_daemon.clusters import AssignReport, IntentKeyAssigner, assign
 from verdict_daemon.config import Sampling
 from verdict_daemon.material import graded_texts
 from verdict_daemon.sampling import sample
@@ -33,6 +35,15 @@ def test_same_lake_same_seed_same_picks_and_per_stratum_target(lake, tmp_path):
     assert picks == _sampled(b)
     assert report.sampled == len(picks) == 4 * 9 * 10  # 4 intents x 9 daily windows x target
     assert set(Counter((s, w) for _t, s, w in picks).values()) == {10}
+    # independent reference: per (intent, UTC day), the 10 traces with the smallest md5("seed:trace_id")
+    traces = duckdb.connect().execute(
+        f"SELECT trace_id, intent_key, min(start_time)::DATE FROM read_parquet('{lake}/spans/tenant=acme/*/*.parquet') "
+        "GROUP BY ALL").fetchall()
+    cells: dict[tuple, list[str]] = {}
+    for trace_id, intent, day in traces:
+        cells.setdefault((intent, day), []).append(trace_id)
+    expected = {t for ids in cells.values() for t in sorted(ids, key=lambda t: hashlib.md5(f"3:{t}".encode()).hexdigest())[:10]}
+    assert {t for t, *_ in picks} == expected
     other_seed = StateStore(tmp_path / "c")
     sample(other_seed, lake, "acme", Sampling(per_cluster_per_window=10, seed=4), NOW)
     assert {t for t, *_ in _sampled(other_seed)} != {t for t, *_ in picks}
@@ -75,6 +86,12 @@ def test_judge_workload_errors_and_other_tenants_are_excluded(tmp_path):
     assert {int(t, 16) for t, *_ in picked} == {0, 1, 2, 3, 4, 300, 301, 302}
     assert Counter(s for _t, s, _w in picked) == {"billing.v1": 5, "unassigned": 3}
     assert _sampled(store, "globex") == []
+    # traces without an intent key are kept and reported, never dropped
+    assert assign(store, "acme", IntentKeyAssigner()) == AssignReport(assigned=8, missing_intent_key=3)
+    con = duckdb.connect(str(store.path), read_only=True)
+    assert con.execute("SELECT cluster, reason, count(*) FROM cluster_assignments GROUP BY ALL ORDER BY 1").fetchall() \
+        == [("billing.v1", None, 5), ("unassigned", "missing_intent_key", 3)]
+    con.close()
 
 
 def test_graded_material_comes_from_the_last_call_of_the_trace(tmp_path):
