@@ -10,12 +10,13 @@ glob `spans/**/*.parquet` and never see a temp file.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import time
 import uuid
 from pathlib import Path
+
+from verdict.pidlock import HeldElsewhere, PidFileLock
 
 log = logging.getLogger("verdict.collector")
 
@@ -114,30 +115,19 @@ def partitions(data_dir: Path) -> list[tuple[str, str, Path]]:
     return out
 
 
-class LakeLock:
+class LakeLock(PidFileLock):
     """One collector per data directory: a second one would delete the first one's temp files."""
 
     def __init__(self, data_dir: Path):
-        self._path = data_dir / "collector.lock"
-        self._fd: int | None = None
+        super().__init__(data_dir / "collector.lock")
 
     def acquire(self) -> None:
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+            super().acquire()
+        except HeldElsewhere as held:
             raise LakeLockedError(
-                f"another collector is already running on {self._path.parent}"
+                f"another collector (pid {held.holder_pid}) is already running on {self.path.parent}"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 def prepare(data_dir: Path) -> None:

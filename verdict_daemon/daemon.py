@@ -11,14 +11,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from verdict.pidlock import HeldElsewhere, PidFileLock
 from verdict_daemon import alerts
 from verdict_daemon.clusters import IntentKeyAssigner, assign
 from verdict_daemon.config import DaemonConfig, Schedule
@@ -36,29 +35,18 @@ JOB_STOP_SLACK_SECONDS = 15.0
 JOBS = ("sample", "judge", "assign", "drift", "alert", "compact_retain")
 
 
-class InstanceLock:
+class InstanceLock(PidFileLock):
+    """One verdict-daemon per data dir."""
+
     def __init__(self, data_dir) -> None:
-        self.path = data_dir / "daemon.lock"
-        self._fd: int | None = None
+        super().__init__(data_dir / "daemon.lock")
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
-            os.close(fd)
+            super().acquire()
+        except HeldElsewhere as held:
             raise DaemonError("already_running",
-                              f"another verdict-daemon (pid {holder}) is running on {self.path.parent}") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+                              f"another verdict-daemon (pid {held.holder_pid}) is running on {self.path.parent}") from None
 
 
 def _trigger(schedule: Schedule):

@@ -50,7 +50,7 @@ def test_env_vars_apply_and_flags_win(tmp_path):
 def test_second_collector_on_same_dir_is_refused(collector_factory, tmp_path):
     first = collector_factory()
     out = run_collector("--data-dir", str(first.data_dir), "--http-port", "0", "--grpc-port", "-1")
-    assert out.returncode == 2 and "another collector is already running" in out.stderr
+    assert out.returncode == 2 and "another collector (pid " in out.stderr and "is already running" in out.stderr
 
 
 def test_token_store(tmp_path):
