@@ -148,6 +148,16 @@ class Alerts(_Section):
         return value
 
 
+class Sentinel(_Section):
+    """The judge health check (verdict.sentinel) run before production judging; off without `file`."""
+
+    file: Path | None = None
+    minimum_examples: int = Field(30, ge=1)
+    threshold: float = Field(0.8, ge=0, le=1)
+    # The daemon reuses a healthy result this long; an unhealthy one is rechecked on the next tick.
+    recheck_seconds: float = Field(3600, ge=0)
+
+
 class Retention(_Section):
     days: int = Field(30, ge=0)  # 0 keeps everything
     compact_min_segments: int = Field(8, ge=2)
@@ -176,6 +186,7 @@ class DaemonConfig(_Section):
     drift: Drift = Drift()
     alerts: Alerts = Alerts()
     retention: Retention = Retention()
+    sentinel: Sentinel = Sentinel()
 
     @model_validator(mode="after")
     def _unique(self) -> DaemonConfig:
@@ -211,7 +222,11 @@ def parse_config(data: dict, base_dir: Path | None = None) -> DaemonConfig:
     evaluators = tuple(e.model_copy(update={"rubric_file": base_dir / e.rubric_file})
                        if e.rubric_file is not None and not e.rubric_file.is_absolute() else e
                        for e in config.evaluators)
-    return config.model_copy(update={"data_dir": base_dir / config.data_dir, "evaluators": evaluators})
+    sentinel = config.sentinel
+    if sentinel.file is not None and not sentinel.file.is_absolute():
+        sentinel = sentinel.model_copy(update={"file": base_dir / sentinel.file})
+    return config.model_copy(update={"data_dir": base_dir / config.data_dir, "evaluators": evaluators,
+                                     "sentinel": sentinel})
 
 
 def _looks_secret(name: str) -> bool:

@@ -17,6 +17,7 @@ from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import Evaluator, build_evaluator
 from verdict_daemon.judging import coverage, judge
 from verdict_daemon.sampling import sample
+from verdict_daemon.sentinel_health import HealthGate, summary
 from verdict_daemon.state import StateStore
 
 # Signal kinds that mean "got worse" (what --fail-on-signal fails on); improvements are reported only.
@@ -42,9 +43,12 @@ def build_evaluators(config: DaemonConfig) -> list[Evaluator]:
 
 
 def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: list[Evaluator],
-              registry_mode: str = "off", should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
-    """Run every step once; returns the JSON summary (judged, errors, coverage, signals, ...)."""
+              registry_mode: str = "off", should_stop: Callable[[], bool] = lambda: False,
+              gate: HealthGate | None = None) -> dict[str, Any]:
+    """Run every step once; returns the JSON summary (judged, errors, coverage, signals, ...). With a
+    `gate`, the sentinel check runs first and an unhealthy judge stops the cycle (`judge_unhealthy`)."""
     store = store_for(config)
+    health = gate.require_all(store, tenant, evaluators) if gate is not None else []
     sampled = sample(store, config.data_dir, tenant, config.sampling, as_of)
     run_id = uuid.uuid4().hex
     judged = [judge(store, tenant, e, config.judging, run_id, should_stop) for e in evaluators]
@@ -57,6 +61,7 @@ def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: li
         "tenant_id": tenant,
         "as_of": as_of.isoformat(),
         "registry_mode": registry_mode,
+        "sentinel_health": [summary(h) for h in health],
         "sampled": sampled.sampled,
         "budget_limited_sampling": sampled.budget_limited,
         "judged": sum(j.judged for j in judged),

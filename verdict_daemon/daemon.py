@@ -1,6 +1,8 @@
 """The scheduled service: APScheduler jobs sample, judge, assign, drift, alert and compact_retain.
 
 - One daemon per data directory (`<data>/daemon.lock`, an flock released by the kernel on any exit).
+- The judge and drift jobs first require a healthy sentinel check of the evaluator ([sentinel]): an
+  unhealthy judge is logged as `judge_unhealthy` for that tenant and checked again on the next tick.
 - Each job runs every tenant in turn; a tenant's failure is logged with a closed error code and does
   not stop the others. Failed work is simply picked up by the next tick.
 - Missed ticks are coalesced into one run, and a job never overlaps itself.
@@ -26,6 +28,7 @@ from verdict_daemon.drift_runs import run_drift
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.judging import judge
 from verdict_daemon.sampling import sample
+from verdict_daemon.sentinel_health import HealthGate
 
 log = logging.getLogger("verdict.daemon")
 
@@ -64,6 +67,7 @@ class Daemon:
         self.clock = clock  # "now" for sampling windows and drift runs
         self.store = store_for(config)
         self.evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
+        self.gate = HealthGate(config.sentinel, self.evaluators, config.judging.concurrency)
         self.stop = threading.Event()
         self._stop_requested = False  # set by signal handlers: a plain flag, no lock
         self._lock = InstanceLock(config.data_dir)
@@ -84,6 +88,11 @@ class Daemon:
                 log.error("job=%s tenant=%s error=internal_error: %s", job, tenant, type(exc).__name__,
                           exc_info=log.isEnabledFor(logging.DEBUG))
 
+    def _trusted(self, tenant: str, evaluator) -> bool:
+        """True, or `judge_unhealthy` (logged by _each_tenant; the job's next tick checks again)."""
+        self.gate.require(self.store, tenant, evaluator)
+        return True
+
     def sample(self) -> None:
         self._each_tenant("sample", lambda t: sample(self.store, self.config.data_dir, t, self.config.sampling,
                                                      self.clock()))
@@ -91,8 +100,8 @@ class Daemon:
     def judge(self) -> None:
         run_id = f"daemon-{self.clock():%Y%m%dT%H%M%S%f}"
         for evaluator in self.evaluators:
-            self._each_tenant("judge", lambda t, e=evaluator: judge(self.store, t, e, self.config.judging, run_id,
-                                                                    self.stop.is_set))
+            self._each_tenant("judge", lambda t, e=evaluator: self._trusted(t, e) and judge(
+                self.store, t, e, self.config.judging, run_id, self.stop.is_set))
 
     def assign(self) -> None:
         self._each_tenant("assign", lambda t: assign(self.store, t, IntentKeyAssigner()))
@@ -100,8 +109,8 @@ class Daemon:
     def drift(self) -> None:
         as_of = self.clock()
         for evaluator in self.evaluators:
-            self._each_tenant("drift", lambda t, e=evaluator: run_drift(self.store, t, e.fingerprint,
-                                                                        self.config.drift, as_of))
+            self._each_tenant("drift", lambda t, e=evaluator: self._trusted(t, e) and run_drift(
+                self.store, t, e.fingerprint, self.config.drift, as_of))
 
     def alert(self) -> None:
         self._each_tenant("alert", lambda t: alerts.deliver(self.store, t, self.config.alerts, self.stop.is_set))

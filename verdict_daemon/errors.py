@@ -9,6 +9,7 @@ ERROR_CODES: dict[str, str] = {
     "storage_error": "state.duckdb or the span lake could not be read or written",
     "provider_unavailable": "the judge model could not be reached or refused every call",
     "evaluator_error": "the configured evaluator could not be loaded or built",
+    "judge_unhealthy": "a judge failed its sentinel health check (not healthy), so nothing was judged or analysed",
     "drift_input_error": "the judgments could not be analysed for drift",
     "webhook_failed": "the alert webhook did not accept a delivery after every retry",
     "already_running": "another verdict-daemon holds this data directory",
@@ -19,12 +20,13 @@ ERROR_CODES: dict[str, str] = {
 class DaemonError(Exception):
     """A failure with a code from ERROR_CODES and a message safe to print (no secrets, no traceback)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, details: dict | None = None) -> None:
         if code not in ERROR_CODES:
             raise ValueError(f"unknown daemon error code {code!r}")
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.details = details or {}  # extra JSON-ready fields of the CLI's error object
 
 
 def internal_error(exc: BaseException) -> DaemonError:

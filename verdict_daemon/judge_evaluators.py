@@ -12,16 +12,19 @@ from verdict_daemon.material import Material
 
 
 class JudgeEvaluator:
-    """Anything with `.fingerprint` and `.grade(answer, query=, context=) -> Judgment` (Judge, JudgeEnsemble)."""
+    """Anything with `.fingerprint` and `.grade(answer, query=, context=) -> Judgment` (Judge, JudgeEnsemble).
+    `judge` and `rubric` are public for the sentinel health check, which grades with the raw judge
+    (`rubric` None: the default rubric)."""
 
-    def __init__(self, name: str, judge: Any, definition: dict[str, Any]) -> None:
+    def __init__(self, name: str, judge: Any, definition: dict[str, Any], rubric: Any = None) -> None:
         self.name = name
-        self._judge = judge
+        self.judge = judge
+        self.rubric = rubric
         self.fingerprint = judge.fingerprint
         self.definition = definition
 
     def evaluate(self, material: Material) -> Outcome:
-        judgment = self._judge.grade(material.response, query=material.query or None,
+        judgment = self.judge.grade(material.response, query=material.query or None,
                                      context=material.context or None)
         usage = _usage(judgment)
         if str(judgment.status) == "ERROR":
@@ -75,4 +78,4 @@ def build_judge_evaluator(config: EvaluatorConfig) -> JudgeEvaluator:
         raise DaemonError("evaluator_error", f"evaluator {config.name!r}: {exc}") from None
     definition = {"kind": config.kind, "models": models, "rubric": rubric.canonical(),
                   "fingerprint_of": type(judge).__name__}
-    return JudgeEvaluator(config.name, judge, definition)
+    return JudgeEvaluator(config.name, judge, definition, rubric)

@@ -1,7 +1,8 @@
 """`verdict-pipeline`: one monitoring cycle (sample → judge → assign → drift) for cron and CI.
 
 Exit codes: 0 success (also when there was nothing to do); 1 the run raised a regression or
-coverage-drop signal and --fail-on-signal was given; 2 a configuration, storage or provider error,
+coverage-drop signal and --fail-on-signal was given; 2 a configuration, storage or provider error
+or a judge that failed its sentinel health check (`judge_unhealthy`, before any judging or drift),
 reported as `{"error": {"code", "message"}}` (with --json, on stdout) or one line on stderr, with a
 code from verdict_daemon.errors.ERROR_CODES and never a traceback.
 """
@@ -40,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cluster registry: off = explicit intent keys (semantic clustering: later)")
     parser.add_argument("--judge-model", help="without --config: a rubric Judge on this model "
                         "('openai/gpt-4o-mini' or 'module:attribute')")
+    parser.add_argument("--judge-sentinel-file", type=Path, help="sentinel JSONL: check each rubric/ensemble judge "
+                        "first and exit 2 (judge_unhealthy) unless healthy (overrides [sentinel] file)")
     parser.add_argument("--fail-on-signal", action="store_true", help="exit 1 when a regression or coverage drop is raised")
     parser.add_argument("--json", action="store_true", help="print the summary (or the error) as JSON")
     return parser
@@ -56,6 +59,14 @@ def _as_of(text: str | None) -> datetime:
 
 
 def _config(args: argparse.Namespace, tenant: str) -> DaemonConfig:
+    config = _base_config(args, tenant)
+    if args.judge_sentinel_file is not None:
+        sentinel = config.sentinel.model_copy(update={"file": args.judge_sentinel_file.resolve()})
+        config = config.model_copy(update={"sentinel": sentinel})
+    return config
+
+
+def _base_config(args: argparse.Namespace, tenant: str) -> DaemonConfig:
     if args.config is not None:
         config = load_config(args.config)
         if args.data_dir is not None:
@@ -69,6 +80,7 @@ def _config(args: argparse.Namespace, tenant: str) -> DaemonConfig:
 
 def run(args: argparse.Namespace) -> tuple[int, dict]:
     from verdict_daemon.cycle import build_evaluators, run_cycle
+    from verdict_daemon.sentinel_health import HealthGate
 
     if not args.tenant_id:
         raise DaemonError("tenant_required", "give --tenant-id (or set VERDICT_TENANT)")
@@ -78,7 +90,9 @@ def run(args: argparse.Namespace) -> tuple[int, dict]:
         raise DaemonError("tenant_required", str(exc)) from None
     as_of = _as_of(args.as_of)
     config = _config(args, tenant)
-    summary = run_cycle(config, tenant, as_of, build_evaluators(config), args.registry_mode)
+    evaluators = build_evaluators(config)
+    gate = HealthGate(config.sentinel, evaluators, config.judging.concurrency)  # a bad sentinel file fails here
+    summary = run_cycle(config, tenant, as_of, evaluators, args.registry_mode, gate=gate)
     return (EXIT_SIGNAL if args.fail_on_signal and summary["adverse_signals"] else EXIT_OK), summary
 
 
@@ -109,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(args: argparse.Namespace, exc: DaemonError) -> None:
     if args.json:
-        print(json.dumps({"error": {"code": exc.code, "message": exc.message}}))
+        print(json.dumps({"error": {"code": exc.code, "message": exc.message, **exc.details}}))
     else:
         print(f"verdict-pipeline: error [{exc.code}]: {exc.message}", file=sys.stderr)
 
@@ -118,6 +132,8 @@ def _text(summary: dict) -> str:
     lines = [f"tenant {summary['tenant_id']} as of {summary['as_of']}: sampled {summary['sampled']}, "
              f"judged {summary['judged']}, errors {summary['errors']}, "
              f"missing intent key {summary['missing_intent_key']}"]
+    for h in summary["sentinel_health"]:
+        lines.append(f"  sentinel {h['evaluator']}: {h['status']} ({h['reason']})")
     for e in summary["evaluators"]:
         c = e["coverage"]
         lines.append(f"  evaluator {e['name']} ({e['fingerprint'][:12]}): coverage {c['usable']}/{c['sampled_traces']}")

@@ -77,6 +77,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             updated_at TIMESTAMP NOT NULL,
             PRIMARY KEY (tenant_id, name))""",
     ),
+    (
+        """CREATE TABLE sentinel_health (
+            tenant_id VARCHAR NOT NULL, check_id VARCHAR NOT NULL, evaluator VARCHAR NOT NULL,
+            fingerprint VARCHAR NOT NULL, sentinel_fingerprint VARCHAR NOT NULL, sentinel_file VARCHAR NOT NULL,
+            status VARCHAR NOT NULL, reason VARCHAR NOT NULL, examples INTEGER NOT NULL, usable INTEGER NOT NULL,
+            errors INTEGER NOT NULL, passed INTEGER NOT NULL, pass_rate DOUBLE, pass_rate_low DOUBLE,
+            pass_rate_high DOUBLE, threshold DOUBLE NOT NULL, minimum_examples INTEGER NOT NULL,
+            dimensions JSON NOT NULL, results JSON NOT NULL, checked_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, check_id))""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -102,3 +102,13 @@ def slow_judge_model() -> ScriptedModel:
 def hung_judge_model() -> ScriptedModel:
     """A judge whose calls never return in a test's lifetime (a provider that accepts and stalls)."""
     return ScriptedModel(grade, name="scripted/hung-judge", latency=3600)
+
+
+def lenient_grade(request: ModelRequest) -> str:
+    """A deliberately bad rubric judge: PASS on every dimension it is asked about, whatever the answer."""
+    asked = re.search(r"with exactly the keys ([a-z_, ]+):", request.messages[0].content).group(1).split(", ")
+    return json.dumps({d: {"rationale": f"{d} looks fine", "evidence": [], "verdict": "PASS"} for d in asked})
+
+
+def lenient_judge_model() -> ScriptedModel:
+    return ScriptedModel(lenient_grade, name="scripted/lenient-judge")

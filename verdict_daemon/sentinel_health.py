@@ -1,0 +1,109 @@
+"""The judge sentinel health check (verdict.sentinel) in front of production judging.
+
+Each rubric or ensemble evaluator grades the human-labelled sentinel set with its raw Judge or
+JudgeEnsemble before it judges traffic; the result is stored in `sentinel_health` and anything but
+`healthy` is a `judge_unhealthy` error, so neither judging nor drift runs on an untrusted judge.
+Graph evaluators have no rubric to label a sentinel set against: the check does not apply to them.
+The state file is not held open while the judge is called (one short transaction afterwards).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from verdict_daemon.config import Sentinel
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.evaluators import JUDGE_WORKLOAD, Evaluator
+from verdict_daemon.judge_evaluators import JudgeEvaluator
+from verdict_daemon.state import StateStore, insert_rows
+
+_COLUMNS = ("tenant_id", "check_id", "evaluator", "fingerprint", "sentinel_fingerprint", "sentinel_file", "status",
+            "reason", "examples", "usable", "errors", "passed", "pass_rate", "pass_rate_low", "pass_rate_high",
+            "threshold", "minimum_examples", "dimensions", "results", "checked_at")
+
+
+def load_sets(settings: Sentinel, evaluators: list[Evaluator]) -> dict[str, Any]:
+    """evaluator name -> its SentinelSet (parsed against that evaluator's rubric); empty when the
+    check is off. A bad file is `invalid_config` naming the file and line, before anything is written."""
+    from verdict.judges.rubric import DEFAULT_RUBRIC
+    from verdict.sentinel import SentinelError, load_sentinel_set
+
+    if settings.file is None:
+        return {}
+    sets = {}
+    for evaluator in evaluators:
+        if isinstance(evaluator, JudgeEvaluator):
+            try:
+                sets[evaluator.name] = load_sentinel_set(settings.file, rubric=evaluator.rubric or DEFAULT_RUBRIC)
+            except SentinelError as exc:
+                raise DaemonError("invalid_config", f"sentinel.file (evaluator {evaluator.name!r}): {exc}") from None
+    return sets
+
+
+class HealthGate:
+    """Runs and records the sentinel check; `require` raises `judge_unhealthy` unless healthy. A healthy
+    result is reused for `recheck_seconds` per (tenant, evaluator); an unhealthy one never is."""
+
+    def __init__(self, settings: Sentinel, evaluators: list[Evaluator], concurrency: int = 16) -> None:
+        self.settings = settings
+        self.sets = load_sets(settings, evaluators)
+        self.concurrency = concurrency
+        self._healthy_until: dict[tuple[str, str], float] = {}
+        self._guard = threading.Lock()
+
+    def require(self, store: StateStore, tenant: str, evaluator: Evaluator) -> dict[str, Any] | None:
+        """The stored health record (None when the check does not apply or a healthy one is fresh)."""
+        sentinel_set = self.sets.get(evaluator.name)
+        key = (tenant, evaluator.fingerprint)
+        with self._guard:
+            if sentinel_set is None or self._healthy_until.get(key, -1.0) > time.monotonic():
+                return None
+        record = self.check(store, tenant, evaluator, sentinel_set)
+        if record["status"] != "healthy":
+            raise unhealthy_error([record])
+        with self._guard:
+            self._healthy_until[key] = time.monotonic() + self.settings.recheck_seconds
+        return record
+
+    def require_all(self, store: StateStore, tenant: str, evaluators: list[Evaluator]) -> list[dict[str, Any]]:
+        """Check every evaluator (each record is stored), then fail naming every unhealthy one."""
+        records = [self.check(store, tenant, e, self.sets[e.name]) for e in evaluators if e.name in self.sets]
+        unhealthy = [r for r in records if r["status"] != "healthy"]
+        if unhealthy:
+            raise unhealthy_error(unhealthy)
+        return records
+
+    def check(self, store: StateStore, tenant: str, evaluator: JudgeEvaluator, sentinel_set: Any) -> dict[str, Any]:
+        from verdict.sentinel import evaluate_judge_health
+        from verdict.tracing import workload_context
+
+        with workload_context(JUDGE_WORKLOAD):  # the judge's own calls are never sampled as traffic
+            health = evaluate_judge_health(evaluator.judge, sentinel_set, minimum_examples=self.settings.minimum_examples,
+                                           threshold=self.settings.threshold, max_workers=self.concurrency)
+        record = {**health.to_dict(), "evaluator": evaluator.name, "sentinel_file": sentinel_set.source,
+                  "checked_at": datetime.now(UTC).replace(tzinfo=None)}
+        row = (tenant, uuid.uuid4().hex, evaluator.name, health.evaluator_fingerprint, health.sentinel_fingerprint,
+               sentinel_set.source, *(record[c] for c in _COLUMNS[6:17]), json.dumps(record["dimensions"]),
+               json.dumps(record["results"]), record["checked_at"])
+        with store.transaction() as con:
+            insert_rows(con, "sentinel_health", _COLUMNS, [row])
+        return record
+
+
+def unhealthy_error(records: list[dict[str, Any]]) -> DaemonError:
+    described = "; ".join(f"evaluator {r['evaluator']!r} is {r['status']} ({r['reason']})" for r in records)
+    return DaemonError("judge_unhealthy", f"{described} on sentinel set {records[0]['sentinel_file']}",
+                       {"unhealthy": [{"evaluator": r["evaluator"], "fingerprint": r["evaluator_fingerprint"],
+                                       "status": r["status"], "reason": r["reason"]} for r in records]})
+
+
+def summary(record: dict[str, Any]) -> dict[str, Any]:
+    """The health fields the pipeline's JSON summary shows (the full record is in state.duckdb)."""
+    return {k: record[k] for k in ("evaluator", "evaluator_fingerprint", "sentinel_fingerprint", "status", "reason",
+                                   "examples", "usable", "errors", "passed", "pass_rate", "pass_rate_low",
+                                   "pass_rate_high", "threshold", "minimum_examples")}
