@@ -75,20 +75,21 @@ class StreamAccumulator:
 
 
 class PendingAttributes:
-    """What a call leaves for later: the unrecorded result and the content references. Turned into
-    response attributes and redacted JSON content on the export thread (or at span end without
-    Verdict's pipeline)."""
+    """What a call leaves for later: `recorded` attributes not yet on the span, the unrecorded result
+    and the content references. Turned into response attributes and redacted JSON content on the
+    export thread (or at span end without Verdict's pipeline)."""
 
-    __slots__ = ("op", "request", "output", "result")
+    __slots__ = ("op", "recorded", "request", "output", "result")
 
-    def __init__(self, op: Operation, request: Any, output: Any, result: Any) -> None:
+    def __init__(self, op: Operation, recorded: dict[str, Any], request: Any, output: Any, result: Any) -> None:
         self.op = op
+        self.recorded = recorded
         self.request = request
         self.output = output
         self.result = result
 
     def attributes(self, redactor: Redactor | None, max_bytes: int) -> dict[str, Any]:
-        attrs: dict[str, Any] = {}
+        attrs = dict(self.recorded)
         output = self.output
         if self.result is not None:
             output = self.op.record(attrs, self.result)
@@ -130,7 +131,9 @@ _servers: dict[int, tuple[Any, str, int]] = {}
 
 
 def server_attributes(instance: Any, attrs: dict[str, Any]) -> None:
-    url = instance._client.base_url
+    client = instance._client
+    # The SDKs' `base_url` property reads `_base_url`; reading it directly skips a slow descriptor call.
+    url = getattr(client, "_base_url", None) or client.base_url
     cached = _servers.get(id(url))
     if cached is None or cached[0] is not url:  # the id of a collected URL may be reused
         if len(_servers) > 256:
@@ -159,11 +162,12 @@ class LLMCall:
     __slots__ = ("span", "op", "rt", "attrs", "request", "output", "result", "ended", "start_ns",
                  "first_ns", "acc", "observer", "__weakref__")
 
-    def __init__(self, span: Any, op: Operation, rt: Runtime, request: Any, start_ns: int) -> None:
+    def __init__(self, span: Any, op: Operation, rt: Runtime, request: Any, start_ns: int,
+                 attrs: dict[str, Any]) -> None:
         self.span = span
         self.op = op
         self.rt = rt
-        self.attrs: dict[str, Any] = {}
+        self.attrs = attrs  # recorded at span end (see `end`)
         self.request = request
         self.output: Any = None
         self.result: Any = None  # a result whose recording is deferred to the export thread
@@ -224,14 +228,20 @@ class LLMCall:
                 span.set_status(_ERROR)
             rt = self.rt
             capture = rt.capture_content and self.op.captures_content
-            if capture or self.result is not None:
-                pending = PendingAttributes(self.op, self.request, self.output, self.result)
-                if rt.deferred_content:
-                    PENDING[span.get_span_context().span_id] = pending
-                else:
-                    attrs.update(pending.attributes(rt.redactor if capture else None, rt.max_content_bytes))
-            if attrs:
-                span.set_attributes(attrs)
+            if rt.deferred_response:
+                # Verdict owns the provider: nothing sees the span before its exporter, which adds
+                # these attributes off the calling thread (the SDK validates each one under a lock).
+                PENDING[span.get_span_context().span_id] = PendingAttributes(
+                    self.op, attrs, self.request, self.output, self.result)
+            else:
+                if capture or self.result is not None:
+                    pending = PendingAttributes(self.op, {}, self.request, self.output, self.result)
+                    if rt.deferred_content:
+                        PENDING[span.get_span_context().span_id] = pending
+                    else:
+                        attrs.update(pending.attributes(rt.redactor if capture else None, rt.max_content_bytes))
+                if attrs:
+                    span.set_attributes(attrs)
         except Exception as exc:
             health.record_error("span_end", exc)
         # An app may keep a finished stream (and so this call) alive: hold no content past the end.
@@ -361,28 +371,32 @@ def begin(op: Operation, instance: Any, kwargs: dict[str, Any]) -> LLMCall | Non
     if rt is None or not STATE.instrumented:
         return None
     try:
-        if suppressed(otel_context.get_current()):
+        ctx = otel_context.get_current()
+        if suppressed(ctx):
             return None
         attrs: dict[str, Any] = {sc.OPERATION_NAME: op.name, sc.PROVIDER_NAME: op.provider}
         if rt.dup_system:
             attrs[sc.SYSTEM] = op.provider
-        model = op.start_attributes(kwargs, attrs)
-        server_attributes(instance, attrs)
+        # With deferred response attributes the request ones are deferred too (see LLMCall.end); the
+        # span starts with only what samplers and nested-instrumentation checks look at.
+        request_attrs = {} if rt.deferred_response else attrs
+        model = op.start_attributes(kwargs, request_attrs)
+        server_attributes(instance, request_attrs)
         if rt.tenant_id is not None:
-            attrs[sc.TENANT_ID] = rt.tenant_id
+            request_attrs[sc.TENANT_ID] = rt.tenant_id
         intent = INTENT_KEY.get()
         if intent is not None:
-            attrs[sc.INTENT_KEY] = intent
+            request_attrs[sc.INTENT_KEY] = intent
         workload = WORKLOAD.get()
         if workload is not None:
-            attrs[sc.WORKLOAD] = workload
+            request_attrs[sc.WORKLOAD] = workload
         request = op.snapshot(kwargs) if rt.capture_content and op.captures_content else None
         start_ns = time.monotonic_ns()
-        span = rt.tracer.start_span(f"{op.name} {model}", kind=_CLIENT, attributes=attrs)
+        span = rt.tracer.start_span(f"{op.name} {model}", context=ctx, kind=_CLIENT, attributes=attrs)
         if not span.is_recording():
             return None
         health.count("spans_started")
-        return LLMCall(span, op, rt, request, start_ns)
+        return LLMCall(span, op, rt, request, start_ns, {} if request_attrs is attrs else request_attrs)
     except Exception as exc:
         health.record_error(f"{op.provider}.start", exc)
         return None

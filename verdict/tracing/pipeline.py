@@ -36,8 +36,10 @@ def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int,
     if pending is not None:
         try:
             content = pending.attributes(redactor, max_bytes)
-        except Exception as exc:  # a redaction, serializer or recording bug: export without them
+        except Exception as exc:  # a redaction, serializer or recording bug: export without them,
+            # keeping the attributes the call itself recorded
             health.record_error("content_capture", exc)
+            content = dict(pending.recorded)
     if not content and resource is None:
         return span
     return ReadableSpan(
@@ -98,14 +100,17 @@ class VerdictSpanProcessor(SpanProcessor):
 
     def __init__(self) -> None:
         self.batch: BatchSpanProcessor | None = None
+        self._queue: Any = None
         self._queue_limit = 0
 
     def attach(self, batch: BatchSpanProcessor, max_queue_size: int) -> None:
         self.batch = batch
+        # The SDK's internal deque, looked up once (None if a future SDK renames it: no early drop).
+        self._queue = getattr(getattr(batch, "_batch_processor", None), "_queue", None)
         self._queue_limit = max_queue_size
 
     def detach(self) -> BatchSpanProcessor | None:
-        batch, self.batch = self.batch, None
+        batch, self.batch, self._queue = self.batch, None, None
         PENDING.clear()
         return batch
 
@@ -121,7 +126,7 @@ class VerdictSpanProcessor(SpanProcessor):
             return
         if pending is not None:
             span.__dict__[PENDING_CONTENT] = pending
-        queue = getattr(getattr(batch, "_batch_processor", None), "_queue", None)
+        queue = self._queue
         if queue is not None and len(queue) >= self._queue_limit:
             # Exporter down or slow: keep memory bounded and the caller's thread quiet.
             health.count("spans_dropped")
