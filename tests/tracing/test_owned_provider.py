@@ -3,12 +3,15 @@ thread. That needs a fresh process (the global provider can be set once), so it 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.fakes import Reply
+import pytest
+
+from tests.fakes import Fail, Reply
 
 SCRIPT = r"""
 import json, sys, openai
@@ -19,7 +22,16 @@ exporter = InMemorySpanExporter()
 vt.init(service_name="svc", tenant_id="acme", exporter=exporter)
 vt.instrument()
 client = openai.OpenAI(api_key="sk-x", base_url=sys.argv[1], max_retries=0)
-client.chat.completions.create(model="m", messages=[{"role": "user", "content": "mail jane.doe@example.com"}])
+messages = [{"role": "user", "content": "mail jane.doe@example.com"}]
+if sys.argv[2] == "stream":
+    for _ in client.chat.completions.create(model="m", messages=messages, stream=True,
+                                            stream_options={"include_usage": True}):
+        pass
+else:
+    try:
+        client.chat.completions.create(model="m", messages=messages)
+    except openai.APIStatusError:
+        pass
 vt.flush()
 (span,) = exporter.get_finished_spans()
 print(json.dumps({"deferred": STATE.current.deferred_response, "attrs": dict(span.attributes),
@@ -27,27 +39,48 @@ print(json.dumps({"deferred": STATE.current.deferred_response, "attrs": dict(spa
 """
 
 
-def _attrs_in_process(fake_openai, traced) -> dict:
-    fake_openai.client().chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "mail jane.doe@example.com"}]
-    )
+def _attrs_in_process(fake_openai, traced, mode: str) -> dict:
+    import openai
+
+    messages = [{"role": "user", "content": "mail jane.doe@example.com"}]
+    client = fake_openai.client()
+    if mode == "stream":
+        for _ in client.chat.completions.create(model="m", messages=messages, stream=True,
+                                                stream_options={"include_usage": True}):
+            pass
+    else:
+        with contextlib.suppress(openai.APIStatusError):
+            client.chat.completions.create(model="m", messages=messages)
     return traced.attrs()
 
 
-def test_deferred_recording_gives_the_same_span(fake_openai, traced):
-    fake_openai.default = Reply("sure", usage=(7, 1))
-    joined = _attrs_in_process(fake_openai, traced)  # the app's provider: recorded synchronously
-    out = subprocess.run([sys.executable, "-c", SCRIPT, fake_openai.base_url], capture_output=True, text=True,
+@pytest.mark.parametrize(("mode", "behaviour"), [
+    ("plain", Reply("sure", usage=(7, 1))),
+    ("stream", Reply("sure", usage=(7, 1))),
+    ("error", Fail(500)),
+])
+def test_deferred_recording_gives_the_same_span(fake_openai, traced, mode, behaviour):
+    """The same call gives the same attributes whether the app's provider records them on the calling
+    thread or Verdict's own provider records them on the export thread: plain, streamed and failed."""
+    fake_openai.default = behaviour
+    joined = _attrs_in_process(fake_openai, traced, mode)  # the app's provider: recorded synchronously
+    out = subprocess.run([sys.executable, "-c", SCRIPT, fake_openai.base_url, mode], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2])
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["deferred"] is True
     owned = result["attrs"]
     assert owned.pop("verdict.tenant_id") == "acme"
-    for volatile in ("gen_ai.response.id",):
-        assert owned.pop(volatile) and joined.pop(volatile)
-    joined["gen_ai.response.finish_reasons"] = list(joined["gen_ai.response.finish_reasons"])
+    for volatile in ("gen_ai.response.id", "gen_ai.response.time_to_first_chunk"):
+        assert (volatile in owned) == (volatile in joined)
+        owned.pop(volatile, None)
+        joined.pop(volatile, None)
+    if "gen_ai.response.finish_reasons" in joined:
+        joined["gen_ai.response.finish_reasons"] = list(joined["gen_ai.response.finish_reasons"])
     assert owned == joined
-    assert owned["gen_ai.usage.input_tokens"] == 7
+    if mode == "error":
+        assert owned["error.type"] == "openai.InternalServerError"
+    else:
+        assert owned["gen_ai.usage.input_tokens"] == 7
     assert "jane.doe@example.com" not in owned["gen_ai.input.messages"]
     assert result["resource"]["service.name"] == "svc"
     assert result["resource"]["verdict.tenant_id"] == "acme"
