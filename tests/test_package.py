@@ -1,17 +1,10 @@
-import subprocess
-import sys
+from tests.imports import loaded_after
 
 
 def test_import_verdict_stays_light():
     """Apps import verdict; it must not drag in the server or ML stacks."""
-    code = (
-        "import sys, verdict\n"
-        "heavy = sorted(m for m in ('duckdb', 'scipy', 'torch', 'numpy', 'pyarrow', 'sentence_transformers') "
-        "if m in sys.modules)\n"
-        "print(','.join(heavy))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == ""
+    heavy = ("duckdb", "scipy", "torch", "numpy", "pyarrow", "sentence_transformers")
+    assert loaded_after("import verdict", heavy) == []
 
 
 def test_unknown_public_name_is_attribute_error():

@@ -67,11 +67,8 @@ def test_dimension_lookup_names_the_known_dimensions():
 
 
 def test_importing_the_judges_stays_light():
-    import subprocess
-    import sys
+    from tests.imports import loaded_after
 
-    code = ("import sys, verdict.judges.judge, verdict.judges.ensemble, verdict.judges.pairwise, "
-            "verdict.judges.ranking, verdict.judges.bias; "
-            "print(sorted(m for m in ('numpy', 'scipy', 'duckdb', 'yaml', 'openai', 'anthropic') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]"
+    code = ("import verdict.judges.judge, verdict.judges.ensemble, verdict.judges.pairwise, "
+            "verdict.judges.ranking, verdict.judges.bias")
+    assert loaded_after(code, ("numpy", "scipy", "duckdb", "yaml", "openai", "anthropic")) == []

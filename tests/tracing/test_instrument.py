@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import openai
 import pytest
 from opentelemetry import context as otel_context
@@ -18,14 +15,10 @@ MSG = [{"role": "user", "content": "x"}]
 
 
 def test_import_does_not_import_provider_sdks():
-    code = (
-        "import sys, verdict.tracing, verdict\n"
-        "verdict.tracing.intent_context('a.b')\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'duckdb', 'scipy', 'numpy')]\n"
-        "print(bad)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    from tests.imports import loaded_after
+
+    code = "import verdict.tracing, verdict\nverdict.tracing.intent_context('a.b')"
+    assert loaded_after(code, ("openai", "anthropic", "duckdb", "scipy", "numpy")) == []
 
 
 def test_uninstrument_restores_the_class_attributes(traced):

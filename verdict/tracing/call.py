@@ -320,23 +320,33 @@ def _abandoned(call: LLMCall) -> None:
         call.end_stream(completed=False, error_type=sc.ERROR_TYPE_OTHER)
 
 
+def _record_item(call: LLMCall, acc: StreamAccumulator, item: Any, first: bool) -> None:
+    if first:
+        call.first_chunk()
+    try:
+        acc(item)
+    except Exception as exc:  # an accumulator bug must never reach the app's loop
+        health.record_error(f"{call.op.provider}.stream_item", exc)
+
+
+def _end_interrupted(call: LLMCall, exc: BaseException) -> None:
+    """The app stopped iterating (GeneratorExit) or the stream raised: end the span accordingly."""
+    if isinstance(exc, GeneratorExit):
+        call.end_stream(completed=False)
+    else:
+        call.end_stream(completed=False, error=exc)
+
+
+# Sync and async twins: Python has no single loop over both kinds of iterator.
 def _observe_sync(inner: Iterator[Any], call: LLMCall, acc: StreamAccumulator) -> Iterator[Any]:
     first = True
     try:
         for item in inner:
-            if first:
-                first = False
-                call.first_chunk()
-            try:
-                acc(item)
-            except Exception as exc:
-                health.record_error(f"{call.op.provider}.stream_item", exc)
+            _record_item(call, acc, item, first)
+            first = False
             yield item
-    except GeneratorExit:
-        call.end_stream(completed=False)
-        raise
     except BaseException as exc:
-        call.end_stream(completed=False, error=exc)
+        _end_interrupted(call, exc)
         raise
     call.end_stream(completed=True)
 
@@ -345,19 +355,11 @@ async def _observe_async(inner: AsyncIterator[Any], call: LLMCall, acc: StreamAc
     first = True
     try:
         async for item in inner:
-            if first:
-                first = False
-                call.first_chunk()
-            try:
-                acc(item)
-            except Exception as exc:
-                health.record_error(f"{call.op.provider}.stream_item", exc)
+            _record_item(call, acc, item, first)
+            first = False
             yield item
-    except GeneratorExit:
-        call.end_stream(completed=False)
-        raise
     except BaseException as exc:
-        call.end_stream(completed=False, error=exc)
+        _end_interrupted(call, exc)
         raise
     call.end_stream(completed=True)
 
