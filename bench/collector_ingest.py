@@ -39,10 +39,22 @@ TARGET_SQL_S = 2.0
 BATCH = 512
 
 
-def start_collector(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen, int]:
+BENCH_TOKEN = "bench-token-0123456789abcdef"
+CORES = os.cpu_count() or 1
+# CPU the whole machine may spend per span (collector and load generator) to reach the target.
+CPU_BUDGET_US = CORES * 1e6 / TARGET_SPANS_PER_S
+
+
+def start_collector(data_dir: Path, extra: list[str], token: bool) -> tuple[subprocess.Popen, int]:
+    auth: list[str] = []
+    if token:  # a real deployment: exporters authenticate (required off loopback)
+        data_dir.mkdir(parents=True)
+        tokens = data_dir.parent / "tokens.yaml"
+        tokens.write_text(f'"{BENCH_TOKEN}": bench\n')
+        auth = ["--tokens", str(tokens)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "collector", "--data-dir", str(data_dir), "--http-port", "0", "--grpc-port", "-1",
-         *extra],
+         *auth, *extra],
         stderr=subprocess.PIPE, text=True,
     )
     for line in proc.stderr:
@@ -53,17 +65,21 @@ def start_collector(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen,
     raise SystemExit(f"collector did not start (exit {proc.wait()})")
 
 
-def rss_mb(proc: psutil.Process) -> tuple[float, float]:
-    main = proc.memory_info().rss
-    children = sum(c.memory_info().rss for c in proc.children(recursive=True))
-    return main / 2**20, (main + children) / 2**20
+def rss_mb(proc: psutil.Process) -> tuple[float, float, float]:
+    """(server RSS, RSS summed over server + decode workers, PSS summed: shared pages counted once)."""
+    procs = [proc, *proc.children(recursive=True)]
+    infos = [p.memory_full_info() for p in procs]
+    return infos[0].rss / 2**20, sum(i.rss for i in infos) / 2**20, sum(i.pss for i in infos) / 2**20
 
 
 class Load:
     """`clients` threads posting pre-encoded requests; optional global pacing (requests/s)."""
 
-    def __init__(self, port: int, bodies: list[bytes], clients: int, rate_rps: float | None):
+    def __init__(self, port: int, bodies: list[bytes], clients: int, rate_rps: float | None, token: bool):
         self.port, self.bodies, self.clients, self.rate = port, bodies, clients, rate_rps
+        self.headers = {"Content-Type": "application/x-protobuf"}
+        if token:
+            self.headers["Authorization"] = f"Bearer {BENCH_TOKEN}"
         self.latencies: list[float] = []
         self.acked = 0
         self.errors: dict[int, int] = {}
@@ -82,7 +98,7 @@ class Load:
     def _client(self, seed: int, until: float) -> None:
         rng = random.Random(seed)
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        headers = {"Content-Type": "application/x-protobuf"}
+        headers = self.headers
         while time.monotonic() < until:
             self._slot()
             body = rng.choice(self.bodies)
@@ -110,13 +126,18 @@ class Load:
         return time.monotonic() - started
 
 
-def cpu_seconds(proc: psutil.Process) -> float:
-    """User + system CPU of the collector and its decode workers (robust to a busy machine)."""
-    total = sum(proc.cpu_times()[:2])
+def cpu_seconds(proc: psutil.Process) -> tuple[float, float]:
+    """User + system CPU of (the server process, its decode workers): robust to a busy machine."""
+    workers = 0.0
     for child in proc.children(recursive=True):
         with contextlib.suppress(psutil.Error):  # a worker may exit meanwhile
-            total += sum(child.cpu_times()[:2])
-    return total
+            workers += sum(child.cpu_times()[:2])
+    return sum(proc.cpu_times()[:2]), workers
+
+
+def own_cpu_seconds() -> float:
+    """CPU of this process: the load generator shares the machine with the collector."""
+    return sum(psutil.Process().cpu_times()[:2])
 
 
 def sample_rss(proc: psutil.Process, stop: threading.Event, out: list) -> None:
@@ -139,17 +160,20 @@ def percentile(values: list[float], q: float) -> float:
 def ingest_phase(args, bodies: list[bytes], seconds: float, rate_rps: float | None, label: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="verdict-bench-") as tmp:
         data_dir = Path(tmp) / "data"
-        proc, port = start_collector(data_dir, args.collector_args)
+        proc, port = start_collector(data_dir, args.collector_args, args.auth == "token")
         ps = psutil.Process(proc.pid)
         samples: list = []
         stop = threading.Event()
         threading.Thread(target=sample_rss, args=(ps, stop, samples), daemon=True).start()
         try:
-            Load(port, bodies[:4], 2, None).run(2.0)  # warm-up, not counted
-            load = Load(port, bodies, args.clients, rate_rps)
-            cpu_before = cpu_seconds(ps)
+            token = args.auth == "token"
+            Load(port, bodies[:4], 2, None, token).run(2.0)  # warm-up, not counted
+            load = Load(port, bodies, args.clients, rate_rps, token)
+            (server_before, workers_before), loadgen_before = cpu_seconds(ps), own_cpu_seconds()
             elapsed = load.run(seconds)
-            cpu_used = cpu_seconds(ps) - cpu_before
+            server_cpu, workers_cpu = (after - before for after, before in
+                                       zip(cpu_seconds(ps), (server_before, workers_before), strict=True))
+            loadgen_cpu = own_cpu_seconds() - loadgen_before
         finally:
             stop.set()
             proc.terminate()
@@ -167,9 +191,13 @@ def ingest_phase(args, bodies: list[bytes], seconds: float, rate_rps: float | No
         "p99_ms": percentile(lat_ms, 0.99),
         "rss_main_max_mb": max((s[0] for s in samples), default=float("nan")),
         "rss_total_max_mb": max((s[1] for s in samples), default=float("nan")),
+        "pss_total_max_mb": max((s[2] for s in samples), default=float("nan")),
         "bytes_per_span": size / max(1, spans + 4 * BATCH),
         "segments": written,
-        "cpu_us_per_span": cpu_used / max(1, spans) * 1e6,
+        "cpu_us_per_span": (server_cpu + workers_cpu) / max(1, spans) * 1e6,
+        "server_us_per_span": server_cpu / max(1, spans) * 1e6,
+        "workers_us_per_span": workers_cpu / max(1, spans) * 1e6,
+        "loadgen_us_per_span": loadgen_cpu / max(1, spans) * 1e6,
         "load_avg": os.getloadavg()[0],
     }
 
@@ -254,11 +282,14 @@ def main() -> None:
     parser.add_argument("--distinct-requests", type=int, default=64, help="pre-encoded request bodies")
     parser.add_argument("--sql-rows", type=int, default=10_000_000, help="spans for the SQL phase (0: skip)")
     parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--auth", choices=("token", "none"), default="token",
+                        help="token: clients send a bearer token, so the spans' SDK-redaction claim is trusted "
+                        "(see --trust-sdk-redaction); none: tokenless loopback, content is re-redacted")
     parser.add_argument("collector_args", nargs="*", help="extra collector flags, after --")
     args = parser.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
 
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; baseline (earlier product) {BASELINE_SPANS_PER_S:,} spans/s")
+    print(f"machine: {CORES} cores, load average {os.getloadavg()[0]:.1f} at start; baseline (earlier product) {BASELINE_SPANS_PER_S:,} spans/s")
     if not args.skip_ingest:
         rng = random.Random(7)
         now = time.time_ns()
@@ -271,19 +302,28 @@ def main() -> None:
         for r in (full, half):
             print(f"[{r['label']}] {r['spans_per_s']:,.0f} spans/s; ack p50 {r['p50_ms']:.0f} ms, "
                   f"p99 {r['p99_ms']:.0f} ms; RSS server {r['rss_main_max_mb']:.0f} MB, with decode workers "
-                  f"{r['rss_total_max_mb']:.0f} MB; {r['bytes_per_span']:.0f} B on disk/span; "
-                  f"{r['segments']} segments; refused {r['errors'] or 'none'}; collector CPU "
-                  f"{r['cpu_us_per_span']:.0f} us/span; machine load average {r['load_avg']:.1f}")
+                  f"{r['rss_total_max_mb']:.0f} MB (PSS {r['pss_total_max_mb']:.0f} MB); "
+                  f"{r['bytes_per_span']:.0f} B on disk/span; {r['segments']} segments; refused "
+                  f"{r['errors'] or 'none'}; collector CPU {r['cpu_us_per_span']:.1f} us/span (server "
+                  f"{r['server_us_per_span']:.1f} + decode workers {r['workers_us_per_span']:.1f}), load generator "
+                  f"{r['loadgen_us_per_span']:.1f} us/span; machine load average {r['load_avg']:.1f}")
         print(f"throughput: {full['spans_per_s']:,.0f} spans/s over {args.seconds:g} s "
               f"(target {TARGET_SPANS_PER_S:,}: ratio {full['spans_per_s'] / TARGET_SPANS_PER_S:.2f}; "
               f"{full['spans_per_s'] / BASELINE_SPANS_PER_S:.1f}x the baseline)")
-        capacity = os.cpu_count() * 1e6 / full["cpu_us_per_span"]
-        print(f"CPU-bound capacity if the collector had all {os.cpu_count()} cores: {capacity:,.0f} spans/s "
-              f"({full['cpu_us_per_span']:.0f} us of CPU per span; target ratio {capacity / TARGET_SPANS_PER_S:.2f})")
+        cpu = full["cpu_us_per_span"]
+        print(f"collector CPU per span: {cpu:.1f} us; the target needs <= {CPU_BUDGET_US:.0f} us per span on "
+              f"{CORES} cores for collector + clients (ratio {cpu / CPU_BUDGET_US:.2f}; with this load generator's "
+              f"{full['loadgen_us_per_span']:.1f} us: {(cpu + full['loadgen_us_per_span']) / CPU_BUDGET_US:.2f})")
+        capacity = CORES * 1e6 / cpu
+        print(f"CPU-bound capacity if the collector had all {CORES} cores: {capacity:,.0f} spans/s "
+              f"(target ratio {capacity / TARGET_SPANS_PER_S:.2f})")
         print(f"p99 ack latency at {TARGET_SPANS_PER_S // 2:,} spans/s: {half['p99_ms']:.0f} ms "
-              f"(target {TARGET_P99_MS}: ratio {half['p99_ms'] / TARGET_P99_MS:.2f})")
+              f"(target {TARGET_P99_MS}: ratio {half['p99_ms'] / TARGET_P99_MS:.2f}; achieved rate "
+              f"{half['spans_per_s']:,.0f} spans/s)")
         rss = max(full["rss_total_max_mb"], half["rss_total_max_mb"])
-        print(f"max RSS incl. decode workers: {rss:.0f} MB (target {TARGET_RSS_MB}: ratio {rss / TARGET_RSS_MB:.2f})")
+        pss = max(full["pss_total_max_mb"], half["pss_total_max_mb"])
+        print(f"max RSS incl. decode workers: {rss:.0f} MB summed, {pss:.0f} MB PSS "
+              f"(target {TARGET_RSS_MB}: ratio {rss / TARGET_RSS_MB:.2f})")
     if args.sql_rows:
         sql = sql_phase(args.sql_rows)
         print(f"verdict sql 'calls per intent per day' over {sql['rows']:,} stored spans "

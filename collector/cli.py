@@ -68,7 +68,7 @@ def serve(config: CollectorConfig) -> int:
     from collector import grpc_server, http_server
 
     tokens = TokenStore.load(config.tokens) if config.tokens else None
-    ServerRedaction.create(config.redact)  # fail here, clearly, rather than in every decode worker
+    ServerRedaction.create(config.redact, config.trust_sdk_redaction)  # fail here, clearly, rather than in every decode worker
     lock = _open_lake(config)
     maintenance = Maintenance(config)
     maintenance.recover()
@@ -88,6 +88,7 @@ def serve(config: CollectorConfig) -> int:
         max_attribute_chars=config.max_attribute_chars,
         redact=config.redact,
         allow_claimed_tenant=config.allow_claimed_tenant,
+        trust_sdk_redaction=config.trust_sdk_redaction,
     )
     pool = DecoderPool(settings, config.decode_workers)
     service = IngestService(tokens, pool, writer, stats, max_inflight_bytes=config.queue_max_bytes)

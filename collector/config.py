@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector.redaction import MODES
+from collector.redaction import MODES, SDK_REDACTION_ATTRIBUTE, TRUST_MODES
 
 ENV_PREFIX = "VERDICT_COLLECTOR_"
 MIB = 1024 * 1024
@@ -29,6 +29,7 @@ class CollectorConfig:
     max_body_bytes: int
     max_attribute_chars: int
     redact: str
+    trust_sdk_redaction: str
     batch_delay_ms: int
     max_batch_spans: int
     queue_max_bytes: int
@@ -76,6 +77,10 @@ _OPTIONS = (
     _Option("max-attribute-chars", int, 256 * 1024,
             "longer string attribute values are cut and marked '…[truncated by verdict collector: N chars]'"),
     _Option("redact", str, "content", f"server-side re-redaction: {', '.join(MODES)}"),
+    _Option("trust-sdk-redaction", str, "authenticated",
+            f"{' or '.join(TRUST_MODES)}: with 'authenticated', message content of spans sent with a valid "
+            f"token whose instrumentation scope has {SDK_REDACTION_ATTRIBUTE} = this collector's version (the "
+            "Verdict SDK already redacted it) is not redacted again; 'never' re-redacts everything"),
     _Option("batch-delay-ms", int, 200, "group commit: longest a request waits for its batch to be written"),
     _Option("max-batch-spans", int, 50_000, "group commit: write as soon as this many spans are waiting"),
     _Option("queue-max-bytes", int, 128 * MIB, "decoded spans waiting for disk; above it requests get 429 (request bodies in flight get a "
@@ -179,6 +184,10 @@ def load(argv: list[str] | None = None, environ=os.environ) -> CollectorConfig:
 def validate(config: CollectorConfig) -> None:
     if config.redact not in MODES:
         raise ConfigError(f"--redact must be one of {', '.join(MODES)}, got {config.redact!r}")
+    if config.trust_sdk_redaction not in TRUST_MODES:
+        raise ConfigError(
+            f"--trust-sdk-redaction must be one of {', '.join(TRUST_MODES)}, got {config.trust_sdk_redaction!r}"
+        )
     exposed = [h for h, port in ((config.http_host, 0), (config.grpc_host, config.grpc_port)) if port != -1
                and not is_loopback(h)]
     if exposed and config.tokens is None:

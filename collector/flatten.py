@@ -169,9 +169,12 @@ _INT64 = range(-(2**63), 2**63)
 
 def _int(value) -> int | None:
     """Token counts: an int or a decimal string that fits BIGINT; anything else stays only in `attributes`."""
+    if type(value) is int:  # the common case first
+        return value if value in _INT64 else None
     if isinstance(value, str) and value.isascii() and value.isdigit():
         value = int(value)
-    return value if type(value) is int and value in _INT64 else None
+        return value if value in _INT64 else None
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -227,7 +230,7 @@ def _span_attributes(kvs, cap: int, redact_content, redact_other) -> tuple[dict,
 def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> FlattenResult:
     received_ns = time.time_ns() if received_ns is None else received_ns
     cap = policy.max_attribute_chars
-    redact_content = policy.redaction.content
+    redaction = policy.redaction
     redact_other = None if policy.redaction.mode != "all" else policy.redaction.other
     dumps = _json
     partitions: dict[tuple[str, str], Partition] = {}
@@ -238,17 +241,22 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
     for r, resource_spans in enumerate(request.resource_spans):
         resource_attrs = _attributes(resource_spans.resource.attributes, cap, redact_other or _same)
         resource_json = dumps(resource_attrs)
+        resource_claim = resource_attrs.get(TENANT_ATTRIBUTE)
         service = resource_attrs.get("service.name")
         service = None if service is None else str(service)
         for s, scope_spans in enumerate(resource_spans.scope_spans):
             scope = scope_spans.scope
             scope_name, scope_version = scope.name or None, scope.version or None
+            redact_content = redaction.content_for_scope(scope.attributes, policy.authenticated)
             for i, span in enumerate(scope_spans.spans):
                 try:
                     trace_id, span_id, parent = _ids(span)
                     start, end = _times(span)
                     attrs, content = _span_attributes(span.attributes, cap, redact_content, redact_other)
-                    tenant = _tenant_for(policy, _claims(resource_attrs, attrs))
+                    if resource_claim is None and TENANT_ATTRIBUTE not in attrs:
+                        tenant = policy.tenant  # no claim at all: the common case, no sets built
+                    else:
+                        tenant = _tenant_for(policy, _claims(resource_attrs, attrs))
                 except SpanRejected as exc:
                     rejected += 1
                     if len(reasons) < 20:

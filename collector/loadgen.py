@@ -13,6 +13,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from collector.redaction import SDK_REDACTION_ATTRIBUTE, redaction_version
+
 INTENTS = ("billing.refund", "billing.invoice", "support.password", "sales.quote", "search.docs")
 MODELS = ("gpt-4o-mini", "gpt-4.1", "claude-sonnet-4", "claude-haiku-4")
 _QUESTIONS = (
@@ -89,7 +91,10 @@ def genai_span(rng: random.Random, start_ns: int) -> Span:
     return span
 
 
-def export_request(rng: random.Random, n_spans: int, start_ns: int, tenant: str | None = None) -> ExportTraceServiceRequest:
+def export_request(
+    rng: random.Random, n_spans: int, start_ns: int, tenant: str | None = None, sdk_redacted: bool = True
+) -> ExportTraceServiceRequest:
+    """`sdk_redacted`: the scope claims the SDK's redaction (collector.redaction.SDK_REDACTION_ATTRIBUTE)."""
     request = ExportTraceServiceRequest()
     resource_spans = request.resource_spans.add()
     resource_spans.resource.attributes.extend(
@@ -99,6 +104,8 @@ def export_request(rng: random.Random, n_spans: int, start_ns: int, tenant: str 
     scope_spans = resource_spans.scope_spans.add()
     scope_spans.scope.name = "verdict.tracing"
     scope_spans.scope.version = "0.1.0"
+    if sdk_redacted:
+        scope_spans.scope.attributes.append(_kv(SDK_REDACTION_ATTRIBUTE, redaction_version()))
     scope_spans.spans.extend(genai_span(rng, start_ns + i * 1000) for i in range(n_spans))
     return request
 

@@ -1,18 +1,195 @@
-"""Every ```python block of README.md runs as written (each in a fresh namespace)."""
+"""Every code block of README.md runs as written (rules: tests/readme_blocks.py).
 
-import re
+Python blocks run in-process, each in a fresh namespace. The session blocks (shell, console, SQL,
+config files, session Python) run in README order in one temporary directory against real parts:
+the real verdict-collector and CLIs from .venv/bin, a span lake written with the collector's own
+writer, and the local fake OpenAI server (tests/fakes) reached by the real `openai` client.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(), flags=re.DOTALL | re.MULTILINE)
+from tests import readme_blocks as rb
+from tests.daemon.lakes import grade, synthetic_days, write_rows
+from tests.fakes import Reply
+
+BLOCKS = rb.parse(rb.README.read_text())
+IN_PROCESS = [b for b in BLOCKS if b.in_process]
+COVERED = [b for b in BLOCKS if b.directive("covered-by") is not None]
+SESSION = [b for b in BLOCKS if b.is_code and not b.in_process and b not in COVERED]
+README_TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"  # the trace the README's "one trace" query reads
+
+
+def write_acme_lake(workdir: Path) -> None:
+    """Nine days of two intents for tenant acme; search.v1's last-day answers are truncated."""
+    rows = synthetic_days(datetime.now(UTC), intents=("billing.v1", "search.v1"), per_day=32, corrupt="search.v1")
+    rows[0].update(trace_id=README_TRACE_ID, span_id=README_TRACE_ID[:16])
+    write_rows(workdir / "verdict-data", "acme", rows)
+
+
+def llm_reply(request) -> Reply | None:
+    """The fake server's answer: a rubric judge's verdicts for judge prompts, the default reply else."""
+    messages = request.body.get("messages") or []
+    if messages and "with exactly the keys" in str(messages[0].get("content")):
+        prompt = SimpleNamespace(messages=[SimpleNamespace(content=m["content"]) for m in messages])
+        return Reply(grade(prompt))
+    return None
+
+
+def test_every_block_is_runnable_or_declared_not_code():
+    for block in BLOCKS:
+        rb.check_runnable(block)
+    assert all(b.lang == "text" for b in BLOCKS if not b.is_code)
 
 
 def test_the_readme_has_examples():
-    assert len(BLOCKS) >= 10
+    assert len(IN_PROCESS) >= 10
+    kinds = {b.lang for b in SESSION}
+    assert {"sh", "console", "sql", "python"} <= kinds, kinds
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_block_runs(index):
-    exec(compile(BLOCKS[index], f"README.md[block {index}]", "exec"), {"__name__": f"readme_block_{index}"})
+@pytest.mark.parametrize("block", IN_PROCESS, ids=[f"line{b.line}" for b in IN_PROCESS])
+def test_python_block_runs(block):
+    rb.run_in_process(block)
+
+
+@pytest.mark.parametrize("block", COVERED, ids=[f"line{b.line}" for b in COVERED])
+def test_commands_run_elsewhere_are_run_there(tmp_path, block):
+    rb.Session(tmp_path, rb.session_env({}), {}).run(block)
+
+
+@pytest.mark.slow  # ~20 s of CPU: real collector, CLIs, ~600 judge calls through the openai client
+def test_session_blocks_run_in_order(tmp_path, fake_openai):
+    fake_openai.handler = llm_reply
+    env = rb.session_env({"OPENAI_BASE_URL": fake_openai.base_url, "OPENAI_API_KEY": "sk-readme-test"})
+    session = rb.Session(tmp_path, env, {"lake": write_acme_lake})
+    try:
+        for block in SESSION:
+            session.run(block)
+    finally:
+        session.close()
+    # The quickstart's call went through the real client to the fake server and into the lake.
+    assert any(r.path == "/v1/chat/completions" and "Why was I charged twice" in json.dumps(r.body)
+               for r in fake_openai.requests)
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/scaling.md", "docs/security.md"])
+def test_links_resolve(page):
+    assert rb.broken_links(rb.ROOT / page) == []
+
+
+# ---- the harness itself: each rule can fail ----
+
+def block_of(markdown: str) -> rb.Block:
+    (block,) = rb.parse(markdown)
+    return block
+
+
+def test_parse_reads_directives_and_rejects_unknown_ones():
+    block = block_of("<!-- readme: exit 3 -->\n<!-- readme: setup lake -->\n```sh\nfalse\n```\n")
+    assert (block.lang, block.directive("exit"), block.directive("setup"), block.line) == ("sh", "3", "lake", 3)
+    with pytest.raises(ValueError, match="unknown directive 'skip'"):
+        rb.parse("<!-- readme: skip -->\n```sh\ntrue\n```\n")
+    with pytest.raises(ValueError, match="directly above a code fence"):
+        rb.parse("<!-- readme: duckdb -->\ntext\n```sql\nSELECT 1\n```\n")
+    with pytest.raises(ValueError, match="unclosed"):
+        rb.parse("```sh\ntrue\n")
+
+
+@pytest.mark.parametrize("markdown, reason", [
+    ("```yaml\na: 1\n```\n", "language 'yaml' is not run"),
+    ("<!-- readme: file x -->\n```text\nx\n```\n", "takes no directive"),
+    ("```sql\nSELECT 1\n```\n", "needs `verdict-sql ARGS` or `duckdb`"),
+    ("<!-- readme: background http://127.0.0.1:1/ -->\n```sh\na\nb\n```\n", "one sh command"),
+])
+def test_blocks_that_cannot_run_are_refused(markdown, reason):
+    with pytest.raises(ValueError, match=reason):
+        rb.check_runnable(block_of(markdown))
+
+
+def harness_session(tmp_path) -> rb.Session:
+    return rb.Session(tmp_path, rb.session_env({}), {})
+
+
+def test_a_failing_command_fails_with_its_stderr(tmp_path):
+    with pytest.raises(rb.BlockFailed, match=r"(?s)exit status 4, expected 0.*stderr:\nboom"):
+        harness_session(tmp_path).run(block_of("```sh\necho boom >&2\nexit 4\n```\n"))
+    with pytest.raises(rb.BlockFailed, match="exit status 1"):  # pipefail: a failing producer counts
+        harness_session(tmp_path).run(block_of("```bash\nfalse | cat\n```\n"))
+    harness_session(tmp_path).run(block_of("<!-- readme: exit 4 -->\n```sh\nexit 4\n```\n"))
+
+
+def test_console_output_is_compared(tmp_path):
+    session = harness_session(tmp_path)
+    session.run(block_of("```console\n$ printf 'a\\nb  \\nc\\n'\na\n...\nc\n```\n"))
+    with pytest.raises(rb.BlockFailed, match="output differs"):
+        session.run(block_of("```console\n$ echo actual\nexpected\n```\n"))
+    with pytest.raises(rb.BlockFailed, match="exit status 3"):
+        session.run(block_of("```console\n$ exit 3\n```\n"))
+
+
+def test_files_then_commands_share_the_session_directory(tmp_path):
+    session = harness_session(tmp_path)
+    session.run(block_of("<!-- readme: file cases.json -->\n```json\n{\"a\": 1}\n```\n"))
+    session.run(block_of('```console\n$ python -c "import json; print(json.load(open(\'cases.json\'))[\'a\'])"\n1\n```\n'))
+    assert rb.matches("x ... z", "x y\ny z") and not rb.matches("x", "y")
+
+
+def test_sql_statements_must_return_rows(tmp_path):
+    session = harness_session(tmp_path)
+    session.run(block_of("<!-- readme: duckdb -->\n```sql\n-- one\nSELECT 1;\nSELECT 2\n```\n"))
+    with pytest.raises(rb.BlockFailed, match="returned no rows"):
+        session.run(block_of("<!-- readme: duckdb -->\n```sql\nSELECT 1 WHERE false\n```\n"))
+    with pytest.raises(rb.BlockFailed, match="DuckDB error"):
+        session.run(block_of("<!-- readme: duckdb -->\n```sql\nSELECT nope\n```\n"))
+
+
+def test_covered_by_needs_a_file_that_runs_the_command(tmp_path):
+    session = harness_session(tmp_path)
+    session.run(block_of("<!-- readme: covered-by .ci/run -->\n```sh\nmake test  # all\n```\n"))
+    with pytest.raises(rb.BlockFailed, match="does not exist|no such file"):
+        session.run(block_of("<!-- readme: covered-by tests/nowhere.py -->\n```sh\nmake test\n```\n"))
+    with pytest.raises(rb.BlockFailed, match="runs 'make nonsense'"):
+        session.run(block_of("<!-- readme: covered-by .ci/run -->\n```sh\nmake nonsense\n```\n"))
+
+
+def test_a_background_server_is_health_checked_and_must_stop_cleanly(tmp_path):
+    session = harness_session(tmp_path)
+    with pytest.raises(rb.BlockFailed, match="exited 7 before"):
+        session.run(block_of("<!-- readme: background http://127.0.0.1:9/ -->\n```sh\nsh -c 'exit 7'\n```\n"))
+    session.background.clear()
+    port = _free_port()
+    server = f"python -m http.server {port} --bind 127.0.0.1"
+    session.run(block_of(f"<!-- readme: background http://127.0.0.1:{port}/ -->\n```sh\n{server}\n```\n"))
+    (_, proc) = session.background[0]
+    assert proc.poll() is None
+    with pytest.raises(rb.BlockFailed, match="exited -15 on SIGTERM"):  # http.server dies of SIGTERM
+        session.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_broken_links_are_found(tmp_path):
+    (tmp_path / "other.md").write_text("# A `code` title, here\n")
+    page = tmp_path / "page.md"
+    page.write_text("[ok](other.md#a-code-title-here) [gone](missing.md) [bad](other.md#nope) [self](#top)\n"
+                    "# Top\n```text\n[in a fence](ignored.md)\n```\n")
+    assert rb.broken_links(page) == ["missing.md: no such file", "other.md#nope: no heading #nope in other.md"]
+
+
+def test_the_session_environment_uses_the_project_venv(tmp_path):
+    out = subprocess.run(["bash", "-c", "command -v verdict"], env=rb.session_env({}), capture_output=True, text=True)
+    assert out.stdout.strip() == str(Path(rb.sys.executable).parent / "verdict")

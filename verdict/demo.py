@@ -1,21 +1,23 @@
-"""`make demo`: the newcomer's end-to-end run. Until the demo issue lands it says what exists."""
+"""`make demo` / `python -m verdict.demo`: Verdict end to end on this machine, offline (docs/demo.md).
+
+The demo lives in `verdict_daemon.demo` (collector, daemon, app, fake LLM: extras `server` and
+`openai`); it is imported only when the demo runs, so `import verdict` stays light.
+"""
 
 import sys
 
+_EXTRAS = "pip install 'verdict-monitor[server,openai]' (or run `make demo`)"
 
-def main() -> int:
-    print(
-        "Verdict demo: the one-command end-to-end demo (collector + daemon + instrumented app + HTML\n"
-        "report) is not built yet. What exists and how to try it:\n"
-        "  - tracing SDK:      verdict.init() / verdict.instrument() / verdict.intent_context()\n"
-        "  - collector:        .venv/bin/verdict-collector --data-dir ./verdict-data\n"
-        "  - SQL on traces:    .venv/bin/verdict sql 'SELECT count(*) FROM llm_calls' --data-dir ./verdict-data\n"
-        "  - one-shot monitor: .venv/bin/verdict-pipeline --data-dir ./verdict-data --tenant-id __verdict_local__ "
-        "--judge-model openai/gpt-4o-mini --json\n"
-        "  - daemon:           .venv/bin/verdict-daemon --config verdict.toml (see docs/daemon.md)\n"
-        "The end-to-end path runs in tests/daemon/test_end_to_end.py (`make test`)."
-    )
-    return 0
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        from verdict_daemon.demo.cli import main as run
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] in ("verdict", "verdict_daemon", "collector"):
+            raise
+        print(f"verdict demo: error [invalid_config]: the demo needs {exc.name!r}: {_EXTRAS}", file=sys.stderr)
+        return 2
+    return run(argv)
 
 
 if __name__ == "__main__":

@@ -158,6 +158,43 @@ class Sentinel(_Section):
     recheck_seconds: float = Field(3600, ge=0)
 
 
+class Review(_Section):
+    """The human review queue (verdict_daemon.review): besides the items a judge cannot be trusted on,
+    a seeded random share of confident judgments is queued as an audit sample."""
+
+    audit_rate: float = Field(0.02, ge=0, le=1)
+    seed: int = 0
+
+
+class Probes(_Section):
+    """Scheduled behaviour probes of a target model (verdict.probes, `verdict probes run`); off unless
+    the section is present. Each run writes one artifact to `out_dir` (default `<data_dir>/probes`)."""
+
+    suite: str = "default"  # a bundled suite name, or a suite YAML (relative to this file)
+    target_model: str
+    judge_model: str
+    target_base_url: str | None = None
+    judge_base_url: str | None = None
+    schedule: Schedule = Schedule(cron="0 6 * * *")
+    out_dir: Path | None = None
+    min_pass_rate: float = Field(1.0, ge=0, le=1)
+    min_category_pass_rate: float | None = Field(None, ge=0, le=1)
+
+    def relative_to(self, base_dir: Path) -> Probes:
+        suite_path = self.suite.endswith((".yaml", ".yml")) or "/" in self.suite
+        update = {"suite": str(base_dir / self.suite)} if suite_path and not Path(self.suite).is_absolute() else {}
+        if self.out_dir is not None and not self.out_dir.is_absolute():
+            update["out_dir"] = base_dir / self.out_dir
+        return self.model_copy(update=update)
+
+
+class Clustering(_Section):
+    """`active`: the daemon's assign and drift jobs use the tenant's active cluster registry version
+    (verdict-cluster, docs/clustering.md); `off`: explicit intent keys are the clusters."""
+
+    registry_mode: Literal["off", "active"] = "off"
+
+
 class Retention(_Section):
     days: int = Field(30, ge=0)  # 0 keeps everything
     compact_min_segments: int = Field(8, ge=2)
@@ -187,6 +224,9 @@ class DaemonConfig(_Section):
     alerts: Alerts = Alerts()
     retention: Retention = Retention()
     sentinel: Sentinel = Sentinel()
+    review: Review = Review()
+    clustering: Clustering = Clustering()
+    probes: Probes | None = None
 
     @model_validator(mode="after")
     def _unique(self) -> DaemonConfig:
@@ -226,7 +266,8 @@ def parse_config(data: dict, base_dir: Path | None = None) -> DaemonConfig:
     if sentinel.file is not None and not sentinel.file.is_absolute():
         sentinel = sentinel.model_copy(update={"file": base_dir / sentinel.file})
     return config.model_copy(update={"data_dir": base_dir / config.data_dir, "evaluators": evaluators,
-                                     "sentinel": sentinel})
+                                     "sentinel": sentinel,
+                                     "probes": config.probes and config.probes.relative_to(base_dir)})
 
 
 def _looks_secret(name: str) -> bool:

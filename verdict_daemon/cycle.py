@@ -10,12 +10,14 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from verdict_daemon.clusters import IntentKeyAssigner, assign
+from verdict_daemon.clustering.active import require_active
+from verdict_daemon.clusters import assign_for
 from verdict_daemon.config import DaemonConfig
 from verdict_daemon.drift_runs import run_drift
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import Evaluator, build_evaluator
 from verdict_daemon.judging import coverage, judge
+from verdict_daemon.review.routing import route
 from verdict_daemon.sampling import sample
 from verdict_daemon.sentinel_health import HealthGate, summary
 from verdict_daemon.state import StateStore
@@ -48,11 +50,14 @@ def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: li
     """Run every step once; returns the JSON summary (judged, errors, coverage, signals, ...). With a
     `gate`, the sentinel check runs first and an unhealthy judge stops the cycle (`judge_unhealthy`)."""
     store = store_for(config)
+    # Pinned for the whole cycle: a version activated meanwhile is used by the next cycle, never half of this one.
+    registry = require_active(store, tenant) if registry_mode == "active" else None
     health = gate.require_all(store, tenant, evaluators) if gate is not None else []
     sampled = sample(store, config.data_dir, tenant, config.sampling, as_of)
     run_id = uuid.uuid4().hex
     judged = [judge(store, tenant, e, config.judging, run_id, should_stop) for e in evaluators]
-    assigned = assign(store, tenant, IntentKeyAssigner())
+    routed = route(store, tenant, config.review)  # untrustworthy judgments and the audit sample
+    assigned = assign_for(store, config.data_dir, tenant, registry)
     names = {e.fingerprint: e.name for e in evaluators}
     runs = [] if should_stop() else [run_drift(store, tenant, e.fingerprint, config.drift, as_of) for e in evaluators]
     signals = [{**asdict(s), "evaluator": names[s.fingerprint], "examples": list(s.examples)}
@@ -61,12 +66,14 @@ def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: li
         "tenant_id": tenant,
         "as_of": as_of.isoformat(),
         "registry_mode": registry_mode,
+        "registry_version": registry.version_id if registry else None,
         "sentinel_health": [summary(h) for h in health],
         "sampled": sampled.sampled,
         "budget_limited_sampling": sampled.budget_limited,
         "judged": sum(j.judged for j in judged),
         "errors": sum(j.errors for j in judged),
         "missing_intent_key": assigned.missing_intent_key,
+        "review_queued": routed.queued,
         "evaluators": [{"name": j.evaluator, "fingerprint": j.fingerprint, "pending": j.pending, "judged": j.judged,
                         "errors": j.errors, "budget_exhausted": j.budget_exhausted, "stopped": j.stopped,
                         "input_tokens": j.usage.input_tokens, "output_tokens": j.usage.output_tokens,

@@ -21,12 +21,15 @@ from datetime import UTC, datetime
 
 from verdict.pidlock import HeldElsewhere, PidFileLock
 from verdict_daemon import alerts
-from verdict_daemon.clusters import IntentKeyAssigner, assign
+from verdict_daemon.clustering.active import require_active
+from verdict_daemon.clusters import AssignReport, assign_for
 from verdict_daemon.config import DaemonConfig, Schedule
 from verdict_daemon.cycle import build_evaluators, store_for
 from verdict_daemon.drift_runs import run_drift
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.judging import judge
+from verdict_daemon.probes_command import ProbeJob
+from verdict_daemon.review.routing import route
 from verdict_daemon.sampling import sample
 from verdict_daemon.sentinel_health import HealthGate
 
@@ -68,6 +71,8 @@ class Daemon:
         self.store = store_for(config)
         self.evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
         self.gate = HealthGate(config.sentinel, self.evaluators, config.judging.concurrency)
+        # [probes]: suite and models resolved now, so a bad section stops the start, not a 6 a.m. run.
+        self.probe_job = ProbeJob(config.probes, config.data_dir) if config.probes is not None else None
         self.stop = threading.Event()
         self._stop_requested = False  # set by signal handlers: a plain flag, no lock
         self._lock = InstanceLock(config.data_dir)
@@ -102,18 +107,35 @@ class Daemon:
         for evaluator in self.evaluators:
             self._each_tenant("judge", lambda t, e=evaluator: self._trusted(t, e) and judge(
                 self.store, t, e, self.config.judging, run_id, self.stop.is_set))
+        self._each_tenant("review", lambda t: route(self.store, t, self.config.review))
+
+    def _assign_tenant(self, tenant: str) -> AssignReport:
+        """[clustering] registry_mode = "active": the tenant's active version (no_active_registry without one)."""
+        registry = require_active(self.store, tenant) if self.config.clustering.registry_mode == "active" else None
+        return assign_for(self.store, self.config.data_dir, tenant, registry)
 
     def assign(self) -> None:
-        self._each_tenant("assign", lambda t: assign(self.store, t, IntentKeyAssigner()))
+        self._each_tenant("assign", self._assign_tenant)
+
+    def _drift_input(self, tenant: str) -> bool:
+        """In active mode a drift run reads the active version's clusters: assign under it first."""
+        if self.config.clustering.registry_mode == "active":
+            self._assign_tenant(tenant)
+        return True
 
     def drift(self) -> None:
         as_of = self.clock()
         for evaluator in self.evaluators:
-            self._each_tenant("drift", lambda t, e=evaluator: self._trusted(t, e) and run_drift(
+            self._each_tenant("drift", lambda t, e=evaluator: self._trusted(t, e) and self._drift_input(t) and run_drift(
                 self.store, t, e.fingerprint, self.config.drift, as_of))
 
     def alert(self) -> None:
         self._each_tenant("alert", lambda t: alerts.deliver(self.store, t, self.config.alerts, self.stop.is_set))
+
+    def probes(self) -> None:
+        """Behaviour probes of the target model: one artifact per run (not per tenant)."""
+        if self.probe_job is not None:
+            self.probe_job()
 
     def compact_retain(self) -> None:
         from collector import compaction, lake, retention
@@ -174,6 +196,11 @@ class Daemon:
                     # Interval jobs also run once at start; cron jobs wait for their first slot.
                     first = {"next_run_time": datetime.now(UTC)} if schedule.interval_seconds else {}
                     scheduler.add_job(self._tracked, _trigger(schedule), args=(name,), id=name, name=name, **first)
+            probes = self.config.probes
+            if probes is not None and probes.schedule.enabled:
+                first = {"next_run_time": datetime.now(UTC)} if probes.schedule.interval_seconds else {}
+                scheduler.add_job(self._tracked, _trigger(probes.schedule), args=("probes",), id="probes",
+                                  name="probes", **first)
             scheduler.start()
             log.info("verdict-daemon ready data_dir=%s tenants=%s jobs=%s", self.config.data_dir,
                      ",".join(t.id for t in self.config.tenants), ",".join(j.id for j in scheduler.get_jobs()))

@@ -13,6 +13,17 @@ ERROR_CODES: dict[str, str] = {
     "drift_input_error": "the judgments could not be analysed for drift",
     "webhook_failed": "the alert webhook did not accept a delivery after every retry",
     "already_running": "another verdict-daemon holds this data directory",
+    "unknown_tenant": "the tenant has no spans and no state in this data directory (verdict report)",
+    "item_not_found": "no review item with that id for this tenant",
+    "evaluator_ambiguous": "judgments by several evaluators are present: choose one (the message names them)",
+    "invalid_signals": "a user-signal file is missing or malformed (the message names the line)",
+    "no_labels": "no reviewer labels to work with yet",
+    "invalid_suite": "a probe suite is malformed or unknown (the message names the file, the probe and the field)",
+    "probe_error": "some probes could not be executed or judged (target, follow-up or judge failure): their expectations are ERROR",
+    "component_failed": "a demo component (collector, daemon, app) exited early, did not become ready or stopped making progress (the message names it and its log)",
+    "no_active_registry": "--registry-mode active (or [clustering] registry_mode = \"active\"), but the tenant has no "
+                          "active cluster registry version (verdict-cluster: fit, assign, validate, activate)",
+    "model_unavailable": "the active registry version is semantic/hybrid and its embedding model cannot be loaded",
     "internal_error": "an unexpected failure (a bug); details only with VERDICT_DEBUG=1",
 }
 

@@ -37,8 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, help="span lake and state directory (overrides the config)")
     parser.add_argument("--tenant-id", default=os.environ.get("VERDICT_TENANT"), help="tenant to run [env VERDICT_TENANT]")
     parser.add_argument("--as-of", help="ISO time the drift windows end at (default: now, UTC)")
-    parser.add_argument("--registry-mode", choices=("off", "active"), default="off",
-                        help="cluster registry: off = explicit intent keys (semantic clustering: later)")
+    parser.add_argument("--registry-mode", choices=("off", "active"),
+                        help="clusters: off = explicit intent keys; active = the tenant's active cluster registry "
+                        "version (verdict-cluster; none active -> no_active_registry) [default: the config's "
+                        "[clustering] registry_mode, else off]")
     parser.add_argument("--judge-model", help="without --config: a rubric Judge on this model "
                         "('openai/gpt-4o-mini' or 'module:attribute')")
     parser.add_argument("--judge-sentinel-file", type=Path, help="sentinel JSONL: check each rubric/ensemble judge "
@@ -92,7 +94,8 @@ def run(args: argparse.Namespace) -> tuple[int, dict]:
     config = _config(args, tenant)
     evaluators = build_evaluators(config)
     gate = HealthGate(config.sentinel, evaluators, config.judging.concurrency)  # a bad sentinel file fails here
-    summary = run_cycle(config, tenant, as_of, evaluators, args.registry_mode, gate=gate)
+    registry_mode = args.registry_mode or config.clustering.registry_mode
+    summary = run_cycle(config, tenant, as_of, evaluators, registry_mode, gate=gate)
     return (EXIT_SIGNAL if args.fail_on_signal and summary["adverse_signals"] else EXIT_OK), summary
 
 

@@ -88,7 +88,55 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (tenant_id, check_id))""",
     ),
     # -- cluster registry migration (issue 7) goes here --
+    (  # cluster registry (verdict_daemon.clustering): analysis index, immutable versions, active pointer
+        """CREATE TABLE analysis_index (
+            tenant_id VARCHAR NOT NULL, trace_id VARCHAR NOT NULL, span_id VARCHAR NOT NULL,
+            started_at TIMESTAMP NOT NULL, workload VARCHAR, intent_key VARCHAR, key_status VARCHAR NOT NULL,
+            key_reason VARCHAR, first_user_message VARCHAR, content_hash VARCHAR, indexed_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, trace_id))""",
+        """CREATE TABLE cluster_versions (
+            tenant_id VARCHAR NOT NULL, version_id VARCHAR NOT NULL, strategy VARCHAR NOT NULL,
+            experimental BOOLEAN NOT NULL, status VARCHAR NOT NULL, cutoff TIMESTAMP NOT NULL,
+            target_workload VARCHAR, params JSON NOT NULL, definition JSON NOT NULL,
+            definition_fingerprint VARCHAR NOT NULL, preview JSON NOT NULL, gate JSON, validation JSON,
+            created_by VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, version_id))""",
+        """CREATE TABLE registry_clusters (
+            tenant_id VARCHAR NOT NULL, version_id VARCHAR NOT NULL, cluster_id VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL, intent_key VARCHAR, size BIGINT NOT NULL,
+            PRIMARY KEY (tenant_id, version_id, cluster_id))""",
+        """CREATE TABLE registry_assignments (
+            tenant_id VARCHAR NOT NULL, version_id VARCHAR NOT NULL, trace_id VARCHAR NOT NULL,
+            started_at TIMESTAMP NOT NULL, cluster_id VARCHAR NOT NULL, method VARCHAR NOT NULL, reason VARCHAR,
+            assigned_at TIMESTAMP NOT NULL)""",
+        # No key on registry_assignments: an index costs ~4x on bulk assignment; writers add only rows the
+        # version lacks (ANTI JOIN) inside one transaction, and DuckDB's file lock serialises writers.
+        """CREATE TABLE registry_pointer (
+            tenant_id VARCHAR NOT NULL, version_id VARCHAR NOT NULL, generation BIGINT NOT NULL,
+            updated_by VARCHAR NOT NULL, updated_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id))""",
+        """CREATE TABLE registry_events (
+            tenant_id VARCHAR NOT NULL, seq BIGINT NOT NULL, version_id VARCHAR, action VARCHAR NOT NULL,
+            actor VARCHAR NOT NULL, generation BIGINT, detail JSON NOT NULL, recorded_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, seq))""",
+        """CREATE TABLE cluster_display_names (
+            tenant_id VARCHAR NOT NULL, cluster_id VARCHAR NOT NULL, display_name VARCHAR NOT NULL,
+            updated_by VARCHAR NOT NULL, updated_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, cluster_id))""",
+    ),
     # -- review queue migration (issue 8) goes here --
+    (  # the human review queue (verdict_daemon.review): routed items and immutable reviewer labels
+        """CREATE TABLE review_items (
+            tenant_id VARCHAR NOT NULL, item_id VARCHAR NOT NULL, trace_id VARCHAR NOT NULL,
+            fingerprint VARCHAR NOT NULL, reasons JSON NOT NULL, flagged JSON NOT NULL,
+            queued_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, item_id))""",
+        """CREATE TABLE review_labels (
+            tenant_id VARCHAR NOT NULL, item_id VARCHAR NOT NULL, dimension VARCHAR NOT NULL,
+            revision INTEGER NOT NULL, label VARCHAR NOT NULL, critique VARCHAR NOT NULL,
+            reviewer VARCHAR NOT NULL, labelled_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, item_id, dimension, revision))""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

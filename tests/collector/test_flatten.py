@@ -98,3 +98,38 @@ def test_valid_or_absent_intent_key():
     assert (row["intent_key"], row["intent_key_error"]) == ("billing.refund", None)
     row = _row_with({"verdict.intent_key": 7})
     assert (row["intent_key"], row["intent_key_error"]) == (None, "intent key must be a string, got int")
+
+
+def _content_row(authenticated: bool, claim: str | None, trust: str) -> dict:
+    """One span with an e-mail in its input messages, from a scope that claims SDK redaction `claim`."""
+    from collector.redaction import SDK_REDACTION_ATTRIBUTE
+    from collector.schema import COLUMN_NAMES
+
+    request = _request()
+    scope = request.resource_spans[0].scope_spans[0].scope
+    del scope.attributes[:]
+    if claim is not None:
+        scope.attributes.add(key=SDK_REDACTION_ATTRIBUTE).value.string_value = claim
+    policy = IngestPolicy("acme", authenticated, False, 10_000, ServerRedaction.create("content", trust))
+    (part,) = flatten(request, policy).partitions.values()
+    return dict(zip(COLUMN_NAMES, part.rows[0], strict=True))
+
+
+@pytest.mark.parametrize("authenticated, claim, trust, redacted", [
+    (True, "current", "authenticated", False),  # the SDK redacted, the token vouches for the sender
+    (True, None, "authenticated", True),  # another exporter (no claim): defence in depth
+    (True, "0.0.1", "authenticated", True),  # an SDK with another engine version
+    (False, "current", "authenticated", True),  # anyone can claim without a token
+    (True, "current", "never", True),  # trust switched off
+])
+def test_sdk_redaction_is_trusted_only_when_authenticated_and_version_matched(authenticated, claim, trust, redacted):
+    from collector.redaction import redaction_version
+
+    row = _content_row(authenticated, redaction_version() if claim == "current" else claim, trust)
+    assert (EMAIL not in row["input_messages"]) is redacted
+    assert EMAIL in row["attributes"]  # other attributes: redacted only with --redact all, trusted or not
+
+
+def test_unknown_trust_mode_is_refused():
+    with pytest.raises(ValueError, match="SDK redaction trust must be one of"):
+        ServerRedaction.create("content", "sometimes")

@@ -211,3 +211,28 @@ def test_grpc_malformed_is_invalid_argument(small_limits):
             raw(b"\xff\xff\xff", timeout=10)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "malformed protobuf" in info.value.details()
+
+
+def test_content_from_other_exporters_is_redacted_even_with_a_token(authed):
+    """Only spans whose scope carries the SDK's redaction claim at this version skip re-redaction."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from collector.redaction import SDK_REDACTION_ATTRIBUTE, redaction_version
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
+        endpoint=f"{authed.url}/v1/traces", headers={"Authorization": f"Bearer {TOKEN_A}"})))
+    content = '[{"role": "user", "parts": [{"type": "text", "content": "mail dave@example.com"}]}]'
+    scopes = {"plain-otel": None, "old-sdk": "0.0.1", "verdict-sdk": redaction_version()}
+    for name, claim in scopes.items():
+        tracer = provider.get_tracer("verdict.tracing", "0.1.0",
+                                     attributes={SDK_REDACTION_ATTRIBUTE: claim} if claim else None)
+        with tracer.start_as_current_span(name) as span:
+            span.set_attribute("gen_ai.input.messages", content)
+    provider.shutdown()
+    stored = {r["name"]: r["input_messages"] for r in read_spans(authed.data_dir)}
+    assert "dave@example.com" not in stored["plain-otel"] and "<EMAIL>" in stored["plain-otel"]
+    assert "dave@example.com" not in stored["old-sdk"]
+    assert stored["verdict-sdk"] == content  # already redacted by the SDK: stored as sent

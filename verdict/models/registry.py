@@ -2,7 +2,8 @@
 
 Accepted: a Model instance (returned as is), "openai/<model>" (any OpenAI-compatible server via
 `base_url=` or OPENAI_BASE_URL) and "anthropic/<model>". Only the first "/" separates the
-provider, so "openai/meta-llama/Llama-3.1-8B-Instruct" names a vLLM model. Strings resolved
+provider, so "openai/meta-llama/Llama-3.1-8B-Instruct" names a vLLM model. "offline/heuristic-judge"
+is the demo's deterministic offline judge (verdict_daemon/demo/judge.py, no network). Strings resolved
 without options are cached: every unit naming the same model shares one client, connection
 pool and rate limiter.
 """
@@ -15,12 +16,18 @@ from typing import Any
 from .base import Model
 
 ACCEPTED_FORMS = ('"openai/<model>" (OpenAI or any OpenAI-compatible server)', '"anthropic/<model>"',
-                  "a verdict.models.base.Model instance")
+                  '"offline/heuristic-judge" (offline rubric judge)', "a verdict.models.base.Model instance")
 _instances: dict[str, Model] = {}
 _lock = threading.Lock()
 
 
 def _build(provider: str, name: str, options: dict[str, Any]) -> Model:
+    if provider == "offline":
+        if options:
+            raise ValueError("the offline judge takes no options")
+        from verdict_daemon.demo.judge import heuristic_judge
+
+        return heuristic_judge(name)
     if provider == "openai":
         from .openai_model import OpenAIModel
 
@@ -40,7 +47,7 @@ def resolve_model(spec: str | Model, **options: Any) -> Model:
     if not isinstance(spec, str):
         raise ValueError(f"model must be one of {', '.join(ACCEPTED_FORMS)}; got {type(spec).__name__}")
     provider, sep, name = spec.partition("/")
-    if not sep or provider not in ("openai", "anthropic") or not name.strip():
+    if not sep or provider not in ("openai", "anthropic", "offline") or not name.strip():
         raise ValueError(f"unknown model {spec!r}: use {', '.join(ACCEPTED_FORMS)}")
     if options:
         return _build(provider, name, options)

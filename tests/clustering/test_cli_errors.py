@@ -1,0 +1,114 @@
+"""Malformed input for every `verdict-cluster` flag: one JSON error object with a closed code, exit 2,
+no traceback, and nothing written (not even state.duckdb)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.clustering.cli import run
+from tests.clustering.lakes import build
+from tests.daemon.cli import env
+from verdict_daemon.cluster_cli import SCHEMA, main
+from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES
+
+GOOD = "cv-0123456789abcdef"
+MALFORMED = [
+    # (command line after the global flags, expected code, a word the message must contain)
+    ((), "invalid_request", "command"),
+    (("bogus",), "invalid_request", "bogus"),
+    (("normalize", "--limit", "0"), "invalid_request", "--limit"),
+    (("normalize", "--limit", "-5"), "invalid_request", "--limit"),
+    (("normalize", "--limit", "50001"), "invalid_request", "--limit"),
+    (("normalize", "--limit", "many"), "invalid_request", "--limit"),
+    (("normalize", "--bogus"), "invalid_request", "--bogus"),
+    (("fit", "--cutoff", "2026-11-19T00:00:00Z"), "invalid_request", "explicit, semantic, hybrid"),
+    (("fit", "--strategy", "kmeans", "--cutoff", "2026-11-19T00:00:00Z"), "invalid_request", "explicit"),
+    (("fit", "--strategy", "explicit"), "invalid_request", "--cutoff"),
+    (("fit", "--strategy", "explicit", "--cutoff", "yesterday"), "invalid_request", "--cutoff"),
+    (("fit", "--strategy", "explicit", "--cutoff", "2999-01-01T00:00:00Z"), "invalid_request", "future"),
+    (("fit", "--strategy", "explicit", "--cutoff", "2026-11-19", "--target-workload", "two words"),
+     "invalid_request", "--target-workload"),
+    (("fit", "--strategy", "explicit", "--cutoff", "2026-11-19", "--model-path", "."), "invalid_request",
+     "--model-path"),
+    (("fit", "--strategy", "semantic", "--cutoff", "2026-11-19", "--model-path", "/no/such/model"),
+     "model_unavailable", "/no/such/model"),
+    (("assign", "--through-cutoff", "2026-11-19"), "invalid_request", "--version"),
+    (("assign", "--version", "v1", "--through-cutoff", "2026-11-19"), "invalid_request", "--version"),
+    (("assign", "--version", GOOD, "--through-cutoff", "2026-13-01"), "invalid_request", "--through-cutoff"),
+    (("assign", "--version", GOOD), "invalid_request", "--through-cutoff"),
+    (("assign", "--version", GOOD, "--through-cutoff", "2026-11-19", "--model-path", "/no/such/model"),
+     "model_unavailable", "/no/such/model"),
+    (("validate",), "invalid_request", "--version"),
+    (("validate", "--version", "CV-0123456789ABCDEF"), "invalid_request", "--version"),
+    (("activate", "--version", GOOD), "invalid_request", "--expected-generation"),
+    (("activate", "--version", GOOD, "--expected-generation", "-1"), "invalid_request", "--expected-generation"),
+    (("activate", "--version", GOOD, "--expected-generation", "one"), "invalid_request", "--expected-generation"),
+    (("rollback", "--version", "latest", "--expected-generation", "1"), "invalid_request", "--version"),
+    (("rollback", "--version", GOOD, "--expected-generation", "1.5"), "invalid_request", "--expected-generation"),
+    (("rename", "--cluster-id", "billing.v1"), "invalid_request", "--display-name"),
+    (("rename", "--cluster-id", "billing.v1", "--display-name", "   "), "invalid_request", "--display-name"),
+    (("rename", "--cluster-id", "billing.v1", "--display-name", "x" * 81), "invalid_request", "--display-name"),
+    (("rename", "--cluster-id", "billing.v1", "--display-name", "bell\x07"), "invalid_request", "control"),
+    (("rename", "--cluster-id", "billing.v1", "--display-name", "ask bob@example.com"), "invalid_request",
+     "personal data"),
+    (("rename", "--cluster-id", "", "--display-name", "Billing"), "invalid_request", "--cluster-id"),
+    (("inspect", "--version", "cv-1"), "invalid_request", "--version"),
+    (("inspect", "--event-limit", "x"), "invalid_request", "--event-limit"),
+]
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("errors") / "data", tenants=("acme",), days=1)
+
+
+@pytest.mark.parametrize(("args", "code", "word"), MALFORMED, ids=[" ".join(a)[:60] or "none" for a, _, _ in MALFORMED])
+def test_malformed_flags_are_clean_errors_and_write_nothing(lake, args, code, word):
+    exit_code, out = run(lake, *args)
+    assert exit_code == 2 and out["error"] == code and word in out["message"], out
+    assert set(out) >= {"schema", "error", "message"} and out["error"] in CLUSTER_ERROR_CODES
+    assert not (lake / "state.duckdb").exists()
+
+
+@pytest.mark.parametrize(("flags", "word"), [
+    (("--tenant", "bad tenant!"), "--tenant"),
+    (("--tenant", ""), "--tenant"),
+    (("--actor", "bob smith"), "--actor"),
+    (("--actor", ""), "--actor"),
+    (("--lock-timeout", "0"), "--lock-timeout"),
+    (("--lock-timeout", "soon"), "--lock-timeout"),
+    (("--data-dir", "/no/such/dir"), "--data-dir"),
+])
+def test_malformed_global_flags(lake, capsys, flags, word):
+    base = {"--data-dir": str(lake), "--tenant": "acme", "--actor": "alice", "--lock-timeout": "5"}
+    base.update(dict(zip(flags[::2], flags[1::2], strict=True)))
+    code = main([token for pair in base.items() for token in pair] + ["normalize", "--limit", "10"])
+    out = capsys.readouterr()
+    document = json.loads(out.out)
+    assert code == 2 and document == {"schema": SCHEMA, "error": "invalid_request", "message": document["message"]}
+    assert word in document["message"] and not out.err
+    assert not (lake / "state.duckdb").exists()
+
+
+def test_data_dir_that_is_a_file_and_missing_globals(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    code, out = run(tmp_path / "file", "inspect")
+    assert code == 2 and out["error"] == "invalid_request" and "--data-dir" in out["message"]
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cluster_cli", "inspect"], capture_output=True,
+                          text=True, env=env(), timeout=60)
+    document = json.loads(proc.stdout)
+    assert proc.returncode == 2 and document["error"] == "invalid_request" and "--data-dir" in document["message"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_documents_every_command_and_the_error_codes():
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cluster_cli", "--help"], capture_output=True,
+                          text=True, env=env(), timeout=60)
+    assert proc.returncode == 0
+    for word in ("normalize", "fit", "assign", "validate", "activate", "rollback", "rename", "inspect",
+                 *CLUSTER_ERROR_CODES):
+        assert word in proc.stdout, word

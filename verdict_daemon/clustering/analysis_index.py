@@ -1,0 +1,207 @@
+"""The analysis index: per-trace fields that clustering needs, derived once from the span lake.
+
+One row per trace (in `state.duckdb`, table `analysis_index`): the graded call's span id, the trace
+start, its workload, the intent key with its status (`valid`, `missing`, `invalid` + redacted
+reason), the redacted first user message and its content hash (what semantic clustering embeds and
+caches by). A trace is taken as the sampler sees it (collector `llm_calls` view: each span once;
+judge workload and failed calls excluded). Rows are written once and never rewritten, so every
+later fit and assignment reads the same fields for a trace.
+
+`normalize` backfills in bounded pages (oldest traces first); `pending` counts lake traces before a
+cutoff that the index does not hold yet (fit and assign refuse to run on a partial index).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from collector import lake
+from collector.views import _NOT_INFERENCE, tenant_dir, view_statements
+from verdict.intent import validate_intent_key
+from verdict.redact import redact_text
+from verdict.tenancy import validate_tenant_id
+from verdict_daemon.clustering.errors import ClusterError
+from verdict_daemon.evaluators import JUDGE_WORKLOAD
+from verdict_daemon.material import _messages, _text
+from verdict_daemon.state import StateStore, insert_rows
+
+MAX_PAGE = 50_000  # hard ceiling of one normalize page (bounded memory and transaction size)
+MAX_MESSAGE_CHARS = 2_000  # the stored first user message is cut here before redaction and hashing
+_COLUMNS = ("tenant_id", "trace_id", "span_id", "started_at", "workload", "intent_key", "key_status",
+            "key_reason", "first_user_message", "content_hash", "indexed_at")
+
+
+
+# An eligible call: model inference, not judge workload, not failed (the sampler's rule).
+_ELIGIBLE = (f"operation IS NOT NULL AND operation NOT IN ({', '.join(repr(op) for op in _NOT_INFERENCE)}) "
+             f"AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL")
+
+
+def _traces() -> str:
+    """One row per eligible trace of the tenant's lake."""
+    return f"""
+        SELECT trace_id, arg_max(span_id, end_time) AS span_id, min(start_time)::TIMESTAMP AS started_at,
+               arg_max(workload, end_time) AS workload, arg_max(intent_key, end_time) AS intent_key,
+               arg_max(intent_key_error, end_time) AS key_error
+        FROM llm_calls WHERE {_ELIGIBLE} GROUP BY trace_id"""
+
+
+# The page's rows with the graded span's input messages (read only for the page's spans).
+_PAGE_ROWS = """
+    SELECT p.trace_id, p.span_id, p.started_at, p.workload, p.intent_key, p.key_error, c.input_messages
+    FROM page p LEFT JOIN (SELECT trace_id, span_id, any_value(input_messages) AS input_messages
+                           FROM llm_calls WHERE span_id IN (SELECT span_id FROM page) GROUP BY ALL) c
+      USING (trace_id, span_id)
+    ORDER BY p.started_at, p.trace_id"""
+
+
+@dataclass(frozen=True)
+class NormalizeReport:
+    indexed: int  # rows this page added
+    remaining: int  # lake traces still missing from the index after this page
+    total_indexed: int  # rows the tenant's index holds now
+
+    @property
+    def complete(self) -> bool:
+        return self.remaining == 0
+
+    def to_dict(self) -> dict:
+        return {"indexed": self.indexed, "remaining": self.remaining, "total_indexed": self.total_indexed,
+                "complete": self.complete}
+
+
+def first_user_message(input_messages: str | None) -> str | None:
+    """The redacted text of the first user message (None when there is none)."""
+    users = [m for m in _messages(input_messages) if m.get("role") == "user"]
+    text = _text(users[0]).strip() if users else ""
+    return redact_text(text[:MAX_MESSAGE_CHARS]) if text else None
+
+
+def content_hash(text: str | None) -> str | None:
+    return hashlib.sha256(text.encode()).hexdigest()[:32] if text is not None else None
+
+
+def key_status(intent_key: str | None, key_error: str | None) -> tuple[str | None, str, str | None]:
+    """(key, status, reason). Keys are checked again here: a lake written by an older collector may hold
+    keys the current rule refuses; the reason is redacted because it may quote the key."""
+    if intent_key is None:
+        return (None, "invalid", key_error) if key_error else (None, "missing", None)
+    try:
+        return validate_intent_key(intent_key), "valid", None
+    except ValueError as exc:
+        return None, "invalid", redact_text(str(exc))
+
+
+def _lake(data_dir: Path, tenant: str):
+    import duckdb
+
+    con = duckdb.connect(config={"threads": 2})
+    try:
+        for statement in view_statements(data_dir, tenant):
+            con.execute(statement)
+    except duckdb.Error as exc:
+        con.close()
+        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
+    return con
+
+
+def _indexed(store: StateStore, tenant: str):
+    with store.transaction() as con:
+        return con.sql("SELECT trace_id FROM analysis_index WHERE tenant_id = ?", params=[tenant]).to_arrow_table()
+
+
+def _unindexed(store: StateStore, data_dir: Path, tenant: str):
+    """A lake connection holding TEMP TABLE `todo`: the eligible traces the index lacks."""
+    import duckdb
+
+    done = _indexed(store, tenant)
+    con = _lake(data_dir, tenant)
+    try:
+        con.register("done", done)
+        con.execute(f"CREATE TEMP TABLE todo AS SELECT t.* FROM ({_traces()}) t ANTI JOIN done USING (trace_id)")
+    except duckdb.Error as exc:
+        con.close()
+        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
+    return con
+
+
+def pending(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime) -> int:
+    """Lake traces started before `cutoff` (naive UTC) that the index does not hold. Reads only the
+    few columns it needs from the date partitions up to the cutoff: fit and assign call it every time."""
+    import duckdb
+
+    tenant = validate_tenant_id(tenant)
+    files = [str(f) for f in sorted(tenant_dir(data_dir, tenant).glob(f"date=*/*{lake.SEGMENT_SUFFIX}"))
+             if f.parent.name.removeprefix("date=") <= cutoff.date().isoformat()]
+    if not files:
+        return 0
+    done = _indexed(store, tenant)
+    con = duckdb.connect(config={"threads": 2})
+    try:
+        con.register("done", done)
+        return con.execute(f"""
+            SELECT count(DISTINCT trace_id) FROM read_parquet($files, union_by_name = true)
+            WHERE start_time < $cutoff AND {_ELIGIBLE} AND trace_id NOT IN (SELECT trace_id FROM done)""",
+                           {"files": files, "cutoff": cutoff}).fetchone()[0]
+    except duckdb.Error as exc:
+        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
+    finally:
+        con.close()
+
+
+def require_indexed(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime) -> None:
+    missing = pending(store, data_dir, tenant, cutoff)
+    if missing:
+        raise ClusterError("analysis_index_pending",
+                           f"{missing} trace(s) started before {cutoff.isoformat()} are not in the analysis index "
+                           "yet; run `verdict-cluster ... normalize` until it prints \"complete\": true",
+                           {"pending": missing})
+
+
+def normalize(store: StateStore, data_dir: Path, tenant: str, limit: int) -> NormalizeReport:
+    """Index the `limit` oldest traces the index lacks (one page)."""
+    tenant = validate_tenant_id(tenant)
+    if not 1 <= limit <= MAX_PAGE:
+        raise ClusterError("invalid_request", f"--limit must be between 1 and {MAX_PAGE}, got {limit}")
+    con = _unindexed(store, data_dir, tenant)
+    try:
+        todo = con.execute("SELECT count(*) FROM todo").fetchone()[0]
+        rows = con.execute("WITH page AS (SELECT * FROM todo ORDER BY started_at, trace_id LIMIT $limit)"
+                           + _PAGE_ROWS, {"limit": limit}).fetchall()
+    finally:
+        con.close()
+    written = _write(store, tenant, rows)
+    with store.transaction() as state:
+        total = state.execute("SELECT count(*) FROM analysis_index WHERE tenant_id = ?", [tenant]).fetchone()[0]
+    return NormalizeReport(written, todo - len(rows), total)
+
+
+def index_traces(store: StateStore, data_dir: Path, tenant: str, trace_ids: list[str]) -> int:
+    """Index exactly these traces when the index lacks them (the daemon's sampled traces)."""
+    import pyarrow as pa
+
+    if not trace_ids:
+        return 0
+    con = _unindexed(store, data_dir, tenant)
+    try:
+        con.register("wanted", pa.table({"trace_id": pa.array(trace_ids, pa.string())}))
+        rows = con.execute("WITH page AS (SELECT * FROM todo SEMI JOIN wanted USING (trace_id))" + _PAGE_ROWS).fetchall()
+    finally:
+        con.close()
+    return _write(store, tenant, rows)
+
+
+def _write(store: StateStore, tenant: str, rows: list[tuple]) -> int:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    records = []
+    for trace_id, span_id, started_at, workload, intent_key, key_error, input_messages in rows:
+        text = first_user_message(input_messages)
+        key, status, reason = key_status(intent_key, key_error)
+        records.append((tenant, trace_id, span_id, started_at, workload, key, status, reason, text,
+                        content_hash(text), now))
+    with store.transaction() as con:
+        insert_rows(con, "analysis_index", _COLUMNS, records)  # OR IGNORE: a racing page indexed it first
+    return len(records)

@@ -1,0 +1,52 @@
+"""`rename`: a human-readable display name for a cluster id (tenant-wide; the id never changes)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from verdict.redact import redact_text
+from verdict.tenancy import validate_tenant_id
+from verdict_daemon.clustering import events
+from verdict_daemon.clustering.errors import ClusterError
+from verdict_daemon.state import StateStore
+
+MAX_DISPLAY_NAME = 80
+MAX_CLUSTER_ID = 200
+
+
+def parse_display_name(text: str) -> str:
+    """A display name is shown in reports: short, printable, and free of personal data or secrets."""
+    name = text.strip()
+    if not 1 <= len(name) <= MAX_DISPLAY_NAME:
+        raise ClusterError("invalid_request", f"--display-name must be 1-{MAX_DISPLAY_NAME} characters "
+                           f"(got {len(name)})")
+    if not name.isprintable():
+        raise ClusterError("invalid_request", "--display-name must not contain control characters")
+    if redact_text(name) != name:
+        raise ClusterError("invalid_request", "--display-name looks like it holds personal data or a secret "
+                           f"(redaction would change it to {redact_text(name)!r})")
+    return name
+
+
+def parse_cluster_id(text: str) -> str:
+    if not 1 <= len(text) <= MAX_CLUSTER_ID or not text.isprintable():
+        raise ClusterError("invalid_request", f"--cluster-id must be 1-{MAX_CLUSTER_ID} printable characters")
+    return text
+
+
+def rename(store: StateStore, tenant: str, actor: str, cluster_id: str, display_name: str) -> dict:
+    tenant = validate_tenant_id(tenant)
+    cluster_id, display_name = parse_cluster_id(cluster_id), parse_display_name(display_name)
+    with store.transaction() as con:
+        known = con.execute("SELECT count(*) FROM registry_clusters WHERE tenant_id = ? AND cluster_id = ?",
+                            [tenant, cluster_id]).fetchone()[0]
+        if not known:
+            raise ClusterError("unknown_cluster", f"no version of tenant {tenant}'s registry has cluster {cluster_id!r}")
+        before = con.execute("SELECT display_name FROM cluster_display_names WHERE tenant_id = ? AND cluster_id = ?",
+                             [tenant, cluster_id]).fetchone()
+        con.execute("INSERT OR REPLACE INTO cluster_display_names VALUES (?, ?, ?, ?, ?)",
+                    [tenant, cluster_id, display_name, actor, datetime.now(UTC).replace(tzinfo=None)])
+        events.record(con, tenant, None, "renamed", actor,
+                      detail={"cluster_id": cluster_id, "display_name": display_name,
+                              "previous": before[0] if before else None})
+    return {"cluster_id": cluster_id, "display_name": display_name, "previous": before[0] if before else None}

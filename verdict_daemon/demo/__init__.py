@@ -1,0 +1,14 @@
+"""`make demo` / `python -m verdict.demo`: the newcomer's end-to-end run, offline.
+
+The pieces (each importable on its own; nothing here is imported by `import verdict`):
+
+- `cli`: options, signal handling, progress and the summary (text or `--json`);
+- `orchestrator`: the run: fake LLM, `verdict-collector`, the app, `verdict-daemon`, then the summary;
+- `processes`: child processes in their own sessions, stopped in order (SIGTERM, then SIGKILL);
+- `scenario`: the support bot's intents over MT-Bench questions, the simulated days, the regression;
+- `llm`: what the bundled fake LLM answers (and how the injected regression corrupts it);
+- `app`: the instrumented support-bot app (its own process);
+- `backdating`: the exporter hook that moves spans onto simulated days;
+- `judge`: the deterministic offline judge (`offline/heuristic-judge`);
+- `summary`: the final state read back from `state.duckdb` and the lake.
+"""

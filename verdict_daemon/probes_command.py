@@ -1,0 +1,245 @@
+"""`verdict probes`: run a behaviour-probe suite against a target model (verdict.probes), list and show suites.
+
+    verdict probes run --suite default --target-model openai/gpt-4o --judge-model openai/gpt-4o-mini \
+        --out run.json [--min-pass-rate 1.0] [--min-category-pass-rate R] [--json]
+    verdict probes list [--json]
+    verdict probes show default [--json]
+
+Exit codes of `run`: 0 the weighted suite pass rate (and every category, with --min-category-pass-rate)
+is at or above the threshold; 1 below; 2 execution errors (target, follow-up or judge failures) or bad
+input, with one JSON line `{"error": CODE, "message": ...}` on stderr and no traceback (VERDICT_DEBUG=1
+shows it). The same run, scheduled, is the daemon's `probes` job (`ProbeJob`, [probes] in verdict.toml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, get_args
+
+from verdict.models.base import ModelErrorKind
+from verdict_daemon.errors import DaemonError, internal_error
+
+EXIT_PASS, EXIT_BELOW, EXIT_ERROR = 0, 1, 2
+_MODEL_HELP = ('"openai/<model>", "anthropic/<model>", or "package.module:attribute" naming a verdict Model '
+               "(or a function returning one)")
+log = logging.getLogger("verdict.daemon")
+# A provider's failure as the runner words it ("target: server_error: ...", "judge: model: timeout: ...").
+_PROVIDER_FAILURE = re.compile(rf"(?:target|follow_up|judge: model): (?:{'|'.join(get_args(ModelErrorKind))}):")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("exit codes (run): 0 pass rate >= threshold, 1 below, 2 execution error or bad input "
+                     "(stderr: {\"error\": CODE, \"message\": ...}). See docs/probes.md.")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    run = actions.add_parser("run", help="run a suite against a target model and gate on its pass rate",
+                             description="Run a probe suite: ask the target, judge each expectation, gate.",
+                             epilog=parser.epilog)
+    run.add_argument("--suite", default="default", help='a bundled suite name (default: "default") or a suite YAML')
+    run.add_argument("--target-model", required=True, help=f"the model under test: {_MODEL_HELP}")
+    run.add_argument("--judge-model", required=True, help=f"the judge: {_MODEL_HELP}")
+    run.add_argument("--target-base-url", help="OpenAI/Anthropic-compatible endpoint of the target "
+                     "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL)")
+    run.add_argument("--judge-base-url", help="endpoint of the judge (default: the provider's environment variable)")
+    run.add_argument("--min-pass-rate", type=float, default=1.0,
+                     help="threshold in [0, 1] for the weighted suite pass rate (default 1.0)")
+    run.add_argument("--min-category-pass-rate", type=float,
+                     help="also require every category's weighted pass rate to reach this (default: not gated)")
+    run.add_argument("--concurrency", type=int, default=8, help="calls in flight (default 8)")
+    run.add_argument("--out", type=Path, help="write the run artifact (JSON, redacted) here")
+    run.add_argument("--json", action="store_true", help="print the artifact instead of the table")
+    listing = actions.add_parser("list", help="list the bundled suites", description="List the bundled suites.")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    show = actions.add_parser("show", help="validate a suite and show its probes",
+                              description="Validate a suite (bundled name or YAML) and show its probes.")
+    show.add_argument("suite", help="a bundled suite name or a suite YAML file")
+    show.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return {"run": _run, "list": _list, "show": _show}[args.action](args)
+    except DaemonError as exc:
+        print(json.dumps({"error": exc.code, "message": exc.message}), file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:
+        if os.environ.get("VERDICT_DEBUG") == "1":
+            raise
+        error = internal_error(exc)
+        print(json.dumps({"error": error.code, "message": error.message}), file=sys.stderr)
+        return EXIT_ERROR
+
+
+# --- run ------------------------------------------------------------------------------------------------------
+def _run(args: argparse.Namespace) -> int:
+    from verdict.probes.artifact import write_artifact
+    from verdict.probes.runner import run_suite
+
+    for flag, value in (("--min-pass-rate", args.min_pass_rate), ("--min-category-pass-rate",
+                                                                   args.min_category_pass_rate)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise DaemonError("invalid_config", f"{flag} must be in [0, 1], got {value}")
+    if args.concurrency < 1:
+        raise DaemonError("invalid_config", f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.out is not None and not os.access(args.out.parent.resolve(), os.W_OK):
+        raise DaemonError("invalid_config", f"--out {args.out}: the directory does not exist or is not writable")
+    suite = load_suite_spec(args.suite)
+    target = resolve_model_spec(args.target_model, args.target_base_url, "--target-model")
+    judge = resolve_model_spec(args.judge_model, args.judge_base_url, "--judge-model")
+    result = run_suite(suite, target, judge, min_pass_rate=args.min_pass_rate,
+                       min_category_pass_rate=args.min_category_pass_rate, max_workers=args.concurrency,
+                       progress=lambda message: print(f"probes: {message}", file=sys.stderr, flush=True))
+    print(json.dumps(result.to_dict(), indent=2) if args.json else table(result))
+    if args.out is not None:
+        try:
+            write_artifact(result, args.out)
+        except OSError as exc:
+            raise DaemonError("invalid_config", f"--out {args.out}: cannot write ({exc.strerror})") from None
+    return exit_code(result)
+
+
+def exit_code(result: Any) -> int:
+    """2 (after one error line on stderr) on execution errors, else 0 when the gate passes, 1 when not."""
+    if result.errors:
+        expectations = [e for r in result.results for e in r.expectations]
+        down = all(e.error is not None and _PROVIDER_FAILURE.match(e.error) for e in expectations)
+        code = "provider_unavailable" if down else "probe_error"
+        print(json.dumps({"error": code, "message": f"{result.errors} of {len(result.results)} probe(s) could "
+                          "not be executed or judged; their expectations are ERROR (see the results)"}),
+              file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_PASS if result.gate.passed else EXIT_BELOW
+
+
+def load_suite_spec(spec: str) -> Any:
+    from verdict.probes.suite import SuiteError, resolve_suite
+
+    try:
+        return resolve_suite(spec)
+    except SuiteError as exc:
+        raise DaemonError("invalid_suite", str(exc)) from None
+
+
+def resolve_model_spec(spec: str, base_url: str | None, flag: str) -> Any:
+    """A provider model string (with an optional endpoint) or a 'module:attribute' Model."""
+    from verdict.models.registry import resolve_model
+    from verdict_daemon.evaluators import resolve_judge_model
+
+    if ":" in spec and "/" not in spec.partition(":")[0]:
+        if base_url is not None:
+            raise DaemonError("invalid_config", f"{flag} {spec!r}: a base URL applies to provider model strings only")
+        try:
+            return resolve_judge_model(spec)
+        except DaemonError as exc:
+            raise DaemonError("invalid_config", f"{flag}: {exc.message}") from None
+    try:
+        return resolve_model(spec, **({"base_url": base_url} if base_url else {}))
+    except ValueError as exc:
+        code = "provider_unavailable" if "no API key" in str(exc) else "invalid_config"
+        raise DaemonError(code, f"{flag} {spec!r}: {exc}") from None
+
+
+def table(result: Any) -> str:
+    """One row per probe (failing expectations named), one per category, and the gate line."""
+    name_width = max(len("probe"), *(len(r.name) for r in result.results))
+    category_width = max(len("category"), *(len(c) for c in result.categories))
+    lines = [f"{'probe':<{name_width}}  {'category':<{category_width}}  weight  outcome  detail"]
+    for r in result.results:
+        detail = r.error if r.error else ", ".join(f"{e.dimension}={e.verdict} (expected {e.expected})"
+                                                   for e in r.expectations if not e.passed)
+        lines.append(f"{r.name:<{name_width}}  {r.category:<{category_width}}  {r.weight:>6g}  "
+                     f"{r.outcome.value:<7}  {detail}".rstrip())
+    lines += ["", f"{'category':<{category_width}}  probes  passed  errors  pass rate  agreement"]
+    for category, s in result.categories.items():
+        lines.append(f"{category:<{category_width}}  {s.probes:>6}  {s.passed:>6}  {s.errors:>6}  "
+                     f"{_rate(s.pass_rate):>9}  {_rate(s.expectation_agreement):>9}")
+    s, gate = result.score, result.gate
+    threshold = f"pass rate >= {result.min_pass_rate:g}"
+    if result.min_category_pass_rate is not None:
+        threshold += f", every category >= {result.min_category_pass_rate:g}"
+    lines += ["", f"suite {result.suite_name} {result.suite_version} on {result.target_model} (judge "
+              f"{result.judge_model}): {s.passed}/{s.probes} probes passed, {s.errors} error(s); weighted pass "
+              f"rate {_rate(s.pass_rate)}, expectation agreement {_rate(s.expectation_agreement)}; gate: "
+              f"{threshold} -> {'PASS' if gate.passed else 'FAIL'}"]
+    return "\n".join(lines)
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+# --- list / show ----------------------------------------------------------------------------------------------
+def _list(args: argparse.Namespace) -> int:
+    from verdict.probes.suite import bundled_suites
+
+    suites = [load_suite_spec(name) for name in bundled_suites()]
+    rows = [{"name": s.name, "version": s.version, "probes": len(s.probes), "categories": list(s.categories),
+             "fingerprint": s.fingerprint} for s in suites]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['name']} {row['version']}: {row['probes']} probes ({', '.join(row['categories'])})")
+    return EXIT_PASS
+
+
+def _show(args: argparse.Namespace) -> int:
+    suite = load_suite_spec(args.suite)
+    if args.json:
+        print(json.dumps({"name": suite.name, "version": suite.version, "fingerprint": suite.fingerprint,
+                          "rubric": suite.rubric.canonical(), "target_params": dict(suite.target_params),
+                          "probes": [p.canonical() for p in suite.probes]}, indent=2))
+        return EXIT_PASS
+    width = max(len(p.name) for p in suite.probes)
+    print(f"suite {suite.name} {suite.version} (rubric {suite.rubric.name} {suite.rubric.version}, "
+          f"fingerprint {suite.fingerprint[:12]})")
+    for p in suite.probes:
+        expect = ", ".join(f"{e.dimension}={e.label}" for e in p.expectations)
+        print(f"{p.name:<{width}}  {p.category}  weight {p.weight:g}  turns {p.turns}  expect {expect}")
+    return EXIT_PASS
+
+
+# --- the daemon's scheduled job ------------------------------------------------------------------------------
+class ProbeJob:
+    """The daemon's `probes` job: the suite and both models are resolved when the daemon starts (a bad
+    [probes] section stops it with invalid_config / invalid_suite); each run writes one artifact
+    `<out_dir>/<suite>-<version>-<UTC time>.json` and logs the outcome. A run never raises."""
+
+    def __init__(self, settings: Any, data_dir: Path) -> None:
+        self.settings = settings
+        self.suite = load_suite_spec(str(settings.suite))
+        self.target = resolve_model_spec(settings.target_model, settings.target_base_url, "probes.target_model")
+        self.judge = resolve_model_spec(settings.judge_model, settings.judge_base_url, "probes.judge_model")
+        self.out_dir = settings.out_dir if settings.out_dir is not None else data_dir / "probes"
+
+    def __call__(self) -> Path | None:
+        from verdict.probes.artifact import write_artifact
+        from verdict.probes.runner import run_suite
+
+        try:
+            result = run_suite(self.suite, self.target, self.judge, min_pass_rate=self.settings.min_pass_rate,
+                               min_category_pass_rate=self.settings.min_category_pass_rate)
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            path = write_artifact(result, self.out_dir / f"{self.suite.name}-{self.suite.version}-{stamp}.json")
+        except OSError as exc:
+            log.error("job=probes error=storage_error: cannot write to %s (%s)", self.out_dir, exc.strerror)
+            return None
+        except Exception as exc:  # a bug must not kill the scheduler thread
+            log.error("job=probes error=internal_error: %s", type(exc).__name__,
+                      exc_info=log.isEnabledFor(logging.DEBUG))
+            return None
+        s = result.score
+        if result.errors:
+            log.error("job=probes error=probe_error: %d of %d probe(s) could not be executed or judged; artifact %s",
+                      result.errors, s.probes, path)
+        else:
+            log.info("job=probes suite=%s-%s pass_rate=%s gate=%s artifact=%s", self.suite.name, self.suite.version,
+                     _rate(s.pass_rate), "pass" if result.gate.passed else "fail", path)
+        return path

@@ -1,0 +1,284 @@
+"""Read one tenant's monitoring state into a ReportData, aggregating in DuckDB SQL.
+
+The tenant's `judgments`, `drift_runs` and `drift_signals` come from `add_state_views` (the same
+tables `verdict sql` shows, so report figures match what an analyst queries). The few other things
+a report needs (sampled traces per cluster, judge spend, sentinel checks, the content of signal
+example traces) are read in a second read-only attach as small aggregates. Rows never reach Python
+except the handful of example traces; everything else arrives aggregated per cluster × dimension × day.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from collector.lake import spans_root
+from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict_daemon import views
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.report.model import (
+    CoverageRow,
+    DriftWindows,
+    EvaluatorSection,
+    ExampleTrace,
+    HeatCell,
+    Panel,
+    RatePoint,
+    RateSeries,
+    ReportData,
+    SentinelRow,
+    SignalRow,
+    SpendDay,
+    SpendRow,
+)
+from verdict_daemon.state import STATE_FILE
+
+UNASSIGNED = "(not assigned yet)"  # judged before the assign step gave the trace a cluster
+_A = views._ALIAS  # the alias views attaches state.duckdb under (read-only, detached again)
+
+# Per-tenant extracts of state tables `add_state_views` does not expose; only aggregates and ids.
+_EXTRACTS = (
+    f"""CREATE TEMP TABLE sampled_per_cluster AS
+        SELECT coalesce(c.cluster, '{UNASSIGNED}') AS cluster, count(*) AS sampled
+        FROM {_A}.sampled_traces s
+        LEFT JOIN {_A}.cluster_assignments c ON c.tenant_id = s.tenant_id AND c.trace_id = s.trace_id
+        WHERE s.tenant_id = $tenant GROUP BY ALL""",
+    f"""CREATE TEMP TABLE spend AS
+        SELECT coalesce(e.name, a.fingerprint[:12]) AS evaluator, a.fingerprint, count(*) AS attempts,
+               count(*) FILTER (WHERE a.status = 'ERROR') AS errors,
+               coalesce(sum(a.input_tokens), 0) AS input_tokens, coalesce(sum(a.output_tokens), 0) AS output_tokens,
+               coalesce(sum(a.cost_usd), 0) AS cost_usd
+        FROM {_A}.judgment_attempts a
+        LEFT JOIN {_A}.evaluators e ON e.tenant_id = a.tenant_id AND e.fingerprint = a.fingerprint
+        WHERE a.tenant_id = $tenant GROUP BY ALL""",
+    f"""CREATE TEMP TABLE spend_days AS
+        SELECT judged_at::DATE AS day, coalesce(sum(input_tokens), 0) AS input_tokens,
+               coalesce(sum(output_tokens), 0) AS output_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
+        FROM {_A}.judgment_attempts WHERE tenant_id = $tenant GROUP BY ALL""",
+    f"""CREATE TEMP TABLE sentinel AS
+        SELECT evaluator, fingerprint, status, reason, examples, usable, errors, passed, pass_rate, pass_rate_low,
+               pass_rate_high, threshold, minimum_examples, sentinel_file, checked_at,
+               count(*) OVER (PARTITION BY fingerprint) AS checks
+        FROM {_A}.sentinel_health WHERE tenant_id = $tenant
+        QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY checked_at DESC) = 1""",
+    f"""CREATE TEMP TABLE example_content AS
+        SELECT trace_id, started_at, query, response FROM {_A}.sampled_traces
+        WHERE tenant_id = $tenant AND trace_id IN (
+            SELECT unnest(from_json(examples, '["VARCHAR"]')) FROM drift_signals)""",
+)
+
+_LATEST_RUNS = """
+    SELECT fingerprint, run_id, as_of, baseline_start, baseline_end, current_start, alpha, effect_gate, min_usable,
+           judgments, cells, tested, signals
+    FROM drift_runs QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY completed_at DESC, as_of DESC) = 1"""
+
+# Binary verdict rows only (scores have no pass rate); UNCLEAR/ERROR are excluded from the denominator.
+_DAILY = f"""
+    SELECT fingerprint, coalesce(cluster, '{UNASSIGNED}') AS cluster, dimension, started_at::DATE AS day,
+           count(*) FILTER (WHERE value = 'PASS') AS passed, count(*) FILTER (WHERE value IN ('PASS', 'FAIL')) AS usable
+    FROM judgments WHERE value IN ('PASS', 'FAIL')
+    GROUP BY ALL ORDER BY fingerprint, cluster, dimension, day"""
+
+_HEAT = f"""
+    SELECT coalesce(cluster, '{UNASSIGNED}') AS cluster, dimension,
+           count(*) FILTER (WHERE value = 'PASS' AND started_at >= $lo AND started_at < $hi) AS passed,
+           count(*) FILTER (WHERE value IN ('PASS', 'FAIL') AND started_at >= $lo AND started_at < $hi) AS usable
+    FROM judgments WHERE fingerprint = $fp AND value IN ('PASS', 'FAIL', 'UNCLEAR')
+    GROUP BY ALL ORDER BY cluster, dimension"""
+
+_COVERAGE = f"""
+    WITH per AS (
+        SELECT coalesce(cluster, '{UNASSIGNED}') AS cluster, count(DISTINCT trace_id) AS judged,
+               count(DISTINCT trace_id) FILTER (WHERE status = 'ERROR') AS error_traces,
+               count(*) FILTER (WHERE dimension IS NOT NULL) AS verdicts,
+               count(*) FILTER (WHERE value = 'UNCLEAR') AS unclear,
+               count(*) FILTER (WHERE value IN ('PASS', 'FAIL') OR (dimension IS NOT NULL AND score IS NOT NULL)) AS usable
+        FROM judgments WHERE fingerprint = $fp GROUP BY ALL)
+    SELECT coalesce(s.cluster, per.cluster) AS cluster, coalesce(s.sampled, 0), coalesce(per.judged, 0),
+           coalesce(per.error_traces, 0), coalesce(per.verdicts, 0), coalesce(per.unclear, 0), coalesce(per.usable, 0)
+    FROM sampled_per_cluster s FULL JOIN per USING (cluster) ORDER BY 1"""
+
+_EXAMPLES = """
+    SELECT x.trace_id, x.started_at, x.query, x.response, j.value, j.reason, j.error_code
+    FROM (SELECT unnest($ids::VARCHAR[]) AS trace_id, generate_subscripts($ids::VARCHAR[], 1) AS pos) ids
+    JOIN example_content x USING (trace_id)
+    LEFT JOIN judgments j ON j.trace_id = x.trace_id AND j.fingerprint = $fp
+         AND (j.dimension = $dim OR j.dimension IS NULL)
+    ORDER BY ids.pos"""
+
+
+def checked_tenant(tenant: str | None) -> str:
+    if not tenant:
+        raise DaemonError("tenant_required", "give --tenant (or set VERDICT_TENANT)")
+    try:
+        return validate_tenant_id(tenant)
+    except InvalidTenantError as exc:
+        raise DaemonError("tenant_required", str(exc)) from None
+
+
+def checked_data_dir(data_dir: Path | str | None) -> Path:
+    if data_dir is None:
+        raise DaemonError("invalid_config", "give --data-dir (the directory verdict-collector and the daemon use)")
+    path = Path(data_dir)
+    if not path.is_dir():
+        raise DaemonError("invalid_config", f"--data-dir: {path} is not an existing directory")
+    return path.resolve()
+
+
+def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: Panel, lock_timeout: float = 10.0,
+           generated_at: datetime | None = None) -> ReportData:
+    """The tenant's ReportData; `unknown_tenant` when the data dir has neither spans nor state for it."""
+    import duckdb
+
+    tenant = checked_tenant(tenant)
+    root = checked_data_dir(data_dir)
+    at = generated_at or datetime.now(UTC)
+    in_lake = (spans_root(root) / f"tenant={tenant}").is_dir()
+    state = root / STATE_FILE
+    if not state.exists():
+        if not in_lake:
+            raise _unknown(tenant, root)
+        return ReportData(tenant, at, 0, (), (), (), (), probes, review)
+    con = duckdb.connect()
+    try:
+        views.add_state_views(con, root, tenant, lock_timeout=lock_timeout)
+        views._attach(con, state, lock_timeout)
+        try:
+            for statement in _EXTRACTS:
+                con.execute(statement, {"tenant": tenant})
+        finally:
+            con.execute(f"DETACH {_A}")
+        sampled = con.execute("SELECT coalesce(sum(sampled), 0) FROM sampled_per_cluster").fetchone()[0]
+        known = con.execute("SELECT (SELECT count(*) FROM spend) + (SELECT count(*) FROM sentinel)").fetchone()[0]
+        if not (in_lake or sampled or known):
+            raise _unknown(tenant, root)
+        return ReportData(tenant, at, int(sampled), _sections(con), _sentinel(con), _spend(con), _spend_days(con),
+                          probes, review)
+    except duckdb.Error as exc:
+        raise DaemonError("storage_error", f"{state}: {str(exc).splitlines()[0][:300]}") from None
+    finally:
+        con.close()
+
+
+def _unknown(tenant: str, root: Path) -> DaemonError:
+    return DaemonError("unknown_tenant", f"tenant {tenant!r} has no spans and no state in {root}")
+
+
+def _sections(con) -> tuple[EvaluatorSection, ...]:
+    runs = {row[0]: DriftWindows(*row[1:]) for row in con.execute(_LATEST_RUNS).fetchall()}
+    names = dict(con.execute("""
+        SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM judgments GROUP BY fingerprint
+        UNION ALL SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM drift_runs
+        WHERE fingerprint NOT IN (SELECT fingerprint FROM judgments) GROUP BY fingerprint""").fetchall())
+    series = _series(con)
+    scored = _score_dimensions(con)
+    out = []
+    for fp, name in sorted(names.items(), key=lambda kv: (kv[1], kv[0])):
+        run = runs.get(fp)
+        signals = _signals(con, fp, run, scored.get(fp, ())) if run else ()
+        period, cells = _heatmap(con, fp, run, signals)
+        out.append(EvaluatorSection(name, fp, run, series.get(fp, ()), cells, period, signals,
+                                    _coverage(con, fp), scored.get(fp, ())))
+    return tuple(out)
+
+
+def _score_dimensions(con) -> dict[str, tuple[str, ...]]:
+    rows = con.execute("""
+        SELECT fingerprint, dimension FROM judgments WHERE dimension IS NOT NULL GROUP BY ALL
+        HAVING count(score) > 0 AND count(*) FILTER (WHERE value IN ('PASS', 'FAIL', 'UNCLEAR')) = 0
+        ORDER BY ALL""").fetchall()
+    out: dict[str, tuple[str, ...]] = {}
+    for fp, dimension in rows:
+        out[fp] = (*out.get(fp, ()), dimension)
+    return out
+
+
+def _series(con) -> dict[str, tuple[RateSeries, ...]]:
+    import numpy as np
+
+    from verdict.stats.proportions import wilson_bounds
+
+    table = con.execute(_DAILY).fetchnumpy()
+    if not len(table["day"]):
+        return {}
+    passed, usable = table["passed"].astype(np.int64), table["usable"].astype(np.int64)
+    low, high = wilson_bounds(passed, usable, 0.95)  # verdict.stats' Wilson, vectorised over every day
+    grouped: dict[tuple[str, str, str], list[RatePoint]] = {}
+    for i, key in enumerate(zip(table["fingerprint"], table["cluster"], table["dimension"], strict=True)):
+        day = table["day"][i].astype("datetime64[D]").item()
+        grouped.setdefault(key, []).append(RatePoint(day, int(passed[i]), int(usable[i]), float(passed[i] / usable[i]),
+                                                     float(low[i]), float(high[i])))
+    out: dict[str, tuple[RateSeries, ...]] = {}
+    for (fp, cluster, dimension), points in grouped.items():
+        out[fp] = (*out.get(fp, ()), RateSeries(cluster, dimension, tuple(points)))
+    return out
+
+
+def _heatmap(con, fp: str, run: DriftWindows | None, signals: tuple[SignalRow, ...]):
+    """Cells over the latest run's current window, or over the last day with verdicts when no run exists."""
+    if run is not None:
+        lo, hi = run.current_start, run.as_of
+    else:
+        last = con.execute("SELECT max(started_at)::DATE FROM judgments WHERE fingerprint = ? "
+                           "AND value IN ('PASS', 'FAIL')", [fp]).fetchone()[0]
+        if last is None:
+            return None, ()
+        lo = datetime(last.year, last.month, last.day)
+        hi = lo + timedelta(days=1)
+    flagged = {(s.cluster, s.dimension): s.kind for s in signals}
+    cells = tuple(HeatCell(cluster, dimension, passed, usable, passed / usable if usable else None,
+                           flagged.get((cluster, dimension)))
+                  for cluster, dimension, passed, usable in con.execute(_HEAT, {"fp": fp, "lo": lo, "hi": hi}).fetchall())
+    return (lo, hi), cells
+
+
+def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...]) -> tuple[SignalRow, ...]:
+    rows = con.execute("""
+        SELECT signal_id, cluster, dimension, kind, baseline_level, current_level, baseline_n, current_n, delta,
+               delta_low, delta_high, p_value, adjusted_p, examples
+        FROM drift_signals WHERE run_id = ? AND fingerprint = ?
+        ORDER BY kind, adjusted_p NULLS LAST, cluster, dimension""", [run.run_id, fp]).fetchall()
+    mdes = _mdes(rows, run, score_dimensions)
+    out = []
+    for row, mde in zip(rows, mdes, strict=True):
+        ids = json.loads(row[13]) if row[13] else []
+        examples = tuple(ExampleTrace(*x) for x in con.execute(
+            _EXAMPLES, {"ids": ids, "fp": fp, "dim": row[2]}).fetchall()) if ids else ()
+        out.append(SignalRow(*row[:13], mde, examples))
+    return tuple(out)
+
+
+def _mdes(rows: list[tuple], run: DriftWindows, score_dimensions: tuple[str, ...]) -> list[float | None]:
+    """Minimum detectable effect at the run's alpha and the detector's default power (0.8), recomputed with
+    verdict.stats.power from the stored sizes as DriftDetector does: a drop in pass rate for PASS/FAIL
+    dimensions, |Cliff's delta| for scores; none for coverage drops (their n counts every outcome)."""
+    from verdict.stats.power import minimum_detectable_delta, minimum_detectable_drop
+
+    out: list[float | None] = []
+    for _, _, dimension, kind, base_level, _, base_n, cur_n, *_ in rows:
+        if kind == "coverage_drop" or not base_n or not cur_n:
+            out.append(None)
+        elif dimension in score_dimensions:
+            out.append(float(minimum_detectable_delta(base_n, cur_n, alpha=run.alpha)))
+        else:
+            out.append(float(minimum_detectable_drop(base_level, base_n, cur_n, alpha=run.alpha)))
+    return out
+
+
+def _coverage(con, fp: str) -> tuple[CoverageRow, ...]:
+    return tuple(CoverageRow(*row) for row in con.execute(_COVERAGE, {"fp": fp}).fetchall())
+
+
+def _sentinel(con) -> tuple[SentinelRow, ...]:
+    rows = con.execute("SELECT * FROM sentinel ORDER BY evaluator, checked_at DESC").fetchall()
+    # Only the file's name: the stored path is the daemon host's layout, not something a reader needs.
+    return tuple(SentinelRow(*row[:13], Path(row[13]).name, *row[14:]) for row in rows)
+
+
+def _spend(con) -> tuple[SpendRow, ...]:
+    return tuple(SpendRow(*row) for row in con.execute("SELECT * FROM spend ORDER BY evaluator, fingerprint").fetchall())
+
+
+def _spend_days(con) -> tuple[SpendDay, ...]:
+    return tuple(SpendDay(*row) for row in con.execute("SELECT * FROM spend_days ORDER BY day").fetchall())

@@ -1,0 +1,194 @@
+"""What a report shows: typed, already-aggregated values (no row-level data besides signal examples)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+
+
+@dataclass(frozen=True)
+class DriftWindows:
+    """The latest completed drift run of one evaluator fingerprint (its windows and gates)."""
+
+    run_id: str
+    as_of: datetime
+    baseline_start: datetime
+    baseline_end: datetime
+    current_start: datetime
+    alpha: float
+    effect_gate: float
+    min_usable: int
+    judgments: int
+    cells: int
+    tested: int
+    signals: int
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    """One UTC day of one cluster × dimension: PASS out of PASS+FAIL, with the 95 % Wilson interval."""
+
+    day: date
+    passed: int
+    usable: int
+    rate: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class RateSeries:
+    cluster: str
+    dimension: str
+    points: tuple[RatePoint, ...]
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    """Latest pass rate of a cluster × dimension (the latest run's current window, else the last day)."""
+
+    cluster: str
+    dimension: str
+    passed: int
+    usable: int
+    rate: float | None  # None: no usable verdict in that period
+    signal: str | None  # regression / improvement / coverage_drop raised on this cell by the latest run
+
+
+@dataclass(frozen=True)
+class ExampleTrace:
+    """An example trace of a signal: redacted conversation and the judge's latest verdict on the dimension."""
+
+    trace_id: str
+    started_at: datetime | None
+    query: str | None
+    response: str | None
+    value: str | None
+    reason: str | None
+    error_code: str | None
+
+
+@dataclass(frozen=True)
+class SignalRow:
+    signal_id: str
+    cluster: str
+    dimension: str
+    kind: str
+    baseline_level: float | None
+    current_level: float | None
+    baseline_n: int
+    current_n: int
+    delta: float | None
+    delta_low: float | None
+    delta_high: float | None
+    p_value: float | None
+    adjusted_p: float | None
+    mde: float | None  # computed with verdict.stats.power (not stored); None for coverage drops
+    examples: tuple[ExampleTrace, ...]
+
+
+@dataclass(frozen=True)
+class CoverageRow:
+    """Latest attempt per sampled trace of one cluster: how much of it yields usable verdicts."""
+
+    cluster: str
+    sampled: int
+    judged: int  # traces with a latest attempt by this evaluator
+    error_traces: int  # latest attempt ERROR
+    verdicts: int
+    unclear: int
+    usable: int  # PASS/FAIL verdicts or scores
+
+    @property
+    def pending(self) -> int:
+        return max(self.sampled - self.judged, 0)
+
+    @property
+    def error_share(self) -> float | None:
+        return self.error_traces / self.judged if self.judged else None
+
+    @property
+    def unclear_share(self) -> float | None:
+        return self.unclear / self.verdicts if self.verdicts else None
+
+
+@dataclass(frozen=True)
+class EvaluatorSection:
+    """Everything shown per evaluator fingerprint (results of different fingerprints are never pooled)."""
+
+    name: str
+    fingerprint: str
+    run: DriftWindows | None
+    series: tuple[RateSeries, ...]
+    heatmap: tuple[HeatCell, ...]
+    heat_period: tuple[datetime, datetime] | None
+    signals: tuple[SignalRow, ...]
+    coverage: tuple[CoverageRow, ...]
+    score_dimensions: tuple[str, ...]  # numeric dimensions: in the signals table, not in pass-rate charts
+
+
+@dataclass(frozen=True)
+class SentinelRow:
+    evaluator: str
+    fingerprint: str
+    status: str
+    reason: str
+    examples: int
+    usable: int
+    errors: int
+    passed: int
+    pass_rate: float | None
+    pass_rate_low: float | None
+    pass_rate_high: float | None
+    threshold: float
+    minimum_examples: int
+    sentinel_file: str
+    checked_at: datetime
+    checks: int  # how many checks this evaluator has on record
+
+
+@dataclass(frozen=True)
+class SpendRow:
+    """Judge spend: every attempt counts (retries and errors included), not only the latest."""
+
+    evaluator: str
+    fingerprint: str
+    attempts: int
+    errors: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class SpendDay:
+    day: date
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A panel fed by an optional component (probes, review queue): rows of label → value, or why empty."""
+
+    rows: tuple[tuple[str, ...], ...]
+    columns: tuple[str, ...]
+    empty_reason: str | None
+
+
+@dataclass(frozen=True)
+class ReportData:
+    tenant: str
+    generated_at: datetime
+    sampled_traces: int
+    evaluators: tuple[EvaluatorSection, ...]
+    sentinel: tuple[SentinelRow, ...]
+    spend: tuple[SpendRow, ...]
+    spend_days: tuple[SpendDay, ...]
+    probes: Panel
+    review: Panel
+
+    @property
+    def signal_count(self) -> int:
+        return sum(len(e.signals) for e in self.evaluators)

@@ -1,0 +1,96 @@
+"""`verdict report`: write one tenant's monitoring state as a single self-contained HTML file.
+
+Exit codes: 0 the report was written; 2 it was not (bad option, missing data dir, invalid or unknown
+tenant, unreadable or locked state, unwritable output), with `{"error": {"code", "message"}}` on
+stdout under --json, else one line `verdict report: error [<code>]: <message>` on stderr; never a
+traceback (VERDICT_DEBUG=1 re-raises unexpected errors). The output file is written to a temporary
+name and renamed, so a failed run leaves no partial file (and an existing report untouched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_ERROR = 0, 2
+
+_EPILOG = """\
+panels: drift signals of the latest run per evaluator (adjusted p, Cliff's delta with its CI, minimum
+detectable effect, example traces with the redacted conversation and the judge's rationale); latest pass
+rate per cluster x dimension (heatmap); daily pass rate per cluster x dimension with 95% Wilson bands and
+the drift windows shaded; coverage (UNCLEAR/ERROR shares); judge health (sentinel checks) and probe
+results; human review queue; judge tokens and cost. Empty panels say why they are empty.
+
+The file has inline CSS and SVG only (no script, no network at view time) and redacted content only.
+
+exit codes: 0 written; 2 error (codes: invalid_config, tenant_required, unknown_tenant, storage_locked,
+storage_error, internal_error).
+
+example:
+  verdict report --data-dir ./verdict-data --tenant acme --out report.html
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
+    parser.add_argument("--data-dir", type=Path, help="the data directory of verdict-collector and the daemon "
+                        "(span lake and state.duckdb)")
+    parser.add_argument("--tenant", default=os.environ.get("VERDICT_TENANT"),
+                        help="tenant to report on [env VERDICT_TENANT]")
+    parser.add_argument("--out", type=Path, default=Path("report.html"),
+                        help="HTML file to write (default: report.html; its directory must exist)")
+    parser.add_argument("--probes", type=Path, action="append", default=[], metavar="RUN_JSON",
+                        help="a probe-run artifact (`verdict probes run --out`) to show; repeat for several")
+    parser.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="how long to wait for state.duckdb held by another process (default 10)")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"report": path, ...} (or the error) as JSON on stdout')
+    parser.error = _usage_error  # argparse's own failures speak the closed vocabulary too
+
+
+def _usage_error(message: str):
+    from verdict_daemon.errors import DaemonError
+
+    sys.exit(_fail(argparse.Namespace(json="--json" in sys.argv[1:]), DaemonError("invalid_config", message)))
+
+
+def run(args: argparse.Namespace) -> int:
+    from verdict_daemon.errors import DaemonError, internal_error
+
+    try:
+        summary = _write(args)
+    except DaemonError as exc:
+        return _fail(args, exc)
+    except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
+        if os.environ.get("VERDICT_DEBUG"):
+            raise
+        return _fail(args, internal_error(exc))
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"wrote {summary['report']} (tenant {summary['tenant']}: {summary['evaluators']} evaluator(s), "
+              f"{summary['signals']} signal(s), {summary['bytes']:,} bytes)")
+    return EXIT_OK
+
+
+def _write(args: argparse.Namespace) -> dict:
+    from verdict_daemon.report.render import render
+    from verdict_daemon.report.writer import build_report, checked_out, write_html
+
+    checked_out(args.out)  # fail before the work, not after it
+    data = build_report(args.data_dir, args.tenant, probes=args.probes, lock_timeout=args.lock_timeout)
+    path = write_html(render(data), args.out)
+    return {"report": str(path), "tenant": data.tenant, "evaluators": len(data.evaluators),
+            "signals": data.signal_count, "sampled_traces": data.sampled_traces, "bytes": path.stat().st_size}
+
+
+def _fail(args: argparse.Namespace, exc) -> int:
+    if args.json:
+        print(json.dumps({"error": {"code": exc.code, "message": exc.message, **exc.details}}))
+    else:
+        print(f"verdict report: error [{exc.code}]: {exc.message}", file=sys.stderr)
+    return EXIT_ERROR

@@ -1,0 +1,144 @@
+"""What reviewer labels feed: the judge-vs-human agreement harness and sentinel-set export.
+
+- `review_agreement`: per dimension, the latest human label on each item against the judge verdict of
+  that item, through verdict.agreement.evaluate_agreement (TPR, TNR, raw agreement with Wilson
+  intervals, Cohen's kappa and Gwet's AC1 with theirs). One evaluator at a time: labels of items
+  judged by several evaluator fingerprints need an explicit choice (`evaluator_ambiguous`).
+- `export_sentinel`: one sentinel example per labelled trace (verdict.sentinel's JSONL), the latest
+  label per (trace, dimension) across the trace's items, content redacted. The file is written
+  atomically, so a failed export leaves no partial file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from verdict.redact import redact_text
+from verdict.tenancy import validate_tenant_id
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.state import StateStore
+
+# Latest label per (item, dimension), with the item's judge verdict and content.
+_LATEST = """
+SELECT l.item_id, i.trace_id, i.fingerprint, e.name, l.dimension, l.label, l.critique, v.value, v.reason,
+       l.labelled_at, l.revision
+FROM review_labels l
+JOIN review_items i ON i.tenant_id = l.tenant_id AND i.item_id = l.item_id
+LEFT JOIN dimension_verdicts v ON v.tenant_id = l.tenant_id AND v.attempt_id = l.item_id AND v.dimension = l.dimension
+LEFT JOIN evaluators e ON e.tenant_id = l.tenant_id AND e.fingerprint = i.fingerprint
+WHERE l.tenant_id = $t
+QUALIFY row_number() OVER (PARTITION BY l.item_id, l.dimension ORDER BY l.revision DESC) = 1
+ORDER BY l.dimension, l.item_id
+"""
+
+
+@dataclass(frozen=True)
+class DimensionAgreement:
+    dimension: str
+    report: Any  # verdict.agreement.AgreementReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dimension": self.dimension, **_plain(asdict(self.report))}
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: NaN (a rate with no trials) becomes None."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _latest_rows(store: StateStore, tenant: str) -> list[tuple]:
+    if not store.path.exists():
+        return []
+    with store.transaction() as con:
+        return con.execute(_LATEST, {"t": tenant}).fetchall()
+
+
+def choose_fingerprint(present: dict[str, str | None], evaluator: str | None, fingerprint: str | None) -> str:
+    """The one fingerprint to use among `present` (fingerprint -> evaluator name), by name or fingerprint."""
+    if fingerprint is not None:
+        if fingerprint not in present:
+            raise DaemonError("invalid_config", f"--fingerprint: no judgments by {fingerprint} "
+                              f"(present: {', '.join(sorted(present)) or 'none'})")
+        return fingerprint
+    candidates = sorted(f for f, name in present.items() if evaluator is None or name == evaluator)
+    if evaluator is not None and not candidates:
+        names = sorted({str(n) for n in present.values()})
+        raise DaemonError("invalid_config", f"--evaluator: no judgments by {evaluator!r} (present: {', '.join(names)})")
+    if len(candidates) > 1:
+        named = ", ".join(f"{f} ({present[f]})" for f in candidates)
+        raise DaemonError("evaluator_ambiguous", f"judgments by {len(candidates)} evaluator fingerprints: {named}; "
+                          "choose one with --fingerprint (or --evaluator)",
+                          {"fingerprints": candidates})
+    return candidates[0]
+
+
+def review_agreement(store: StateStore, tenant: str, *, evaluator: str | None = None, fingerprint: str | None = None,
+                     positive: str = "FAIL", confidence: float = 0.95) -> tuple[str, list[DimensionAgreement]]:
+    """(fingerprint, per-dimension agreement of the judge with the latest human labels)."""
+    from verdict.agreement import LabelledItem, evaluate_agreement
+
+    tenant = validate_tenant_id(tenant)
+    rows = _latest_rows(store, tenant)
+    if not rows:
+        raise DaemonError("no_labels", f"tenant {tenant!r} has no reviewer labels yet")
+    chosen = choose_fingerprint({r[2]: r[3] for r in rows}, evaluator, fingerprint)
+    by_dimension: dict[str, list] = {}
+    for item, _trace, fp, _name, dimension, label, critique, value, reason, _at, _rev in rows:
+        if fp == chosen:
+            by_dimension.setdefault(dimension, []).append(
+                LabelledItem(item, label, value if value in ("PASS", "FAIL", "UNCLEAR") else "ERROR",
+                             critique=critique, rationale=redact_text(reason or "")))
+    return chosen, [DimensionAgreement(d, evaluate_agreement(items, positive=positive, confidence=confidence))
+                    for d, items in sorted(by_dimension.items())]
+
+
+def export_sentinel(store: StateStore, tenant: str, out: Path) -> int:
+    """Write the tenant's labels as a sentinel JSONL file; returns the number of examples."""
+    tenant = validate_tenant_id(tenant)
+    rows = _latest_rows(store, tenant)
+    if not rows:
+        raise DaemonError("no_labels", f"tenant {tenant!r} has no reviewer labels yet")
+    labels: dict[str, dict[str, tuple]] = {}
+    for _item, trace, _fp, _name, dimension, label, _c, _v, _r, at, revision in rows:
+        current = labels.setdefault(trace, {}).get(dimension)
+        if current is None or (at, revision) > current[1:]:
+            labels[trace][dimension] = (label, at, revision)
+    with store.transaction() as con:
+        content = {t: (q, r, c) for t, q, r, c in con.execute(
+            "SELECT trace_id, query, response, context FROM sampled_traces WHERE tenant_id = $t AND "
+            "list_contains($traces, trace_id)", {"t": tenant, "traces": sorted(labels)}).fetchall()}
+    lines = []
+    for trace in sorted(labels):
+        query, response, context = content[trace]
+        lines.append(json.dumps({
+            "id": trace, "query": redact_text(query) if query else None, "response": redact_text(response or ""),
+            "context": redact_text(context) if context else None,
+            "labels": {d: v[0] for d, v in sorted(labels[trace].items())}}, ensure_ascii=False))
+    _write_atomically(out, "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+    except OSError as exc:
+        raise DaemonError("invalid_config", f"--out: cannot write in {path.parent} ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise DaemonError("invalid_config", f"--out: cannot write {path} ({exc.strerror})") from None

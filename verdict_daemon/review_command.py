@@ -1,0 +1,243 @@
+"""`verdict review`: the tenant's human review queue, reviewer labels, and what they measure.
+
+  list             items queued for review (paged, newest first)
+  show ITEM        the redacted conversation, the judge's verdict and rationale per dimension, labels
+  label ITEM       record PASS/FAIL per dimension with a one-line critique (a new, immutable record)
+  agreement        judge vs the latest human labels per dimension: TPR, TNR, kappa, AC1 with intervals
+  export-sentinel  write the labels as a sentinel set (verdict.sentinel JSONL)
+  correlate        judge verdicts vs user signals (span events and/or a JSONL side file)
+
+Output is JSON on stdout. Exit codes: 0 ok; 2 bad input, unknown item or storage problem, as one
+JSON line {"error": {"code", "message"}} on stderr (codes: verdict_daemon.errors.ERROR_CODES), never
+a traceback (VERDICT_DEBUG=1 re-raises internal errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, NoReturn
+
+from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict_daemon.errors import DaemonError, internal_error
+
+EXIT_OK, EXIT_ERROR = 0, 2
+_ITEM_ID = re.compile(r"^[0-9a-f]{8,64}$")
+_FINGERPRINT = re.compile(r"^[0-9a-f]{8,128}$")
+_DIMENSION = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+
+
+def _report(code: str, message: str, details: dict | None = None) -> int:
+    sys.stderr.write(json.dumps({"error": {"code": code, "message": message, **(details or {})}}) + "\n")
+    return EXIT_ERROR
+
+
+def _usage_error(message: str) -> NoReturn:
+    raise SystemExit(_report("invalid_config", message))
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every usage problem, unrecognised arguments included, is a JSON `invalid_config` error."""
+
+    def error(self, message: str) -> NoReturn:
+        _usage_error(f"{self.prog}: {message}")
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
+def _int_in(low: int, high: int | None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low or (high is not None and value > high):
+            bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"{value} is outside {bound}")
+        return value
+    return parse
+
+
+def _float_in(low: float, high: float, *, open_low: bool = False):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (low < value <= high if open_low else low <= value <= high):
+            raise argparse.ArgumentTypeError(f"{value} is outside {'(' if open_low else '['}{low}, {high}]")
+        return value
+    return parse
+
+
+def _matching(pattern: re.Pattern, what: str):
+    def parse(text: str) -> str:
+        if not pattern.match(text):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a valid {what}")
+        return text
+    return parse
+
+
+def _label(text: str) -> tuple[str, str]:
+    dimension, sep, label = text.partition("=")
+    if not sep or not _DIMENSION.match(dimension) or label not in ("PASS", "FAIL"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected DIMENSION=PASS or DIMENSION=FAIL (exactly)")
+    return dimension, label
+
+
+def _evaluator_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--evaluator", help="evaluator name (from the daemon config)")
+    group.add_argument("--fingerprint", type=_matching(_FINGERPRINT, "fingerprint (hex)"),
+                       help="evaluator fingerprint (needed when a name maps to several)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n\n")[0]
+    parser.epilog = __doc__.split("\n\n", 1)[1]
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.error = _usage_error  # type: ignore[method-assign]  # the dispatcher's parser: JSON errors too
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, default=Path(os.environ.get("VERDICT_DATA_DIR", "./verdict-data")),
+                        help="directory holding state.duckdb and the span lake [env VERDICT_DATA_DIR]")
+    common.add_argument("--tenant", default=os.environ.get("VERDICT_TENANT"), help="tenant [env VERDICT_TENANT]")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+
+    show_list = actions.add_parser("list", parents=[common], help="items queued for review")
+    show_list.add_argument("--status", choices=("all", "pending", "labelled"), default="all",
+                           help="pending: no label yet (default: all)")
+    show_list.add_argument("--reason", choices=("unclear", "ensemble_disagreement", "inconsistent", "audit"),
+                           help="only items queued for this reason")
+    show_list.add_argument("--limit", type=_int_in(1, 500), default=50, help="page size, 1-500 (default 50)")
+    show_list.add_argument("--offset", type=_int_in(0, None), default=0, help="items to skip (default 0)")
+
+    show = actions.add_parser("show", parents=[common], help="one item with its conversation and rationale")
+    show.add_argument("item", type=_matching(_ITEM_ID, "item id (hex)"), help="item id from `list`")
+
+    label = actions.add_parser("label", parents=[common], help="record a reviewer's labels on one item")
+    label.add_argument("item", type=_matching(_ITEM_ID, "item id (hex)"), help="item id from `list`")
+    label.add_argument("--label", dest="labels", type=_label, action="append", required=True,
+                       metavar="DIMENSION=PASS|FAIL", help="repeat for several dimensions")
+    label.add_argument("--critique", required=True, help="one line: why (stored redacted)")
+    label.add_argument("--reviewer", default=os.environ.get("VERDICT_REVIEWER"),
+                       help="who labels (letters, digits, . _ @ + -) [env VERDICT_REVIEWER]")
+
+    agreement = actions.add_parser("agreement", parents=[common], help="judge vs human labels per dimension")
+    _evaluator_options(agreement)
+    agreement.add_argument("--positive", choices=("FAIL", "PASS"), default="FAIL",
+                           help="the class TPR is about (default FAIL: the judge's job is catching failures)")
+    agreement.add_argument("--confidence", type=_float_in(0, 1, open_low=True), default=0.95,
+                           help="interval level in (0, 1) (default 0.95)")
+
+    export = actions.add_parser("export-sentinel", parents=[common], help="write the labels as a sentinel set")
+    export.add_argument("--out", type=Path, required=True, help="JSONL file to write (replaced atomically)")
+
+    corr = actions.add_parser("correlate", parents=[common], help="judge verdicts vs user signals")
+    _evaluator_options(corr)
+    corr.add_argument("--signals-file", type=Path, help="JSONL side file {trace_id, signal, timestamp?} "
+                      "(added to the span events in the lake)")
+    corr.add_argument("--dimension", type=_matching(_DIMENSION, "dimension name"),
+                      help="correlate this dimension's verdict (default: the overall verdict)")
+    corr.add_argument("--min-pairs", type=_int_in(2, None), default=30,
+                      help="fewer usable traces -> insufficient_data (default 30)")
+    corr.add_argument("--min-ac1", type=_float_in(-1, 1), default=0.4,
+                      help="AC1 lower bound needed for `calibrated` (default 0.4)")
+    corr.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="bootstrap seed (default 0)")
+    corr.add_argument("--resamples", type=_int_in(100, 100_000), default=2000,
+                      help="bootstrap resamples (default 2000)")
+
+
+def _tenant(args: argparse.Namespace) -> str:
+    if not args.tenant:
+        raise DaemonError("tenant_required", "give --tenant (or set VERDICT_TENANT)")
+    try:
+        return validate_tenant_id(args.tenant)
+    except InvalidTenantError as exc:
+        raise DaemonError("tenant_required", str(exc)) from None
+
+
+def _store(args: argparse.Namespace):
+    from verdict_daemon.state import StateStore
+
+    if not args.data_dir.is_dir():
+        raise DaemonError("invalid_config", f"--data-dir: {args.data_dir} is not a directory")
+    return StateStore(args.data_dir)
+
+
+def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
+    from verdict_daemon import review
+
+    tenant = _tenant(args)
+    store = _store(args)
+    if args.action == "list":
+        page = review.list_items(store, tenant, status=args.status, reason=args.reason, limit=args.limit,
+                                 offset=args.offset)
+        return {"tenant_id": tenant, **asdict(page), "summary": review.queue_summary(store, tenant)}
+    if args.action == "show":
+        detail = review.get_item(store, tenant, args.item)
+        return {"tenant_id": tenant, **asdict(detail)}
+    if args.action == "label":
+        if not args.reviewer:
+            raise DaemonError("invalid_config", "give --reviewer (or set VERDICT_REVIEWER)")
+        labels = dict(args.labels)
+        if len(labels) != len(args.labels):
+            raise DaemonError("invalid_config", "--label: a dimension is labelled twice in one command")
+        try:
+            records = review.record_labels(store, tenant, args.item, labels, critique=args.critique,
+                                           reviewer=args.reviewer)
+        except ValueError as exc:
+            raise DaemonError("invalid_config", str(exc)) from None
+        return {"tenant_id": tenant, "item_id": args.item, "recorded": [asdict(r) for r in records]}
+    if args.action == "agreement":
+        fingerprint, dimensions = review.review_agreement(store, tenant, evaluator=args.evaluator,
+                                                          fingerprint=args.fingerprint, positive=args.positive,
+                                                          confidence=args.confidence)
+        return {"tenant_id": tenant, "fingerprint": fingerprint, "positive": args.positive,
+                "dimensions": [d.to_dict() for d in dimensions]}
+    if args.action == "export-sentinel":
+        written = review.export_sentinel(store, tenant, args.out)
+        return {"tenant_id": tenant, "out": str(args.out), "examples": written}
+    return _correlate(args, tenant, store)
+
+
+def _correlate(args: argparse.Namespace, tenant: str, store) -> dict[str, Any]:
+    from verdict.correlate import CorrelationError, load_signal_file
+    from verdict_daemon.review.correlation import correlate_tenant
+
+    try:
+        extra = load_signal_file(args.signals_file) if args.signals_file is not None else []
+    except CorrelationError as exc:
+        raise DaemonError("invalid_signals", str(exc)) from None
+    try:
+        result = correlate_tenant(store, args.data_dir, tenant, extra_signals=extra, evaluator=args.evaluator,
+                                  fingerprint=args.fingerprint, dimension=args.dimension,
+                                  minimum_pairs=args.min_pairs, min_ac1=args.min_ac1, n_resamples=args.resamples,
+                                  seed=args.seed)
+    except CorrelationError as exc:
+        raise DaemonError("invalid_config", str(exc)) from None
+    return {"tenant_id": tenant, "dimension": args.dimension or "overall", **result.to_dict()}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action is None:
+        return _report("invalid_config", "give an action: list, show, label, agreement, export-sentinel or correlate")
+    try:
+        document = _dispatch(args)
+    except DaemonError as exc:
+        return _report(exc.code, exc.message, exc.details)
+    except Exception as exc:  # the closed vocabulary holds even for bugs
+        if os.environ.get("VERDICT_DEBUG"):
+            raise
+        error = internal_error(exc)
+        return _report(error.code, error.message)
+    sys.stdout.write(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    return EXIT_OK
