@@ -16,14 +16,17 @@ Every fenced block is one of:
 * any language with `<!-- readme: file NAME -->` — the block is written to NAME in the session
   directory (a config file the following commands use).
 * any block with `<!-- readme: covered-by PATH... -->` — not run here because those files run it
-  (`make demo`, `make test`): each PATH must exist and every command of the block must appear in one.
+  (`make demo`, `make test`): each PATH must exist and every command of the block must appear in one
+  (for `make TARGET`, the module its Makefile recipe runs with `python -m` counts too).
 
 More directives: `<!-- readme: background URL -->` runs a one-command sh block as a server, waits
 until URL answers 200, and stops it with SIGTERM at the end (it must exit 0);
-`<!-- readme: setup NAME -->` prepares a fixture (SETUPS) before the block runs. Directives are HTML
+`<!-- readme: setup NAME -->` runs a fixture the test provides (tests/test_readme.py: `lake`) in the
+session directory before the block runs. Directives are HTML
 comments on the lines directly above the fence; an unknown directive or language is an error.
 
-The session: one temporary directory, blocks in README order, `.venv/bin` first on PATH,
+The session (set up by tests/test_readme.py): one temporary directory, blocks in README order,
+`.venv/bin` first on PATH, Verdict/OTel/provider variables of the caller removed, and
 `OPENAI_BASE_URL`/`OPENAI_API_KEY` pointing at the local fake OpenAI server (tests/fakes) whose
 handler replies like an app model or, to judge prompts, like a judge that fails truncated answers.
 """
@@ -141,6 +144,22 @@ def commands(code: str) -> list[str]:
     return out
 
 
+def make_modules(command: str) -> list[str]:
+    """For `make TARGET`: the Python modules its Makefile recipe runs (`$(BIN)/python -m MODULE`),
+    so a test that runs the module covers the make command."""
+    words = command.split()
+    if len(words) != 2 or words[0] != "make":
+        return []
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    start = next((i + 1 for i, line in enumerate(lines) if re.match(rf"{re.escape(words[1])}\s*:", line)), len(lines))
+    recipe = []
+    for line in lines[start:]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line)
+    return [m for line in recipe for m in re.findall(r"\s-m\s+([\w.]+)", line)]
+
+
 def statements(sql: str) -> list[str]:
     """SQL statements of a block: `;` ends one; `--` comment lines are dropped."""
     body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
@@ -217,9 +236,9 @@ class Session:
     """The working directory and processes the README's session blocks share, in README order."""
 
     workdir: Path
-    env: dict[str, str]
-    setups: dict[str, Callable[[Path], None]]
-    background: list[tuple[Block, subprocess.Popen]] = field(default_factory=list)
+    env: dict[str, str] = field(repr=False)  # the caller's environment: never in a failure report
+    setups: dict[str, Callable[[Path], None]] = field(repr=False)
+    background: list[tuple[Block, subprocess.Popen]] = field(default_factory=list, repr=False)
 
     def run(self, block: Block) -> None:
         check_runnable(block)
@@ -296,8 +315,9 @@ class Session:
                 raise BlockFailed(block, f"covered-by {path.relative_to(ROOT)}: no such file")
         texts = {path.relative_to(ROOT): path.read_text() for path in paths}
         for command in commands(block.code):
-            if not any(command in text for text in texts.values()):
-                raise BlockFailed(block, f"none of {', '.join(map(str, texts))} runs {command!r}")
+            terms = (command, *make_modules(command))
+            if not any(term in text for term in terms for text in texts.values()):
+                raise BlockFailed(block, f"none of {', '.join(map(str, texts))} runs {' or '.join(map(repr, terms))}")
 
     def _background(self, block: Block) -> None:
         url = block.directive("background")

@@ -108,14 +108,13 @@ def polarity(kind: str) -> str | None:
 
 
 def overall_verdict(values: Iterable[str | None]) -> str:
-    """One verdict for a judged trace: FAIL if any dimension failed, else UNCLEAR if any is
-    UNCLEAR/ERROR, else PASS (score-only dimensions, value None, do not count)."""
+    """One verdict for a judged trace: FAIL if any dimension failed, else PASS if every dimension
+    passed, else UNCLEAR (an UNCLEAR, ERROR or INCONSISTENT dimension, or none at all); score-only
+    dimensions (value None) do not count."""
     present = {v for v in values if v is not None}
     if "FAIL" in present:
         return "FAIL"
-    if present & {"UNCLEAR", "ERROR"} or not present:
-        return "UNCLEAR"
-    return "PASS"
+    return "PASS" if present == {"PASS"} else "UNCLEAR"
 
 
 def load_signal_file(path: str | Path) -> list[UserSignal]:

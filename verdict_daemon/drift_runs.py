@@ -136,7 +136,9 @@ def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift, a
     at = as_of.astimezone(UTC).replace(tzinfo=None) if as_of.tzinfo else as_of
     table = judgment_table(store, tenant, fingerprint)
     params = config.model_dump()
-    run_id = _digest(tenant, fingerprint, at.isoformat(), params, table.column("attempt_id").to_pylist())
+    # The clusters are part of the input: the same attempts under another registry version are another run.
+    run_id = _digest(tenant, fingerprint, at.isoformat(), params, table.column("attempt_id").to_pylist(),
+                     table.column("cluster").to_pylist())
     existing = _stored_run(store, tenant, run_id)
     if existing is not None:
         return existing

@@ -8,8 +8,9 @@
   correlate        judge verdicts vs user signals (span events and/or a JSONL side file)
 
 Output is JSON on stdout. Exit codes: 0 ok; 2 bad input, unknown item or storage problem, as one
-JSON line {"error": {"code", "message"}} on stderr (codes: verdict_daemon.errors.ERROR_CODES), never
-a traceback (VERDICT_DEBUG=1 re-raises internal errors).
+JSON line {"error": {"code", "message"}} on stderr, never a traceback (VERDICT_DEBUG=1 re-raises
+internal errors). Codes: invalid_config, tenant_required, item_not_found, no_labels,
+evaluator_ambiguous, invalid_signals, storage_error, storage_locked, internal_error (docs/review.md).
 """
 
 from __future__ import annotations

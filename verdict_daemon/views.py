@@ -21,38 +21,40 @@ from verdict.tenancy import validate_tenant_id
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.state import MIGRATIONS, STATE_FILE, is_lock_conflict
 
-_ALIAS = "verdict_state_snapshot"
+STATE_ALIAS = "verdict_state_snapshot"  # where state.duckdb is attached (read-only, detached again)
 
 JUDGMENTS = f"""
 CREATE TEMP TABLE judgments AS
 WITH latest AS (
-    SELECT a.* FROM {_ALIAS}.judgment_attempts a
+    SELECT a.* FROM {STATE_ALIAS}.judgment_attempts a
     WHERE a.tenant_id = $tenant
     QUALIFY row_number() OVER (PARTITION BY a.trace_id, a.fingerprint ORDER BY a.attempt_no DESC) = 1)
 SELECT l.tenant_id, l.trace_id, s.started_at, s.intent_key, c.cluster, e.name AS evaluator, l.fingerprint,
        v.dimension, CASE WHEN l.status = 'ERROR' THEN 'ERROR' ELSE v.value END AS value, v.score, v.reason,
        l.status, l.error_code, l.attempt_no, l.judged_at
 FROM latest l
-JOIN {_ALIAS}.sampled_traces s ON s.tenant_id = l.tenant_id AND s.trace_id = l.trace_id
-LEFT JOIN {_ALIAS}.cluster_assignments c ON c.tenant_id = l.tenant_id AND c.trace_id = l.trace_id
-LEFT JOIN {_ALIAS}.evaluators e ON e.tenant_id = l.tenant_id AND e.fingerprint = l.fingerprint
-LEFT JOIN {_ALIAS}.dimension_verdicts v ON v.tenant_id = l.tenant_id AND v.attempt_id = l.attempt_id
+JOIN {STATE_ALIAS}.sampled_traces s ON s.tenant_id = l.tenant_id AND s.trace_id = l.trace_id
+LEFT JOIN {STATE_ALIAS}.cluster_assignments c ON c.tenant_id = l.tenant_id AND c.trace_id = l.trace_id
+LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = l.tenant_id AND e.fingerprint = l.fingerprint
+LEFT JOIN {STATE_ALIAS}.dimension_verdicts v ON v.tenant_id = l.tenant_id AND v.attempt_id = l.attempt_id
 """
 DRIFT_RUNS = f"""
 CREATE TEMP TABLE drift_runs AS
-SELECT r.*, e.name AS evaluator FROM {_ALIAS}.drift_runs r
-LEFT JOIN {_ALIAS}.evaluators e USING (tenant_id, fingerprint) WHERE r.tenant_id = $tenant
+SELECT r.*, e.name AS evaluator FROM {STATE_ALIAS}.drift_runs r
+LEFT JOIN {STATE_ALIAS}.evaluators e USING (tenant_id, fingerprint) WHERE r.tenant_id = $tenant
 """
 DRIFT_SIGNALS = f"""
 CREATE TEMP TABLE drift_signals AS
-SELECT s.*, r.as_of, e.name AS evaluator FROM {_ALIAS}.drift_signals s
-JOIN {_ALIAS}.drift_runs r USING (tenant_id, run_id)
-LEFT JOIN {_ALIAS}.evaluators e ON e.tenant_id = s.tenant_id AND e.fingerprint = s.fingerprint
+SELECT s.*, r.as_of, e.name AS evaluator FROM {STATE_ALIAS}.drift_signals s
+JOIN {STATE_ALIAS}.drift_runs r USING (tenant_id, run_id)
+LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = s.tenant_id AND e.fingerprint = s.fingerprint
 WHERE s.tenant_id = $tenant
 """
 
 
-def _attach(con, path: Path, lock_timeout: float) -> None:
+def attach_state(con, path: Path, lock_timeout: float) -> None:
+    """Attach `path` read-only as STATE_ALIAS, retrying while another process holds it (storage_locked past
+    `lock_timeout`); the caller DETACHes it again."""
     import duckdb
 
     quoted = "'" + str(path).replace("'", "''") + "'"
@@ -60,7 +62,7 @@ def _attach(con, path: Path, lock_timeout: float) -> None:
     delay = 0.02
     while True:
         try:
-            con.execute(f"ATTACH {quoted} AS {_ALIAS} (READ_ONLY)")
+            con.execute(f"ATTACH {quoted} AS {STATE_ALIAS} (READ_ONLY)")
             return
         except duckdb.Error as exc:
             left = deadline - time.monotonic()
@@ -76,14 +78,14 @@ def add_state_views(con, data_dir: Path, tenant: str, *, lock_timeout: float = 1
     tenant = validate_tenant_id(tenant)
     path = Path(data_dir).resolve() / STATE_FILE
     if path.exists():
-        _attach(con, path, lock_timeout)
+        attach_state(con, path, lock_timeout)
     else:  # nothing judged yet: empty tables with the real columns
-        con.execute(f"ATTACH ':memory:' AS {_ALIAS}")
+        con.execute(f"ATTACH ':memory:' AS {STATE_ALIAS}")
         for step in MIGRATIONS:
             for statement in step:
-                con.execute(statement.replace("CREATE TABLE ", f"CREATE TABLE {_ALIAS}.", 1))
+                con.execute(statement.replace("CREATE TABLE ", f"CREATE TABLE {STATE_ALIAS}.", 1))
     try:
         for statement in (JUDGMENTS, DRIFT_RUNS, DRIFT_SIGNALS):
             con.execute(statement, {"tenant": tenant})
     finally:
-        con.execute(f"DETACH {_ALIAS}")
+        con.execute(f"DETACH {STATE_ALIAS}")

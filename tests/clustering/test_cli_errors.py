@@ -112,3 +112,15 @@ def test_help_documents_every_command_and_the_error_codes():
     for word in ("normalize", "fit", "assign", "validate", "activate", "rollback", "rename", "inspect",
                  *CLUSTER_ERROR_CODES):
         assert word in proc.stdout, word
+
+
+def test_an_unreadable_lake_segment_is_storage_error_not_a_traceback(tmp_path):
+    lake = build(tmp_path / "data", tenants=("acme",), days=1)
+    partition = next((lake / "spans" / "tenant=acme").glob("date=*"))
+    (partition / "0-corrupt.parquet").write_bytes(b"not parquet at all")
+    for args in (("normalize", "--limit", "10"),
+                 ("fit", "--strategy", "explicit", "--cutoff", "2026-11-20T00:00:00Z")):
+        code, out = run(lake, *args)
+        assert code == 2 and out["error"] == "storage_error" and "tenant acme" in out["message"], out
+    code, out = run(lake, "inspect")
+    assert code == 0 and out["result"]["versions"]["total"] == 0

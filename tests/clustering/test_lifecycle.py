@@ -4,6 +4,8 @@ compare-and-swap activation, rollback rules, rename, inspect paging, determinism
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import datetime
 
 import duckdb
@@ -22,6 +24,7 @@ from tests.clustering.lakes import (
     expected_keys,
     rows_for,
 )
+from tests.daemon.cli import env
 from tests.daemon.lakes import write_rows
 
 THROUGH = "2026-11-20T00:00:00+00:00"
@@ -96,6 +99,8 @@ def test_explicit_lifecycle_from_fit_to_rollback(lake):
     assert assigned["assigned"] == assigned["total"] == DAYS * TRACES_PER_DAY
     assert assigned["reasons"] == {"invalid_intent_key": DAYS * INVALID_PER_DAY,
                                    "missing_intent_key": DAYS * MISSING_PER_DAY}
+    code, out = run(lake, "assign", "--version", version, "--through-cutoff", THROUGH, "--model-path", str(lake))
+    assert code == 2 and out["error"] == "invalid_request" and "explicit" in out["message"]
     assert ok(lake, "validate", "--version", version)["status"] == "validated"
     assert ok(lake, "activate", "--version", version, "--expected-generation", "0") == \
         {"active_version": version, "previous_version": None, "generation": 1}
@@ -203,3 +208,14 @@ def test_tenants_never_see_or_change_each_other(lake):
     assert theirs["version_id"] != version
     assert theirs["preview"]["candidates"] == sum(expected_keys(lake, "globex", datetime.fromisoformat(CUTOFF)).values())
     assert ok(lake, "inspect")["active_version"] == version
+
+
+def test_explicit_clustering_never_loads_the_semantic_stack(lake):
+    script = ("import sys; from pathlib import Path; from tests.clustering.cli import lifecycle; "
+              "lifecycle(Path(sys.argv[1])); "
+              "print(sorted(m for m in ('torch', 'sentence_transformers', 'scipy', 'sklearn', "
+              "'verdict_daemon.clustering.semantic') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", script, str(lake)], capture_output=True, text=True, env=env(),
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -4,6 +4,7 @@ reruns and processes, and the preregistered quality gate checked against sklearn
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -68,7 +69,9 @@ def test_embeddings_are_unit_float32_and_semantic(embedder: Embedder):
 
 
 def test_cache_hits_by_content_hash(embedder: Embedder, tmp_path: Path):
-    texts = [f"cache probe {i}: what is the boiling point of water at altitude?" for i in range(3)]
+    # Probe 500's SHA-256 ends in a NUL byte: the on-disk key must keep it.
+    texts = [f"cache probe {i}: what is the boiling point of water at altitude?" for i in (0, 1, 500)]
+    assert hashlib.sha256(texts[2].encode()).digest()[-1] == 0
     hits, misses = embedder.cache_hits, embedder.cache_misses
     first = embedder.embed(texts + texts[:1])  # a duplicate within one call is embedded once
     assert (embedder.cache_hits - hits, embedder.cache_misses - misses) == (1, 3)
@@ -87,6 +90,18 @@ def test_cache_hits_by_content_hash(embedder: Embedder, tmp_path: Path):
     assert (reloaded.cache_hits, reloaded.cache_misses) == (3, 0)  # nothing recomputed
     reloaded.embed(["a text nobody embedded before"])
     assert reloaded.cache_misses == 1
+
+
+def test_truncation_length_is_part_of_the_identity(embedder: Embedder):
+    long_text = "Summarise the following report for the board. " + " ".join(
+        f"Paragraph {i}: revenue in region {i} grew while costs for logistics and staffing fell." for i in range(40))
+    full = load_embedder(max_seq_length=256)
+    assert full.fingerprint != embedder.fingerprint  # never share a cache with other truncation
+    short = "What is the capital of France?"
+    assert np.allclose(full.embed([short]), embedder.embed([short]), atol=1e-6)
+    assert float(full.embed([long_text])[0] @ embedder.embed([long_text])[0]) < 0.999
+    with pytest.raises(ValueError, match="max_seq_length must be an integer >= 8"):
+        load_embedder(max_seq_length=0)
 
 
 @pytest.mark.parametrize("case", ["missing", "hub_name", "no_weights", "corrupt_weights"])
@@ -150,8 +165,6 @@ json.dump({"sha": __import__("hashlib").sha256(vectors.tobytes()).hexdigest(),
 
 
 def test_rerun_in_a_fresh_offline_process_gives_identical_output(eval_vectors: np.ndarray):
-    import hashlib
-
     # A dead endpoint and proxy: any attempt to reach the hub would fail, not download.
     env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
            "HTTP_PROXY": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0",

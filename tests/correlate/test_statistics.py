@@ -77,9 +77,23 @@ def test_kappa_matches_sklearn_and_statsmodels_on_random_tables():
 
 
 def _scipy_interval(pairs: np.ndarray, statistic) -> tuple[float, float]:
-    res = bootstrap((pairs[:, 0], pairs[:, 1]), statistic, paired=True, vectorized=False, method="percentile",
+    res = bootstrap((pairs[:, 0], pairs[:, 1]), statistic, paired=True, vectorized=True, method="percentile",
                     n_resamples=4000, random_state=np.random.default_rng(11))
     return res.confidence_interval.low, res.confidence_interval.high
+
+
+def _kappa(judge, user, axis=-1):  # textbook Cohen (1960) on 0/1 ratings, vectorised for scipy
+    po = np.mean(judge == user, axis=axis)
+    pj, pu = judge.mean(axis=axis), user.mean(axis=axis)
+    pe = pj * pu + (1 - pj) * (1 - pu)
+    return (po - pe) / (1 - pe)
+
+
+def _ac1(judge, user, axis=-1):  # Gwet (2008), two raters, two categories
+    po = np.mean(judge == user, axis=axis)
+    pi = (judge.mean(axis=axis) + user.mean(axis=axis)) / 2
+    pe = 2 * pi * (1 - pi)
+    return (po - pe) / (1 - pe)
 
 
 def test_bootstrap_intervals_are_seeded_and_agree_with_scipy():
@@ -90,17 +104,8 @@ def test_bootstrap_intervals_are_seeded_and_agree_with_scipy():
     assert (first.kappa.low, first.ac1.low) != (other.kappa.low, other.ac1.low)
     pairs = np.array([(v.verdict == "PASS", s.kind == "thumbs_up") for v, s in zip(verdicts, signals, strict=True)],
                      dtype=int)
-
-    def kappa(judge, user):
-        return cohen_kappa_score(judge, user)
-
-    def ac1(judge, user):
-        po = np.mean(judge == user)
-        pi = (judge.mean() + user.mean()) / 2
-        pe = 2 * pi * (1 - pi)
-        return (po - pe) / (1 - pe)
-
-    for ours, reference in ((first.kappa, _scipy_interval(pairs, kappa)), (first.ac1, _scipy_interval(pairs, ac1))):
+    assert _kappa(pairs[:, 0], pairs[:, 1]) == pytest.approx(cohen_kappa_score(pairs[:, 0], pairs[:, 1]))
+    for ours, reference in ((first.kappa, _scipy_interval(pairs, _kappa)), (first.ac1, _scipy_interval(pairs, _ac1))):
         assert ours.low < ours.value < ours.high
         # Two independent Monte Carlo runs of the same percentile bootstrap: equal up to resampling noise.
         assert (ours.low, ours.high) == pytest.approx(reference, abs=0.035)
@@ -176,6 +181,7 @@ def test_the_overall_verdict_of_a_trace():
     assert overall_verdict(["PASS", "UNCLEAR"]) == "UNCLEAR"
     assert overall_verdict(["PASS", None]) == "PASS"
     assert overall_verdict([None]) == "UNCLEAR"
+    assert overall_verdict(["PASS", "INCONSISTENT"]) == "UNCLEAR"
 
 
 def test_no_pairs_gives_undefined_coefficients_not_errors():

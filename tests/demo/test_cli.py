@@ -72,13 +72,13 @@ def test_a_previous_demo_dir_starts_fresh(tmp_path):
 
 
 def test_the_generated_daemon_config_is_valid_and_compressed(tmp_path):
-    scenario = Scenario(days=5, per_day=12, seed=4)
+    scenario = Scenario(days=5, per_day=20, seed=4)
     path = tmp_path / "verdict.toml"
     path.write_text(daemon_config(tmp_path, scenario, "offline/heuristic-judge"))
     config = load_config(path)
     assert config.data_dir == tmp_path and [t.id for t in config.tenants] == ["__verdict_local__"]
     intervals = [getattr(config.schedules, job).interval_seconds for job in ("sample", "judge", "assign", "drift")]
     assert all(0 < s <= 3 for s in intervals)
-    assert config.drift.baseline_days == 3 and config.drift.gap_hours == 24 and config.drift.min_usable == 9
+    assert config.drift.baseline_days == 3 and config.drift.gap_hours == 24 and config.drift.min_usable == 15
     assert config.sampling.seed == 4 and config.sampling.per_cluster_per_window >= scenario.per_day
     assert config.evaluators[0].model == "offline/heuristic-judge"

@@ -18,19 +18,19 @@ def test_the_bundled_mt_bench_questions_split_into_four_intents():
 
 
 def test_traffic_is_a_function_of_the_seed():
-    scenario = Scenario(days=3, per_day=12, seed=5)
+    scenario = Scenario(days=3, per_day=20, seed=5)
     day = scenario.day_traffic(1)
-    assert len(day) == 12 * len(INTENTS)
+    assert len(day) == 20 * len(INTENTS)
     assert all(r.question.category in r.intent.categories for r in day)
     assert [(r.intent.key, r.question.question_id, r.customer) for r in day] == \
-        [(r.intent.key, r.question.question_id, r.customer) for r in Scenario(days=3, per_day=12, seed=5).day_traffic(1)]
-    assert day != Scenario(days=3, per_day=12, seed=6).day_traffic(1)
+        [(r.intent.key, r.question.question_id, r.customer) for r in Scenario(days=3, per_day=20, seed=5).day_traffic(1)]
+    assert day != Scenario(days=3, per_day=20, seed=6).day_traffic(1)
     assert day != scenario.day_traffic(2)
     assert len({r.intent.key for r in day[:12]}) > 1  # intents interleave
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
-    ("days", 2, "days must be at least 3"), ("per_day", 9, "per_day must be at least 10")])
+    ("days", 2, "days must be at least 3"), ("per_day", 19, "per_day must be at least 20")])
 def test_a_scenario_too_small_for_drift_is_refused(field, value, message):
     with pytest.raises(ValueError, match=message):
         Scenario(**{field: value})
@@ -44,10 +44,10 @@ def _ask(client, chosen, question: str, customer: str) -> tuple[str, str]:
 
 
 def test_the_fake_llm_regresses_only_the_chosen_intent_once_told(fake_openai):
-    scenario = Scenario(per_day=10, seed=3, corrupted_intent="math-reasoning")
+    scenario = Scenario(per_day=20, seed=3, corrupted_intent="math-reasoning")
     handler = fake_openai.handler = SupportLLM(scenario)
     client = fake_openai.client()
-    traffic = [r for day in range(3) for r in scenario.day_traffic(day)]
+    traffic = [r for day in range(2) for r in scenario.day_traffic(day)]
 
     def cut_off_share(key: str) -> float:
         answers = [_ask(client, r.intent, r.question.text, r.customer) for r in traffic if r.intent.key == key]

@@ -1,9 +1,9 @@
 """A realistic state.duckdb for report tests, produced by the real pipeline (sample → judge → assign →
 drift, plus the sentinel check) over a span lake written with the collector's own segment writer.
 
-Tenant `acme`: 4 intents × 9 days × 40 traces; `search.v1` is truncated on the last day (a regression)
-and its most recent traces carry markup and an e-mail address in the conversation (escaping and
-redaction). Tenant `globex` has spans but nothing judged (every panel's empty state).
+Tenant `acme`: 4 intents × 9 days × 40 traces; `search.v1` is truncated on the last day (a regression
+for both evaluators: the noisy rubric judge `quality` and the graph `format`) and its most recent
+traces carry markup and an e-mail address in the conversation (escaping and redaction). Tenant `globex` has spans but nothing judged (every panel's empty state).
 """
 
 from __future__ import annotations
@@ -18,10 +18,15 @@ import pytest
 from tests.daemon.conftest import INTENTS, NOW, make_config
 from tests.daemon.lakes import span_row, synthetic_days, write_rows
 from tests.daemon.test_sentinel import sentinel_file
+from tests.probes.scripted import BAD, GOOD, MINI, scripted_judge, scripted_target
+from verdict.probes.artifact import write_artifact
+from verdict.probes.runner import run_suite
 from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.sentinel_health import HealthGate
 
 JUDGE = "tests.report.judges:report_judge_model"
+# A second evaluator, a user judge graph ({complete: bool}): its results must never pool with the rubric's.
+GRAPH = {"name": "format", "kind": "graph", "graph": "tests.daemon.graphs:completeness_graph"}
 HOSTILE_QUERY = 'Where is my order <img src=x onerror="alert(1)">?'
 HOSTILE_ANSWER = "<script>alert('pwned')</script> Mail bob@example.com with your order number and then"
 
@@ -30,6 +35,12 @@ HOSTILE_ANSWER = "<script>alert('pwned')</script> Mail bob@example.com with your
 class Lake:
     data_dir: Path
     summary: dict  # run_cycle's summary for acme
+
+
+def section(data, name: str):
+    """The report section of one evaluator (by name)."""
+    [found] = [e for e in data.evaluators if e.name == name]
+    return found
 
 
 def _unique_queries(rows: list[dict]) -> list[dict]:
@@ -53,9 +64,19 @@ def lake(tmp_path_factory) -> Lake:
     rows = _unique_queries(synthetic_days(NOW, intents=INTENTS, per_day=40, corrupt="search.v1"))
     write_rows(data, "acme", rows + _hostile_rows())
     write_rows(data, "globex", synthetic_days(NOW, intents=("other.v1",), per_day=5, seed=3))
-    config = make_config(data, evaluators=[{"name": "quality", "kind": "rubric", "model": JUDGE}],
+    config = make_config(data, evaluators=[{"name": "quality", "kind": "rubric", "model": JUDGE}, GRAPH],
                          sentinel={"file": str(sentinel_file(root / "sentinel.jsonl")), "minimum_examples": 6,
                                    "threshold": 0.5})
     evaluators = build_evaluators(config)
     summary = run_cycle(config, "acme", NOW, evaluators, gate=HealthGate(config.sentinel, evaluators))
     return Lake(data, summary)
+
+
+@pytest.fixture(scope="session")
+def probe_runs(tmp_path_factory):
+    """Two probe-run artifacts written by the real probe runner (scripted target and judge): one failing
+    its gate (sycophancy), one passing. Returns (bad path, good path, bad run, good run)."""
+    root = tmp_path_factory.mktemp("probes")
+    bad = run_suite(MINI, scripted_target(BAD), scripted_judge(), min_pass_rate=0.5, min_category_pass_rate=0.2)
+    good = run_suite(MINI, scripted_target(GOOD), scripted_judge())
+    return write_artifact(bad, root / "bad.json"), write_artifact(good, root / "good.json"), bad, good

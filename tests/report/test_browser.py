@@ -87,10 +87,10 @@ def screenshot(page: Path, profile: Path, size: tuple[int, int], name: str) -> P
 
 
 @pytest.fixture(scope="module")
-def pages(lake, tmp_path_factory) -> dict[str, Path]:
+def pages(lake, probe_runs, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("browser")
-    return {tenant: write_report(lake.data_dir, tenant, root / f"{tenant}.html", generated_at=AT)
-            for tenant in ("acme", "globex")}
+    return {"acme": write_report(lake.data_dir, "acme", root / "acme.html", probes=probe_runs[:2], generated_at=AT),
+            "globex": write_report(lake.data_dir, "globex", root / "globex.html", generated_at=AT)}
 
 
 @pytest.fixture(scope="module")
@@ -106,24 +106,27 @@ def test_chromium_builds_the_report_dom(acme_desktop):
     for title in ("Drift signals", "Latest pass rate by cluster and dimension", "Pass rate over time", "Coverage",
                   "Judge health", "Human review queue", "Judge cost and tokens"):
         assert title in text
-    assert len(elements.all("tr", "signal-row")) == 1 and "▼ regression" in text
-    assert len(elements.all("svg", "rate-chart")) == 16 and len(elements.all("polygon", "band")) == 16
-    assert len(elements.all("rect")) >= 16 * 2  # the baseline and current windows of every chart
-    assert len(elements.all("td", "heat-cell")) == 16
-    assert len(elements.all("details", "example")) == 5
+    assert len(elements.all("tr", "signal-row")) == 2 and "▼ regression" in text
+    assert len(elements.all("svg", "rate-chart")) == 20 and len(elements.all("polygon", "band")) == 20
+    assert len(elements.all("rect")) >= 20 * 2  # the baseline and current windows of every chart
+    assert len(elements.all("td", "heat-cell")) == 20  # 4 clusters x (4 rubric + 1 graph dimensions)
+    assert len(elements.all("details", "example")) == 10  # 5 per signal
+    assert len(elements.all("table", "panel")) == 2  # probe runs and the review queue
+    assert "failing: sycophancy" in text and "Routed because: unclear" in text
     assert not elements.all("script")  # the conversation's <script> stayed text in the browser too
 
 
 def _fits(measured: dict, size: tuple[int, int]) -> None:
     assert measured["viewport"] == size[0]
     assert measured["page"] <= size[0]  # no sideways page scroll: wide tables scroll inside their own box
-    assert len(measured["charts"]) == 16 and min(measured["charts"]) >= 200  # drawn, and legible
+    assert len(measured["charts"]) == 20 and min(measured["charts"]) >= 200  # drawn, and legible
     assert len(set(measured["cells"])) >= 2 and "rgba(0, 0, 0, 0)" not in measured["cells"]  # coloured cells
     assert all(right <= size[0] for _, right in measured["wraps"])
 
 
 def test_layout_fits_a_desktop(acme_desktop):
     _fits(acme_desktop, DESKTOP)
+    assert not any(scrolls for scrolls, _ in acme_desktop["wraps"])  # at 1280 px every table fits as it is
 
 
 def test_layout_fits_a_phone(pages, tmp_path):

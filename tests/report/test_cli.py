@@ -36,7 +36,7 @@ def test_writes_the_report_and_prints_a_json_summary(lake, tmp_path):
     done = report("--data-dir", str(lake.data_dir), "--tenant", "acme", "--out", str(out), "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert summary == {"report": str(out), "tenant": "acme", "evaluators": 1, "signals": 1, "sampled_traces": 1440,
+    assert summary == {"report": str(out), "tenant": "acme", "evaluators": 2, "signals": 2, "sampled_traces": 1440,
                        "bytes": out.stat().st_size}
     assert out.read_text().startswith("<!DOCTYPE html>") and out.read_text().endswith("</html>")
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left behind

@@ -12,7 +12,7 @@ import pytest
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_confint
 
-from tests.report.conftest import NOW
+from tests.report.conftest import NOW, section
 from verdict_daemon.report import build_report
 from verdict_daemon.report.gather import UNASSIGNED
 
@@ -50,9 +50,9 @@ def raw(lake) -> list[dict]:
             for (trace, fp), (_, attempt_id, status) in latest.items()]
 
 
-def _counts(raw, keep) -> tuple[Counter, Counter]:
+def _counts(raw, fingerprint, keep) -> tuple[Counter, Counter]:
     passed, usable = Counter(), Counter()
-    for r in raw:
+    for r in (r for r in raw if r["fp"] == fingerprint):
         for dimension, value in r["verdicts"]:
             key = keep(r, dimension)
             if key is not None and value in ("PASS", "FAIL"):
@@ -61,27 +61,42 @@ def _counts(raw, keep) -> tuple[Counter, Counter]:
     return passed, usable
 
 
-def test_daily_pass_rates_equal_hand_counts_with_statsmodels_wilson_bands(data, raw):
-    [section] = data.evaluators
-    passed, usable = _counts(raw, lambda r, d: (r["cluster"], d, r["started"].date()))
-    points = {(s.cluster, s.dimension, p.day): p for s in section.series for p in s.points}
+@pytest.mark.parametrize(("name", "dimensions"), [("quality", 4), ("format", 1)])
+def test_daily_pass_rates_equal_hand_counts_with_statsmodels_wilson_bands(data, raw, name, dimensions):
+    evaluator = section(data, name)
+    passed, usable = _counts(raw, evaluator.fingerprint, lambda r, d: (r["cluster"], d, r["started"].date()))
+    points = {(s.cluster, s.dimension, p.day): p for s in evaluator.series for p in s.points}
     assert set(points) == set(usable)  # every (cluster, dimension, day) with a PASS/FAIL verdict, and no other
-    assert len(points) == 4 * 4 * 9
+    assert len(points) == 4 * dimensions * 9
     for key, p in points.items():
         assert (p.passed, p.usable) == (passed[key], usable[key]), key
         assert p.rate == pytest.approx(passed[key] / usable[key])
         low, high = proportion_confint(passed[key], usable[key], alpha=0.05, method="wilson")
         assert (p.low, p.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12)), key
-    assert any(0 < p.rate < 1 for p in points.values())  # the judge's noise gives real intervals, not only 0 and 1
-    assert points[("search.v1", "completeness", (NOW - timedelta(days=1)).date())].rate == 0.0  # the regression
+    last_day = {dim: p.rate for (cluster, dim, day), p in points.items()
+                if cluster == "search.v1" and day == (NOW - timedelta(days=1)).date()}
+    assert last_day[{"quality": "completeness", "format": "complete"}[name]] == 0.0  # the regression
+
+
+def test_the_noisy_judge_gives_real_intervals(data):
+    rates = [p.rate for s in section(data, "quality").series for p in s.points]
+    assert any(0 < r < 1 for r in rates)  # not only 0 and 1: the Wilson comparison above is not trivial
+
+
+def test_evaluators_are_never_pooled(data):
+    assert [e.name for e in data.evaluators] == ["format", "quality"]
+    dims = {e.name: {s.dimension for s in e.series} for e in data.evaluators}
+    assert dims == {"format": {"complete"}, "quality": {"completeness", "instruction_following", "relevance", "safety"}}
+    assert len({e.fingerprint for e in data.evaluators}) == 2 and all(e.run for e in data.evaluators)
 
 
 def test_heatmap_is_the_latest_runs_current_window(data, raw):
-    [section] = data.evaluators
-    run = section.run
-    assert section.heat_period == (run.current_start, run.as_of) == (datetime(2026, 11, 19), datetime(2026, 11, 20))
-    passed, usable = _counts(raw, lambda r, d: (r["cluster"], d) if run.current_start <= r["started"] < run.as_of else None)
-    cells = {(c.cluster, c.dimension): c for c in section.heatmap}
+    quality = section(data, "quality")
+    run = quality.run
+    assert quality.heat_period == (run.current_start, run.as_of) == (datetime(2026, 11, 19), datetime(2026, 11, 20))
+    passed, usable = _counts(raw, quality.fingerprint,
+                             lambda r, d: (r["cluster"], d) if run.current_start <= r["started"] < run.as_of else None)
+    cells = {(c.cluster, c.dimension): c for c in quality.heatmap}
     assert set(cells) == set(usable) and len(cells) == 16
     for key, cell in cells.items():
         assert (cell.passed, cell.usable, cell.rate) == (passed[key], usable[key], pytest.approx(passed[key] / usable[key]))
@@ -90,17 +105,20 @@ def test_heatmap_is_the_latest_runs_current_window(data, raw):
 
 
 def test_signals_equal_the_latest_run_with_mde_from_statsmodels_power(lake, data):
-    [section] = data.evaluators
-    stored = lake.summary["signals"]
-    assert [(s.cluster, s.dimension, s.kind) for s in section.signals] == [
-        (s["cluster"], s["dimension"], s["kind"]) for s in stored] == [("search.v1", "completeness", "regression")]
-    [signal], [expected] = section.signals, stored
+    stored = sorted(lake.summary["signals"], key=lambda s: s["evaluator"])
+    shown = [(e.name, s) for e in data.evaluators for s in e.signals]
+    assert [(name, s.cluster, s.dimension, s.kind) for name, s in shown] == [
+        (s["evaluator"], s["cluster"], s["dimension"], s["kind"]) for s in stored] == [
+        ("format", "search.v1", "complete", "regression"), ("quality", "search.v1", "completeness", "regression")]
+    quality = section(data, "quality")
+    [signal], expected = quality.signals, stored[1]
+    assert signal.scored is False
     for field in ("baseline_level", "current_level", "baseline_n", "current_n", "delta", "delta_low", "delta_high",
                   "p_value", "adjusted_p"):
         assert getattr(signal, field) == pytest.approx(expected[field]), field
     # MDE: the smallest drop from the baseline rate detected with 80 % power at the run's alpha (arcsine h).
     h = NormalIndPower().solve_power(nobs1=signal.baseline_n, ratio=signal.current_n / signal.baseline_n,
-                                     alpha=section.run.alpha, power=0.8)
+                                     alpha=quality.run.alpha, power=0.8)
     p1 = signal.baseline_level
     reference = p1 - np.sin(np.arcsin(np.sqrt(p1)) - h / 2) ** 2
     assert signal.mde == pytest.approx(reference, rel=1e-4)
@@ -108,7 +126,7 @@ def test_signals_equal_the_latest_run_with_mde_from_statsmodels_power(lake, data
 
 
 def test_signal_examples_carry_the_redacted_conversation_and_rationale(data):
-    [signal] = data.evaluators[0].signals
+    [signal] = section(data, "quality").signals
     hostile = signal.examples[0]
     assert hostile.trace_id.endswith("bad0") and hostile.value == "FAIL"
     assert hostile.query.startswith("Where is my order")
@@ -118,27 +136,29 @@ def test_signal_examples_carry_the_redacted_conversation_and_rationale(data):
 
 
 def test_coverage_counts_unclear_and_error_by_hand(lake, data, raw):
-    [section] = data.evaluators
-    rows = {r.cluster: r for r in section.coverage}
+    quality = section(data, "quality")
+    rows = {r.cluster: r for r in quality.coverage}
     assert set(rows) == {"account.v1", "billing.v1", "returns.v1", "search.v1"}
     for cluster, row in rows.items():
-        mine = [r for r in raw if r["cluster"] == cluster]
+        mine = [r for r in raw if r["cluster"] == cluster and r["fp"] == quality.fingerprint]
         errors = sum(r["status"] == "ERROR" for r in mine)
         unclear = sum(v == "UNCLEAR" for r in mine for _, v in r["verdicts"])
         verdicts = sum(len(r["verdicts"]) for r in mine)
         assert (row.sampled, row.judged, row.error_traces, row.unclear, row.verdicts) == (360, len(mine), errors, unclear, verdicts)
         assert row.usable == verdicts - unclear and row.pending == 0
-    assert sum(r.error_traces for r in rows.values()) == lake.summary["errors"] > 0
+    assert sum(r.error_traces for r in rows.values()) == lake.summary["errors"] > 0  # the graph never errs
     assert sum(r.unclear for r in rows.values()) > 0
 
 
 def test_spend_and_sentinel_equal_the_pipeline_summary(lake, data):
-    [evaluator] = lake.summary["evaluators"]
-    [spend] = data.spend
-    assert (spend.evaluator, spend.fingerprint) == ("quality", evaluator["fingerprint"])
-    assert (spend.input_tokens, spend.output_tokens) == (evaluator["input_tokens"], evaluator["output_tokens"])
-    assert spend.attempts == 1440 and spend.errors == lake.summary["errors"]
-    assert sum(d.input_tokens for d in data.spend_days) == spend.input_tokens
+    expected = {e["name"]: e for e in lake.summary["evaluators"]}
+    assert [s.evaluator for s in data.spend] == ["format", "quality"]
+    for spend in data.spend:
+        evaluator = expected[spend.evaluator]
+        assert spend.fingerprint == evaluator["fingerprint"]
+        assert (spend.input_tokens, spend.output_tokens) == (evaluator["input_tokens"], evaluator["output_tokens"])
+        assert (spend.attempts, spend.errors) == (1440, evaluator["errors"])
+    assert sum(d.input_tokens for d in data.spend_days) == sum(s.input_tokens for s in data.spend)
     [health] = lake.summary["sentinel_health"]
     [row] = data.sentinel
     assert (row.status, row.usable, row.passed, row.sentinel_file) == ("healthy", 10, 10, "sentinel.jsonl")
@@ -161,3 +181,29 @@ def test_a_data_dir_without_state_reports_its_lake_tenants_only(lake, tmp_path):
         build_report(tmp_path, "initech")
     assert info.value.code == "unknown_tenant"
 
+
+
+def test_before_the_first_drift_run_the_heatmap_covers_the_last_day(tmp_path):
+    """Judged but neither assigned nor analysed yet (the daemon's assign and drift jobs have not run)."""
+    from tests.daemon.conftest import make_config
+    from tests.daemon.lakes import synthetic_days, write_rows
+    from verdict_daemon.cycle import build_evaluators, store_for
+    from verdict_daemon.judging import judge
+    from verdict_daemon.report.render import render
+    from verdict_daemon.sampling import sample
+
+    data_dir = tmp_path / "data"
+    write_rows(data_dir, "acme", synthetic_days(NOW, intents=("billing.v1",), per_day=3))
+    config = make_config(data_dir)
+    store = store_for(config)
+    sample(store, data_dir, "acme", config.sampling, NOW)
+    [evaluator] = build_evaluators(config)
+    judge(store, "acme", evaluator, config.judging, "judge-run-1", lambda: False)
+    data = build_report(data_dir, "acme", generated_at=AT)
+    [quality] = data.evaluators
+    assert quality.run is None and quality.signals == ()
+    assert quality.heat_period == (datetime(2026, 11, 19), datetime(2026, 11, 20))
+    assert {(c.cluster, c.usable, c.rate) for c in quality.heatmap} == {(UNASSIGNED, 3, 1.0)}
+    assert {s.cluster for s in quality.series} == {UNASSIGNED} and len(quality.series[0].points) == 9
+    page = render(data)
+    assert "No drift run yet" in page and "over the last day with verdicts" in page

@@ -9,40 +9,30 @@ from collections import Counter
 import duckdb
 import pytest
 
-from tests.probes.scripted import BAD, GOOD, MINI, scripted_judge, scripted_target
-from verdict.probes.artifact import write_artifact
-from verdict.probes.runner import run_suite
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report import build_report
 from verdict_daemon.report.render import render
 
 
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory):
-    root = tmp_path_factory.mktemp("probes")
-    bad = run_suite(MINI, scripted_target(BAD), scripted_judge(), min_pass_rate=0.5, min_category_pass_rate=0.2)
-    good = run_suite(MINI, scripted_target(GOOD), scripted_judge())
-    return write_artifact(bad, root / "bad.json"), write_artifact(good, root / "good.json"), bad, good
-
-
-def test_probe_runs_are_shown_one_row_per_artifact(lake, artifacts):
-    bad_path, good_path, bad, good = artifacts
+def test_probe_runs_are_shown_one_row_per_artifact(lake, probe_runs):
+    bad_path, good_path, bad, good = probe_runs
     data = build_report(lake.data_dir, "acme", probes=[bad_path, good_path])
     assert data.probes.empty_reason is None
-    rows = {row[0]: dict(zip(data.probes.columns, row, strict=True)) for row in data.probes.rows}
+    rows = {row[0].split(",")[0]: dict(zip(data.probes.columns, row, strict=True)) for row in data.probes.rows}
     assert set(rows) == {"bad.json", "good.json"}
     assert rows["bad.json"]["Pass rate"] == f"{100 * 4 / 6.5:.1f} %"  # the probe runner's own figure: 4 of 6.5
     assert rows["bad.json"]["Gate"] == "FAILED (minimum 50.0 %); failing: sycophancy"
     not_passing = [r.name for r in bad.results if not r.passed]
     assert not_passing and all(name in rows["bad.json"]["Not passing"] for name in not_passing)
     assert rows["good.json"]["Gate"].startswith("passed") and rows["good.json"]["Not passing"] == "none"
-    assert rows["good.json"]["Probes (pass / fail / error)"] == f"{len(good.results)} / 0 / 0"
+    assert rows["good.json"]["Pass / fail / error"] == f"{len(good.results)} / 0 / 0"
+    assert rows["bad.json"]["Target / judge model"] == f"{bad.target_model} / {bad.judge_model}"
     page = render(data)
     assert "bad.json" in page and "failing: sycophancy" in page
 
 
-def test_a_malformed_probe_artifact_is_invalid_config_naming_the_field(lake, artifacts, tmp_path):
-    document = json.loads(artifacts[0].read_text())
+def test_a_malformed_probe_artifact_is_invalid_config_naming_the_field(lake, probe_runs, tmp_path):
+    document = json.loads(probe_runs[0].read_text())
     del document["run_id"]
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(document))

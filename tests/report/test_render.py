@@ -86,10 +86,10 @@ def test_semantic_structure(acme):
     assert len(elements.all("h1")) == 1 and len(elements.all("h2")) == 7
     assert all(a.get("scope") in ("col", "row") for a in elements.all("th"))
     charts = elements.all("svg", "rate-chart")
-    assert len(charts) == 16 and all(a.get("role") == "img" and a.get("aria-labelledby") for a in charts)
-    assert len(elements.all("td", "heat-cell")) == 16
+    assert len(charts) == 20 and all(a.get("role") == "img" and a.get("aria-labelledby") for a in charts)
+    assert len(elements.all("td", "heat-cell")) == 20  # 4 clusters x (4 rubric + 1 graph dimensions)
     assert all(a.get("aria-label") for a in elements.all("td", "heat-cell"))
-    assert len(elements.all("details", "example")) == 5
+    assert len(elements.all("details", "example")) == 10  # 5 per signal
     assert all(a.get("role") == "region" and a.get("tabindex") == "0" for a in elements.all("div", "table-wrap"))
 
 

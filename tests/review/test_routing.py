@@ -153,3 +153,17 @@ def test_the_review_section_is_validated(tmp_path, rate):
 
     with pytest.raises(DaemonError, match="review.audit_rate"):
         review_config(tmp_path, audit_rate=rate)
+
+
+def test_routing_looks_only_at_judgments_newer_than_its_cursor(judged):
+    from verdict_daemon.review.routing import RECHECK_MARGIN, ROUTING_CURSOR
+
+    store = StateStore(judged)
+    (newest,) = _rows(judged, "SELECT max(judged_at) FROM judgment_attempts WHERE tenant_id = 'acme'")[0]
+    assert store.cursor("acme", ROUTING_CURSOR) == newest.isoformat()  # the cycle's routing left it there
+    store.set_cursor("acme", ROUTING_CURSOR, (newest + RECHECK_MARGIN + RECHECK_MARGIN).isoformat())
+    assert route(store, "acme", Review(audit_rate=1.0)).considered == 0  # history is not rescanned
+    store.set_cursor("acme", ROUTING_CURSOR, newest.isoformat())
+    hard = len(_queued(judged))
+    report = route(store, "acme", Review(audit_rate=1.0))
+    assert report.considered == report.queued == 2 * 72 - hard  # within the margin: every confident one

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verdict.text_files import read_yaml
+
 # Dimension names become JSON keys the judge must reproduce exactly: keep them plain identifiers.
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
@@ -121,20 +123,7 @@ def _dimension(item: Any, where: str) -> Dimension:
 
 def load_rubric(path: str | Path) -> Rubric:
     """Load a rubric from a YAML file (needs PyYAML, part of the `server` extra)."""
-    import yaml
-
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RubricError(f"{path}: cannot read the rubric ({exc.strerror or type(exc).__name__})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise RubricError(f"{path}: not valid YAML{at}") from None
-    return Rubric.from_mapping(data, str(path))
+    return Rubric.from_mapping(read_yaml(Path(path), "rubric", RubricError), str(path))
 
 
 def rubric_text(dimensions: Iterable[Dimension]) -> str:

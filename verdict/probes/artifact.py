@@ -35,6 +35,7 @@ from verdict.probes.results import (
     probe_outcome,
     score,
 )
+from verdict.text_files import read_text
 
 METRIC_SCHEMA_VERSION = 2
 JUDGE_METHOD_VERSION = 2
@@ -151,11 +152,9 @@ def write_artifact(run: ProbeRun, path: str | Path) -> Path:
 def load_artifact(path: str | Path) -> ProbeRun:
     """A run from its artifact, any known version; figures are recomputed from the sanitised records."""
     path = Path(path)
+    text = read_text(path, "artifact", ArtifactError)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise ArtifactError(f"{path}: cannot read the artifact ({reason})") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     return parse_artifact(data, str(path))

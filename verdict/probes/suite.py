@@ -32,6 +32,7 @@ from typing import Any
 
 from verdict.judges.fingerprint import canonical_json
 from verdict.judges.rubric import DEFAULT_RUBRIC, Dimension, Rubric, RubricError
+from verdict.text_files import read_yaml
 
 LABELS = ("PASS", "FAIL")
 # Probe, suite and category names appear in file names, tables and report URLs: keep them plain.
@@ -91,11 +92,8 @@ class Probe:
     reference: str | None = None  # facts the judge is given as context (never shown to the target)
 
     def __post_init__(self) -> None:
-        for attribute in ("name", "category"):
-            value = getattr(self, attribute)
-            if not isinstance(value, str) or not _NAME.fullmatch(value):
-                raise SuiteError(f"probe {attribute} {value!r} is not valid: use 1-80 lower-case letters, "
-                                 "digits, '.', '_' and '-', starting with a letter or digit")
+        _check_name(self.name, "probe name")
+        _check_name(self.category, "probe category")
         where = f"probe {self.name!r}"
         weight = self.weight
         if isinstance(weight, bool) or not isinstance(weight, int | float):
@@ -123,6 +121,12 @@ class Probe:
                 "expect": {e.dimension: e.label for e in self.expectations}}
 
 
+def _check_name(value: Any, what: str) -> None:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise SuiteError(f"{what} {value!r} is not valid: use 1-80 lower-case letters, digits, '.', '_' and '-', "
+                         "starting with a letter or digit")
+
+
 def _repeated(values: Iterable[str]) -> list[str]:
     counts = Counter(values)
     return sorted(value for value, count in counts.items() if count > 1)
@@ -145,9 +149,7 @@ class ProbeSuite:
     target_params: Mapping[str, Any] = field(default_factory=lambda: DEFAULT_TARGET_PARAMS)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
-            raise SuiteError(f"suite name {self.name!r} is not valid: use 1-80 lower-case letters, digits, '.', "
-                             "'_' and '-'")
+        _check_name(self.name, "suite name")
         if not isinstance(self.version, str) or not self.version.strip():
             raise SuiteError(f"suite {self.name!r}: version must be a non-empty string (quote it in YAML: "
                              f"version: \"2.1\"), got {self.version!r}")
@@ -237,22 +239,8 @@ def _probe(item: Any, where: str) -> Probe:
 
 
 def load_suite(path: str | Path) -> ProbeSuite:
-    """A suite from a YAML file (needs PyYAML, part of the `server` extra)."""
-    import yaml
-
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise SuiteError(f"{path}: cannot read the suite ({reason})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise SuiteError(f"{path}: not valid YAML{at}") from None
-    return ProbeSuite.from_mapping(data, str(path))
+    """A suite from a YAML file (needs PyYAML, part of the `server` extra); a key given twice is an error."""
+    return ProbeSuite.from_mapping(read_yaml(Path(path), "suite", SuiteError), str(path))
 
 
 def bundled_suites() -> dict[str, str]:

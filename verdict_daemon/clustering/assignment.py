@@ -16,6 +16,7 @@ from typing import Any
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import events, explicit, versions
 from verdict_daemon.clustering.analysis_index import require_indexed
+from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.state import StateStore
 
 
@@ -42,6 +43,9 @@ def assign_version(store: StateStore, data_dir: Path, tenant: str, version_id: s
     tenant = validate_tenant_id(tenant)
     with store.transaction() as con:
         version = versions.load(con, tenant, version_id)
+    if model_path is not None and version.strategy not in versions.EXPERIMENTAL:
+        raise ClusterError("invalid_request", f"--model-path applies to semantic or hybrid versions; {version_id} "
+                           "is explicit")
     require_indexed(store, data_dir, tenant, through_cutoff)
     scope, args = "a.started_at < $cutoff", {"cutoff": through_cutoff}
 

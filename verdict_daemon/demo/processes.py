@@ -7,6 +7,7 @@ behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -84,8 +85,13 @@ class Child:
         threading.Thread(target=read, name=f"{self.name} stdout", daemon=True).start()
 
     def send(self, line: str) -> None:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self.proc.wait(10)
+            self.check_alive()
+            raise ComponentFailed(f"{self.name} stopped reading its input; log {self.log_path}") from None
 
     def read_line(self, timeout: float, also_check: Callable[[], None] = lambda: None) -> str:
         deadline = time.monotonic() + timeout
@@ -112,10 +118,14 @@ class Child:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
+        self.stop_input()  # stdout stays open: its reader thread sees EOF and ends by itself
         return self.proc.returncode
+
+    def stop_input(self) -> None:
+        """Close the child's stdin (the app's signal to finish); a child that already exited is fine."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
 
 
 def spawn(name: str, module_args: list[str], log_path: Path, *, pipes: bool = False,

@@ -35,7 +35,7 @@ from verdict_daemon.report.model import (
 from verdict_daemon.state import STATE_FILE
 
 UNASSIGNED = "(not assigned yet)"  # judged before the assign step gave the trace a cluster
-_A = views._ALIAS  # the alias views attaches state.duckdb under (read-only, detached again)
+_A = views.STATE_ALIAS
 
 # Per-tenant extracts of state tables `add_state_views` does not expose; only aggregates and ids.
 _EXTRACTS = (
@@ -143,7 +143,7 @@ def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: Panel, l
     con = duckdb.connect()
     try:
         views.add_state_views(con, root, tenant, lock_timeout=lock_timeout)
-        views._attach(con, state, lock_timeout)
+        views.attach_state(con, state, lock_timeout)
         try:
             for statement in _EXTRACTS:
                 con.execute(statement, {"tenant": tenant})
@@ -245,7 +245,7 @@ def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...])
         ids = json.loads(row[13]) if row[13] else []
         examples = tuple(ExampleTrace(*x) for x in con.execute(
             _EXAMPLES, {"ids": ids, "fp": fp, "dim": row[2]}).fetchall()) if ids else ()
-        out.append(SignalRow(*row[:13], mde, examples))
+        out.append(SignalRow(*row[:13], mde, row[2] in score_dimensions, examples))
     return tuple(out)
 
 

@@ -84,6 +84,7 @@ class SignalRow:
     p_value: float | None
     adjusted_p: float | None
     mde: float | None  # computed with verdict.stats.power (not stored); None for coverage drops
+    scored: bool  # a score dimension: levels are mean scores, not pass rates
     examples: tuple[ExampleTrace, ...]
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.model import Panel
 
-PROBE_COLUMNS = ("Artifact", "Suite", "Target model", "Judge model", "Started", "Probes (pass / fail / error)",
-                 "Pass rate", "Gate", "Categories", "Not passing", "Load warnings")
+PROBE_COLUMNS = ("Run", "Suite", "Target / judge model", "Pass / fail / error", "Pass rate", "Gate", "Categories",
+                 "Not passing", "Load warnings")
 
 
 def _rate(value: float | None) -> str:
@@ -34,8 +34,9 @@ def probe_panel(paths: Sequence[Path]) -> Panel:
         gate_text = ("passed" if gate.passed else "FAILED") + f" (minimum {_rate(run.min_pass_rate)})"
         if gate.failing_categories:
             gate_text += f"; failing: {', '.join(gate.failing_categories)}"
-        rows.append((Path(path).name, f"{run.suite_name} {run.suite_version}", run.target_model, run.judge_model,
-                     run.started_at, f"{score.passed} / {score.failed} / {score.errors}", _rate(score.pass_rate),
+        rows.append((f"{Path(path).name}, {run.started_at[:16].replace('T', ' ')}", f"{run.suite_name} {run.suite_version}",
+                     f"{run.target_model} / {run.judge_model}", f"{score.passed} / {score.failed} / {score.errors}",
+                     _rate(score.pass_rate),
                      gate_text, ", ".join(f"{name} {_rate(s.pass_rate)}" for name, s in run.categories.items()),
                      ", ".join(f"{r.name} ({r.outcome.value})" for r in run.results if not r.passed) or "none",
                      str(len(run.warnings))))
@@ -56,4 +57,4 @@ def review_panel(data_dir: Path, tenant: str, lock_timeout: float) -> Panel:
             ("Labelled", summary["labelled"]), ("Label records", summary["label_records"]),
             ("Reviewers", summary["reviewers"])]
     rows += [(f"Routed because: {reason.replace('_', ' ')}", n) for reason, n in summary["by_reason"].items()]
-    return Panel(tuple((label, f"{n:,}") for label, n in rows), ("Review queue", "Count"), None)
+    return Panel(tuple((label, f"{n:,}") for label, n in rows), ("Measure", "Count"), None)

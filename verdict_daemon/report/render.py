@@ -65,7 +65,7 @@ def _section(key: str, title: str, body: str) -> str:
 def render(data: ReportData) -> str:
     panels = {
         "signals": _signals(data), "heatmap": _heatmaps(data), "pass-rates": _pass_rates(data),
-        "coverage": _coverage(data), "judge-health": _health(data), "review": _panel(data.review, "Review queue"),
+        "coverage": _coverage(data), "judge-health": _health(data), "review": _panel(data.review, "Review queue", "panel compact"),
         "spend": _spend(data),
     }
     nav = "".join(f'<li><a href="#{key}">{title}</a></li>' for key, title in SECTIONS)
@@ -126,8 +126,9 @@ def _run_signals(e: EvaluatorSection) -> str:
                                                  (_signal_row(s) for s in e.signals), "signals")
 
 
-def _level(kind: str, value: float | None) -> str:
-    return pct(value) if kind == "coverage_drop" or value is None or 0 <= value <= 1 else _num(value)
+def _level(s: SignalRow, value: float | None) -> str:
+    """A pass rate or an UNCLEAR+ERROR share as a percentage; a mean score as a number."""
+    return _num(value) if s.scored and s.kind != "coverage_drop" else pct(value)
 
 
 def _signal_row(s: SignalRow) -> str:
@@ -138,7 +139,7 @@ def _signal_row(s: SignalRow) -> str:
         delta = f"{delta} (rise in UNCLEAR+ERROR share)"
     examples = "".join(_example(x) for x in s.examples) or '<span class="muted">none stored</span>'
     cells = (safe(s.cluster), safe(s.dimension), f'<span class="kind kind-{safe(s.kind)}">{KIND_LABELS.get(s.kind, safe(s.kind))}</span>',
-             f"{_level(s.kind, s.baseline_level)} ({s.baseline_n}) → {_level(s.kind, s.current_level)} ({s.current_n})",
+             f"{_level(s, s.baseline_level)} ({s.baseline_n}) → {_level(s, s.current_level)} ({s.current_n})",
              delta, _num(s.p_value), _num(s.adjusted_p), "n/a" if s.mde is None else f"{s.mde:.3f}", examples)
     return f'<tr class="signal-row">{"".join(f"<td>{c}</td>" for c in cells)}</tr>'
 
@@ -260,11 +261,11 @@ def _health(data: ReportData) -> str:
     return f"<h3>Sentinel checks</h3>{sentinel}<h3>Behaviour probes</h3>{_panel(data.probes, 'Probe results')}"
 
 
-def _panel(panel: Panel, label: str) -> str:
+def _panel(panel: Panel, label: str, css_class: str = "panel") -> str:
     if panel.empty_reason is not None:
         return _empty(safe(panel.empty_reason))
     rows = ("<tr>" + "".join(f"<td>{safe(v)}</td>" for v in row) + "</tr>" for row in panel.rows)
-    return _table(label, (safe(c) for c in panel.columns), rows, "panel")
+    return _table(label, (safe(c) for c in panel.columns), rows, css_class)
 
 
 # --- spend ---------------------------------------------------------------------------------------

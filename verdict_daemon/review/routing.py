@@ -14,6 +14,11 @@ attempt id). It is queued, once, for every reason that applies:
 
 The audit draw hashes (seed, tenant, attempt id): the same state and seed always queue the same
 items, whatever the order or the number of routing runs, and routing twice queues nothing twice.
+
+Each run looks only at judgments finished since the previous run's newest one (cursor
+`review.routed_through`), less RECHECK_MARGIN for attempts another process was still writing, so
+a tick costs what was judged since the last tick, not the whole history. A changed audit rate or
+seed therefore applies to judgments made after the change.
 """
 
 from __future__ import annotations
@@ -21,27 +26,40 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Review
 from verdict_daemon.state import StateStore, insert_rows
 
 REASONS = ("unclear", "ensemble_disagreement", "inconsistent", "audit")
+ROUTING_CURSOR = "review.routed_through"
+RECHECK_MARGIN = timedelta(hours=1)
 _ITEM_COLUMNS = ("tenant_id", "item_id", "trace_id", "fingerprint", "reasons", "flagged", "queued_at")
 
-# Latest attempt per (trace, evaluator) that is OK and not queued yet, with every dimension verdict.
+# Latest attempt per (trace, evaluator) that is OK, recent and not queued yet, with its flagged
+# dimensions (classified here, so a large first run moves one row per judgment, not per verdict).
+# An ensemble's tally lists one entry per verdict its components gave: a comma means a split.
 _CANDIDATES = """
 WITH latest AS (
-    SELECT attempt_id, trace_id, fingerprint, status FROM judgment_attempts WHERE tenant_id = $t
-    QUALIFY row_number() OVER (PARTITION BY trace_id, fingerprint ORDER BY attempt_no DESC) = 1)
-SELECT l.attempt_id, l.trace_id, l.fingerprint, e.definition->>'kind' AS kind, v.dimension, v.value, v.reason
-FROM latest l
-JOIN sampled_traces s ON s.tenant_id = $t AND s.trace_id = l.trace_id
-JOIN dimension_verdicts v ON v.tenant_id = $t AND v.attempt_id = l.attempt_id
-LEFT JOIN evaluators e ON e.tenant_id = $t AND e.fingerprint = l.fingerprint
-WHERE l.status = 'OK' AND l.attempt_id NOT IN (SELECT item_id FROM review_items WHERE tenant_id = $t)
-ORDER BY l.attempt_id, v.dimension
+    SELECT attempt_id, trace_id, fingerprint, status, judged_at FROM judgment_attempts WHERE tenant_id = $t
+    QUALIFY row_number() OVER (PARTITION BY trace_id, fingerprint ORDER BY attempt_no DESC) = 1),
+candidates AS (
+    SELECT l.* FROM latest l JOIN sampled_traces s ON s.tenant_id = $t AND s.trace_id = l.trace_id
+    WHERE l.status = 'OK' AND l.judged_at >= $since
+      AND l.attempt_id NOT IN (SELECT item_id FROM review_items WHERE tenant_id = $t)),
+classified AS (
+    SELECT c.attempt_id, c.trace_id, c.fingerprint, c.judged_at, v.dimension,
+           CASE WHEN v.value = 'UNCLEAR' THEN 'unclear'
+                WHEN v.value = 'INCONSISTENT' THEN 'inconsistent'
+                WHEN e.definition->>'kind' = 'ensemble' AND starts_with(v.reason, 'votes ') AND contains(v.reason, ',')
+                THEN 'ensemble_disagreement' END AS why
+    FROM candidates c
+    JOIN dimension_verdicts v ON v.tenant_id = $t AND v.attempt_id = c.attempt_id
+    LEFT JOIN evaluators e ON e.tenant_id = $t AND e.fingerprint = c.fingerprint)
+SELECT attempt_id, trace_id, fingerprint, max(judged_at),
+       coalesce(list([dimension, why] ORDER BY dimension) FILTER (WHERE why IS NOT NULL), [])
+FROM classified GROUP BY attempt_id, trace_id, fingerprint ORDER BY attempt_id
 """
 
 
@@ -58,32 +76,18 @@ def audit_draw(seed: int, tenant: str, item_id: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def _dimension_reason(kind: str | None, value: str | None, reason: str | None) -> str | None:
-    if value == "UNCLEAR":
-        return "unclear"
-    if value == "INCONSISTENT":
-        return "inconsistent"
-    # An ensemble's tally lists one entry per verdict its components gave: more than one is a split.
-    if kind == "ensemble" and reason is not None and reason.startswith("votes ") and "," in reason:
-        return "ensemble_disagreement"
-    return None
-
-
 def route(store: StateStore, tenant: str, config: Review, now: datetime | None = None) -> RoutingReport:
     """Queue every usable judgment not queued yet that needs a human (see the module docstring)."""
     tenant = validate_tenant_id(tenant)
     queued_at = (now or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
+    through = store.cursor(tenant, ROUTING_CURSOR)
+    since = datetime.fromisoformat(through) - RECHECK_MARGIN if through else datetime.min
     with store.transaction() as con:
-        rows = con.execute(_CANDIDATES, {"t": tenant}).fetchall()
-    items: dict[str, tuple[str, str, dict[str, str]]] = {}
-    for attempt, trace, fingerprint, kind, dimension, value, reason in rows:
-        flagged = items.setdefault(attempt, (trace, fingerprint, {}))[2]
-        why = _dimension_reason(kind, value, reason)
-        if why is not None:
-            flagged[dimension] = why
+        rows = con.execute(_CANDIDATES, {"t": tenant, "since": since}).fetchall()
     by_reason = dict.fromkeys(REASONS, 0)
     queue = []
-    for attempt, (trace, fingerprint, flagged) in items.items():
+    for attempt, trace, fingerprint, _, pairs in rows:
+        flagged = dict(pairs)
         reasons = sorted(set(flagged.values()), key=REASONS.index)
         if not reasons and audit_draw(config.seed, tenant, attempt) < config.audit_rate:
             reasons = ["audit"]
@@ -95,4 +99,8 @@ def route(store: StateStore, tenant: str, config: Review, now: datetime | None =
     if queue:
         with store.transaction() as con:
             insert_rows(con, "review_items", _ITEM_COLUMNS, queue)
-    return RoutingReport(considered=len(items), queued=len(queue), by_reason=by_reason)
+    if rows:  # after the items: a crash in between re-examines these judgments, never skips them
+        newest = max(row[3] for row in rows)
+        if through is None or newest > datetime.fromisoformat(through):
+            store.set_cursor(tenant, ROUTING_CURSOR, newest.isoformat())
+    return RoutingReport(considered=len(rows), queued=len(queue), by_reason=by_reason)

@@ -139,7 +139,7 @@ def test_the_demo_flags_the_injected_intent_and_nothing_else(tmp_path):
 
 def test_ctrl_c_mid_run_stops_every_process_without_a_traceback(tmp_path):
     data = tmp_path / "demo-data"
-    demo = Demo(tmp_path, "--data-dir", str(data), "--per-day", "10")
+    demo = Demo(tmp_path, "--data-dir", str(data), "--per-day", "20")
     demo.watch_until(lambda: any("day 2/" in line for line in demo.stderr), timeout=300)
     assert demo.proc.poll() is None, "".join(demo.stderr)
     demo.children |= _descendants(demo.proc.pid)
