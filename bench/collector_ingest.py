@@ -2,13 +2,18 @@
 
     .venv/bin/python bench/collector_ingest.py               # full: 60 s sustained + 10M-span SQL
     .venv/bin/python bench/collector_ingest.py --seconds 10 --sql-rows 2000000   # quick look
+    .venv/bin/python bench/collector_ingest.py --auth none   # tokenless: content is re-redacted
+    .venv/bin/python bench/collector_ingest.py -- --trust-sdk-redaction never    # collector flags after --
 
 1. Sustained throughput: the real collector process (durability on: fsync + atomic rename
-   before every ack) receives pre-encoded ~1.5 KB GenAI spans in batches of 512 from several
-   concurrent HTTP clients for --seconds.
+   before every ack) receives pre-encoded ~1.4 KB GenAI spans in batches of 512 from several
+   concurrent HTTP clients for --seconds. By default the clients authenticate with a token and
+   the spans carry the SDK's redaction claim, as a deployment with the Verdict SDK does.
 2. Latency: the same at half the target rate; p50/p99 acknowledgement latency.
-3. Collector RSS (server process plus its decode workers), sampled throughout.
-4. `verdict sql` "calls per intent per day" over --sql-rows spans written directly as Parquet.
+3. Collector RSS (server process plus its decode workers, also as PSS), sampled throughout.
+4. CPU per span of the server, the decode workers and this load generator: on a shared
+   machine the robust figure; the target needs <= cores * 1e6 / 25,000 us per span in all.
+5. `verdict sql` "calls per intent per day" over --sql-rows spans written directly as Parquet.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Decode + validate + redact + flatten, in worker processes so both cores do it in parallel.
 
 Protobuf field access and redaction are the collector's CPU cost; under the GIL one process
-cannot go beyond one core, so requests are decoded in a small process pool. `decode_workers=0`
-decodes in a thread of the server process instead (tests, tiny deployments). The workers also
-build the Arrow record batches and hand them back as Arrow IPC bytes: unpickling row tuples
-and converting them in the server cost it more CPU than the rest of a request (the price is
-pyarrow's shared libraries mapped into every worker: more summed RSS, little more real memory).
+cannot go beyond one core, so requests are decoded in a small process pool. `decode_workers=0` decodes in a thread of the server
+process instead (tests, tiny deployments). Rows come back as tuples and become Arrow record
+batches in the server process.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from dataclasses import dataclass
 
 from collector import otlp
 from collector.flatten import IngestPolicy, Partition, flatten
-from collector.otlp import RequestError
 from collector.redaction import ServerRedaction
 
 log = logging.getLogger("verdict.collector")
@@ -37,24 +34,9 @@ class DecodeSettings:
 
 
 @dataclass(frozen=True)
-class EncodedPartition:
-    """One partition's spans as an Arrow IPC stream (one record batch in schema.SPAN_COLUMNS order)."""
-
-    tenant: str
-    date: str
-    spans: int
-    ipc: bytes
-
-    def to_arrow(self):
-        import pyarrow as pa
-
-        return pa.ipc.open_stream(self.ipc).read_next_batch()  # zero-copy over self.ipc
-
-
-@dataclass(frozen=True)
 class Decoded:
     kind: str  # response encoding: otlp.PROTOBUF or otlp.JSON
-    partitions: list[EncodedPartition]
+    partitions: list[Partition]
     accepted: int
     rejected: int
     message: str
@@ -100,23 +82,8 @@ def decode_export(
         redaction=_redaction,
     )
     result = flatten(request, policy, time.time_ns())
-    encoded = [_encode(p) for p in result.partitions.values()]
-    return Decoded(kind, encoded, result.accepted, result.rejected, result.message())
-
-
-def _encode(partition: Partition) -> EncodedPartition:
-    import pyarrow as pa
-
-    try:
-        batch = partition.to_arrow()
-    except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-        # A value flatten() let through that Arrow cannot hold: a bug, but a 400, not a 500 loop.
-        log.exception("could not convert decoded spans to Arrow")
-        raise RequestError(400, f"spans could not be stored ({type(exc).__name__}); see the collector log") from None
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as stream:
-        stream.write_batch(batch)
-    return EncodedPartition(partition.tenant, partition.date, len(partition.rows), sink.getvalue().to_pybytes())
+    # Rows travel back as plain tuples: importing pyarrow would cost each worker ~70 MB RSS.
+    return Decoded(kind, list(result.partitions.values()), result.accepted, result.rejected, result.message())
 
 
 class DecoderPool:

@@ -24,7 +24,7 @@ FRESH_PATTERN = f"[0-9]*{lake.SEGMENT_SUFFIX}"  # written by the collector, not 
 RETRY_HORIZON = "1 DAY"
 
 # Operations that are not model inference calls (GenAI semantic conventions).
-_NOT_INFERENCE = ("embeddings", "execute_tool", "create_agent", "invoke_agent")
+NOT_INFERENCE = ("embeddings", "execute_tool", "create_agent", "invoke_agent")
 
 LLM_CALL_COLUMNS = (
     "tenant_id", "date", "trace_id", "span_id", "parent_span_id", "service_name", "name", "start_time",
@@ -101,7 +101,7 @@ def view_statements(data_dir: Path, tenant: str) -> list[str]:
         parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
-    not_inference = ", ".join(_quote(op) for op in _NOT_INFERENCE)
+    not_inference = ", ".join(_quote(op) for op in NOT_INFERENCE)
     llm_calls = (
         "CREATE OR REPLACE VIEW llm_calls AS\n"
         f"SELECT {', '.join(LLM_CALL_COLUMNS)}\nFROM spans\n"

@@ -65,7 +65,8 @@ def test_commands_run_elsewhere_are_run_there(tmp_path, block):
     rb.Session(tmp_path, rb.session_env({}), {}).run(block)
 
 
-@pytest.mark.slow  # ~20 s of CPU: real collector, CLIs, ~600 judge calls through the openai client
+@pytest.mark.slow  # ~30 s of CPU: real collector and daemon, CLIs, ~600 judge calls through the openai client
+@pytest.mark.timeout(900)  # wall time depends on the machine's load; each command has its own limit
 def test_session_blocks_run_in_order(tmp_path, fake_openai):
     fake_openai.handler = llm_reply
     env = rb.session_env({"OPENAI_BASE_URL": fake_openai.base_url, "OPENAI_API_KEY": "sk-readme-test"})

@@ -33,6 +33,8 @@ _NAMES = {
     "build_battery": "verdict.inject",
     "evaluate_agreement": "verdict.agreement",
     "EvidenceGate": "verdict.agreement",
+    # user signals for judge correlation (the analysis itself: `from verdict.correlate import correlate`)
+    "record_user_signal": "verdict.correlate",
 }
 __all__ = sorted(_NAMES)
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _NAMES)

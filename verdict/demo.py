@@ -17,6 +17,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"verdict demo: error [invalid_config]: the demo needs {exc.name!r}: {_EXTRAS}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before the demo's own handler is installed: nothing has started yet
+        print("verdict demo: interrupted", file=sys.stderr)
+        return 130
     return run(argv)
 
 

@@ -96,9 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _time(flag: str, text: str) -> datetime:
     try:
         at = datetime.fromisoformat(text)
-    except ValueError:
+        return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
+    except (ValueError, OverflowError):  # OverflowError: an offset that moves it beyond year 1 or 9999
         raise ClusterError("invalid_request", f"{flag}: {text[:80]!r} is not an ISO 8601 time") from None
-    return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
 
 
 def _name(flag: str, text: str) -> str:

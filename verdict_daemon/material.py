@@ -24,7 +24,8 @@ class Material:
         return {"trace_id": self.trace_id, "query": self.query, "response": self.response, "context": self.context}
 
 
-def _messages(raw: str | None) -> list[dict]:
+def parse_messages(raw: str | None) -> list[dict]:
+    """A span's message JSON as a list of message dicts ([] when absent or malformed)."""
     if not raw:
         return []
     try:
@@ -34,7 +35,8 @@ def _messages(raw: str | None) -> list[dict]:
     return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
-def _text(message: dict) -> str:
+def message_text(message: dict) -> str:
+    """The text of one message: its text and tool-response parts, or a plain string `content`."""
     parts = message.get("parts")
     if not isinstance(parts, list):
         content = message.get("content")
@@ -50,12 +52,12 @@ def _text(message: dict) -> str:
 def graded_texts(input_messages: str | None, output_messages: str | None,
                  system_instructions: str | None) -> tuple[str, str, str]:
     """(query, response, context): the last user message, the output text, system + tool text."""
-    inputs = _messages(input_messages)
+    inputs = parse_messages(input_messages)
     users = [m for m in inputs if m.get("role") == "user"]
-    query = _text(users[-1]) if users else ""
-    response = "\n".join(_text(m) for m in _messages(output_messages) if m.get("role") in ("assistant", None))
-    context_parts = [_text(m) for m in inputs if m.get("role") in ("system", "tool")]
-    context_parts += [_text(part) for part in _messages(system_instructions)]  # a list of parts
-    if system_instructions and not _messages(system_instructions):
+    query = message_text(users[-1]) if users else ""
+    response = "\n".join(message_text(m) for m in parse_messages(output_messages) if m.get("role") in ("assistant", None))
+    context_parts = [message_text(m) for m in inputs if m.get("role") in ("system", "tool")]
+    context_parts += [message_text(part) for part in parse_messages(system_instructions)]  # a list of parts
+    if system_instructions and not parse_messages(system_instructions):
         context_parts.append(system_instructions)  # a bare string rather than a message list
     return query, response, "\n".join(p for p in context_parts if p)

@@ -21,7 +21,7 @@ import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, NoReturn, get_args
 
 from verdict.models.base import ModelErrorKind
 from verdict_daemon.errors import DaemonError, internal_error
@@ -34,31 +34,65 @@ log = logging.getLogger("verdict.daemon")
 _PROVIDER_FAILURE = re.compile(rf"(?:target|follow_up|judge: model): (?:{'|'.join(get_args(ModelErrorKind))}):")
 
 
+_EPILOG = """\
+exit codes: 0 the gate passed (run) or the suite is valid (list, show); 1 (run) the weighted pass rate,
+or a category's with --min-category-pass-rate, is below the threshold; 2 execution errors (a target,
+follow-up or judge call failed: the table and --out still show every probe) or bad input. On 2, one
+JSON line {"error": CODE, "message": ...} on stderr, CODE one of invalid_suite, invalid_config,
+provider_unavailable, probe_error, internal_error; never a traceback (VERDICT_DEBUG=1 shows it).
+
+examples:
+  verdict probes run --target-model openai/gpt-4o --judge-model openai/gpt-4o-mini --out run.json
+  verdict probes run --suite my-suite.yaml --target-model openai/llama3.1 \\
+      --target-base-url http://127.0.0.1:11434/v1 --judge-model anthropic/claude-haiku-4-5 --min-pass-rate 0.9
+  verdict probes show default
+See docs/probes.md (suite YAML, artifacts, the daemon's [probes] job)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors speak the closed vocabulary too: invalid_config on stderr, exit 2."""
+
+    def error(self, message: str):
+        _usage_error(message)
+
+
+def _usage_error(message: str) -> NoReturn:
+    print(json.dumps({"error": "invalid_config", "message": message}), file=sys.stderr)
+    sys.exit(EXIT_ERROR)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.epilog = ("exit codes (run): 0 pass rate >= threshold, 1 below, 2 execution error or bad input "
-                     "(stderr: {\"error\": CODE, \"message\": ...}). See docs/probes.md.")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
+    parser.error = _usage_error  # type: ignore[method-assign]  # the dispatcher's parser
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=_Parser)
     run = actions.add_parser("run", help="run a suite against a target model and gate on its pass rate",
                              description="Run a probe suite: ask the target, judge each expectation, gate.",
-                             epilog=parser.epilog)
-    run.add_argument("--suite", default="default", help='a bundled suite name (default: "default") or a suite YAML')
-    run.add_argument("--target-model", required=True, help=f"the model under test: {_MODEL_HELP}")
-    run.add_argument("--judge-model", required=True, help=f"the judge: {_MODEL_HELP}")
-    run.add_argument("--target-base-url", help="OpenAI/Anthropic-compatible endpoint of the target "
-                     "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL)")
-    run.add_argument("--judge-base-url", help="endpoint of the judge (default: the provider's environment variable)")
-    run.add_argument("--min-pass-rate", type=float, default=1.0,
-                     help="threshold in [0, 1] for the weighted suite pass rate (default 1.0)")
-    run.add_argument("--min-category-pass-rate", type=float,
+                             epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--suite", default="default", metavar="NAME|FILE",
+                     help='a bundled suite name (default: "default") or a suite YAML file')
+    run.add_argument("--target-model", required=True, metavar="MODEL", help=f"the model under test: {_MODEL_HELP}")
+    run.add_argument("--judge-model", required=True, metavar="MODEL", help=f"the judge: {_MODEL_HELP}")
+    run.add_argument("--target-base-url", metavar="URL", help="OpenAI/Anthropic-compatible endpoint of the target "
+                     "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL; keys from OPENAI_API_KEY / ANTHROPIC_API_KEY)")
+    run.add_argument("--judge-base-url", metavar="URL",
+                     help="endpoint of the judge (default: the provider's environment variable)")
+    run.add_argument("--min-pass-rate", type=float, default=1.0, metavar="RATE",
+                     help="threshold in [0, 1] for the weighted suite pass rate, inclusive (default 1.0: every "
+                     "probe must pass)")
+    run.add_argument("--min-category-pass-rate", type=float, metavar="RATE",
                      help="also require every category's weighted pass rate to reach this (default: not gated)")
-    run.add_argument("--concurrency", type=int, default=8, help="calls in flight (default 8)")
-    run.add_argument("--out", type=Path, help="write the run artifact (JSON, redacted) here")
+    run.add_argument("--concurrency", type=int, default=8, metavar="N", help="calls in flight (default 8)")
+    run.add_argument("--out", type=Path, metavar="FILE",
+                     help="write the run artifact here (JSON, redacted; written atomically, also when probes errored)")
     run.add_argument("--json", action="store_true", help="print the artifact instead of the table")
-    listing = actions.add_parser("list", help="list the bundled suites", description="List the bundled suites.")
+    listing = actions.add_parser("list", help="list the bundled suites", description="List the bundled suites.",
+                                 epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     listing.add_argument("--json", action="store_true", help="print JSON")
     show = actions.add_parser("show", help="validate a suite and show its probes",
-                              description="Validate a suite (bundled name or YAML) and show its probes.")
-    show.add_argument("suite", help="a bundled suite name or a suite YAML file")
+                              description="Validate a suite (bundled name or YAML) and show its probes.",
+                              epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    show.add_argument("suite", metavar="NAME|FILE", help="a bundled suite name or a suite YAML file")
     show.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -87,8 +121,9 @@ def _run(args: argparse.Namespace) -> int:
             raise DaemonError("invalid_config", f"{flag} must be in [0, 1], got {value}")
     if args.concurrency < 1:
         raise DaemonError("invalid_config", f"--concurrency must be at least 1, got {args.concurrency}")
-    if args.out is not None and not os.access(args.out.parent.resolve(), os.W_OK):
-        raise DaemonError("invalid_config", f"--out {args.out}: the directory does not exist or is not writable")
+    if args.out is not None and (args.out.is_dir() or not os.access(args.out.parent.resolve(), os.W_OK)):
+        problem = "is a directory" if args.out.is_dir() else "the directory does not exist or is not writable"
+        raise DaemonError("invalid_config", f"--out {args.out}: {problem}")
     suite = load_suite_spec(args.suite)
     target = resolve_model_spec(args.target_model, args.target_base_url, "--target-model")
     judge = resolve_model_spec(args.judge_model, args.judge_base_url, "--judge-model")

@@ -141,6 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     export = actions.add_parser("export-sentinel", parents=[common], help="write the labels as a sentinel set")
     export.add_argument("--out", type=Path, required=True, help="JSONL file to write (replaced atomically)")
+    _evaluator_options(export)  # optional here: only that evaluator's labels (its rubric's dimensions)
 
     corr = actions.add_parser("correlate", parents=[common], help="judge verdicts vs user signals")
     _evaluator_options(corr)
@@ -205,7 +206,8 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
         return {"tenant_id": tenant, "fingerprint": fingerprint, "positive": args.positive,
                 "dimensions": [d.to_dict() for d in dimensions]}
     if args.action == "export-sentinel":
-        written = review.export_sentinel(store, tenant, args.out)
+        written = review.export_sentinel(store, tenant, args.out, evaluator=args.evaluator,
+                                         fingerprint=args.fingerprint)
         return {"tenant_id": tenant, "out": str(args.out), "examples": written}
     return _correlate(args, tenant, store)
 

@@ -84,7 +84,8 @@ def test_cache_hits_by_content_hash(embedder: Embedder, tmp_path: Path):
     assert disk.cache_misses == 3
     shards = list(tmp_path.rglob("*.npz"))
     assert len(shards) == 1 and shards[0].parent.name == disk.fingerprint.removeprefix("sha256:")[:16]
-    (shards[0].parent / "broken.npz").write_bytes(b"not a zip")  # skipped with a warning
+    (shards[0].parent / "broken.npz").write_bytes(b"not a zip")  # each skipped with a warning
+    (shards[0].parent / "truncated.npz").write_bytes(shards[0].read_bytes()[:200])
     reloaded = load_embedder(cache_dir=tmp_path)
     assert np.array_equal(reloaded.embed(texts), stored)
     assert (reloaded.cache_hits, reloaded.cache_misses) == (3, 0)  # nothing recomputed

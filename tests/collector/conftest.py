@@ -110,7 +110,6 @@ def land_request(data_dir: Path, request, tenant: str = "__verdict_local__") -> 
     init_worker(DecodeSettings(1 << 24, 1 << 16, "off", False))
     ids = set()
     for part in decode_export(request.SerializeToString(), None, None, tenant, False).partitions:
-        table = pa.Table.from_batches([part.to_arrow()])
-        lake.write_segment(data_dir, part.tenant, part.date, table)
-        ids.update(zip(table.column("trace_id").to_pylist(), table.column("span_id").to_pylist(), strict=True))
+        lake.write_segment(data_dir, part.tenant, part.date, pa.Table.from_batches([part.to_arrow()]))
+        ids.update((row[0], row[1]) for row in part.rows)
     return ids

@@ -4,6 +4,8 @@ drift, plus the sentinel check) over a span lake written with the collector's ow
 Tenant `acme`: 4 intents × 9 days × 40 traces; `search.v1` is truncated on the last day (a regression
 for both evaluators: the noisy rubric judge `quality` and the graph `format`) and its most recent
 traces carry markup and an e-mail address in the conversation (escaping and redaction). Tenant `globex` has spans but nothing judged (every panel's empty state).
+Tenant `umbrella` runs the same pipeline with the same evaluators (so the same fingerprints) on a
+smaller lake: any figure of acme's report that leaked another tenant's rows would differ.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ HOSTILE_ANSWER = "<script>alert('pwned')</script> Mail bob@example.com with your
 class Lake:
     data_dir: Path
     summary: dict  # run_cycle's summary for acme
+    other: dict  # run_cycle's summary for umbrella
 
 
 def section(data, name: str):
@@ -64,12 +67,15 @@ def lake(tmp_path_factory) -> Lake:
     rows = _unique_queries(synthetic_days(NOW, intents=INTENTS, per_day=40, corrupt="search.v1"))
     write_rows(data, "acme", rows + _hostile_rows())
     write_rows(data, "globex", synthetic_days(NOW, intents=("other.v1",), per_day=5, seed=3))
+    write_rows(data, "umbrella", _unique_queries(synthetic_days(NOW, intents=INTENTS[:2], per_day=6, seed=5)))
     config = make_config(data, evaluators=[{"name": "quality", "kind": "rubric", "model": JUDGE}, GRAPH],
+                         tenants=[{"id": "acme"}, {"id": "globex"}, {"id": "umbrella"}],
                          sentinel={"file": str(sentinel_file(root / "sentinel.jsonl")), "minimum_examples": 6,
                                    "threshold": 0.5})
     evaluators = build_evaluators(config)
     summary = run_cycle(config, "acme", NOW, evaluators, gate=HealthGate(config.sentinel, evaluators))
-    return Lake(data, summary)
+    other = run_cycle(config, "umbrella", NOW, evaluators, gate=HealthGate(config.sentinel, evaluators))
+    return Lake(data, summary, other)
 
 
 @pytest.fixture(scope="session")

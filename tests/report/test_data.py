@@ -12,6 +12,7 @@ import pytest
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_confint
 
+from tests.daemon.conftest import INTENTS
 from tests.report.conftest import NOW, section
 from verdict_daemon.report import build_report
 from verdict_daemon.report.gather import UNASSIGNED
@@ -207,3 +208,20 @@ def test_before_the_first_drift_run_the_heatmap_covers_the_last_day(tmp_path):
     assert {s.cluster for s in quality.series} == {UNASSIGNED} and len(quality.series[0].points) == 9
     page = render(data)
     assert "No drift run yet" in page and "over the last day with verdicts" in page
+
+
+def test_every_figure_is_the_tenants_own(lake, data):
+    """umbrella was judged by the same evaluators (same fingerprints), with sentinel checks, spend and review
+    items of its own: acme's report holds none of them, and umbrella's holds none of acme's."""
+    other = build_report(lake.data_dir, "umbrella", generated_at=AT)
+    assert {e.fingerprint for e in other.evaluators} == {e.fingerprint for e in data.evaluators}
+    assert other.sampled_traces == lake.other["sampled"] == 2 * 9 * 6 and data.sampled_traces == lake.summary["sampled"]
+    assert len(other.sentinel) == len(data.sentinel) == 1 and other.sentinel[0].checks == data.sentinel[0].checks == 1
+    assert {s.attempts for s in other.spend} == {108} and {s.attempts for s in data.spend} == {1440}
+    assert sum(d.input_tokens for d in data.spend_days) == sum(s.input_tokens for s in data.spend)
+    items = dict(other.review.rows)["Items"]
+    assert items == f"{lake.other['review_queued']:,}" != dict(data.review.rows)["Items"]
+    clusters = {c.cluster for e in other.evaluators for c in e.coverage}
+    assert clusters == set(INTENTS[:2]) and {c.cluster for e in data.evaluators for c in e.coverage} == set(INTENTS)
+    ids = {x.trace_id for e in data.evaluators for s in e.signals for x in s.examples}
+    assert ids and not ids & {x.trace_id for e in other.evaluators for s in e.signals for x in s.examples}

@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from verdict.sentinel import load_sentinel_set
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "review.md"
 
 
+@pytest.mark.slow  # six `verdict` processes: ~15 s on a shared machine
 def test_the_walkthrough_runs_as_written(_judged_template, tmp_path):
     (block,) = re.findall(r"```bash\n(.*?)```", DOC.read_text(), re.DOTALL)
     shutil.copytree(_judged_template, tmp_path / "verdict-data")

@@ -136,3 +136,17 @@ def test_export_into_a_missing_directory_fails_cleanly(capsys, labelled, tmp_pat
     out = tmp_path / "no" / "such" / "set.jsonl"
     code, _, err = review(capsys, "export-sentinel", "--out", str(out), "--data-dir", str(judged), "--tenant", "acme")
     assert (code, err["error"]["code"]) == (2, "invalid_config") and not out.parent.exists()
+
+
+def test_export_can_be_limited_to_one_evaluators_labels(capsys, labelled, tmp_path):
+    store = StateStore(labelled.data)
+    single = list_items(store, "acme", reason="unclear", limit=1).items[0]
+    record_labels(store, "acme", single.item_id, {"completeness": "FAIL"}, critique="stops short", reviewer="ana")
+    base = ["--data-dir", str(labelled.data), "--tenant", "acme"]
+    code, both, _ = review(capsys, "export-sentinel", "--out", str(tmp_path / "all.jsonl"), *base)
+    code, only, _ = review(capsys, "export-sentinel", "--out", str(tmp_path / "one.jsonl"), *base,
+                           "--evaluator", "single")
+    traces = {i.trace_id for i in list_items(store, "acme", status="labelled", limit=500).items}
+    assert code == 0 and both["examples"] == len(traces) and only["examples"] == 1
+    (example,) = load_sentinel_set(tmp_path / "one.jsonl").examples
+    assert (example.id, example.label_map) == (single.trace_id, {"completeness": "FAIL"})

@@ -52,10 +52,11 @@ class ProbeResult:
 
 
 def probe_outcome(expectations: Sequence[ExpectationResult]) -> Outcome:
-    """ERROR if any expectation could not be judged, else PASS only when every expectation passed."""
+    """ERROR if any expectation could not be judged, else PASS only when there are expectations and every one
+    passed (a historical record without any fails closed)."""
     if any(e.outcome is Outcome.ERROR for e in expectations):
         return Outcome.ERROR
-    return Outcome.PASS if all(e.passed for e in expectations) else Outcome.FAIL
+    return Outcome.PASS if expectations and all(e.passed for e in expectations) else Outcome.FAIL
 
 
 @dataclass(frozen=True, slots=True)

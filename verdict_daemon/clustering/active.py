@@ -71,9 +71,9 @@ def assign_active(store: StateStore, data_dir: Path, tenant: str, registry: Acti
     with _daemon_errors():
         with store.transaction() as con:
             version = versions.load(con, tenant, registry.version_id)
-            unindexed = [r[0] for r in con.execute(
-                "SELECT trace_id FROM sampled_traces WHERE tenant_id = ? AND trace_id NOT IN "
-                "(SELECT trace_id FROM analysis_index WHERE tenant_id = ?)", [tenant, tenant]).fetchall()]
+            unindexed = con.execute(
+                "SELECT trace_id, started_at FROM sampled_traces WHERE tenant_id = ? AND trace_id NOT IN "
+                "(SELECT trace_id FROM analysis_index WHERE tenant_id = ?)", [tenant, tenant]).fetchall()
         index_traces(store, data_dir, tenant, unindexed)
         assign_scope(store, data_dir, version,
                      "a.trace_id IN (SELECT trace_id FROM sampled_traces WHERE tenant_id = $t)", {})

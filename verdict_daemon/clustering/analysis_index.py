@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from collector import lake
-from collector.views import _NOT_INFERENCE, tenant_dir, view_statements
+from collector.views import NOT_INFERENCE, tenant_dir, view_statements
 from verdict.intent import validate_intent_key
 from verdict.redact import redact_text
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.evaluators import JUDGE_WORKLOAD
-from verdict_daemon.material import _messages, _text
+from verdict_daemon.material import message_text, parse_messages
 from verdict_daemon.state import StateStore, insert_rows
 
 MAX_PAGE = 50_000  # hard ceiling of one normalize page (bounded memory and transaction size)
@@ -34,9 +34,8 @@ _COLUMNS = ("tenant_id", "trace_id", "span_id", "started_at", "workload", "inten
             "key_reason", "first_user_message", "content_hash", "indexed_at")
 
 
-
 # An eligible call: model inference, not judge workload, not failed (the sampler's rule).
-_ELIGIBLE = (f"operation IS NOT NULL AND operation NOT IN ({', '.join(repr(op) for op in _NOT_INFERENCE)}) "
+_ELIGIBLE = (f"operation IS NOT NULL AND operation NOT IN ({', '.join(repr(op) for op in NOT_INFERENCE)}) "
              f"AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL")
 
 
@@ -75,8 +74,8 @@ class NormalizeReport:
 
 def first_user_message(input_messages: str | None) -> str | None:
     """The redacted text of the first user message (None when there is none)."""
-    users = [m for m in _messages(input_messages) if m.get("role") == "user"]
-    text = _text(users[0]).strip() if users else ""
+    users = [m for m in parse_messages(input_messages) if m.get("role") == "user"]
+    text = message_text(users[0]).strip() if users else ""
     return redact_text(text[:MAX_MESSAGE_CHARS]) if text else None
 
 
@@ -95,13 +94,29 @@ def key_status(intent_key: str | None, key_error: str | None) -> tuple[str | Non
         return None, "invalid", redact_text(str(exc))
 
 
-def _lake(data_dir: Path, tenant: str):
+def _segments(data_dir: Path, tenant: str, *, first: date | None = None, last: date | None = None) -> list[str]:
+    """The tenant's segment files of the date partitions from `first` through `last` (the collector
+    partitions spans by their start date, UTC)."""
+    low, high = (first or date.min).isoformat(), (last or date.max).isoformat()
+    return [str(f) for f in sorted(tenant_dir(data_dir, tenant).glob(f"date=*/*{lake.SEGMENT_SUFFIX}"))
+            if low <= f.parent.name.removeprefix("date=") <= high]
+
+
+def _lake(data_dir: Path, tenant: str, files: list[str] | None = None):
+    """A lake connection with the `llm_calls` view: the whole lake through the collector's views, or
+    exactly `files` read as they are. Those may hold exporter-retry copies of a span, which the
+    collector's view drops; a copy repeats its span exactly, so the per-trace aggregates and the
+    graded span's messages come out the same."""
     import duckdb
 
     con = duckdb.connect(config={"threads": 2})
     try:
-        for statement in view_statements(data_dir, tenant):
-            con.execute(statement)
+        if files is None:
+            for statement in view_statements(data_dir, tenant):
+                con.execute(statement)
+        else:
+            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            con.execute(f"CREATE VIEW llm_calls AS SELECT * FROM read_parquet([{listed}], union_by_name = true)")
     except duckdb.Error as exc:
         con.close()
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
@@ -134,8 +149,7 @@ def pending(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime) ->
     import duckdb
 
     tenant = validate_tenant_id(tenant)
-    files = [str(f) for f in sorted(tenant_dir(data_dir, tenant).glob(f"date=*/*{lake.SEGMENT_SUFFIX}"))
-             if f.parent.name.removeprefix("date=") <= cutoff.date().isoformat()]
+    files = _segments(data_dir, tenant, last=cutoff.date())
     if not files:
         return 0
     done = _indexed(store, tenant)
@@ -179,19 +193,27 @@ def normalize(store: StateStore, data_dir: Path, tenant: str, limit: int) -> Nor
     return NormalizeReport(written, todo - len(rows), total)
 
 
-def index_traces(store: StateStore, data_dir: Path, tenant: str, trace_ids: list[str]) -> int:
-    """Index exactly these traces when the index lacks them (the daemon's sampled traces)."""
+def index_traces(store: StateStore, data_dir: Path, tenant: str, traces: list[tuple[str, datetime]]) -> int:
+    """Index these (trace_id, started_at) traces, which the index lacks (the daemon's sampled traces).
+    Runs every daemon tick, so it reads only the date partitions from the earliest start on: every
+    span of a trace starts at or after the trace's start."""
+    import duckdb
     import pyarrow as pa
 
-    if not trace_ids:
+    tenant = validate_tenant_id(tenant)
+    files = _segments(data_dir, tenant, first=min(started for _, started in traces).date()) if traces else []
+    if not files:
         return 0
-    con = _unindexed(store, data_dir, tenant)
+    con = _lake(data_dir, tenant, files)
     try:
-        con.register("wanted", pa.table({"trace_id": pa.array(trace_ids, pa.string())}))
-        rows = con.execute("WITH page AS (SELECT * FROM todo SEMI JOIN wanted USING (trace_id))" + _PAGE_ROWS).fetchall()
+        con.register("wanted", pa.table({"trace_id": pa.array([t for t, _ in traces], pa.string())}))
+        rows = con.execute(f"WITH page AS (SELECT * FROM ({_traces()}) SEMI JOIN wanted USING (trace_id))"
+                           + _PAGE_ROWS).fetchall()
+    except duckdb.Error as exc:
+        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
         con.close()
-    return _write(store, tenant, rows)
+    return _write(store, tenant, rows)  # OR IGNORE: a concurrent normalize may have indexed some meanwhile
 
 
 def _write(store: StateStore, tenant: str, rows: list[tuple]) -> int:

@@ -28,6 +28,7 @@ import importlib.util
 import logging
 import math
 import os
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -149,7 +150,7 @@ class Embedder:
             try:
                 with np.load(shard) as data:
                     keys, vectors = data["keys"], data["vectors"]
-            except (OSError, ValueError, KeyError) as exc:
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
                 log.warning("embedding cache: skipping unreadable shard %s (%s)", shard.name,
                             type(exc).__name__)
                 continue

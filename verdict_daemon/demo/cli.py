@@ -129,6 +129,17 @@ def render_text(summary) -> str:
     return "\n".join(lines)
 
 
+def _check_judge_model(judge_model: str) -> None:
+    """A bad model string or a missing API key fails here, before anything starts."""
+    from verdict_daemon.evaluators import resolve_judge_model
+
+    try:
+        resolve_judge_model(judge_model)
+    except DaemonError as exc:
+        raise DaemonError(exc.code, f"judge model {judge_model!r} (--judge-model or VERDICT_JUDGE_MODEL): "
+                          f"{exc.message}") from None
+
+
 def _fail(exc: DaemonError, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"error": {"code": exc.code, "message": exc.message}}))
@@ -155,10 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(raw)
         scenario = Scenario(days=args.days, per_day=args.per_day, seed=args.seed,
                             corrupted_intent=args.corrupt_intent)
-        from verdict_daemon.demo.orchestrator import DemoOptions, DemoRun
-        from verdict_daemon.evaluators import resolve_judge_model
+        from verdict_daemon.demo.orchestrator import DemoOptions, DemoRun, check_data_dir
 
-        resolve_judge_model(args.judge_model)  # a bad model string or a missing API key fails here, before anything starts
+        _check_judge_model(args.judge_model)
+        check_data_dir(args.data_dir)
         print(judge_banner(args.judge_model), file=sys.stderr, flush=True)
         summary = DemoRun(DemoOptions(args.data_dir, scenario, args.judge_model), progress,
                           lambda: received[0] if received else None).run()

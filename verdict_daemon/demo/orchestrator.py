@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from verdict.pidlock import HeldElsewhere, PidFileLock
 from verdict_daemon.demo.judge import NAME as OFFLINE_JUDGE
 from verdict_daemon.demo.llm import SupportLLM
 from verdict_daemon.demo.processes import Child, ComponentFailed, Interrupted, spawn
@@ -45,17 +46,43 @@ class DemoOptions:
     judge_model: str = OFFLINE_JUDGE
 
 
+def _holder(lock_file: Path) -> str | None:
+    """The pid holding a component's lock file (a collector or daemon still running on the dir), or None."""
+    if not lock_file.is_file():
+        return None
+    lock = PidFileLock(lock_file)
+    try:
+        lock.acquire()
+    except HeldElsewhere as held:
+        return held.holder_pid
+    lock.release()
+    return None
+
+
+def check_data_dir(path: Path) -> bool:
+    """Refuse a data dir the demo may not delete (without touching it); True if it is a previous demo's."""
+    path = path.resolve()
+    if not path.exists():
+        return False
+    if not path.is_dir():
+        raise DaemonError("invalid_config", f"--data-dir: {path} is not a directory")
+    if not (path / MARKER).is_file():
+        if any(path.iterdir()):
+            raise DaemonError("invalid_config", f"--data-dir: {path} is not empty and was not created by the demo "
+                              "(the demo deletes and recreates its data dir on every run): choose another directory")
+        return False
+    for name, lock_file in (("verdict-collector", "collector.lock"), ("verdict-daemon", "daemon.lock")):
+        if (pid := _holder(path / lock_file)) is not None:
+            raise DaemonError("already_running", f"--data-dir: {path} is in use by a running {name} (pid {pid}): "
+                              "another demo is running on it, or a killed one is still shutting down")
+    return True
+
+
 def prepare_data_dir(path: Path) -> Path:
     """A fresh, empty data dir: a previous demo's dir (it carries MARKER) is deleted; anything else is kept."""
     path = path.resolve()
-    if path.exists():
-        if not path.is_dir():
-            raise DaemonError("invalid_config", f"--data-dir: {path} is not a directory")
-        if (path / MARKER).is_file():
-            shutil.rmtree(path)
-        elif any(path.iterdir()):
-            raise DaemonError("invalid_config", f"--data-dir: {path} is not empty and was not created by the demo "
-                              "(the demo deletes and recreates its data dir on every run): choose another directory")
+    if check_data_dir(path):
+        shutil.rmtree(path)
     try:
         (path / "logs").mkdir(parents=True, exist_ok=True)
         (path / MARKER).write_text("created by `python -m verdict.demo`, which deletes it on its next run\n")
@@ -199,6 +226,8 @@ class DemoRun:
                                               str(scenario.days), str(scenario.per_day), str(scenario.seed)],
                           "app.log", pipes=True)
         app.read_line(START_TIMEOUT, self._checkpoint)
+        say(f"support-bot app ready (pid {app.pid}): verdict.init() + instrument(), the openai client -> fake LLM; "
+            f"{scenario.days} simulated days to send")
         regression = scenario.regression
         sent = 0
         for day in range(scenario.days):

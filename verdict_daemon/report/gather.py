@@ -10,6 +10,7 @@ except the handful of example traces; everything else arrives aggregated per clu
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -123,6 +124,8 @@ def checked_data_dir(data_dir: Path | str | None) -> Path:
     path = Path(data_dir)
     if not path.is_dir():
         raise DaemonError("invalid_config", f"--data-dir: {path} is not an existing directory")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise DaemonError("storage_error", f"--data-dir: {path} is not readable (permission denied)")
     return path.resolve()
 
 

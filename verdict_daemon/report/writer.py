@@ -3,6 +3,7 @@ fsync, rename), so a failed run never leaves a partial or stale-looking report b
 
 from __future__ import annotations
 
+import math
 import os
 import uuid
 from collections.abc import Sequence
@@ -21,8 +22,14 @@ def build_report(data_dir: Path | str, tenant: str, *, probes: Sequence[Path | s
     """The report's data (what `write_report` renders); DaemonError with a closed code on bad input."""
     tenant = checked_tenant(tenant)
     root = checked_data_dir(data_dir)
-    return gather(root, tenant, probes=probe_panel([Path(p) for p in probes]), review=review_panel(root, tenant, lock_timeout),
-                  lock_timeout=lock_timeout, generated_at=generated_at)
+    if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, int | float) or not 0 <= lock_timeout < math.inf:
+        raise DaemonError("invalid_config", f"--lock-timeout must be a finite number of seconds >= 0, got {lock_timeout!r}")
+    try:
+        return gather(root, tenant, probes=probe_panel([Path(p) for p in probes]),
+                      review=review_panel(root, tenant, lock_timeout), lock_timeout=lock_timeout,
+                      generated_at=generated_at)
+    except OSError as exc:  # e.g. a partition or state.duckdb the user may not read
+        raise DaemonError("storage_error", f"cannot read {exc.filename or root} ({exc.strerror})") from None
 
 
 def checked_out(out_path: Path | str) -> Path:

@@ -103,12 +103,17 @@ def review_agreement(store: StateStore, tenant: str, *, evaluator: str | None = 
                     for d, items in sorted(by_dimension.items())]
 
 
-def export_sentinel(store: StateStore, tenant: str, out: Path) -> int:
-    """Write the tenant's labels as a sentinel JSONL file; returns the number of examples."""
+def export_sentinel(store: StateStore, tenant: str, out: Path, *, evaluator: str | None = None,
+                    fingerprint: str | None = None) -> int:
+    """Write the tenant's labels as a sentinel JSONL file; returns the number of examples. With an
+    evaluator (name or fingerprint), only labels on its items: its rubric's dimensions."""
     tenant = validate_tenant_id(tenant)
     rows = _latest_rows(store, tenant)
     if not rows:
         raise DaemonError("no_labels", f"tenant {tenant!r} has no reviewer labels yet")
+    if evaluator is not None or fingerprint is not None:
+        chosen = choose_fingerprint({r[2]: r[3] for r in rows}, evaluator, fingerprint)
+        rows = [r for r in rows if r[2] == chosen]
     labels: dict[str, dict[str, tuple]] = {}
     for _item, trace, _fp, _name, dimension, label, _c, _v, _r, at, revision in rows:
         current = labels.setdefault(trace, {}).get(dimension)

@@ -1,0 +1,83 @@
+"""The demo's child watchdog (`verdict_daemon.demo.child`): a component whose demo is killed outright
+(kill -9) is stopped through its own SIGTERM path, and killed if it ignores that. Real processes:
+a stand-in demo process spawns the wrapper exactly as the demo does, then is SIGKILLed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+_COMPONENT = '''
+import pathlib, signal, sys, time
+out = pathlib.Path(sys.argv[1])
+def on_term(*_):
+    out.write_text("clean shutdown")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, signal.SIG_IGN if sys.argv[2] == "ignore" else on_term)
+out.write_text("running")
+while True:
+    time.sleep(0.1)
+'''
+# The stand-in demo: spawns the wrapper in its own session (as processes.spawn does), prints its pid, waits.
+_DEMO = '''
+import os, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1]], start_new_session=True)
+print(child.pid, flush=True)
+child.wait()
+'''
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _orphan(tmp_path: Path, child_code: str) -> int:
+    """Start a stand-in demo whose child runs `child_code`, wait until the child runs, kill -9 the demo;
+    return the child's pid."""
+    demo = subprocess.Popen([sys.executable, "-c", _DEMO, child_code], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    pid = int(demo.stdout.readline())
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "state").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (tmp_path / "state").read_text() == "running"
+    demo.send_signal(signal.SIGKILL)
+    demo.wait(10)
+    return pid
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _running(pid)
+
+
+def test_a_component_whose_demo_is_killed_shuts_down_cleanly(tmp_path):
+    (tmp_path / "component.py").write_text(_COMPONENT)
+    # Exactly the demo's command line: python -m verdict_daemon.demo.child <demo pid> <module> <args>.
+    wrapper = ("import os, sys; sys.argv = ['child', str(os.getppid()), 'component', "
+               f"{str(tmp_path / 'state')!r}, 'honour']; from verdict_daemon.demo.child import main; main(sys.argv[1:])")
+    pid = _orphan(tmp_path, wrapper)
+    assert _wait_gone(pid, timeout=60), "the component outlived its demo"
+    assert (tmp_path / "state").read_text() == "clean shutdown"  # its SIGTERM handler ran
+
+
+def test_a_component_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
+    (tmp_path / "component.py").write_text(_COMPONENT)
+    watchdog = ("import os, runpy, sys; from verdict_daemon.demo.child import stop_when_orphaned; "
+                "stop_when_orphaned(os.getppid(), poll=0.1, grace=1); "
+                f"sys.argv = ['component', {str(tmp_path / 'state')!r}, 'ignore']; "
+                "runpy.run_module('component', run_name='__main__')")
+    pid = _orphan(tmp_path, watchdog)
+    assert _wait_gone(pid, timeout=60), "the component outlived its demo"
+    assert (tmp_path / "state").read_text() == "running"  # no clean shutdown: SIGKILL
