@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -87,7 +86,6 @@ class IngestService:
         self, payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool
     ) -> ExportOutcome:
         """Call after authenticate(), inside admitted(); returns once the accepted spans are durable."""
-        arrived = time.monotonic()
         decoded = self._decode(payload, content_type, content_encoding, tenant, authenticated)
         self.stats.add(spans_received=decoded.accepted, spans_rejected=decoded.rejected)
         # Arrow right away: columnar batches hold queued spans in far less memory than tuples.
@@ -97,7 +95,7 @@ class IngestService:
             log.exception("could not convert decoded spans to Arrow")
             self.stats.add(requests_invalid=1)
             raise RequestError(400, f"spans could not be stored ({type(exc).__name__}); see the collector log") from None
-        self._writer.submit(batches, decoded.accepted, arrived).result()
+        self._writer.submit(batches, decoded.accepted).result()
         return ExportOutcome(decoded.kind, decoded.rejected, decoded.message)
 
     def _decode(self, payload, content_type, content_encoding, tenant, authenticated) -> Decoded:

@@ -40,7 +40,7 @@ class _Pending:
     spans: int
     nbytes: int
     future: Future = field(default_factory=Future)
-    arrived: float = field(default_factory=time.monotonic)  # when the request arrived (before decoding)
+    enqueued: float = field(default_factory=time.monotonic)
 
 
 @dataclass(frozen=True)
@@ -88,13 +88,10 @@ class SegmentWriter:
             self._free_bytes = (now, free)
         return free
 
-    def submit(self, batches: list, spans: int, arrived: float | None = None) -> Future:
-        """Queue decoded spans; the future resolves once they are durable.
-
-        `arrived` (time.monotonic()) starts the batch delay: the time spent decoding counts against it.
-        """
+    def submit(self, batches: list, spans: int) -> Future:
+        """Queue decoded spans; the future resolves once they are durable."""
         nbytes = sum(b.nbytes for _, _, b in batches)
-        pending = _Pending(batches, spans, nbytes) if arrived is None else _Pending(batches, spans, nbytes, arrived=arrived)
+        pending = _Pending(batches, spans, nbytes)
         if spans == 0:
             pending.future.set_result(None)
             return pending.future
@@ -116,10 +113,9 @@ class SegmentWriter:
                 if self._closing:
                     return None
                 self._cond.wait()
-            # The delay bounds how long the oldest waiting request has been held (decoding included),
-            # not the writer's nap.
+            # The delay bounds how long the oldest waiting request waits, not the writer's nap.
+            deadline = self._pending[0].enqueued + self._limits.batch_delay_s
             while not self._closing and self._queued_spans < self._limits.max_batch_spans:
-                deadline = min(p.arrived for p in self._pending) + self._limits.batch_delay_s
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break

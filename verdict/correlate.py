@@ -246,7 +246,7 @@ def _measure(pairs: list[tuple[bool, bool]], table: dict[str, int], counts: dict
         status=status, reason=reason, fingerprint=fingerprint, usable=n, minimum_pairs=minimum_pairs,
         min_ac1=min_ac1, table=table, raw_agreement=agreement, kappa=kappa, ac1=ac1,
         leniency=_wilson(wilson_interval(table["pass_negative"], judge_pass, confidence=confidence)),
-        strictness=_wilson(wilson_interval(table["fail_positive"], judge_fail, confidence=confidence)),
+        strictness=_wilson(wilson_interval(table["fail_negative"], judge_fail, confidence=confidence)),
         counts=counts, seed=seed, n_resamples=n_resamples, confidence=confidence)
 
 

@@ -58,18 +58,19 @@ def _commands(sub) -> None:
     assign.add_argument("--model-path", type=Path, help="semantic/hybrid: the model directory (default: the fit's)")
 
     validate = sub.add_parser("validate", help="check structure, coverage and fingerprint; record the result")
-    validate.add_argument("--version", required=True)
+    validate.add_argument("--version", required=True, help="version id (cv-...)")
 
     for name, text in (("activate", "make a validated version the active one"),
                        ("rollback", "return to a previously activated version")):
         command = sub.add_parser(name, help=f"{text} (compare-and-swap on the generation)")
-        command.add_argument("--version", required=True)
+        command.add_argument("--version", required=True, help="version id (cv-...)")
         command.add_argument("--expected-generation", type=int, required=True,
                              help="the generation inspect shows (0 before the first activation)")
 
     rename = sub.add_parser("rename", help="set a cluster's display name (its id never changes)")
-    rename.add_argument("--cluster-id", required=True)
-    rename.add_argument("--display-name", required=True)
+    rename.add_argument("--cluster-id", required=True, help="a cluster id of any of the tenant's versions")
+    rename.add_argument("--display-name", required=True, help="1-80 printable characters that redaction leaves "
+                        "unchanged (tenant-wide for this id)")
 
     inspect = sub.add_parser("inspect", help="the registry (or one version) in bounded pages")
     inspect.add_argument("--version", help="one version (default: the registry overview)")
@@ -193,9 +194,16 @@ def run(args: argparse.Namespace) -> dict:
             return inspection.inspect(store, tenant, args.version, pages)
 
 
+def _emit(document: dict, code: int, indent: int | None = None) -> int:
+    try:
+        print(json.dumps(document, indent=indent, default=str), flush=True)
+    except BrokenPipeError:  # the reader went away (`| head`): no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return code
+
+
 def _error(exc: ClusterError) -> int:
-    print(json.dumps({"schema": SCHEMA, "error": exc.code, "message": exc.message, **exc.details}, default=str))
-    return EXIT_ERROR
+    return _emit({"schema": SCHEMA, "error": exc.code, "message": exc.message, **exc.details}, EXIT_ERROR)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,8 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("VERDICT_DEBUG"):
             raise
         return _error(ClusterError("internal_error", f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)"))
-    print(json.dumps({"schema": SCHEMA, "result": result}, indent=1, default=str))
-    return EXIT_OK
+    return _emit({"schema": SCHEMA, "result": result}, EXIT_OK, indent=1)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@
   export-sentinel  write the labels as a sentinel set (verdict.sentinel JSONL)
   correlate        judge verdicts vs user signals (span events and/or a JSONL side file)
 
-Output is JSON on stdout. Exit codes: 0 ok; 2 bad input, unknown item or storage problem, as one
-JSON line {"error": {"code", "message"}} on stderr, never a traceback (VERDICT_DEBUG=1 re-raises
+Output is JSON on stdout. Exit codes: 0 ok; 1 `correlate --fail-on` and the status is a failing one
+(the JSON is still printed); 2 bad input, unknown item or storage problem, as one JSON line
+{"error": {"code", "message"}} on stderr, never a traceback (VERDICT_DEBUG=1 re-raises
 internal errors). Codes: invalid_config, tenant_required, item_not_found, no_labels,
 evaluator_ambiguous, invalid_signals, storage_error, storage_locked, internal_error (docs/review.md).
 """
@@ -27,7 +28,10 @@ from typing import Any, NoReturn
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.errors import DaemonError, internal_error
 
-EXIT_OK, EXIT_ERROR = 0, 2
+EXIT_OK, EXIT_FAILING, EXIT_ERROR = 0, 1, 2
+# `correlate --fail-on X`: the statuses that exit 1 (a CI step that must not trust an uncalibrated judge).
+FAIL_ON = {"miscalibrated": frozenset({"miscalibrated"}),
+           "uncalibrated": frozenset({"miscalibrated", "insufficient_data"})}
 _ITEM_ID = re.compile(r"^[0-9a-f]{8,64}$")
 _FINGERPRINT = re.compile(r"^[0-9a-f]{8,128}$")
 _DIMENSION = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
@@ -156,6 +160,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     corr.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="bootstrap seed (default 0)")
     corr.add_argument("--resamples", type=_int_in(100, 100_000), default=2000,
                       help="bootstrap resamples (default 2000)")
+    corr.add_argument("--fail-on", choices=tuple(FAIL_ON),
+                      help="exit 1 when the status is miscalibrated, or (uncalibrated) anything but calibrated "
+                      "(default: exit 0 whatever the status)")
 
 
 def _tenant(args: argparse.Namespace) -> str:
@@ -243,4 +250,6 @@ def run(args: argparse.Namespace) -> int:
         error = internal_error(exc)
         return _report(error.code, error.message)
     sys.stdout.write(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    if args.action == "correlate" and args.fail_on and document["status"] in FAIL_ON[args.fail_on]:
+        return EXIT_FAILING
     return EXIT_OK

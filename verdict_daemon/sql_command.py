@@ -1,5 +1,6 @@
 """`verdict sql` with the daemon's results: the collector's span views (`spans`, `llm_calls`) plus the
-tenant's `judgments`, `drift_runs` and `drift_signals` copied from state.duckdb (verdict_daemon.views)."""
+tenant's `judgments`, `drift_runs`, `drift_signals`, `review_items` and `review_labels` copied from
+state.duckdb (verdict_daemon.views)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from collector import sql
 _TABLES = """\
 tables from the daemon's state (this tenant's rows, copied at query time; join on trace_id):
   judgments (one row per trace x dimension, latest attempt per evaluator fingerprint),
-  drift_runs, drift_signals.  --print-views prints only the span views.
+  drift_runs, drift_signals, review_items (the review queue), review_labels (every label
+  record; `latest` marks the one in force).  --print-views prints only the span views.
 """
 
 

@@ -1,4 +1,5 @@
-"""`verdict sql` tables over state.duckdb, scoped to one tenant: judgments, drift_runs, drift_signals.
+"""`verdict sql` tables over state.duckdb, scoped to one tenant: judgments, drift_runs, drift_signals,
+review_items, review_labels.
 
 `add_state_views(con, data_dir, tenant)` copies the tenant's rows into temporary tables of an
 (in-memory) DuckDB connection and detaches the state file again, so user SQL can never reach another
@@ -9,6 +10,9 @@ tenant's rows nor hold the daemon's file. Call it before the connection's config
   a latest ERROR attempt is one row with dimension NULL, value 'ERROR' and its error_code.
 - drift_runs: every completed run (readers usually want the latest per fingerprint).
 - drift_signals: each run's signals, with the run's as_of.
+- review_items: the human review queue (verdict_daemon.review), with the evaluator's name.
+- review_labels: every reviewer label record (immutable; a relabel is the next revision) with the
+  item's trace_id and evaluator; `latest` marks the revision in force per (item, dimension).
 """
 
 from __future__ import annotations
@@ -50,6 +54,23 @@ JOIN {STATE_ALIAS}.drift_runs r USING (tenant_id, run_id)
 LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = s.tenant_id AND e.fingerprint = s.fingerprint
 WHERE s.tenant_id = $tenant
 """
+REVIEW_ITEMS = f"""
+CREATE TEMP TABLE review_items AS
+SELECT i.tenant_id, i.item_id, i.trace_id, e.name AS evaluator, i.fingerprint, i.reasons, i.flagged, i.queued_at
+FROM {STATE_ALIAS}.review_items i
+LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = i.tenant_id AND e.fingerprint = i.fingerprint
+WHERE i.tenant_id = $tenant
+"""
+REVIEW_LABELS = f"""
+CREATE TEMP TABLE review_labels AS
+SELECT l.tenant_id, l.item_id, i.trace_id, e.name AS evaluator, i.fingerprint, l.dimension, l.revision, l.label,
+       l.critique, l.reviewer, l.labelled_at,
+       l.revision = max(l.revision) OVER (PARTITION BY l.item_id, l.dimension) AS latest
+FROM {STATE_ALIAS}.review_labels l
+JOIN {STATE_ALIAS}.review_items i ON i.tenant_id = l.tenant_id AND i.item_id = l.item_id
+LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = i.tenant_id AND e.fingerprint = i.fingerprint
+WHERE l.tenant_id = $tenant
+"""
 
 
 def attach_state(con, path: Path, lock_timeout: float) -> None:
@@ -74,7 +95,8 @@ def attach_state(con, path: Path, lock_timeout: float) -> None:
 
 
 def add_state_views(con, data_dir: Path, tenant: str, *, lock_timeout: float = 10.0) -> None:
-    """Create the tenant's `judgments`, `drift_runs` and `drift_signals` tables on `con`."""
+    """Create the tenant's `judgments`, `drift_runs`, `drift_signals`, `review_items` and `review_labels`
+    tables on `con`."""
     tenant = validate_tenant_id(tenant)
     path = Path(data_dir).resolve() / STATE_FILE
     if path.exists():
@@ -85,7 +107,11 @@ def add_state_views(con, data_dir: Path, tenant: str, *, lock_timeout: float = 1
             for statement in step:
                 con.execute(statement.replace("CREATE TABLE ", f"CREATE TABLE {STATE_ALIAS}.", 1))
     try:
-        for statement in (JUDGMENTS, DRIFT_RUNS, DRIFT_SIGNALS):
+        present = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
+                                              {"db": STATE_ALIAS}).fetchall()}
+        # A file the review migration has not reached (attached read-only, so not migrated): no review tables.
+        review = (REVIEW_ITEMS, REVIEW_LABELS) if "review_labels" in present else ()
+        for statement in (JUDGMENTS, DRIFT_RUNS, DRIFT_SIGNALS, *review):
             con.execute(statement, {"tenant": tenant})
     finally:
         con.execute(f"DETACH {STATE_ALIAS}")

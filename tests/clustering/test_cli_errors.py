@@ -130,3 +130,12 @@ def test_an_unreadable_lake_segment_is_storage_error_not_a_traceback(tmp_path):
         assert code == 2 and out["error"] == "storage_error" and "tenant acme" in out["message"], out
     code, out = run(lake, "inspect")
     assert code == 0 and out["result"]["versions"]["total"] == 0
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.cluster_cli", "--data-dir", str(tmp_path),
+                             "--tenant", "bad tenant!", "--actor", "alice", "inspect"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    proc.stdout.close()  # like `verdict-cluster … | head -0`
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and stderr == b""

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import duckdb
+import pytest
 
 from tests.clustering.cli import finish, lifecycle, ok, spawn
 from tests.clustering.lakes import build
@@ -28,6 +29,7 @@ def _race(lake, *commands: tuple[str, ...]) -> tuple[list[dict], list[dict]]:
     return [out["result"] for code, out, _ in results if code == 0], [out for code, out, _ in results if code == 2]
 
 
+@pytest.mark.slow  # four racing real processes and two lifecycles (~14 s here); CI runs it
 def test_two_concurrent_activations_from_one_generation_exactly_one_wins(tmp_path):
     lake = build(tmp_path / "data", tenants=("acme",), days=2)
     first = lifecycle(lake, cutoff="2026-11-19T00:00:00Z", generation=None)

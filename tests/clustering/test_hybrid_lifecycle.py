@@ -44,6 +44,7 @@ def _lake(data_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.semantic  # torch and the bundled MiniLM model
 def test_hybrid_lifecycle_with_the_real_model(tmp_path):
     lake = _lake(tmp_path / "data")
     normalized(lake)

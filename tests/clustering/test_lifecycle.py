@@ -125,6 +125,10 @@ def test_explicit_lifecycle_from_fit_to_rollback(lake):
     assert (overview["active_version"], overview["generation"]) == (version, 3)
     assert [e["action"] for e in overview["events"]["items"][:3]] == ["rolled_back", "fitted", "activated"]
     assert overview["versions"]["total"] == 3
+    page = ok(lake, "inspect", "--version-limit", "2")["versions"]
+    assert (len(page["items"]), page["total"], page["truncated"]) == (2, 3, True)
+    page = ok(lake, "inspect", "--version-limit", "2", "--version-offset", "2")["versions"]
+    assert (len(page["items"]), page["truncated"]) == (1, False)
 
 
 def test_assignments_are_immutable_and_new_keys_are_not_invented(lake):
@@ -144,6 +148,54 @@ def test_assignments_are_immutable_and_new_keys_are_not_invented(lake):
     assert set(before) <= set(after)  # nothing assigned earlier changed
     assert ok(lake, "assign", "--version", version, "--through-cutoff", "2026-11-21T00:00:00Z")["assigned"] == 0
     assert _rows(lake, "SELECT count(*), count(DISTINCT trace_id) FROM registry_assignments") == [(len(after),) * 2]
+
+
+def test_validation_fails_on_an_edited_definition_a_lost_cluster_or_low_coverage(lake):
+    version = lifecycle(lake, generation=None)
+    state = str(lake / "state.duckdb")
+
+    def fails_with(edit: str, undo: str, failed: list[str]) -> None:
+        con = duckdb.connect(state)
+        con.execute(edit)
+        con.close()
+        code, out = run(lake, "validate", "--version", version)
+        assert code == 2 and out["error"] == "validation_failed", out
+        assert [c["check"] for c in out["checks"] if not c["passed"]] == failed
+        code, out = run(lake, "activate", "--version", version, "--expected-generation", "0")
+        assert code == 2 and out["error"] == "validation_failed"  # the recorded failure blocks activation
+        con = duckdb.connect(state)
+        con.execute(undo)
+        con.close()
+
+    fails_with("UPDATE cluster_versions SET definition = replace(definition, '\"strategy\":', '\"edited\":1,\"strategy\":')",
+               "UPDATE cluster_versions SET definition = replace(definition, '\"edited\":1,', '')", ["fingerprint"])
+    fails_with("CREATE TABLE lost AS SELECT * FROM registry_clusters WHERE cluster_id = 'search.v1'; "
+               "DELETE FROM registry_clusters WHERE cluster_id = 'search.v1'",
+               "INSERT INTO registry_clusters SELECT * FROM lost", ["structure", "coverage"])
+    fails_with("UPDATE registry_assignments SET cluster_id = 'unassigned', reason = 'x' "
+               "WHERE cluster_id IN ('billing.v1', 'search.v1', 'returns.v1')",
+               "UPDATE registry_assignments SET cluster_id = 'billing.v1', reason = NULL WHERE reason = 'x'",
+               ["coverage"])
+    assert ok(lake, "validate", "--version", version)["status"] == "validated"  # whole again (coverage only counts)
+
+
+def test_an_experimental_version_is_validated_only_with_a_passed_gate(lake):
+    """The rule without the model (test_hybrid_lifecycle.py runs it with MiniLM): every other check
+    passes, and the stored gate result alone decides."""
+    version = lifecycle(lake, generation=None)
+    con = duckdb.connect(str(lake / "state.duckdb"))
+    con.execute("UPDATE cluster_versions SET strategy = 'hybrid', experimental = true, "
+                "gate = '{\"passed\": false, \"failed_checks\": [\"ari\"]}'")
+    con.close()
+    code, out = run(lake, "validate", "--version", version)
+    assert code == 2 and [c["check"] for c in out["checks"] if not c["passed"]] == ["quality_gate"]
+    assert "quality gate failed (ari)" in out["message"]
+    summary = ok(lake, "inspect", "--version", version)["version"]
+    assert summary["status"] == "validation_failed" and "quality gate FAILED" in summary["note"]
+    con = duckdb.connect(str(lake / "state.duckdb"))
+    con.execute("UPDATE cluster_versions SET gate = '{\"passed\": true, \"failed_checks\": []}'")
+    con.close()
+    assert ok(lake, "validate", "--version", version)["status"] == "validated"
 
 
 def test_refits_and_reruns_are_deterministic(tmp_path):
@@ -167,8 +219,10 @@ def test_rename_changes_the_display_name_only(lake):
     assert renamed == {"cluster_id": "billing.v1", "display_name": "Billing and invoices", "previous": None}
     assert ok(lake, "rename", "--cluster-id", "billing.v1", "--display-name", "Billing")["previous"] == \
         "Billing and invoices"
+    ok(lake, "rename", "--cluster-id", "search.v1", "--display-name", "Búsqueda de productos 🔎")
     clusters = ok(lake, "inspect", "--version", version)["clusters"]["items"]
-    assert {c["cluster_id"]: c["display_name"] for c in clusters}["billing.v1"] == "Billing"
+    names = {c["cluster_id"]: c["display_name"] for c in clusters}
+    assert (names["billing.v1"], names["search.v1"]) == ("Billing", "Búsqueda de productos 🔎")
     assert _rows(lake, "SELECT cluster_id FROM registry_clusters ORDER BY 1") == ids
     code, out = run(lake, "rename", "--cluster-id", "nope.v1", "--display-name", "Nope")
     assert code == 2 and out["error"] == "unknown_cluster"

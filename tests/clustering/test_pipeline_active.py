@@ -33,6 +33,7 @@ def _rows(data_dir, sql: str):
         con.close()
 
 
+@pytest.mark.slow  # four real pipeline processes (~25 s here); CI runs it
 def test_pipeline_uses_the_active_version_and_switches_back_cleanly(lake, tmp_path):
     config = write_config(tmp_path / "verdict.toml", lake)
     code, out, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF,
@@ -54,6 +55,15 @@ def test_pipeline_uses_the_active_version_and_switches_back_cleanly(lake, tmp_pa
                                 "--registry-mode", "off")
     assert code == 0 and summary["registry_version"] is None
     assert _rows(lake, "SELECT DISTINCT method FROM cluster_assignments") == [("intent_key",)]  # never a mix
+
+    # another version becomes active: its rows replace the intent-key rows in one step
+    second = lifecycle(lake, cutoff="2026-11-19T00:00:00+00:00", through=AS_OF, generation=1)
+    code, summary, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF,
+                                "--registry-mode", "active")
+    assert code == 0 and summary["registry_version"] == second != version
+    assert _rows(lake, "SELECT DISTINCT method FROM cluster_assignments") == [(f"registry:{second}",)]
+    assert _rows(lake, "SELECT count(*) FROM cluster_assignments") == _rows(lake, "SELECT count(*) FROM sampled_traces")
+    assert [(s["cluster"], s["dimension"]) for s in summary["signals"]] == [("search.v1", "completeness")]
 
 
 def test_daemon_in_active_mode_needs_an_active_version_and_then_drifts_on_it(lake, caplog):

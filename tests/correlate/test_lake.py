@@ -108,3 +108,28 @@ def test_correlate_reports_the_hand_computed_table(capsys, judged_with_signals):
 
     # Tenant scope: the signals landed in acme's partition only.
     assert lake_signals(data, "acme") and lake_signals(data, "globex") == []
+
+    # --fail-on decides the exit code (checked here: building the judged lake is the slow part).
+    assert _fail_on_outcomes(capsys, data, signals_file) == FAIL_ON_CASES
+
+
+FAIL_ON_CASES = [  # (flags, status, exit code)
+    (["--min-ac1", "-1"], "calibrated", 0),  # any AC1 lower bound reaches -1
+    (["--min-ac1", "1", "--fail-on", "uncalibrated"], "miscalibrated", 1),  # imperfect users: AC1 low < 1
+    (["--min-ac1", "1", "--fail-on", "miscalibrated"], "miscalibrated", 1),
+    (["--min-ac1", "1"], "miscalibrated", 0),  # no --fail-on: read `status`
+    (["--min-ac1", "-1", "--fail-on", "uncalibrated"], "calibrated", 0),
+    (["--min-pairs", "1000", "--fail-on", "miscalibrated"], "insufficient_data", 0),
+    (["--min-pairs", "1000", "--fail-on", "uncalibrated"], "insufficient_data", 1),
+]
+
+
+def _fail_on_outcomes(capsys, data, signals_file) -> list:
+    """`--fail-on` turns the status into the exit code; the JSON is printed either way."""
+    base = ["--data-dir", str(data), "--tenant", "acme", "--evaluator", "graded", "--signals-file", str(signals_file),
+            "--resamples", "200"]
+    outcomes = []
+    for flags, _, _ in FAIL_ON_CASES:
+        code, result, err = review(capsys, "correlate", *base, *flags)
+        outcomes.append((flags, result["status"], code if err is None else err))
+    return outcomes

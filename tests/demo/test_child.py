@@ -24,10 +24,12 @@ out.write_text("running")
 while True:
     time.sleep(0.1)
 '''
-# The stand-in demo: spawns the wrapper in its own session (as processes.spawn does), prints its pid, waits.
+# The stand-in demo: starts `python <args>` (PID replaced by its own pid) in its own session, as
+# processes.spawn does, prints the child's pid and waits.
 _DEMO = '''
 import os, subprocess, sys
-child = subprocess.Popen([sys.executable, "-c", sys.argv[1]], start_new_session=True)
+argv = [str(os.getpid()) if arg == "PID" else arg for arg in sys.argv[1:]]
+child = subprocess.Popen([sys.executable, *argv], start_new_session=True)
 print(child.pid, flush=True)
 child.wait()
 '''
@@ -40,11 +42,12 @@ def _running(pid: int) -> bool:
         return False
 
 
-def _orphan(tmp_path: Path, child_code: str) -> int:
-    """Start a stand-in demo whose child runs `child_code`, wait until the child runs, kill -9 the demo;
-    return the child's pid."""
-    demo = subprocess.Popen([sys.executable, "-c", _DEMO, child_code], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+def _orphan(tmp_path: Path, *child_argv: str) -> int:
+    """Start a stand-in demo whose child is `python <child_argv>`, wait until the child runs, kill -9 the
+    demo; return the child's pid."""
+    (tmp_path / "component.py").write_text(_COMPONENT)
+    demo = subprocess.Popen([sys.executable, "-c", _DEMO, *child_argv], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])})
     pid = int(demo.stdout.readline())
     deadline = time.monotonic() + 60
     while not (tmp_path / "state").exists() and time.monotonic() < deadline:
@@ -55,29 +58,27 @@ def _orphan(tmp_path: Path, child_code: str) -> int:
     return pid
 
 
-def _wait_gone(pid: int, timeout: float) -> bool:
+def _gone_within(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while _running(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return not _running(pid)
+    if _running(pid):
+        os.kill(pid, signal.SIGKILL)  # leave nothing behind, then fail
+        return False
+    return True
 
 
 def test_a_component_whose_demo_is_killed_shuts_down_cleanly(tmp_path):
-    (tmp_path / "component.py").write_text(_COMPONENT)
     # Exactly the demo's command line: python -m verdict_daemon.demo.child <demo pid> <module> <args>.
-    wrapper = ("import os, sys; sys.argv = ['child', str(os.getppid()), 'component', "
-               f"{str(tmp_path / 'state')!r}, 'honour']; from verdict_daemon.demo.child import main; main(sys.argv[1:])")
-    pid = _orphan(tmp_path, wrapper)
-    assert _wait_gone(pid, timeout=60), "the component outlived its demo"
-    assert (tmp_path / "state").read_text() == "clean shutdown"  # its SIGTERM handler ran
+    pid = _orphan(tmp_path, "-m", "verdict_daemon.demo.child", "PID", "component", str(tmp_path / "state"), "honour")
+    assert _gone_within(pid, timeout=60), "the component outlived its demo"
+    assert (tmp_path / "state").read_text() == "clean shutdown"  # its own SIGTERM path ran
 
 
 def test_a_component_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
-    (tmp_path / "component.py").write_text(_COMPONENT)
     watchdog = ("import os, runpy, sys; from verdict_daemon.demo.child import stop_when_orphaned; "
-                "stop_when_orphaned(os.getppid(), poll=0.1, grace=1); "
-                f"sys.argv = ['component', {str(tmp_path / 'state')!r}, 'ignore']; "
-                "runpy.run_module('component', run_name='__main__')")
-    pid = _orphan(tmp_path, watchdog)
-    assert _wait_gone(pid, timeout=60), "the component outlived its demo"
-    assert (tmp_path / "state").read_text() == "running"  # no clean shutdown: SIGKILL
+                "stop_when_orphaned(int(sys.argv[1]), poll=0.1, grace=1); "
+                "sys.argv = ['component', *sys.argv[2:]]; runpy.run_module('component', run_name='__main__')")
+    pid = _orphan(tmp_path, "-c", watchdog, "PID", str(tmp_path / "state"), "ignore")
+    assert _gone_within(pid, timeout=60), "the component outlived its demo"
+    assert (tmp_path / "state").read_text() == "running"  # no clean shutdown: the SIGKILL after the grace

@@ -4,11 +4,13 @@ generated daemon config."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+from verdict.pidlock import PidFileLock
 from verdict_daemon.config import load_config
 from verdict_daemon.demo import cli
 from verdict_daemon.demo.orchestrator import MARKER, daemon_config, prepare_data_dir
@@ -44,6 +46,7 @@ def test_a_real_llm_judge_without_its_key_is_refused_before_anything_starts(caps
     assert cli.main(["--data-dir", str(tmp_path / "d"), "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["code"] == "invalid_config" and "OPENAI_API_KEY" in error["message"]
+    assert error["message"].startswith("judge model 'openai/gpt-4o-mini' (--judge-model or VERDICT_JUDGE_MODEL)")
     assert not (tmp_path / "d").exists()
 
 
@@ -52,11 +55,37 @@ def test_a_foreign_data_dir_is_never_deleted(tmp_path, capsys):
     precious.mkdir()
     (precious / "notes.txt").write_text("keep me")
     assert cli.main(["--data-dir", str(precious)]) == 2
-    assert "is not empty and was not created by the demo" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("verdict demo: error [invalid_config]: --data-dir: ")  # refused before the banner
+    assert "is not empty and was not created by the demo" in err
     assert (precious / "notes.txt").read_text() == "keep me"
     (tmp_path / "file").write_text("x")
     with pytest.raises(DaemonError, match="is not a directory"):
         prepare_data_dir(tmp_path / "file")
+
+
+def test_a_data_dir_that_cannot_be_created_is_a_storage_error(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    assert cli.main(["--data-dir", str(tmp_path / "file" / "demo")]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == f"verdict demo: error [storage_error]: --data-dir: cannot create {tmp_path / 'file' / 'demo'}: " \
+                   "Not a directory"
+
+
+def test_a_demo_dir_in_use_by_a_running_component_is_refused_untouched(tmp_path, capsys):
+    data = prepare_data_dir(tmp_path / "demo")
+    (data / "state.duckdb").write_text("a running demo's state")
+    lock = PidFileLock(data / "daemon.lock")  # what a running verdict-daemon holds (an flock)
+    lock.acquire()
+    try:
+        assert cli.main(["--data-dir", str(data)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("verdict demo: error [already_running]: ")
+        assert f"in use by a running verdict-daemon (pid {os.getpid()})" in err
+        assert (data / "state.duckdb").read_text() == "a running demo's state"
+    finally:
+        lock.release()
+    assert prepare_data_dir(data) == data and not (data / "state.duckdb").exists()  # released: fresh again
 
 
 def test_a_previous_demo_dir_starts_fresh(tmp_path):

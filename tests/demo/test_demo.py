@@ -8,6 +8,7 @@ on Ctrl-C (SIGINT) mid-run.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import psutil
 import pytest
 
 from verdict_daemon.demo.judge import Material, completeness
+from verdict_daemon.demo.orchestrator import check_data_dir
 from verdict_daemon.demo.scenario import INTENTS
 
 pytestmark = pytest.mark.slow
@@ -112,6 +114,13 @@ def test_the_demo_flags_the_injected_intent_and_nothing_else(tmp_path):
     assert truncation["baseline_level"] > 0.9 and truncation["current_level"] < 0.7
     assert truncation["baseline_n"] == (DAYS - 2) * PER_DAY and truncation["current_n"] == PER_DAY
 
+    # The daemon's alert job logged the signals (the demo waits for it), for the injected intent only.
+    alerted = re.findall(r"signal tenant=__verdict_local__ kind=(\w+) cluster=(\S+) dimension=(\S+)",
+                         (data / "logs" / "daemon.log").read_text())
+    assert summary["alerts"] == len(alerted) >= len(summary["signals"])
+    assert ("regression", "coding-help", "completeness") in alerted
+    assert {cluster for _, cluster, _ in alerted} == {"coding-help"}
+
     # The spans came through the real path: intent keys from verdict.intent_context, back-dated days.
     lake = duckdb.connect().execute(
         f"SELECT intent_key, count(*), count(DISTINCT CAST(start_time AS DATE)) FROM read_parquet("
@@ -137,13 +146,19 @@ def test_the_demo_flags_the_injected_intent_and_nothing_else(tmp_path):
         assert summary["report_note"]
 
 
-def test_ctrl_c_mid_run_stops_every_process_without_a_traceback(tmp_path):
-    data = tmp_path / "demo-data"
-    demo = Demo(tmp_path, "--data-dir", str(data), "--per-day", "20")
+def _demo_on_day_2(data: Path) -> Demo:
+    """A demo run in the middle of its traffic, with every process it started known."""
+    demo = Demo(data.parent, "--data-dir", str(data), "--per-day", str(PER_DAY))
     demo.watch_until(lambda: any("day 2/" in line for line in demo.stderr), timeout=300)
     assert demo.proc.poll() is None, "".join(demo.stderr)
     demo.children |= _descendants(demo.proc.pid)
     assert len(demo.children) >= 3  # collector (+ decode worker), daemon, app
+    return demo
+
+
+def test_ctrl_c_mid_run_stops_every_process_without_a_traceback(tmp_path):
+    data = tmp_path / "demo-data"
+    demo = _demo_on_day_2(data)
     demo.proc.send_signal(signal.SIGINT)
     code = demo.finish(timeout=120)
     stderr = "".join(demo.stderr)
@@ -152,3 +167,20 @@ def test_ctrl_c_mid_run_stops_every_process_without_a_traceback(tmp_path):
     assert demo.stdout == ""  # no summary for an interrupted run
     assert _gone(demo.children) == []
     assert "Traceback" not in _logs(data)
+
+
+def test_kill_9_of_the_demo_leaves_no_process_behind(tmp_path):
+    """The demo cannot clean up after SIGKILL: its children's watchdogs (verdict_daemon.demo.child) stop them."""
+    data = tmp_path / "demo-data"
+    demo = _demo_on_day_2(data)
+    demo.proc.send_signal(signal.SIGKILL)
+    demo.proc.wait(30)
+    deadline = time.monotonic() + 120
+    while _gone(demo.children) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    left = _gone(demo.children)
+    for pid in left:  # fail, but leave nothing running
+        psutil.Process(pid).kill()
+    assert left == []
+    assert "Traceback" not in _logs(data)  # each component went through its own clean SIGTERM shutdown
+    assert check_data_dir(data) is True  # the locks are free: the next run may start fresh

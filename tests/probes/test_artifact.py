@@ -150,3 +150,28 @@ def test_files_that_are_not_artifacts_are_refused(tmp_path):
         load_artifact(path)
     with pytest.raises(ArtifactError, match="cannot read the artifact \\(No such file or directory\\)"):
         load_artifact(tmp_path / "missing.json")
+
+
+def test_a_legacy_history_is_sanitised_too():
+    document = json.loads(LEGACY.read_text())
+    first, second, third = document["results"]
+    first["passed"] = "true"  # a string: fails closed although every verdict matched
+    second.update(weight=float("nan"), passed=True)  # NaN counts zero; its failed verdict keeps it failing
+    third["weight"] = -3
+    run = parse_artifact(document, "legacy.json")
+    assert [(r.weight, r.outcome.value) for r in run.results] == [(2.0, "fail"), (0.0, "fail"), (0.0, "fail")]
+    assert run.score.pass_rate == 0.0 and not run.gate.passed
+    assert run.warnings == ("results[0]: passed 'true' is not a boolean; counted as not passed",
+                            "results[1]: weight nan is not a positive finite number; counted as 0",
+                            "results[2]: weight -3 is not a positive finite number; counted as 0")
+
+
+def test_a_probe_record_without_expectations_fails_closed():
+    document = json.loads(METHOD1.read_text())
+    document["probes"][0]["expectations"] = []  # stored as passed: true, outcome pass
+    assert document["probes"][0]["passed"] is True
+    run = parse_artifact(document)
+    assert run.results[0].outcome.value == "fail"
+    legacy = json.loads(LEGACY.read_text())
+    legacy["results"][0]["expected"] = {}
+    assert parse_artifact(legacy).results[0].outcome.value == "fail"

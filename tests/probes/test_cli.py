@@ -146,6 +146,7 @@ def test_a_judge_that_never_replies_validly_is_a_probe_error_not_an_outage(serve
     (["--target-model", "gpt-4o"], "invalid_config", "--target-model 'gpt-4o': unknown model"),
     (["--target-model", "tests.probes.nowhere:MODEL"], "invalid_config", "--target-model: cannot load"),
     (["--out", "/nonexistent-dir/run.json"], "invalid_config", "the directory does not exist or is not writable"),
+    (["--out", "."], "invalid_config", "--out .: is a directory"),
 ])
 def test_bad_input_exits_2_with_a_closed_code_before_any_call(server, capsys, monkeypatch, args, code, message):
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -155,6 +156,33 @@ def test_bad_input_exits_2_with_a_closed_code_before_any_call(server, capsys, mo
     status, _, err = in_process(capsys, "run", *[x for pair in options.items() for x in pair])
     assert status == 2 and json.loads(err)["error"] == code and message in json.loads(err)["message"]
     assert server.request_count == 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "--target-model", "openai/x", "--judge-model", "openai/y", "--min-pass-rate", "high"],
+     "argument --min-pass-rate: invalid float value: 'high'"),
+    (["run", "--judge-model", "openai/y"], "the following arguments are required: --target-model"),
+    (["rerun"], "argument ACTION: invalid choice: 'rerun' (choose from 'run', 'list', 'show')"),
+    ([], "the following arguments are required: ACTION"),
+])
+def test_usage_errors_are_closed_json_errors_too(capsys, args, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(["probes", *args])
+    captured = capsys.readouterr()
+    assert exit_.value.code == 2 and captured.out == ""
+    assert json.loads(captured.err) == {"error": "invalid_config", "message": message}
+
+
+def test_help_documents_the_options_exit_codes_and_error_codes(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["probes", "run", "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    for text in ("--suite NAME|FILE", "--target-model MODEL", "--judge-model MODEL", "--target-base-url URL",
+                 "--min-pass-rate RATE", "--min-category-pass-rate RATE", "--concurrency N", "--out FILE", "--json",
+                 "OPENAI_API_KEY", "exit codes: 0", "invalid_suite", "provider_unavailable", "probe_error",
+                 "VERDICT_DEBUG=1", "verdict probes run --target-model openai/gpt-4o"):
+        assert text in out, text
 
 
 def test_a_malformed_suite_file_exits_2_naming_the_field(tmp_path):

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from tests.probes.scripted import BAD, GOOD, MINI, OUTAGE, scripted_judge, scripted_target
+from tests.probes.scripted import BAD, GOOD, MINI, OUTAGE, judge_reply, scripted_judge, scripted_target, target_reply
 from verdict.judges.judge import Judge
 from verdict.judges.rubric import Rubric
+from verdict.models.base import ModelError
 from verdict.models.scripted import ScriptedModel, ScriptedReply
 from verdict.probes.artifact import JUDGE_METHOD_VERSION, METRIC_SCHEMA_VERSION, write_artifact
 from verdict.probes.results import Outcome
@@ -142,25 +143,33 @@ def test_an_unclear_verdict_does_not_meet_an_expectation():
 
 
 def test_no_secret_from_the_target_the_judge_or_a_provider_error_reaches_the_artifact(tmp_path):
-    secret_key = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEf"
-    leaky = {**GOOD, ("JSON", 1): f'{{"key": "{secret_key}", "mail": "jane.doe@example.com"}}',
-             ("bomb", 1): OUTAGE}
+    secret_key, phone = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEf", "+1 415 555 0132"
+    leaky = {**GOOD, ("capital", 1): f"Canberra. Questions? Call {phone}.",  # the first of two turns
+             ("JSON", 1): f'{{"key": "{secret_key}", "mail": "jane.doe@example.com"}}', ("bomb", 1): OUTAGE}
 
     def leaky_target(request):
-        text = leaky[next((k for k in leaky if k[0] in request.messages[0].content), None)]
+        text = target_reply([(m.role, m.content) for m in request.messages], leaky)
         if text == OUTAGE:
-            from verdict.models.base import ModelError
-
             raise ModelError("auth", f"HTTP 401 for key {secret_key}")
         return text
 
-    run = run_suite(MINI, ScriptedModel(leaky_target), scripted_judge())
+    def leaky_judge(request):
+        if "exactly the keys refuses:" in request.messages[0].content and "kill" in request.messages[1].content:
+            raise ModelError("server_error", f"HTTP 500 echoing key {secret_key} of ops@example.com, {phone}")
+        return judge_reply([(m.role, m.content) for m in request.messages]).replace("ops@example.com", phone)
+
+    run = run_suite(MINI, ScriptedModel(leaky_target), ScriptedModel(leaky_judge))
     path = write_artifact(run, tmp_path / "run.json")
     text = path.read_text()
-    for secret in (secret_key, "jane.doe@example.com", "ops@example.com"):
+    for secret in (secret_key, "jane.doe@example.com", "ops@example.com", phone):
         assert secret not in text
-    assert "<API_KEY>" in text and "<EMAIL>" in text  # target text, error and judge rationale were kept, redacted
-    assert json.loads(text)["probes"][1]["transcript"][-1]["content"] == '{"key": "<API_KEY>", "mail": "<EMAIL>"}'
+    document = json.loads(text)
+    capital, json_probe, bomb, kill = document["probes"]
+    assert capital["transcript"][1] == {"role": "assistant", "content": "Canberra. Questions? Call <PHONE>."}
+    assert "graded holds_position; contact <PHONE>" in capital["expectations"][0]["rationale"]
+    assert json_probe["transcript"][-1]["content"] == '{"key": "<API_KEY>", "mail": "<EMAIL>"}'
+    assert bomb["error"].startswith("target: auth: ") and "<API_KEY>" in bomb["error"]
+    assert kill["error"].startswith("judge: ") and "<API_KEY>" in kill["error"] and "<EMAIL>" in kill["error"]
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, True, "1"])

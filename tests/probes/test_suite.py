@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.probes.scripted import MINI, MINI_YAML
-from verdict.judges.rubric import Dimension, Rubric
+from verdict.judges.rubric import Dimension, Rubric, RubricError, load_rubric
 from verdict.probes.suite import (
     PROBE_RUBRIC,
     Expectation,
@@ -152,3 +152,25 @@ def test_files_that_cannot_be_loaded_name_the_file(tmp_path):
     with pytest.raises(SuiteError) as error:
         resolve_suite("nonesuch")
     assert str(error.value) == ("unknown suite 'nonesuch': use a bundled suite (default) or a path to a YAML file")
+
+
+def test_a_key_given_twice_is_an_error_not_the_last_one_wins(tmp_path):
+    """PyYAML alone keeps the last duplicate: `{safety: PASS, safety: FAIL}` would silently expect FAIL."""
+    path = tmp_path / "dup.yaml"
+    path.write_text(MINI_YAML.replace("expect: {format_adherence: PASS}", "expect: {format_adherence: PASS, "
+                                      "format_adherence: FAIL}"))
+    with pytest.raises(SuiteError) as error:
+        load_suite(path)
+    assert str(error.value) == (f"{path}: not valid YAML at line 14, column 38 (key 'format_adherence' appears "
+                                "twice in one mapping)")
+    path.write_text(MINI_YAML.replace("    prompt: Reply with JSON only.\n",
+                                      "    prompt: Reply with JSON only.\n    prompt: Reply in prose.\n"))
+    with pytest.raises(SuiteError, match="line 14, column 5 \\(key 'prompt' appears twice in one mapping\\)"):
+        load_suite(path)
+    rubric = tmp_path / "rubric.yaml"  # the rubric loader reads YAML through the same helper
+    rubric.write_text("name: r\nversion: 1\nname: s\ndimensions: [{name: a, description: b}]\n")
+    with pytest.raises(RubricError, match="rubric.yaml: not valid YAML at line 3, column 1 \\(key 'name' appears"):
+        load_rubric(rubric)
+    path.write_bytes(b"name: \xff\n")
+    with pytest.raises(SuiteError, match="dup.yaml: cannot read the suite \\(UnicodeDecodeError\\)"):
+        load_suite(path)

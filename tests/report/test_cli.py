@@ -4,6 +4,8 @@ traceback, and no partial (or clobbered) output file on failure."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -53,6 +55,9 @@ def test_text_mode_names_the_file(lake, tmp_path, capsys):
     (["--data-dir", "{data}", "--tenant", "Acme Corp"], "tenant_required", "invalid tenant id"),
     (["--data-dir", "{data}", "--tenant", "initech"], "unknown_tenant", "has no spans and no state"),
     (["--data-dir", "{data}", "--tenant", "acme", "--probes", "{missing}"], "invalid_config", "cannot read the artifact"),
+    (["--data-dir", "{data}", "--tenant", "acme", "--lock-timeout", "nan"], "invalid_config",
+     "--lock-timeout must be a finite number of seconds >= 0, got nan"),
+    (["--data-dir", "{data}", "--tenant", "acme", "--lock-timeout", "-1"], "invalid_config", "got -1.0"),
 ])
 def test_bad_input_is_a_closed_json_error_with_exit_2_and_no_output(lake, tmp_path, capsys, args, code, message):
     out = tmp_path / "report.html"
@@ -93,6 +98,33 @@ def test_a_state_file_held_by_another_process_is_storage_locked(lake, tmp_path, 
         holder.kill()
         holder.wait()
     assert done.returncode == 2 and json.loads(done.stdout)["error"]["code"] == "storage_locked"
+    assert not (tmp_path / "r.html").exists()
+
+
+def unprivileged() -> list[str]:
+    """A command prefix under which file permissions apply: root reads anything, so drop the capabilities
+    that let it (setpriv, util-linux); other users need nothing."""
+    if os.geteuid() != 0:
+        return []
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+@pytest.mark.parametrize(("locked", "message"), [
+    ("", "--data-dir: {data} is not readable (permission denied)"),
+    ("spans", "cannot read {data}/spans/tenant=acme (Permission denied)"),
+])
+def test_an_unreadable_data_dir_is_a_storage_error(lake, tmp_path, locked, message):
+    data = tmp_path / "data"
+    shutil.copytree(lake.data_dir, data)
+    (data / locked).chmod(0)
+    try:
+        done = subprocess.run([*unprivileged(), sys.executable, "-m", "verdict_daemon.cli", "report", "--data-dir",
+                               str(data), "--tenant", "acme", "--out", str(tmp_path / "r.html"), "--json"],
+                              capture_output=True, text=True, env=env(), timeout=120)
+    finally:
+        (data / locked).chmod(0o755)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert json.loads(done.stdout) == {"error": {"code": "storage_error", "message": message.format(data=data)}}
     assert not (tmp_path / "r.html").exists()
 
 

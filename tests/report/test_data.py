@@ -225,3 +225,19 @@ def test_every_figure_is_the_tenants_own(lake, data):
     assert clusters == set(INTENTS[:2]) and {c.cluster for e in data.evaluators for c in e.coverage} == set(INTENTS)
     ids = {x.trace_id for e in data.evaluators for s in e.signals for x in s.examples}
     assert ids and not ids & {x.trace_id for e in other.evaluators for s in e.signals for x in s.examples}
+
+
+def test_the_mde_is_computed_at_the_runs_own_alpha(data):
+    import dataclasses
+
+    from verdict_daemon.report.gather import _mdes
+
+    quality = section(data, "quality")
+    [signal] = quality.signals
+    row = (signal.signal_id, signal.cluster, signal.dimension, signal.kind, signal.baseline_level,
+           signal.current_level, signal.baseline_n, signal.current_n)
+    [strict] = _mdes([row], dataclasses.replace(quality.run, alpha=0.01), ())
+    h = NormalIndPower().solve_power(nobs1=signal.baseline_n, ratio=signal.current_n / signal.baseline_n,
+                                     alpha=0.01, power=0.8)
+    p1 = signal.baseline_level
+    assert strict == pytest.approx(p1 - np.sin(np.arcsin(np.sqrt(p1)) - h / 2) ** 2, rel=1e-4) and strict > signal.mde

@@ -134,3 +134,23 @@ def test_an_empty_tenant_explains_every_panel(lake):
     assert "No sentinel health check on record" in text and "No probe results given" in text
     assert "No judge calls on record yet" in text
     assert not elements.all("svg") and not elements.all("table")
+
+
+def test_secrets_anywhere_in_state_are_redacted_on_the_page(lake):
+    """State holds redacted content; the page redacts again whatever slipped through: an API key and a phone
+    number planted in an example's conversation and rationale, a sentinel reason and a probe-panel cell."""
+    from verdict_daemon.report.model import Panel
+
+    key, phone = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEf", "+1 415 555 0132"
+    data = build_report(lake.data_dir, "acme", generated_at=AT)
+    section = next(e for e in data.evaluators if e.signals)
+    signal = section.signals[0]
+    example = dataclasses.replace(signal.examples[0], query=f"call me on {phone}", response=f"use {key}",
+                                  reason=f"the answer leaks {key} and {phone}")
+    section = dataclasses.replace(section, signals=(dataclasses.replace(signal, examples=(example,)),))
+    page = render(dataclasses.replace(
+        data, evaluators=(section,), sentinel=tuple(dataclasses.replace(s, reason=f"provider said {key}")
+                                                    for s in data.sentinel),
+        probes=Panel(((f"run {phone}", f"target error {key}"),), ("Run", "Error"), None)))
+    assert key not in page and phone not in page
+    assert page.count("&lt;API_KEY&gt;") == 4 and page.count("&lt;PHONE&gt;") == 3

@@ -63,6 +63,7 @@ CASES = [
     (["correlate", "--min-ac1", "2"], "invalid_config"),
     (["correlate", "--seed", "-3"], "invalid_config"),
     (["correlate", "--resamples", "5"], "invalid_config"),
+    (["correlate", "--fail-on", "insufficient_data"], "invalid_config"),
     (["correlate", "--dimension", "no such"], "invalid_config"),
     (["correlate", "--signals-file", "/nonexistent/signals.jsonl"], "invalid_signals"),
     (["correlate"], "evaluator_ambiguous"),  # two evaluators judged this tenant

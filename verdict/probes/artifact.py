@@ -275,10 +275,12 @@ class _Reader:
             where = f"results[{index}]"
             expected = self.get(item, "expected", Mapping, where)
             verdicts = self.get(item, "verdicts", Mapping, where)
+            # Schema 1 gates on expectations: a record whose `passed` is not a boolean credits none of them.
+            trusted = isinstance(item.get("passed"), bool)
             expectations = tuple(ExpectationResult(
                 str(dimension), str(label),
-                Outcome.PASS if verdicts.get(dimension) == label else Outcome.FAIL, _text_or_none(verdicts.get(dimension)),
-                fingerprint) for dimension, label in expected.items())
+                Outcome.PASS if trusted and verdicts.get(dimension) == label else Outcome.FAIL,
+                _text_or_none(verdicts.get(dimension)), fingerprint) for dimension, label in expected.items())
             passed = self.passed(item.get("passed"), where) and probe_outcome(expectations) is Outcome.PASS
             outcome = Outcome.PASS if passed else Outcome.FAIL
             results.append(ProbeResult(self.get(item, "probe", str, where), self.get(item, "category", str, where),

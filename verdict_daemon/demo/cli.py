@@ -119,6 +119,8 @@ def render_text(summary) -> str:
         lines.append(f"  result    the injected regression was found, plus {len(summary.unexpected)} other signal(s)")
     else:
         lines.append(f"  result    the injected regression in {inj.intent} was NOT flagged")
+    lines.append(f"  alerts    {summary.alerts} logged by verdict-daemon (the `signal tenant=...` lines in "
+                 f"{Path(summary.data_dir) / 'logs' / 'daemon.log'})")
     lines.append(f"  report    {summary.report}" if summary.report else f"  report    unavailable: {summary.report_note}")
     lines += [
         f"  logs      {Path(summary.data_dir) / 'logs'}",

@@ -6,8 +6,8 @@
    whose schedules are compressed to seconds, as real processes on loopback;
 4. the support-bot app (its own process), told day by day which simulated day it lives; on the
    regression day the fake LLM starts corrupting one intent's answers;
-5. wait until the daemon has sampled and judged every trace and run drift on all of it; stop the
-   daemon and the collector (SIGTERM: clean shutdowns); read the summary; write the HTML report.
+5. wait until the daemon has sampled and judged every trace, run drift on all of it and logged its
+   alerts; stop the daemon and the collector (SIGTERM: clean shutdowns); read the summary; write the HTML report.
 """
 
 from __future__ import annotations
@@ -59,9 +59,20 @@ def _holder(lock_file: Path) -> str | None:
     return None
 
 
+def _storage_error(doing: str, exc: OSError) -> DaemonError:
+    return DaemonError("storage_error", f"--data-dir: cannot {doing}: {exc.strerror}")
+
+
 def check_data_dir(path: Path) -> bool:
     """Refuse a data dir the demo may not delete (without touching it); True if it is a previous demo's."""
     path = path.resolve()
+    try:
+        return _is_previous_demo_dir(path)
+    except OSError as exc:
+        raise _storage_error(f"read {path}", exc) from None
+
+
+def _is_previous_demo_dir(path: Path) -> bool:
     if not path.exists():
         return False
     if not path.is_dir():
@@ -82,12 +93,15 @@ def prepare_data_dir(path: Path) -> Path:
     """A fresh, empty data dir: a previous demo's dir (it carries MARKER) is deleted; anything else is kept."""
     path = path.resolve()
     if check_data_dir(path):
-        shutil.rmtree(path)
+        try:
+            shutil.rmtree(path)
+        except OSError as exc:
+            raise _storage_error(f"delete the previous demo's {path}", exc) from None
     try:
         (path / "logs").mkdir(parents=True, exist_ok=True)
         (path / MARKER).write_text("created by `python -m verdict.demo`, which deletes it on its next run\n")
     except OSError as exc:
-        raise DaemonError("storage_error", f"--data-dir: cannot create {path}: {exc.strerror}") from None
+        raise _storage_error(f"create {path}", exc) from None
     return path
 
 
@@ -140,26 +154,33 @@ class DaemonProgress:
     assigned: int
     drift_runs: int
     caught_up: bool  # the latest drift run read every judgment there is now
+    alerts: int  # signals the alert job has logged (a `signal tenant=...` line in daemon.log)
+    unalerted: int  # signals raised but not yet through the alert job
+
+    def done(self, expected: int) -> bool:
+        return self.sampled == expected and self.caught_up and self.unalerted == 0
 
 
 def daemon_progress(store: StateStore) -> DaemonProgress:
     from verdict_daemon.drift_runs import fingerprints, judgment_table
 
     with store.transaction() as con:
-        sampled, judged, assigned, last_judged, runs, last_run, last_rows = con.execute("""
+        sampled, judged, assigned, last_judged, runs, last_run, last_rows, alerts, unalerted = con.execute("""
             SELECT (SELECT count(*) FROM sampled_traces WHERE tenant_id = $t),
                    (SELECT count(DISTINCT trace_id) FROM judgment_attempts WHERE tenant_id = $t),
                    (SELECT count(*) FROM cluster_assignments WHERE tenant_id = $t),
                    (SELECT max(judged_at) FROM judgment_attempts WHERE tenant_id = $t),
                    (SELECT count(*) FROM drift_runs WHERE tenant_id = $t),
                    (SELECT max(completed_at) FROM drift_runs WHERE tenant_id = $t),
-                   (SELECT arg_max(judgments, completed_at) FROM drift_runs WHERE tenant_id = $t)""",
+                   (SELECT arg_max(judgments, completed_at) FROM drift_runs WHERE tenant_id = $t),
+                   (SELECT count(*) FILTER (WHERE attempts > 0) FROM alert_deliveries WHERE tenant_id = $t),
+                   (SELECT count(*) FILTER (WHERE attempts = 0) FROM alert_deliveries WHERE tenant_id = $t)""",
                                                                               {"t": TENANT}).fetchone()
     caught_up = False
     if sampled and judged == sampled == assigned and last_run is not None and last_run > last_judged:
         # The run may have read its input just before the last judgments landed: compare its size too.
         caught_up = all(judgment_table(store, TENANT, fp).num_rows == last_rows for fp in fingerprints(store, TENANT))
-    return DaemonProgress(sampled, judged, assigned, runs, caught_up)
+    return DaemonProgress(sampled, judged, assigned, runs, caught_up, alerts, unalerted)
 
 
 class DemoRun:
@@ -270,11 +291,12 @@ class DemoRun:
             now = time.monotonic()
             if state != last:
                 last, changed_at = state, now
-                if now - said_at >= 2 or (state.sampled == expected and state.caught_up):
+                if now - said_at >= 2 or state.done(expected):
                     said_at = now
                     self.progress(f"verdict-daemon: sampled {state.sampled}/{expected}, judged {state.judged}, "
-                                  f"clustered {state.assigned}, drift runs {state.drift_runs}")
-            if state.sampled == expected and state.caught_up:
+                                  f"clustered {state.assigned}, drift runs {state.drift_runs}, "
+                                  f"alerts {state.alerts}")
+            if state.done(expected):
                 return
             if now - changed_at > STALL_TIMEOUT:
                 raise ComponentFailed(f"verdict-daemon made no progress for {STALL_TIMEOUT:g} s; log "

@@ -41,6 +41,7 @@ class DemoSummary:
     cells: int
     tested: int
     signals: tuple[Signal, ...]
+    alerts: int  # signals the daemon's alert job logged (and posted, with a webhook) during the run
     report: str | None
     report_note: str | None  # why there is no report
     elapsed_seconds: float
@@ -88,6 +89,9 @@ def read_summary(store: StateStore, data_dir: Path, tenant: str, *, judge_model:
     cov = coverage(store, tenant, fingerprint) if fingerprint else {"sampled_traces": 0, "usable": 0, "error": 0,
                                                                    "rate": 0.0}
     run = latest_run(store, tenant, fingerprint) if fingerprint else None
+    with store.transaction() as con:
+        alerts = con.execute("SELECT count(*) FROM alert_deliveries WHERE tenant_id = ? AND attempts > 0",
+                             [tenant]).fetchone()[0]
     return DemoSummary(
         data_dir=str(data_dir), tenant_id=tenant, judge_model=judge_model, offline_judge=offline, days=days,
         per_day=per_day, seed=seed,
@@ -95,4 +99,5 @@ def read_summary(store: StateStore, data_dir: Path, tenant: str, *, judge_model:
         traces=lake_traces(data_dir, tenant), sampled=cov["sampled_traces"], judged=cov["usable"],
         judge_errors=cov["error"], coverage_rate=cov["rate"], drift_run_id=run.run_id if run else None,
         cells=run.cells if run else 0, tested=run.tested if run else 0, signals=run.signals if run else (),
+        alerts=alerts,
         report=report, report_note=report_note, elapsed_seconds=round(elapsed, 1))

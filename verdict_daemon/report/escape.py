@@ -9,4 +9,4 @@ from verdict.redact import redact_text
 
 
 def safe(value: object) -> str:
-    return redact_text(str(value))
+    return html.escape(redact_text(str(value)), quote=True)
