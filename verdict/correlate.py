@@ -237,7 +237,7 @@ def _measure(pairs: list[tuple[bool, bool]], table: dict[str, int], counts: dict
     kappa, ac1 = _bootstrapped(pairs, n_resamples, seed, confidence)
     if n < minimum_pairs:
         status, reason = "insufficient_data", f"{n} usable traces < minimum {minimum_pairs}: not calibrated"
-    elif ac1.low is not None and ac1.low >= min_ac1:
+    elif ac1.value is not None and ac1.value >= min_ac1:
         status, reason = "calibrated", f"AC1 lower bound {ac1.low:.3f} >= {min_ac1}"
     else:
         low = "undefined" if ac1.low is None else f"{ac1.low:.3f}"
@@ -246,7 +246,7 @@ def _measure(pairs: list[tuple[bool, bool]], table: dict[str, int], counts: dict
         status=status, reason=reason, fingerprint=fingerprint, usable=n, minimum_pairs=minimum_pairs,
         min_ac1=min_ac1, table=table, raw_agreement=agreement, kappa=kappa, ac1=ac1,
         leniency=_wilson(wilson_interval(table["pass_negative"], judge_pass, confidence=confidence)),
-        strictness=_wilson(wilson_interval(table["fail_negative"], judge_fail, confidence=confidence)),
+        strictness=_wilson(wilson_interval(table["fail_positive"], judge_fail, confidence=confidence)),
         counts=counts, seed=seed, n_resamples=n_resamples, confidence=confidence)
 
 
