@@ -237,7 +237,7 @@ def _measure(pairs: list[tuple[bool, bool]], table: dict[str, int], counts: dict
     kappa, ac1 = _bootstrapped(pairs, n_resamples, seed, confidence)
     if n < minimum_pairs:
         status, reason = "insufficient_data", f"{n} usable traces < minimum {minimum_pairs}: not calibrated"
-    elif ac1.value is not None and ac1.value >= min_ac1:
+    elif ac1.low is not None and ac1.low >= min_ac1:
         status, reason = "calibrated", f"AC1 lower bound {ac1.low:.3f} >= {min_ac1}"
     else:
         low = "undefined" if ac1.low is None else f"{ac1.low:.3f}"

@@ -27,6 +27,7 @@ from verdict.models.base import ModelErrorKind
 from verdict_daemon.errors import DaemonError, internal_error
 
 EXIT_PASS, EXIT_BELOW, EXIT_ERROR = 0, 1, 2
+PROBES_DIR = "probes"  # the daemon's probes job writes here under the data dir unless [probes] out_dir says otherwise
 _MODEL_HELP = ('"openai/<model>", "anthropic/<model>", or "package.module:attribute" naming a verdict Model '
                "(or a function returning one)")
 log = logging.getLogger("verdict.daemon")
@@ -251,7 +252,7 @@ class ProbeJob:
         self.suite = load_suite_spec(str(settings.suite))
         self.target = resolve_model_spec(settings.target_model, settings.target_base_url, "probes.target_model")
         self.judge = resolve_model_spec(settings.judge_model, settings.judge_base_url, "probes.judge_model")
-        self.out_dir = settings.out_dir if settings.out_dir is not None else data_dir / "probes"
+        self.out_dir = settings.out_dir if settings.out_dir is not None else data_dir / PROBES_DIR
 
     def __call__(self) -> Path | None:
         from verdict.probes.artifact import write_artifact

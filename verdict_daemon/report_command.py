@@ -27,7 +27,8 @@ results; human review queue; judge tokens and cost. Empty panels say why they ar
 The file has inline CSS and SVG only (no script, no network at view time) and redacted content only.
 
 exit codes: 0 written; 2 error (codes: invalid_config, tenant_required, unknown_tenant, storage_locked,
-storage_error, internal_error).
+storage_error, internal_error), as {"error": {"code", "message"}} on stdout with --json, else one line on
+stderr; never a traceback (VERDICT_DEBUG=1 re-raises unexpected errors). A failed run writes nothing.
 
 example:
   verdict report --data-dir ./verdict-data --tenant acme --out report.html
@@ -37,14 +38,16 @@ example:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
-    parser.add_argument("--data-dir", type=Path, help="the data directory of verdict-collector and the daemon "
-                        "(span lake and state.duckdb)")
-    parser.add_argument("--tenant", default=os.environ.get("VERDICT_TENANT"),
+    parser.add_argument("--data-dir", type=Path, metavar="DIR", help="required: the data directory of "
+                        "verdict-collector and the daemon (span lake and state.duckdb)")
+    parser.add_argument("--tenant", default=os.environ.get("VERDICT_TENANT"), metavar="TENANT",
                         help="tenant to report on [env VERDICT_TENANT]")
-    parser.add_argument("--out", type=Path, default=Path("report.html"),
+    parser.add_argument("--out", type=Path, default=Path("report.html"), metavar="FILE",
                         help="HTML file to write (default: report.html; its directory must exist)")
-    parser.add_argument("--probes", type=Path, action="append", default=[], metavar="RUN_JSON",
-                        help="a probe-run artifact (`verdict probes run --out`) to show; repeat for several")
+    parser.add_argument("--probes", type=Path, action="append", default=[], metavar="RUN_JSON|DIR",
+                        help="a probe-run artifact (`verdict probes run --out`) to show, or a directory of them (its "
+                        "latest run per suite version); repeat for several (default: DATA_DIR/probes, where the "
+                        "daemon's probes job writes, when it exists)")
     parser.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="how long to wait for state.duckdb held by another process (default 10)")
     parser.add_argument("--json", action="store_true",

@@ -64,6 +64,7 @@ def test_index_step_reads_only_recent_partitions_and_matches_normalize(tmp_path)
     wanted = _wanted((MIDNIGHT - timedelta(hours=1)).replace(tzinfo=None))
     store = StateStore(data)
     assert index_traces(store, data, "acme", wanted) == len(wanted)
+    assert index_traces(store, data, "acme", wanted) == 0  # rows are written once; the count says what was added
     expected = [row for row in _index(reference) if row[1] in {t for t, _ in wanted}]
     assert _index(data) == expected and len(expected) == len(wanted)
     crossing = next(row for row in expected if row[1] == "f" * 32)

@@ -105,6 +105,10 @@ def test_correlate_reports_the_hand_computed_table(capsys, judged_with_signals):
 
     code, relevance, _ = review(capsys, "correlate", *base, "--evaluator", "graded", "--dimension", "relevance")
     assert code == 0 and relevance["table"] == table  # relevance is the only dimension this judge varies
+    code, safety, _ = review(capsys, "correlate", *base, "--evaluator", "graded", "--dimension", "safety")
+    assert code == 0 and safety["dimension"] == "safety"  # PASS everywhere: the relevance-UNCLEAR traces count too
+    assert (safety["table"]["fail_positive"], safety["table"]["fail_negative"]) == (0, 0)
+    assert safety["usable"] == len(pairs) + unclear and safety["counts"]["unclear_excluded"] == 0
 
     # Tenant scope: the signals landed in acme's partition only.
     assert lake_signals(data, "acme") and lake_signals(data, "globex") == []

@@ -121,6 +121,12 @@ def test_below_the_floor_the_result_is_never_called_calibrated():
     assert correlate(*_rows(perfect), minimum_pairs=20).status == "calibrated"
 
 
+def test_the_gate_is_the_lower_bound_of_ac1_not_its_point_value():
+    result = correlate(*_rows(TABLE), min_ac1=0.5)  # AC1 0.620, its lower bound about 0.42
+    assert result.ac1.value > 0.5 > result.ac1.low and result.status == "miscalibrated"
+    assert correlate(*_rows(TABLE), min_ac1=result.ac1.low).status == "calibrated"
+
+
 def test_a_judge_that_agrees_only_by_chance_is_miscalibrated():
     chance = {"pass_positive": 25, "pass_negative": 25, "fail_positive": 25, "fail_negative": 25}
     result = correlate(*_rows(chance))
@@ -158,6 +164,8 @@ def test_duplicates_collapse_and_contradictions_are_excluded_and_counted():
     noisy += [UserSignal("t1", "copy", "2026-11-30T10:00:00Z"), UserSignal("t1", "accept")]  # same polarity
     noisy += [UserSignal("t2", "regenerate")]  # t2 was thumbs_up: contradictory, out
     noisy += [UserSignal("t3", "view"), UserSignal("t3", "edit")]  # neutral: skipped
+    # The same kind at two times is two rows (not duplicates), still one positive observation.
+    noisy += [UserSignal("t6", "copy", "2026-11-30T10:00:00Z"), UserSignal("t6", "copy", "2026-11-30T11:00:00Z")]
     judge_noisy = verdicts + [verdicts[4], JudgeVerdict("t5", "fp1", "FAIL")]  # t4 duplicate; t5 contradictory
     result = correlate(judge_noisy, noisy)
     assert result.counts["duplicate_rows"] == 3 and result.counts["contradictory_traces"] == 1

@@ -3,6 +3,7 @@ version boundary that comparisons never cross, and the sanitising of weights and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -175,3 +176,16 @@ def test_a_probe_record_without_expectations_fails_closed():
     legacy = json.loads(LEGACY.read_text())
     legacy["results"][0]["expected"] = {}
     assert parse_artifact(legacy).results[0].outcome.value == "fail"
+
+
+def test_a_suite_changed_without_a_version_bump_is_not_compared(tmp_path):
+    edited = dataclasses.replace(MINI, probes=(dataclasses.replace(MINI.probes[0], weight=5), *MINI.probes[1:]))
+    assert (edited.name, edited.version) == (MINI.name, MINI.version) and edited.fingerprint != MINI.fingerprint
+    before = run_suite(MINI, scripted_target(GOOD), scripted_judge())
+    after = run_suite(edited, scripted_target(GOOD), scripted_judge())
+    for run, name in ((before, "a.json"), (after, "b.json")):
+        write_artifact(run, tmp_path / name)
+    with pytest.raises(IncomparableRuns, match="suite fingerprint differs \\(its probes, weights, rubric or target"):
+        compare(before, after)
+    history = load_history(tmp_path)
+    assert len(history.series()) == 1 and history.previous(history.runs[1]) is None

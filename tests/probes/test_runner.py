@@ -7,7 +7,16 @@ import json
 
 import pytest
 
-from tests.probes.scripted import BAD, GOOD, MINI, OUTAGE, judge_reply, scripted_judge, scripted_target, target_reply
+from tests.probes.scripted import (
+    BAD,
+    GOOD,
+    MINI,
+    OUTAGE,
+    judge_reply,
+    scripted_judge,
+    scripted_target,
+    target_reply,
+)
 from verdict.judges.judge import Judge
 from verdict.judges.rubric import Rubric
 from verdict.models.base import ModelError

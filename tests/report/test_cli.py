@@ -132,7 +132,8 @@ def test_help_documents_every_option_and_the_exit_codes(capsys):
     done = report_here(capsys, "--help")
     assert done.returncode == 0
     for text in ("--data-dir", "--tenant", "VERDICT_TENANT", "--out", "--probes", "--lock-timeout", "--json",
-                 "exit codes: 0 written; 2 error", "unknown_tenant", "storage_locked", "no network"):
+                 "exit codes: 0 written; 2 error", "unknown_tenant", "storage_locked", "no network", "VERDICT_DEBUG=1",
+                 "--data-dir DIR        required"):
         assert text in done.stdout, text
 
 

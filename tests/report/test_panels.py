@@ -63,4 +63,37 @@ def test_review_queue_counts_match_the_routed_items(lake):
 def test_an_empty_queue_and_no_probes_explain_themselves(lake):
     data = build_report(lake.data_dir, "globex")
     assert "review queue is empty" in data.review.empty_reason
-    assert "No probe results given" in data.probes.empty_reason
+    assert "No probe results:" in data.probes.empty_reason
+
+
+def test_probe_runs_the_daemon_wrote_are_found_in_the_data_dir(lake, probe_runs, tmp_path):
+    """Without --probes the report reads <data-dir>/probes (the probes job's default out_dir): the latest run
+    of each series, unreadable files counted in a note; a directory can also be given to --probes."""
+    import shutil
+
+    from tests.probes.scripted import GOOD, MINI, scripted_judge, scripted_target
+    from verdict.probes.artifact import write_artifact
+    from verdict.probes.runner import run_suite
+    from verdict_daemon.probes_command import PROBES_DIR
+
+    data = tmp_path / "data"
+    shutil.copytree(lake.data_dir, data)
+    runs = data / PROBES_DIR
+    runs.mkdir()
+    shutil.copy(probe_runs[0], runs / "mini-1.0-a.json")  # the failing run, older
+    latest = write_artifact(run_suite(MINI, scripted_target(GOOD), scripted_judge()), runs / "mini-1.0-b.json")
+    (runs / "torn.json").write_text('{"kind": "verdict.probe_run"')
+    panel = build_report(data, "acme").probes
+    assert [row[0].split(",")[0] for row in panel.rows] == [latest.name]  # one series: its latest run only
+    assert panel.note == "1 file(s) in the probe directory are not readable probe-run artifacts."
+    assert "1 file(s) in the probe directory" in render(build_report(data, "acme"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(probe_runs[0], elsewhere / "bad.json")
+    given = build_report(data, "acme", probes=[elsewhere]).probes
+    assert [row[0].split(",")[0] for row in given.rows] == ["bad.json"] and given.note is None
+    (runs / "mini-1.0-a.json").unlink()
+    latest.unlink()
+    assert build_report(data, "acme").probes.empty_reason == (
+        "No probe-run artifact found in probes. 1 file(s) in the probe directory are not readable probe-run "
+        "artifacts.")

@@ -131,7 +131,7 @@ def test_an_empty_tenant_explains_every_panel(lake):
     assert len(empties) == 8  # signals, heatmap, rates, coverage, sentinel, probes, review, spend
     text = " ".join(elements.text)
     assert "No drift run yet" in text and "Nothing has been judged for this tenant yet" in text
-    assert "No sentinel health check on record" in text and "No probe results given" in text
+    assert "No sentinel health check on record" in text and "No probe results:" in text
     assert "No judge calls on record yet" in text
     assert not elements.all("svg") and not elements.all("table")
 

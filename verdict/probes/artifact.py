@@ -1,7 +1,7 @@
 """Probe-run artifacts: the JSON a run writes, and loading it (and older ones) back.
 
-Every artifact stamps two versions, and runs are compared only when both match (and the suite's name
-and version):
+Every artifact stamps two versions, and runs are compared only when both match (and the suite's name,
+version and, when both runs have one, fingerprint):
 
 - `metric_schema_version` — how the gated figures are defined (verdict.probes.results). 2: a probe's
   weight counts once, in the suite and category pass rates. 1 (legacy layout, suites 1.x, key
@@ -317,8 +317,9 @@ class ProbeHistory:
         return {key: tuple(runs) for key, runs in groups.items()}
 
     def previous(self, run: ProbeRun) -> ProbeRun | None:
-        """The latest earlier run of the same series: what `run` may be compared with."""
-        earlier = [r for r in self.runs if r.series == run.series and r.started_at < run.started_at]
+        """The latest earlier run `run` may be compared with (same series and, when both have one, the same
+        suite fingerprint)."""
+        earlier = [r for r in self.runs if r.started_at < run.started_at and incomparable_reason(r, run) is None]
         return earlier[-1] if earlier else None
 
 
@@ -356,6 +357,10 @@ def incomparable_reason(before: ProbeRun, after: ProbeRun) -> str | None:
                         ("suite version", before.suite_version, after.suite_version)):
         if a != b:
             return f"{label} differs ({a} vs {b})"
+    if None not in (before.suite_fingerprint, after.suite_fingerprint) and \
+            before.suite_fingerprint != after.suite_fingerprint:
+        return ("suite fingerprint differs (its probes, weights, rubric or target parameters changed without a "
+                "version bump)")
     return None
 
 

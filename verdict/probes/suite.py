@@ -23,7 +23,7 @@ import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -104,12 +104,8 @@ class Probe:
         _text(self.prompt, f"{where}: prompt", required=True)
         for attribute in ("system", "follow_up", "reference"):
             _text(getattr(self, attribute), f"{where}: {attribute}", required=False)
-        object.__setattr__(self, "expectations", tuple(self.expectations))
-        if not self.expectations:
-            raise SuiteError(f"{where}: declares no expectations")
-        repeated = _repeated(e.dimension for e in self.expectations)
-        if repeated:
-            raise SuiteError(f"{where}: expects dimension(s) {repeated} more than once")
+        _freeze_members(self, "expectations", lambda e: e.dimension, f"{where}: declares no expectations",
+                        f"{where}: expects dimension(s) {{}} more than once")
 
     @property
     def turns(self) -> int:
@@ -127,9 +123,17 @@ def _check_name(value: Any, what: str) -> None:
                          "starting with a letter or digit")
 
 
-def _repeated(values: Iterable[str]) -> list[str]:
-    counts = Counter(values)
-    return sorted(value for value, count in counts.items() if count > 1)
+def _freeze_members(owner: Any, attribute: str, key: Callable[[Any], str], empty: str, repeated: str) -> None:
+    """Store `owner.<attribute>` as a tuple; none at all, or two sharing a key, is a SuiteError (`repeated`
+    gets the sorted repeated keys)."""
+    members = tuple(getattr(owner, attribute))
+    object.__setattr__(owner, attribute, members)
+    if not members:
+        raise SuiteError(empty)
+    counts = Counter(key(member) for member in members)
+    twice = sorted(value for value, count in counts.items() if count > 1)
+    if twice:
+        raise SuiteError(repeated.format(twice))
 
 
 def _text(value: Any, where: str, *, required: bool) -> None:
@@ -160,12 +164,8 @@ class ProbeSuite:
         if not isinstance(self.target_params, Mapping) or not all(isinstance(k, str) for k in self.target_params):
             raise SuiteError(f"suite {self.name!r}: target_params must be a mapping of parameter names to values")
         object.__setattr__(self, "target_params", MappingProxyType(dict(self.target_params)))
-        object.__setattr__(self, "probes", tuple(self.probes))
-        if not self.probes:
-            raise SuiteError(f"suite {self.name!r} has no probes")
-        repeated = _repeated(p.name for p in self.probes)
-        if repeated:
-            raise SuiteError(f"suite {self.name!r}: duplicate probe name(s) {repeated}")
+        _freeze_members(self, "probes", lambda p: p.name, f"suite {self.name!r} has no probes",
+                        f"suite {self.name!r}: duplicate probe name(s) {{}}")
         for probe in self.probes:
             for expectation in probe.expectations:
                 self._check_dimension(probe, expectation.dimension)
@@ -195,14 +195,7 @@ class ProbeSuite:
     @classmethod
     def from_mapping(cls, data: Any, source: str = "suite") -> ProbeSuite:
         """A suite from parsed YAML/JSON; errors name `source`, the field and the probe."""
-        if not isinstance(data, Mapping):
-            raise SuiteError(f"{source}: expected a mapping with name, version and probes")
-        unknown = sorted(set(data) - _SUITE_KEYS, key=str)
-        if unknown:
-            raise SuiteError(f"{source}: unknown key(s) {unknown}; expected {sorted(_SUITE_KEYS)}")
-        missing = [key for key in ("name", "version", "probes") if key not in data]
-        if missing:
-            raise SuiteError(f"{source}: missing {', '.join(map(repr, missing))}")
+        _check_keys(data, source, _SUITE_KEYS, ("name", "version", "probes"))
         raw_probes = data["probes"]
         if not isinstance(raw_probes, list):
             raise SuiteError(f"{source}: 'probes' must be a list")
@@ -218,15 +211,19 @@ class ProbeSuite:
             raise SuiteError(f"{source}: {exc}") from None
 
 
-def _probe(item: Any, where: str) -> Probe:
-    if not isinstance(item, Mapping):
-        raise SuiteError(f"{where}: expected a mapping with name, category, prompt and expect")
-    unknown = sorted(set(item) - _PROBE_KEYS, key=str)
+def _check_keys(data: Any, where: str, allowed: set[str], required: tuple[str, ...]) -> None:
+    if not isinstance(data, Mapping):
+        raise SuiteError(f"{where}: expected a mapping with {', '.join(required[:-1])} and {required[-1]}")
+    unknown = sorted(set(data) - allowed, key=str)
     if unknown:
-        raise SuiteError(f"{where}: unknown key(s) {unknown}; expected {sorted(_PROBE_KEYS)}")
-    missing = [key for key in ("name", "category", "prompt", "expect") if key not in item]
+        raise SuiteError(f"{where}: unknown key(s) {unknown}; expected {sorted(allowed)}")
+    missing = [key for key in required if key not in data]
     if missing:
         raise SuiteError(f"{where}: missing {', '.join(map(repr, missing))}")
+
+
+def _probe(item: Any, where: str) -> Probe:
+    _check_keys(item, where, _PROBE_KEYS, ("name", "category", "prompt", "expect"))
     expect = item["expect"]
     if not isinstance(expect, Mapping):
         raise SuiteError(f"{where}: 'expect' must be a mapping of dimension -> PASS|FAIL")

@@ -187,9 +187,7 @@ def normalize(store: StateStore, data_dir: Path, tenant: str, limit: int) -> Nor
                            + _PAGE_ROWS, {"limit": limit}).fetchall()
     finally:
         con.close()
-    written = _write(store, tenant, rows)
-    with store.transaction() as state:
-        total = state.execute("SELECT count(*) FROM analysis_index WHERE tenant_id = ?", [tenant]).fetchone()[0]
+    written, total = _write(store, tenant, rows)
     return NormalizeReport(written, todo - len(rows), total)
 
 
@@ -213,10 +211,11 @@ def index_traces(store: StateStore, data_dir: Path, tenant: str, traces: list[tu
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
         con.close()
-    return _write(store, tenant, rows)  # OR IGNORE: a concurrent normalize may have indexed some meanwhile
+    return _write(store, tenant, rows)[0]
 
 
-def _write(store: StateStore, tenant: str, rows: list[tuple]) -> int:
+def _write(store: StateStore, tenant: str, rows: list[tuple]) -> tuple[int, int]:
+    """(rows added, rows the tenant's index holds now); a row a concurrent writer added first is kept."""
     now = datetime.now(UTC).replace(tzinfo=None)
     records = []
     for trace_id, span_id, started_at, workload, intent_key, key_error, input_messages in rows:
@@ -224,6 +223,9 @@ def _write(store: StateStore, tenant: str, rows: list[tuple]) -> int:
         key, status, reason = key_status(intent_key, key_error)
         records.append((tenant, trace_id, span_id, started_at, workload, key, status, reason, text,
                         content_hash(text), now))
+    count = "SELECT count(*) FROM analysis_index WHERE tenant_id = ?"
     with store.transaction() as con:
-        insert_rows(con, "analysis_index", _COLUMNS, records)  # OR IGNORE: a racing page indexed it first
-    return len(records)
+        (before,), = con.execute(count, [tenant]).fetchall()  # fetchall: insert_rows needs a finished result
+        insert_rows(con, "analysis_index", _COLUMNS, records)  # OR IGNORE
+        (total,), = con.execute(count, [tenant]).fetchall()
+    return total - before, total

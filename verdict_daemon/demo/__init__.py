@@ -5,6 +5,7 @@ The pieces (each importable on its own; nothing here is imported by `import verd
 - `cli`: options, signal handling, progress and the summary (text or `--json`);
 - `orchestrator`: the run: fake LLM, `verdict-collector`, the app, `verdict-daemon`, then the summary;
 - `processes`: child processes in their own sessions, stopped in order (SIGTERM, then SIGKILL);
+- `child`: the wrapper each child runs under, which stops it if the demo is killed outright;
 - `scenario`: the support bot's intents over MT-Bench questions, the simulated days, the regression;
 - `llm`: what the bundled fake LLM answers (and how the injected regression corrupts it);
 - `app`: the instrumented support-bot app (its own process);

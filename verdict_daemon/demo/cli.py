@@ -4,6 +4,8 @@ Starts verdict-collector and verdict-daemon on 127.0.0.1 with embedded storage i
 runs an instrumented support-bot app that sends MT-Bench questions through the real `openai` client
 to a bundled fake LLM over simulated days, injects a regression into one intent on the last day,
 lets the daemon sample, judge, cluster and run drift, then prints a summary and the report's path.
+The judge is a deterministic offline heuristic (not an LLM) unless --judge-model names one. Progress
+goes to stderr, the summary to stdout; docs/demo.md tells the whole story.
 
 Exit codes: 0 the demo ran (whatever it found); 2 it could not run: `verdict demo: error [<code>]:
 <message>` on stderr (with --json: {"error": {"code", "message"}} on stdout), codes from
@@ -176,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = DemoRun(DemoOptions(args.data_dir, scenario, args.judge_model), progress,
                           lambda: received[0] if received else None).run()
     except Interrupted as stop:
-        print("verdict demo: interrupted; every process it started has been stopped", file=sys.stderr)
+        print(f"verdict demo: interrupted ({signal.Signals(stop.signum).name}); every process it started has been "
+              "stopped", file=sys.stderr)
         return 128 + stop.signum
     except DaemonError as exc:
         return _fail(exc, as_json)

@@ -240,12 +240,12 @@ class DemoRun:
         config = self.data_dir / "verdict.toml"
         config.write_text(daemon_config(self.data_dir, scenario, self.options.judge_model))
         daemon = self._start("verdict-daemon", ["verdict_daemon.daemon_cli", "--config", str(config)], "daemon.log")
-        daemon.wait_for_log(_DAEMON_READY, START_TIMEOUT, self._checkpoint)
-        say(f"verdict-daemon ready (pid {daemon.pid}, config {config}, judge {self.options.judge_model})")
-
+        # The app starts alongside (its imports take seconds); it sends nothing until told which day it is.
         app = self._start("support-bot app", ["verdict_daemon.demo.app", collector_url, self.llm.base_url,
                                               str(scenario.days), str(scenario.per_day), str(scenario.seed)],
                           "app.log", pipes=True)
+        daemon.wait_for_log(_DAEMON_READY, START_TIMEOUT, self._checkpoint)
+        say(f"verdict-daemon ready (pid {daemon.pid}, config {config}, judge {self.options.judge_model})")
         app.read_line(START_TIMEOUT, self._checkpoint)
         say(f"support-bot app ready (pid {app.pid}): verdict.init() + instrument(), the openai client -> fake LLM; "
             f"{scenario.days} simulated days to send")

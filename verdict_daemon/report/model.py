@@ -176,6 +176,7 @@ class Panel:
     rows: tuple[tuple[str, ...], ...]
     columns: tuple[str, ...]
     empty_reason: str | None
+    note: str | None = None  # shown under the rows (e.g. files that could not be read)
 
 
 @dataclass(frozen=True)

@@ -17,30 +17,46 @@ def _rate(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f} %"
 
 
-def probe_panel(paths: Sequence[Path]) -> Panel:
-    """One row per probe-run artifact, figures recomputed by `load_artifact` from the per-probe records."""
-    from verdict.probes import ArtifactError, load_artifact
+def probe_panel(paths: Sequence[Path], default_dir: Path) -> Panel:
+    """One row per probe run, figures recomputed by `load_artifact` from the per-probe records: each file
+    given, the latest run of each series in each directory given or, with nothing given, in `default_dir`
+    (where the daemon's probes job writes) when it exists. Files of a directory that are not readable
+    artifacts are counted in the panel's note, not fatal; a file given by name must load."""
+    from verdict.probes import ArtifactError, load_artifact, load_history
 
-    if not paths:
-        return Panel((), PROBE_COLUMNS, "No probe results given: pass --probes run.json (an artifact written by "
-                                        "`verdict probes run --out run.json`) to show behaviour-probe results here.")
-    rows = []
-    for path in paths:
+    if not paths and not default_dir.is_dir():
+        return Panel((), PROBE_COLUMNS, f"No probe results: the daemon's probes job ([probes] in verdict.toml) writes "
+                                        f"its runs to {default_dir.name}/ in the data dir, or pass --probes run.json "
+                                        "(written by `verdict probes run --out run.json`) or a directory of them.")
+    runs, skipped = [], 0
+    for path in paths or [default_dir]:
+        if path.is_dir():
+            history = load_history(path)
+            runs += [series[-1] for series in history.series().values()]
+            skipped += len(history.skipped)
+            continue
         try:
-            run = load_artifact(path)
+            runs.append(load_artifact(path))
         except ArtifactError as exc:
             raise DaemonError("invalid_config", f"--probes: {exc}") from None
-        score, gate = run.score, run.gate
-        gate_text = ("passed" if gate.passed else "FAILED") + f" (minimum {_rate(run.min_pass_rate)})"
-        if gate.failing_categories:
-            gate_text += f"; failing: {', '.join(gate.failing_categories)}"
-        rows.append((f"{Path(path).name}, {run.started_at[:16].replace('T', ' ')}", f"{run.suite_name} {run.suite_version}",
-                     f"{run.target_model} / {run.judge_model}", f"{score.passed} / {score.failed} / {score.errors}",
-                     _rate(score.pass_rate),
-                     gate_text, ", ".join(f"{name} {_rate(s.pass_rate)}" for name, s in run.categories.items()),
-                     ", ".join(f"{r.name} ({r.outcome.value})" for r in run.results if not r.passed) or "none",
-                     str(len(run.warnings))))
-    return Panel(tuple(rows), PROBE_COLUMNS, None)
+    note = f"{skipped} file(s) in the probe directory are not readable probe-run artifacts." if skipped else None
+    if not runs:
+        return Panel((), PROBE_COLUMNS, f"No probe-run artifact found in {', '.join(p.name for p in paths or [default_dir])}."
+                     + (f" {note}" if note else ""))
+    return Panel(tuple(_probe_row(run) for run in runs), PROBE_COLUMNS, None, note)
+
+
+def _probe_row(run) -> tuple[str, ...]:
+    score, gate = run.score, run.gate
+    gate_text = ("passed" if gate.passed else "FAILED") + f" (minimum {_rate(run.min_pass_rate)})"
+    if gate.failing_categories:
+        gate_text += f"; failing: {', '.join(gate.failing_categories)}"
+    return (f"{Path(run.source).name}, {run.started_at[:16].replace('T', ' ')}", f"{run.suite_name} {run.suite_version}",
+            f"{run.target_model} / {run.judge_model}", f"{score.passed} / {score.failed} / {score.errors}",
+            _rate(score.pass_rate), gate_text,
+            ", ".join(f"{name} {_rate(s.pass_rate)}" for name, s in run.categories.items()),
+            ", ".join(f"{r.name} ({r.outcome.value})" for r in run.results if not r.passed) or "none",
+            str(len(run.warnings)))
 
 
 def review_panel(data_dir: Path, tenant: str, lock_timeout: float) -> Panel:

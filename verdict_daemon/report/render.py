@@ -265,7 +265,8 @@ def _panel(panel: Panel, label: str, css_class: str = "panel") -> str:
     if panel.empty_reason is not None:
         return _empty(safe(panel.empty_reason))
     rows = ("<tr>" + "".join(f"<td>{safe(v)}</td>" for v in row) + "</tr>" for row in panel.rows)
-    return _table(label, (safe(c) for c in panel.columns), rows, css_class)
+    note = f'<p class="muted">{safe(panel.note)}</p>' if panel.note else ""
+    return _table(label, (safe(c) for c in panel.columns), rows, css_class) + note
 
 
 # --- spend ---------------------------------------------------------------------------------------
