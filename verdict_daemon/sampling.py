@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from collector import lake
-from collector.views import tenant_dir
+from collector.views import NOT_INFERENCE, tenant_dir
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Sampling
 from verdict_daemon.errors import DaemonError
@@ -27,8 +27,6 @@ from verdict_daemon.state import StateStore, insert_rows
 log = logging.getLogger("verdict.daemon")
 
 UNASSIGNED = "unassigned"
-# Operations that are not model inference (same list as the collector's llm_calls view).
-_NOT_INFERENCE = ("embeddings", "execute_tool", "create_agent", "invoke_agent")
 _SAMPLED_COLUMNS = ("tenant_id", "trace_id", "span_id", "intent_key", "stratum", "window_start", "started_at",
                     "query", "response", "context", "sampled_at")
 
@@ -94,7 +92,7 @@ def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, wind
     """The new picks with their content, and how many unsampled eligible traces there were."""
     lake_con.register("done", done)
     quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-    not_inference = ", ".join(f"'{op}'" for op in _NOT_INFERENCE)
+    not_inference = ", ".join(f"'{op}'" for op in NOT_INFERENCE)
     lake_con.execute(f"""
         CREATE TEMP TABLE picked AS
         WITH calls AS (

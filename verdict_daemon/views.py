@@ -65,7 +65,7 @@ REVIEW_LABELS = f"""
 CREATE TEMP TABLE review_labels AS
 SELECT l.tenant_id, l.item_id, i.trace_id, e.name AS evaluator, i.fingerprint, l.dimension, l.revision, l.label,
        l.critique, l.reviewer, l.labelled_at,
-       l.revision = min(l.revision) OVER (PARTITION BY l.item_id, l.dimension) AS latest
+       l.revision = max(l.revision) OVER (PARTITION BY l.item_id, l.dimension) AS latest
 FROM {STATE_ALIAS}.review_labels l
 JOIN {STATE_ALIAS}.review_items i ON i.tenant_id = l.tenant_id AND i.item_id = l.item_id
 LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = i.tenant_id AND e.fingerprint = i.fingerprint

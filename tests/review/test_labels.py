@@ -3,6 +3,8 @@ immutable labels where the latest wins, and tenant isolation."""
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 
 from tests.review.cli import review
@@ -51,6 +53,18 @@ def test_show_gives_the_conversation_and_the_judges_rationale_per_dimension(caps
     assert judgments["relevance"]["verdict"] == "UNCLEAR"
     assert judgments["relevance"]["rationale"] == "relevance checked"
     assert shown["labels"] == [] and shown["latest"] == {}
+
+
+def test_show_redacts_again_what_earlier_layers_let_through(capsys, judged):
+    item = _first_item(capsys, judged)
+    con = duckdb.connect(str(judged / "state.duckdb"))  # as stored before a redaction rule existed
+    con.execute("UPDATE sampled_traces SET query = query || ' Reply to bob@example.com', "
+                "response = 'Call 555-867-5309. ' || response WHERE trace_id = ?", [item["trace_id"]])
+    con.execute("UPDATE dimension_verdicts SET reason = 'mailed bob@example.com' WHERE attempt_id = ?", [item["item_id"]])
+    con.close()
+    _, shown, _ = review(capsys, "show", item["item_id"], "--data-dir", str(judged), "--tenant", "acme")
+    text = json.dumps(shown)
+    assert "bob@example.com" not in text and "867-5309" not in text and "<EMAIL>" in shown["query"]
 
 
 def test_labels_are_immutable_records_and_the_latest_wins(capsys, judged):

@@ -14,10 +14,11 @@ from tests.daemon.conftest import NOW
 from tests.review.conftest import review_config
 from tests.review.models import is_contrarian_case, is_hesitant_case, setting_number
 from verdict.judges.pairwise import PairwiseJudge
+from verdict.models.base import Usage
 from verdict.models.scripted import ScriptedModel
 from verdict_daemon.config import Judging, Review
 from verdict_daemon.daemon import Daemon
-from verdict_daemon.evaluators import DimensionVerdict, Outcome
+from verdict_daemon.evaluators import DimensionVerdict, Outcome, error_outcome
 from verdict_daemon.judging import judge
 from verdict_daemon.review import list_items, queue_summary, route
 from verdict_daemon.state import StateStore
@@ -133,6 +134,27 @@ def test_inconsistent_pairwise_results_are_queued(judged):
     assert {i.trace_id for i in page.items} == expected and page.total == len(expected)
 
 
+class _FailingEvaluator:
+    """An evaluator whose every attempt is an ERROR (a judge whose replies never parse)."""
+
+    name = "down"
+    definition = {"kind": "rubric"}
+    fingerprint = "d0" * 32
+
+    def evaluate(self, material):
+        return error_outcome("judge: extraction: no verdict in the reply", Usage())
+
+
+def test_error_attempts_are_not_queued_even_for_audit(judged):
+    store = StateStore(judged)
+    judge(store, "acme", _FailingEvaluator(), Judging(concurrency=4), "outage-run")
+    assert _rows(judged, "SELECT count(*) FROM judgment_attempts WHERE fingerprint = ? AND status = 'ERROR'",
+                 [_FailingEvaluator.fingerprint])[0][0] > 0
+    report = route(store, "acme", Review(audit_rate=1.0))
+    assert not {fp for fp, _ in _queued(judged)} & {_FailingEvaluator.fingerprint}
+    assert report.queued == report.considered > 0  # the other judgments were all audited
+
+
 def test_the_daemon_routes_after_its_judge_job(tmp_path):
     from tests.daemon.lakes import synthetic_days, write_rows
 
@@ -144,6 +166,9 @@ def test_the_daemon_routes_after_its_judge_job(tmp_path):
     daemon.judge()
     items = _queued(data)
     assert len(items) == 2 * len(_queries(data))  # rate 1: every judgment is hard or audited
+    reasons = [r for r, _ in items.values()]
+    assert any(r != ["audit"] for r in reasons)  # a hard case keeps its reason: audit never replaces it
+    assert all(r == ["audit"] or "audit" not in r for r in reasons)
     assert daemon.store.cursor("acme", "review.last_success") is not None
 
 
