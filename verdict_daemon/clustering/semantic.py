@@ -3,8 +3,9 @@
 Method (docs/semantic-clustering.md has the reasoning and the measured figures):
 
 - Embeddings: the frozen all-MiniLM-L6-v2 loaded from a local directory with the hub forced
-  offline (a missing or incomplete directory is `ModelUnavailable`, never a download); rows are
-  L2-normalised float32 and cached by the SHA-256 of their text, in memory and optionally on disk.
+  offline (a missing or incomplete directory is `ModelUnavailable`, never a download); texts are
+  cut at 128 word pieces; rows are L2-normalised float32 and cached by the SHA-256 of their text,
+  in memory and optionally on disk.
 - Fit: a deterministic subsample of at most `fit_sample_size` distinct candidates (ranked by a
   seeded hash of their ids, so neither input order nor duplicates matter) is clustered with
   scipy's agglomerative linkage (Ward on unit vectors by default, whose squared euclidean distance

@@ -187,7 +187,7 @@ def get_item(store: StateStore, tenant: str, item_id: str) -> ItemDetail:
     return ItemDetail(
         item=item, query=redact_text(query or ""), response=redact_text(response or ""),
         context=redact_text(context or ""),
-        judgments=tuple(DimensionJudgment(d, v, s, r) for d, v, s, r in judged),
+        judgments=tuple(DimensionJudgment(d, v, s, None if r is None else redact_text(r)) for d, v, s, r in judged),
         labels=tuple(records), latest=latest_labels(records))
 
 
