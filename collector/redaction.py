@@ -19,11 +19,11 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from verdict.redact import SDK_REDACTION_ATTRIBUTE  # the claim the SDK's tracer scope carries
+
 MODES = ("content", "all", "off")
 TRUST_MODES = ("authenticated", "never")
 CONTENT_CACHE_ENTRIES = 2048
-# Instrumentation-scope attribute the Verdict SDK sets when its built-in redactor ran on the content.
-SDK_REDACTION_ATTRIBUTE = "verdict.redaction.version"
 
 
 def redaction_version() -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ NEUTRAL = frozenset({"view", "share", "edit"})
 KINDS = POSITIVE | NEGATIVE | NEUTRAL
 _SIDE_FILE_KEYS = {"trace_id", "signal", "timestamp"}
 _JUDGE_VERDICTS = frozenset({"PASS", "FAIL", "UNCLEAR", "ERROR"})
+_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 
 
 class CorrelationError(ValueError):
@@ -326,12 +328,10 @@ def record_user_signal(kind: str, *, trace_id: str | None = None, tracer_provide
             raise CorrelationError("no recording span is active: pass trace_id=")
         span.add_event(SIGNAL_EVENT, attributes)
         return
-    try:
-        trace_int = int(trace_id, 16)
-    except ValueError:
-        raise CorrelationError(f"trace_id must be 32 hex digits, got {trace_id!r}") from None
-    if len(trace_id) != 32 or trace_int == 0:
+    # A regex, not int(x, 16) alone: that also takes "0x", "_" and surrounding whitespace.
+    if not isinstance(trace_id, str) or not _TRACE_ID.fullmatch(trace_id) or int(trace_id, 16) == 0:
         raise CorrelationError(f"trace_id must be 32 hex digits, got {trace_id!r}")
+    trace_int = int(trace_id, 16)
     import random
 
     parent = trace.NonRecordingSpan(trace.SpanContext(trace_int, random.getrandbits(64) | 1, is_remote=True,

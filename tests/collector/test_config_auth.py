@@ -45,6 +45,10 @@ def test_env_vars_apply_and_flags_win(tmp_path):
         load([], environ={"VERDICT_COLLECTOR_HTTP_PORT": "x"})
     with pytest.raises(ConfigError, match="--redact must be one of"):
         load(["--redact", "some"], environ={})
+    assert load([], environ={}).trust_sdk_redaction == "authenticated"
+    assert load([], environ={"VERDICT_COLLECTOR_TRUST_SDK_REDACTION": "never"}).trust_sdk_redaction == "never"
+    with pytest.raises(ConfigError, match="--trust-sdk-redaction must be one of authenticated, never"):
+        load(["--trust-sdk-redaction", "always"], environ={})
 
 
 def test_second_collector_on_same_dir_is_refused(collector_factory, tmp_path):

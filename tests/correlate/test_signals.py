@@ -83,6 +83,9 @@ def test_a_signal_during_the_request_is_an_event_on_the_current_span(provider):
     ("copy", "xyz", "trace_id must be 32 hex digits"),
     ("copy", "0" * 32, "trace_id must be 32 hex digits"),
     ("copy", "abc", "trace_id must be 32 hex digits"),
+    ("copy", "0x" + "a" * 30, "trace_id must be 32 hex digits"),  # int(x, 16) alone would take these
+    ("copy", "0af76519_6cd43dd8448eb211c80319c", "trace_id must be 32 hex digits"),
+    ("copy", " " + "a" * 31, "trace_id must be 32 hex digits"),
     ("copy", None, "no recording span is active"),
 ])
 def test_bad_calls_raise_and_record_nothing(provider, kind, trace_id, message):

@@ -62,6 +62,20 @@ def test_a_hand_computed_table():
     assert (result.strictness.low, result.strictness.high) == pytest.approx((low, high))
 
 
+def test_the_kappa_paradox_worked_by_hand_with_gwets_formula():
+    # Gwet (2008): AC1 = (pa - pe) / (1 - pe), pe = sum_k pi_k (1 - pi_k) / (q - 1), pi_k the mean of the
+    # two raters' marginal shares. Worked on paper for 118 PASS/positive, 5 PASS/negative, 2 FAIL/positive:
+    #   pa = 118/125 = 0.944; judge PASS 123, user positive 120: pi_PASS = 243/250 = 0.972
+    #   pe = 2 * 0.972 * 0.028 = 0.054432; AC1 = 0.889568 / 0.945568 = 0.940776...
+    #   kappa: pe = 0.984 * 0.96 + 0.016 * 0.04 = 0.94528; (0.944 - 0.94528) / 0.05472 = -0.023392...
+    result = correlate(*_rows({"pass_positive": 118, "pass_negative": 5, "fail_positive": 2, "fail_negative": 0}))
+    assert result.ac1.value == pytest.approx(0.889568 / 0.945568, abs=1e-12)
+    assert result.kappa.value == pytest.approx(-0.00128 / 0.05472, abs=1e-12)
+    assert result.status == "calibrated"  # AC1 gates: users and judge agree on 94 % of traces
+    # Some resamples hold no judge FAIL and no user negative: kappa undefined there, so no interval.
+    assert (result.kappa.low, result.kappa.high) == (None, None) and result.ac1.low is not None
+
+
 def test_kappa_matches_sklearn_and_statsmodels_on_random_tables():
     rng = np.random.default_rng(3)
     for _ in range(20):

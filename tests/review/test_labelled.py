@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -150,3 +151,31 @@ def test_export_can_be_limited_to_one_evaluators_labels(capsys, labelled, tmp_pa
     assert code == 0 and both["examples"] == len(traces) and only["examples"] == 1
     (example,) = load_sentinel_set(tmp_path / "one.jsonl").examples
     assert (example.id, example.label_map) == (single.trace_id, {"completeness": "FAIL"})
+
+
+def test_export_takes_the_latest_label_across_a_traces_items_and_redacts(capsys, labelled, tmp_path):
+    store = StateStore(labelled.data)
+    panel = next(i for i in list_items(store, "acme", status="labelled", limit=500).items if i.evaluator == "panel")
+    route(store, "acme", Review(audit_rate=1.0, seed=0))  # every judgment queued: the other evaluator's item too
+    single = next(i for i in list_items(store, "acme", limit=500).items
+                  if i.trace_id == panel.trace_id and i.evaluator == "single")
+    in_force = get_item(store, "acme", panel.item_id).latest["safety"].label
+    other = {"PASS": "FAIL", "FAIL": "PASS"}[in_force]
+    later = datetime.now(UTC) + timedelta(days=1)
+    record_labels(store, "acme", single.item_id, {"safety": other}, critique="unsafe advice", reviewer="cy", now=later)
+    con = duckdb.connect(str(labelled.data / "state.duckdb"))  # content stored before a redaction rule existed
+    con.execute("UPDATE sampled_traces SET query = query || ' Mail bob@example.com' WHERE trace_id = ?",
+                [panel.trace_id])
+    con.close()
+
+    def exported() -> dict:
+        out = tmp_path / "set.jsonl"
+        assert review(capsys, "export-sentinel", "--out", str(out), "--data-dir", str(labelled.data),
+                      "--tenant", "acme")[0] == 0
+        assert "bob@example.com" not in out.read_text()
+        return {e.id: e.label_map for e in load_sentinel_set(out).examples}[panel.trace_id]
+
+    assert exported()["safety"] == other  # the later label, on the other evaluator's item, is in force
+    record_labels(store, "acme", panel.item_id, {"safety": in_force}, critique="fine after all", reviewer="cy",
+                  now=later + timedelta(hours=1))
+    assert exported()["safety"] == in_force

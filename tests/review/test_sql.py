@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import duckdb
 
@@ -10,6 +12,8 @@ from tests.review.cli import review
 from verdict_daemon.cli import main
 from verdict_daemon.state import MIGRATIONS, STATE_FILE
 from verdict_daemon.views import add_state_views
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "review.md"
 
 
 def _sql(capsys, data, tenant: str, query: str) -> list[dict]:
@@ -37,6 +41,11 @@ def test_review_tables_are_tenant_scoped_and_mark_the_latest_label(capsys, judge
         (item, 1, "FAIL", "ana", False), (item, 2, "PASS", "ben", True)]
     assert labels[0]["trace_id"] == page["items"][0]["trace_id"] and labels[0]["evaluator"] == "single"
     assert all("bob@example.com" not in r["critique"] for r in labels)
+
+    # docs/review.md's query: the judge's verdict against the label in force (the item's relevance is UNCLEAR).
+    (documented,) = re.findall(r'```text\nverdict sql [^"]*"(.*?)"\n```', DOC.read_text(), re.DOTALL)
+    assert _sql(capsys, judged, "acme", documented) == [
+        {"dimension": "relevance", "judge": "UNCLEAR", "human": "PASS", "items": 1}]
 
     globex = _sql(capsys, judged, "globex", "SELECT (SELECT count(*) FROM review_labels) AS labels, "
                   "count(*) AS items, count(*) FILTER (WHERE tenant_id <> 'globex') AS foreign FROM review_items")

@@ -19,6 +19,10 @@ LABELS: tuple[str, ...] = tuple(PRIORITY)
 
 default_redactor = Redactor()
 
+# Instrumentation-scope attribute the tracing SDK sets when this built-in engine (its default rules)
+# redacted the content; an authenticated collector of the same version may then skip re-redacting it.
+SDK_REDACTION_ATTRIBUTE = "verdict.redaction.version"
+
 
 def redact_text(s: str) -> str:
     """`s` redacted by the default Redactor (mode "redact")."""
@@ -37,6 +41,7 @@ __all__ = [
     "TRUNCATED_MARKER",
     "Finding",
     "Redactor",
+    "SDK_REDACTION_ATTRIBUTE",
     "default_redactor",
     "is_credential_name",
     "redact_text",

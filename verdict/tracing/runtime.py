@@ -40,13 +40,25 @@ def load_redactor() -> Redactor:
     return default_redactor() if not hasattr(default_redactor, "text") else default_redactor
 
 
+def verdict_tracer(provider: trace.TracerProvider | None, builtin_redaction: bool) -> trace.Tracer:
+    """Verdict's tracer (`provider` None: the global one, resolved lazily). Its scope claims the
+    built-in redaction when that redactor produces the content, so an authenticated collector of the
+    same version can skip redacting it again (collector/redaction.py)."""
+    from verdict.redact import SDK_REDACTION_ATTRIBUTE
+
+    attributes = {SDK_REDACTION_ATTRIBUTE: __version__} if builtin_redaction else None
+    if provider is None:
+        return trace.get_tracer(SCOPE, __version__, attributes=attributes)
+    return provider.get_tracer(SCOPE, __version__, attributes=attributes)
+
+
 def standalone_runtime(capture_content: bool | None = None) -> Runtime:
     """Runtime for `instrument()` without `init()`: the app's global provider, synchronous content."""
     from verdict.tracing.semconv import emit_deprecated_system
 
     capture = capture_content_from_env() if capture_content is None else capture_content
     return Runtime(
-        tracer=trace.get_tracer(SCOPE, __version__),
+        tracer=verdict_tracer(None, builtin_redaction=capture),
         tenant_id=None,
         capture_content=capture,
         max_content_bytes=DEFAULT_MAX_CONTENT_BYTES,

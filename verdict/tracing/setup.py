@@ -11,12 +11,11 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from verdict import __version__
 from verdict.tracing import semconv as sc
 from verdict.tracing.config import PROTOCOL_GRPC, TracingConfig, resolve_config
 from verdict.tracing.content import Redactor
 from verdict.tracing.pipeline import ContentExporter, VerdictSpanProcessor
-from verdict.tracing.runtime import SCOPE, STATE, Runtime, load_redactor
+from verdict.tracing.runtime import STATE, Runtime, load_redactor, verdict_tracer
 
 _lock = threading.Lock()
 # One processor for the process: the SDK cannot remove a processor from a provider, so it is
@@ -63,6 +62,7 @@ def init(
     if exporter is not None and not (callable(getattr(exporter, "export", None))
                                      and callable(getattr(exporter, "shutdown", None))):
         raise ValueError(f"exporter must be an opentelemetry SpanExporter, got {type(exporter).__name__}")
+    builtin_redaction = config.capture_content and redactor is None
     if config.capture_content and redactor is None:
         try:
             redactor = load_redactor()
@@ -85,7 +85,7 @@ def init(
         )
         _processor.attach(batch, config.max_queue_size)
         STATE.current = Runtime(
-            tracer=provider.get_tracer(SCOPE, __version__),
+            tracer=verdict_tracer(provider, builtin_redaction),
             tenant_id=config.tenant_id,
             capture_content=config.capture_content,
             max_content_bytes=config.max_content_bytes,
