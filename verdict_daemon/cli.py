@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # name -> (module, one-line help)
@@ -42,7 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     if module is None:
         parser.print_help()
         return 2
-    return module.run(args)
+    try:
+        return module.run(args)
+    except BrokenPipeError:
+        # The reader went away (`verdict sql … | head`): stop quietly like any shell tool, and point
+        # stdout at /dev/null so the interpreter's final flush cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
