@@ -20,6 +20,7 @@ import pytest
 
 from tests.report.test_render import Elements
 from verdict_daemon.report import write_report
+from verdict_daemon.report.panels import PENDING_SHOWN
 
 pytestmark = pytest.mark.browser
 
@@ -34,6 +35,7 @@ PROBE = """<!DOCTYPE html><html><body style="margin:0">
 <script>
 document.getElementById('view').addEventListener('load', () => {{
   const doc = document.getElementById('view').contentDocument;
+  if ({open_review}) doc.querySelectorAll('details.review').forEach((d) => {{ d.open = true; }});
   const box = (el) => el.getBoundingClientRect();
   const out = {{
     viewport: doc.documentElement.clientWidth, page: doc.documentElement.scrollWidth,
@@ -66,9 +68,10 @@ def browse(page: Path, profile: Path, size: tuple[int, int], *mode: str) -> subp
         capture_output=True, text=True, timeout=90)
 
 
-def layout(page: Path, profile: Path, size: tuple[int, int]) -> dict:
+def layout(page: Path, profile: Path, size: tuple[int, int], open_review: bool = False) -> dict:
     probe = page.with_name(f"probe-{size[0]}.html")
-    probe.write_text(PROBE.format(width=size[0], height=size[1], report=html.escape(page.read_text(), quote=True)))
+    probe.write_text(PROBE.format(width=size[0], height=size[1], report=html.escape(page.read_text(), quote=True),
+                                  open_review=str(open_review).lower()))
     done = browse(probe, profile, DESKTOP, "--virtual-time-budget=10000", "--dump-dom")
     assert done.returncode == 0 and '<pre id="layout">' in done.stdout, "the layout probe did not run"
     return json.loads(html.unescape(done.stdout.rsplit('<pre id="layout">', 1)[1].split("</pre>", 1)[0]))
@@ -110,9 +113,12 @@ def test_chromium_builds_the_report_dom(acme_desktop):
     assert len(elements.all("svg", "rate-chart")) == 20 and len(elements.all("polygon", "band")) == 20
     assert len(elements.all("rect")) >= 20 * 2  # the baseline and current windows of every chart
     assert len(elements.all("td", "heat-cell")) == 20  # 4 clusters x (4 rubric + 1 graph dimensions)
-    assert len(elements.all("details", "example")) == 10  # 5 per signal
-    assert len(elements.all("table", "panel")) == 2  # probe runs and the review queue
+    assert len(elements.all("details", "example")) - len(elements.all("details", "review")) == 10  # 5 per signal
+    assert len(elements.all("table", "panel")) == 2  # probe runs and the review queue counts
     assert "failing: sycophancy" in text and "Routed because: unclear" in text
+    # the review queue's newest pending items (more than shown, so the page says so), each expandable
+    assert len(elements.all("li", "review-item")) == len(elements.all("details", "review")) == PENDING_SHOWN
+    assert f"Showing the {PENDING_SHOWN} most recently queued of" in text and "No item labelled yet" in text
     assert not elements.all("script")  # the conversation's <script> stayed text in the browser too
 
 
@@ -133,6 +139,13 @@ def test_layout_fits_a_phone(pages, tmp_path):
     measured = layout(pages["acme"], tmp_path, PHONE)
     _fits(measured, PHONE)
     assert any(scrolls for scrolls, _ in measured["wraps"])  # e.g. the signals table scrolls horizontally
+
+
+def test_review_items_opened_on_a_phone_stay_within_the_page(pages, tmp_path):
+    """Every review item expanded (conversation, rationale, the label command): still no sideways page scroll."""
+    measured = layout(pages["acme"], tmp_path, PHONE, open_review=True)
+    assert measured["page"] <= PHONE[0] and Elements(measured["dom"]).all("details", "review")
+    assert len([a for a in Elements(measured["dom"]).all("details", "review") if "open" in a]) == PENDING_SHOWN
 
 
 def test_an_empty_tenant_shows_its_empty_states(pages, tmp_path):

@@ -219,8 +219,8 @@ def test_every_figure_is_the_tenants_own(lake, data):
     assert len(other.sentinel) == len(data.sentinel) == 1 and other.sentinel[0].checks == data.sentinel[0].checks == 1
     assert {s.attempts for s in other.spend} == {108} and {s.attempts for s in data.spend} == {1440}
     assert sum(d.input_tokens for d in data.spend_days) == sum(s.input_tokens for s in data.spend)
-    items = dict(other.review.rows)["Items"]
-    assert items == f"{lake.other['review_queued']:,}" != dict(data.review.rows)["Items"]
+    items = dict(other.review.counts.rows)["Items"]
+    assert items == f"{lake.other['review_queued']:,}" != dict(data.review.counts.rows)["Items"]
     clusters = {c.cluster for e in other.evaluators for c in e.coverage}
     assert clusters == set(INTENTS[:2]) and {c.cluster for e in data.evaluators for c in e.coverage} == set(INTENTS)
     ids = {x.trace_id for e in data.evaluators for s in e.signals for x in s.examples}

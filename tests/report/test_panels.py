@@ -43,7 +43,7 @@ def test_a_malformed_probe_artifact_is_invalid_config_naming_the_field(lake, pro
 
 def test_review_queue_counts_match_the_routed_items(lake):
     data = build_report(lake.data_dir, "acme")
-    counts = dict(data.review.rows)
+    counts = dict(data.review.counts.rows)
     con = duckdb.connect(str(lake.data_dir / "state.duckdb"), read_only=True)
     try:
         reasons = [json.loads(r) for (r,) in con.execute(
@@ -62,7 +62,7 @@ def test_review_queue_counts_match_the_routed_items(lake):
 
 def test_an_empty_queue_and_no_probes_explain_themselves(lake):
     data = build_report(lake.data_dir, "globex")
-    assert "review queue is empty" in data.review.empty_reason
+    assert "review queue is empty" in data.review.counts.empty_reason
     assert "No probe results:" in data.probes.empty_reason
 
 

@@ -89,7 +89,7 @@ def test_semantic_structure(acme):
     assert len(charts) == 20 and all(a.get("role") == "img" and a.get("aria-labelledby") for a in charts)
     assert len(elements.all("td", "heat-cell")) == 20  # 4 clusters x (4 rubric + 1 graph dimensions)
     assert all(a.get("aria-label") for a in elements.all("td", "heat-cell"))
-    assert len(elements.all("details", "example")) == 10  # 5 per signal
+    assert len(elements.all("details", "example")) - len(elements.all("details", "review")) == 10  # 5 per signal
     assert all(a.get("role") == "region" and a.get("tabindex") == "0" for a in elements.all("div", "table-wrap"))
 
 

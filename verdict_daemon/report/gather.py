@@ -9,6 +9,7 @@ except the handful of example traces; everything else arrives aggregated per clu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,8 @@ from verdict_daemon.report.model import (
     RatePoint,
     RateSeries,
     ReportData,
+    ReviewList,
+    ReviewQueue,
     SentinelRow,
     SignalRow,
     SpendDay,
@@ -129,7 +132,7 @@ def checked_data_dir(data_dir: Path | str | None) -> Path:
     return path.resolve()
 
 
-def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: Panel, lock_timeout: float = 10.0,
+def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: ReviewQueue, lock_timeout: float = 10.0,
            generated_at: datetime | None = None) -> ReportData:
     """The tenant's ReportData; `unknown_tenant` when the data dir has neither spans nor state for it."""
     import duckdb
@@ -157,7 +160,7 @@ def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: Panel, l
         if not (in_lake or sampled or known):
             raise _unknown(tenant, root)
         return ReportData(tenant, at, int(sampled), _sections(con), _sentinel(con), _spend(con), _spend_days(con),
-                          probes, review)
+                          probes, _with_clusters(con, review))
     except duckdb.Error as exc:
         raise DaemonError("storage_error", f"{state}: {str(exc).splitlines()[0][:300]}") from None
     finally:
@@ -184,6 +187,21 @@ def _sections(con) -> tuple[EvaluatorSection, ...]:
         out.append(EvaluatorSection(name, fp, run, series.get(fp, ()), cells, period, signals,
                                     _coverage(con, fp), scored.get(fp, ())))
     return tuple(out)
+
+
+def _with_clusters(con, review: ReviewQueue) -> ReviewQueue:
+    """The review items' clusters, from the tenant's `judgments` (the review API does not carry them)."""
+    traces = [i.summary.trace_id for i in (*review.pending.items, *review.labelled.items)]
+    if not traces:
+        return review
+    clusters = dict(con.execute(f"SELECT DISTINCT trace_id, coalesce(cluster, '{UNASSIGNED}') FROM judgments "
+                                "WHERE trace_id IN (SELECT unnest($ids::VARCHAR[]))", {"ids": traces}).fetchall())
+
+    def placed(items: ReviewList) -> ReviewList:
+        return ReviewList(items.total, tuple(dataclasses.replace(i, cluster=clusters.get(i.summary.trace_id, UNASSIGNED))
+                                             for i in items.items))
+
+    return dataclasses.replace(review, pending=placed(review.pending), labelled=placed(review.labelled))
 
 
 def _score_dimensions(con) -> dict[str, tuple[str, ...]]:

@@ -1,9 +1,12 @@
-"""What a report shows: typed, already-aggregated values (no row-level data besides signal examples)."""
+"""What a report shows: typed, already-aggregated values (no row-level data besides signal examples and the
+newest review-queue items)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
+
+from verdict_daemon.review.queue import DimensionJudgment, ItemSummary, LabelRecord
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,38 @@ class Panel:
 
 
 @dataclass(frozen=True)
+class ReviewItem:
+    """A queued item as `verdict review show` gives it (verdict_daemon.review.get_item), with its trace's cluster."""
+
+    summary: ItemSummary
+    cluster: str | None  # filled in by gather from the tenant's judgments
+    query: str
+    response: str
+    context: str
+    judgments: tuple[DimensionJudgment, ...]  # the judge's verdict and rationale per dimension
+    latest: tuple[LabelRecord, ...]  # the label in force per dimension (empty while pending)
+
+
+@dataclass(frozen=True)
+class ReviewList:
+    """The newest items of one status; `total` counts them all (more than shown: the page says so)."""
+
+    total: int
+    items: tuple[ReviewItem, ...]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.items)
+
+
+@dataclass(frozen=True)
+class ReviewQueue:
+    counts: Panel  # queue_summary's figures, or why the queue is empty
+    pending: ReviewList = field(default_factory=lambda: ReviewList(0, ()))
+    labelled: ReviewList = field(default_factory=lambda: ReviewList(0, ()))
+
+
+@dataclass(frozen=True)
 class ReportData:
     tenant: str
     generated_at: datetime
@@ -189,7 +224,7 @@ class ReportData:
     spend: tuple[SpendRow, ...]
     spend_days: tuple[SpendDay, ...]
     probes: Panel
-    review: Panel
+    review: ReviewQueue
 
     @property
     def signal_count(self) -> int:

@@ -1,5 +1,5 @@
 """Panels fed by neighbouring components: behaviour-probe artifacts (verdict.probes.load_artifact) and
-the human review queue (verdict_daemon.review.queue_summary). Each says why when it has nothing."""
+the human review queue (verdict_daemon.review: queue_summary, list_items, get_item). Each says why when it has nothing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.report.model import Panel
+from verdict_daemon.report.model import Panel, ReviewItem, ReviewList, ReviewQueue
+
+# Items shown with their conversation (the newest first); each costs one `get_item` read of state.duckdb.
+PENDING_SHOWN = 25
+LABELLED_SHOWN = 10
 
 PROBE_COLUMNS = ("Run", "Suite", "Target / judge model", "Pass / fail / error", "Pass rate", "Gate", "Categories",
                  "Not passing", "Load warnings")
@@ -59,18 +63,30 @@ def _probe_row(run) -> tuple[str, ...]:
             str(len(run.warnings)))
 
 
-def review_panel(data_dir: Path, tenant: str, lock_timeout: float) -> Panel:
-    """The queue's counts from `queue_summary` (which never creates a state file)."""
-    from verdict_daemon.review import queue_summary
+def review_queue(data_dir: Path, tenant: str, lock_timeout: float) -> ReviewQueue:
+    """The queue's counts (`queue_summary`), then the newest pending and labelled items with their redacted
+    conversation, the judge's verdicts and the labels in force (`list_items`, `get_item`; none of these ever
+    creates a state file). Clusters are filled in by gather, which reads the tenant's judgments."""
+    from verdict_daemon.review import get_item, list_items, queue_summary
     from verdict_daemon.state import StateStore
 
-    summary = queue_summary(StateStore(data_dir, lock_timeout=lock_timeout), tenant)
+    store = StateStore(data_dir, lock_timeout=lock_timeout)
+    summary = queue_summary(store, tenant)
     if not summary["items"]:
-        return Panel((), (), "The review queue is empty: the daemon routes UNCLEAR verdicts, ensemble disagreements, "
-                             "inconsistent pairwise results and a small random audit sample here after judging; "
-                             "reviewers label them with `verdict review label`.")
+        return ReviewQueue(Panel((), (), "The review queue is empty: the daemon routes UNCLEAR verdicts, ensemble "
+                                         "disagreements, inconsistent pairwise results and a small random audit sample "
+                                         "here after judging; reviewers label them with `verdict review label`."))
     rows = [("Items", summary["items"]), ("Pending (no label yet)", summary["pending"]),
             ("Labelled", summary["labelled"]), ("Label records", summary["label_records"]),
             ("Reviewers", summary["reviewers"])]
     rows += [(f"Routed because: {reason.replace('_', ' ')}", n) for reason, n in summary["by_reason"].items()]
-    return Panel(tuple((label, f"{n:,}") for label, n in rows), ("Measure", "Count"), None)
+
+    def newest(status: str, shown: int) -> ReviewList:
+        page = list_items(store, tenant, status=status, limit=shown)
+        details = (get_item(store, tenant, item.item_id) for item in page.items)
+        return ReviewList(page.total, tuple(
+            ReviewItem(d.item, None, d.query, d.response, d.context, d.judgments, tuple(d.latest.values()))
+            for d in details))
+
+    return ReviewQueue(Panel(tuple((label, f"{n:,}") for label, n in rows), ("Measure", "Count"), None),
+                       newest("pending", PENDING_SHOWN), newest("labelled", LABELLED_SHOWN))

@@ -19,9 +19,12 @@ from verdict_daemon.report.model import (
     HeatCell,
     Panel,
     ReportData,
+    ReviewItem,
+    ReviewList,
     SignalRow,
 )
 from verdict_daemon.report.palette import rate_colour, text_on
+from verdict_daemon.review.queue import DimensionJudgment
 
 KIND_LABELS = {"regression": "▼ regression", "improvement": "▲ improvement", "coverage_drop": "⚠ coverage drop"}
 STATUS_LABELS = {"healthy": "✔ healthy", "degraded": "✖ degraded", "insufficient_data": "? insufficient data"}
@@ -65,7 +68,7 @@ def _section(key: str, title: str, body: str) -> str:
 def render(data: ReportData) -> str:
     panels = {
         "signals": _signals(data), "heatmap": _heatmaps(data), "pass-rates": _pass_rates(data),
-        "coverage": _coverage(data), "judge-health": _health(data), "review": _panel(data.review, "Review queue", "panel compact"),
+        "coverage": _coverage(data), "judge-health": _health(data), "review": _review(data),
         "spend": _spend(data),
     }
     nav = "".join(f'<li><a href="#{key}">{title}</a></li>' for key, title in SECTIONS)
@@ -148,10 +151,13 @@ def _example(x: ExampleTrace) -> str:
     verdict = safe(x.value or "—") + (f" ({safe(x.error_code)})" if x.error_code else "")
     return (f'<details class="example"><summary>trace <code>{safe(x.trace_id[:12])}…</code></summary><dl>'
             f"<dt>Trace id</dt><dd><code>{safe(x.trace_id)}</code></dd><dt>Started</dt><dd>{_when(x.started_at)}</dd>"
-            f'<dt>Query</dt><dd><pre>{safe(x.query or "(none)")}</pre></dd>'
-            f'<dt>Response</dt><dd><pre>{safe(x.response or "(none)")}</pre></dd>'
-            f"<dt>Judge verdict</dt><dd>{verdict}</dd>"
+            f"{_conversation(x.query, x.response)}<dt>Judge verdict</dt><dd>{verdict}</dd>"
             f'<dt>Judge rationale</dt><dd><pre>{safe(x.reason or "(none)")}</pre></dd></dl></details>')
+
+
+def _conversation(query: str | None, response: str | None) -> str:
+    return (f'<dt>Query</dt><dd><pre>{safe(query or "(none)")}</pre></dd>'
+            f'<dt>Response</dt><dd><pre>{safe(response or "(none)")}</pre></dd>')
 
 
 # --- heatmap ------------------------------------------------------------------------------------
@@ -267,6 +273,88 @@ def _panel(panel: Panel, label: str, css_class: str = "panel") -> str:
     rows = ("<tr>" + "".join(f"<td>{safe(v)}</td>" for v in row) + "</tr>" for row in panel.rows)
     note = f'<p class="muted">{safe(panel.note)}</p>' if panel.note else ""
     return _table(label, (safe(c) for c in panel.columns), rows, css_class) + note
+
+
+REASON_LABELS = {"unclear": "unclear", "ensemble_disagreement": "ensemble disagreement",
+                 "inconsistent": "inconsistent", "audit": "audit sample"}
+
+
+def _review(data: ReportData) -> str:
+    queue = data.review
+    if queue.counts.empty_reason is not None:
+        return _empty(safe(queue.counts.empty_reason))
+    how = ('<p class="legend">Label an item (one <code>--label</code> per dimension; a relabel is a new record and '
+           f'the latest wins): <code>verdict review label ITEM --data-dir DATA_DIR --tenant {safe(data.tenant)} '
+           '--label DIMENSION=PASS --critique "one line" --reviewer NAME</code>. '
+           "<code>verdict review list</code> and <code>show</code> page through the whole queue.</p>")
+    return (_panel(queue.counts, "Review queue", "panel compact") + how
+            + "<h3>Pending items</h3>" + _review_list(queue.pending, "pending", data.tenant)
+            + "<h3>Labelled items</h3>" + _review_list(queue.labelled, "labelled", data.tenant))
+
+
+def _review_list(items: ReviewList, status: str, tenant: str) -> str:
+    if not items.items:
+        return _empty("No pending item: every queued item has a label." if status == "pending" else
+                      "No item labelled yet: labels recorded with <code>verdict review label</code> appear here, "
+                      "the latest per dimension, with the reviewer and the critique.")
+    if items.truncated:
+        note = (f'<p class="run" role="note">Showing the {len(items.items)} most recently queued of {items.total:,} '
+                f"{status} items; <code>verdict review list --status {status} --offset {len(items.items)}</code> "
+                "shows the rest.</p>")
+    else:
+        note = f'<p class="run">All {items.total:,} {status} item(s), most recently queued first.</p>'
+    return (note + f'<ol class="review-items" aria-label="{status.capitalize()} review items">'
+            + "".join(_review_item(i, tenant) for i in items.items) + "</ol>")
+
+
+def _reasons(item: ReviewItem) -> str:
+    """Each routing reason, with the dimensions it flagged (an audit item flags none)."""
+    out = []
+    for reason in item.summary.reasons:
+        dims = [d for d, why in item.summary.flagged.items() if why == reason]
+        on = f" on {', '.join(safe(d) for d in dims)}" if dims else ""
+        out.append(f'<span class="reason">{safe(REASON_LABELS.get(reason, reason))}{on}</span>')
+    return " ".join(out)
+
+
+def _flag(reason: str | None) -> str:
+    return "" if reason is None else f" ⚑ flagged: {safe(REASON_LABELS.get(reason, reason))}"
+
+
+def _judge_value(j: DimensionJudgment | None) -> str:
+    """The judge's verdict on a dimension, or its score for a score dimension."""
+    if j is None or (j.verdict is None and j.score is None):
+        return "—"
+    return safe(j.verdict) if j.verdict is not None else f"score {_num(j.score)}"
+
+
+def _review_item(item: ReviewItem, tenant: str) -> str:
+    s = item.summary
+    head = (f'<p class="review-head">{_reasons(item)} · evaluator <code>{safe(s.evaluator or s.fingerprint[:12])}</code>'
+            f" · cluster <code>{safe(item.cluster)}</code> · queued {_when(datetime.fromisoformat(s.queued_at))}</p>")
+    judged = {j.dimension: j for j in item.judgments}
+    labels = "".join(
+        f"<li><strong>{safe(r.dimension)}</strong>: {safe(r.label)} by <code>{safe(r.reviewer)}</code> "
+        f"({_when(datetime.fromisoformat(r.labelled_at))}, revision {r.revision}; judge: "
+        f"{_judge_value(judged.get(r.dimension))}) — “{safe(r.critique)}”</li>"
+        for r in item.latest)
+    verdicts = "".join(
+        f"<dt>{safe(j.dimension)}: {_judge_value(j)}"
+        f"{_flag(s.flagged.get(j.dimension))}</dt><dd><pre>{safe(j.rationale or '(no rationale)')}</pre></dd>"
+        for j in item.judgments)
+    command = "" if item.latest else (
+        f"<dt>Label it</dt><dd><code>verdict review label {safe(s.item_id)} --data-dir DATA_DIR --tenant {safe(tenant)} "
+        + "".join(f"--label {safe(d)}=PASS " for d, j in judged.items() if j.verdict)
+        + '--critique "…" --reviewer NAME</code></dd>')
+    context = f"<dt>Context</dt><dd><pre>{safe(item.context)}</pre></dd>" if item.context else ""
+    return (f'<li class="review-item">{head}' + (f'<ul class="labels">{labels}</ul>' if labels else "")
+            + f'<details class="example review"><summary>Conversation and the judge\'s rationale (item '
+            f"<code>{safe(s.item_id[:12])}…</code>)</summary><dl>"
+            f"<dt>Item id</dt><dd><code>{safe(s.item_id)}</code></dd><dt>Trace id</dt><dd><code>{safe(s.trace_id)}</code>"
+            f"</dd><dt>Started</dt><dd>{_when(datetime.fromisoformat(s.started_at))}</dd>"
+            f"{_conversation(item.query, item.response)}{context}</dl>"
+            f'<p class="verdicts-h">Judge verdicts and rationale per dimension</p><dl>{verdicts}</dl>'
+            + (f"<dl>{command}</dl>" if command else "") + "</details></li>")
 
 
 # --- spend ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from verdict_daemon.errors import DaemonError
 from verdict_daemon.probes_command import PROBES_DIR
 from verdict_daemon.report.gather import checked_data_dir, checked_tenant, gather
 from verdict_daemon.report.model import ReportData
-from verdict_daemon.report.panels import probe_panel, review_panel
+from verdict_daemon.report.panels import probe_panel, review_queue
 from verdict_daemon.report.render import render
 
 
@@ -27,7 +27,7 @@ def build_report(data_dir: Path | str, tenant: str, *, probes: Sequence[Path | s
         raise DaemonError("invalid_config", f"--lock-timeout must be a finite number of seconds >= 0, got {lock_timeout!r}")
     try:
         return gather(root, tenant, probes=probe_panel([Path(p) for p in probes], root / PROBES_DIR),
-                      review=review_panel(root, tenant, lock_timeout), lock_timeout=lock_timeout,
+                      review=review_queue(root, tenant, lock_timeout), lock_timeout=lock_timeout,
                       generated_at=generated_at)
     except OSError as exc:  # e.g. a partition or state.duckdb the user may not read
         raise DaemonError("storage_error", f"cannot read {exc.filename or root} ({exc.strerror})") from None
