@@ -7,7 +7,7 @@ Candidates are realistic, varied prompts generated deterministically from the 80
 first turns: greeting x persona x question x closing request (8 x 8 x 80 x 10 = 51,200 distinct
 texts; the first N cover all 80 questions evenly).
 
-- embedding throughput: sentences/s of MiniLM (max 128 word pieces, batch 64) on fresh texts;
+- embedding throughput: sentences/s of MiniLM (max 128 word pieces, batch 16) on fresh texts;
 - fit N candidates end to end, in a fresh process: torch import and model load, embedding N fresh
   texts, `fit_semantic` (two-stage: Ward linkage on a 2,000-candidate subsample, then every
   candidate assigned to the nearest centroid within its radius);
@@ -287,7 +287,7 @@ def main() -> int:
         if "throughput" not in skip:
             out = run_child("throughput", args.throughput_batch, args.repeats)
             wall, cpu = med(out["runs"]), med(out["runs"], "cpu_s")
-            print("embedding throughput (all-MiniLM-L6-v2, CPU, max 128 word pieces, batch 64)")
+            print("embedding throughput (all-MiniLM-L6-v2, CPU, max 128 word pieces, batch 16)")
             line(f"{args.throughput_batch} fresh prompts", f"{args.throughput_batch / wall:8.1f} sent/s", "",
                  f"median wall {wall:.2f} s, CPU {cpu:.2f} s ({args.throughput_batch / cpu:.1f} sent per CPU-s)")
         caches: dict[int, Path] = {}  # n -> embedding cache of the last end-to-end run of n

