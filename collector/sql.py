@@ -135,8 +135,10 @@ def execute(data_dir: Path, tenant: str, query: str,
         con.close()
 
 
-def run(args: argparse.Namespace, out=sys.stdout, err=sys.stderr,
+def run(args: argparse.Namespace, out=None, err=None,
         prepare: Callable[[Any], None] | None = None) -> int:
+    # Resolved per call, not at import: the process's streams may have been replaced since.
+    out, err = out or sys.stdout, err or sys.stderr
     try:
         if args.print_views:
             try:

@@ -158,7 +158,8 @@ def test_the_exporter_settings_are_accepted_by_the_real_collector(tmp_path):
         assert collector.stats()["requests_unauthenticated"] == 1
     finally:
         assert collector.stop() == 0
-    rows = duckdb.sql(
-        f"SELECT tenant, trace_id, service_name, intent_key FROM read_parquet("
-        f"'{tmp_path}/data/spans/*/*/*.parquet', hive_partitioning = true)").fetchall()
+    with duckdb.connect() as con:  # its own connection: the module-level default one may be busy
+        rows = con.sql(
+            f"SELECT tenant, trace_id, service_name, intent_key FROM read_parquet("
+            f"'{tmp_path}/data/spans/*/*/*.parquet', hive_partitioning = true)").fetchall()
     assert rows == [("acme", f"{sent.context.trace_id:032x}", "fleet-app", "billing.v1")]
