@@ -21,13 +21,14 @@ at high agreement (the kappa paradox), while AC1 does not.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from verdict.text_files import json_object_line
 
 SIGNAL_EVENT = "verdict.user_signal"
 SIGNAL_KIND_ATTRIBUTE = "verdict.signal.kind"
@@ -138,15 +139,7 @@ def load_signal_file(path: str | Path) -> list[UserSignal]:
 
 
 def _signal_row(line: str, where: str) -> UserSignal:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise CorrelationError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(row, dict):
-        raise CorrelationError(f"{where}: expected a JSON object, got {type(row).__name__}")
-    unknown = sorted(set(row) - _SIDE_FILE_KEYS)
-    if unknown:
-        raise CorrelationError(f"{where}: unknown key(s) {unknown}; expected {sorted(_SIDE_FILE_KEYS)}")
+    row = json_object_line(line, where, _SIDE_FILE_KEYS, CorrelationError)
     trace_id, kind, timestamp = row.get("trace_id"), row.get("signal"), row.get("timestamp")
     if not isinstance(trace_id, str) or not trace_id.strip():
         raise CorrelationError(f"{where}: 'trace_id' must be a non-empty string")

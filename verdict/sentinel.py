@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from verdict.judges.judge import GradingItem
 from verdict.judges.rubric import DEFAULT_RUBRIC, Rubric
 from verdict.redact import redact_text
+from verdict.text_files import json_object_line
 
 LABELS = ("PASS", "FAIL")
 _KEYS = {"id", "query", "response", "context", "labels"}
@@ -108,15 +109,7 @@ def load_examples(path: str | Path, rubric: Rubric = DEFAULT_RUBRIC, *, require_
 
 
 def _example(line: str, where: str, rubric: Rubric, require_labels: bool) -> SentinelExample:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise SentinelError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise SentinelError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise SentinelError(f"{where}: unknown key(s) {unknown}; expected {sorted(_KEYS)}")
+    data = json_object_line(line, where, _KEYS, SentinelError)
     example_id = data.get("id")
     if not isinstance(example_id, str) or not example_id.strip():
         raise SentinelError(f"{where}: 'id' must be a non-empty string")

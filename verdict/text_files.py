@@ -34,6 +34,22 @@ def read_yaml(path: Path, what: str, error: Callable[[str], Exception]) -> Any:
         raise error(f"{path}: not valid YAML{at}" + (f" ({problem})" if problem else "")) from None
 
 
+def json_object_line(line: str, where: str, keys: set[str] | frozenset[str], error: Callable[[str], Exception]) -> dict:
+    """One JSONL record: a JSON object using only `keys`; otherwise `error("<where>: …")` says what is wrong."""
+    import json
+
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise error(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(row, dict):
+        raise error(f"{where}: expected a JSON object, got {type(row).__name__}")
+    unknown = sorted(set(row) - keys)
+    if unknown:
+        raise error(f"{where}: unknown key(s) {unknown}; expected {sorted(keys)}")
+    return row
+
+
 @cache
 def _unique_key_loader() -> type:
     import yaml
