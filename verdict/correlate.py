@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from verdict.text_files import json_object_line
+from verdict.text_files import json_object_line, read_text
 
 SIGNAL_EVENT = "verdict.user_signal"
 SIGNAL_KIND_ATTRIBUTE = "verdict.signal.kind"
@@ -124,11 +124,7 @@ def load_signal_file(path: str | Path) -> list[UserSignal]:
     """JSONL lines {"trace_id": str, "signal": kind, "timestamp": optional str}; blank lines skipped.
     Any problem raises CorrelationError naming the file and the line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise CorrelationError(f"{path}: cannot read the file ({reason})") from None
+    text = read_text(path, "file", CorrelationError)
     signals = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from verdict.judges.judge import GradingItem
 from verdict.judges.rubric import DEFAULT_RUBRIC, Rubric
 from verdict.redact import redact_text
-from verdict.text_files import json_object_line
+from verdict.text_files import json_object_line, read_text
 
 LABELS = ("PASS", "FAIL")
 _KEYS = {"id", "query", "response", "context", "labels"}
@@ -87,11 +87,7 @@ def load_sentinel_set(path: str | Path, rubric: Rubric = DEFAULT_RUBRIC) -> Sent
 def load_examples(path: str | Path, rubric: Rubric = DEFAULT_RUBRIC, *, require_labels: bool) -> SentinelSet:
     """Parse a JSONL file of examples; any problem raises SentinelError naming the file and the line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise SentinelError(f"{path}: cannot read the file ({reason})") from None
+    text = read_text(path, "file", SentinelError)
     examples: list[SentinelExample] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), 1):
