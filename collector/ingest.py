@@ -86,16 +86,20 @@ class IngestService:
         self, payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool
     ) -> ExportOutcome:
         """Call after authenticate(), inside admitted(); returns once the accepted spans are durable."""
-        decoded = self._decode(payload, content_type, content_encoding, tenant, authenticated)
-        self.stats.add(spans_received=decoded.accepted, spans_rejected=decoded.rejected)
-        # Arrow right away: columnar batches hold queued spans in far less memory than tuples.
-        try:
-            batches = self._arrow.submit(_to_arrow, decoded.partitions).result()
-        except Exception as exc:  # a value flatten() let through that Arrow cannot hold: a bug, not a 500 loop
-            log.exception("could not convert decoded spans to Arrow")
-            self.stats.add(requests_invalid=1)
-            raise RequestError(400, f"spans could not be stored ({type(exc).__name__}); see the collector log") from None
-        self._writer.submit(batches, decoded.accepted).result()
+        with self._writer.arriving():
+            decoded = self._decode(payload, content_type, content_encoding, tenant, authenticated)
+            self.stats.add(spans_received=decoded.accepted, spans_rejected=decoded.rejected)
+            # Arrow right away: columnar batches hold queued spans in far less memory than tuples.
+            try:
+                batches = self._arrow.submit(_to_arrow, decoded.partitions).result()
+            except Exception as exc:  # a value flatten() let through that Arrow cannot hold: a bug, not a 500 loop
+                log.exception("could not convert decoded spans to Arrow")
+                self.stats.add(requests_invalid=1)
+                raise RequestError(
+                    400, f"spans could not be stored ({type(exc).__name__}); see the collector log"
+                ) from None
+            durable = self._writer.submit(batches, decoded.accepted)
+        durable.result()
         return ExportOutcome(decoded.kind, decoded.rejected, decoded.message)
 
     def _decode(self, payload, content_type, content_encoding, tenant, authenticated) -> Decoded:

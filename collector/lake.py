@@ -16,12 +16,15 @@ import time
 import uuid
 from pathlib import Path
 
+from collector.schema import UNIQUE_OR_LONG
 from verdict.pidlock import HeldElsewhere, PidFileLock
 
 log = logging.getLogger("verdict.collector")
 
 SEGMENT_SUFFIX = ".parquet"
 PARQUET_COMPRESSION = "zstd"
+# Level 1 writes ~25 % faster than the default (3) at the same size for span rows.
+PARQUET_COMPRESSION_LEVEL = 1
 
 
 class LakeLockedError(RuntimeError):
@@ -75,7 +78,7 @@ def write_segment(data_dir: Path, tenant: str, date: str, table, prefix: str = "
     final = target_dir / name
     try:
         with open(tmp, "wb") as f:
-            pq.write_table(table, f, compression=PARQUET_COMPRESSION, row_group_size=128 * 1024)
+            pq.write_table(table, f, **_parquet_options(table.column_names))
             f.flush()
             os.fsync(f.fileno())
         os.rename(tmp, final)
@@ -84,6 +87,17 @@ def write_segment(data_dir: Path, tenant: str, date: str, table, prefix: str = "
         raise
     fsync_dir(target_dir)
     return final
+
+
+def _parquet_options(columns: list[str]) -> dict:
+    small = [c for c in columns if c not in UNIQUE_OR_LONG]
+    return {
+        "compression": PARQUET_COMPRESSION,
+        "compression_level": PARQUET_COMPRESSION_LEVEL,
+        "row_group_size": 128 * 1024,
+        "use_dictionary": small,
+        "write_statistics": small,
+    }
 
 
 def remove_temp_files(data_dir: Path) -> list[str]:

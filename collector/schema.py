@@ -75,6 +75,13 @@ SPAN_COLUMNS: tuple[Column, ...] = (
 
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in SPAN_COLUMNS)
 
+# Columns whose values are (nearly) unique per span or long JSON: Parquet dictionary encoding
+# and min/max statistics cost write CPU on them and help neither size nor query pruning.
+UNIQUE_OR_LONG = frozenset({
+    "trace_id", "span_id", "parent_span_id", "response_id", "resource_attributes", "attributes", "events",
+    "links", "dropped_counts", "input_messages", "output_messages", "system_instructions",
+})
+
 
 def arrow_schema():  # -> pyarrow.Schema (pyarrow imported lazily: collector-only dependency)
     import pyarrow as pa

@@ -1,19 +1,22 @@
 """Group commit: decoded spans from many requests become one durable segment per partition.
 
 Requests wait (bounded) in memory; a single writer thread takes everything waiting once the
-oldest request has waited `batch_delay` or `max_batch_spans` are queued, writes one segment
-per (tenant, date), and only after every segment is fsync'd and renamed resolves the
-requests' futures. A failed write fails every request in that batch (the client retries;
+oldest request has waited `batch_delay`, or `max_batch_spans` are queued, or no other request
+is still being decoded (the delay buys batching only while more spans are on their way — the
+same rule as PostgreSQL's commit_delay/commit_siblings), writes one segment per (tenant,
+date), and only after every segment is fsync'd and renamed resolves the requests' futures. A failed write fails every request in that batch (the client retries;
 duplicates are removed by readers and compaction), so nothing is acknowledged that is not on
 disk.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +64,7 @@ class SegmentWriter:
         self._pending: list[_Pending] = []
         self._queued_spans = 0
         self._held_bytes = 0  # waiting + being written
+        self._arriving = 0  # requests being decoded: their spans will join the waiting batch
         self._closing = False
         self._free_bytes = (0.0, 0)  # (checked at, free bytes)
         self._thread = threading.Thread(target=self._run, name="segment-writer", daemon=True)
@@ -87,6 +91,18 @@ class SegmentWriter:
             free = shutil.disk_usage(self._data_dir).free
             self._free_bytes = (now, free)
         return free
+
+    @contextlib.contextmanager
+    def arriving(self) -> Iterator[None]:
+        """Wrap decoding + submit() of one request: while any is open, a waiting batch holds for it."""
+        with self._cond:
+            self._arriving += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._arriving -= 1
+                self._cond.notify()
 
     def submit(self, batches: list, spans: int) -> Future:
         """Queue decoded spans; the future resolves once they are durable."""
@@ -115,7 +131,7 @@ class SegmentWriter:
                 self._cond.wait()
             # The delay bounds how long the oldest waiting request waits, not the writer's nap.
             deadline = self._pending[0].enqueued + self._limits.batch_delay_s
-            while not self._closing and self._queued_spans < self._limits.max_batch_spans:
+            while not self._closing and self._arriving and self._queued_spans < self._limits.max_batch_spans:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break

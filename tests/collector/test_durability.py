@@ -75,28 +75,54 @@ def test_kill9_under_load_loses_no_acknowledged_span(collector_factory):
     assert set(span_ids(request)) <= {r["span_id"] for r in read_spans(restarted.data_dir)}
 
 
+def _post(port: int, request, timeout: float = 30) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn.request("POST", "/v1/traces", body=request.SerializeToString(),
+                 headers={"Content-Type": "application/x-protobuf"})
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
 def test_sigterm_drains_queued_requests(collector_factory):
-    collector = collector_factory("--batch-delay-ms", "1500")
-    request = export_request(random.Random(5), 50, time.time_ns())
-    result = {}
+    # The (test-only) slow writer holds the first request's write while the second one queues.
+    collector = collector_factory("--batch-delay-ms", "1500", env={"VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS": "4000"})
+    requests = [export_request(random.Random(5 + i), 50, time.time_ns()) for i in range(2)]
+    statuses: list[int] = []
+    senders = [threading.Thread(target=lambda r=r: statuses.append(_post(collector.http_port, r))) for r in requests]
 
-    def send():
-        conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
-        conn.request("POST", "/v1/traces", body=request.SerializeToString(),
-                     headers={"Content-Type": "application/x-protobuf"})
-        result["status"] = conn.getresponse().status
+    def wait_until(condition, what: str) -> None:
+        deadline = time.monotonic() + 20
+        while not condition(stats := collector.stats()):
+            assert time.monotonic() < deadline, f"never {what}: {stats}"
+            time.sleep(0.05)
 
-    sender = threading.Thread(target=send)
-    sender.start()
-    time.sleep(0.5)  # the request is waiting for its group commit
+    senders[0].start()
+    # Taken by the writer: no longer queued, still held in memory while it is written (slowly).
+    wait_until(lambda s: s["queue_spans"] == 0 and s["queue_bytes"] > 0, "writing the first request")
+    senders[1].start()
+    wait_until(lambda s: s["queue_spans"] == 50, "queued the second request")  # waits for the next group commit
+    assert collector.stats()["spans_written"] == 0
     assert collector.stop() == 0
-    sender.join(30)
-    assert result["status"] == 200
+    for sender in senders:
+        sender.join(30)
+    assert statuses == [200, 200]
+    stored = {r["span_id"] for r in read_spans(collector.data_dir)}
+    assert set(span_ids(requests[0])) | set(span_ids(requests[1])) <= stored
+
+
+def test_lone_request_does_not_wait_out_the_batch_delay(collector_factory):
+    # Nothing else is being decoded, so there is nothing to wait for: the batch is written at
+    # once. Were the 120 s delay a constant wait, the client would time out after 20 s.
+    collector = collector_factory("--batch-delay-ms", "120000")
+    request = export_request(random.Random(6), 50, time.time_ns())
+    assert _post(collector.http_port, request, timeout=20) == 200
     assert set(span_ids(request)) <= {r["span_id"] for r in read_spans(collector.data_dir)}
 
 
 def test_failed_write_refuses_every_request_of_the_batch(collector_factory):
-    collector = collector_factory("--batch-delay-ms", "300")
+    # The slow writer makes the requests that arrive during the first (failing) write share the next one.
+    collector = collector_factory("--batch-delay-ms", "300", env={"VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS": "500"})
     # The tenant's partition directory cannot be created (a file is in the way): every write fails.
     blocker = collector.data_dir / "spans" / "tenant=__verdict_local__"
     blocker.write_bytes(b"")
