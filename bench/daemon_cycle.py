@@ -89,7 +89,7 @@ def fill_judgments(store, tenant: str, fingerprint: str) -> int:
                    100, 50, 0.0, 'bench'
             FROM sampled_traces WHERE tenant_id = $t""", {"t": tenant, "fp": fingerprint})
         con.execute("""
-            INSERT OR IGNORE INTO dimension_verdicts
+            INSERT OR IGNORE INTO dimension_verdicts (tenant_id, attempt_id, dimension, value, score, reason)
             SELECT a.tenant_id, a.attempt_id, d.name,
                    CASE WHEN hash(a.trace_id || d.name) % 10 = 0 THEN 'FAIL' ELSE 'PASS' END, NULL, 'bench'
             FROM judgment_attempts a,

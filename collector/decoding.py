@@ -1,9 +1,9 @@
 """Decode + validate + redact + flatten, in worker processes so both cores do it in parallel.
 
 Protobuf field access and redaction are the collector's CPU cost; under the GIL one process
-cannot go beyond one core, so requests are decoded in a small process pool. `decode_workers=0` decodes in a thread of the server
-process instead (tests, tiny deployments). Rows come back as tuples and become Arrow record
-batches in the server process.
+cannot go beyond one core, so requests are decoded in a small process pool. `decode_workers=0`
+decodes in a thread of the server process instead (tests, tiny deployments). Rows come back
+laid out as Arrow column buffers (collector.columns) and become record batches in the server.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from collector import otlp
-from collector.flatten import IngestPolicy, Partition, flatten
+from collector.columns import ColumnData, encode_rows
+from collector.flatten import IngestPolicy, flatten
 from collector.redaction import ServerRedaction
 
 log = logging.getLogger("verdict.collector")
@@ -34,9 +35,16 @@ class DecodeSettings:
 
 
 @dataclass(frozen=True)
+class EncodedPartition:
+    tenant: str
+    date: str
+    columns: tuple[ColumnData, ...]
+
+
+@dataclass(frozen=True)
 class Decoded:
     kind: str  # response encoding: otlp.PROTOBUF or otlp.JSON
-    partitions: list[Partition]
+    partitions: list[EncodedPartition]
     accepted: int
     rejected: int
     message: str
@@ -82,8 +90,8 @@ def decode_export(
         redaction=_redaction,
     )
     result = flatten(request, policy, time.time_ns())
-    # Rows travel back as plain tuples: importing pyarrow would cost each worker ~70 MB RSS.
-    return Decoded(kind, list(result.partitions.values()), result.accepted, result.rejected, result.message())
+    partitions = [EncodedPartition(p.tenant, p.date, encode_rows(p.rows)) for p in result.partitions.values()]
+    return Decoded(kind, partitions, result.accepted, result.rejected, result.message())
 
 
 class DecoderPool:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import orjson
 
 from collector.redaction import ServerRedaction
-from collector.schema import arrow_schema
 from verdict.intent import validate_intent_key
 from verdict.redact import redact_text
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
@@ -58,15 +57,6 @@ class Partition:
     tenant: str
     date: str
     rows: list[tuple] = field(default_factory=list)
-
-    def to_arrow(self):
-        import pyarrow as pa
-
-        schema = arrow_schema()
-        columns = zip(*self.rows, strict=True) if self.rows else [()] * len(schema)
-        return pa.RecordBatch.from_arrays(
-            [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)], schema=schema
-        )
 
 
 @dataclass

@@ -11,13 +11,12 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from collector.auth import TokenStore, bearer_token
-from collector.decoding import Decoded, DecoderPool
-from collector.flatten import Partition
+from collector.columns import record_batch
+from collector.decoding import Decoded, DecoderPool, EncodedPartition
 from collector.otlp import RequestError
 from collector.stats import Stats
 from collector.writer import Overloaded, SegmentWriter
@@ -33,8 +32,8 @@ class ExportOutcome:
     message: str
 
 
-def _to_arrow(partitions: list[Partition]) -> list:
-    return [(p.tenant, p.date, p.to_arrow()) for p in partitions]
+def _to_arrow(partitions: list[EncodedPartition]) -> list:
+    return [(p.tenant, p.date, record_batch(p.columns)) for p in partitions]
 
 
 class IngestService:
@@ -47,9 +46,6 @@ class IngestService:
         self._max_inflight = max_inflight_bytes
         self._inflight = 0
         self._inflight_lock = threading.Lock()
-        # One thread builds all Arrow batches: Arrow's allocator keeps a heap per allocating
-        # thread, and converting in every request thread multiplied the server's RSS.
-        self._arrow = ThreadPoolExecutor(max_workers=1, thread_name_prefix="to-arrow")
         self._writer = writer
         self.stats = stats
 
@@ -89,9 +85,8 @@ class IngestService:
         with self._writer.arriving():
             decoded = self._decode(payload, content_type, content_encoding, tenant, authenticated)
             self.stats.add(spans_received=decoded.accepted, spans_rejected=decoded.rejected)
-            # Arrow right away: columnar batches hold queued spans in far less memory than tuples.
-            try:
-                batches = self._arrow.submit(_to_arrow, decoded.partitions).result()
+            try:  # wraps the workers' buffers (no copy, no allocation): fine in any request thread
+                batches = _to_arrow(decoded.partitions)
             except Exception as exc:  # a value flatten() let through that Arrow cannot hold: a bug, not a 500 loop
                 log.exception("could not convert decoded spans to Arrow")
                 self.stats.add(requests_invalid=1)

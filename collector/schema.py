@@ -8,6 +8,7 @@ Times are UTC, stored as naive nanosecond timestamps so DuckDB keeps nanosecond 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -83,6 +84,7 @@ UNIQUE_OR_LONG = frozenset({
 })
 
 
+@functools.cache
 def arrow_schema():  # -> pyarrow.Schema (pyarrow imported lazily: collector-only dependency)
     import pyarrow as pa
 

@@ -2,14 +2,20 @@
 
 Each subcommand lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`;
 register it in COMMANDS (module imported only when that subcommand runs).
+
+Usage errors (unknown command or option, missing or malformed value) are closed errors like the
+subcommands' own: one JSON line {"error": {"code": "invalid_config", "message"}} on stderr, exit 2,
+nothing on stdout. `--help` stays plain text (exit 0); bare `verdict` prints the help (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
+from typing import NoReturn
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -23,9 +29,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+EXIT_USAGE = 2
+USAGE_CODE = "invalid_config"  # the code every subcommand reports its own usage errors with
+
+
+def usage_error(message: str) -> NoReturn:
+    sys.stderr.write(json.dumps({"error": {"code": USAGE_CODE, "message": message}}) + "\n")
+    raise SystemExit(EXIT_USAGE)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's usage errors as closed JSON errors (a subcommand that installs its own handler keeps it)."""
+
+    def error(self, message: str) -> NoReturn:
+        usage_error(f"{self.prog}: {message}")
+
+
 def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
-    parser = argparse.ArgumentParser(prog="verdict", description="Verdict command-line tools.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = _Parser(prog="verdict", description="Verdict command-line tools.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
     module = None
     for name, (module_name, help_text) in COMMANDS.items():
@@ -39,10 +61,13 @@ def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | Non
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser, module = build_parser(argv)
-    args = parser.parse_args(argv)
-    if module is None:
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # a subcommand's parser passes unknown options up: name the subcommand, not just `verdict`
+        prog = f"verdict {args.command}" if args.command else "verdict"
+        usage_error(f"{prog}: unrecognized arguments: {' '.join(extras)}")
+    if module is None:  # bare `verdict`: the help, as before (tests/collector/test_sql.py relies on it)
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     try:
         return module.run(args)
     except BrokenPipeError:

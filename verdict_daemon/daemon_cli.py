@@ -20,11 +20,21 @@ from verdict_daemon.config import load_config
 from verdict_daemon.errors import DaemonError, internal_error
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is an `invalid_config` start failure like any other, not argparse's usage text."""
+
+    def error(self, message: str):
+        raise DaemonError("invalid_config", message)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="verdict-daemon", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="verdict-daemon", description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, required=True, help="verdict.toml")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except DaemonError as exc:
+        return _fail(exc)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # "skipped: maximum number of running instances" is coalescing doing its job, not news.

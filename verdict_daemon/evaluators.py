@@ -33,6 +33,9 @@ class DimensionVerdict:
     value: str | None  # PASS / FAIL / UNCLEAR / ERROR; None when the dimension is a score
     score: float | None = None
     reason: str | None = None
+    # An ensemble's tally, verdict -> components that gave it (only verdicts that got a vote); None
+    # for a single judge or a graph. Stored as dimension_verdicts.votes; review routing reads it.
+    votes: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)

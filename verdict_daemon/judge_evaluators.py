@@ -29,7 +29,7 @@ class JudgeEvaluator:
         usage = _usage(judgment)
         if str(judgment.status) == "ERROR":
             return error_outcome(judgment.error or "the judge returned ERROR", usage)
-        return Outcome(tuple(DimensionVerdict(d.dimension, str(d.verdict), None, _reason(d))
+        return Outcome(tuple(DimensionVerdict(d.dimension, str(d.verdict), None, _reason(d), _votes(d))
                              for d in judgment.dimensions), usage=usage)
 
 
@@ -45,6 +45,12 @@ def _reason(graded: Any) -> str:
     if rationale is not None:
         return rationale[:1000]
     return "votes " + ", ".join(f"{verdict}={n}" for verdict, n in sorted(graded.votes.items()))
+
+
+def _votes(graded: Any) -> dict[str, int] | None:
+    """An ensemble vote's tally (`DimensionVote.votes`) with string keys; None for a single judge's verdict."""
+    votes = getattr(graded, "votes", None)
+    return None if votes is None else {str(verdict): n for verdict, n in sorted(votes.items())}
 
 
 def _rubric(config: EvaluatorConfig):

@@ -35,7 +35,7 @@ FLUSH_EVERY_SECONDS = 0.5
 OUTAGE_PROBE = 8
 _ATTEMPT_COLUMNS = ("tenant_id", "attempt_id", "trace_id", "fingerprint", "attempt_no", "status", "error_code",
                     "error_message", "judged_at", "input_tokens", "output_tokens", "cost_usd", "judge_run_id")
-_VERDICT_COLUMNS = ("tenant_id", "attempt_id", "dimension", "value", "score", "reason")
+_VERDICT_COLUMNS = ("tenant_id", "attempt_id", "dimension", "value", "score", "reason", "votes")
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,8 @@ class _Writer:
         attempt = (self.tenant, aid, material.trace_id, self.fingerprint, attempt_no, status, outcome.error_code,
                    outcome.error_message, datetime.now(UTC).replace(tzinfo=None), outcome.usage.input_tokens,
                    outcome.usage.output_tokens, outcome.usage.cost_usd, self.run_id)
-        verdicts = [(self.tenant, aid, v.dimension, v.value, v.score, v.reason) for v in outcome.verdicts]
+        verdicts = [(self.tenant, aid, v.dimension, v.value, v.score, v.reason,
+                     None if v.votes is None else json.dumps(v.votes, sort_keys=True)) for v in outcome.verdicts]
         with self._lock:
             self._attempts.append(attempt)
             self._verdicts += verdicts

@@ -137,6 +137,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             reviewer VARCHAR NOT NULL, labelled_at TIMESTAMP NOT NULL,
             PRIMARY KEY (tenant_id, item_id, dimension, revision))""",
     ),
+    (  # an ensemble verdict's tally as data, {"FAIL": 2, "PASS": 1} (review routing reads it), back-filled
+        # once from the tally text earlier versions stored as the reason of ensemble verdicts
+        "ALTER TABLE dimension_verdicts ADD COLUMN votes JSON",
+        r"""UPDATE dimension_verdicts SET votes = to_json(map(
+                regexp_extract_all(reason, '(\w+)=\d+', 1), regexp_extract_all(reason, '\w+=(\d+)', 1)::INTEGER[]))
+            WHERE regexp_full_match(reason, 'votes \w+=\d+(, \w+=\d+)*') AND EXISTS (
+                SELECT 1 FROM judgment_attempts a JOIN evaluators e USING (tenant_id, fingerprint)
+                WHERE a.tenant_id = dimension_verdicts.tenant_id AND a.attempt_id = dimension_verdicts.attempt_id
+                  AND e.definition->>'kind' = 'ensemble')""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

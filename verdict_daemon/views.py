@@ -34,7 +34,7 @@ WITH latest AS (
     WHERE a.tenant_id = $tenant
     QUALIFY row_number() OVER (PARTITION BY a.trace_id, a.fingerprint ORDER BY a.attempt_no DESC) = 1)
 SELECT l.tenant_id, l.trace_id, s.started_at, s.intent_key, c.cluster, e.name AS evaluator, l.fingerprint,
-       v.dimension, CASE WHEN l.status = 'ERROR' THEN 'ERROR' ELSE v.value END AS value, v.score, v.reason,
+       v.dimension, CASE WHEN l.status = 'ERROR' THEN 'ERROR' ELSE v.value END AS value, v.score, v.reason, v.votes,
        l.status, l.error_code, l.attempt_no, l.judged_at
 FROM latest l
 JOIN {STATE_ALIAS}.sampled_traces s ON s.tenant_id = l.tenant_id AND s.trace_id = l.trace_id
@@ -103,9 +103,16 @@ def add_state_views(con, data_dir: Path, tenant: str, *, lock_timeout: float = 1
         attach_state(con, path, lock_timeout)
     else:  # nothing judged yet: empty tables with the real columns
         con.execute(f"ATTACH ':memory:' AS {STATE_ALIAS}")
-        for step in MIGRATIONS:
-            for statement in step:
-                con.execute(statement.replace("CREATE TABLE ", f"CREATE TABLE {STATE_ALIAS}.", 1))
+        # Every step as written (ALTERs and back-fills too) runs against the alias, then the caller's
+        # default catalog is restored.
+        home, schema = con.execute("SELECT current_database(), current_schema()").fetchone()
+        con.execute(f"USE {STATE_ALIAS}")
+        try:
+            for step in MIGRATIONS:
+                for statement in step:
+                    con.execute(statement)
+        finally:
+            con.execute(f'USE "{home}"."{schema}"')
     try:
         present = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
                                               {"db": STATE_ALIAS}).fetchall()}

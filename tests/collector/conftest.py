@@ -105,11 +105,13 @@ def land_request(data_dir: Path, request, tenant: str = "__verdict_local__") -> 
     import pyarrow as pa
 
     from collector import lake
+    from collector.columns import record_batch
     from collector.decoding import DecodeSettings, decode_export, init_worker
 
     init_worker(DecodeSettings(1 << 24, 1 << 16, "off", False))
     ids = set()
     for part in decode_export(request.SerializeToString(), None, None, tenant, False).partitions:
-        lake.write_segment(data_dir, part.tenant, part.date, pa.Table.from_batches([part.to_arrow()]))
-        ids.update((row[0], row[1]) for row in part.rows)
+        batch = record_batch(part.columns)
+        lake.write_segment(data_dir, part.tenant, part.date, pa.Table.from_batches([batch]))
+        ids.update(zip(batch.column("trace_id").to_pylist(), batch.column("span_id").to_pylist(), strict=True))
     return ids

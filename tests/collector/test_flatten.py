@@ -28,8 +28,10 @@ def _request():
 
 
 def _stored(part) -> dict:
-    """The first row as the segment holds it: through Arrow, as the server converts it."""
-    return part.to_arrow().to_pylist()[0]
+    """The first row as the segment holds it: through the worker's column buffers and Arrow, as the server does."""
+    from collector.columns import encode_rows, record_batch
+
+    return record_batch(encode_rows(part.rows)).to_pylist()[0]
 
 
 def _row(mode: str) -> dict:

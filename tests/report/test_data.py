@@ -108,12 +108,14 @@ def test_heatmap_is_the_latest_runs_current_window(data, raw):
 def test_signals_equal_the_latest_run_with_mde_from_statsmodels_power(lake, data):
     stored = sorted(lake.summary["signals"], key=lambda s: s["evaluator"])
     shown = [(e.name, s) for e in data.evaluators for s in e.signals]
-    assert [(name, s.cluster, s.dimension, s.kind) for name, s in shown] == [
+    assert [(name, s.signal.cluster, s.signal.dimension, s.signal.kind) for name, s in shown] == [
         (s["evaluator"], s["cluster"], s["dimension"], s["kind"]) for s in stored] == [
         ("format", "search.v1", "complete", "regression"), ("quality", "search.v1", "completeness", "regression")]
     quality = section(data, "quality")
-    [signal], expected = quality.signals, stored[1]
-    assert signal.scored is False
+    [row], expected = quality.signals, stored[1]
+    signal = row.signal
+    assert row.scored is False
+    assert (signal.signal_id, signal.fingerprint) == (expected["signal_id"], expected["fingerprint"])
     for field in ("baseline_level", "current_level", "baseline_n", "current_n", "delta", "delta_low", "delta_high",
                   "p_value", "adjusted_p"):
         assert getattr(signal, field) == pytest.approx(expected[field]), field
@@ -122,8 +124,8 @@ def test_signals_equal_the_latest_run_with_mde_from_statsmodels_power(lake, data
                                      alpha=quality.run.alpha, power=0.8)
     p1 = signal.baseline_level
     reference = p1 - np.sin(np.arcsin(np.sqrt(p1)) - h / 2) ** 2
-    assert signal.mde == pytest.approx(reference, rel=1e-4)
-    assert [x.trace_id for x in signal.examples] == expected["examples"]
+    assert row.mde == pytest.approx(reference, rel=1e-4)
+    assert list(signal.examples) == [x.trace_id for x in row.examples] == expected["examples"]
 
 
 def test_signal_examples_carry_the_redacted_conversation_and_rationale(data):
@@ -230,14 +232,13 @@ def test_every_figure_is_the_tenants_own(lake, data):
 def test_the_mde_is_computed_at_the_runs_own_alpha(data):
     import dataclasses
 
-    from verdict_daemon.report.gather import _mdes
+    from verdict_daemon.report.gather import _mde
 
     quality = section(data, "quality")
-    [signal] = quality.signals
-    row = (signal.signal_id, signal.cluster, signal.dimension, signal.kind, signal.baseline_level,
-           signal.current_level, signal.baseline_n, signal.current_n)
-    [strict] = _mdes([row], dataclasses.replace(quality.run, alpha=0.01), ())
+    [row] = quality.signals
+    signal = row.signal
+    strict = _mde(signal, dataclasses.replace(quality.run, alpha=0.01), ())
     h = NormalIndPower().solve_power(nobs1=signal.baseline_n, ratio=signal.current_n / signal.baseline_n,
                                      alpha=0.01, power=0.8)
     p1 = signal.baseline_level
-    assert strict == pytest.approx(p1 - np.sin(np.arcsin(np.sqrt(p1)) - h / 2) ** 2, rel=1e-4) and strict > signal.mde
+    assert strict == pytest.approx(p1 - np.sin(np.arcsin(np.sqrt(p1)) - h / 2) ** 2, rel=1e-4) and strict > row.mde

@@ -61,7 +61,8 @@ def test_names_from_state_are_escaped_everywhere(lake):
         section, name=evil,
         series=tuple(dataclasses.replace(s, cluster=evil) for s in section.series),
         heatmap=tuple(dataclasses.replace(c, cluster=evil) for c in section.heatmap),
-        signals=tuple(dataclasses.replace(s, cluster=evil, dimension=evil) for s in section.signals),
+        signals=tuple(dataclasses.replace(s, signal=dataclasses.replace(s.signal, cluster=evil, dimension=evil))
+                      for s in section.signals),
         coverage=tuple(dataclasses.replace(c, cluster=evil) for c in section.coverage))
     page = render(dataclasses.replace(data, evaluators=(section,)))
     assert "<b " not in page and "&lt;b onmouseover=&quot;x()&quot;&gt;search&lt;/b&gt;" in page

@@ -12,6 +12,7 @@ import pytest
 
 from tests.daemon.conftest import NOW
 from tests.review.conftest import review_config
+from tests.review.legacy import create_previous_schema_state
 from tests.review.models import is_contrarian_case, is_hesitant_case, setting_number
 from verdict.judges.pairwise import PairwiseJudge
 from verdict.models.base import Usage
@@ -21,7 +22,7 @@ from verdict_daemon.daemon import Daemon
 from verdict_daemon.evaluators import DimensionVerdict, Outcome, error_outcome
 from verdict_daemon.judging import judge
 from verdict_daemon.review import list_items, queue_summary, route
-from verdict_daemon.state import StateStore
+from verdict_daemon.state import SCHEMA_VERSION, StateStore
 
 
 def _rows(data, sql, params=()):
@@ -192,3 +193,68 @@ def test_routing_looks_only_at_judgments_newer_than_its_cursor(judged):
     hard = len(_queued(judged))
     report = route(store, "acme", Review(audit_rate=1.0))
     assert report.considered == report.queued == 2 * 72 - hard  # within the margin: every confident one
+
+
+def _votes(data, fingerprint, tenant="acme") -> dict[tuple[str, str], tuple[str, str, dict | None]]:
+    return {(trace, dimension): (value, reason, None if votes is None else json.loads(votes))
+            for trace, dimension, value, reason, votes in _rows(
+                data, "SELECT a.trace_id, v.dimension, v.value, v.reason, v.votes FROM dimension_verdicts v "
+                "JOIN judgment_attempts a USING (tenant_id, attempt_id) WHERE a.tenant_id = ? AND a.fingerprint = ?",
+                [tenant, fingerprint])}
+
+
+def test_ensemble_verdicts_carry_their_tally_as_data_and_single_judges_none(judged):
+    fps, queries = _fingerprints(judged), _queries(judged)
+    panel = _votes(judged, fps["panel"])
+    assert len(panel) > 72
+    for (trace, dimension), (value, reason, votes) in panel.items():
+        split = dimension == "safety" and is_contrarian_case(setting_number(queries[trace]))
+        assert votes == ({"FAIL": 2, "PASS": 1} if split else {value: 3}), (trace, dimension)
+        assert reason == "votes " + ", ".join(f"{v}={n}" for v, n in votes.items())  # the display text stays
+    single = _votes(judged, fps["single"])
+    assert single and all(votes is None for _, _, votes in single.values())
+
+
+def _unroute(data) -> None:
+    """Forget every routing decision, so the next run routes the whole history again."""
+    with StateStore(data).transaction() as con:
+        con.execute("DELETE FROM review_items")
+        con.execute("DELETE FROM cursors WHERE name = 'review.routed_through'")
+
+
+def test_routing_reads_the_stored_tally_not_the_reason_text(judged):
+    before = _queued(judged)
+    assert any(reasons == ["ensemble_disagreement"] for reasons, _ in before.values())
+    _unroute(judged)
+    with StateStore(judged).transaction() as con:  # every ensemble text now says the opposite of its tally
+        con.execute("""UPDATE dimension_verdicts SET reason = CASE WHEN len(json_keys(votes)) > 1
+                       THEN 'votes FAIL=3' ELSE 'votes FAIL=1, PASS=2' END WHERE votes IS NOT NULL""")
+    route(StateStore(judged), "acme", Review(audit_rate=0.0))
+    assert _queued(judged) == before
+
+
+def _copy_into_previous_schema(judged, target) -> None:
+    """The judged state's rows, minus every routing decision, in a file of the schema before `votes`."""
+    con = duckdb.connect(str(create_previous_schema_state(target)))
+    try:
+        con.execute(f"ATTACH '{judged / 'state.duckdb'}' AS src (READ_ONLY)")
+        tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                                            "current_database()").fetchall()]
+        for table in set(tables) - {"schema_version", "review_items", "review_labels"}:
+            columns = ", ".join(c for (c, *_) in con.execute(f"DESCRIBE {table}").fetchall())
+            con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM src.{table}"
+                        + (" WHERE name <> 'review.routed_through'" if table == "cursors" else ""))
+    finally:
+        con.close()
+
+
+def test_a_previous_schema_state_is_back_filled_and_routes_as_a_current_one(judged, tmp_path):
+    legacy = tmp_path / "legacy"
+    _copy_into_previous_schema(judged, legacy)
+    store = StateStore(legacy)
+    assert store.schema_version() == SCHEMA_VERSION  # upgraded in place on open
+    for tenant in ("acme", "globex"):
+        for fingerprint in _fingerprints(judged, tenant).values():  # the SQL back-fill gives what the writer stores
+            assert _votes(legacy, fingerprint, tenant) == _votes(judged, fingerprint, tenant)
+        route(store, tenant, Review(audit_rate=0.0))
+        assert _queued(legacy, tenant) == _queued(judged, tenant)

@@ -18,6 +18,7 @@ from pathlib import Path
 from collector.lake import spans_root
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon import views
+from verdict_daemon.drift_runs import Signal
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.model import (
     CoverageRow,
@@ -40,6 +41,7 @@ from verdict_daemon.state import STATE_FILE
 
 UNASSIGNED = "(not assigned yet)"  # judged before the assign step gave the trace a cluster
 _A = views.STATE_ALIAS
+_SIGNAL_COLUMNS = tuple(f.name for f in dataclasses.fields(Signal))  # drift_signals has them all
 
 # Per-tenant extracts of state tables `add_state_views` does not expose; only aggregates and ids.
 _EXTRACTS = (
@@ -247,7 +249,7 @@ def _heatmap(con, fp: str, run: DriftWindows | None, signals: tuple[SignalRow, .
             return None, ()
         lo = datetime(last.year, last.month, last.day)
         hi = lo + timedelta(days=1)
-    flagged = {(s.cluster, s.dimension): s.kind for s in signals}
+    flagged = {(s.signal.cluster, s.signal.dimension): s.signal.kind for s in signals}
     cells = tuple(HeatCell(cluster, dimension, passed, usable, passed / usable if usable else None,
                            flagged.get((cluster, dimension)))
                   for cluster, dimension, passed, usable in con.execute(_HEAT, {"fp": fp, "lo": lo, "hi": hi}).fetchall())
@@ -255,36 +257,31 @@ def _heatmap(con, fp: str, run: DriftWindows | None, signals: tuple[SignalRow, .
 
 
 def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...]) -> tuple[SignalRow, ...]:
-    rows = con.execute("""
-        SELECT signal_id, cluster, dimension, kind, baseline_level, current_level, baseline_n, current_n, delta,
-               delta_low, delta_high, p_value, adjusted_p, examples
-        FROM drift_signals WHERE run_id = ? AND fingerprint = ?
+    rows = con.execute(f"""
+        SELECT {", ".join(_SIGNAL_COLUMNS)} FROM drift_signals WHERE run_id = ? AND fingerprint = ?
         ORDER BY kind, adjusted_p NULLS LAST, cluster, dimension""", [run.run_id, fp]).fetchall()
-    mdes = _mdes(rows, run, score_dimensions)
     out = []
-    for row, mde in zip(rows, mdes, strict=True):
-        ids = json.loads(row[13]) if row[13] else []
-        examples = tuple(ExampleTrace(*x) for x in con.execute(
-            _EXAMPLES, {"ids": ids, "fp": fp, "dim": row[2]}).fetchall()) if ids else ()
-        out.append(SignalRow(*row[:13], mde, row[2] in score_dimensions, examples))
+    for *row, ids in rows:
+        signal = Signal(*row, tuple(json.loads(ids)))
+        traces = con.execute(_EXAMPLES, {"ids": list(signal.examples), "fp": fp, "dim": signal.dimension}
+                             ).fetchall() if signal.examples else []
+        out.append(SignalRow(signal, _mde(signal, run, score_dimensions), signal.dimension in score_dimensions,
+                             tuple(ExampleTrace(*x) for x in traces)))
     return tuple(out)
 
 
-def _mdes(rows: list[tuple], run: DriftWindows, score_dimensions: tuple[str, ...]) -> list[float | None]:
+def _mde(signal: Signal, run: DriftWindows, score_dimensions: tuple[str, ...]) -> float | None:
     """Minimum detectable effect at the run's alpha and the detector's default power (0.8), recomputed with
     verdict.stats.power from the stored sizes as DriftDetector does: a drop in pass rate for PASS/FAIL
     dimensions, |Cliff's delta| for scores; none for coverage drops (their n counts every outcome)."""
     from verdict.stats.power import minimum_detectable_delta, minimum_detectable_drop
 
-    out: list[float | None] = []
-    for _, _, dimension, kind, base_level, _, base_n, cur_n, *_ in rows:
-        if kind == "coverage_drop" or not base_n or not cur_n:
-            out.append(None)
-        elif dimension in score_dimensions:
-            out.append(float(minimum_detectable_delta(base_n, cur_n, alpha=run.alpha)))
-        else:
-            out.append(float(minimum_detectable_drop(base_level, base_n, cur_n, alpha=run.alpha)))
-    return out
+    base_n, cur_n = signal.baseline_n, signal.current_n
+    if signal.kind == "coverage_drop" or not base_n or not cur_n:
+        return None
+    if signal.dimension in score_dimensions:
+        return float(minimum_detectable_delta(base_n, cur_n, alpha=run.alpha))
+    return float(minimum_detectable_drop(signal.baseline_level, base_n, cur_n, alpha=run.alpha))
 
 
 def _coverage(con, fp: str) -> tuple[CoverageRow, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from verdict_daemon.drift_runs import Signal
 from verdict_daemon.review.queue import DimensionJudgment, ItemSummary, LabelRecord
 
 
@@ -73,22 +74,12 @@ class ExampleTrace:
 
 @dataclass(frozen=True)
 class SignalRow:
-    signal_id: str
-    cluster: str
-    dimension: str
-    kind: str
-    baseline_level: float | None
-    current_level: float | None
-    baseline_n: int
-    current_n: int
-    delta: float | None
-    delta_low: float | None
-    delta_high: float | None
-    p_value: float | None
-    adjusted_p: float | None
+    """A stored drift signal and what the report adds to it."""
+
+    signal: Signal
     mde: float | None  # computed with verdict.stats.power (not stored); None for coverage drops
     scored: bool  # a score dimension: levels are mean scores, not pass rates
-    examples: tuple[ExampleTrace, ...]
+    examples: tuple[ExampleTrace, ...]  # signal.examples (trace ids) with their content
 
 
 @dataclass(frozen=True)

@@ -129,21 +129,22 @@ def _run_signals(e: EvaluatorSection) -> str:
                                                  (_signal_row(s) for s in e.signals), "signals")
 
 
-def _level(s: SignalRow, value: float | None) -> str:
+def _level(row: SignalRow, value: float | None) -> str:
     """A pass rate or an UNCLEAR+ERROR share as a percentage; a mean score as a number."""
-    return _num(value) if s.scored and s.kind != "coverage_drop" else pct(value)
+    return _num(value) if row.scored and row.signal.kind != "coverage_drop" else pct(value)
 
 
-def _signal_row(s: SignalRow) -> str:
+def _signal_row(row: SignalRow) -> str:
+    s = row.signal
     delta = "—" if s.delta is None else f"{s.delta:+.3f}"
     if s.delta_low is not None and s.delta_high is not None:
         delta += f" [{s.delta_low:+.3f}, {s.delta_high:+.3f}]"
     elif s.kind == "coverage_drop":
         delta = f"{delta} (rise in UNCLEAR+ERROR share)"
-    examples = "".join(_example(x) for x in s.examples) or '<span class="muted">none stored</span>'
+    examples = "".join(_example(x) for x in row.examples) or '<span class="muted">none stored</span>'
     cells = (safe(s.cluster), safe(s.dimension), f'<span class="kind kind-{safe(s.kind)}">{KIND_LABELS.get(s.kind, safe(s.kind))}</span>',
-             f"{_level(s, s.baseline_level)} ({s.baseline_n}) → {_level(s, s.current_level)} ({s.current_n})",
-             delta, _num(s.p_value), _num(s.adjusted_p), "n/a" if s.mde is None else f"{s.mde:.3f}", examples)
+             f"{_level(row, s.baseline_level)} ({s.baseline_n}) → {_level(row, s.current_level)} ({s.current_n})",
+             delta, _num(s.p_value), _num(s.adjusted_p), "n/a" if row.mde is None else f"{row.mde:.3f}", examples)
     return f'<tr class="signal-row">{"".join(f"<td>{c}</td>" for c in cells)}</tr>'
 
 

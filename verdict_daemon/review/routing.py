@@ -4,9 +4,9 @@ An item is one usable judgment: the latest OK attempt of an evaluator on a trace
 attempt id). It is queued, once, for every reason that applies:
 
 - `unclear`: a dimension's verdict is UNCLEAR (a single judge, or an ensemble's tie);
-- `ensemble_disagreement`: an ensemble's components voted differently on a dimension (the stored
-  reason of an ensemble verdict is its tally, "votes FAIL=1, PASS=2", written by
-  verdict_daemon.judge_evaluators);
+- `ensemble_disagreement`: an ensemble's components voted differently on a dimension: its stored
+  tally, `dimension_verdicts.votes` ({"FAIL": 1, "PASS": 2}, one entry per verdict that got a vote;
+  NULL for anything but an ensemble), has more than one entry;
 - `inconsistent`: a dimension's verdict is INCONSISTENT (a pairwise judge whose preference followed
   the position);
 - `audit`: none of the above, but the judgment falls in the seeded random audit sample
@@ -39,7 +39,6 @@ _ITEM_COLUMNS = ("tenant_id", "item_id", "trace_id", "fingerprint", "reasons", "
 
 # Latest attempt per (trace, evaluator) that is OK, recent and not queued yet, with its flagged
 # dimensions (classified here, so a large first run moves one row per judgment, not per verdict).
-# An ensemble's tally lists one entry per verdict its components gave: a comma means a split.
 _CANDIDATES = """
 WITH latest AS (
     SELECT attempt_id, trace_id, fingerprint, status, judged_at FROM judgment_attempts WHERE tenant_id = $t
@@ -52,11 +51,9 @@ classified AS (
     SELECT c.attempt_id, c.trace_id, c.fingerprint, c.judged_at, v.dimension,
            CASE WHEN v.value = 'UNCLEAR' THEN 'unclear'
                 WHEN v.value = 'INCONSISTENT' THEN 'inconsistent'
-                WHEN e.definition->>'kind' = 'ensemble' AND starts_with(v.reason, 'votes ') AND contains(v.reason, ',')
-                THEN 'ensemble_disagreement' END AS why
+                WHEN len(json_keys(v.votes)) > 1 THEN 'ensemble_disagreement' END AS why
     FROM candidates c
-    JOIN dimension_verdicts v ON v.tenant_id = $t AND v.attempt_id = c.attempt_id
-    LEFT JOIN evaluators e ON e.tenant_id = $t AND e.fingerprint = c.fingerprint)
+    JOIN dimension_verdicts v ON v.tenant_id = $t AND v.attempt_id = c.attempt_id)
 SELECT attempt_id, trace_id, fingerprint, max(judged_at),
        coalesce(list([dimension, why] ORDER BY dimension) FILTER (WHERE why IS NOT NULL), [])
 FROM classified GROUP BY attempt_id, trace_id, fingerprint ORDER BY attempt_id
