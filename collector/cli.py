@@ -81,7 +81,7 @@ def serve(config: CollectorConfig) -> int:
         min_free_disk_bytes=config.min_free_disk_bytes,
         test_write_delay_s=config.test_write_delay_ms / 1000,
     )
-    writer = SegmentWriter(config.data_dir, limits, stats)
+    writer = SegmentWriter(config.data_dir, limits, stats, on_segments=maintenance.segments_written)
     writer.start()
     settings = DecodeSettings(
         max_body_bytes=config.max_body_bytes,

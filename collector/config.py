@@ -40,6 +40,7 @@ class CollectorConfig:
     retention_days: int
     compact_interval_s: float
     compact_min_segments: int
+    compact_after_segments: int
     maintenance_interval_s: float
     log_level: str
     maintenance_once: bool
@@ -92,8 +93,12 @@ _OPTIONS = (
             "processes decoding OTLP in parallel (0: decode in the server process)"),
     _Option("grpc-threads", int, 16, "gRPC server threads"),
     _Option("retention-days", int, 0, "delete date partitions older than this many days (0: keep all)"),
-    _Option("compact-interval-s", float, 300.0, "how often small segments are merged (0: never)"),
+    _Option("compact-interval-s", float, 300.0, "how often small segments are merged (0: only after --compact-after-segments)"),
     _Option("compact-min-segments", int, 8, "merge a partition once it has at least this many segments"),
+    _Option("compact-after-segments", int, 1000,
+            "compact before the interval once this many segments were written since the last compaction "
+            "(bounds the fresh segments queries read at moderate rates, where requests are written alone; 0: "
+            "interval only)"),
     _Option("maintenance-interval-s", float, 3600.0, "how often retention runs"),
     _Option("log-level", str, "INFO", "DEBUG, INFO, WARNING or ERROR"),
     _Option("maintenance-once", bool, False,
@@ -200,7 +205,8 @@ def validate(config: CollectorConfig) -> None:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
     if config.read_timeout_s <= 0:
         raise ConfigError("--read-timeout-s must be positive")
-    for name in ("decode_workers", "retention_days", "min_free_disk_bytes", "compact_min_segments"):
+    for name in ("decode_workers", "retention_days", "min_free_disk_bytes", "compact_min_segments",
+                 "compact_after_segments"):
         if getattr(config, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must not be negative")
     if config.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):

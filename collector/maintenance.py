@@ -1,4 +1,4 @@
-"""Background upkeep inside the collector: periodic compaction and retention."""
+"""Background upkeep inside the collector: compaction (periodic, or early after many new segments) and retention."""
 
 from __future__ import annotations
 
@@ -16,8 +16,20 @@ log = logging.getLogger("verdict.collector")
 class Maintenance:
     def __init__(self, config: CollectorConfig):
         self._config = config
-        self._stop = threading.Event()
+        self._stopping = False
+        self._wake = threading.Event()  # stop, or enough new segments to compact now
+        self._lock = threading.Lock()
+        self._new_segments = 0  # written since the last compaction run
         self._thread: threading.Thread | None = None
+
+    def segments_written(self, count: int) -> None:
+        """Called by the segment writer after each write."""
+        threshold = self._config.compact_after_segments
+        with self._lock:
+            self._new_segments += count
+            due = threshold and self._new_segments >= threshold
+        if due:
+            self._wake.set()
 
     def recover(self) -> None:
         compaction.recover(self._config.data_dir)
@@ -35,23 +47,33 @@ class Maintenance:
     def _loop(self, stats: Stats) -> None:
         compact_every = self._config.compact_interval_s
         retain_every = self._config.maintenance_interval_s
+        after_segments = self._config.compact_after_segments
         next_compact = time.monotonic() + compact_every if compact_every > 0 else float("inf")
         next_retain = time.monotonic()
-        while not self._stop.wait(max(0.05, min(next_compact, next_retain) - time.monotonic())):
+        while True:
+            self._wake.wait(max(0.05, min(next_compact, next_retain) - time.monotonic()))
+            self._wake.clear()
+            if self._stopping:
+                return
             now = time.monotonic()
             try:
                 if now >= next_retain:
                     stats.add(partitions_expired=len(
                         retention.expire(self._config.data_dir, self._config.retention_days)))
                     next_retain = now + retain_every
-                if now >= next_compact:
+                with self._lock:
+                    due = now >= next_compact or bool(after_segments and self._new_segments >= after_segments)
+                    if due:
+                        self._new_segments = 0
+                if due:
                     stats.add(compactions=compaction.compact_all(
                         self._config.data_dir, self._config.compact_min_segments))
-                    next_compact = now + compact_every
+                    next_compact = now + compact_every if compact_every > 0 else float("inf")
             except Exception:  # upkeep must never take ingestion down; it retries next interval
                 log.exception("maintenance failed")
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping = True
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=60)

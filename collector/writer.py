@@ -16,7 +16,7 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,10 +56,13 @@ class WriterLimits:
 
 
 class SegmentWriter:
-    def __init__(self, data_dir: Path, limits: WriterLimits, stats: Stats):
+    def __init__(
+        self, data_dir: Path, limits: WriterLimits, stats: Stats, on_segments: Callable[[int], None] = lambda n: None
+    ):
         self._data_dir = data_dir
         self._limits = limits
         self._stats = stats
+        self._on_segments = on_segments  # e.g. Maintenance.segments_written
         self._cond = threading.Condition()
         self._pending: list[_Pending] = []
         self._queued_spans = 0
@@ -174,6 +177,7 @@ class SegmentWriter:
             spans += table.num_rows
         self._stats.add(spans_written=spans, segments_written=len(by_partition), requests_acked=len(taken))
         self._stats.observe_write(time.monotonic() - started)
+        self._on_segments(len(by_partition))
 
     def close(self, timeout: float = 60.0) -> None:
         """Stop admitting, write everything already queued, then stop."""

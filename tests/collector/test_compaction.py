@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import http.client
 import os
 import random
 import subprocess
@@ -13,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from collector import compaction, lake, retention
-from collector.loadgen import export_request
+from collector.loadgen import export_request, span_ids
 from collector.sql import execute
-from tests.collector.conftest import land_request
+from tests.collector.conftest import land_request, read_spans
 
 TENANT = "__verdict_local__"
 
@@ -120,3 +121,25 @@ def test_late_retry_after_compaction_is_hidden_then_dropped(lake_with_duplicates
     rows = _rows(data_dir)
     assert len(rows) == len(set(rows)) and set(rows) == expected
     assert all(p.name.startswith(compaction.COMPACTED_PREFIX) for p in lake.segments(part))
+
+
+def test_many_new_segments_trigger_compaction_before_the_interval(collector_factory):
+    # Lone requests are each written as their own segment; the hour-long interval never comes.
+    collector = collector_factory("--compact-interval-s", "3600", "--compact-after-segments", "4",
+                                  "--compact-min-segments", "2")
+    rng = random.Random(12)
+    sent: set[str] = set()
+    for _ in range(4):
+        request = export_request(rng, 10, time.time_ns())
+        conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
+        conn.request("POST", "/v1/traces", body=request.SerializeToString(),
+                     headers={"Content-Type": "application/x-protobuf"})
+        assert conn.getresponse().status == 200
+        sent |= set(span_ids(request))
+    deadline = time.monotonic() + 30
+    while (stats := collector.stats())["compactions"] < 1:
+        assert time.monotonic() < deadline, f"no compaction after {stats['segments_written']} segments: {stats}"
+        time.sleep(0.1)
+    (part,) = [d for _t, _d, d in lake.partitions(collector.data_dir)]
+    assert [p.name[:2] for p in lake.segments(part)] == ["c-"]  # the four segments became one
+    assert {r["span_id"] for r in read_spans(collector.data_dir)} == sent
