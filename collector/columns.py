@@ -42,9 +42,16 @@ def _offsets(lengths) -> bytes:
     return array("i", accumulate(lengths, initial=0)).tobytes()
 
 
+def _all_null(values: list | tuple, offsets: bool) -> ColumnData:
+    n = len(values)  # validity and offsets all zero; no data
+    return ColumnData(n, n, bytes((n + 7) // 8), bytes(4 * (n + 1)) if offsets else None, b"" if offsets else bytes(8 * n))
+
+
 def _strings(values: list | tuple) -> ColumnData:
     """str and UTF-8 bytes values (None for null) -> an Arrow `string` column's buffers."""
     nulls = values.count(None)
+    if nulls == len(values):
+        return _all_null(values, offsets=True)
     present = [v for v in values if v is not None] if nulls else values
     try:  # the common cases stay in C: a column of bytes (JSON) or of ASCII str
         if present and type(present[0]) is bytes:
@@ -54,7 +61,7 @@ def _strings(values: list | tuple) -> ColumnData:
             data = text.encode()
             if len(data) != len(text):  # non-ASCII: offsets need each value's UTF-8 length
                 raise TypeError
-        sizes = map(len, values) if not nulls else (0 if v is None else len(v) for v in values)
+        sizes = map(len, [v or "" for v in values] if nulls else values)
     except TypeError:  # mixed str/bytes or multi-byte characters
         encoded = [b"" if v is None else v if type(v) is bytes else v.encode() for v in values]
         data, sizes = b"".join(encoded), map(len, encoded)
@@ -63,6 +70,8 @@ def _strings(values: list | tuple) -> ColumnData:
 
 def _int64s(values: list | tuple) -> ColumnData:
     nulls = values.count(None)
+    if nulls == len(values):
+        return _all_null(values, offsets=False)
     data = array("q", [0 if v is None else v for v in values] if nulls else values)
     return ColumnData(len(values), nulls, _validity(values, nulls), None, data.tobytes())
 
