@@ -34,7 +34,7 @@ WITH latest AS (
     WHERE a.tenant_id = $tenant
     QUALIFY row_number() OVER (PARTITION BY a.trace_id, a.fingerprint ORDER BY a.attempt_no DESC) = 1)
 SELECT l.tenant_id, l.trace_id, s.started_at, s.intent_key, c.cluster, e.name AS evaluator, l.fingerprint,
-       v.dimension, CASE WHEN l.status = 'ERROR' THEN 'ERROR' ELSE v.value END AS value, v.score, v.reason, v.votes,
+       v.dimension, CASE WHEN l.status = 'ERROR' THEN 'ERROR' ELSE v.value END AS value, v.score, v.reason,
        l.status, l.error_code, l.attempt_no, l.judged_at
 FROM latest l
 JOIN {STATE_ALIAS}.sampled_traces s ON s.tenant_id = l.tenant_id AND s.trace_id = l.trace_id
