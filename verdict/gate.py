@@ -5,7 +5,8 @@
 
 Cases have the sentinel shape (verdict.sentinel). Exit codes: 0 pass rate (or its 95 % Wilson lower
 bound, with --use-lower-bound) at or above the threshold; 1 below; 2 on judge errors or bad input, with
-one error code from ERROR_CODES and no traceback. Artifacts hold redacted content only.
+one JSON line {"error": {"code", "message"}} on stderr (code from ERROR_CODES, a subset of the `verdict`
+CLI's closed set verdict_daemon.errors.ERROR_CODES) and no traceback. Artifacts hold redacted content only.
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ def evaluate_gate(cases: SentinelSet, judge: Any, *, min_pass_rate: float, use_l
 
 # --- command line --------------------------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("exit codes: 0 pass; 1 below the threshold; 2 judge errors or bad input, as one JSON line "
+                     '{"error": {"code": CODE, "message": ...}} on stderr, CODE one of ' + ", ".join(ERROR_CODES)
+                     + "; never a traceback. See docs/trust.md.")
     parser.add_argument("--cases", required=True, type=Path, help="JSONL regression cases (sentinel shape)")
     parser.add_argument("--judge-model", required=True,
                         help='"openai/<model>", "anthropic/<model>" or "module:attribute" naming a verdict Model')
@@ -119,10 +123,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The `verdict` CLI's one error printer; imported here so that `import verdict.gate` (verdict.testing,
+    # apps) never loads verdict_daemon.
+    from verdict_daemon.errors import print_error
+
     try:
         result = _gate(args)
     except GateError as exc:
-        print(json.dumps({"error": exc.code, "message": exc.message}), file=sys.stderr)
+        print_error(exc.code, exc.message)
         return 2
     document = json.dumps(result.to_dict(), indent=2)
     print(document if args.json else result.table())
@@ -130,12 +138,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             args.out.write_text(document + "\n", encoding="utf-8")
         except OSError as exc:
-            print(json.dumps({"error": "invalid_config",
-                              "message": f"--out {args.out}: cannot write ({exc.strerror})"}), file=sys.stderr)
+            print_error("invalid_config", f"--out {args.out}: cannot write ({exc.strerror})")
             return 2
     if result.errors:
-        print(json.dumps({"error": _error_code(result), "message": f"{result.errors} case(s) could not be "
-                          "judged; see the results"}), file=sys.stderr)
+        print_error(_error_code(result), f"{result.errors} case(s) could not be judged; see the results")
         return 2
     return 0 if result.passed else 1
 
@@ -208,9 +214,10 @@ def _error_code(result: GateResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="verdict gate", description="Gate CI on a judge's pass rate.")
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    """`python -m verdict.gate` is `verdict gate`, usage errors included (the dispatcher's JSON error)."""
+    from verdict_daemon.cli import main as verdict
+
+    return verdict(["gate", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -5,17 +5,20 @@ register it in COMMANDS (module imported only when that subcommand runs).
 
 Usage errors (unknown command or option, missing or malformed value) are closed errors like the
 subcommands' own: one JSON line {"error": {"code": "invalid_config", "message"}} on stderr, exit 2,
-nothing on stdout. `--help` stays plain text (exit 0); bare `verdict` prints the help (exit 2).
+nothing on stdout, for every subcommand (also those whose run-time errors are a text line by default).
+Every subcommand prints its errors with verdict_daemon.errors.print_error. `--help` stays plain text
+(exit 0); bare `verdict` prints the help (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 from typing import NoReturn
+
+from verdict_daemon.errors import print_error
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,7 +37,7 @@ USAGE_CODE = "invalid_config"  # the code every subcommand reports its own usage
 
 
 def usage_error(message: str) -> NoReturn:
-    sys.stderr.write(json.dumps({"error": {"code": USAGE_CODE, "message": message}}) + "\n")
+    print_error(USAGE_CODE, message)
     raise SystemExit(EXIT_USAGE)
 
 

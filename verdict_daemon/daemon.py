@@ -72,7 +72,8 @@ class Daemon:
         self.evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
         self.gate = HealthGate(config.sentinel, self.evaluators, config.judging.concurrency)
         # [probes]: suite and models resolved now, so a bad section stops the start, not a 6 a.m. run.
-        self.probe_job = ProbeJob(config.probes, config.data_dir) if config.probes is not None else None
+        self.probe_job = ProbeJob(config.probes, config.data_dir, tuple(t.id for t in config.tenants)) \
+            if config.probes is not None else None
         self.stop = threading.Event()
         self._stop_requested = False  # set by signal handlers: a plain flag, no lock
         self._lock = InstanceLock(config.data_dir)
@@ -133,7 +134,7 @@ class Daemon:
         self._each_tenant("alert", lambda t: alerts.deliver(self.store, t, self.config.alerts, self.stop.is_set))
 
     def probes(self) -> None:
-        """Behaviour probes of the target model: one artifact per run (not per tenant)."""
+        """Behaviour probes of the target model: one run, a copy per tenant under probes/tenant=<id>/."""
         if self.probe_job is not None:
             self.probe_job()
 

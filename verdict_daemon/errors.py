@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
 ERROR_CODES: dict[str, str] = {
     "invalid_config": "the config file or a command-line option is invalid (the message names the field)",
     "tenant_required": "no tenant was given, or the tenant id is invalid",
@@ -24,6 +27,12 @@ ERROR_CODES: dict[str, str] = {
     "no_active_registry": "--registry-mode active (or [clustering] registry_mode = \"active\"), but the tenant has no "
                           "active cluster registry version (verdict-cluster: fit, assign, validate, activate)",
     "model_unavailable": "the active registry version is semantic/hybrid and its embedding model cannot be loaded",
+    "invalid_cases": "verdict gate: the cases file is missing, malformed, repeats an id or labels an unknown dimension",
+    "judge_error": "verdict gate: the judge produced no usable judgment for at least one case",
+    "invalid_tenant": "verdict sql: the tenant id is invalid (exit 3; the other commands say tenant_required)",
+    "no_data_dir": "verdict sql: the data directory does not exist (exit 4)",
+    "query_error": "verdict sql: no query, or the query failed or could not read the span lake (exit 5)",
+    "access_denied": "verdict sql: the query is not a SELECT or reads outside the tenant's views (exit 6)",
     "internal_error": "an unexpected failure (a bug); details only with VERDICT_DEBUG=1",
 }
 
@@ -32,9 +41,7 @@ class DaemonError(Exception):
     """A failure with a code from ERROR_CODES and a message safe to print (no secrets, no traceback)."""
 
     def __init__(self, code: str, message: str, details: dict | None = None) -> None:
-        if code not in ERROR_CODES:
-            raise ValueError(f"unknown daemon error code {code!r}")
-        super().__init__(f"{code}: {message}")
+        super().__init__(f"{_closed(code)}: {message}")
         self.code = code
         self.message = message
         self.details = details or {}  # extra JSON-ready fields of the CLI's error object
@@ -44,3 +51,21 @@ def internal_error(exc: BaseException) -> DaemonError:
     """A bug as a closed `internal_error`: the exception type only (its text may hold paths, data or
     secrets); `VERDICT_DEBUG=1` makes the CLIs re-raise it with the traceback instead."""
     return DaemonError("internal_error", f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)")
+
+
+def _closed(code: str) -> str:
+    if code not in ERROR_CODES:
+        raise ValueError(f"unknown daemon error code {code!r}")
+    return code
+
+
+def error_json(code: str, message: str, details: dict | None = None) -> str:
+    """The one machine-readable error of every `verdict` subcommand: `{"error": {"code", "message", ...}}`."""
+    return json.dumps({"error": {"code": _closed(code), "message": message, **(details or {})}})
+
+
+def print_error(code: str, message: str, details: dict | None = None, *, text_prog: str | None = None) -> None:
+    """Report one error on stderr: that JSON object on one line or, for a command whose documented default
+    is human text (`verdict report` without --json), the line `PROG: error [CODE]: MESSAGE`."""
+    line = error_json(code, message, details) if text_prog is None else f"{text_prog}: error [{_closed(code)}]: {message}"
+    sys.stderr.write(line + "\n")  # sys.stderr looked up per call: tests may have replaced it

@@ -2,12 +2,13 @@
 
     verdict probes run --suite default --target-model openai/gpt-4o --judge-model openai/gpt-4o-mini \
         --out run.json [--min-pass-rate 1.0] [--min-category-pass-rate R] [--json]
+    verdict probes run ... --data-dir DIR --tenant T    # into DIR/probes/tenant=T/, shown in T's report only
     verdict probes list [--json]
     verdict probes show default [--json]
 
 Exit codes of `run`: 0 the weighted suite pass rate (and every category, with --min-category-pass-rate)
 is at or above the threshold; 1 below; 2 execution errors (target, follow-up or judge failures) or bad
-input, with one JSON line `{"error": CODE, "message": ...}` on stderr and no traceback (VERDICT_DEBUG=1
+input, with one JSON line `{"error": {"code": CODE, "message": ...}}` on stderr and no traceback (VERDICT_DEBUG=1
 shows it). The same run, scheduled, is the daemon's `probes` job (`ProbeJob`, [probes] in verdict.toml).
 """
 
@@ -19,15 +20,16 @@ import logging
 import os
 import re
 import sys
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn, get_args
+from typing import Any, get_args
 
 from verdict.models.base import ModelErrorKind
-from verdict_daemon.errors import DaemonError, internal_error
+from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict_daemon.errors import DaemonError, internal_error, print_error
 
 EXIT_PASS, EXIT_BELOW, EXIT_ERROR = 0, 1, 2
-PROBES_DIR = "probes"  # the daemon's probes job writes here under the data dir unless [probes] out_dir says otherwise
+PROBES_DIR = "probes"  # the data dir's probe store: one tenant=<id>/ directory per tenant (verdict.probes.tenant_dir)
 _MODEL_HELP = ('"openai/<model>", "anthropic/<model>", or "package.module:attribute" naming a verdict Model '
                "(or a function returning one)")
 log = logging.getLogger("verdict.daemon")
@@ -39,34 +41,28 @@ _EPILOG = """\
 exit codes: 0 the gate passed (run) or the suite is valid (list, show); 1 (run) the weighted pass rate,
 or a category's with --min-category-pass-rate, is below the threshold; 2 execution errors (a target,
 follow-up or judge call failed: the table and --out still show every probe) or bad input. On 2, one
-JSON line {"error": CODE, "message": ...} on stderr, CODE one of invalid_suite, invalid_config,
-provider_unavailable, probe_error, internal_error; never a traceback (VERDICT_DEBUG=1 shows it).
+JSON line {"error": {"code": CODE, "message": ...}} on stderr, CODE one of invalid_suite, invalid_config,
+tenant_required, storage_error, provider_unavailable, probe_error, internal_error; never a traceback (VERDICT_DEBUG=1
+shows it).
+
+--data-dir DIR --tenant T writes the run to DIR/probes/tenant=T/ (stamped with T), where `verdict report
+--tenant T` finds it; no other tenant's report shows it. --out FILE is the caller's own file (no tenant).
 
 examples:
   verdict probes run --target-model openai/gpt-4o --judge-model openai/gpt-4o-mini --out run.json
+  verdict probes run --target-model openai/gpt-4o --judge-model openai/gpt-4o-mini \
+      --data-dir ./verdict-data --tenant acme
   verdict probes run --suite my-suite.yaml --target-model openai/llama3.1 \\
       --target-base-url http://127.0.0.1:11434/v1 --judge-model anthropic/claude-haiku-4-5 --min-pass-rate 0.9
   verdict probes show default
 See docs/probes.md (suite YAML, artifacts, the daemon's [probes] job)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors speak the closed vocabulary too: invalid_config on stderr, exit 2."""
-
-    def error(self, message: str):
-        _usage_error(message)
-
-
-def _usage_error(message: str) -> NoReturn:
-    print(json.dumps({"error": "invalid_config", "message": message}), file=sys.stderr)
-    sys.exit(EXIT_ERROR)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
-    parser.error = _usage_error  # type: ignore[method-assign]  # the dispatcher's parser
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=_Parser)
+    # Usage errors: the dispatcher's parser class (and so its print_error JSON) for the actions too.
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     run = actions.add_parser("run", help="run a suite against a target model and gate on its pass rate",
                              description="Run a probe suite: ask the target, judge each expectation, gate.",
                              epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -86,6 +82,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--concurrency", type=int, default=8, metavar="N", help="calls in flight (default 8)")
     run.add_argument("--out", type=Path, metavar="FILE",
                      help="write the run artifact here (JSON, redacted; written atomically, also when probes errored)")
+    run.add_argument("--data-dir", type=Path, metavar="DIR",
+                     help="also write the run into this data dir's probe store, DIR/probes/tenant=TENANT/, where "
+                     "`verdict report --tenant TENANT` shows it (needs --tenant)")
+    run.add_argument("--tenant", metavar="TENANT",
+                     help="the tenant the run is for, stamped into the artifact; required with --data-dir (given "
+                     "explicitly: VERDICT_TENANT is not read, so a stray variable never claims a CI run)")
     run.add_argument("--json", action="store_true", help="print the artifact instead of the table")
     listing = actions.add_parser("list", help="list the bundled suites", description="List the bundled suites.",
                                  epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -101,19 +103,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         return {"run": _run, "list": _list, "show": _show}[args.action](args)
     except DaemonError as exc:
-        print(json.dumps({"error": exc.code, "message": exc.message}), file=sys.stderr)
+        print_error(exc.code, exc.message, exc.details)
         return EXIT_ERROR
     except Exception as exc:
         if os.environ.get("VERDICT_DEBUG") == "1":
             raise
         error = internal_error(exc)
-        print(json.dumps({"error": error.code, "message": error.message}), file=sys.stderr)
+        print_error(error.code, error.message)
         return EXIT_ERROR
 
 
 # --- run ------------------------------------------------------------------------------------------------------
 def _run(args: argparse.Namespace) -> int:
-    from verdict.probes.artifact import write_artifact
+    from verdict.probes.artifact import write_artifact, write_tenant_artifact
     from verdict.probes.runner import run_suite
 
     for flag, value in (("--min-pass-rate", args.min_pass_rate), ("--min-category-pass-rate",
@@ -125,19 +127,43 @@ def _run(args: argparse.Namespace) -> int:
     if args.out is not None and (args.out.is_dir() or not os.access(args.out.parent.resolve(), os.W_OK)):
         problem = "is a directory" if args.out.is_dir() else "the directory does not exist or is not writable"
         raise DaemonError("invalid_config", f"--out {args.out}: {problem}")
+    tenant = _checked_tenant(args.tenant, args.data_dir)
     suite = load_suite_spec(args.suite)
     target = resolve_model_spec(args.target_model, args.target_base_url, "--target-model")
     judge = resolve_model_spec(args.judge_model, args.judge_base_url, "--judge-model")
     result = run_suite(suite, target, judge, min_pass_rate=args.min_pass_rate,
                        min_category_pass_rate=args.min_category_pass_rate, max_workers=args.concurrency,
                        progress=lambda message: print(f"probes: {message}", file=sys.stderr, flush=True))
+    result = replace(result, tenant=tenant)
     print(json.dumps(result.to_dict(), indent=2) if args.json else table(result))
     if args.out is not None:
         try:
             write_artifact(result, args.out)
         except OSError as exc:
             raise DaemonError("invalid_config", f"--out {args.out}: cannot write ({exc.strerror})") from None
+    if args.data_dir is not None:
+        try:
+            path = write_tenant_artifact(result, args.data_dir / PROBES_DIR, tenant)
+        except OSError as exc:
+            raise DaemonError("storage_error", f"--data-dir {args.data_dir}: cannot write the run ({exc.strerror})") \
+                from None
+        print(f"probes: wrote {path}", file=sys.stderr)
     return exit_code(result)
+
+
+def _checked_tenant(tenant: str | None, data_dir: Path | None) -> str | None:
+    """The run's tenant (validated), required when the run goes into a data dir; checked before any call."""
+    if data_dir is not None:
+        if not tenant:
+            raise DaemonError("tenant_required", "--data-dir needs --tenant: a run in a data dir belongs to one tenant")
+        if not data_dir.is_dir():
+            raise DaemonError("invalid_config", f"--data-dir {data_dir}: not a directory")
+    if tenant is None:
+        return None
+    try:
+        return validate_tenant_id(tenant)
+    except InvalidTenantError as exc:
+        raise DaemonError("tenant_required", f"--tenant: {exc}") from None
 
 
 def exit_code(result: Any) -> int:
@@ -146,9 +172,8 @@ def exit_code(result: Any) -> int:
         expectations = [e for r in result.results for e in r.expectations]
         down = all(e.error is not None and _PROVIDER_FAILURE.match(e.error) for e in expectations)
         code = "provider_unavailable" if down else "probe_error"
-        print(json.dumps({"error": code, "message": f"{result.errors} of {len(result.results)} probe(s) could "
-                          "not be executed or judged; their expectations are ERROR (see the results)"}),
-              file=sys.stderr)
+        print_error(code, f"{result.errors} of {len(result.results)} probe(s) could not be executed or judged; "
+                    "their expectations are ERROR (see the results)")
         return EXIT_ERROR
     return EXIT_PASS if result.gate.passed else EXIT_BELOW
 
@@ -244,38 +269,47 @@ def _show(args: argparse.Namespace) -> int:
 # --- the daemon's scheduled job ------------------------------------------------------------------------------
 class ProbeJob:
     """The daemon's `probes` job: the suite and both models are resolved when the daemon starts (a bad
-    [probes] section stops it with invalid_config / invalid_suite); each run writes one artifact
-    `<out_dir>/<suite>-<version>-<UTC time>.json` and logs the outcome. A run never raises."""
+    [probes] section stops it with invalid_config / invalid_suite). Each run asks the target once (the
+    same model and suite for every tenant) and writes one copy per configured tenant, stamped with it,
+    to `<out_dir>/tenant=<id>/<suite>-<version>-<UTC time>.json`: a report reads only its tenant's
+    directory, and removing a tenant's directory removes its runs. A run never raises."""
 
-    def __init__(self, settings: Any, data_dir: Path) -> None:
+    def __init__(self, settings: Any, data_dir: Path, tenants: tuple[str, ...]) -> None:
         self.settings = settings
         self.suite = load_suite_spec(str(settings.suite))
         self.target = resolve_model_spec(settings.target_model, settings.target_base_url, "probes.target_model")
         self.judge = resolve_model_spec(settings.judge_model, settings.judge_base_url, "probes.judge_model")
         self.out_dir = settings.out_dir if settings.out_dir is not None else data_dir / PROBES_DIR
+        try:
+            self.tenants = tuple(validate_tenant_id(t) for t in tenants)
+        except InvalidTenantError as exc:
+            raise DaemonError("tenant_required", f"tenants: {exc}") from None
 
-    def __call__(self) -> Path | None:
-        from verdict.probes.artifact import write_artifact
+    def __call__(self) -> list[Path]:
+        from verdict.probes.artifact import write_tenant_artifact
         from verdict.probes.runner import run_suite
 
         try:
             result = run_suite(self.suite, self.target, self.judge, min_pass_rate=self.settings.min_pass_rate,
                                min_category_pass_rate=self.settings.min_category_pass_rate)
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-            path = write_artifact(result, self.out_dir / f"{self.suite.name}-{self.suite.version}-{stamp}.json")
-        except OSError as exc:
-            log.error("job=probes error=storage_error: cannot write to %s (%s)", self.out_dir, exc.strerror)
-            return None
         except Exception as exc:  # a bug must not kill the scheduler thread
             log.error("job=probes error=internal_error: %s", type(exc).__name__,
                       exc_info=log.isEnabledFor(logging.DEBUG))
-            return None
-        s = result.score
-        if result.errors:
-            log.error("job=probes error=probe_error: %d of %d probe(s) could not be executed or judged; artifact %s",
-                      result.errors, s.probes, path)
-        else:
-            log.info("job=probes suite=%s-%s pass_rate=%s gate=%s artifact=%s", self.suite.name, self.suite.version,
-                     _rate(s.pass_rate), "pass" if result.gate.passed else "fail", path)
-        return path
+            return []
+        paths = []
+        for tenant in self.tenants:
+            try:
+                path = write_tenant_artifact(result, self.out_dir, tenant)
+            except OSError as exc:
+                log.error("job=probes tenant=%s error=storage_error: cannot write to %s (%s)", tenant, self.out_dir,
+                          exc.strerror)
+                continue
+            paths.append(path)
+            s = result.score
+            if result.errors:
+                log.error("job=probes tenant=%s error=probe_error: %d of %d probe(s) could not be executed or "
+                          "judged; artifact %s", tenant, result.errors, s.probes, path)
+            else:
+                log.info("job=probes tenant=%s suite=%s-%s pass_rate=%s gate=%s artifact=%s", tenant, self.suite.name,
+                         self.suite.version, _rate(s.pass_rate), "pass" if result.gate.passed else "fail", path)
+        return paths

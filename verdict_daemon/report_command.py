@@ -1,8 +1,10 @@
 """`verdict report`: write one tenant's monitoring state as a single self-contained HTML file.
 
 Exit codes: 0 the report was written; 2 it was not (bad option, missing data dir, invalid or unknown
-tenant, unreadable or locked state, unwritable output), with `{"error": {"code", "message"}}` on
-stdout under --json, else one line `verdict report: error [<code>]: <message>` on stderr; never a
+tenant, unreadable or locked state, unwritable output), with one line on stderr and nothing on stdout:
+`verdict report: error [<code>]: <message>`, or under --json the `verdict` CLI's JSON error
+`{"error": {"code", "message"}}` (verdict_daemon.errors.print_error). Usage errors (an unknown option,
+a malformed value) are always that JSON line, like every `verdict` subcommand's. Never a
 traceback (VERDICT_DEBUG=1 re-raises unexpected errors). The output file is written to a temporary
 name and renamed, so a failed run leaves no partial file (and an existing report untouched).
 """
@@ -12,8 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
+
+from verdict_daemon.errors import DaemonError, internal_error, print_error
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
@@ -27,8 +30,8 @@ results; human review queue; judge tokens and cost. Empty panels say why they ar
 The file has inline CSS and SVG only (no script, no network at view time) and redacted content only.
 
 exit codes: 0 written; 2 error (codes: invalid_config, tenant_required, unknown_tenant, storage_locked,
-storage_error, internal_error), as {"error": {"code", "message"}} on stdout with --json, else one line on
-stderr; never a traceback (VERDICT_DEBUG=1 re-raises unexpected errors). A failed run writes nothing.
+storage_error, internal_error): one line on stderr, "verdict report: error [CODE]: MESSAGE", or with
+--json (and for every usage error) {"error": {"code", "message"}}; never a traceback (VERDICT_DEBUG=1 re-raises unexpected errors). A failed run writes nothing.
 
 example:
   verdict report --data-dir ./verdict-data --tenant acme --out report.html
@@ -51,19 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="how long to wait for state.duckdb held by another process (default 10)")
     parser.add_argument("--json", action="store_true",
-                        help='print {"report": path, ...} (or the error) as JSON on stdout')
-    parser.error = _usage_error  # argparse's own failures speak the closed vocabulary too
-
-
-def _usage_error(message: str):
-    from verdict_daemon.errors import DaemonError
-
-    sys.exit(_fail(argparse.Namespace(json="--json" in sys.argv[1:]), DaemonError("invalid_config", message)))
+                        help='print {"report": path, ...} as JSON on stdout (an error as JSON on stderr)')
 
 
 def run(args: argparse.Namespace) -> int:
-    from verdict_daemon.errors import DaemonError, internal_error
-
     try:
         summary = _write(args)
     except DaemonError as exc:
@@ -91,9 +85,6 @@ def _write(args: argparse.Namespace) -> dict:
             "signals": data.signal_count, "sampled_traces": data.sampled_traces, "bytes": path.stat().st_size}
 
 
-def _fail(args: argparse.Namespace, exc) -> int:
-    if args.json:
-        print(json.dumps({"error": {"code": exc.code, "message": exc.message, **exc.details}}))
-    else:
-        print(f"verdict report: error [{exc.code}]: {exc.message}", file=sys.stderr)
+def _fail(args: argparse.Namespace, exc: DaemonError) -> int:
+    print_error(exc.code, exc.message, exc.details, text_prog=None if args.json else "verdict report")
     return EXIT_ERROR

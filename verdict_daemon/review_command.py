@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
-from verdict_daemon.errors import DaemonError, internal_error
+from verdict_daemon.errors import DaemonError, internal_error, print_error
 
 EXIT_OK, EXIT_FAILING, EXIT_ERROR = 0, 1, 2
 # `correlate --fail-on X`: the statuses that exit 1 (a CI step that must not trust an uncalibrated judge).
@@ -38,7 +38,7 @@ _DIMENSION = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 
 
 def _report(code: str, message: str, details: dict | None = None) -> int:
-    sys.stderr.write(json.dumps({"error": {"code": code, "message": message, **(details or {})}}) + "\n")
+    print_error(code, message, details)
     return EXIT_ERROR
 
 

@@ -15,6 +15,17 @@ def env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), **extra}
 
 
+def closed_error(stderr: str) -> dict:
+    """The `verdict` CLI's one error shape, {"error": {"code", "message", ...}}, from stderr's last line
+    (a command's progress lines come first): its inner object, the code checked against ERROR_CODES."""
+    from verdict_daemon.errors import ERROR_CODES
+
+    document = json.loads(stderr.strip().splitlines()[-1])
+    assert set(document) == {"error"} and {"code", "message"} <= set(document["error"]), document
+    assert document["error"]["code"] in ERROR_CODES, document
+    return document["error"]
+
+
 def pipeline(*args: str, timeout: float = 120) -> tuple[int, dict, str]:
     """(exit code, parsed JSON stdout, stderr) of `verdict-pipeline --json ...`."""
     proc = subprocess.run([sys.executable, "-m", "verdict_daemon.pipeline_cli", "--json", *args],

@@ -17,8 +17,8 @@ BIN = Path(sys.executable).parent  # where pip installed the [project.scripts] e
 GATE = ["gate", "--cases", "cases.jsonl", "--judge-model", "openai/m", "--min-pass-rate"]
 
 
-def run(script: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / script), *args], capture_output=True, text=True, env=env(), timeout=60)
+def run(script: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / script), *args], capture_output=True, text=True, env=env(), timeout=60, cwd=cwd)
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -33,6 +33,11 @@ def run(script: str, *args: str) -> subprocess.CompletedProcess:
     (["sql", "--bogus", "SELECT 1"], "verdict sql: unrecognized arguments: --bogus"),
     (["sql", "--format", "xml"], "verdict sql: argument --format: invalid choice: 'xml'"),
     (["probes", "list", "--bogus"], "verdict probes: unrecognized arguments: --bogus"),
+    (["probes", "run", "--target-model", "openai/x", "--judge-model", "openai/y", "--min-pass-rate", "high"],
+     "verdict probes run: argument --min-pass-rate: invalid float value: 'high'"),
+    (["probes"], "verdict probes: the following arguments are required: ACTION"),
+    (["report", "--lock-timeout", "soon"], "verdict report: argument --lock-timeout: invalid float value: 'soon'"),
+    (["review", "show", "NOT-HEX"], "verdict review show: argument item: 'NOT-HEX' is not a valid item id (hex)"),
 ])
 def test_every_verdict_usage_error_is_one_closed_json_error_on_stderr(argv, message):
     done = run("verdict", *argv)
@@ -72,3 +77,57 @@ def test_pipeline_usage_errors_follow_its_error_contract():
     as_json = run("verdict-pipeline", "--json", "--bogus")
     assert (as_json.returncode, as_json.stderr) == (2, "")
     assert json.loads(as_json.stdout) == {"error": {"code": "invalid_config", "message": "unrecognized arguments: --bogus"}}
+
+
+# Run-time errors (the command line parsed; the input is wrong): every subcommand, the same JSON object on
+# stderr, nothing on stdout, its documented exit code. Each fails before any model call or output.
+SCRIPTED = "tests.trust.scripted:GOOD_MODEL"  # a verdict Model (never called: the input is rejected first)
+BAD_SUITE = "name: broken\nversion: 1\nprobes: []\n"
+
+
+@pytest.mark.parametrize(("argv", "exit_code", "code", "message"), [
+    ([*GATE, "1.5"], 2, "invalid_config", "--min-pass-rate must be in [0, 1], got 1.5"),
+    (["gate", "--cases", "nope.jsonl", "--judge-model", SCRIPTED, "--min-pass-rate", "0.9"], 2, "invalid_cases",
+     "nope.jsonl"),
+    (["probes", "show", "bad-suite.yaml"], 2, "invalid_suite", "bad-suite.yaml"),
+    (["probes", "run", "--target-model", SCRIPTED, "--judge-model", SCRIPTED, "--min-pass-rate", "1.5"], 2,
+     "invalid_config", "--min-pass-rate must be in [0, 1], got 1.5"),
+    (["report", "--data-dir", "missing", "--tenant", "acme", "--json"], 2, "invalid_config", "missing"),
+    (["review", "list", "--data-dir", "missing", "--tenant", "acme"], 2, "invalid_config",
+     "--data-dir: missing is not a directory"),
+    (["review", "list", "--data-dir", "."], 2, "tenant_required", "give --tenant"),
+    (["sql", "--format", "json", "--data-dir", "missing", "SELECT 1"], 4, "no_data_dir", "missing"),
+    (["sql", "--format", "json", "--tenant", "Not A Tenant", "SELECT 1"], 3, "invalid_tenant", "Not A Tenant"),
+])
+def test_every_verdict_run_time_error_is_the_same_closed_json_error_on_stderr(tmp_path, argv, exit_code, code,
+                                                                             message):
+    (tmp_path / "bad-suite.yaml").write_text(BAD_SUITE)
+    done = run("verdict", *argv, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (exit_code, ""), done.stderr
+    assert done.stderr.endswith("\n") and done.stderr.count("\n") == 1, done.stderr
+    error = json.loads(done.stderr)
+    assert set(error) == {"error"} and set(error["error"]) == {"code", "message"}
+    assert error["error"]["code"] == code and code in ERROR_CODES
+    assert message in error["error"]["message"], error
+
+
+@pytest.mark.parametrize(("argv", "json_flag", "exit_code"), [
+    (["report", "--data-dir", "missing", "--tenant", "acme"], ["--json"], 2),
+    (["sql", "--data-dir", "missing", "SELECT 1"], ["--format", "json"], 4),
+])
+def test_text_mode_errors_are_the_human_line_of_the_same_closed_error(tmp_path, argv, json_flag, exit_code):
+    """`verdict report` and `verdict sql` print text by default: their error is then one human line carrying
+    the code and message the JSON flag prints as the shared JSON object."""
+    text, as_json = run("verdict", *argv, cwd=tmp_path), run("verdict", *argv, *json_flag, cwd=tmp_path)
+    assert (text.returncode, text.stdout, as_json.returncode, as_json.stdout) == (exit_code, "", exit_code, "")
+    error = json.loads(as_json.stderr)["error"]
+    assert text.stderr == f"verdict {argv[0]}: error [{error['code']}]: {error['message']}\n"
+
+
+def test_the_gate_and_sql_codes_are_in_the_one_closed_set():
+    """`verdict gate` and `verdict sql` keep their own code tables (verdict.gate is light; collector is its own
+    package); both must stay inside the `verdict` CLI's closed set."""
+    from collector.sql import EXIT_CODES
+    from verdict.gate import ERROR_CODES as GATE_CODES
+
+    assert set(GATE_CODES) <= set(ERROR_CODES) and set(EXIT_CODES) <= set(ERROR_CODES)

@@ -115,3 +115,4 @@ JUDGE_MODEL = scripted_judge()
 GOOD_TARGET = scripted_target(GOOD)
 FLAKY_TARGET = scripted_target({**GOOD, ("bomb", 1): OUTAGE})
 GARBAGE_JUDGE = ScriptedModel(["this is not JSON"], name="scripted/garbage")
+BAD_TARGET = scripted_target(BAD, name="scripted/bad-target")  # caves under pushback, refuses a benign request

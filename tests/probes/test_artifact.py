@@ -18,9 +18,12 @@ from verdict.probes.artifact import (
     load_artifact,
     load_history,
     parse_artifact,
+    tenant_dir,
     write_artifact,
+    write_tenant_artifact,
 )
 from verdict.probes.runner import run_suite
+from verdict.tenancy import InvalidTenantError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LEGACY = FIXTURES / "legacy-schema1-2025-06-01.json"
@@ -136,12 +139,44 @@ def test_load_history_sorts_groups_and_skips_unreadable_files(tmp_path):
     ({"probes": "none"}, "probes: expected list, got str"),
     ({"probes": [1]}, "probes[0]: expected an object"),
     ({"gate": {"min_pass_rate": 2}}, "gate.min_pass_rate: must be in [0, 1], got 2"),
+    ({"tenant": "Acme Corp"}, "tenant: invalid tenant id 'Acme Corp'"),
+    ({"tenant": "../umbrella"}, "tenant: invalid tenant id '../umbrella'"),
+    ({"tenant": ""}, "tenant: invalid tenant id ''"),
+    ({"tenant": 7}, "tenant: expected str, got int"),
 ])
 def test_a_malformed_artifact_names_the_field(change, message):
     document = {**json.loads(METHOD1.read_text()), **change}
     with pytest.raises(ArtifactError) as error:
         parse_artifact(document, "run.json")
     assert str(error.value).startswith("run.json: ") and message in str(error.value)
+
+
+def test_a_tenant_run_is_stamped_and_written_under_its_tenant_directory(tmp_path):
+    run = run_suite(MINI, scripted_target(GOOD), scripted_judge())
+    path = write_tenant_artifact(run, tmp_path / "probes", "acme")
+    assert path.parent == tmp_path / "probes" / "tenant=acme" == tenant_dir(tmp_path / "probes", "acme")
+    assert path.name.startswith("mini-1.0-") and json.loads(path.read_text())["tenant"] == "acme"
+    loaded = load_artifact(path)
+    assert loaded.tenant == "acme" and loaded.results == run.results and run.tenant is None
+    assert load_artifact(write_artifact(run, tmp_path / "own.json")).tenant is None  # a caller's own file
+
+
+@pytest.mark.parametrize("tenant", ["Acme Corp", "../umbrella", "", "tenant=acme", None])
+def test_a_bad_tenant_writes_nothing(tmp_path, tenant):
+    run = run_suite(MINI, scripted_target(GOOD), scripted_judge())
+    with pytest.raises(InvalidTenantError):
+        write_tenant_artifact(run, tmp_path / "probes", tenant)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_history_skips_an_artifact_whose_tenant_stamp_is_malformed(tmp_path):
+    """Failing closed: a run with a tampered tenant stamp is nobody's, not everybody's."""
+    shutil.copy(METHOD1, tmp_path / "good.json")
+    (tmp_path / "bad.json").write_text(json.dumps({**json.loads(METHOD1.read_text()), "tenant": "ACME"}))
+    history = load_history(tmp_path)
+    assert [Path(r.source).name for r in history.runs] == ["good.json"]
+    assert [(Path(f).name, "tenant: invalid tenant id 'ACME'" in reason) for f, reason in history.skipped] == [
+        ("bad.json", True)]
 
 
 def test_files_that_are_not_artifacts_are_refused(tmp_path):

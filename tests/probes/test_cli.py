@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon.cli import closed_error as error_of
 from tests.fakes import Fail, Reply
 from tests.probes.scripted import BAD, GOOD, MINI_YAML, judge_reply, target_reply
 from verdict.probes.artifact import load_artifact
@@ -56,7 +57,7 @@ def mini(tmp_path):
 
 
 def errors(done) -> dict:
-    return json.loads(done.stderr.strip().splitlines()[-1])
+    return error_of(done.stderr)
 
 
 def test_a_good_target_passes_with_exit_0_writes_a_redacted_artifact(server, mini, tmp_path):
@@ -117,7 +118,7 @@ def test_a_partial_target_outage_exits_2_with_probe_error_and_still_writes_the_a
     done = probes("run", "--suite", mini, "--target-model", "openai/target-flaky", "--judge-model", "openai/judge",
                   "--min-pass-rate", "0", "--out", out, env={"OPENAI_BASE_URL": server.base_url})
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert errors(done)["error"] == "probe_error"
+    assert errors(done)["code"] == "probe_error"
     run = load_artifact(out)
     bomb = run.results[2]
     assert bomb.outcome.value == "error" and "target: server_error" in bomb.error
@@ -128,8 +129,8 @@ def test_a_target_that_is_down_exits_2_with_provider_unavailable(server, mini, c
     code, _, err = in_process(capsys, "run", "--suite", mini, "--target-model", "openai/target-down",
                               "--judge-model", "openai/judge", "--target-base-url", server.base_url,
                               "--judge-base-url", server.base_url)
-    error = json.loads(err.strip().splitlines()[-1])
-    assert code == 2 and error["error"] == "provider_unavailable"
+    error = error_of(err)
+    assert code == 2 and error["code"] == "provider_unavailable"
     assert "4 of 4 probe(s) could not be executed or judged" in error["message"]
 
 
@@ -137,7 +138,7 @@ def test_a_judge_that_never_replies_validly_is_a_probe_error_not_an_outage(serve
     code, _, err = in_process(capsys, "run", "--suite", mini, "--target-model", "openai/target-good",
                               "--target-base-url", server.base_url, "--judge-model",
                               "tests.probes.scripted:GARBAGE_JUDGE")
-    assert code == 2 and json.loads(err.strip().splitlines()[-1])["error"] == "probe_error"
+    assert code == 2 and error_of(err)["code"] == "probe_error"
 
 
 @pytest.mark.parametrize(("args", "code", "message"), [
@@ -154,23 +155,24 @@ def test_bad_input_exits_2_with_a_closed_code_before_any_call(server, capsys, mo
                "--judge-model": "tests.probes.scripted:JUDGE_MODEL", "--min-pass-rate": "1.0",
                **dict(zip(args[::2], args[1::2], strict=True))}
     status, _, err = in_process(capsys, "run", *[x for pair in options.items() for x in pair])
-    assert status == 2 and json.loads(err)["error"] == code and message in json.loads(err)["message"]
+    assert status == 2 and err.count("\n") == 1  # exactly the error line: nothing ran
+    assert error_of(err)["code"] == code and message in error_of(err)["message"]
     assert server.request_count == 0
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["run", "--target-model", "openai/x", "--judge-model", "openai/y", "--min-pass-rate", "high"],
-     "argument --min-pass-rate: invalid float value: 'high'"),
-    (["run", "--judge-model", "openai/y"], "the following arguments are required: --target-model"),
-    (["rerun"], "argument ACTION: invalid choice: 'rerun' (choose from 'run', 'list', 'show')"),
-    ([], "the following arguments are required: ACTION"),
+     "verdict probes run: argument --min-pass-rate: invalid float value: 'high'"),
+    (["run", "--judge-model", "openai/y"], "verdict probes run: the following arguments are required: --target-model"),
+    (["rerun"], "verdict probes: argument ACTION: invalid choice: 'rerun' (choose from 'run', 'list', 'show')"),
+    ([], "verdict probes: the following arguments are required: ACTION"),
 ])
 def test_usage_errors_are_closed_json_errors_too(capsys, args, message):
     with pytest.raises(SystemExit) as exit_:
         main(["probes", *args])
     captured = capsys.readouterr()
     assert exit_.value.code == 2 and captured.out == ""
-    assert json.loads(captured.err) == {"error": "invalid_config", "message": message}
+    assert json.loads(captured.err) == {"error": {"code": "invalid_config", "message": message}}
 
 
 def test_help_documents_the_options_exit_codes_and_error_codes(capsys):
@@ -181,7 +183,8 @@ def test_help_documents_the_options_exit_codes_and_error_codes(capsys):
     for text in ("--suite NAME|FILE", "--target-model MODEL", "--judge-model MODEL", "--target-base-url URL",
                  "--min-pass-rate RATE", "--min-category-pass-rate RATE", "--concurrency N", "--out FILE", "--json",
                  "OPENAI_API_KEY", "exit codes: 0", "invalid_suite", "provider_unavailable", "probe_error",
-                 "VERDICT_DEBUG=1", "verdict probes run --target-model openai/gpt-4o"):
+                 "VERDICT_DEBUG=1", "verdict probes run --target-model openai/gpt-4o", "--data-dir DIR",
+                 "--tenant TENANT", "tenant_required", "storage_error", "DIR/probes/tenant=T/"):
         assert text in out, text
 
 
@@ -190,7 +193,8 @@ def test_a_malformed_suite_file_exits_2_naming_the_field(tmp_path):
     path.write_text(MINI_YAML.replace("weight: 3", "weight: -3"))
     done = probes("show", path)
     assert done.returncode == 2
-    assert errors(done) == {"error": "invalid_suite",
+    assert (done.stdout, done.stderr.count("\n")) == ("", 1)
+    assert errors(done) == {"code": "invalid_suite",
                             "message": f"{path}: probes[2]: probe 'bomb': weight must be a finite number > 0, got -3"}
 
 
@@ -199,7 +203,7 @@ def test_without_a_key_or_endpoint_the_provider_is_unavailable(monkeypatch, caps
         monkeypatch.delenv(name, raising=False)
     code, _, err = in_process(capsys, "run", "--target-model", "openai/gpt-4o", "--judge-model",
                               "tests.probes.scripted:JUDGE_MODEL")
-    assert code == 2 and json.loads(err)["error"] == "provider_unavailable" and "no API key" in err
+    assert code == 2 and error_of(err)["code"] == "provider_unavailable" and "no API key" in err
 
 
 def test_list_and_show_describe_the_suites(mini, capsys):

@@ -1,5 +1,6 @@
 """Probes in the daemon: the [probes] section (validated at start, paths relative to verdict.toml) and the
-scheduled `probes` job writing one artifact per run, through `Daemon.run()` with a real scheduler."""
+scheduled `probes` job writing one copy of each run per configured tenant under probes/tenant=<id>/, through
+`Daemon.run()` with a real scheduler."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def toml_value(value) -> str:
         "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
 
 
-def write_config(tmp_path, **probes) -> tuple:
+def write_config(tmp_path, tenants=("acme",), **probes) -> tuple:
     """verdict.toml with every built-in job disabled and a [probes] section; returns (config, data dir)."""
     data = tmp_path / "data"
     data.mkdir()
@@ -32,8 +33,8 @@ def write_config(tmp_path, **probes) -> tuple:
     (tmp_path / "suites" / "mini.yaml").write_text(MINI_YAML)
     section = {"suite": "suites/mini.yaml", "target_model": f"{SCRIPTED}:GOOD_TARGET",
                "judge_model": f"{SCRIPTED}:JUDGE_MODEL", "schedule": {"interval_seconds": 3600}, **probes}
-    lines = ['data_dir = "data"', "[[tenants]]", 'id = "acme"', "[[evaluators]]", 'name = "quality"',
-             'kind = "rubric"', f'model = "{SCRIPTED}:JUDGE_MODEL"', "[schedules]"]
+    lines = ['data_dir = "data"', *(line for t in tenants for line in ("[[tenants]]", f'id = "{t}"')),
+             "[[evaluators]]", 'name = "quality"', 'kind = "rubric"', f'model = "{SCRIPTED}:JUDGE_MODEL"', "[schedules]"]
     lines += [f"{name} = {{ interval_seconds = 3600, enabled = false }}" for name in Schedules.model_fields]
     lines += ["[probes]"] + [f"{key} = {toml_value(value)}" for key, value in section.items()]
     path = tmp_path / "verdict.toml"
@@ -41,14 +42,17 @@ def write_config(tmp_path, **probes) -> tuple:
     return load_config(path), data
 
 
-def test_the_probes_job_writes_an_artifact_under_the_data_dir(tmp_path):
-    config, data = write_config(tmp_path)
+def test_the_probes_job_writes_one_stamped_copy_per_tenant_under_its_tenant_directory(tmp_path):
+    config, data = write_config(tmp_path, tenants=("acme", "umbrella"))
     assert config.probes.suite == str(tmp_path / "suites" / "mini.yaml")  # relative to verdict.toml
     Daemon(config).probes()
-    artifacts = sorted((data / "probes").glob("mini-1.0-*.json"))
-    assert len(artifacts) == 1
-    run = load_artifact(artifacts[0])
-    assert run.gate.passed and run.score.pass_rate == 1.0 and run.target_model == "scripted/target"
+    store = data / "probes"
+    assert sorted(p.name for p in store.iterdir()) == ["tenant=acme", "tenant=umbrella"]  # nothing un-scoped
+    for tenant in ("acme", "umbrella"):
+        (artifact,) = (store / f"tenant={tenant}").glob("mini-1.0-*.json")
+        run = load_artifact(artifact)
+        assert run.tenant == tenant and run.gate.passed and run.score.pass_rate == 1.0
+        assert run.target_model == "scripted/target"
 
 
 def test_the_scheduler_runs_the_probes_job(tmp_path):
@@ -58,21 +62,22 @@ def test_the_scheduler_runs_the_probes_job(tmp_path):
     thread.start()
     try:
         deadline = time.monotonic() + 60
-        while not list((tmp_path / "probe-runs").glob("*.json")) and time.monotonic() < deadline:
+        while not list((tmp_path / "probe-runs" / "tenant=acme").glob("*.json")) and time.monotonic() < deadline:
             time.sleep(0.1)
     finally:
         daemon.request_stop()
         thread.join(timeout=60)
-    history = load_history(tmp_path / "probe-runs")
+    history = load_history(tmp_path / "probe-runs" / "tenant=acme")
     assert len(history.runs) == 1 and history.runs[0].min_pass_rate == 0.5 and not thread.is_alive()
+    assert history.runs[0].tenant == "acme" and list((tmp_path / "probe-runs").glob("*.json")) == []
 
 
 def test_a_run_with_execution_errors_is_logged_with_probe_error_and_kept(tmp_path, caplog):
     config, data = write_config(tmp_path, target_model=f"{SCRIPTED}:FLAKY_TARGET")
     with caplog.at_level(logging.INFO, logger="verdict.daemon"):
         Daemon(config).probes()
-    assert "job=probes error=probe_error: 1 of 4 probe(s) could not be executed or judged" in caplog.text
-    (artifact,) = (data / "probes").glob("*.json")
+    assert "job=probes tenant=acme error=probe_error: 1 of 4 probe(s) could not be executed or judged" in caplog.text
+    (artifact,) = (data / "probes" / "tenant=acme").glob("*.json")
     assert load_artifact(artifact).errors == 1
 
 
@@ -96,3 +101,24 @@ def test_the_probes_section_is_validated_with_the_config(tmp_path):
     with pytest.raises(DaemonError, match=r"probes.judge_model: Field required"):
         parse_config({**base, "probes": {"target_model": "m"}})
     assert parse_config(base).probes is None
+
+
+def test_a_tenant_whose_directory_cannot_be_written_does_not_stop_the_others(tmp_path, caplog):
+    config, data = write_config(tmp_path, tenants=("acme", "umbrella"))
+    (data / "probes").mkdir()
+    (data / "probes" / "tenant=acme").write_text("not a directory")
+    with caplog.at_level(logging.INFO, logger="verdict.daemon"):
+        Daemon(config).probes()
+    assert "job=probes tenant=acme error=storage_error: cannot write to" in caplog.text
+    (artifact,) = (data / "probes" / "tenant=umbrella").glob("*.json")
+    assert load_artifact(artifact).tenant == "umbrella"
+    assert sorted(p.name for p in (data / "probes").iterdir()) == ["tenant=acme", "tenant=umbrella"]
+
+
+def test_the_probes_job_refuses_an_invalid_tenant_id(tmp_path):
+    from verdict_daemon.probes_command import ProbeJob
+
+    config, data = write_config(tmp_path)
+    with pytest.raises(DaemonError) as error:
+        ProbeJob(config.probes, data, ("acme", "../umbrella"))
+    assert error.value.code == "tenant_required" and "invalid tenant id '../umbrella'" in error.value.message

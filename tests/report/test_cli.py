@@ -11,8 +11,7 @@ import sys
 
 import pytest
 
-from tests.daemon.cli import env
-from verdict_daemon.errors import ERROR_CODES
+from tests.daemon.cli import closed_error, env
 
 
 def report(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -64,9 +63,9 @@ def test_bad_input_is_a_closed_json_error_with_exit_2_and_no_output(lake, tmp_pa
     out.write_text("the previous report")
     values = {"data": str(lake.data_dir), "missing": str(tmp_path / "nope")}
     done = report_here(capsys, *(a.format(**values) for a in args), "--out", str(out), "--json")
-    assert done.returncode == 2
-    error = json.loads(done.stdout)["error"]
-    assert error["code"] == code and code in ERROR_CODES and message in error["message"]
+    assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1), done.stderr
+    error = closed_error(done.stderr)
+    assert error["code"] == code and message in error["message"]
     assert out.read_text() == "the previous report" and [p.name for p in tmp_path.iterdir()] == ["report.html"]
     assert "Traceback" not in done.stderr
 
@@ -79,11 +78,13 @@ def test_errors_without_json_are_one_line_on_stderr(lake, tmp_path, capsys):
     assert not out.parent.exists()
 
 
-def test_a_usage_error_in_a_real_process_is_json_too(lake, tmp_path):
-    done = report("--data-dir", str(lake.data_dir), "--tenant", "acme", "--lock-timeout", "soon", "--json")
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert json.loads(done.stdout) == {"error": {"code": "invalid_config",
-                                                 "message": "argument --lock-timeout: invalid float value: 'soon'"}}
+@pytest.mark.parametrize("mode", [[], ["--json"]])
+def test_a_usage_error_in_a_real_process_is_the_json_error_with_or_without_json(lake, mode):
+    """Usage errors are the `verdict` dispatcher's JSON line in both modes (docs/report.md)."""
+    done = report("--data-dir", str(lake.data_dir), "--tenant", "acme", "--lock-timeout", "soon", *mode)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert json.loads(done.stderr) == {"error": {
+        "code": "invalid_config", "message": "verdict report: argument --lock-timeout: invalid float value: 'soon'"}}
 
 
 def test_a_state_file_held_by_another_process_is_storage_locked(lake, tmp_path, capsys):
@@ -97,7 +98,7 @@ def test_a_state_file_held_by_another_process_is_storage_locked(lake, tmp_path, 
     finally:
         holder.kill()
         holder.wait()
-    assert done.returncode == 2 and json.loads(done.stdout)["error"]["code"] == "storage_locked"
+    assert (done.returncode, done.stdout) == (2, "") and closed_error(done.stderr)["code"] == "storage_locked"
     assert not (tmp_path / "r.html").exists()
 
 
@@ -123,8 +124,8 @@ def test_an_unreadable_data_dir_is_a_storage_error(lake, tmp_path, locked, messa
                               capture_output=True, text=True, env=env(), timeout=120)
     finally:
         (data / locked).chmod(0o755)
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert json.loads(done.stdout) == {"error": {"code": "storage_error", "message": message.format(data=data)}}
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert json.loads(done.stderr) == {"error": {"code": "storage_error", "message": message.format(data=data)}}
     assert not (tmp_path / "r.html").exists()
 
 

@@ -67,8 +67,8 @@ def test_an_empty_queue_and_no_probes_explain_themselves(lake):
 
 
 def test_probe_runs_the_daemon_wrote_are_found_in_the_data_dir(lake, probe_runs, tmp_path):
-    """Without --probes the report reads <data-dir>/probes (the probes job's default out_dir): the latest run
-    of each series, unreadable files counted in a note; a directory can also be given to --probes."""
+    """Without --probes the report reads <data-dir>/probes/tenant=<tenant> (where the probes job writes): the
+    latest run of each series, unreadable files counted in a note; a directory can also be given to --probes."""
     import shutil
 
     from tests.probes.scripted import GOOD, MINI, scripted_judge, scripted_target
@@ -78,8 +78,8 @@ def test_probe_runs_the_daemon_wrote_are_found_in_the_data_dir(lake, probe_runs,
 
     data = tmp_path / "data"
     shutil.copytree(lake.data_dir, data)
-    runs = data / PROBES_DIR
-    runs.mkdir()
+    runs = data / PROBES_DIR / "tenant=acme"
+    runs.mkdir(parents=True)
     shutil.copy(probe_runs[0], runs / "mini-1.0-a.json")  # the failing run, older
     latest = write_artifact(run_suite(MINI, scripted_target(GOOD), scripted_judge()), runs / "mini-1.0-b.json")
     (runs / "torn.json").write_text('{"kind": "verdict.probe_run"')
@@ -95,5 +95,5 @@ def test_probe_runs_the_daemon_wrote_are_found_in_the_data_dir(lake, probe_runs,
     (runs / "mini-1.0-a.json").unlink()
     latest.unlink()
     assert build_report(data, "acme").probes.empty_reason == (
-        "No probe-run artifact found in probes. 1 file(s) in the probe directory are not readable probe-run "
-        "artifacts.")
+        "No probe-run artifact found in probes/tenant=acme/ of the data dir. 1 file(s) in the probe directory are "
+        "not readable probe-run artifacts.")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon.cli import closed_error
 from tests.fakes import Fail, Reply
 from tests.trust.scripted import RUBRIC_YAML, examples, reply_for, write_jsonl
 
@@ -81,7 +82,7 @@ def test_judge_errors_exit_2_with_judge_error(tmp_path, rubric):
     done = gate("--cases", cases, "--judge-model", "tests.trust.scripted:FLAKY_MODEL", "--rubric", rubric,
                 "--min-pass-rate", "0.5", "--out", out)
     assert done.returncode == 2
-    assert json.loads(done.stderr.strip().splitlines()[-1])["error"] == "judge_error"
+    assert closed_error(done.stderr)["code"] == "judge_error"
     assert json.loads(out.read_text())["errors"] == 1  # the partial result is still written
     assert "Traceback" not in done.stderr
 
@@ -90,7 +91,7 @@ def test_every_call_failing_is_provider_unavailable(cases, rubric):
     done = gate("--cases", cases, "--judge-model", "tests.trust.scripted:DOWN_MODEL", "--rubric", rubric,
                 "--min-pass-rate", "0.5")
     assert done.returncode == 2
-    assert json.loads(done.stderr.strip().splitlines()[-1])["error"] == "provider_unavailable"
+    assert closed_error(done.stderr)["code"] == "provider_unavailable"
 
 
 @pytest.mark.parametrize(("judge_model", "extra", "code", "message"), [
@@ -103,9 +104,9 @@ def test_every_call_failing_is_provider_unavailable(cases, rubric):
 def test_bad_options_exit_2_with_a_closed_code(cases, rubric, judge_model, extra, code, message):
     done = gate("--cases", cases, "--judge-model", judge_model, "--rubric", rubric,
                 *(extra or ["--min-pass-rate", "0.9"]))
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    error = json.loads(done.stderr)
-    assert error["error"] == code and message in error["message"]
+    assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1), done.stderr  # nothing ran
+    error = closed_error(done.stderr)
+    assert error["code"] == code and message in error["message"]
 
 
 def test_bad_cases_exit_2_with_invalid_cases(tmp_path, rubric):
@@ -114,8 +115,8 @@ def test_bad_cases_exit_2_with_invalid_cases(tmp_path, rubric):
     done = gate("--cases", path, "--judge-model", "tests.trust.scripted:GOOD_MODEL", "--rubric", rubric,
                 "--min-pass-rate", "0.9")
     assert done.returncode == 2
-    assert json.loads(done.stderr) == {"error": "invalid_cases",
-                                       "message": f"{path}:2: duplicate id 'a' (first on line 1)"}
+    assert json.loads(done.stderr) == {"error": {"code": "invalid_cases",
+                                                 "message": f"{path}:2: duplicate id 'a' (first on line 1)"}}
 
 
 def test_a_bad_rubric_file_is_invalid_config(tmp_path, cases):
@@ -123,7 +124,7 @@ def test_a_bad_rubric_file_is_invalid_config(tmp_path, cases):
     rubric.write_text("name: x\nversion: 1\ndimensions: [{name: Bad Name, description: d}]\n")
     done = gate("--cases", cases, "--judge-model", "tests.trust.scripted:GOOD_MODEL", "--rubric", rubric,
                 "--min-pass-rate", "0.9")
-    assert done.returncode == 2 and json.loads(done.stderr)["error"] == "invalid_config"
+    assert done.returncode == 2 and json.loads(done.stderr)["error"]["code"] == "invalid_config"
 
 
 def test_the_real_openai_client_against_the_fake_server(fake_openai, cases, rubric):
@@ -143,4 +144,19 @@ def test_a_provider_outage_on_the_real_client_exits_2(fake_openai, cases, rubric
     done = gate("--cases", cases, "--judge-model", "openai/gpt-4o-mini", "--rubric", rubric,
                 "--min-pass-rate", "0.9", env=env)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert json.loads(done.stderr.strip().splitlines()[-1])["error"] == "provider_unavailable"
+    assert closed_error(done.stderr)["code"] == "provider_unavailable"
+
+
+def test_importing_the_gate_does_not_load_the_daemon():
+    """verdict.testing (pytest in apps) imports verdict.gate: the CLI's error printer is loaded only by run()."""
+    from tests.imports import loaded_after
+
+    assert loaded_after("import verdict.gate, verdict.testing", ("verdict_daemon", "verdict_daemon.errors")) == []
+
+
+def test_a_usage_error_is_the_verdict_cli_json_error():
+    """`python -m verdict.gate` is `verdict gate`: a usage error is the dispatcher's closed JSON error."""
+    done = gate("--cases", "c.jsonl", "--judge-model", "openai/m", "--min-pass-rate", "high")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert json.loads(done.stderr) == {"error": {
+        "code": "invalid_config", "message": "verdict gate: argument --min-pass-rate: invalid float value: 'high'"}}

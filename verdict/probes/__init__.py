@@ -17,7 +17,7 @@ _NAMES = {
     **dict.fromkeys(["Outcome", "ExpectationResult", "ProbeResult", "Score"], "verdict.probes.results"),
     **dict.fromkeys(["ProbeRun", "ProbeHistory", "Comparison", "ArtifactError", "IncomparableRuns",
                      "METRIC_SCHEMA_VERSION", "JUDGE_METHOD_VERSION", "load_artifact", "load_history",
-                     "write_artifact", "compare"], "verdict.probes.artifact"),
+                     "write_artifact", "write_tenant_artifact", "tenant_dir", "compare"], "verdict.probes.artifact"),
     "run_suite": "verdict.probes.runner",
 }
 __all__ = sorted(_NAMES)

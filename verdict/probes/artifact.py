@@ -13,6 +13,10 @@ version and, when both runs have one, fingerprint):
 Loading recomputes every figure from the per-probe records, never trusting stored summaries: a weight
 that is not a positive finite number (bool, string, NaN, inf, 0, negative) counts zero, and a `passed`
 that is not literally `true` fails closed. Each such repair is listed in `ProbeRun.warnings`.
+
+Tenancy: a run written into a data dir's probe store is stamped with its tenant (`tenant`) and lives under
+`<store>/tenant=<tenant>/` (`write_tenant_artifact`); a file written with `--out` is the caller's own and
+carries no tenant. The HTML report shows only its tenant's runs (verdict_daemon/report/panels.py).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +40,7 @@ from verdict.probes.results import (
     probe_outcome,
     score,
 )
+from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict.text_files import read_text
 
 METRIC_SCHEMA_VERSION = 2
@@ -73,6 +79,7 @@ class ProbeRun:
     results: tuple[ProbeResult, ...]
     warnings: tuple[str, ...] = ()  # repairs made while loading (sanitised weights, non-boolean passed)
     source: str | None = None  # the file it was loaded from
+    tenant: str | None = None  # whose data-dir run this is (validated); None for a caller's own `--out` file
 
     @property
     def score(self) -> Score:
@@ -107,6 +114,7 @@ class ProbeRun:
             "metric_schema_version": self.metric_schema_version,
             "judge_method_version": self.judge_method_version,
             "run_id": self.run_id, "started_at": self.started_at, "finished_at": self.finished_at,
+            "tenant": self.tenant,
             "suite": {"name": self.suite_name, "version": self.suite_version, "fingerprint": self.suite_fingerprint},
             "target_model": self.target_model, "judge_model": self.judge_model,
             "gate": {"passed": gate.passed, "min_pass_rate": self.min_pass_rate,
@@ -146,6 +154,20 @@ def write_artifact(run: ProbeRun, path: str | Path) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return path
+
+
+def tenant_dir(store: str | Path, tenant: str) -> Path:
+    """The tenant's directory in a probe store (`<data_dir>/probes`): `<store>/tenant=<tenant>`, the id
+    validated first (InvalidTenantError), so it is always one safe path component."""
+    return Path(store) / f"tenant={validate_tenant_id(tenant)}"
+
+
+def write_tenant_artifact(run: ProbeRun, store: str | Path, tenant: str) -> Path:
+    """Stamp `run` with `tenant` and write it as `<store>/tenant=<tenant>/<suite>-<version>-<UTC time>.json`."""
+    directory = tenant_dir(store, tenant)
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return write_artifact(replace(run, tenant=tenant), directory / f"{run.suite_name}-{run.suite_version}-{stamp}.json")
 
 
 # --- loading ------------------------------------------------------------------------------------------------
@@ -243,7 +265,14 @@ class _Reader:
                         self.get(data, "target_model", str), self.get(data, "judge_model", str),
                         self.rate(gate, "min_pass_rate", "gate"),
                         self.rate(gate, "min_category_pass_rate", "gate", optional=True), results,
-                        tuple(self.warnings), self.source)
+                        tuple(self.warnings), self.source, self.tenant(data))
+
+    def tenant(self, data: Mapping[str, Any]) -> str | None:
+        tenant = self.get(data, "tenant", str, optional=True)
+        try:
+            return None if tenant is None else validate_tenant_id(tenant)
+        except InvalidTenantError as exc:
+            raise self.fail("tenant", str(exc)) from None
 
     def _probe(self, item: Mapping[str, Any], where: str) -> ProbeResult:
         expectations = tuple(self._expectation(e, f"{where}.expectations[{i}]")

@@ -17,6 +17,7 @@ from verdict.redact.credentials import credential_name_hints, is_credential_name
 from verdict.redact.findings import PRIORITY, Finding
 
 _NAME_WINDOW = 72
+_PROBE_GAP = 72  # reading one name costs about as much as finding hints in ~70 characters
 _QUOTE_SPACING = 25  # a quote per 25 characters or less: JSON with a key per ~100 (4 quotes)
 # Reversed text before the separator: spaces, an optional closing quote (or \" of escaped JSON),
 # then the name.
@@ -47,13 +48,16 @@ _NOT_A_VALUE = frozenset({"null", "none", "nil", "undefined", "true", "false"})
 
 def scan_assignments(s: str, out: list[Finding]) -> None:
     """Append the values assigned to credential-named keys in `s`."""
+    last = max(s.rfind(":"), s.rfind("="))
+    if last < 0:
+        return  # no separator, no assignment
     # A separator can only follow a credential name within _NAME_WINDOW of a hint's end, so
     # only those stretches are searched (merged, so each separator is examined once). Finding
     # the hints costs ~17 ns per character, examining a JSON key's `:` (what reaches the name
     # check; `12:34` and `::` are rejected at once) ~1.8 µs: hints pay off for key-dense text
     # such as short GenAI message JSON, told by its quotes (one-character searches are cheap).
     dense = '"' in s and s.count('"') * _QUOTE_SPACING > len(s)
-    hints = credential_name_hints(s) if dense else None
+    hints = credential_name_hints(s[: _hints_reach(s, last)]) if dense else None
     if hints is None:
         _examine(s, 0, len(s), out, [0, 0])
         return
@@ -68,6 +72,21 @@ def scan_assignments(s: str, out: list[Finding]) -> None:
         high = start + _NAME_WINDOW + 1
     if high > 0:
         _examine(s, low, high, out, resume)
+
+
+def _hints_reach(s: str, last: int) -> int:
+    """Where the hints worth finding end, given the last separator `last`.
+
+    A hint opens a stretch after it, so one after the last separator that can be an assignment
+    opens an empty one: that is most of a user message's JSON (everything after the first `:`
+    of its content). When the last separator comes after a long stretch without one (an
+    assistant message's `"finish_reason":` after its content) and no credential name precedes
+    it, the separator before it bounds the hints instead.
+    """
+    before = max(s.rfind(":", 0, last), s.rfind("=", 0, last))
+    if last - before > _PROBE_GAP and not is_credential_name(_name_before(s, last) or ""):
+        return max(before, 0)
+    return last
 
 
 def _examine(s: str, low: int, high: int, out: list[Finding], resume: list[int]) -> None:
@@ -91,9 +110,8 @@ def _assignment_at(s: str, i: int, out: list[Finding]) -> int:
     previous = s[i - 1 : i]
     if i == 0 or (previous.isdigit() and following in _DIGIT_FOLLOWERS[s[i]]):
         return 0  # times, ratios, IPv6 groups: 12:34, 1=1, 2001:db8
-    stop = i - _NAME_WINDOW - 1
-    name = _NAME_REVERSED.match(s[i - 1 : stop if stop >= 0 else None : -1])
-    if name is None or not is_credential_name(key := name.group(1)[::-1]):
+    key = _name_before(s, i)
+    if key is None or not is_credential_name(key):
         return 0
     value = _VALUE.match(s, i + 1)
     if value is None:
@@ -111,3 +129,10 @@ def _assignment_at(s: str, i: int, out: list[Finding]) -> int:
         return 0
     out.append(Finding(start, end, "SECRET", PRIORITY["SECRET"]))
     return end
+
+
+def _name_before(s: str, i: int) -> str | None:
+    """The field name right before the separator s[i] (0 < i), read from a reversed window."""
+    stop = i - _NAME_WINDOW - 1
+    name = _NAME_REVERSED.match(s[i - 1 : stop if stop >= 0 else None : -1])
+    return None if name is None else name.group(1)[::-1]

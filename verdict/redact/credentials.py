@@ -34,6 +34,16 @@ _NAME_END_HINTS = frozenset({"token", "cookie", "pwd", "jwt", "otp", "pin"})
 _NAME_GOES_ON = re.compile(r"[-_.]*+[a-z0-9]")
 
 
+def _has_hint(s: str) -> bool:
+    """Any of `_HINTS` in `s`. Spelled out: chained `in` tests cost ~60% of a loop over the
+    tuple, and most text has none (tests/redact checks that it agrees with `_HINTS`)."""
+    return (
+        "pass" in s or "key" in s or "auth" in s or "cred" in s or "secret" in s or "token" in s
+        or "cookie" in s or "sessi" in s or "pwd" in s or "jwt" in s or "otp" in s or "pin" in s
+        or "cv" in s
+    )  # fmt: skip
+
+
 @lru_cache(maxsize=4096)
 def is_credential_name(name: str) -> bool:
     """True if a field called `name` holds a credential (case- and separator-insensitive)."""
@@ -54,9 +64,9 @@ def credential_name_hints(s: str) -> list[int] | None:
     """
     low = s.lower()
     stripped = low.replace("-", "").replace("_", "").replace(".", "")
-    present = [hint for hint in _HINTS if hint in stripped]
-    if not present:
+    if not _has_hint(stripped):
         return []
+    present = [hint for hint in _HINTS if hint in stripped]
     if len(low) != len(s):
         return None
     ends = []

@@ -78,6 +78,8 @@ def _in_url(s: str, at: int) -> bool:
 
 def scan_url_credentials(s: str, out: list[Finding]) -> None:
     """Append the `user:password` part of URLs such as `postgres://app:s3cret@db:5432/x`."""
+    if "://" not in s:  # a substring search costs a third of an empty `finditer`
+        return
     for m in _URL_USERINFO.finditer(s):
         user, sep, password = m.group(1).partition(":")
         if sep and password:

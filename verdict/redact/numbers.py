@@ -29,6 +29,7 @@ _CANDIDATE = re.compile(
     re.X,
 )
 _SEPARATORS = str.maketrans("", "", " ().-/+")
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 # One shape for the whole run (tried first, one regex call); runs that hold several numbers
 # or extra digits fall back to the per-shape searches below.
@@ -63,9 +64,18 @@ _WORDISH = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345
 
 def scan_numbers(s: str, out: list[Finding]) -> None:
     """Append phone, card, SSN, IBAN and IPv4 findings of `s` to `out`."""
+    # A candidate starts at a digit, so searching from the next digit finds the same one; in
+    # ASCII text (byte offsets are character offsets) that digit is found in a translated copy
+    # at memchr speed, where `re` steps through the letters in between one by one.
+    next_digit = s.encode().translate(_DIGITS_TO_ZERO).find if s.isascii() else None
     pos = 0
     search = _CANDIDATE.search
-    while (m := search(s, pos)) is not None:
+    while True:
+        if next_digit is not None and (pos := next_digit(b"0", pos)) < 0:
+            return
+        m = search(s, pos)
+        if m is None:
+            return
         end = m.end()
         if m.group("iban") is not None:
             # IBAN-shaped but failing mod-97: an account-like code, not a card or phone either.

@@ -3,6 +3,7 @@ the human review queue (verdict_daemon.review: queue_summary, list_items, get_it
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,33 +22,62 @@ def _rate(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f} %"
 
 
-def probe_panel(paths: Sequence[Path], default_dir: Path) -> Panel:
-    """One row per probe run, figures recomputed by `load_artifact` from the per-probe records: each file
-    given, the latest run of each series in each directory given or, with nothing given, in `default_dir`
-    (where the daemon's probes job writes) when it exists. Files of a directory that are not readable
-    artifacts are counted in the panel's note, not fatal; a file given by name must load."""
-    from verdict.probes import ArtifactError, load_artifact, load_history
+def probe_panel(paths: Sequence[Path], store: Path, tenant: str) -> Panel:
+    """One row per probe run of `tenant`, figures recomputed by `load_artifact` from the per-probe records:
+    each file given, the latest run of each series in each directory given or, with nothing given, in the
+    tenant's directory of the data dir's probe store (`store/tenant=<id>`, where the daemon's probes job
+    and `verdict probes run --data-dir` write). Fail closed on tenancy: a run stamped with another tenant is
+    never shown (a file given by name is an error), a path given inside the store must be inside the
+    tenant's own directory, and runs left directly in `store` (written before runs were tenant-scoped)
+    belong to no tenant: they are counted in the note with how to assign them. Files of a directory that
+    are not readable artifacts are counted too; a file given by name must load."""
+    from verdict.probes import ArtifactError, load_artifact, load_history, tenant_dir
 
-    if not paths and not default_dir.is_dir():
-        return Panel((), PROBE_COLUMNS, f"No probe results: the daemon's probes job ([probes] in verdict.toml) writes "
-                                        f"its runs to {default_dir.name}/ in the data dir, or pass --probes run.json "
-                                        "(written by `verdict probes run --out run.json`) or a directory of them.")
-    runs, skipped = [], 0
-    for path in paths or [default_dir]:
+    own = tenant_dir(store, tenant)
+    for path in paths:
+        inside = path.resolve().is_relative_to(store.resolve())
+        if inside and not path.resolve().is_relative_to(own.resolve()):
+            raise DaemonError("invalid_config", f"--probes {path}: inside the data dir's probe store only "
+                                                f"{store.name}/{own.name}/ belongs to tenant {tenant!r}")
+    runs, skipped, foreign = [], 0, 0
+    for path in paths or ([own] if own.is_dir() else []):
         if path.is_dir():
             history = load_history(path)
-            runs += [series[-1] for series in history.series().values()]
+            mine = [run for run in history.runs if run.tenant in (None, tenant)]
+            runs += [series[-1] for series in dataclasses.replace(history, runs=tuple(mine)).series().values()]
             skipped += len(history.skipped)
+            foreign += len(history.runs) - len(mine)
             continue
         try:
-            runs.append(load_artifact(path))
+            run = load_artifact(path)
         except ArtifactError as exc:
             raise DaemonError("invalid_config", f"--probes: {exc}") from None
-    note = f"{skipped} file(s) in the probe directory are not readable probe-run artifacts." if skipped else None
+        if run.tenant not in (None, tenant):
+            raise DaemonError("invalid_config", f"--probes {path}: the run belongs to tenant {run.tenant!r}, "
+                                                f"not {tenant!r}")
+        runs.append(run)
+    note = " ".join(text for count, text in (
+        (skipped, f"{skipped} file(s) in the probe directory are not readable probe-run artifacts."),
+        (foreign, f"{foreign} run(s) in the probe directory belong to another tenant and are not shown."),
+        _unassigned(store, own)) if count) or None
     if not runs:
-        return Panel((), PROBE_COLUMNS, f"No probe-run artifact found in {', '.join(p.name for p in paths or [default_dir])}."
-                     + (f" {note}" if note else ""))
+        where = ", ".join(p.name for p in paths) if paths else f"{store.name}/{own.name}/ of the data dir"
+        reason = (f"No probe-run artifact found in {where}." if paths or own.is_dir() else
+                  f"No probe results: the daemon's probes job ([probes] in verdict.toml) and `verdict probes run "
+                  f"--data-dir DATA_DIR --tenant {tenant}` write tenant {tenant}'s runs to {store.name}/{own.name}/ "
+                  f"in the data dir, or pass --probes run.json (written by "
+                  "`verdict probes run --out run.json`) or a directory of them.")
+        return Panel((), PROBE_COLUMNS, reason + (f" {note}" if note else ""))
     return Panel(tuple(_probe_row(run) for run in runs), PROBE_COLUMNS, None, note)
+
+
+def _unassigned(store: Path, own: Path) -> tuple[int, str]:
+    """Runs left directly in the store (written before runs were tenant-scoped): whose they are is unknown."""
+    count = len(list(store.glob("*.json"))) if store.is_dir() else 0
+    return count, (f"{count} probe-run artifact(s) directly in {store.name}/ of the data dir belong to no tenant "
+                   f"(written before probe runs were tenant-scoped) and are shown in no tenant's report: move (or copy) each "
+                   f"into {store.name}/tenant=<tenant>/ of the tenant it was run for, e.g. "
+                   f"`mv DATA_DIR/{store.name}/*.json DATA_DIR/{store.name}/{own.name}/`.")
 
 
 def _probe_row(run) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ def build_report(data_dir: Path | str, tenant: str, *, probes: Sequence[Path | s
     if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, int | float) or not 0 <= lock_timeout < math.inf:
         raise DaemonError("invalid_config", f"--lock-timeout must be a finite number of seconds >= 0, got {lock_timeout!r}")
     try:
-        return gather(root, tenant, probes=probe_panel([Path(p) for p in probes], root / PROBES_DIR),
+        return gather(root, tenant, probes=probe_panel([Path(p) for p in probes], root / PROBES_DIR, tenant),
                       review=review_queue(root, tenant, lock_timeout), lock_timeout=lock_timeout,
                       generated_at=generated_at)
     except OSError as exc:  # e.g. a partition or state.duckdb the user may not read
