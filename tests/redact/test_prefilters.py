@@ -97,7 +97,7 @@ def test_hints_stop_at_the_last_separator_that_can_be_an_assignment() -> None:
     content = "I forgot the password and my api key again, the token expired too. " * 2
     # Assistant message: `"finish_reason":` after a long content is no assignment, so the
     # credential words in the content are never looked at; one before the content still counts.
-    assistant = '[{"role": "assistant", "parts": [{"type": "text", "content": "%s"}], ' % content
+    assistant = '[{"role": "assistant", "parts": [{"type": "text", "content": "' + content + '"}], '
     assert _found(assistant + '"finish_reason": "stop"}]') == []
     assert _found('[{"token": "t0ps3cret", ' + assistant[2:] + '"finish_reason": "stop"}]') == [
         "t0ps3cret"
@@ -106,8 +106,8 @@ def test_hints_stop_at_the_last_separator_that_can_be_an_assignment() -> None:
     assert _found(assistant + '"api_key": "k-123"}]') == ["k-123"]
     assert _found(assistant + '"x-api-key": k-456}]') == ["k-456"]
     # User message: nothing after the last separator is a name; before it, names still count.
-    user = '[{"role": "user", "parts": [{"type": "text", "content": "pwd=hunter2 then %s"}]}]'
-    assert _found(user % content) == ["hunter2"]
+    user = '[{"role": "user", "parts": [{"type": "text", "content": "pwd=hunter2 then '
+    assert _found(user + content + '"}]}]') == ["hunter2"]
     assert _found('{"a": "b", "password": "at the last separator"') == ["at the last separator"]
     assert _found('"password"' + " " * 80 + ': "far"') == []  # beyond a name's reach
     assert _found('"password":' + " " * 80 + '"v"') == ["v"]
