@@ -62,10 +62,11 @@ def suite(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(lake, suite, tmp_path_factory):
-    """A copy of the report lake with one CLI run per tenant: acme's target passes, umbrella's caves."""
+    """A copy of the report lake with one CLI run per tenant: acme's target passes (also written with --out,
+    next to the data dir), umbrella's caves."""
     data = tmp_path_factory.mktemp("tenancy") / "data"
     shutil.copytree(lake.data_dir, data)
-    acme = probes_run(suite, "GOOD_TARGET", "--data-dir", data, "--tenant", "acme")
+    acme = probes_run(suite, "GOOD_TARGET", "--data-dir", data, "--tenant", "acme", "--out", data.parent / "ci.json")
     umbrella = probes_run(suite, "BAD_TARGET", "--data-dir", data, "--tenant", "umbrella")
     assert (acme.returncode, umbrella.returncode) == (0, 1), (acme.stderr, umbrella.stderr)
     return data, written(acme), written(umbrella)
@@ -85,6 +86,8 @@ def test_the_cli_writes_each_tenants_run_stamped_under_its_own_directory(runs):
     assert sorted(p.name for p in (data / "probes").iterdir()) == ["tenant=acme", "tenant=umbrella"]
     assert (load_artifact(acme).tenant, load_artifact(acme).target_model) == ("acme", ACME_TARGET)
     assert (load_artifact(umbrella).tenant, load_artifact(umbrella).target_model) == ("umbrella", UMBRELLA_TARGET)
+    ci = load_artifact(data.parent / "ci.json")  # --tenant stamps the --out copy of the same run too
+    assert (ci.tenant, ci.run_id) == ("acme", load_artifact(acme).run_id)
 
 
 def test_each_tenants_report_shows_only_its_own_runs(runs, tmp_path):
