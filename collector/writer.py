@@ -1,10 +1,12 @@
 """Group commit: decoded spans from many requests become one durable segment per partition.
 
 Requests wait (bounded) in memory; a single writer thread takes everything waiting once the
-oldest request has waited `batch_delay`, or `max_batch_spans` are queued, or no other request
-is still being decoded (the delay buys batching only while more spans are on their way — the
-same rule as PostgreSQL's commit_delay/commit_siblings), writes one segment per (tenant,
-date), and only after every segment is fsync'd and renamed resolves the requests' futures. A failed write fails every request in that batch (the client retries;
+oldest request has waited `batch_delay`, or `max_batch_spans` are queued, or every request that
+was already being decoded when the oldest one was queued has been queued too (the delay buys
+batching only while more spans are on their way — the idea of PostgreSQL's
+commit_delay/commit_siblings; later arrivals do not hold the batch, so a steady stream does not
+turn the delay into a constant wait), writes one segment per (tenant, date), and only after
+every segment is fsync'd and renamed resolves the requests' futures. A failed write fails every request in that batch (the client retries;
 duplicates are removed by readers and compaction), so nothing is acknowledged that is not on
 disk.
 """
@@ -44,6 +46,7 @@ class _Pending:
     nbytes: int
     future: Future = field(default_factory=Future)
     enqueued: float = field(default_factory=time.monotonic)
+    horizon: int = 0  # requests that had started decoding when this one was queued: tickets below it
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,8 @@ class SegmentWriter:
         self._pending: list[_Pending] = []
         self._queued_spans = 0
         self._held_bytes = 0  # waiting + being written
-        self._arriving = 0  # requests being decoded: their spans will join the waiting batch
+        self._next_ticket = 0
+        self._decoding: set[int] = set()  # tickets of requests being decoded: their spans will join a batch
         self._closing = False
         self._free_bytes = (0.0, 0)  # (checked at, free bytes)
         self._thread = threading.Thread(target=self._run, name="segment-writer", daemon=True)
@@ -97,14 +101,16 @@ class SegmentWriter:
 
     @contextlib.contextmanager
     def arriving(self) -> Iterator[None]:
-        """Wrap decoding + submit() of one request: while any is open, a waiting batch holds for it."""
+        """Wrap decoding + submit() of one request: a batch holds for those open when its oldest request was queued."""
         with self._cond:
-            self._arriving += 1
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            self._decoding.add(ticket)
         try:
             yield
         finally:
             with self._cond:
-                self._arriving -= 1
+                self._decoding.discard(ticket)
                 self._cond.notify()
 
     def submit(self, batches: list, spans: int) -> Future:
@@ -116,6 +122,7 @@ class SegmentWriter:
             return pending.future
         with self._cond:
             self.check_admission(nbytes)
+            pending.horizon = self._next_ticket
             self._pending.append(pending)
             self._queued_spans += spans
             self._held_bytes += nbytes
@@ -134,7 +141,12 @@ class SegmentWriter:
                 self._cond.wait()
             # The delay bounds how long the oldest waiting request waits, not the writer's nap.
             deadline = self._pending[0].enqueued + self._limits.batch_delay_s
-            while not self._closing and self._arriving and self._queued_spans < self._limits.max_batch_spans:
+            horizon = self._pending[0].horizon
+            while (
+                not self._closing
+                and self._queued_spans < self._limits.max_batch_spans
+                and any(ticket < horizon for ticket in self._decoding)
+            ):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
