@@ -24,12 +24,15 @@ class Maintenance:
 
     def segments_written(self, count: int) -> None:
         """Called by the segment writer after each write."""
-        threshold = self._config.compact_after_segments
         with self._lock:
             self._new_segments += count
-            due = threshold and self._new_segments >= threshold
+            due = self._enough_new_segments()
         if due:
             self._wake.set()
+
+    def _enough_new_segments(self) -> bool:  # call with self._lock held
+        threshold = self._config.compact_after_segments
+        return threshold > 0 and self._new_segments >= threshold
 
     def recover(self) -> None:
         compaction.recover(self._config.data_dir)
@@ -47,7 +50,6 @@ class Maintenance:
     def _loop(self, stats: Stats) -> None:
         compact_every = self._config.compact_interval_s
         retain_every = self._config.maintenance_interval_s
-        after_segments = self._config.compact_after_segments
         next_compact = time.monotonic() + compact_every if compact_every > 0 else float("inf")
         next_retain = time.monotonic()
         while True:
@@ -62,7 +64,7 @@ class Maintenance:
                         retention.expire(self._config.data_dir, self._config.retention_days)))
                     next_retain = now + retain_every
                 with self._lock:
-                    due = now >= next_compact or bool(after_segments and self._new_segments >= after_segments)
+                    due = now >= next_compact or self._enough_new_segments()
                     if due:
                         self._new_segments = 0
                 if due:

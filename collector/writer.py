@@ -6,9 +6,9 @@ was already being decoded when the oldest one was queued has been queued too (th
 batching only while more spans are on their way — the idea of PostgreSQL's
 commit_delay/commit_siblings; later arrivals do not hold the batch, so a steady stream does not
 turn the delay into a constant wait), writes one segment per (tenant, date), and only after
-every segment is fsync'd and renamed resolves the requests' futures. A failed write fails every request in that batch (the client retries;
-duplicates are removed by readers and compaction), so nothing is acknowledged that is not on
-disk.
+every segment is fsync'd and renamed resolves the requests' futures. A failed write fails every
+request in that batch (the client retries; duplicates are removed by readers and compaction),
+so nothing is acknowledged that is not on disk.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 from verdict_daemon.config import load_config
 from verdict_daemon.errors import DaemonError, internal_error
@@ -23,7 +24,7 @@ from verdict_daemon.errors import DaemonError, internal_error
 class _Parser(argparse.ArgumentParser):
     """A usage error is an `invalid_config` start failure like any other, not argparse's usage text."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise DaemonError("invalid_config", message)
 
 
