@@ -8,6 +8,12 @@ coverage (usable component verdicts among all component records) separately.
 
 Intervals: Wilson for TPR, TNR, raw agreement and coverage; Fleiss-Cohen-Everitt for kappa;
 Gwet's linearised variance for AC1 (see verdict.stats.interrater).
+
+Before a judge is trusted, the rubric itself must be clear enough that people agree on it:
+`evaluate_rater_agreement` measures agreement among human raters on the same items (Cohen's kappa
+for exactly two raters, Fleiss' kappa when every item has the same number of raters, Gwet's AC1 and
+Krippendorff's alpha with missing labels; see verdict.stats.multirater) and flags a rubric whose AC1
+is under `RUBRIC_MIN_AC1`.
 """
 
 from __future__ import annotations
@@ -17,7 +23,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import numpy as np
+
 from verdict.stats.interrater import Coefficient, cohens_kappa, contingency_table, gwet_ac1
+from verdict.stats.multirater import (
+    fleiss_kappa,
+    gwet_ac1_raters,
+    krippendorff_alpha,
+    rating_counts,
+)
 from verdict.stats.proportions import Proportion, wilson_interval
 
 LABELS = ("PASS", "FAIL")
@@ -180,6 +194,86 @@ def split_dev_test(
         h = int.from_bytes(hashlib.sha256(f"{salt}\0{item}".encode()).digest()[:8], "big") / 2**64
         (test if h < test_fraction else dev).append(item)
     return DevTestSplit(tuple(dev), tuple(test))
+
+
+# A rubric on which people agree less than this (Gwet's AC1 point estimate) is too vague to trust a
+# judge with: the same threshold as the judge's EvidenceGate default on the AC1 lower bound, and
+# Landis & Koch's "moderate" boundary (0.6) read as "substantial or better".
+RUBRIC_MIN_AC1 = 0.6
+RUBRIC_MIN_ITEMS = 20  # fewer items rated by two or more people: too little data to flag or clear a rubric
+
+
+@dataclass(frozen=True)
+class RaterAgreement:
+    """Agreement among human raters on one dimension. A coefficient is None when its design does
+    not apply (Cohen: exactly two raters; Fleiss: the same number of raters on every item) or it is
+    undefined on the data (every label in one category)."""
+
+    n_items: int  # items with at least one label
+    n_pairable: int  # items labelled by two or more raters: the ones that measure agreement
+    raters: tuple[str, ...]
+    percent_agreement: float | None  # share of agreeing rater pairs, averaged over pairable items
+    cohen_kappa: Coefficient | None
+    fleiss_kappa: Coefficient | None
+    gwet_ac1: Coefficient | None
+    krippendorff_alpha: Coefficient | None  # nominal
+    status: str  # "ok", "below_threshold" (AC1 < min_ac1) or "insufficient_data"
+    min_ac1: float
+
+
+def evaluate_rater_agreement(
+    labels: Mapping[str, Mapping[str, str]],
+    *,
+    min_ac1: float = RUBRIC_MIN_AC1,
+    min_items: int = RUBRIC_MIN_ITEMS,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> RaterAgreement:
+    """Agreement among raters: `labels[item][rater]` is that rater's PASS or FAIL on the item.
+
+    Intervals: FCE for Cohen's kappa; a percentile bootstrap over items (seeded) for the others.
+    """
+    raters = tuple(sorted({r for by_rater in labels.values() for r in by_rater}))
+    for item, by_rater in labels.items():
+        bad = {r: v for r, v in by_rater.items() if v not in _USABLE}
+        if bad:
+            raise ValueError(f"item {item!r}: labels must be PASS or FAIL, got {bad}")
+    rows = [[by_rater.get(r) for r in raters] for by_rater in labels.values() if by_rater]
+    counts = rating_counts(rows, LABELS) if rows else np.zeros((0, 2), dtype=np.int64)
+    per_item = counts.sum(axis=1)
+    pairable = counts[per_item >= 2]
+    options = {"confidence": confidence, "n_resamples": n_resamples, "seed": seed}
+
+    def attempt(compute, *args, **kwargs) -> Coefficient | None:
+        try:
+            return compute(*args, **kwargs)
+        except ValueError:  # not applicable or undefined on these data
+            return None
+
+    cohen = None
+    if len(raters) == 2:
+        both = [(by_rater[raters[0]], by_rater[raters[1]]) for by_rater in labels.values() if len(by_rater) == 2]
+        if both:
+            table = contingency_table([a for a, _ in both], [b for _, b in both], LABELS)
+            cohen = attempt(cohens_kappa, table, confidence=confidence)
+    ac1 = attempt(gwet_ac1_raters, counts, **options) if len(pairable) >= 2 else None
+    status = ("insufficient_data" if len(pairable) < min_items or ac1 is None
+              else "below_threshold" if ac1.value < min_ac1 else "ok")
+    with np.errstate(invalid="ignore"):
+        pa = (np.sum(pairable * (pairable - 1), axis=1) / (pairable.sum(axis=1) * (pairable.sum(axis=1) - 1)))
+    return RaterAgreement(
+        n_items=len(counts),
+        n_pairable=len(pairable),
+        raters=raters,
+        percent_agreement=float(pa.mean()) if len(pairable) else None,
+        cohen_kappa=cohen,
+        fleiss_kappa=attempt(fleiss_kappa, pairable, **options) if len(pairable) >= 2 else None,
+        gwet_ac1=ac1,
+        krippendorff_alpha=attempt(krippendorff_alpha, counts, **options),
+        status=status,
+        min_ac1=min_ac1,
+    )
 
 
 def _validate(rows: list[LabelledItem]) -> None:

@@ -3,7 +3,8 @@
   list             items queued for review (paged, newest first)
   show ITEM        the redacted conversation, the judge's verdict and rationale per dimension, labels
   label ITEM       record PASS/FAIL per dimension with a one-line critique (a new, immutable record)
-  agreement        judge vs the latest human labels per dimension: TPR, TNR, kappa, AC1 with intervals
+  agreement        judge vs the latest human labels per dimension: TPR, TNR, kappa, AC1 with intervals;
+                   next to it, reviewers among themselves (kappa, AC1, alpha), flagging a vague rubric
   export-sentinel  write the labels as a sentinel set (verdict.sentinel JSONL)
   correlate        judge verdicts vs user signals (span events and/or a JSONL side file)
 
@@ -142,6 +143,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            help="the class TPR is about (default FAIL: the judge's job is catching failures)")
     agreement.add_argument("--confidence", type=_float_in(0, 1, open_low=True), default=0.95,
                            help="interval level in (0, 1) (default 0.95)")
+    agreement.add_argument("--min-human-ac1", type=_float_in(-1, 1), default=None,
+                           help="reviewers' AC1 under this flags the rubric (default 0.6, docs/review.md)")
+    agreement.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0,
+                           help="bootstrap seed of the reviewer-agreement intervals (default 0)")
 
     export = actions.add_parser("export-sentinel", parents=[common], help="write the labels as a sentinel set")
     export.add_argument("--out", type=Path, required=True, help="JSONL file to write (replaced atomically)")
@@ -209,9 +214,11 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
     if args.action == "agreement":
         fingerprint, dimensions = review.review_agreement(store, tenant, evaluator=args.evaluator,
                                                           fingerprint=args.fingerprint, positive=args.positive,
-                                                          confidence=args.confidence)
+                                                          confidence=args.confidence,
+                                                          min_human_ac1=args.min_human_ac1, seed=args.seed)
         return {"tenant_id": tenant, "fingerprint": fingerprint, "positive": args.positive,
-                "dimensions": [d.to_dict() for d in dimensions]}
+                "dimensions": [d.to_dict() for d in dimensions],
+                "vague_rubric": [d.dimension for d in dimensions if d.humans.status == "below_threshold"]}
     if args.action == "export-sentinel":
         written = review.export_sentinel(store, tenant, args.out, evaluator=args.evaluator,
                                          fingerprint=args.fingerprint)

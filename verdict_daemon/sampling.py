@@ -1,11 +1,24 @@
 """Sampling: pick traces from the span lake for judging, stratified per cluster and window.
 
 A trace's graded call is its last LLM call (by end time) that is neither judge workload nor an
-error. Within each (stratum, window) the traces are ranked by md5(seed:trace_id), so the same lake
-always yields the same picks; a stratum already holding k sampled traces gets its next
-`per_cluster_per_window - k` by rank. The global budget (`max_traces_per_run`) is shared fairly:
-every stratum's first pick comes before any stratum's second. The stratum is the intent key for
-now (`unassigned` when a call carries none); the cluster registry will take over this seam.
+error. Each trace gets a draw u = md5(seed:trace_id) read as a number in [0, 1): independent of when
+the trace arrived, so a rule on u alone samples every hour of a window alike, and the same lake
+always yields the same picks. Per (stratum, window), with k = `per_cluster_per_window`:
+
+- an open window (the current one) takes every trace with u < rate, the rate fixed from the
+  previous window's volume, k / N(previous) (for a stratum's first window: k over the volume
+  extrapolated from the elapsed part); traces are picked as they arrive, hour by hour, and the
+  expected sample at the close is k whatever the time-of-day pattern of the traffic;
+- a closed window is topped up to the bottom-m by u over all its traces, m = max(k, rank of the
+  largest u already picked): a uniform random sample of the window (simple random sampling given
+  m), late traces re-ranked into it as they land. A window first seen closed gets exactly its
+  bottom-k.
+No pick is ever withdrawn (judged traces stay judged). A window never holds more than
+`CEILING_FACTOR * k` picks (a traffic surge against the previous window's volume): the ceiling
+keeps the judge budget bounded, filled by u, and is logged. The global budget (`max_traces_per_run`)
+is shared fairly: every stratum's first pick comes before any stratum's second. Only windows wholly
+inside the lookback are sampled. The stratum is the intent key for now (`unassigned` when a call
+carries none); the cluster registry will take over this seam.
 """
 
 from __future__ import annotations
@@ -27,6 +40,9 @@ from verdict_daemon.state import StateStore, insert_rows
 log = logging.getLogger("verdict.daemon")
 
 UNASSIGNED = "unassigned"
+CEILING_FACTOR = 2  # a window's picks never exceed this many times per_cluster_per_window
+# u: the first 13 hex digits (52 bits, exact in a double) of the draw, scaled to [0, 1)
+_U = "('0x' || substr({draw}, 1, 13))::BIGINT / 4503599627370496.0"
 _SAMPLED_COLUMNS = ("tenant_id", "trace_id", "span_id", "intent_key", "stratum", "window_start", "started_at",
                     "query", "response", "context", "sampled_at")
 
@@ -37,10 +53,17 @@ class SampleReport:
     sampled: int  # newly sampled by this run
     strata: int  # (stratum, window) cells that received traces
     budget_limited: bool  # the global budget cut this run short
+    at_ceiling: int = 0  # (stratum, window) cells whose traffic hit the per-window ceiling this run
 
 
 def _naive_utc(at: datetime) -> datetime:
     return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
+
+
+def _window_floor(at: datetime, window: timedelta) -> datetime:
+    """The start of the epoch-aligned window holding `at` (the same grid as the SQL below)."""
+    epoch = datetime(1970, 1, 1)
+    return epoch + window * ((at - epoch) // window)
 
 
 def _segment_files(data_dir: Path, tenant: str, start: datetime, end: datetime) -> list[str]:
@@ -59,18 +82,20 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
 
     tenant = validate_tenant_id(tenant)
     end = _naive_utc(as_of)
-    start = end - timedelta(days=config.lookback_days)
-    files = _segment_files(data_dir, tenant, start, end)
+    window = timedelta(hours=config.window_hours)
+    start = _window_floor(end - timedelta(days=config.lookback_days) + window - timedelta(microseconds=1), window)
+    if start >= end:  # a lookback shorter than one window: the current window only
+        start = _window_floor(end, window)
+    files = _segment_files(data_dir, tenant, start - window, end)
     if not files:
         return SampleReport(0, 0, 0, False)
     with store.transaction() as con:
         done = con.sql(
             "SELECT trace_id, stratum, window_start FROM sampled_traces WHERE tenant_id = ? AND window_start >= ?",
-            params=[tenant, start - timedelta(hours=config.window_hours)]).to_arrow_table()
-    window_s = int(config.window_hours * 3600)
+            params=[tenant, start]).to_arrow_table()
     lake_con = duckdb.connect(config={"threads": 2})
     try:
-        rows, eligible = _pick(lake_con, done, files, start, end, window_s, config)
+        rows, eligible, at_ceiling = _pick(lake_con, done, files, start, end, window.total_seconds(), config)
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
@@ -84,21 +109,23 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
             insert_rows(con, "sampled_traces", _SAMPLED_COLUMNS, records)
     strata = len({(r[4], r[5]) for r in records})
     log.info("sample tenant=%s eligible=%d sampled=%d strata=%d", tenant, eligible, len(records), strata)
-    return SampleReport(eligible, len(records), strata, eligible > len(records))
+    return SampleReport(eligible, len(records), strata, eligible > len(records), at_ceiling)
 
 
-def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, window_s: int,
-          config: Sampling) -> tuple[list[tuple], int]:
-    """The new picks with their content, and how many unsampled eligible traces there were."""
+def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, window_s: float,
+          config: Sampling) -> tuple[list[tuple], int, int]:
+    """The new picks with their content, how many unsampled eligible traces there were, and how many
+    cells reached the ceiling."""
     lake_con.register("done", done)
     quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
     not_inference = ", ".join(f"'{op}'" for op in NOT_INFERENCE)
+    u = _U.format(draw="md5($seed || ':' || trace_id)")
     lake_con.execute(f"""
         CREATE TEMP TABLE picked AS
         WITH calls AS (
             SELECT trace_id, span_id, start_time, end_time, intent_key
             FROM read_parquet([{quoted}], union_by_name = true)
-            WHERE start_time >= $start AND start_time < $end
+            WHERE start_time >= $start - to_seconds($w) AND start_time < $end
               AND operation IS NOT NULL AND operation NOT IN ({not_inference})
               AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}'
               AND status_code <> 'ERROR' AND error_type IS NULL
@@ -109,26 +136,49 @@ def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, wind
                    arg_max(intent_key, end_time) AS intent_key
             FROM calls GROUP BY trace_id
         ),
-        candidates AS (
+        all_traces AS (
             SELECT t.*, coalesce(t.intent_key, '{UNASSIGNED}') AS stratum,
                    to_timestamp(floor(epoch(t.started_at) / $w) * $w)::TIMESTAMP AS window_start,
-                   md5($seed || ':' || t.trace_id) AS draw
-            FROM traces t ANTI JOIN done d ON d.trace_id = t.trace_id
+                   md5($seed || ':' || t.trace_id) AS draw, {u} AS u
+            FROM traces t
         ),
-        held AS (SELECT stratum, window_start, count(*) AS n FROM done GROUP BY ALL),
+        volume AS (SELECT stratum, window_start, count(*) AS n FROM all_traces GROUP BY ALL),
+        held AS (SELECT stratum, window_start, count(*) AS n, max({u}) AS max_u FROM done GROUP BY ALL),
+        cells AS (
+            SELECT v.stratum, v.window_start, v.n, coalesce(h.n, 0) AS held, coalesce(h.max_u, -1.0) AS held_max_u,
+                   v.window_start + to_seconds($w) <= $end AS closed,
+                   least(1.0, CASE WHEN p.n > 0 THEN $target / p.n
+                                   ELSE $target * epoch(least($end, v.window_start + to_seconds($w)) - v.window_start)
+                                        / ($w * v.n) END) AS rate
+            FROM volume v
+            LEFT JOIN volume p ON p.stratum = v.stratum AND p.window_start = v.window_start - to_seconds($w)
+            LEFT JOIN held h ON h.stratum = v.stratum AND h.window_start = v.window_start
+            WHERE v.window_start >= $start
+        ),
         ranked AS (
-            SELECT c.*, row_number() OVER (PARTITION BY c.stratum, c.window_start ORDER BY c.draw) AS pick,
-                   coalesce(h.n, 0) AS held
-            FROM candidates c LEFT JOIN held h USING (stratum, window_start)
+            SELECT a.*, c.held, c.held_max_u, c.closed, c.rate,
+                   row_number() OVER (PARTITION BY a.stratum, a.window_start ORDER BY a.draw) AS rank
+            FROM all_traces a JOIN cells c USING (stratum, window_start)
+        ),
+        wanted AS (
+            SELECT r.*, row_number() OVER (PARTITION BY r.stratum, r.window_start ORDER BY r.draw) AS pick
+            FROM ranked r ANTI JOIN done d ON d.trace_id = r.trace_id
+            WHERE CASE WHEN r.closed THEN r.rank <= $target OR r.u <= r.held_max_u ELSE r.u < r.rate END
         )
         SELECT trace_id, span_id, started_at::TIMESTAMP AS started_at, intent_key, stratum, window_start,
-               pick, draw
-        FROM ranked WHERE pick + held <= $target
+               pick, draw, pick + held > $ceiling AS over_ceiling
+        FROM wanted
         """, {"start": start, "end": end, "w": window_s, "seed": str(config.seed),
-              "target": config.per_cluster_per_window})
-    eligible = lake_con.execute("SELECT count(*) FROM picked").fetchone()[0]
+              "target": config.per_cluster_per_window,
+              "ceiling": CEILING_FACTOR * config.per_cluster_per_window})
+    eligible, over = lake_con.execute("SELECT count(*) FILTER (NOT over_ceiling), "
+                                      "count(DISTINCT (stratum, window_start)) FILTER (over_ceiling) FROM picked").fetchone()
+    if over:
+        log.warning("sample: %d (stratum, window) cell(s) reached the ceiling of %d picks (traffic well above the "
+                    "previous window's); their further traces are not sampled", over,
+                    CEILING_FACTOR * config.per_cluster_per_window)
     rows = lake_con.execute(f"""
-        WITH chosen AS (SELECT * FROM picked ORDER BY pick, draw LIMIT {config.max_traces_per_run}),
+        WITH chosen AS (SELECT * FROM picked WHERE NOT over_ceiling ORDER BY pick, draw LIMIT {config.max_traces_per_run}),
         content AS (
             SELECT trace_id, span_id, input_messages, output_messages, system_instructions
             FROM read_parquet([{quoted}], union_by_name = true)
@@ -141,4 +191,4 @@ def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, wind
         FROM chosen c JOIN content x USING (trace_id, span_id)
         ORDER BY c.pick, c.draw
         """, {"start": start, "end": end}).fetchall()
-    return rows, eligible
+    return rows, eligible, over

@@ -139,3 +139,57 @@ def test_bad_input():
         fit_bradley_terry(["X", "Y"], ["X", "X"], ["A", "B"])
     with pytest.raises(ValueError, match="same length"):
         fit_bradley_terry(["X"], ["Y", "X"], ["A"])
+
+
+def test_goodness_of_fit_of_the_citation_example():
+    """Agresti (2002) §10.6 and the BradleyTerry2 vignette: residual deviance 4.29 on 3 df for the
+    journal citations."""
+    fit = fit_bradley_terry(*expand(CITATIONS), n_resamples=0)
+    assert round(fit.deviance, 2) == 4.29 and fit.df == 3
+    assert fit.fit_p_value == pytest.approx(stats_chi2_sf(fit.deviance, 3))
+
+
+def stats_chi2_sf(x, df):
+    from scipy.stats import chi2
+
+    return chi2.sf(x, df)
+
+
+@pytest.mark.parametrize("order_term", [False, True])
+def test_goodness_of_fit_matches_a_binomial_glm(order_term):
+    """Residual deviance and df of the same model as a statsmodels binomial GLM on the grouped pairs
+    (unordered pairs without the order term, ordered pairs with it); an intransitive cycle fits badly."""
+    rng = np.random.default_rng(8)
+    models = list("ABCDE")
+    strength = np.array([0.0, 0.4, 0.8, -0.3, 1.2])
+    a, b, o = [], [], []
+    for _ in range(1500):
+        i, j = rng.choice(5, 2, replace=False)
+        p = 1 / (1 + np.exp(-(strength[i] - strength[j] + (0.3 if order_term else 0.0))))
+        a.append(models[i])
+        b.append(models[j])
+        o.append("A" if rng.random() < p else "B")
+    fit = fit_bradley_terry(a, b, o, order_term=order_term, n_resamples=0)
+    index = {m: k for k, m in enumerate(fit.models)}
+    groups: dict[tuple, list[int]] = {}
+    for x, y, res in zip(a, b, o, strict=True):
+        i, j, win = index[x], index[y], res == "A"
+        if not order_term and i > j:
+            i, j, win = j, i, not win
+        groups.setdefault((i, j), [0, 0])[0 if win else 1] += 1
+    design, endog = [], []
+    for (i, j), (w, lose) in sorted(groups.items()):
+        row = np.zeros(len(models) + 1)
+        row[i], row[j] = 1.0, -1.0
+        row[-1] = 1.0
+        design.append(row[1:] if order_term else row[1:-1])
+        endog.append([w, lose])
+    glm = sm.GLM(np.array(endog), np.array(design), family=sm.families.Binomial()).fit()
+    assert fit.deviance == pytest.approx(glm.deviance, rel=1e-7)
+    assert fit.df == glm.df_resid
+    assert fit.fit_p_value > 0.01  # data from the model fit it
+    # a rock-paper-scissors cycle: no single rating per model can express it
+    cycle = [("A", "B"), ("B", "C"), ("C", "A")] * 100
+    bad = fit_bradley_terry([x for x, _ in cycle], [y for _, y in cycle], ["A"] * 240 + ["B"] * 60,
+                            n_resamples=0)
+    assert bad.fit_p_value < 1e-6

@@ -82,3 +82,20 @@ def test_bad_tables_are_rejected(table, message):
 def test_mismatched_lengths_are_rejected():
     with pytest.raises(ValueError, match="same length"):
         fisher_exact_many([1, 2], [1], [1, 2], [1, 2])
+
+
+@pytest.mark.parametrize("alternative", ["less", "greater"])
+def test_one_sided_matches_scipy(alternative):
+    """One-sided p-values (scipy's and R's `alternative`); the tea-tasting one-sided P is 17/70."""
+    assert fisher_exact([[3, 1], [1, 3]], alternative="greater").p_value == pytest.approx(17 / 70, rel=1e-12)
+    rng = np.random.default_rng(11)
+    a, b, c, d = (rng.integers(0, 60, 400) for _ in range(4))
+    batch = fisher_exact_many(a, b, c, d, alternative=alternative)
+    for i in range(400):
+        ref = stats.fisher_exact([[a[i], b[i]], [c[i], d[i]]], alternative=alternative).pvalue
+        assert batch.p_value[i] == pytest.approx(ref, rel=1e-9, abs=1e-300)
+
+
+def test_unknown_alternative_is_refused():
+    with pytest.raises(ValueError, match="alternative must be one of"):
+        fisher_exact([[1, 2], [3, 4]], alternative="bigger")

@@ -8,6 +8,14 @@ Assumption 1). The bootstrap resamples the comparisons by drawing multinomial co
 model, second model, outcome) cells and refits every resample at once, vectorised over the
 resample axis, so the cost does not grow with the number of comparisons.
 
+Goodness of fit: the residual deviance of the fit against the saturated model, which gives every
+pair its own win probability (every unordered pair without the order term; every ordered pair,
+i shown first against j, with it), on df = observed pairs − free parameters, with its chi-square
+p-value (the residual deviance and df of the same binomial GLM in statsmodels or R's glm). A small
+p says the comparisons are intransitive or context-dependent beyond what one rating per model can
+express. The chi-square reference needs several comparisons on most pairs (ties count as half wins,
+which makes the deviance approximate).
+
 Ratings are log-strengths centred to mean zero. Resamples without a finite maximum likelihood
 estimate (a model that never wins or never loses in that resample) are left out of the
 intervals and counted in `unestimable_resamples`; when that count is more than a few percent of
@@ -45,6 +53,9 @@ class BradleyTerryFit:
     n_resamples: int
     unestimable_resamples: int  # resamples without a finite MLE, left out of the intervals
     seed: int
+    deviance: float  # residual deviance against the saturated model (one win probability per pair)
+    df: int  # observed pairs (unordered; ordered with the order term) minus free parameters
+    fit_p_value: float  # P(chi-square(df) >= deviance); NaN when df is 0 (the model is saturated)
 
     def rating(self, model: Hashable) -> float:
         return float(self.ratings[self.models.index(model)])
@@ -110,6 +121,8 @@ def fit_bradley_terry(
                 )
     strength = np.exp(ratings)
     win = strength[:, None] / (strength[:, None] + strength[None, :])
+    deviance, df = _deviance(cell_counts.reshape(k, k, 3), ratings, float(log_theta[0]), order_term)
+    from scipy.stats import chi2
     return BradleyTerryFit(
         models=models,
         ratings=ratings,
@@ -124,7 +137,30 @@ def fit_bradley_terry(
         n_resamples=n_resamples,
         unestimable_resamples=unestimable,
         seed=seed,
+        deviance=deviance,
+        df=df,
+        fit_p_value=float(chi2.sf(deviance, df)) if df > 0 else float("nan"),
     )
+
+
+def _deviance(counts: np.ndarray, ratings: np.ndarray, log_theta: float, order_term: bool) -> tuple[float, int]:
+    """Residual deviance 2·sum(s·log(s/μ) + f·log(f/(n−μ))) over the pairs, and its df."""
+    from scipy.special import expit, xlogy
+
+    first_wins, shown = _wins(counts)
+    eta = ratings[:, None] - ratings[None, :] + (log_theta if order_term else 0.0)
+    if order_term:  # each ordered pair (i first, j second) is its own observation
+        s, n, mu = first_wins, shown, shown * expit(eta)
+    else:  # pool both orders: i's wins over j, out of all their comparisons, for i < j
+        upper = np.triu(np.ones_like(shown, dtype=bool), 1)
+        s = (first_wins + (shown - first_wins).T)[upper]
+        n = (shown + shown.T)[upper]
+        mu = n * expit(eta[upper])
+    seen = n > 0
+    s, n, mu = s[seen], n[seen], mu[seen]
+    dev = 2.0 * np.sum(xlogy(s, s / mu) + xlogy(n - s, (n - s) / (n - mu)))
+    n_params = len(ratings) - 1 + (1 if order_term else 0)
+    return float(max(dev, 0.0)), int(seen.sum()) - n_params
 
 
 def _outcome_code(value: Any, position: int) -> int:

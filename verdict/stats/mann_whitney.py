@@ -1,4 +1,7 @@
-"""Mann-Whitney U test with the method choices of scipy.stats.mannwhitneyu (two-sided).
+"""Mann-Whitney U test with the method and alternative choices of scipy.stats.mannwhitneyu.
+
+``alternative="greater"``: x tends to be larger than y (P(U_x >= u)); "less": smaller; "two-sided":
+twice the tail of the larger of U_x and U_y.
 
 ``method="auto"`` is exact when one sample has at most 8 values and there are no ties, and the
 normal approximation with continuity and tie correction otherwise. The exact null distribution
@@ -16,6 +19,8 @@ import numpy as np
 from verdict.stats._arrays import sample
 
 Method = Literal["auto", "exact", "asymptotic"]
+Alternative = Literal["two-sided", "less", "greater"]
+ALTERNATIVES = ("two-sided", "less", "greater")
 _EXACT_MAX_SMALLER = 8
 
 
@@ -56,33 +61,38 @@ def rank_sums(x: np.ndarray, y: np.ndarray) -> RankSums:
 
 
 def mann_whitney_u(
-    x: Any, y: Any, *, method: Method = "auto", continuity: bool = True
+    x: Any, y: Any, *, method: Method = "auto", continuity: bool = True,
+    alternative: Alternative = "two-sided",
 ) -> MannWhitneyResult:
-    """Two-sided Mann-Whitney U test of x against y."""
+    """Mann-Whitney U test of x against y."""
     xs = sample("x", x)
     ys = sample("y", y)
     if method not in ("auto", "exact", "asymptotic"):
         raise ValueError(f"method must be 'auto', 'exact' or 'asymptotic', got {method!r}")
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
     rs = rank_sums(xs, ys)
     if method == "auto":
         small = min(rs.n_x, rs.n_y) <= _EXACT_MAX_SMALLER
         method = "exact" if small and rs.tie_term == 0 else "asymptotic"
-    u_big = max(rs.u_x, rs.n_x * rs.n_y - rs.u_x)
+    u_y = rs.n_x * rs.n_y - rs.u_x
+    u_tail, factor = {"greater": (rs.u_x, 1.0), "less": (u_y, 1.0),
+                      "two-sided": (max(rs.u_x, u_y), 2.0)}[alternative]
     if method == "exact":
-        p = 2.0 * _exact_sf(int(round(u_big)), rs.n_x, rs.n_y)
+        p = factor * _exact_sf(int(round(u_tail)), rs.n_x, rs.n_y)
     else:
-        p = 2.0 * _normal_sf(u_big, rs, continuity)
+        p = factor * _normal_sf(u_tail, rs, continuity)
     return MannWhitneyResult(u=rs.u_x, p_value=float(min(max(p, 0.0), 1.0)), method=method)
 
 
-def _normal_sf(u_big: float, rs: RankSums, continuity: bool) -> float:
+def _normal_sf(u_tail: float, rs: RankSums, continuity: bool) -> float:
     from scipy.special import ndtr
 
     n = rs.n_x + rs.n_y
     var = rs.n_x * rs.n_y / 12.0 * ((n + 1) - rs.tie_term / (n * (n - 1)))
-    if var <= 0:  # every value identical: no evidence of a difference
-        return 0.5
-    z = (u_big - rs.n_x * rs.n_y / 2.0 - (0.5 if continuity else 0.0)) / np.sqrt(var)
+    if var <= 0:  # every value identical: no evidence of a difference (either way)
+        return 1.0
+    z = (u_tail - rs.n_x * rs.n_y / 2.0 - (0.5 if continuity else 0.0)) / np.sqrt(var)
     return float(ndtr(-z))
 
 

@@ -3,7 +3,9 @@
 - `review_agreement`: per dimension, the latest human label on each item against the judge verdict of
   that item, through verdict.agreement.evaluate_agreement (TPR, TNR, raw agreement with Wilson
   intervals, Cohen's kappa and Gwet's AC1 with theirs). One evaluator at a time: labels of items
-  judged by several evaluator fingerprints need an explicit choice (`evaluator_ambiguous`).
+  judged by several evaluator fingerprints need an explicit choice (`evaluator_ambiguous`). Next to
+  it, agreement among the reviewers themselves on the same items (each reviewer's latest label per
+  item, through verdict.agreement.evaluate_rater_agreement), which flags a vague rubric.
 - `export_sentinel`: one sentinel example per labelled trace (verdict.sentinel's JSONL), the latest
   label per (trace, dimension) across the trace's items, content redacted. The file is written
   atomically, so a failed export leaves no partial file behind.
@@ -37,13 +39,25 @@ ORDER BY l.dimension, l.item_id
 """
 
 
+# Each reviewer's latest label per (item, dimension): the ratings human-human agreement is computed on.
+_BY_REVIEWER = """
+SELECT l.item_id, i.fingerprint, l.dimension, l.reviewer, l.label
+FROM review_labels l
+JOIN review_items i ON i.tenant_id = l.tenant_id AND i.item_id = l.item_id
+WHERE l.tenant_id = $t
+QUALIFY row_number() OVER (PARTITION BY l.item_id, l.dimension, l.reviewer ORDER BY l.revision DESC) = 1
+"""
+
+
 @dataclass(frozen=True)
 class DimensionAgreement:
     dimension: str
-    report: Any  # verdict.agreement.AgreementReport
+    report: Any  # verdict.agreement.AgreementReport: the judge against the label in force
+    humans: Any  # verdict.agreement.RaterAgreement: the reviewers among themselves
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dimension": self.dimension, **_plain(asdict(self.report))}
+        return {"dimension": self.dimension, **_plain(asdict(self.report)),
+                "human_agreement": _plain(asdict(self.humans))}
 
 
 def _plain(value: Any) -> Any:
@@ -84,9 +98,16 @@ def choose_fingerprint(present: dict[str, str | None], evaluator: str | None, fi
 
 
 def review_agreement(store: StateStore, tenant: str, *, evaluator: str | None = None, fingerprint: str | None = None,
-                     positive: str = "FAIL", confidence: float = 0.95) -> tuple[str, list[DimensionAgreement]]:
-    """(fingerprint, per-dimension agreement of the judge with the latest human labels)."""
-    from verdict.agreement import LabelledItem, evaluate_agreement
+                     positive: str = "FAIL", confidence: float = 0.95, min_human_ac1: float | None = None,
+                     seed: int = 0) -> tuple[str, list[DimensionAgreement]]:
+    """(fingerprint, per-dimension agreement of the judge with the latest human labels, and of the
+    reviewers among themselves on the same items)."""
+    from verdict.agreement import (
+        RUBRIC_MIN_AC1,
+        LabelledItem,
+        evaluate_agreement,
+        evaluate_rater_agreement,
+    )
 
     tenant = validate_tenant_id(tenant)
     rows = _latest_rows(store, tenant)
@@ -99,8 +120,17 @@ def review_agreement(store: StateStore, tenant: str, *, evaluator: str | None = 
             by_dimension.setdefault(dimension, []).append(
                 LabelledItem(item, label, value if value in ("PASS", "FAIL", "UNCLEAR") else "ERROR",
                              critique=critique, rationale=redact_text(reason or "")))
-    return chosen, [DimensionAgreement(d, evaluate_agreement(items, positive=positive, confidence=confidence))
-                    for d, items in sorted(by_dimension.items())]
+    with store.transaction() as con:
+        ratings = con.execute(_BY_REVIEWER, {"t": tenant}).fetchall()
+    by_reviewer: dict[str, dict[str, dict[str, str]]] = {}
+    for item, fp, dimension, reviewer, label in ratings:
+        if fp == chosen:
+            by_reviewer.setdefault(dimension, {}).setdefault(item, {})[reviewer] = label
+    threshold = RUBRIC_MIN_AC1 if min_human_ac1 is None else min_human_ac1
+    return chosen, [DimensionAgreement(
+        d, evaluate_agreement(items, positive=positive, confidence=confidence),
+        evaluate_rater_agreement(by_reviewer.get(d, {}), min_ac1=threshold, confidence=confidence, seed=seed))
+        for d, items in sorted(by_dimension.items())]
 
 
 def export_sentinel(store: StateStore, tenant: str, out: Path, *, evaluator: str | None = None,
