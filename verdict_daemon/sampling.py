@@ -16,8 +16,8 @@ always yields the same picks. Per (stratum, window), with k = `per_cluster_per_w
 No pick is ever withdrawn (judged traces stay judged). A window never holds more than
 `CEILING_FACTOR * k` picks (a traffic surge against the previous window's volume): the ceiling
 keeps the judge budget bounded, filled by u, and is logged. The global budget (`max_traces_per_run`)
-is shared fairly: every stratum's first pick comes before any stratum's second. Only windows wholly
-inside the lookback are sampled. The stratum is the intent key for now (`unassigned` when a call
+is shared fairly: every stratum's first pick comes before any stratum's second. Every window
+overlapping the lookback is read whole (and the one before it, for its volume). The stratum is the intent key for now (`unassigned` when a call
 carries none); the cluster registry will take over this seam.
 """
 
@@ -83,9 +83,7 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
     tenant = validate_tenant_id(tenant)
     end = _naive_utc(as_of)
     window = timedelta(hours=config.window_hours)
-    start = _window_floor(end - timedelta(days=config.lookback_days) + window - timedelta(microseconds=1), window)
-    if start >= end:  # a lookback shorter than one window: the current window only
-        start = _window_floor(end, window)
+    start = _window_floor(end - timedelta(days=config.lookback_days), window)  # the oldest window, read whole
     files = _segment_files(data_dir, tenant, start - window, end)
     if not files:
         return SampleReport(0, 0, 0, False)
