@@ -9,7 +9,7 @@ TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint browser clean
+.PHONY: demo test lint browser clean reference-venvs
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -33,14 +33,24 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || { echo "could not install chromium (needs root and apt); install the 'chromium' package" >&2; exit 1; }
 
+# Reference implementations whose pins conflict with ours live in side virtualenvs (git-ignored):
+# irrCAC (pins scipy 1.12) checks Gwet's AC1 and Fleiss' kappa with missing labels (tests/stats).
+IRRCAC_VENV := .venv-irrcac
+$(IRRCAC_VENV)/.installed:
+	$(PY) -m venv $(IRRCAC_VENV)
+	$(IRRCAC_VENV)/bin/pip install --quiet 'irrcac==0.4.4'
+	touch $@
+
+reference-venvs: $(IRRCAC_VENV)/.installed
+
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 
 # pytest exits 5 when it collected nothing: that is a failure, never a silent pass.
-test: $(TEST_STAMP) browser
+test: $(TEST_STAMP) browser reference-venvs
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(IRRCAC_VENV) .pytest_cache

@@ -119,3 +119,10 @@ def test_errors():
         krippendorff_alpha([[1, 1], [2, 0]], level="ratio")
     with pytest.raises(ValueError, match="values must be"):
         krippendorff_alpha([[1, 1], [2, 0]], level="interval", values=[1.0])
+
+
+def test_irrcac_documented_worked_example():
+    """irrCAC's documented example (raw.py; the 4-rater, 12-unit data of Krippendorff 2011 shipped as
+    `raw_4raters`): AC1 0.77544, pa 0.81818, pe 0.19032."""
+    counts = rating_counts(_units(KRIPPENDORFF_2011), [1, 2, 3, 4, 5])
+    assert round(gwet_ac1_raters(counts).value, 5) == 0.77544
