@@ -260,8 +260,8 @@ def evaluate_rater_agreement(
     ac1 = attempt(gwet_ac1_raters, counts, **options) if len(pairable) >= 2 else None
     status = ("insufficient_data" if len(pairable) < min_items or ac1 is None
               else "below_threshold" if ac1.value < min_ac1 else "ok")
-    with np.errstate(invalid="ignore"):
-        pa = (np.sum(pairable * (pairable - 1), axis=1) / (pairable.sum(axis=1) * (pairable.sum(axis=1) - 1)))
+    per_pair = pairable.sum(axis=1) * (pairable.sum(axis=1) - 1)
+    pa = np.sum(pairable * (pairable - 1), axis=1) / per_pair
     return RaterAgreement(
         n_items=len(counts),
         n_pairable=len(pairable),

@@ -136,3 +136,27 @@ def test_bad_gate_and_split_arguments():
         split_dev_test(["a", "a"])
     with pytest.raises(ValueError, match="test_fraction"):
         split_dev_test(["a"], test_fraction=1.0)
+
+
+def test_rater_agreement_flags_a_vague_rubric_and_checks_its_input():
+    from sklearn.metrics import cohen_kappa_score
+
+    from verdict.agreement import evaluate_rater_agreement
+
+    rng = np.random.default_rng(0)
+    truth = rng.choice(["PASS", "FAIL"], 60)
+    ana = list(truth)
+    ben = [t if rng.random() < 0.95 else {"PASS": "FAIL", "FAIL": "PASS"}[t] for t in truth]
+    coin = list(rng.choice(["PASS", "FAIL"], 60))  # a reviewer guessing: the rubric means nothing to them
+    def labels(first, second, names=("ana", "ben")):
+        return {f"i{k}": dict(zip(names, pair, strict=True)) for k, pair in enumerate(zip(first, second, strict=True))}
+
+    clear = evaluate_rater_agreement(labels(ana, ben))
+    assert clear.status == "ok" and clear.cohen_kappa.value == pytest.approx(cohen_kappa_score(ana, ben), abs=1e-12)
+    assert clear.fleiss_kappa is not None and clear.percent_agreement == pytest.approx(np.mean(np.equal(ana, ben)))
+    vague = evaluate_rater_agreement(labels(ana, coin, ("ana", "cy")))
+    assert vague.status == "below_threshold" and vague.gwet_ac1.value < 0.6
+    few = evaluate_rater_agreement(labels(ana[:10], ben[:10]))
+    assert few.status == "insufficient_data" and few.n_pairable == 10
+    with pytest.raises(ValueError, match="must be PASS or FAIL"):
+        evaluate_rater_agreement({"i0": {"ana": "UNCLEAR"}})

@@ -74,23 +74,13 @@ def krippendorff_alpha(counts: Any, *, level: Level = "nominal", values: Sequenc
     if len(c) < 2:
         raise ValueError("Krippendorff's alpha needs at least two items with two or more ratings")
     q = c.shape[1]
-    if values is None:
-        values = np.arange(q, dtype=float)
-    values = np.asarray(values, dtype=float)
-    if values.shape != (q,) or not np.all(np.isfinite(values)):
+    numbers = np.arange(q, dtype=float) if values is None else np.asarray(values, dtype=float)
+    if numbers.shape != (q,) or not np.all(np.isfinite(numbers)):
         raise ValueError(f"values must be {q} finite numbers, one per category")
-    if level == "interval":
-        delta = (values[:, None] - values[None, :]) ** 2
 
-        def statistic(batch: np.ndarray) -> np.ndarray:
-            return _alpha(batch, lambda _totals: delta)
-    elif level == "ordinal":
-        statistic = _alpha_ordinal
-    else:
-        nominal = 1.0 - np.eye(q)
+    def statistic(batch: np.ndarray) -> np.ndarray:
+        return _alpha(batch, level, numbers)
 
-        def statistic(batch: np.ndarray) -> np.ndarray:
-            return _alpha(batch, lambda _totals: nominal)
     return _with_interval(statistic, c, confidence, n_resamples, seed)
 
 
@@ -130,33 +120,29 @@ def _ac1(batch: np.ndarray) -> np.ndarray:
         return np.where(pe < 1, (pa - pe) / (1 - pe), np.nan)
 
 
-def _alpha(batch: np.ndarray, distance) -> np.ndarray:
+def _alpha(batch: np.ndarray, level: Level, values: np.ndarray) -> np.ndarray:
     """Krippendorff's alpha of each [b, items, q] count matrix of pairable items, from the
     coincidence matrix o[c, k] = sum over items of n_c (n_k - [c = k]) / (m - 1)."""
-    m = batch.sum(axis=2)
-    weights = 1.0 / (m - 1)
+    q = batch.shape[2]
+    weights = 1.0 / (batch.sum(axis=2) - 1)
     o = np.einsum("biq,bik,bi->bqk", batch, batch, weights)
-    o -= np.einsum("biq,bi->bq", batch, weights)[:, :, None] * np.eye(batch.shape[2])
+    o -= np.einsum("biq,bi->bq", batch, weights)[:, :, None] * np.eye(q)
     totals = o.sum(axis=2)
     n = totals.sum(axis=1)
-    delta = distance(totals)
-    delta = np.broadcast_to(delta, o.shape)
+    if level == "interval":
+        delta = np.broadcast_to((values[:, None] - values[None, :]) ** 2, o.shape)
+    elif level == "ordinal":
+        # delta²(c, k) = (sum of n_g for g from c to k − (n_c + n_k) / 2)², Krippendorff (2011)
+        idx = np.arange(q)
+        lo, hi = np.minimum.outer(idx, idx), np.maximum.outer(idx, idx)
+        span = np.cumsum(totals, axis=1)[:, hi] - np.cumsum(totals, axis=1)[:, lo] + totals[:, lo]
+        delta = (span - (totals[:, :, None] + totals[:, None, :]) / 2) ** 2
+    else:
+        delta = np.broadcast_to(1.0 - np.eye(q), o.shape)
     observed = np.sum(o * delta, axis=(1, 2)) / n
     expected = np.einsum("bq,bk,bqk->b", totals, totals, delta) / (n * (n - 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(expected > 0, 1.0 - observed / expected, np.nan)
-
-
-def _alpha_ordinal(batch: np.ndarray) -> np.ndarray:
-    def distance(totals: np.ndarray) -> np.ndarray:
-        # delta²(c, k) = (sum of n_g for g from c to k - (n_c + n_k) / 2)², Krippendorff (2011)
-        cum = np.cumsum(totals, axis=1)
-        idx = np.arange(totals.shape[1])
-        lo, hi = np.minimum.outer(idx, idx), np.maximum.outer(idx, idx)
-        span = cum[:, hi] - cum[:, lo] + totals[:, lo]
-        return (span - (totals[:, :, None] + totals[:, None, :]) / 2) ** 2
-
-    return _alpha(batch, distance)
 
 
 def _with_interval(statistic, c: np.ndarray, confidence: float, n_resamples: int, seed: int) -> Coefficient:
