@@ -17,8 +17,9 @@ No pick is ever withdrawn (judged traces stay judged). A window never holds more
 `CEILING_FACTOR * k` picks (a traffic surge against the previous window's volume): the ceiling
 keeps the judge budget bounded, filled by u, and is logged. The global budget (`max_traces_per_run`)
 is shared fairly: every stratum's first pick comes before any stratum's second. Every window
-overlapping the lookback is read whole (and the one before it, for its volume). The stratum is the intent key for now (`unassigned` when a call
-carries none); the cluster registry will take over this seam.
+overlapping the lookback is read whole (and the one before it, for its volume). The stratum is the
+intent key for now (`unassigned` when a call carries none); the cluster registry will take over
+this seam.
 """
 
 from __future__ import annotations

@@ -138,3 +138,23 @@ def test_a_traffic_surge_stops_at_the_ceiling_filled_by_draw_not_by_time(tmp_pat
     assert len(picked) == CEILING_FACTOR * 20 and report.at_ceiling == 1
     # the ceiling is filled by the draw (the bottom-40 of what arrived), not by arrival time
     assert picked == _bottom(arrived, CEILING_FACTOR * 20)
+
+
+def _u_number(trace_id: str) -> float:
+    return int(_u(trace_id)[:13], 16) / 16**13
+
+
+def test_a_strata_first_open_window_uses_the_volume_extrapolated_from_the_elapsed_part(tmp_path):
+    """No previous window to size the rate: half the day gone with N traces means about 2N for the
+    day, so the rate is 20 / 2N and the picks are exactly the traces with u below it."""
+    rng = np.random.default_rng(9)
+    data = tmp_path / "data"
+    day_start = NOW - timedelta(days=1)
+    arrived = [t for hour in range(12) for t in _day(rng, day_start, 800).get(hour, [])]
+    _land(data, arrived)
+    store = StateStore(data)
+    sample(store, data, "acme", Sampling(per_cluster_per_window=20, seed=SEED, lookback_days=3),
+           day_start + timedelta(hours=12))
+    rate = 20 * 0.5 / len(arrived)
+    expected = {t for t, _s, _p in arrived if _u_number(t) < rate}
+    assert len(expected) > 5 and _sample_of(store, day_start) == expected
