@@ -18,8 +18,9 @@ schedule, so by the union bound P(a period raises any false alarm) <= alpha:
   grid is that decision; a later look takes it first if the period had a look and no decision yet);
 - **early looks** inside the open period: the window ending at the look, at
   `early_alpha_share·alpha·(t - t_prev)`, t the elapsed share of the period and t_prev that of the
-  period's latest earlier run. A look with nothing left to spend (t <= t_prev: a repeated or
-  out-of-order `as_of`, or `early_alpha_share = 0`) is stored with alpha 0 and no signals.
+  period's latest earlier run. A look with nothing left to spend (an `as_of` earlier than the period's
+  latest run, or `early_alpha_share = 0`) is stored with alpha 0 and no signals; a look at an `as_of`
+  already taken returns the stored run.
 """
 
 from __future__ import annotations
@@ -163,8 +164,10 @@ def plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decision]:
     index = (at - _EPOCH) // width
     start = _EPOCH + index * width
     closing = (1 - config.early_alpha_share) * config.alpha
+    if at in runs:  # this as_of was decided already: decide once, even on more data
+        return []
     if at == start:  # on the grid: this look is the closing decision of the period that just ended
-        return [Decision(at, 0.0 if at in runs else closing, index - 1)]
+        return [Decision(at, closing, index - 1)]
     out = []
     if start not in runs and any(start - width < r < start for r in runs):
         out.append(Decision(start, closing, index - 1))
@@ -179,13 +182,22 @@ def _run_times(store: StateStore, tenant: str, fingerprint: str, since: datetime
                                           "AND as_of >= ?", [tenant, fingerprint, since]).fetchall()]
 
 
+def _runs_at(store: StateStore, tenant: str, fingerprint: str, at: datetime) -> list[str]:
+    with store.transaction() as con:
+        return [r[0] for r in con.execute("SELECT run_id FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
+                                          "AND as_of = ? ORDER BY completed_at", [tenant, fingerprint, at]).fetchall()]
+
+
 def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift,
               as_of: datetime) -> list[DriftRunReport]:
     """The runs a look at `as_of` takes (see the module docstring): the look, or a period's closing
-    decision and then the look, each stored with its signals and their alert deliveries."""
+    decision and then the look, each stored with its signals and their alert deliveries. A look at an
+    `as_of` already taken returns the stored run (`reused`)."""
     tenant = validate_tenant_id(tenant)
     at = as_of.astimezone(UTC).replace(tzinfo=None) if as_of.tzinfo else as_of
     decisions = plan(config, at, _run_times(store, tenant, fingerprint, at - 2 * config.period))
+    if not decisions:
+        return [_stored_run(store, tenant, run_id) for run_id in _runs_at(store, tenant, fingerprint, at)]
     table = judgment_table(store, tenant, fingerprint)
     return [_decide(store, tenant, fingerprint, config, table, d) for d in decisions]
 

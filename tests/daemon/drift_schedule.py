@@ -75,8 +75,10 @@ class Alert:
     kind: str
 
 
-def run_schedule(config: Drift, table: pa.Table, looks: list[datetime], planner: Plan = plan) -> list[Alert]:
-    """Every alert the looks raise, one per signal id (the first look that raised it)."""
+def run_schedule(config: Drift, table: pa.Table, looks: list[datetime], planner: Plan = plan,
+                 stop: Callable[[Alert], bool] = lambda alert: False) -> list[Alert]:
+    """Every alert the looks raise, one per signal id (the first look that raised it); the looks end
+    after the first alert that `stop` accepts."""
     us = table.column("started_at").combine_chunks().view(pa.int64()).to_numpy()
     epoch = datetime(1970, 1, 1)
     history = config.period + timedelta(hours=config.gap_hours) + timedelta(days=config.baseline_days)
@@ -92,6 +94,8 @@ def run_schedule(config: Drift, table: pa.Table, looks: list[datetime], planner:
             report = config.detector(decision.alpha).detect(table.slice(lo, hi - lo), now=decision.now)
             for s in report_signals(report, "sim", decision.period):
                 seen.setdefault(s.signal_id, Alert(at, decision.period, s.cluster, s.dimension, s.kind))
+        if any(stop(a) for a in seen.values()):
+            break
     return list(seen.values())
 
 
@@ -124,7 +128,9 @@ def detection_delays(config: Drift, traffic: Traffic, points: float, seeds: rang
         onset = START + timedelta(days=9, seconds=float(rng.uniform(0, 86_400)))
         table = judgments(traffic, 9 + 1 + horizon / timedelta(days=1) + 1, seed, drop=(onset, points))
         schedule = looks(START + timedelta(days=9, minutes=5), onset + horizon, every)
-        hits = [a.look for a in run_schedule(config, table, schedule, planner)
-                if (a.cluster, a.dimension, a.kind) == ("c00", "d0", "regression") and a.look >= onset]
+        def caught(a: Alert) -> bool:
+            return (a.cluster, a.dimension, a.kind) == ("c00", "d0", "regression") and a.look >= onset
+
+        hits = [a.look for a in run_schedule(config, table, schedule, planner, caught) if caught(a)]
         out.append((min(hits) - onset) / timedelta(hours=1) if hits else None)
     return out
