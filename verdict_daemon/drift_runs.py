@@ -29,7 +29,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Drift

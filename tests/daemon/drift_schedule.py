@@ -128,7 +128,7 @@ def detection_delays(config: Drift, traffic: Traffic, points: float, seeds: rang
         onset = START + timedelta(days=9, seconds=float(rng.uniform(0, 86_400)))
         table = judgments(traffic, 9 + 1 + horizon / timedelta(days=1) + 1, seed, drop=(onset, points))
         schedule = looks(START + timedelta(days=9, minutes=5), onset + horizon, every)
-        def caught(a: Alert) -> bool:
+        def caught(a: Alert, onset: datetime = onset) -> bool:
             return (a.cluster, a.dimension, a.kind) == ("c00", "d0", "regression") and a.look >= onset
 
         hits = [a.look for a in run_schedule(config, table, schedule, planner, caught) if caught(a)]

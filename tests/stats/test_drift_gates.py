@@ -5,7 +5,7 @@ Power is measured where the daemon decides: the closing decision of an alert per
 20 clusters x 5 PASS/FAIL dimensions with one changed cell.
 """
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa

@@ -16,7 +16,13 @@ from verdict.stats.interrater import (
     raw_agreement,
 )
 from verdict.stats.mann_whitney import MannWhitneyResult, mann_whitney_u
-from verdict.stats.multiple_testing import CORRECTIONS, BHResult, Correction, adjust, benjamini_hochberg
+from verdict.stats.multiple_testing import (
+    CORRECTIONS,
+    BHResult,
+    Correction,
+    adjust,
+    benjamini_hochberg,
+)
 from verdict.stats.power import (
     cohens_h,
     minimum_detectable_delta,
