@@ -171,7 +171,7 @@ def plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decision]:
     out = []
     if start not in runs and any(start - width < r < start for r in runs):
         out.append(Decision(start, closing, index - 1))
-    spent = max((r for r in runs if start < r <= at), default=start)
+    spent = max((r for r in runs if start < r < start + width), default=start)  # later runs too: out of order
     out.append(Decision(at, config.early_alpha_share * config.alpha * max((at - spent) / width, 0.0), index))
     return out
 

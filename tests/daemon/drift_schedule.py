@@ -107,16 +107,15 @@ def looks(first: datetime, last: datetime, every: timedelta) -> list[datetime]:
     return out
 
 
-def false_alarm_periods(config: Drift, traffic: Traffic, days: int, every: timedelta, seed: int,
+def false_alarm_periods(config: Drift, traffic: Traffic, periods: int, every: timedelta, seed: int,
                         planner: Plan = plan, offset: timedelta = timedelta(minutes=5)) -> tuple[int, int]:
-    """(periods with any alert, periods observed) on clean traffic: `days` monitored days after a 9-day warm-up."""
-    warm = timedelta(days=9)
-    table = judgments(traffic, 9 + days + 1, seed)
-    alerts = run_schedule(config, table, looks(START + warm + offset, START + warm + timedelta(days=days) + offset,
-                                               every), planner)
-    first = (START + warm - datetime(1970, 1, 1)) // config.period
-    periods = {a.period for a in alerts if first <= a.period < first + days}
-    return len(periods), days
+    """(alert periods with any alert, periods observed) on clean traffic, after a warm-up of one full history."""
+    history = config.period + timedelta(hours=config.gap_hours) + timedelta(days=config.baseline_days)
+    span = history + periods * config.period
+    table = judgments(traffic, (span + config.period) / timedelta(days=1), seed)
+    alerts = run_schedule(config, table, looks(START + history + offset, START + span + offset, every), planner)
+    first = (START + history - datetime(1970, 1, 1)) // config.period
+    return len({a.period for a in alerts if first <= a.period < first + periods}), periods
 
 
 def detection_delays(config: Drift, traffic: Traffic, points: float, seeds: range, every: timedelta,
