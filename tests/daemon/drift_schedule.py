@@ -13,6 +13,7 @@ at the look, alert period = the UTC day of the look), kept to reproduce its fals
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -84,9 +85,9 @@ def run_schedule(config: Drift, table: pa.Table, looks: list[datetime], planner:
     history = config.period + timedelta(hours=config.gap_hours) + timedelta(days=config.baseline_days)
     runs: list[datetime] = []
     seen: dict[str, Alert] = {}
-    for at in looks:
-        for decision in planner(config, at, runs):
-            runs.append(decision.now)
+    for at in looks:  # plan sees the runs of the last two periods, as run_drift reads them
+        for decision in planner(config, at, runs[bisect.bisect_left(runs, at - 2 * config.period):]):
+            bisect.insort(runs, decision.now)
             if not decision.alpha:
                 continue
             lo, hi = np.searchsorted(us, [int((decision.now - history - epoch) / timedelta(microseconds=1)),
