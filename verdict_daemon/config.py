@@ -146,12 +146,13 @@ class Drift(_Section):
     def period(self) -> timedelta:
         return timedelta(hours=self.current_window_hours)
 
-    def detector(self, alpha: float):
+    def detector(self, alpha: float | None = None):
+        """The DriftDetector of one run at level `alpha` (default: the whole `alpha`, as one lone run)."""
         from verdict.drift import DriftDetector
 
         return DriftDetector(current_window=self.period,
                              baseline_window=timedelta(days=self.baseline_days), gap=timedelta(hours=self.gap_hours),
-                             min_usable=self.min_usable, alpha=alpha, correction=self.correction,
+                             min_usable=self.min_usable, alpha=alpha or self.alpha, correction=self.correction,
                              pass_rate_gate=self.pass_rate_gate_points / 100, delta_gate=self.delta_gate,
                              dimension_gates={k: g.share for k, g in self.dimension_gates.items()})
 

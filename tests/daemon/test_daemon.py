@@ -78,6 +78,9 @@ def test_alerts_retry_with_backoff_then_deliver_once(lake):
     time.sleep(0.1)
     assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 0, 0)
     assert [body["dimension"] for _key, body in hook.received] == ["completeness"] * 2
+    closing, early = (body for _key, body in hook.received)
+    assert (closing["alpha"], closing["current_start"]) == (pytest.approx(0.04), "2026-11-19T00:00:00Z")
+    assert early["alpha"] == pytest.approx(0.01 * 5 / 1440) and early["as_of"] == "2026-11-20T00:05:00Z"
     assert len({key for key, _body in hook.received}) == 2  # one signal id per alert period
     assert _count(lake, "SELECT count(DISTINCT run_id) FROM drift_signals") == 3
 
