@@ -147,7 +147,7 @@ def main() -> int:
             fill_judgments(store, tenant, evaluator.fingerprint)
             assign(store, tenant, IntentKeyAssigner())
             started = time.perf_counter()
-            run = run_drift(store, tenant, evaluator.fingerprint, Drift(), NOW + timedelta(seconds=1))
+            (run,) = run_drift(store, tenant, evaluator.fingerprint, Drift(), NOW + timedelta(seconds=1))
             drift_times.append(time.perf_counter() - started)
             print(f"drift {tenant}: {run.judgments} judgments, {run.cells} cells, {run.tested} tested, "
                   f"{len(run.signals)} signals in {drift_times[-1]:.2f} s (target <= 5 s)")

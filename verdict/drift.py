@@ -46,10 +46,10 @@ class MetricKind(enum.StrEnum):
 
 class CellStatus(enum.StrEnum):
     INSUFFICIENT = "insufficient"  # fewer than min_usable usable judgments in a window: not tested
-    STABLE = "stable"  # tested; BH-adjusted p above alpha
-    BELOW_GATE = "below_gate"  # significant, but |delta| under the effect gate
-    REGRESSION = "regression"  # signal: significant, |delta| >= gate, current worse
-    IMPROVEMENT = "improvement"  # signal: significant, |delta| >= gate, current better
+    STABLE = "stable"  # tested; adjusted p above alpha
+    BELOW_GATE = "below_gate"  # significant, but the change is under the cell's effect gate
+    REGRESSION = "regression"  # signal: significant, |change| >= gate, current worse
+    IMPROVEMENT = "improvement"  # signal: significant, |change| >= gate, current better
 
 
 class CoverageStatus(enum.StrEnum):
@@ -101,11 +101,13 @@ class DriftCell:
     baseline: WindowCounts
     current: WindowCounts
     p_value: float | None  # None when not tested
-    adjusted_p: float | None  # BH over every tested cell of the run
+    adjusted_p: float | None  # the run's correction over every tested cell of the run
     delta: float | None  # Cliff's delta of current over baseline (pass-rate difference on binary)
     delta_low: float | None
     delta_high: float | None
-    mde: float | None  # smallest |delta| detectable at these sizes; None if a window has no data
+    gate: float  # smallest |delta| that is a signal: pass-rate points (binary) or Cliff's delta
+    mde: float | None  # smallest |delta| detectable at these sizes at alpha; None if a window has no data
+    mde_adjusted: float | None  # the same at the run's multiplicity-adjusted level alpha/m
     coverage: Coverage
     examples: tuple[str, ...]  # up to max_examples trace ids from the current window, when a signal
 
@@ -121,7 +123,9 @@ class DriftReport:
     baseline_start: datetime
     baseline_end: datetime
     alpha: float
-    effect_gate: float
+    pass_rate_gate: float
+    delta_gate: float
+    correction: str
     min_usable: int
     cells: tuple[DriftCell, ...]  # every (fingerprint, cluster, dimension) seen in either window
 
@@ -157,7 +161,10 @@ class DriftDetector:
 
     Defaults: current = the 24 h before `now`; baseline = the 7 days ending 24 h before the current
     window starts. A cell is tested when both windows hold at least `min_usable` usable judgments.
-    A signal needs BH-adjusted p <= alpha and |Cliff's delta| >= effect_gate.
+    A signal needs adjusted p <= alpha (`correction` over every tested cell: "bh", "holm" or
+    "bonferroni") and a change of at least the cell's gate, judged on the point estimate: a pass-rate
+    difference of `pass_rate_gate` (a share: 0.05 = 5 percentage points) on PASS/FAIL dimensions, a
+    |Cliff's delta| of `delta_gate` on scored ones; `dimension_gates` overrides either per dimension.
     """
 
     def __init__(
@@ -168,7 +175,10 @@ class DriftDetector:
         gap: timedelta = timedelta(hours=24),
         min_usable: int = 30,
         alpha: float = 0.05,
-        effect_gate: float = 0.147,
+        pass_rate_gate: float = 0.05,
+        delta_gate: float = 0.147,
+        dimension_gates: Mapping[str, float] | None = None,
+        correction: str = "bh",
         power: float = 0.8,
         coverage_min_rise: float = 0.10,
         max_examples: int = 5,
@@ -182,9 +192,16 @@ class DriftDetector:
         for name, v in (("alpha", alpha), ("power", power)):
             if not 0 < v < 1:
                 raise ValueError(f"{name} must lie in (0, 1), got {v}")
-        for name, v in (("effect_gate", effect_gate), ("coverage_min_rise", coverage_min_rise)):
+        gates = dict(dimension_gates or {})
+        for name, v in (("pass_rate_gate", pass_rate_gate), ("delta_gate", delta_gate),
+                        ("coverage_min_rise", coverage_min_rise),
+                        *((f"dimension_gates[{k!r}]", g) for k, g in gates.items())):
             if not 0 <= v <= 1:
                 raise ValueError(f"{name} must lie in [0, 1], got {v}")
+        from verdict.stats.multiple_testing import CORRECTIONS
+
+        if correction not in CORRECTIONS:
+            raise ValueError(f"correction must be one of {list(CORRECTIONS)}, got {correction!r}")
         if max_examples < 0:
             raise ValueError(f"max_examples must be >= 0, got {max_examples}")
         self.current_window = current_window
@@ -192,7 +209,10 @@ class DriftDetector:
         self.gap = gap
         self.min_usable = min_usable
         self.alpha = alpha
-        self.effect_gate = effect_gate
+        self.pass_rate_gate = pass_rate_gate
+        self.delta_gate = delta_gate
+        self.dimension_gates = gates
+        self.correction = correction
         self.power = power
         self.coverage_min_rise = coverage_min_rise
         self.max_examples = max_examples
@@ -232,7 +252,9 @@ class DriftDetector:
             raise DriftInputError(
                 f"dimension {dim!r} of cluster {cl!r} (fingerprint {fp[:12]}) mixes PASS/FAIL verdicts and scores"
             )
-        analysis = _Analysis(self, counts, scored, cell_of_row, win, values, scores)
+        gates = np.array([self.dimension_gates.get(dim, self.delta_gate if s else self.pass_rate_gate)
+                          for (_, _, dim), s in zip(labels, scored.tolist(), strict=True)])
+        analysis = _Analysis(self, counts, scored, gates, cell_of_row, win, values, scores)
         examples = _Examples(
             self.max_examples, table, rows, cell_of_row, win, values, scores, ts[rows]
         )
@@ -246,7 +268,9 @@ class DriftDetector:
             baseline_start=baseline_start,
             baseline_end=baseline_end,
             alpha=self.alpha,
-            effect_gate=self.effect_gate,
+            pass_rate_gate=self.pass_rate_gate,
+            delta_gate=self.delta_gate,
+            correction=self.correction,
             min_usable=self.min_usable,
             cells=cells,
         )
@@ -260,6 +284,7 @@ class _Analysis:
         det: DriftDetector,
         counts: np.ndarray,  # [cell, window, value code]
         scored: np.ndarray,  # [cell]: continuous?
+        gates: np.ndarray,  # [cell]: effect gate in the cell's unit
         cell_of_row: np.ndarray,  # per windowed row
         win: np.ndarray,
         values: np.ndarray,
@@ -270,12 +295,13 @@ class _Analysis:
         from verdict.stats.cliffs_delta import binary_delta, cliffs_delta
         from verdict.stats.fisher import fisher_exact_many
         from verdict.stats.mann_whitney import mann_whitney_u
-        from verdict.stats.multiple_testing import benjamini_hochberg
+        from verdict.stats.multiple_testing import adjust
         from verdict.stats.power import minimum_detectable_delta, minimum_detectable_drop
 
         self.det = det
         self.counts = counts
         self.scored = scored
+        self.gates = gates
         n = counts.shape[0]
         usable = counts[:, :, [_PASS, _FAIL, _SCORE]].sum(axis=2)  # [cell, window]
         total = counts.sum(axis=2)
@@ -285,6 +311,7 @@ class _Analysis:
         self.low = np.full(n, np.nan)
         self.high = np.full(n, np.nan)
         self.mde = np.full(n, np.nan)
+        self.mde_adjusted = np.full(n, np.nan)
         self.level = np.full((n, 2), np.nan)
         passed = counts[:, :, _PASS]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -317,22 +344,26 @@ class _Analysis:
 
         # MDE wherever both windows have data, tested or not: it tells an `insufficient` cell how
         # far it is from seeing anything, and a tested one whether the gate or the data decides.
+        # The adjusted MDE uses alpha/m, the level a lone change must reach under BH, Holm or
+        # Bonferroni in a family of m tested cells.
         sized = (usable > 0).all(axis=1)
         base_n, cur_n = usable[:, _BASELINE], usable[:, _CURRENT]
         b = np.flatnonzero(sized & ~scored)
-        self.mde[b] = minimum_detectable_drop(
-            passed[b, _BASELINE] / base_n[b], base_n[b], cur_n[b], alpha=det.alpha, power=det.power
-        )
         c = np.flatnonzero(sized & scored)
-        self.mde[c] = minimum_detectable_delta(
-            base_n[c], cur_n[c], alpha=det.alpha, power=det.power
-        )
+        family = max(int(self.tested.sum()), 1)
+        for out, level in ((self.mde, det.alpha), (self.mde_adjusted, det.alpha / family)):
+            out[b] = minimum_detectable_drop(
+                passed[b, _BASELINE] / base_n[b], base_n[b], cur_n[b], alpha=level, power=det.power
+            )
+            out[c] = minimum_detectable_delta(base_n[c], cur_n[c], alpha=level, power=det.power)
 
-        # One BH family over every tested cell of the run, whatever its fingerprint or kind.
+        # One family over every tested cell of the run, whatever its fingerprint or kind.
         self.adjusted = np.full(n, np.nan)
         tested = np.flatnonzero(self.tested)
         if tested.size:
-            self.adjusted[tested] = benjamini_hochberg(self.p[tested], alpha=det.alpha).adjusted
+            self.adjusted[tested] = adjust(
+                self.p[tested], method=det.correction, alpha=det.alpha
+            ).adjusted
 
         # Coverage: Fisher on (unusable, usable) x (current, baseline), its own BH family.
         unusable = total - usable
@@ -352,14 +383,16 @@ class _Analysis:
                 unusable[ct, _BASELINE],
                 usable[ct, _BASELINE],
             ).p_value
-            self.cov_adjusted[ct] = benjamini_hochberg(self.cov_p[ct], alpha=det.alpha).adjusted
+            self.cov_adjusted[ct] = adjust(
+                self.cov_p[ct], method=det.correction, alpha=det.alpha
+            ).adjusted
 
     def status(self, i: int) -> CellStatus:
         if not self.tested[i]:
             return CellStatus.INSUFFICIENT
         if self.adjusted[i] > self.det.alpha:
             return CellStatus.STABLE
-        if abs(self.delta[i]) < self.det.effect_gate:
+        if abs(self.delta[i]) < self.gates[i]:
             return CellStatus.BELOW_GATE
         return CellStatus.REGRESSION if self.delta[i] < 0 else CellStatus.IMPROVEMENT
 
@@ -387,7 +420,9 @@ class _Analysis:
             delta=_opt(self.delta[i]),
             delta_low=_opt(self.low[i]),
             delta_high=_opt(self.high[i]),
+            gate=float(self.gates[i]),
             mde=_opt(self.mde[i]),
+            mde_adjusted=_opt(self.mde_adjusted[i]),
             coverage=Coverage(
                 status=cov_status,
                 rise=_opt(self.rise[i]),

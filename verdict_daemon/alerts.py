@@ -5,7 +5,8 @@ signal raised again by later runs is not alerted again. Each alert tick posts th
 are due; a 2xx marks one delivered, anything else schedules a retry with exponential backoff
 (1 s, 2 s, 4 s, … capped at 5 min) until `max_attempts`, then it is `failed` (logged as
 `webhook_failed`). A crash between the POST and the commit re-sends it: receivers dedupe on the
-`signal_id` field (also sent as the `Idempotency-Key` header).
+`signal_id` field (also sent as the `Idempotency-Key` header). `alpha` is the level of the drift run
+that raised it: the closing decision of an alert period or a (much smaller) early look, see drift_runs.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ log = logging.getLogger("verdict.daemon")
 
 MAX_BACKOFF_SECONDS = 300
 _FIELDS = ("signal_id", "run_id", "attempts", "fingerprint", "cluster", "dimension", "kind", "baseline_level",
-           "current_level", "baseline_n", "current_n", "delta", "adjusted_p", "examples", "as_of")
+           "current_level", "baseline_n", "current_n", "delta", "adjusted_p", "examples", "as_of", "current_start",
+           "alpha")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ def deliver(store: StateStore, tenant: str, config: Alerts,
         cursor = con.execute("""
             SELECT d.signal_id, d.run_id, d.attempts, s.fingerprint, s.cluster, s.dimension, s.kind,
                    s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.adjusted_p, s.examples,
-                   r.as_of
+                   r.as_of, r.current_start, r.alpha
             FROM alert_deliveries d
             JOIN drift_signals s ON s.tenant_id = d.tenant_id AND s.run_id = d.run_id AND s.signal_id = d.signal_id
             JOIN drift_runs r ON r.tenant_id = d.tenant_id AND r.run_id = d.run_id
@@ -81,7 +83,7 @@ def deliver(store: StateStore, tenant: str, config: Alerts,
                         tenant, alert["kind"], alert["cluster"], alert["dimension"], alert["baseline_level"],
                         alert["current_level"], alert["adjusted_p"], alert["signal_id"])
         payload = {"tenant_id": tenant, **alert, "examples": json.loads(alert["examples"] or "[]"),
-                   "as_of": alert["as_of"].isoformat() + "Z"}
+                   "as_of": alert["as_of"].isoformat() + "Z", "current_start": alert["current_start"].isoformat() + "Z"}
         error = _post(config, payload, token) if config.webhook_url else None
         attempts += 1
         if error is None:

@@ -110,20 +110,51 @@ def _is_target(text: str) -> bool:
     return bool(sep and module and attribute) and all(p.isidentifier() for p in (*module.split("."), *attribute.split(".")))
 
 
+class DimensionGate(_Section):
+    """The effect gate of one dimension, in its unit: `points` of pass rate (PASS/FAIL) or Cliff's `delta`."""
+
+    points: float | None = Field(None, ge=0, le=100)
+    delta: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _one_unit(self) -> DimensionGate:
+        if (self.points is None) == (self.delta is None):
+            raise ValueError("give exactly one of points or delta")
+        return self
+
+    @property
+    def share(self) -> float:
+        return self.points / 100 if self.points is not None else self.delta
+
+
 class Drift(_Section):
+    """Alert period = `current_window_hours` on the UTC grid (days by default); see drift_runs for the
+    per-period false-alarm budget: `alpha` split into early looks and one decision per closed period."""
+
     current_window_hours: float = Field(24, gt=0)
     gap_hours: float = Field(24, ge=0)
     baseline_days: float = Field(7, gt=0)
     alpha: float = Field(0.05, gt=0, lt=1)
-    effect_gate: float = Field(0.147, ge=0, le=1)
+    early_alpha_share: float = Field(0.2, ge=0, lt=1)
+    correction: Literal["bh", "holm", "bonferroni"] = "bh"
+    pass_rate_gate_points: float = Field(5, ge=0, le=100)
+    delta_gate: float = Field(0.147, ge=0, le=1)
+    dimension_gates: dict[str, DimensionGate] = {}
     min_usable: int = Field(30, ge=2)
 
-    def detector(self):
+    @property
+    def period(self) -> timedelta:
+        return timedelta(hours=self.current_window_hours)
+
+    def detector(self, alpha: float | None = None):
+        """The DriftDetector of one run at level `alpha` (default: the whole `alpha`, as one lone run)."""
         from verdict.drift import DriftDetector
 
-        return DriftDetector(current_window=timedelta(hours=self.current_window_hours),
+        return DriftDetector(current_window=self.period,
                              baseline_window=timedelta(days=self.baseline_days), gap=timedelta(hours=self.gap_hours),
-                             min_usable=self.min_usable, alpha=self.alpha, effect_gate=self.effect_gate)
+                             min_usable=self.min_usable, alpha=alpha or self.alpha, correction=self.correction,
+                             pass_rate_gate=self.pass_rate_gate_points / 100, delta_gate=self.delta_gate,
+                             dimension_gates={k: g.share for k, g in self.dimension_gates.items()})
 
 
 class Alerts(_Section):

@@ -59,7 +59,8 @@ def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: li
     routed = route(store, tenant, config.review)  # untrustworthy judgments and the audit sample
     assigned = assign_for(store, config.data_dir, tenant, registry)
     names = {e.fingerprint: e.name for e in evaluators}
-    runs = [] if should_stop() else [run_drift(store, tenant, e.fingerprint, config.drift, as_of) for e in evaluators]
+    runs = [] if should_stop() else [r for e in evaluators for r in run_drift(store, tenant, e.fingerprint,
+                                                                               config.drift, as_of)]
     signals = [{**asdict(s), "evaluator": names[s.fingerprint], "examples": list(s.examples)}
                for r in runs for s in r.signals]
     return {
@@ -80,6 +81,7 @@ def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: li
                         "cost_usd": round(j.usage.cost_usd, 6),
                         "coverage": coverage(store, tenant, j.fingerprint)} for j in judged],
         "drift_runs": [{"run_id": r.run_id, "evaluator": names[r.fingerprint], "fingerprint": r.fingerprint,
+                        "as_of": r.as_of.isoformat(), "alpha": r.alpha,
                         "judgments": r.judgments, "cells": r.cells, "tested": r.tested, "signals": len(r.signals),
                         "reused": r.reused} for r in runs],
         "signals": signals,

@@ -7,8 +7,20 @@ deliveries are committed in one transaction: a reader sees a whole run or none o
 take the latest completed run. The run id hashes the inputs, so rerunning on the same judgments with
 the same `as_of` finds the same run instead of adding one.
 
-Signal ids hash (tenant, fingerprint, cluster, dimension, kind, current-window period): the same
-regression seen by every run within one period is one signal, alerted once.
+Repeated looks (docs/statistics.md, "Repeated looks"). The alert period is `current_window_hours` on
+the UTC grid (a UTC day by default); signal ids hash (tenant, fingerprint, cluster, dimension, kind,
+period), so the same change raised twice in one period is alerted once. Every run is a decision at its
+own level, and the levels of the decisions of one period add up to at most `alpha`, whatever the
+schedule, so by the union bound P(a period raises any false alarm) <= alpha:
+
+- the **closing decision** of a period: the 24 h window that is exactly the closed period, taken once,
+  at `(1 - early_alpha_share)·alpha`, by the first look at or after its end (a look exactly on the
+  grid is that decision; a later look takes it first if the period had a look and no decision yet);
+- **early looks** inside the open period: the window ending at the look, at
+  `early_alpha_share·alpha·(t - t_prev)`, t the elapsed share of the period and t_prev that of the
+  period's latest earlier run. A look with nothing left to spend (an `as_of` earlier than the period's
+  latest run, or `early_alpha_share = 0`) is stored with alpha 0 and no signals; a look at an `as_of`
+  already taken returns the stored run.
 """
 
 from __future__ import annotations
@@ -17,7 +29,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Drift
@@ -57,6 +69,7 @@ class DriftRunReport:
     run_id: str
     fingerprint: str
     as_of: datetime
+    alpha: float  # the level this run decided at (its share of the period's budget)
     judgments: int
     cells: int
     tested: int
@@ -97,7 +110,8 @@ def _float(value) -> float | None:
     return None if value is None or value != value else float(value)  # NaN -> None
 
 
-def _signals(report, tenant: str, period: int) -> list[Signal]:
+def report_signals(report, tenant: str, period: int) -> list[Signal]:
+    """The signals of a DriftReport, with ids that dedupe them within alert period `period`."""
     from verdict.drift import CoverageStatus
 
     out = []
@@ -129,25 +143,83 @@ def fingerprints(store: StateStore, tenant: str) -> list[str]:
             "SELECT DISTINCT fingerprint FROM judgment_attempts WHERE tenant_id = ? ORDER BY 1", [tenant]).fetchall()]
 
 
-def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift, as_of: datetime) -> DriftRunReport:
-    from verdict.drift import DriftInputError
+_EPOCH = datetime(1970, 1, 1)
 
+
+@dataclass(frozen=True)
+class Decision:
+    """One drift run to take: its window end, its level, and the alert period its signals belong to."""
+
+    now: datetime  # naive UTC
+    alpha: float
+    period: int
+
+
+def plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decision]:
+    """The decisions a look at `at` (naive UTC) takes, given the `as_of` of this fingerprint's stored runs.
+
+    Pure: the simulation tests and the benchmark drive exactly this with any schedule.
+    """
+    width = config.period
+    index = (at - _EPOCH) // width
+    start = _EPOCH + index * width
+    closing = (1 - config.early_alpha_share) * config.alpha
+    if at in runs:  # this as_of was decided already: decide once, even on more data
+        return []
+    if at == start:  # on the grid: this look is the closing decision of the period that just ended
+        return [Decision(at, closing, index - 1)]
+    out = []
+    if start not in runs and any(start - width < r < start for r in runs):
+        out.append(Decision(start, closing, index - 1))
+    spent = max((r for r in runs if start < r < start + width), default=start)  # later runs too: out of order
+    out.append(Decision(at, config.early_alpha_share * config.alpha * max((at - spent) / width, 0.0), index))
+    return out
+
+
+def _run_times(store: StateStore, tenant: str, fingerprint: str, since: datetime) -> list[datetime]:
+    with store.transaction() as con:
+        return [r[0] for r in con.execute("SELECT as_of FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
+                                          "AND as_of >= ?", [tenant, fingerprint, since]).fetchall()]
+
+
+def _runs_at(store: StateStore, tenant: str, fingerprint: str, at: datetime) -> list[str]:
+    with store.transaction() as con:
+        return [r[0] for r in con.execute("SELECT run_id FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
+                                          "AND as_of = ? ORDER BY completed_at", [tenant, fingerprint, at]).fetchall()]
+
+
+def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift,
+              as_of: datetime) -> list[DriftRunReport]:
+    """The runs a look at `as_of` takes (see the module docstring): the look, or a period's closing
+    decision and then the look, each stored with its signals and their alert deliveries. A look at an
+    `as_of` already taken returns the stored run (`reused`)."""
     tenant = validate_tenant_id(tenant)
     at = as_of.astimezone(UTC).replace(tzinfo=None) if as_of.tzinfo else as_of
+    decisions = plan(config, at, _run_times(store, tenant, fingerprint, at - 2 * config.period))
+    if not decisions:
+        return [_stored_run(store, tenant, run_id) for run_id in _runs_at(store, tenant, fingerprint, at)]
     table = judgment_table(store, tenant, fingerprint)
+    return [_decide(store, tenant, fingerprint, config, table, d) for d in decisions]
+
+
+def _decide(store: StateStore, tenant: str, fingerprint: str, config: Drift, table, decision: Decision
+            ) -> DriftRunReport:
+    from verdict.drift import DriftInputError
+
+    at = decision.now
     params = config.model_dump()
     # The clusters are part of the input: the same attempts under another registry version are another run.
-    run_id = _digest(tenant, fingerprint, at.isoformat(), params, table.column("attempt_id").to_pylist(),
-                     table.column("cluster").to_pylist())
+    run_id = _digest(tenant, fingerprint, at.isoformat(), decision.alpha, params,
+                     table.column("attempt_id").to_pylist(), table.column("cluster").to_pylist())
     existing = _stored_run(store, tenant, run_id)
     if existing is not None:
         return existing
-    try:
-        report = config.detector().detect(table.drop_columns(["attempt_id"]), now=at.replace(tzinfo=UTC))
+    try:  # a look with nothing left to spend (alpha 0) is stored for its counts, without signals
+        report = config.detector(decision.alpha or config.alpha).detect(table.drop_columns(["attempt_id"]),
+                                                        now=at.replace(tzinfo=UTC))
     except DriftInputError as exc:
         raise DaemonError("drift_input_error", f"fingerprint {fingerprint[:12]}: {exc}") from None
-    period = int((at - datetime(1970, 1, 1)) / timedelta(hours=config.current_window_hours))
-    signals = _signals(report, tenant, period)
+    signals = report_signals(report, tenant, decision.period) if decision.alpha else []
     naive = {name: getattr(report, name).astimezone(UTC).replace(tzinfo=None)
              for name in ("current_start", "baseline_start", "baseline_end")}
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -155,7 +227,7 @@ def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift, a
         # OR IGNORE: a process that computed the same run concurrently already stored it and its signals.
         con.execute("INSERT OR IGNORE INTO drift_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [tenant, run_id, fingerprint, at, naive["current_start"], naive["baseline_start"],
-                     naive["baseline_end"], config.alpha, config.effect_gate, config.min_usable, table.num_rows,
+                     naive["baseline_end"], decision.alpha, report.pass_rate_gate, config.min_usable, table.num_rows,
                      len(report.cells), report.tested, len(signals), run_id, now])
         insert_rows(con, "drift_signals", _SIGNAL_COLUMNS,
                     [(tenant, run_id, s.signal_id, s.fingerprint, s.cluster, s.dimension, s.kind, s.baseline_level,
@@ -166,13 +238,13 @@ def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift, a
                     [(tenant, s.signal_id, run_id, "pending", 0, None, now, None) for s in signals])
     log.info("drift tenant=%s fingerprint=%s run=%s judgments=%d cells=%d tested=%d signals=%d",
              tenant, fingerprint[:12], run_id, table.num_rows, len(report.cells), report.tested, len(signals))
-    return DriftRunReport(run_id, fingerprint, at, table.num_rows, len(report.cells), report.tested,
+    return DriftRunReport(run_id, fingerprint, at, decision.alpha, table.num_rows, len(report.cells), report.tested,
                           tuple(signals), False)
 
 
 def _stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport | None:
     with store.transaction() as con:
-        run = con.execute("SELECT fingerprint, as_of, judgments, cells, tested FROM drift_runs "
+        run = con.execute("SELECT fingerprint, as_of, alpha, judgments, cells, tested FROM drift_runs "
                           "WHERE tenant_id = ? AND run_id = ?", [tenant, run_id]).fetchone()
         if run is None:
             return None
@@ -180,7 +252,7 @@ def _stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport |
                            "WHERE tenant_id = ? AND run_id = ? ORDER BY cluster, dimension, kind",
                            [tenant, run_id]).fetchall()
     signals = tuple(Signal(*row[:-1], tuple(json.loads(row[-1]))) for row in rows)
-    return DriftRunReport(run_id, run[0], run[1], run[2], run[3], run[4], signals, True)
+    return DriftRunReport(run_id, *run, signals, True)
 
 
 def latest_run(store: StateStore, tenant: str, fingerprint: str) -> DriftRunReport | None:

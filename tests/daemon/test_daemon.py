@@ -70,12 +70,19 @@ def test_alerts_retry_with_backoff_then_deliver_once(lake):
     assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 1, 0)  # second failure, 2 s backoff
     time.sleep(2.1)
     assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(1, 0, 0)
-    # the same signal raised by a later run is not alerted again
+    # NOW closed the day before; the regression goes on, so the new day's first look alerts once for
+    # the new day, and a later look of the same day raising the same signal is not alerted again
     run_cycle(config, "acme", NOW + timedelta(minutes=5), build_evaluators(config))
+    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(1, 0, 0)
+    run_cycle(config, "acme", NOW + timedelta(minutes=10), build_evaluators(config))
     time.sleep(0.1)
     assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 0, 0)
-    assert [body["dimension"] for _key, body in hook.received] == ["completeness"]
-    assert _count(lake, "SELECT count(DISTINCT run_id) FROM drift_signals") == 2
+    assert [body["dimension"] for _key, body in hook.received] == ["completeness"] * 2
+    closing, early = (body for _key, body in hook.received)
+    assert (closing["alpha"], closing["current_start"]) == (pytest.approx(0.04), "2026-11-19T00:00:00Z")
+    assert early["alpha"] == pytest.approx(0.01 * 5 / 1440) and early["as_of"] == "2026-11-20T00:05:00Z"
+    assert len({key for key, _body in hook.received}) == 2  # one signal id per alert period
+    assert _count(lake, "SELECT count(DISTINCT run_id) FROM drift_signals") == 3
 
 
 def test_alerts_give_up_after_max_attempts(lake, caplog):

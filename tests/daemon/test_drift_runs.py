@@ -53,7 +53,7 @@ def test_a_failure_while_committing_a_run_leaves_no_trace_of_it(judged, lake, mo
 def test_zero_signal_runs_are_stored_and_readers_take_the_latest(judged, lake):
     config, store, fingerprint = judged
     # 30 days later every judgment is outside the windows: a run with no cells and no signals
-    later = drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(days=30))
+    (later,) = drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(days=30))
     assert later.signals == () and not later.reused
     assert drift_runs.latest_run(store, "acme", fingerprint).run_id == later.run_id
     assert _rows(lake, "SELECT as_of, signals FROM drift_runs ORDER BY completed_at") == [

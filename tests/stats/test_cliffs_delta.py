@@ -116,3 +116,9 @@ def test_interval_covers_the_true_delta_about_95_percent_of_the_time():
 def test_small_samples_are_rejected():
     with pytest.raises(ValueError, match="at least 2"):
         cliffs_delta([1.0], [1.0, 2.0])
+
+
+def test_complete_separation_keeps_delta_inside_its_interval():
+    # hypothesis found (-1 + z²v)/(1 + z²v) rounding to -0.9999999999999998 here: an interval excluding -1
+    result = cliffs_delta([0, 0, 0, 0], [1] * 7)
+    assert result.delta == -1.0 and result.low <= result.delta <= result.high

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from verdict.stats import benjamini_hochberg
+from verdict.stats import adjust, benjamini_hochberg
 
 # Benjamini & Hochberg (1995), JRSS-B 57:289-300, section 4: the 15 p-values of the
 # myocardial-infarction thrombolysis study. At q = 0.05 the step-up rule rejects the four smallest
@@ -59,3 +59,27 @@ def test_empty_family():
 def test_invalid_p_values_are_rejected(p):
     with pytest.raises(ValueError, match="p-values"):
         benjamini_hochberg(p)
+
+
+@pytest.mark.parametrize(("ours", "theirs"), [("bh", "fdr_bh"), ("holm", "holm"), ("bonferroni", "bonferroni")])
+def test_every_correction_matches_statsmodels(ours, theirs):
+    rng = np.random.default_rng(11)
+    for size in (1, 2, 17, 250):
+        p = np.concatenate([rng.uniform(size=size), rng.uniform(0, 0.01, size=size // 3), [0.02, 0.02]])
+        rng.shuffle(p)
+        result = adjust(p, method=ours, alpha=0.05)
+        reject, adjusted, _, _ = multipletests(p, alpha=0.05, method=theirs)
+        np.testing.assert_allclose(result.adjusted, adjusted, rtol=1e-12)
+        assert result.rejected.tolist() == reject.tolist()
+
+
+def test_holm_and_bonferroni_on_the_1995_example():
+    # Bonferroni rejects the three p <= 0.05/15 the paper names; Holm's step-down adds none here.
+    assert adjust(BH_1995, method="bonferroni").rejected.sum() == 3
+    assert adjust(BH_1995, method="holm").rejected.sum() == 3
+    assert adjust(BH_1995, method="bh").rejected.sum() == 4
+
+
+def test_unknown_correction_is_rejected():
+    with pytest.raises(ValueError, match="correction must be one of"):
+        adjust([0.1], method="sidak")

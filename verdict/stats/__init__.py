@@ -16,7 +16,13 @@ from verdict.stats.interrater import (
     raw_agreement,
 )
 from verdict.stats.mann_whitney import MannWhitneyResult, mann_whitney_u
-from verdict.stats.multiple_testing import BHResult, benjamini_hochberg
+from verdict.stats.multiple_testing import (
+    CORRECTIONS,
+    BHResult,
+    Correction,
+    adjust,
+    benjamini_hochberg,
+)
 from verdict.stats.power import (
     cohens_h,
     minimum_detectable_delta,
@@ -26,7 +32,9 @@ from verdict.stats.power import (
 from verdict.stats.proportions import Proportion, wilson_interval
 
 __all__ = [
+    "CORRECTIONS",
     "BHResult",
+    "Correction",
     "BootstrapInterval",
     "BradleyTerryFit",
     "CliffsDelta",
@@ -35,6 +43,7 @@ __all__ = [
     "FisherResult",
     "MannWhitneyResult",
     "Proportion",
+    "adjust",
     "benjamini_hochberg",
     "cliffs_delta",
     "cohens_h",

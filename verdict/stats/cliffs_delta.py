@@ -125,4 +125,6 @@ def delta_interval(
         v = np.where(e > 0, np.maximum(var / np.where(e > 0, e, 1.0), floor), floor)
     half = z * np.sqrt(v * (e + z**2 * v))
     denom = 1.0 + z**2 * v
-    return np.clip((d - half) / denom, -1.0, 1.0), np.clip((d + half) / denom, -1.0, 1.0)
+    # At |d| = 1 the bound equals d only up to rounding: keep d inside its own interval.
+    return (np.clip(np.minimum((d - half) / denom, d), -1.0, 1.0),
+            np.clip(np.maximum((d + half) / denom, d), -1.0, 1.0))
