@@ -79,8 +79,13 @@ def _plain(value):
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {k if isinstance(k, str) else json.dumps(_plain(k)): _plain(v) for k, v in value.items()}
+        return {_key(_plain(k)): _plain(v) for k, v in value.items()}
     return str(value)  # UUID and anything else without a JSON type: its text
+
+
+def _key(plain) -> str:
+    """A JSON object key for a MAP key of any type (its text; JSON text for numbers, lists, ...)."""
+    return plain if isinstance(plain, str) else json.dumps(plain)
 
 
 def _cell(value) -> str:
@@ -128,9 +133,9 @@ def execute(data_dir: Path, tenant: str, query: str,
         tenant = validate_tenant_id(tenant)
     except InvalidTenantError as exc:
         raise SqlCommandError("invalid_tenant", str(exc)) from None
-    if not data_dir.is_dir():
-        raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
     try:
+        if not data_dir.is_dir():
+            raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
         con = open_scoped(data_dir, tenant, prepare=prepare)
     except (duckdb.Error, OSError) as exc:  # a truncated segment file, a directory without permission
         raise _lake_error(exc) from None
