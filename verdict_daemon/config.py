@@ -33,7 +33,7 @@ class _Section(BaseModel):
 class Schedule(_Section):
     """Either `interval_seconds` or a five-field `cron` expression (UTC)."""
 
-    interval_seconds: float | None = Field(None, ge=1, le=366 * DAY_SECONDS)
+    interval_seconds: float | None = Field(None, ge=0.1, le=366 * DAY_SECONDS)
     cron: str | None = None
     enabled: bool = True
 
