@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from collector.views import open_scoped, view_statements
-from verdict.cli_errors import CliError, error_json
+from verdict.cli_errors import CliError, error_json, error_line
 from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, validate_tenant_id
 
 EXIT_CODES = {"invalid_tenant": 3, "no_data_dir": 4, "query_error": 5, "access_denied": 6}
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace, out=None, err=None,
         if args.format == "json":
             err.write(error_json(exc.code, exc.message) + "\n")
         else:
-            err.write(f"verdict sql: error [{exc.code}]: {exc.message}\n")
+            err.write(error_line("verdict sql", exc.code, exc.message) + "\n")
         return EXIT_CODES[exc.code]
     out.write(text)
     return 0

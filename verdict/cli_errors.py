@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import NoReturn
 
@@ -81,10 +82,21 @@ def error_json(code: str, message: str, details: dict | None = None) -> str:
     return json.dumps({"error": {"code": closed(code), "message": message, **(details or {})}}, default=str)
 
 
+# Line breaks and other control characters a message may echo from the command line (str.splitlines
+# breaks at all of these): escaped, so the human line stays one line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def error_line(prog: str, code: str, message: str) -> str:
+    """The human form of the same error: `PROG: error [CODE]: MESSAGE`, one line."""
+    message = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message)
+    return f"{prog}: error [{closed(code)}]: {message}"
+
+
 def print_error(code: str, message: str, details: dict | None = None, *, text_prog: str | None = None) -> None:
     """Report one error on stderr: that JSON object on one line or, for a command whose documented default
     is human text (`verdict report` without --json), the line `PROG: error [CODE]: MESSAGE`."""
-    line = error_json(code, message, details) if text_prog is None else f"{text_prog}: error [{closed(code)}]: {message}"
+    line = error_json(code, message, details) if text_prog is None else error_line(text_prog, code, message)
     sys.stderr.write(line + "\n")  # sys.stderr looked up per call: tests may have replaced it
 
 
