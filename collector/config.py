@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,6 +209,9 @@ def validate(config: CollectorConfig) -> None:
                  "grpc_threads"):
         if getattr(config, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+    for option in _OPTIONS:
+        if option.type is float and not math.isfinite(getattr(config, option.dest)):
+            raise ConfigError(f"--{option.flag} must be a finite number")
     if config.read_timeout_s <= 0:
         raise ConfigError("--read-timeout-s must be positive")
     for name in ("decode_workers", "retention_days", "min_free_disk_bytes", "compact_min_segments",

@@ -34,6 +34,8 @@ def _envelope(argv: list[str], cwd: Path) -> dict:
     (["verdict-collector", "--http-port", "http"], "invalid_config",
      "verdict-collector: argument --http-port: invalid int value: 'http'"),
     (["verdict-collector", "--read-timeout-s", "0"], "invalid_config", "--read-timeout-s must be positive"),
+    (["verdict-collector", "--compact-interval-s", "nan"], "invalid_config",
+     "--compact-interval-s must be a finite number"),
     (["verdict-cluster", "--bogus"], "invalid_config", "verdict-cluster: "),
     (["verdict-cluster", "--data-dir", ".", "--tenant", "acme", "--actor", "alice", "inspect", "--version", "v1"],
      "invalid_config", "--version"),
