@@ -17,6 +17,7 @@ from collector.maintenance import Maintenance
 from collector.redaction import ServerRedaction
 from collector.stats import Stats
 from collector.writer import SegmentWriter, WriterLimits
+from verdict.cli_errors import UsageError, print_error
 
 log = logging.getLogger("verdict.collector")
 
@@ -157,12 +158,30 @@ def serve(config: CollectorConfig) -> int:
     return 0
 
 
+EXIT_FAILED = 2
+
+
+def _start_error(exc: Exception) -> tuple[str, str]:
+    """The closed (code, message) of a failure to start; internal_error for anything unexpected."""
+    if isinstance(exc, UsageError):
+        return exc.code, exc.message
+    if isinstance(exc, lake.LakeLockedError):
+        return "already_running", str(exc)
+    if isinstance(exc, ConfigError | TokenFileError | RuntimeError):
+        return "invalid_config", str(exc)  # RuntimeError: server-side redaction cannot be set up
+    if isinstance(exc, OSError):  # with a file name: the data dir; without: a port to bind (in use, denied)
+        return ("storage_error" if exc.filename else "invalid_config"), str(exc)
+    return "internal_error", f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)"
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Exit 0 after a clean stop; on failure the one error envelope on stderr (verdict.cli_errors),
+    exit 2 (also for internal_error, a bug)."""
     try:
         config = load(argv)
-    except ConfigError as exc:
-        print(f"verdict-collector: error: {exc}", file=sys.stderr)
-        return 2
+    except (UsageError, ConfigError) as exc:
+        print_error(*_start_error(exc))
+        return EXIT_FAILED
     logging.basicConfig(
         level=config.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -170,9 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return maintain_once(config) if config.maintenance_once else serve(config)
-    except (TokenFileError, lake.LakeLockedError, RuntimeError, OSError) as exc:
-        print(f"verdict-collector: error: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:
+        if os.environ.get("VERDICT_DEBUG"):
+            raise
+        print_error(*_start_error(exc))
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

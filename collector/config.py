@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from collector.redaction import MODES, SDK_REDACTION_ATTRIBUTE, TRUST_MODES
+from verdict.cli_errors import ArgumentParser
 
 ENV_PREFIX = "VERDICT_COLLECTOR_"
 MIB = 1024 * 1024
@@ -114,7 +116,10 @@ tokens file: YAML mapping token -> tenant, token plain (>= 16 chars) or "sha256:
 send "Authorization: Bearer <token>". Refusals: 400 malformed, 401 token, 408 slow body, 413 too
 large, 415 content type, 429 queue full, 503 disk low / shutting down / write failed (429 and 503
 with Retry-After). SIGTERM/SIGINT: stop accepting, finish in-flight requests, write everything
-queued, exit 0. Exit code 2: bad configuration, unreadable token file, data dir in use.
+queued, exit 0. Exit code 2: it cannot start, with one line {"error": {"code", "message"}} on stderr:
+invalid_config (an option, its environment variable or the token file), already_running (the data
+dir is in use), storage_error (the data dir cannot be created or written), internal_error (a bug;
+VERDICT_DEBUG=1 shows the traceback).
 Test-only env vars: VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS, VERDICT_COLLECTOR_TEST_CRASH_AT.
 """
 
@@ -144,7 +149,8 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 
 
 def build_parser(environ=os.environ) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    """Usage errors raise verdict.cli_errors.UsageError (cli.main prints the one error envelope)."""
+    parser = ArgumentParser(
         prog="verdict-collector",
         description="Receive OTLP traces (HTTP and gRPC) and land them durably as a Parquet span lake. "
         "Every option can also be set with the environment variable shown.",
@@ -203,6 +209,9 @@ def validate(config: CollectorConfig) -> None:
                  "grpc_threads"):
         if getattr(config, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+    for option in _OPTIONS:
+        if option.type is float and not math.isfinite(getattr(config, option.dest)):
+            raise ConfigError(f"--{option.flag} must be a finite number")
     if config.read_timeout_s <= 0:
         raise ConfigError("--read-timeout-s must be positive")
     for name in ("decode_workers", "retention_days", "min_free_disk_bytes", "compact_min_segments",

@@ -2,7 +2,10 @@
 
 Exit codes: 0 ok; 2 usage; 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied.
 Errors are one line `verdict sql: error [<code>]: <message>` on stderr, or with --format json
-a JSON object {"error": {"code": ..., "message": ...}} on stderr.
+a JSON object {"error": {"code": ..., "message": ...}} on stderr; stdout then stays empty (the output
+is rendered in full before its first byte is written). JSON output is strict JSON: NaN and ±Infinity
+are the strings "NaN", "Infinity" and "-Infinity"; UUIDs and other values without a JSON type are
+their text.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ import argparse
 import csv
 import datetime as dt
 import decimal
+import io
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -19,17 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from collector.views import open_scoped, view_statements
+from verdict.cli_errors import CliError, error_json, error_line
 from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, validate_tenant_id
 
 EXIT_CODES = {"invalid_tenant": 3, "no_data_dir": 4, "query_error": 5, "access_denied": 6}
 TABLE_CELL_CHARS = 120
 
 
-class SqlCommandError(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(code, message)
-        self.code = code
-        self.message = message
+class SqlCommandError(CliError):
+    """A `verdict sql` failure: a code of EXIT_CODES (all in the one closed set) and its message."""
 
 
 _EPILOG = """\
@@ -56,18 +59,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the CREATE VIEW statements (for plain DuckDB) and exit")
 
 
+_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
 def _plain(value):
-    if isinstance(value, dt.datetime | dt.date | dt.time | dt.timedelta):
-        return value.isoformat() if not isinstance(value, dt.timedelta) else value.total_seconds()
+    """A JSON-ready value: every DuckDB result type maps to a JSON type (strict JSON: no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else _NON_FINITE[value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
     if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, list):
+        return _plain(float(value))
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+        return {_key(_plain(k)): _plain(v) for k, v in value.items()}
+    return str(value)  # UUID and anything else without a JSON type: its text
+
+
+def _key(plain) -> str:
+    """A JSON object key for a MAP key of any type (its text; JSON text for numbers, lists, ...)."""
+    return plain if isinstance(plain, str) else json.dumps(plain)
 
 
 def _cell(value) -> str:
@@ -80,7 +98,8 @@ def _cell(value) -> str:
 
 def render(columns: list[str], rows: list[tuple], fmt: str, out) -> None:
     if fmt == "json":
-        json.dump([{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows], out, indent=1)
+        json.dump([{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows], out, indent=1,
+                  allow_nan=False)
         out.write("\n")
     elif fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
@@ -114,12 +133,12 @@ def execute(data_dir: Path, tenant: str, query: str,
         tenant = validate_tenant_id(tenant)
     except InvalidTenantError as exc:
         raise SqlCommandError("invalid_tenant", str(exc)) from None
-    if not data_dir.is_dir():
-        raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
     try:
+        if not data_dir.is_dir():
+            raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
         con = open_scoped(data_dir, tenant, prepare=prepare)
-    except duckdb.Error as exc:  # an unreadable segment file, for example
-        raise SqlCommandError("query_error", "cannot open the span lake: " + str(exc).splitlines()[0][:300]) from None
+    except (duckdb.Error, OSError) as exc:  # a truncated segment file, a directory without permission
+        raise _lake_error(exc) from None
     try:
         _require_read_only(con, query)
         cursor = con.execute(query)
@@ -135,26 +154,45 @@ def execute(data_dir: Path, tenant: str, query: str,
         con.close()
 
 
+def _lake_error(exc: Exception) -> SqlCommandError:
+    """A span lake that cannot be read (a truncated segment, a directory without permission)."""
+    return SqlCommandError("query_error", "cannot read the span lake: " + (str(exc).splitlines() or [""])[0][:300])
+
+
+def _view_text(data_dir: Path, tenant: str) -> str:
+    import duckdb
+
+    try:
+        return ";\n\n".join(view_statements(data_dir, tenant)) + ";\n"
+    except InvalidTenantError as exc:
+        raise SqlCommandError("invalid_tenant", str(exc)) from None
+    except (duckdb.Error, OSError) as exc:
+        raise _lake_error(exc) from None
+
+
+def _output(args: argparse.Namespace, prepare: Callable[[Any], None] | None) -> str:
+    """Everything stdout gets, complete, or a SqlCommandError."""
+    if args.print_views:
+        return _view_text(args.data_dir, args.tenant)
+    if not args.query:
+        raise SqlCommandError("query_error", "no query given (or use --print-views)")
+    columns, rows = execute(args.data_dir, args.tenant, args.query, prepare)
+    text = io.StringIO()
+    render(columns, rows, args.format, text)
+    return text.getvalue()
+
+
 def run(args: argparse.Namespace, out=None, err=None,
         prepare: Callable[[Any], None] | None = None) -> int:
     # Resolved per call, not at import: the process's streams may have been replaced since.
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        if args.print_views:
-            try:
-                statements = view_statements(args.data_dir, args.tenant)
-            except InvalidTenantError as exc:
-                raise SqlCommandError("invalid_tenant", str(exc)) from None
-            out.write(";\n\n".join(statements) + ";\n")
-            return 0
-        if not args.query:
-            raise SqlCommandError("query_error", "no query given (or use --print-views)")
-        columns, rows = execute(args.data_dir, args.tenant, args.query, prepare)
+        text = _output(args, prepare)
     except SqlCommandError as exc:
         if args.format == "json":
-            err.write(json.dumps({"error": {"code": exc.code, "message": exc.message}}) + "\n")
+            err.write(error_json(exc.code, exc.message) + "\n")
         else:
-            err.write(f"verdict sql: error [{exc.code}]: {exc.message}\n")
+            err.write(error_line("verdict sql", exc.code, exc.message) + "\n")
         return EXIT_CODES[exc.code]
-    render(columns, rows, args.format, out)
+    out.write(text)
     return 0

@@ -25,6 +25,11 @@ until URL answers 200, and stops it with SIGTERM at the end (it must exit 0);
 session directory before the block runs. Directives are HTML
 comments on the lines directly above the fence; an unknown directive or language is an error.
 
+Ports: the README shows the collector's default ports (README_PORTS); the session runs each block with
+every such port (after `:` or `-port `) replaced by a free one picked at the start (`Session.ports`), so a
+run never collides with anything else listening there (the test sets the collector's port environment
+variables to match, for commands that rely on the defaults).
+
 The session (set up by tests/test_readme.py): one temporary directory, blocks in README order,
 `.venv/bin` first on PATH, Verdict/OTel/provider variables of the caller removed, and
 `OPENAI_BASE_URL`/`OPENAI_API_KEY` pointing at the local fake OpenAI server (tests/fakes) whose
@@ -38,13 +43,14 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +60,7 @@ LANGUAGES = ("text", "python", "console", "sql", *SHELLS)
 DIRECTIVE = re.compile(r"^<!-- readme: (.+?) -->$")
 FENCE = re.compile(r"^```(\S*)$")
 COMMAND_TIMEOUT_S = 180
+README_PORTS = (4317, 4318, 4319)  # the collector's default gRPC and HTTP ports, and the tokens example's
 
 
 @dataclass(frozen=True)
@@ -231,6 +238,30 @@ def run_in_process(block: Block) -> None:
     exec(compile(block.code, block.where, "exec"), {"__name__": f"readme_block_{block.line}"})
 
 
+def free_ports(ports: tuple[int, ...]) -> dict[int, int]:
+    """A free loopback port for each of `ports` (all bound at once, so they differ)."""
+    sockets = [socket.socket() for _ in ports]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return {port: sock.getsockname()[1] for port, sock in zip(ports, sockets, strict=True)}
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def with_ports(block: Block, ports: dict[int, int]) -> Block:
+    """`block` with each port of `ports` written after `:` or `-port ` replaced by its stand-in."""
+    if not ports:
+        return block
+    pattern = re.compile(r"(?:(?<=:)|(?<=-port ))(" + "|".join(map(str, ports)) + r")\b")
+
+    def sub(text: str) -> str:
+        return pattern.sub(lambda m: str(ports[int(m.group())]), text)
+
+    return replace(block, code=sub(block.code), directives=tuple((n, sub(arg)) for n, arg in block.directives))
+
+
 @dataclass
 class Session:
     """The working directory and processes the README's session blocks share, in README order."""
@@ -239,9 +270,11 @@ class Session:
     env: dict[str, str] = field(repr=False)  # the caller's environment: never in a failure report
     setups: dict[str, Callable[[Path], None]] = field(repr=False)
     background: list[tuple[Block, subprocess.Popen]] = field(default_factory=list, repr=False)
+    ports: dict[int, int] = field(default_factory=dict)  # README port -> the free port used instead
 
     def run(self, block: Block) -> None:
         check_runnable(block)
+        block = with_ports(block, self.ports)
         setup = block.directive("setup")
         if setup is not None:
             if setup not in self.setups:

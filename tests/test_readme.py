@@ -9,6 +9,8 @@ writer, and the local fake OpenAI server (tests/fakes) reached by the real `open
 from __future__ import annotations
 
 import json
+import re
+import socket
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +45,11 @@ def llm_reply(request) -> Reply | None:
     return None
 
 
+def collector_port_env(ports: dict[int, int]) -> dict[str, str]:
+    """The collector's port variables for commands that rely on its default ports (4318 HTTP, 4317 gRPC)."""
+    return {"VERDICT_COLLECTOR_HTTP_PORT": str(ports[4318]), "VERDICT_COLLECTOR_GRPC_PORT": str(ports[4317])}
+
+
 def test_every_block_is_runnable_or_declared_not_code():
     for block in BLOCKS:
         rb.check_runnable(block)
@@ -69,8 +76,10 @@ def test_commands_run_elsewhere_are_run_there(tmp_path, block):
 @pytest.mark.timeout(900)  # wall time depends on the machine's load; each command has its own limit
 def test_session_blocks_run_in_order(tmp_path, fake_openai):
     fake_openai.handler = llm_reply
-    env = rb.session_env({"OPENAI_BASE_URL": fake_openai.base_url, "OPENAI_API_KEY": "sk-readme-test"})
-    session = rb.Session(tmp_path, env, {"lake": write_acme_lake})
+    ports = rb.free_ports(rb.README_PORTS)
+    env = rb.session_env({"OPENAI_BASE_URL": fake_openai.base_url, "OPENAI_API_KEY": "sk-readme-test",
+                          **collector_port_env(ports)})
+    session = rb.Session(tmp_path, env, {"lake": write_acme_lake}, ports=ports)
     try:
         for block in SESSION:
             session.run(block)
@@ -91,6 +100,40 @@ def test_docs_repeat_only_tested_readme_blocks():
     scaling = {b.code for b in rb.parse((rb.ROOT / "docs/scaling.md").read_text())}
     tested = [b.code for b in SESSION if b.directive("duckdb") is not None or "COPY FROM DATABASE" in b.code]
     assert len(tested) == 2 and all(code in scaling for code in tested)
+
+
+def test_the_session_uses_free_ports_while_the_text_keeps_the_defaults():
+    """Nothing the session runs talks to a README port (something else may listen there): every block,
+    after substitution, names only the free ports; the collector's defaults come from its env vars."""
+    from collector.config import build_parser
+
+    ports = rb.free_ports(rb.README_PORTS)
+    assert len(set(ports.values())) == len(ports) and not set(ports.values()) & set(ports)
+    text = rb.README.read_text()
+    assert all(f"127.0.0.1:{port}" in text for port in rb.README_PORTS)  # the README shows the defaults
+    defaults = build_parser({}).parse_args([])
+    assert (defaults.http_port, defaults.grpc_port) == (4318, 4317)  # ... which are the collector's defaults
+    used = build_parser(collector_port_env(ports)).parse_args([])
+    assert (used.http_port, used.grpc_port) == (ports[4318], ports[4317])
+    readme_port = re.compile(r"(?::|-port )(" + "|".join(map(str, rb.README_PORTS)) + r")\b")
+    localised = [rb.with_ports(b, ports) for b in SESSION]
+    assert [b.line for b in localised if readme_port.search(b.code + repr(b.directives))] == []
+    urls = [b.directive("background") for b in localised if b.directive("background")]
+    assert urls == [f"http://127.0.0.1:{ports[4318]}/healthz", f"http://127.0.0.1:{ports[4319]}/healthz"]
+
+
+def test_a_background_block_runs_on_its_stand_in_port_when_the_default_is_taken(tmp_path):
+    with socket.socket() as taken:  # "something else listens on the README's port"
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        default = taken.getsockname()[1]
+        session = rb.Session(tmp_path, rb.session_env({}), {}, ports=rb.free_ports((default,)))
+        collector = f"verdict-collector --data-dir ./d --http-port {default} --grpc-port -1"
+        session.run(block_of(f"<!-- readme: background http://127.0.0.1:{default}/healthz -->\n"
+                             f"```sh\n{collector}\n```\n"))
+        (_, proc) = session.background[0]
+        assert proc.poll() is None and f"--http-port {session.ports[default]} " in proc.args[-1]
+        session.close()  # SIGTERM: the collector must exit 0
 
 
 # ---- the harness itself: each rule can fail ----

@@ -6,7 +6,7 @@
 Cases have the sentinel shape (verdict.sentinel). Exit codes: 0 pass rate (or its 95 % Wilson lower
 bound, with --use-lower-bound) at or above the threshold; 1 below; 2 on judge errors or bad input, with
 one JSON line {"error": {"code", "message"}} on stderr (code from ERROR_CODES, a subset of the `verdict`
-CLI's closed set verdict_daemon.errors.ERROR_CODES) and no traceback. Artifacts hold redacted content only.
+CLI's closed set verdict.cli_errors.ERROR_CODES) and no traceback. Artifacts hold redacted content only.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ register it in COMMANDS (module imported only when that subcommand runs).
 Usage errors (unknown command or option, missing or malformed value) are closed errors like the
 subcommands' own: one JSON line {"error": {"code": "invalid_config", "message"}} on stderr, exit 2,
 nothing on stdout, for every subcommand (also those whose run-time errors are a text line by default).
-Every subcommand prints its errors with verdict_daemon.errors.print_error. `--help` stays plain text
-(exit 0); bare `verdict` prints the help (exit 2).
+Every subcommand prints its errors with verdict_daemon.errors.print_error; an exception a subcommand lets
+escape is reported here as `internal_error` (exit 2; VERDICT_DEBUG=1 re-raises it). `--help` stays plain
+text (exit 0); bare `verdict` prints the help (exit 2).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import sys
 from typing import NoReturn
 
-from verdict_daemon.errors import print_error
+from verdict_daemon.errors import internal_error, print_error
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -33,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 EXIT_USAGE = 2
+EXIT_INTERNAL = 2  # internal_error (a bug) that a subcommand did not report itself
 USAGE_CODE = "invalid_config"  # the code every subcommand reports its own usage errors with
 
 
@@ -78,6 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         # stdout at /dev/null so the interpreter's final flush cannot raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as exc:  # a bug in a subcommand: the closed internal_error, never a traceback
+        if os.environ.get("VERDICT_DEBUG"):
+            raise
+        error = internal_error(exc)
+        print_error(error.code, error.message)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
     verdict-cluster --data-dir DIR --tenant T --actor NAME <command> [options]
 
 Workflow: normalize (until "complete": true) -> fit -> assign -> validate -> activate; later
-rollback, rename, inspect. Every command prints one JSON object on stdout:
-`{"schema": "verdict-cluster-v1", "result": {...}}` and exits 0, or
-`{"schema": "verdict-cluster-v1", "error": "<code>", "message": "..."}` and exits 2, with a code from
+rollback, rename, inspect. Every command prints one JSON object on stdout,
+`{"schema": "verdict-cluster-v1", "result": {...}}`, and exits 0; or, on failure, nothing on stdout and
+the one error envelope of every Verdict CLI on stderr, `{"error": {"code": "<code>", "message": "..."}}`
+(extra fields such as `checks` or `generation` after the message), and exits 2, with a code from
 verdict_daemon.clustering.errors.CLUSTER_ERROR_CODES; never a traceback (VERDICT_DEBUG=1 re-raises
 unexpected errors). Flags are checked before anything is written.
 """
@@ -20,9 +21,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from verdict.cli_errors import ArgumentParser, CliError, print_error
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES, ClusterError
-from verdict_daemon.errors import DaemonError
+from verdict_daemon.errors import internal_error
 
 SCHEMA = "verdict-cluster-v1"
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -33,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors are `invalid_request` JSON, not argparse's own exit."""
 
     def error(self, message: str):
-        raise ClusterError("invalid_request", message)
+        raise ClusterError("invalid_config", message)
 
 
 def _commands(sub) -> None:
@@ -81,7 +83,7 @@ def _commands(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="verdict-cluster", description=__doc__.split("\n\n")[0],
+    parser = ArgumentParser(prog="verdict-cluster", description=__doc__.split("\n\n")[0],
                      formatter_class=argparse.RawDescriptionHelpFormatter,
                      epilog="error codes: " + ", ".join(CLUSTER_ERROR_CODES))
     parser.add_argument("--data-dir", type=Path, required=True, help="the span lake and state.duckdb directory")
@@ -89,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--actor", required=True, help="who runs the command (recorded in the registry's events)")
     parser.add_argument("--lock-timeout", type=float, default=10.0,
                         help="seconds to wait for state.duckdb held by another process (then storage_locked)")
-    sub = parser.add_subparsers(dest="command", metavar="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="command", parser_class=ArgumentParser)
     _commands(sub)
     return parser
 
@@ -99,12 +101,12 @@ def _time(flag: str, text: str) -> datetime:
         at = datetime.fromisoformat(text)
         return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
     except (ValueError, OverflowError):  # OverflowError: an offset that moves it beyond year 1 or 9999
-        raise ClusterError("invalid_request", f"{flag}: {text[:80]!r} is not an ISO 8601 time") from None
+        raise ClusterError("invalid_config", f"{flag}: {text[:80]!r} is not an ISO 8601 time") from None
 
 
 def _name(flag: str, text: str) -> str:
     if not _NAME.fullmatch(text):
-        raise ClusterError("invalid_request", f"{flag}: {text[:80]!r} must be 1-64 letters, digits, '.', '_', ':' or "
+        raise ClusterError("invalid_config", f"{flag}: {text[:80]!r} must be 1-64 letters, digits, '.', '_', ':' or "
                            "'-', starting with a letter or digit")
     return text
 
@@ -117,24 +119,24 @@ def _check(args: argparse.Namespace) -> None:
     from verdict_daemon.clustering.versions import STRATEGIES, parse_version_id
 
     if args.command is None:
-        raise ClusterError("invalid_request", "give a command: normalize, fit, assign, validate, activate, rollback, "
+        raise ClusterError("invalid_config", "give a command: normalize, fit, assign, validate, activate, rollback, "
                            "rename or inspect")
     try:
         args.tenant = validate_tenant_id(args.tenant)
     except InvalidTenantError as exc:
-        raise ClusterError("invalid_request", f"--tenant: {exc}") from None
+        raise ClusterError("invalid_config", f"--tenant: {exc}") from None
     _name("--actor", args.actor)
     if not 0 < args.lock_timeout <= 3600:
-        raise ClusterError("invalid_request", "--lock-timeout must be in (0, 3600] seconds")
+        raise ClusterError("invalid_config", "--lock-timeout must be in (0, 3600] seconds")
     if not args.data_dir.is_dir():
-        raise ClusterError("invalid_request", f"--data-dir: {args.data_dir} is not an existing directory")
+        raise ClusterError("invalid_config", f"--data-dir: {args.data_dir} is not an existing directory")
     if getattr(args, "version", None) is not None:
         parse_version_id(args.version)
     if args.command == "normalize" and not 1 <= args.limit <= MAX_PAGE:
-        raise ClusterError("invalid_request", f"--limit must be between 1 and {MAX_PAGE}")
+        raise ClusterError("invalid_config", f"--limit must be between 1 and {MAX_PAGE}")
     if args.command == "fit":
         if args.strategy is None:
-            raise ClusterError("invalid_request", f"--strategy is required (no default): one of {', '.join(STRATEGIES)}")
+            raise ClusterError("invalid_config", f"--strategy is required (no default): one of {', '.join(STRATEGIES)}")
         args.cutoff = _time("--cutoff", args.cutoff)
         if args.target_workload is not None:
             _name("--target-workload", args.target_workload)
@@ -144,16 +146,16 @@ def _check(args: argparse.Namespace) -> None:
         raise ClusterError("model_unavailable", f"--model-path: {args.model_path} is not a directory "
                            "(no download is attempted)")
     if args.command in ("activate", "rollback") and args.expected_generation < 0:
-        raise ClusterError("invalid_request", "--expected-generation must be >= 0")
+        raise ClusterError("invalid_config", "--expected-generation must be >= 0")
     if args.command == "rename":
         parse_cluster_id(args.cluster_id)
         parse_display_name(args.display_name)
     if args.command == "inspect":
         for name, (_, ceiling) in PAGING.items():
             if not 1 <= getattr(args, f"{name}_limit") <= ceiling:
-                raise ClusterError("invalid_request", f"--{name}-limit must be between 1 and {ceiling} (hard ceiling)")
+                raise ClusterError("invalid_config", f"--{name}-limit must be between 1 and {ceiling} (hard ceiling)")
             if not 0 <= getattr(args, f"{name}_offset") <= MAX_OFFSET:
-                raise ClusterError("invalid_request", f"--{name}-offset must be between 0 and {MAX_OFFSET}")
+                raise ClusterError("invalid_config", f"--{name}-offset must be between 0 and {MAX_OFFSET}")
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -194,32 +196,30 @@ def run(args: argparse.Namespace) -> dict:
             return inspection.inspect(store, tenant, args.version, pages)
 
 
-def _emit(document: dict, code: int, indent: int | None = None) -> int:
+def _emit(result: dict) -> int:
     try:
-        print(json.dumps(document, indent=indent, default=str), flush=True)
+        print(json.dumps({"schema": SCHEMA, "result": result}, indent=1, default=str), flush=True)
     except BrokenPipeError:  # the reader went away (`| head`): no traceback, and none at exit either
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return code
+    return EXIT_OK
 
 
-def _error(exc: ClusterError) -> int:
-    return _emit({"schema": SCHEMA, "error": exc.code, "message": exc.message, **exc.details}, EXIT_ERROR)
+def _error(exc: CliError) -> int:
+    print_error(exc.code if exc.code in CLUSTER_ERROR_CODES else "internal_error", exc.message, exc.details)
+    return EXIT_ERROR
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         result = run(build_parser().parse_args(argv))
-    except ClusterError as exc:
+    except CliError as exc:  # usage, registry, and the state store's storage_locked / storage_error
         return _error(exc)
-    except DaemonError as exc:  # the state store's storage_locked / storage_error
-        code = exc.code if exc.code in CLUSTER_ERROR_CODES else "internal_error"
-        return _error(ClusterError(code, exc.message))
     except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
         if os.environ.get("VERDICT_DEBUG"):
             raise
-        return _error(ClusterError("internal_error", f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)"))
-    return _emit({"schema": SCHEMA, "result": result}, EXIT_OK, indent=1)
+        return _error(internal_error(exc))
+    return _emit(result)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,21 @@ from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.errors import DaemonError
 
 
+# Every number has finite bounds that make sense, checked at start (invalid_config naming the key): a value
+# that passes validation must not overflow a timedelta or a timer later, nor make a wait endless.
+YEAR_HOURS = 366 * 24
+DAY_SECONDS = 86_400
+MANY = 10_000_000  # counts (traces, calls, examples): far above any real run, far below overflow
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Schedule(_Section):
     """Either `interval_seconds` or a five-field `cron` expression (UTC)."""
 
-    interval_seconds: float | None = Field(None, gt=0)
+    interval_seconds: float | None = Field(None, ge=0.1, le=366 * DAY_SECONDS)
     cron: str | None = None
     enabled: bool = True
 
@@ -55,24 +62,24 @@ class Schedules(_Section):
 
 class Sampling(_Section):
     seed: int = 0
-    window_hours: float = Field(24, gt=0)
-    per_cluster_per_window: int = Field(100, ge=1)
-    max_traces_per_run: int = Field(10_000, ge=1)
-    lookback_days: float = Field(9, gt=0)
+    window_hours: float = Field(24, ge=1 / 60, le=YEAR_HOURS)
+    per_cluster_per_window: int = Field(100, ge=1, le=MANY)
+    max_traces_per_run: int = Field(10_000, ge=1, le=MANY)
+    lookback_days: float = Field(9, gt=0, le=3660)
 
 
 class Budget(_Section):
-    max_calls: int | None = Field(None, ge=1)
-    max_tokens: int | None = Field(None, ge=1)
-    max_cost_usd: float | None = Field(None, gt=0)
+    max_calls: int | None = Field(None, ge=1, le=10**12)
+    max_tokens: int | None = Field(None, ge=1, le=10**15)
+    max_cost_usd: float | None = Field(None, gt=0, le=10**9)
 
 
 class Judging(_Section):
     concurrency: int = Field(16, ge=1, le=1024)
-    max_attempts: int = Field(3, ge=1)
+    max_attempts: int = Field(3, ge=1, le=100)
     # After SIGTERM, judge calls in flight get this long to finish; then they are abandoned (not
     # written; judged again on the next start) so a hung provider cannot block shutdown.
-    stop_grace_seconds: float = Field(15, ge=0)
+    stop_grace_seconds: float = Field(15, ge=0, le=600)
     budget: Budget = Budget()
 
 
@@ -131,16 +138,16 @@ class Drift(_Section):
     """Alert period = `current_window_hours` on the UTC grid (days by default); see drift_runs for the
     per-period false-alarm budget: `alpha` split into early looks and one decision per closed period."""
 
-    current_window_hours: float = Field(24, gt=0)
-    gap_hours: float = Field(24, ge=0)
-    baseline_days: float = Field(7, gt=0)
+    current_window_hours: float = Field(24, gt=0, le=YEAR_HOURS)
+    gap_hours: float = Field(24, ge=0, le=YEAR_HOURS)
+    baseline_days: float = Field(7, gt=0, le=3660)
     alpha: float = Field(0.05, gt=0, lt=1)
     early_alpha_share: float = Field(0.2, ge=0, lt=1)
     correction: Literal["bh", "holm", "bonferroni"] = "bh"
     pass_rate_gate_points: float = Field(5, ge=0, le=100)
     delta_gate: float = Field(0.147, ge=0, le=1)
     dimension_gates: dict[str, DimensionGate] = {}
-    min_usable: int = Field(30, ge=2)
+    min_usable: int = Field(30, ge=2, le=MANY)
 
     @property
     def period(self) -> timedelta:
@@ -160,8 +167,8 @@ class Drift(_Section):
 class Alerts(_Section):
     webhook_url: str | None = None
     token_env: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]*$")
-    max_attempts: int = Field(8, ge=1)
-    timeout_seconds: float = Field(10, gt=0)
+    max_attempts: int = Field(8, ge=1, le=100)
+    timeout_seconds: float = Field(10, gt=0, le=600)
 
     @field_validator("webhook_url")
     @classmethod
@@ -183,10 +190,10 @@ class Sentinel(_Section):
     """The judge health check (verdict.sentinel) run before production judging; off without `file`."""
 
     file: Path | None = None
-    minimum_examples: int = Field(30, ge=1)
+    minimum_examples: int = Field(30, ge=1, le=MANY)
     threshold: float = Field(0.8, ge=0, le=1)
     # The daemon reuses a healthy result this long; an unhealthy one is rechecked on the next tick.
-    recheck_seconds: float = Field(3600, ge=0)
+    recheck_seconds: float = Field(3600, ge=0, le=366 * DAY_SECONDS)
 
 
 class Review(_Section):
@@ -227,8 +234,8 @@ class Clustering(_Section):
 
 
 class Retention(_Section):
-    days: int = Field(30, ge=0)  # 0 keeps everything
-    compact_min_segments: int = Field(8, ge=2)
+    days: int = Field(30, ge=0, le=36_600)  # 0 keeps everything
+    compact_min_segments: int = Field(8, ge=2, le=MANY)
 
 
 class Tenant(_Section):
@@ -245,7 +252,7 @@ class Tenant(_Section):
 
 class DaemonConfig(_Section):
     data_dir: Path
-    state_lock_timeout_seconds: float = Field(10, gt=0)
+    state_lock_timeout_seconds: float = Field(10, gt=0, le=3600)
     tenants: tuple[Tenant, ...] = Field(min_length=1)
     schedules: Schedules = Schedules()
     sampling: Sampling = Sampling()
@@ -314,4 +321,9 @@ def load_config(path: Path) -> DaemonConfig:
         raise DaemonError("invalid_config", f"cannot read config file {path}: {exc.__class__.__name__}") from None
     except tomllib.TOMLDecodeError as exc:
         raise DaemonError("invalid_config", f"{path} is not valid TOML: {exc}") from None
-    return parse_config(data, Path(path).resolve().parent)
+    except RecursionError:  # tomllib parses nested tables and arrays recursively
+        raise DaemonError("invalid_config", f"{path}: values are nested too deeply") from None
+    try:
+        return parse_config(data, Path(path).resolve().parent)
+    except RecursionError:
+        raise DaemonError("invalid_config", f"{path}: values are nested too deeply") from None

@@ -70,6 +70,7 @@ class Daemon:
         self.clock = clock  # "now" for sampling windows and drift runs
         self.store = store_for(config)
         self.evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
+        config.alerts.token()  # an unset alerts.token_env variable stops the start, not every alert tick
         self.gate = HealthGate(config.sentinel, self.evaluators, config.judging.concurrency)
         # [probes]: suite and models resolved now, so a bad section stops the start, not a 6 a.m. run.
         self.probe_job = ProbeJob(config.probes, config.data_dir, tuple(t.id for t in config.tenants)) \

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from verdict_daemon.config import load_config
-from verdict_daemon.errors import DaemonError, internal_error
+from verdict_daemon.errors import DaemonError, internal_error, print_error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,24 +48,25 @@ def main(argv: list[str] | None = None) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: daemon.request_stop())
         daemon.run()
+        code = 0
     except DaemonError as exc:
-        return _fail(exc)
+        code = _fail(exc)
     except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
         if os.environ.get("VERDICT_DEBUG"):
             raise
-        return _fail(internal_error(exc))
+        code = _fail(internal_error(exc))
     if threading.active_count() > 1:
-        # Judge calls or jobs abandoned after the shutdown grace: the interpreter joins every
-        # concurrent.futures worker at exit (daemon threads too) and would hang there. Their work is
-        # uncommitted and redone on the next start, as after kill -9.
+        # Judge calls or jobs abandoned after the shutdown grace (or still running when the daemon failed):
+        # the interpreter joins every concurrent.futures worker at exit (daemon threads too) and would
+        # hang there. Their work is uncommitted and redone on the next start, as after kill -9.
         logging.shutdown()
         sys.stderr.flush()
-        os._exit(0)
-    return 0
+        os._exit(code)
+    return code
 
 
 def _fail(exc: DaemonError) -> int:
-    print(f"verdict-daemon: error [{exc.code}]: {exc.message}", file=sys.stderr)
+    print_error(exc.code, exc.message, text_prog="verdict-daemon")
     return 2
 
 

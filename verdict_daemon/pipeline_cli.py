@@ -3,8 +3,9 @@
 Exit codes: 0 success (also when there was nothing to do); 1 the run raised a regression or
 coverage-drop signal and --fail-on-signal was given; 2 a configuration, storage or provider error
 or a judge that failed its sentinel health check (`judge_unhealthy`, before any judging or drift),
-reported as `{"error": {"code", "message"}}` (with --json, on stdout) or one line on stderr, with a
-code from verdict_daemon.errors.ERROR_CODES and never a traceback.
+reported on stderr (nothing on stdout) as the envelope `{"error": {"code", "message"}}` with --json, else
+as the line `verdict-pipeline: error [<code>]: <message>`, with a code from
+verdict_daemon.errors.ERROR_CODES and never a traceback.
 """
 
 from __future__ import annotations
@@ -17,22 +18,16 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from verdict.cli_errors import ArgumentParser, CliError
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.config import DaemonConfig, load_config, parse_config
-from verdict_daemon.errors import DaemonError, internal_error
+from verdict_daemon.errors import DaemonError, internal_error, print_error
 
 EXIT_OK, EXIT_SIGNAL, EXIT_ERROR = 0, 1, 2
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors are `invalid_config` too (as JSON with --json), not argparse's own exit."""
-
-    def error(self, message: str):
-        raise DaemonError("invalid_config", message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="verdict-pipeline", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="verdict-pipeline", description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, help="verdict.toml (evaluators, sampling, judging, drift)")
     parser.add_argument("--data-dir", type=Path, help="span lake and state directory (overrides the config)")
     parser.add_argument("--tenant-id", default=os.environ.get("VERDICT_TENANT"), help="tenant to run [env VERDICT_TENANT]")
@@ -50,14 +45,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# --as-of must leave room for the longest windows on either side (config.py bounds them to ~10 years).
+AS_OF_RANGE = (datetime(1980, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC))
+
+
 def _as_of(text: str | None) -> datetime:
     if text is None:
         return datetime.now(UTC)
     try:
         at = datetime.fromisoformat(text)
-    except ValueError:
-        raise DaemonError("invalid_config", f"--as-of: {text!r} is not an ISO 8601 time") from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+        at = at if at.tzinfo else at.replace(tzinfo=UTC)
+        utc = at.astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: an offset that moves it past year 9999
+        raise DaemonError("invalid_config", f"--as-of: {text[:80]!r} is not an ISO 8601 time") from None
+    low, high = AS_OF_RANGE
+    if not low <= utc < high:
+        raise DaemonError("invalid_config", f"--as-of: {text[:80]!r} is outside {low:%Y-%m-%d} .. {high:%Y-%m-%d} (UTC)")
+    return at
 
 
 def _config(args: argparse.Namespace, tenant: str) -> DaemonConfig:
@@ -103,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         args = build_parser().parse_args(argv)
-    except DaemonError as exc:
+    except CliError as exc:
         _report(argparse.Namespace(json="--json" in argv), exc)
         return EXIT_ERROR
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -124,11 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _report(args: argparse.Namespace, exc: DaemonError) -> None:
-    if args.json:
-        print(json.dumps({"error": {"code": exc.code, "message": exc.message, **exc.details}}))
-    else:
-        print(f"verdict-pipeline: error [{exc.code}]: {exc.message}", file=sys.stderr)
+def _report(args: argparse.Namespace, exc: CliError) -> None:
+    print_error(exc.code, exc.message, exc.details, text_prog=None if args.json else "verdict-pipeline")
 
 
 def _text(summary: dict) -> str:

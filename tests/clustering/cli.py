@@ -10,25 +10,34 @@ import sys
 from pathlib import Path
 
 from tests.daemon.cli import env
+from verdict.cli_errors import ERROR_CODES
 from verdict_daemon.cluster_cli import SCHEMA, main
 
 
 def run(data_dir: Path, *args: str, tenant: str = "acme", actor: str = "alice") -> tuple[int, dict]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    """(exit code, document): the result document, or for a failure the error envelope's inner object."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(["--data-dir", str(data_dir), "--tenant", tenant, "--actor", actor, *args])
-    return code, _one_object(out.getvalue())
+    return code, one_object(code, out.getvalue(), err.getvalue())
 
 
-def _one_object(stdout: str) -> dict:
-    document = json.loads(stdout)  # exactly one JSON object, nothing else on stdout
-    assert document["schema"] == SCHEMA
-    return document
+def one_object(code: int, stdout: str, stderr: str) -> dict:
+    """Exit 0: exactly one result document on stdout. Exit 2: nothing on stdout and the one error envelope
+    {"error": {"code", "message", ...}} as the last line of stderr; its inner object is returned."""
+    if code == 0:
+        document = json.loads(stdout)
+        assert document["schema"] == SCHEMA and set(document) == {"schema", "result"}
+        return document
+    assert code == 2 and stdout == "", (code, stdout)
+    envelope = json.loads(stderr.strip().splitlines()[-1])
+    assert set(envelope) == {"error"} and envelope["error"]["code"] in ERROR_CODES, envelope
+    return envelope["error"]
 
 
 def ok(data_dir: Path, *args: str, **kwargs) -> dict:
     code, document = run(data_dir, *args, **kwargs)
-    assert code == 0 and "error" not in document, document
+    assert code == 0, document
     return document["result"]
 
 
@@ -41,7 +50,7 @@ def spawn(data_dir: Path, *args: str, tenant: str = "acme", actor: str = "alice"
 def finish(proc: subprocess.Popen, timeout: float = 120) -> tuple[int, dict, str]:
     stdout, stderr = proc.communicate(timeout=timeout)
     assert "Traceback" not in stderr, stderr
-    return proc.returncode, _one_object(stdout), stderr
+    return proc.returncode, one_object(proc.returncode, stdout, stderr), stderr
 
 
 def normalized(data_dir: Path, tenant: str = "acme") -> None:

@@ -39,7 +39,7 @@ def test_two_concurrent_activations_from_one_generation_exactly_one_wins(tmp_pat
                             ("activate", "--version", second, "--expected-generation", "0"))
     assert len(winners) == 1 and len(losers) == 1
     assert winners[0]["generation"] == 1 and winners[0]["previous_version"] is None
-    assert losers[0]["error"] == "generation_conflict" and losers[0]["generation"] == 1
+    assert losers[0]["code"] == "generation_conflict" and losers[0]["generation"] == 1
     assert ok(lake, "inspect")["active_version"] == winners[0]["active_version"]
 
     # from generation 1, an activation of the other version races a rollback to it: again one move
@@ -49,7 +49,7 @@ def test_two_concurrent_activations_from_one_generation_exactly_one_wins(tmp_pat
     winners, losers = _race(lake, ("rollback", "--version", back, "--expected-generation", "2"),
                             ("activate", "--version", back, "--expected-generation", "2"))
     assert len(winners) == 1 and winners[0]["generation"] == 3
-    assert [out["error"] for out in losers] == ["generation_conflict"]
+    assert [out["code"] for out in losers] == ["generation_conflict"]
 
     con = duckdb.connect(str(lake / "state.duckdb"), read_only=True)
     moves = con.execute("SELECT generation FROM registry_events WHERE action IN ('activated', 'rolled_back') "
@@ -67,7 +67,7 @@ def test_a_state_file_held_by_another_process_is_storage_locked(tmp_path):
         assert holder.stdout.readline().strip() == "holding"
         proc = spawn(lake, "--lock-timeout", "0.5", "normalize", "--limit", "10")
         code, out, _ = finish(proc)
-        assert code == 2 and out["error"] == "storage_locked" and "held by another process" in out["message"]
+        assert code == 2 and out["code"] == "storage_locked" and "held by another process" in out["message"]
     finally:
         holder.kill()
         holder.wait()

@@ -78,7 +78,7 @@ def test_hybrid_lifecycle_with_the_real_model(tmp_path):
     if gate["passed"]:
         assert result[0] == 0 and result[1]["result"]["status"] == "validated"
     else:
-        assert result[0] == 2 and result[1]["error"] == "validation_failed"
+        assert result[0] == 2 and result[1]["code"] == "validation_failed"
     inspected = ok(lake, "inspect", "--version", version)["version"]
     assert inspected["quality_gate"] == gate and inspected["experimental"]
 
@@ -87,7 +87,7 @@ def test_hybrid_lifecycle_with_the_real_model(tmp_path):
     con.execute("UPDATE cluster_versions SET gate = json_object('passed', false, 'failed_checks', ['purity'])")
     con.close()
     code, out = run(lake, "validate", "--version", version)
-    assert code == 2 and out["error"] == "validation_failed" and "quality gate failed" in out["message"]
+    assert code == 2 and out["code"] == "validation_failed" and "quality gate failed" in out["message"]
     assert ok(lake, "inspect", "--version", version)["version"]["status"] == "validation_failed"
 
 
@@ -97,5 +97,5 @@ def test_a_semantic_fit_without_the_model_is_model_unavailable(tmp_path):
     empty = tmp_path / "empty-model"
     empty.mkdir()
     code, out = run(lake, "fit", "--strategy", "semantic", "--cutoff", CUTOFF, "--model-path", str(empty))
-    assert code == 2 and out["error"] == "model_unavailable" and str(empty) in out["message"]
+    assert code == 2 and out["code"] == "model_unavailable" and str(empty) in out["message"]
     assert ok(lake, "inspect")["versions"]["total"] == 0

@@ -65,11 +65,11 @@ def test_normalize_backfills_in_bounded_pages_and_indexes_what_clustering_needs(
 
 def test_fit_needs_a_complete_index_and_a_named_strategy(lake):
     code, out = run(lake, "fit", "--cutoff", CUTOFF)
-    assert code == 2 and out["error"] == "invalid_request"
+    assert code == 2 and out["code"] == "invalid_config"
     assert all(name in out["message"] for name in ("explicit", "semantic", "hybrid"))
     ok(lake, "normalize", "--limit", "10")
     code, out = run(lake, "fit", "--strategy", "explicit", "--cutoff", CUTOFF)
-    assert code == 2 and out["error"] == "analysis_index_pending" and out["pending"] == 3 * TRACES_PER_DAY - 10
+    assert code == 2 and out["code"] == "analysis_index_pending" and out["pending"] == 3 * TRACES_PER_DAY - 10
     assert _rows(lake, "SELECT count(*) FROM cluster_versions") == [(0,)]
 
 
@@ -90,9 +90,9 @@ def test_explicit_lifecycle_from_fit_to_rollback(lake):
 
     # activation needs a validated version, validation needs assignments
     code, out = run(lake, "activate", "--version", version, "--expected-generation", "0")
-    assert code == 2 and out["error"] == "validation_failed"
+    assert code == 2 and out["code"] == "validation_failed"
     code, out = run(lake, "validate", "--version", version)
-    assert code == 2 and out["error"] == "validation_failed"
+    assert code == 2 and out["code"] == "validation_failed"
     assert [c["check"] for c in out["checks"] if not c["passed"]] == ["coverage"]
 
     assigned = ok(lake, "assign", "--version", version, "--through-cutoff", THROUGH)
@@ -100,7 +100,7 @@ def test_explicit_lifecycle_from_fit_to_rollback(lake):
     assert assigned["reasons"] == {"invalid_intent_key": DAYS * INVALID_PER_DAY,
                                    "missing_intent_key": DAYS * MISSING_PER_DAY}
     code, out = run(lake, "assign", "--version", version, "--through-cutoff", THROUGH, "--model-path", str(lake))
-    assert code == 2 and out["error"] == "invalid_request" and "explicit" in out["message"]
+    assert code == 2 and out["code"] == "invalid_config" and "explicit" in out["message"]
     assert ok(lake, "validate", "--version", version)["status"] == "validated"
     assert ok(lake, "activate", "--version", version, "--expected-generation", "0") == \
         {"active_version": version, "previous_version": None, "generation": 1}
@@ -109,15 +109,15 @@ def test_explicit_lifecycle_from_fit_to_rollback(lake):
     second = lifecycle(lake, cutoff=THROUGH, generation=None)
     assert second != version
     code, out = run(lake, "activate", "--version", second, "--expected-generation", "0")
-    assert code == 2 and out["error"] == "generation_conflict" and out["generation"] == 1
+    assert code == 2 and out["code"] == "generation_conflict" and out["generation"] == 1
     ok(lake, "activate", "--version", second, "--expected-generation", "1")
 
     # rollback: only to a version that was active before, and also a CAS
     third = ok(lake, "fit", "--strategy", "explicit", "--cutoff", "2026-11-18T00:00:00Z")["version_id"]
     code, out = run(lake, "rollback", "--version", third, "--expected-generation", "2")
-    assert code == 2 and out["error"] == "rollback_target_not_activated"
+    assert code == 2 and out["code"] == "rollback_target_not_activated"
     code, out = run(lake, "rollback", "--version", version, "--expected-generation", "1")
-    assert code == 2 and out["error"] == "generation_conflict"
+    assert code == 2 and out["code"] == "generation_conflict"
     assert ok(lake, "rollback", "--version", version, "--expected-generation", "2") == \
         {"active_version": version, "previous_version": second, "generation": 3}
 
@@ -139,7 +139,7 @@ def test_assignments_are_immutable_and_new_keys_are_not_invented(lake):
                                    "end_time": r["end_time"] + 86_400 * 10**9}
                               for r in rows_for("acme", intents=("checkout.v2",), days=1, seed=9)])
     code, out = run(lake, "assign", "--version", version, "--through-cutoff", "2026-11-21T00:00:00Z")
-    assert code == 2 and out["error"] == "analysis_index_pending"
+    assert code == 2 and out["code"] == "analysis_index_pending"
     normalized(lake)
     later = ok(lake, "assign", "--version", version, "--through-cutoff", "2026-11-21T00:00:00Z")
     assert later["assigned"] == TRACES_PER_DAY - 3 * PER_DAY  # one intent instead of four on that day
@@ -159,10 +159,10 @@ def test_validation_fails_on_an_edited_definition_a_lost_cluster_or_low_coverage
         con.execute(edit)
         con.close()
         code, out = run(lake, "validate", "--version", version)
-        assert code == 2 and out["error"] == "validation_failed", out
+        assert code == 2 and out["code"] == "validation_failed", out
         assert [c["check"] for c in out["checks"] if not c["passed"]] == failed
         code, out = run(lake, "activate", "--version", version, "--expected-generation", "0")
-        assert code == 2 and out["error"] == "validation_failed"  # the recorded failure blocks activation
+        assert code == 2 and out["code"] == "validation_failed"  # the recorded failure blocks activation
         con = duckdb.connect(state)
         con.execute(undo)
         con.close()
@@ -225,7 +225,7 @@ def test_rename_changes_the_display_name_only(lake):
     assert (names["billing.v1"], names["search.v1"]) == ("Billing", "Búsqueda de productos 🔎")
     assert _rows(lake, "SELECT cluster_id FROM registry_clusters ORDER BY 1") == ids
     code, out = run(lake, "rename", "--cluster-id", "nope.v1", "--display-name", "Nope")
-    assert code == 2 and out["error"] == "unknown_cluster"
+    assert code == 2 and out["code"] == "unknown_cluster"
 
 
 def test_inspect_pages_stay_under_their_ceilings(tmp_path):
@@ -241,7 +241,7 @@ def test_inspect_pages_stay_under_their_ceilings(tmp_path):
     for flag, value in (("--cluster-limit", "501"), ("--event-limit", "201"), ("--version-limit", "0"),
                         ("--cluster-offset", "-1")):
         code, out = run(data, "inspect", "--version", version, flag, value)
-        assert code == 2 and out["error"] == "invalid_request" and flag in out["message"]
+        assert code == 2 and out["code"] == "invalid_config" and flag in out["message"]
 
 
 def test_tenants_never_see_or_change_each_other(lake):
@@ -254,7 +254,7 @@ def test_tenants_never_see_or_change_each_other(lake):
                                 (("rollback", "--version", version, "--expected-generation", "0"), "unknown_version"),
                                 (("rename", "--cluster-id", "billing.v1", "--display-name", "Mine"), "unknown_cluster")):
         code, out = run(lake, *args, tenant="globex")
-        assert code == 2 and out["error"] == code_expected, (args, out)
+        assert code == 2 and out["code"] == code_expected, (args, out)
     overview = ok(lake, "inspect", tenant="globex")
     assert overview["active_version"] is None and overview["versions"]["total"] == 0 and overview["events"]["total"] == 0
     # globex fits its own registry from its own traces only

@@ -27,9 +27,13 @@ def closed_error(stderr: str) -> dict:
 
 
 def pipeline(*args: str, timeout: float = 120) -> tuple[int, dict, str]:
-    """(exit code, parsed JSON stdout, stderr) of `verdict-pipeline --json ...`."""
+    """(exit code, document, stderr) of `verdict-pipeline --json ...`: the summary on stdout, or on exit 2
+    nothing on stdout and the error envelope {"error": {...}} from stderr."""
     proc = subprocess.run([sys.executable, "-m", "verdict_daemon.pipeline_cli", "--json", *args],
                           capture_output=True, text=True, env=env(), timeout=timeout)
+    if proc.returncode == 2:
+        assert proc.stdout == "", proc.stdout
+        return proc.returncode, {"error": closed_error(proc.stderr)}, proc.stderr
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
 
 

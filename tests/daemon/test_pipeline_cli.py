@@ -7,7 +7,7 @@ import sys
 
 import duckdb
 
-from tests.daemon.cli import env, pipeline, write_config
+from tests.daemon.cli import closed_error, env, pipeline, write_config
 from tests.daemon.conftest import NOW
 from tests.fakes import Fail
 from verdict_daemon.errors import ERROR_CODES
@@ -80,7 +80,7 @@ def test_errors_are_closed_codes_without_tracebacks(lake, tmp_path, fake_openai)
         capture_output=True, text=True, timeout=120,
         env={**env(), "OPENAI_API_KEY": "sk-test-not-real",
              "OPENAI_BASE_URL": fake_openai.base_url})
-    assert down.returncode == 2 and '"provider_unavailable"' in down.stdout
+    assert down.returncode == 2 and down.stdout == "" and closed_error(down.stderr)["code"] == "provider_unavailable"
     assert "sk-test-not-real" not in down.stdout + down.stderr
     for text in (stderr, down.stderr):
         assert "Traceback" not in text

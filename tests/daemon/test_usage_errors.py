@@ -70,13 +70,14 @@ def test_daemon_usage_errors_are_its_closed_start_failure_line(argv, message):
 
 
 def test_pipeline_usage_errors_follow_its_error_contract():
-    """verdict-pipeline already reports usage errors as closed errors: a line on stderr, JSON on stdout with --json."""
+    """verdict-pipeline reports usage errors as closed errors on stderr: a line, or the envelope with --json."""
     text = run("verdict-pipeline", "--bogus")
     assert (text.returncode, text.stdout) == (2, "")
-    assert text.stderr == "verdict-pipeline: error [invalid_config]: unrecognized arguments: --bogus\n"
+    assert text.stderr == "verdict-pipeline: error [invalid_config]: verdict-pipeline: unrecognized arguments: --bogus\n"
     as_json = run("verdict-pipeline", "--json", "--bogus")
-    assert (as_json.returncode, as_json.stderr) == (2, "")
-    assert json.loads(as_json.stdout) == {"error": {"code": "invalid_config", "message": "unrecognized arguments: --bogus"}}
+    assert (as_json.returncode, as_json.stdout) == (2, "")
+    assert json.loads(as_json.stderr) == {"error": {"code": "invalid_config",
+                                                    "message": "verdict-pipeline: unrecognized arguments: --bogus"}}
 
 
 # Run-time errors (the command line parsed; the input is wrong): every subcommand, the same JSON object on

@@ -179,7 +179,7 @@ def normalize(store: StateStore, data_dir: Path, tenant: str, limit: int) -> Nor
     """Index the `limit` oldest traces the index lacks (one page)."""
     tenant = validate_tenant_id(tenant)
     if not 1 <= limit <= MAX_PAGE:
-        raise ClusterError("invalid_request", f"--limit must be between 1 and {MAX_PAGE}, got {limit}")
+        raise ClusterError("invalid_config", f"--limit must be between 1 and {MAX_PAGE}, got {limit}")
     con = _unindexed(store, data_dir, tenant)
     try:
         todo = con.execute("SELECT count(*) FROM todo").fetchone()[0]

@@ -44,7 +44,7 @@ def assign_version(store: StateStore, data_dir: Path, tenant: str, version_id: s
     with store.transaction() as con:
         version = versions.load(con, tenant, version_id)
     if model_path is not None and version.strategy not in versions.EXPERIMENTAL:
-        raise ClusterError("invalid_request", f"--model-path applies to semantic or hybrid versions; {version_id} "
+        raise ClusterError("invalid_config", f"--model-path applies to semantic or hybrid versions; {version_id} "
                            "is explicit")
     require_indexed(store, data_dir, tenant, through_cutoff)
     scope, args = "a.started_at < $cutoff", {"cutoff": through_cutoff}

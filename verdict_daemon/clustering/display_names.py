@@ -18,19 +18,19 @@ def parse_display_name(text: str) -> str:
     """A display name is shown in reports: short, printable, and free of personal data or secrets."""
     name = text.strip()
     if not 1 <= len(name) <= MAX_DISPLAY_NAME:
-        raise ClusterError("invalid_request", f"--display-name must be 1-{MAX_DISPLAY_NAME} characters "
+        raise ClusterError("invalid_config", f"--display-name must be 1-{MAX_DISPLAY_NAME} characters "
                            f"(got {len(name)})")
     if not name.isprintable():
-        raise ClusterError("invalid_request", "--display-name must not contain control characters")
+        raise ClusterError("invalid_config", "--display-name must not contain control characters")
     if redact_text(name) != name:
-        raise ClusterError("invalid_request", "--display-name looks like it holds personal data or a secret "
+        raise ClusterError("invalid_config", "--display-name looks like it holds personal data or a secret "
                            f"(redaction would change it to {redact_text(name)!r})")
     return name
 
 
 def parse_cluster_id(text: str) -> str:
     if not 1 <= len(text) <= MAX_CLUSTER_ID or not text.isprintable():
-        raise ClusterError("invalid_request", f"--cluster-id must be 1-{MAX_CLUSTER_ID} printable characters")
+        raise ClusterError("invalid_config", f"--cluster-id must be 1-{MAX_CLUSTER_ID} printable characters")
     return text
 
 

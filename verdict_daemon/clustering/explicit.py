@@ -37,7 +37,7 @@ def fit(con, tenant: str, cutoff: datetime, workload: str | None) -> tuple[list[
     """(clusters as (cluster_id, kind, intent_key, size), definition, preview)."""
     clusters, statuses, reasons = key_counts(con, {"t": tenant, "cutoff": cutoff, "workload": workload})
     if not clusters:
-        raise ClusterError("invalid_request", f"no indexed trace before {cutoff.isoformat()}"
+        raise ClusterError("invalid_config", f"no indexed trace before {cutoff.isoformat()}"
                            + (f" (workload {workload})" if workload else "")
                            + " carries a valid intent key; explicit clustering needs keys (see --strategy hybrid)")
     definition = {"strategy": "explicit",

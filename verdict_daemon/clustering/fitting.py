@@ -39,12 +39,12 @@ class FitResult:
 def fit(store: StateStore, data_dir: Path, tenant: str, actor: str, request: FitRequest) -> FitResult:
     tenant = validate_tenant_id(tenant)
     if request.strategy not in versions.STRATEGIES:
-        raise ClusterError("invalid_request", f"--strategy must be one of {', '.join(versions.STRATEGIES)}")
+        raise ClusterError("invalid_config", f"--strategy must be one of {', '.join(versions.STRATEGIES)}")
     if request.cutoff > datetime.now(UTC).replace(tzinfo=None):
-        raise ClusterError("invalid_request", f"--cutoff {request.cutoff.isoformat()} is in the future "
+        raise ClusterError("invalid_config", f"--cutoff {request.cutoff.isoformat()} is in the future "
                            "(a fit may only read traces that can no longer arrive)")
     if request.model_path is not None and request.strategy == "explicit":
-        raise ClusterError("invalid_request", "--model-path applies to --strategy semantic or hybrid only")
+        raise ClusterError("invalid_config", "--model-path applies to --strategy semantic or hybrid only")
     require_indexed(store, data_dir, tenant, request.cutoff)
     gate = None
     if request.strategy == "explicit":

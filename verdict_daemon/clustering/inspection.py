@@ -1,7 +1,7 @@
 """`inspect`: the registry (or one version) as bounded pages.
 
 Every list is a page `{"items", "total", "offset", "limit", "truncated"}`; a limit above its hard
-ceiling is refused (`invalid_request`), so no inspect output grows with the registry's size.
+ceiling is refused (`invalid_config`), so no inspect output grows with the registry's size.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def _checked(con, tenant: str, expected: int) -> Pointer:
 
 def _move(con, tenant: str, actor: str, pointer: Pointer, version_id: str, action: str) -> dict:
     if pointer.version_id == version_id:
-        raise ClusterError("invalid_request", f"version {version_id} is already the active version")
+        raise ClusterError("invalid_config", f"version {version_id} is already the active version")
     generation = pointer.generation + 1
     con.execute("INSERT OR REPLACE INTO registry_pointer VALUES (?, ?, ?, ?, ?)",
                 [tenant, version_id, generation, actor, datetime.now(UTC).replace(tzinfo=None)])

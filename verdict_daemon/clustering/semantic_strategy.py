@@ -62,7 +62,7 @@ def fit(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime, worklo
                            {**args, **({"valid": "valid"} if hybrid else {})}).fetchall()
         candidates = con.execute(f"SELECT count(*) FROM analysis_index a WHERE {explicit.CANDIDATES}", args).fetchone()[0]
     if not candidates or not (rows or explicit_clusters):
-        raise ClusterError("invalid_request", f"no indexed trace before {cutoff.isoformat()} has text to cluster"
+        raise ClusterError("invalid_config", f"no indexed trace before {cutoff.isoformat()} has text to cluster"
                            + (f" (workload {workload})" if workload else ""))
     embedder = load_embedder(path, data_dir)
     params = SemanticParams()

@@ -122,5 +122,5 @@ def insert(con, version: Version, clusters: list[tuple[str, str, str | None, int
 
 def parse_version_id(text: str) -> str:
     if not VERSION_ID.fullmatch(text):
-        raise ClusterError("invalid_request", f"--version: {text[:80]!r} is not a version id (cv- and 16 hex digits)")
+        raise ClusterError("invalid_config", f"--version: {text[:80]!r} is not a version id (cv- and 16 hex digits)")
     return text
