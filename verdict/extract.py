@@ -2,7 +2,7 @@
 
 An extractor makes the model call(s) for one attempt and returns a validated Schema, or raises
 ExtractionError; the unit retries that and records an error state after its last retry. A truncated reply
-is never extracted. Configuration mistakes (a token-probability extractor on a free-text field, on a model
+is never extracted, except by an extractor that reads only its first tokens. Configuration mistakes (a token-probability extractor on a free-text field, on a model
 without logprobs, ...) raise ConfigurationError when the pipeline is built.
 """
 
@@ -20,7 +20,14 @@ from pydantic import Field, ValidationError, create_model
 
 from verdict.graph.errors import ConfigurationError, ExtractionError
 from verdict.graph.schema import Schema, describe
-from verdict.models.base import Message, Model, ModelRequest, ModelResponse, Usage
+from verdict.models.base import (
+    Message,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+    with_schema_instruction,
+)
 from verdict.scale import BooleanScale, DiscreteScale, Scale, scale_of
 
 
@@ -33,13 +40,18 @@ class ExtractionJob:
     params: Mapping[str, Any]
     schema: type[Schema]
     usage: Usage = field(default_factory=Usage)
+    reply: str | None = None  # the text of the last reply, for a repair prompt when it cannot be used
 
     def complete(self, *, json_schema: Mapping[str, Any] | None = None, top_logprobs: int | None = None,
-                 messages: tuple[Message, ...] | None = None, model: Model | None = None) -> ModelResponse:
+                 messages: tuple[Message, ...] | None = None, model: Model | None = None,
+                 allow_truncated: bool = False) -> ModelResponse:
+        """One model call. A truncated reply is an ExtractionError unless the extractor reads only a prefix
+        of it (`allow_truncated`)."""
         request = ModelRequest(messages or self.messages, self.params, json_schema, top_logprobs)
         response = (model or self.model).complete(request)
         self.usage = self.usage + response.usage
-        if response.truncated:
+        self.reply = response.text
+        if response.truncated and not allow_truncated:
             raise ExtractionError(f"the reply was truncated (finish_reason={response.finish_reason})")
         return response
 
@@ -60,18 +72,11 @@ class StructuredExtractor(Extractor):
     """JSON validated against the ResponseSchema. Sends the schema so the client can use the provider's
     JSON-schema mode; a model without one also gets the schema spelled out after the prompt."""
 
-    INSTRUCTION = "Reply with only a JSON object that follows this JSON schema:\n{schema}"
-
     def extract(self, job: ExtractionJob) -> Schema:
         schema = json_schema(job.schema)
         messages = job.messages
         if not job.model.supports_json_schema:
-            instruction = self.INSTRUCTION.format(schema=json.dumps(schema))
-            # Appended to the last user turn: some providers refuse two user turns in a row.
-            if messages and messages[-1].role == "user":
-                messages = (*messages[:-1], Message("user", f"{messages[-1].content}\n\n{instruction}"))
-            else:
-                messages = (*messages, Message("user", instruction))
+            messages = with_schema_instruction(messages, schema)
         response = job.complete(json_schema=schema, messages=messages)
         return parse_json(job.schema, response.text)
 
@@ -129,15 +134,25 @@ class RawTextExtractor(Extractor):
 
 
 class TokenProbabilityExtractor(Extractor):
-    """The probability of each scale value from the first reply token's logprobs.
+    """The probability of each scale value from the logprobs of the reply's answer token.
+
+    The answer token is the reply's first non-blank token (a verdict-first or constrained reply: "4",
+    or "4" then a new line and an explanation), or, with `marker="Score:"`, the first token after the
+    marker's first occurrence. Anything else is an ExtractionError, never a score: a first token that is
+    not a scale value ("1. This sentence…", "(1/2)", "top_50"), a value the following tokens extend
+    ("12" on 1–5 is off the scale, not 1), a verdict-first reply that goes on on the same line.
+    The reply may be cut by max_tokens (max_tokens=1 is the natural setting) once the answer is in.
 
     The field gets the most likely value (argmax); the full distribution is appended as
     `<field>_distribution` ({value: probability}, normalised over the scale's tokens).
     """
 
-    def __init__(self, field: str | None = None, top_logprobs: int = 20) -> None:
+    def __init__(self, field: str | None = None, top_logprobs: int = 20, marker: str | None = None) -> None:
+        if marker is not None and not marker.strip():
+            raise ConfigurationError("TokenProbabilityExtractor marker must be non-blank text such as 'Score:'")
         self.field = field
         self.top_logprobs = top_logprobs
+        self.marker = marker
         # schema -> (field, scale, output schema), resolved once: pydantic's model_fields is slow per call.
         self._resolved: dict[type[Schema], tuple[str, DiscreteScale | BooleanScale, type[Schema]]] = {}
 
@@ -169,34 +184,69 @@ class TokenProbabilityExtractor(Extractor):
         name, _ = self._field(schema)
         return _with_distribution(schema, name, None)
 
+    def answer_position(self, tokens: list[str]) -> int:
+        """Index of the answer token: the first non-blank one, after the marker when there is one."""
+        start = 0
+        if self.marker is not None:
+            text = "".join(tokens)
+            found = text.lower().find(self.marker.lower())
+            if found < 0:
+                raise ExtractionError(f"the reply has no {self.marker!r} marker before its answer")
+            end, offset, start = found + len(self.marker), 0, len(tokens)
+            for index, token in enumerate(tokens):
+                if offset >= end:
+                    start = index
+                    break
+                if offset + len(token) > end and token[end - offset:].strip():
+                    raise ExtractionError(f"the answer after {self.marker!r} shares a token with it ({token!r})")
+                offset += len(token)
+        for index in range(start, len(tokens)):
+            if tokens[index].strip():
+                return index
+        raise ExtractionError("the reply ends before its answer" if tokens else "the reply is empty")
+
     def distribution(self, scale: DiscreteScale | BooleanScale, response: ModelResponse) -> dict[Any, float]:
-        for position in response.logprobs or ():
-            # Read the position where the reply writes its answer: a scale value among the alternatives of
-            # an earlier token ("Sure", "Score") is noise the model did not choose, never a score.
-            if scale.value_of_token(position.token) is None:
-                continue
-            # The chosen token is usually among the alternatives too; a dict counts it once.
-            candidates = dict(position.top)
-            candidates.setdefault(position.token, position.logprob)
-            mass: dict[Any, float] = {}
-            for token, logprob in candidates.items():
-                value = scale.value_of_token(token)
-                if value is not None:
-                    mass[value] = mass.get(value, 0.0) + math.exp(logprob)
-            total = sum(mass.values())
-            if total > 0:
-                return {v: mass.get(v, 0.0) / total for v in _scale_values(scale) if v in mass}
-        raise ExtractionError("no scale token among the reply's logprobs" if response.logprobs
-                              else "the reply carries no logprobs")
+        if not response.logprobs:
+            raise ExtractionError("the reply carries no logprobs")
+        tokens = [position.token for position in response.logprobs]
+        index = self.answer_position(tokens)
+        position = response.logprobs[index]
+        if scale.value_of_token(position.token) is None:
+            raise ExtractionError(f"the reply's answer starts with {position.token.strip()!r}, which is not on the "
+                                  f"scale ({scale.instruction})")
+        rest = "".join(tokens[index + 1:])
+        word = (position.token.strip() + rest).split(maxsplit=1)[0].rstrip(_CLOSING_PUNCTUATION)
+        if word.lower() != position.token.strip().lower():
+            raise ExtractionError(f"the reply's answer {word[:40]!r} is not on the scale ({scale.instruction})")
+        if self.marker is None:
+            line = rest.split("\n", 1)[0].strip().lstrip(_CLOSING_PUNCTUATION).strip()
+            if line:
+                raise ExtractionError(f"the reply goes on after {word!r} on the same line ({line[:40]!r}): a score "
+                                      "must be the reply's first word or follow the marker")
+        # The chosen token is usually among the alternatives too; a dict counts it once.
+        candidates = dict(position.top)
+        candidates.setdefault(position.token, position.logprob)
+        mass: dict[Any, float] = {}
+        for token, logprob in candidates.items():
+            value = scale.value_of_token(token)
+            if value is not None:
+                mass[value] = mass.get(value, 0.0) + math.exp(logprob)
+        total = sum(mass.values())
+        return {v: mass.get(v, 0.0) / total for v in _scale_values(scale) if v in mass}
 
     def reduce(self, scale: DiscreteScale | BooleanScale, distribution: dict[Any, float]) -> Any:
         return max(distribution, key=distribution.__getitem__)
 
     def extract(self, job: ExtractionJob) -> Schema:
         name, scale, output = self._target(job.schema)
-        response = job.complete(top_logprobs=self.top_logprobs)
+        # Only the answer token is read, so a reply cut by max_tokens after it is complete enough.
+        response = job.complete(top_logprobs=self.top_logprobs, allow_truncated=True)
         dist = self.distribution(scale, response)
         return _validate(output, {name: self.reduce(scale, dist), f"{name}_distribution": dist})
+
+
+# What may close a scale word ("4.", "yes,"): anything else attached to it makes another word ("12", "4/5").
+_CLOSING_PUNCTUATION = ".,;:!)"
 
 
 class ExpectedValueExtractor(TokenProbabilityExtractor):

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -262,11 +264,14 @@ def evaluate_judge_health(evaluator: Evaluator, examples: SentinelSet | Sequence
     results = grade_examples(evaluator, chosen, max_workers=max_workers)
     rate = pass_rate(results)
     usable, errors = rate.trials, len(results) - rate.trials
+    failed = f"{errors} of {len(results)} examples failed: {failure_summary(results)}" if errors else ""
     if usable < minimum_examples:
         status = HealthStatus.INSUFFICIENT_DATA
         reason = f"{usable} usable example(s), fewer than the minimum of {minimum_examples}"
+        # Errors first: a broken judge is not the same finding as a set too small.
+        reason = f"{failed}; {reason}" if errors else reason
     elif errors:
-        status, reason = HealthStatus.DEGRADED, f"{errors} example(s) could not be judged"
+        status, reason = HealthStatus.DEGRADED, failed
     elif rate.low >= threshold:
         status = HealthStatus.HEALTHY
         reason = f"pass-rate lower bound {rate.low:.3f} >= threshold {threshold}"
@@ -276,6 +281,27 @@ def evaluate_judge_health(evaluator: Evaluator, examples: SentinelSet | Sequence
     return JudgeHealth(status, reason, evaluator.fingerprint, set_fingerprint, len(results), usable, errors,
                        rate.successes, *finite_bounds(rate), float(threshold), minimum_examples,
                        dimension_agreement(chosen, results), tuple(results))
+
+
+_ERROR_CLASS = re.compile(r"\b(?:model: (\w+)|(extraction|template|upstream|unit):)")
+
+
+def error_class(reason: str) -> str:
+    """The class of a judgment error text ('judge: model: server_error: HTTP 500 …' → 'server_error',
+    'judge: extraction: …' → 'extraction')."""
+    match = _ERROR_CLASS.search(reason)
+    return (match.group(1) or match.group(2)) if match else "error"
+
+
+def failure_summary(results: Sequence[ExampleResult]) -> str:
+    """The most common error class among the failed examples, with one of its reasons (bounded)."""
+    reasons = [r.error or "" for r in results if r.outcome is Outcome.ERROR]
+    classes = Counter(error_class(reason) for reason in reasons)
+    top, count = classes.most_common(1)[0]
+    sample = next(reason for reason in reasons if error_class(reason) == top)
+    sample = sample if len(sample) <= 200 else sample[:197] + "..."
+    others = f" (and {len(reasons) - count} other)" if count < len(reasons) else ""
+    return f"{top}{others}: {sample}"
 
 
 def pass_rate(results: Sequence[ExampleResult]):

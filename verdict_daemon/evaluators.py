@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from verdict.models.base import Model, Usage
+from verdict.models.base import CONFIGURATION_KINDS, Model, Usage
 from verdict_daemon.config import EvaluatorConfig
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.material import Material
@@ -22,8 +22,11 @@ from verdict_daemon.material import Material
 VERDICTS = ("PASS", "FAIL", "UNCLEAR", "ERROR")
 JUDGE_WORKLOAD = "judge"  # verdict.workload of the daemon's own judge calls; sampling excludes it
 # Attempt error codes (judgment_attempts.error_code). `provider_unavailable` attempts do not count
-# towards the retry limit: an outage says nothing about the trace.
+# towards the retry limit: an outage says nothing about the trace. `model_config_error` is a server that
+# is up but refuses what the judge asks of it (a parameter it does not support, the same refusal twice):
+# no amount of waiting fixes it, the judge's model options do.
 PROVIDER_UNAVAILABLE = "provider_unavailable"
+MODEL_CONFIG_ERROR = "model_config_error"
 _OUTAGE_KINDS = ("connection", "timeout", "server_error", "rate_limited", "auth")
 
 
@@ -41,7 +44,7 @@ class DimensionVerdict:
 @dataclass(frozen=True)
 class Outcome:
     verdicts: tuple[DimensionVerdict, ...] = ()
-    error_code: str | None = None  # provider_unavailable, invalid_reply, evaluator_error
+    error_code: str | None = None  # provider_unavailable, model_config_error, model_error, invalid_reply, evaluator_error
     error_message: str | None = None
     usage: Usage = field(default_factory=Usage)
 
@@ -90,7 +93,9 @@ def error_outcome(message: str, usage: Usage) -> Outcome:
     """Classify an engine error text ('judge: model: connection: ...') as an attempt error."""
     model_error = _MODEL_ERROR.search(message)
     if model_error:
-        code = PROVIDER_UNAVAILABLE if model_error.group(1) in _OUTAGE_KINDS else "model_error"
+        kind = model_error.group(1)
+        code = PROVIDER_UNAVAILABLE if kind in _OUTAGE_KINDS \
+            else MODEL_CONFIG_ERROR if kind in CONFIGURATION_KINDS else "model_error"
     elif "extraction: " in message:
         code = "invalid_reply"
     else:
@@ -142,12 +147,15 @@ class GraphEvaluator:
 
 
 def _describe(node: Any) -> dict[str, Any]:
+    from verdict.judges.fingerprint import model_identity
+
     template = None
     if node.template is not None:
         template = [[s.role, "".join(p if isinstance(p, str) else "{" + p.source + "}" for p in s.pieces)]
                     for s in node.template.sections]
     schema = node.output_schema.model_json_schema() if node.output_schema is not None else None
     return {"path": node.path, "unit": type(node.unit).__name__, "model": node.model.name if node.model else None,
+            "endpoint": model_identity(node.model) if node.model else None,
             "params": dict(node.params), "prompt": template, "output_schema": schema}
 
 
@@ -157,6 +165,7 @@ def _graph_fingerprint(definition: Mapping[str, Any]) -> str:
     units = definition["units"]
     return evaluator_fingerprint(
         kind="graph", models=[u["model"] for u in units if u["model"]], rubric=None,
+        identities=[u["endpoint"] for u in units if u["model"]],
         prompts={u["path"]: str(u["prompt"]) for u in units if u["prompt"]},
         params={u["path"]: u["params"] for u in units if u["params"]},
         contract={"target": definition["target"], "outputs": {u["path"]: u["output_schema"] for u in units}})

@@ -121,14 +121,15 @@ def test_boolean_scale_token_probabilities():
 def test_token_probability_without_scale_tokens_is_an_error_state():
     model = ScriptedModel([ScriptedReply("Well", {"Well": 0.9, "I": 0.1})], logprobs=True)
     error = run(JudgeUnit(), model, retries=2).output
-    assert error.kind == "extraction" and "no scale token" in error.message and model.calls == 3
+    assert error.kind == "extraction" and "starts with 'Well', which is not on the scale" in error.message
+    assert model.calls == 3
 
 
 def test_scale_tokens_the_model_did_not_write_are_not_a_score():
     # "4" is only an alternative of the chosen first token: reading it would invent a score.
     model = ScriptedModel([ScriptedReply("Sure, here it is", {"Sure": 0.6, "4": 0.4})], logprobs=True)
     error = run(JudgeUnit(), model, retries=1).output
-    assert error.kind == "extraction" and "no scale token" in error.message and model.calls == 2
+    assert error.kind == "extraction" and "starts with 'Sure,'" in error.message and model.calls == 2
 
 
 def test_default_extractor_is_structured_without_logprobs():

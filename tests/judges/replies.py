@@ -20,9 +20,14 @@ def rubric_reply(verdicts: Mapping[str, str] | None = None, *, evidence: Mapping
                            "verdict": verdicts.get(d, default)} for d in dimensions})
 
 
+def _material(request: ModelRequest, tag: str) -> str:
+    """The message showing the material (a retry appends the rejected reply and a repair request after it)."""
+    return next(m.content for m in reversed(request.messages) if m.role == "user" and f"<{tag}>" in m.content)
+
+
 def graded_answer(request: ModelRequest) -> str:
-    """The answer the judge was shown (the last message, between <answer> tags)."""
-    return request.messages[-1].content.removeprefix("<answer>\n").removesuffix("\n</answer>")
+    """The answer the judge was shown (between <answer> tags)."""
+    return _material(request, "answer").removeprefix("<answer>\n").removesuffix("\n</answer>")
 
 
 def asked_dimensions(request: ModelRequest) -> tuple[str, ...]:
@@ -33,7 +38,7 @@ def asked_dimensions(request: ModelRequest) -> tuple[str, ...]:
 
 def shown(request: ModelRequest) -> tuple[str, str]:
     """(response shown as Assistant A, response shown as Assistant B) in a pairwise round."""
-    text = request.messages[-1].content
+    text = _material(request, "response_a")
     a = text.split("<response_a>\n", 1)[1].split("\n</response_a>", 1)[0]
     b = text.split("<response_b>\n", 1)[1].split("\n</response_b>", 1)[0]
     return a, b

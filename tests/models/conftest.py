@@ -14,6 +14,15 @@ FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05)
 NO_LIMITS = RateLimits(None, None)
 
 
+@pytest.fixture(autouse=True)
+def _forget_learnt_capabilities():
+    """What a client learnt from one test's scripted refusals must not leak into the next test."""
+    from verdict.models import openai_model as module
+
+    yield
+    module._learned.clear()
+
+
 @pytest.fixture
 def openai_model(fake_openai) -> Callable[..., OpenAIModel]:
     def make(model: str = "gpt-4o-mini", **options: Any) -> OpenAIModel:

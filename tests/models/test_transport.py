@@ -43,14 +43,18 @@ def test_server_error_then_success(provider, status):
     assert server.request_count == 2
 
 
+LEAKED = "sk-proj-LeakedKey0123456789abcdefghijklmnop"
+
+
 @pytest.mark.parametrize(("fail", "kind", "attempts"), [
-    (Fail(500, message="internal detail sk-leaked-123"), "server_error", 3),
+    # The same 500 twice is a deterministic refusal, not an outage: not retried further.
+    (Fail(500, message=f"internal detail {LEAKED}"), "refused", 2),
     (Fail(429, retry_after=0.01), "rate_limited", 3),
-    (Fail(401, message="bad key sk-leaked-123"), "auth", 1),
+    (Fail(401, message=f"bad key {LEAKED}"), "auth", 1),
     (Fail(400, message="bad param"), "bad_request", 1),
     (Fail(500, headers={"x-should-retry": "false"}), "server_error", 1),
 ])
-def test_final_error_kind_and_no_provider_text(provider, fail, kind, attempts):
+def test_final_error_kind_and_redacted_provider_text(provider, fail, kind, attempts):
     server, make = provider
     server.handler = lambda request: fail
     with pytest.raises(ModelError) as caught:
@@ -59,11 +63,20 @@ def test_final_error_kind_and_no_provider_text(provider, fail, kind, attempts):
     assert error.kind == kind
     assert server.request_count == attempts
     text = str(error)
-    assert "sk-leaked-123" not in text and fail.message not in text and "sk-my-secret-key" not in text
+    assert LEAKED not in text and "sk-my-secret-key" not in text
+    # The server's reason is kept (redacted, bounded): it is what tells an operator what to fix.
+    assert fail.message.replace(LEAKED, "<API_KEY>") in text
     assert f"HTTP {fail.status}" in text
     assert error.__cause__ is None and error.__suppress_context__
-    if attempts > 1:
+    if kind == "rate_limited":
         assert f"gave up after {attempts} attempts" in text
+
+
+def test_server_text_is_bounded(fake_openai, openai_model):
+    fake_openai.handler = lambda request: Fail(400, "x" * 5000)
+    with pytest.raises(ModelError) as caught:
+        openai_model().complete(REQUEST)
+    assert len(caught.value.message) < 400 and caught.value.message.endswith("...")
 
 
 @pytest.mark.parametrize(("error_type", "shown"), [("rate_limit_exceeded", True), ("sk-ant-api03-Secret", False),

@@ -1,7 +1,8 @@
 """One node for one sample: render, call, extract, process, propagate, retry — or an error state.
 
 An attempt fails when the extractor cannot turn the reply into the ResponseSchema, or when `unit.process`
-(or `.propagate`) rejects it with ExtractionError: both are retried the same way. Each step reports the
+(or `.propagate`) rejects it with ExtractionError: both are retried the same way, with the rejected reply
+and the reason appended to the prompt (`repair_prompt`), so that a retry can change the outcome. Each step reports the
 attempt that produced its result (0 when no model was called)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from verdict.graph.build import Node
 from verdict.graph.errors import ConfigurationError, ExtractionError, TemplateError, UnitError
 from verdict.graph.schema import Schema
 from verdict.graph.template import AttributeView, PreviousView, mapping_of
-from verdict.models.base import ModelError, Usage
+from verdict.models.base import Message, ModelError, Usage
 
 _NO_USAGE = Usage()
 Result = BaseModel | UnitError
@@ -48,8 +49,9 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
         return UnitError("template", str(exc)), _NO_USAGE, 0
     usage = _NO_USAGE
     failure = UnitError("extraction", "no attempt was made")
+    prompt = messages
     for attempt in range(1, node.retries + 2):
-        job = ExtractionJob(node.model, messages, node.params, node.response_schema)  # type: ignore[arg-type]
+        job = ExtractionJob(node.model, prompt, node.params, node.response_schema)  # type: ignore[arg-type]
         retry = True
         try:
             response = node.extractor.extract(job)  # type: ignore[union-attr]
@@ -70,7 +72,22 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
                 return UnitError("unit", _short(exc), attempt), usage, attempt
         if not retry:
             break
+        if failure.kind == "extraction":
+            prompt = repair_prompt(messages, job.reply, failure.message)
     return failure, usage, failure.attempts
+
+
+MAX_REPAIR_REPLY = 2000  # characters
+REPAIR = ("Your previous reply could not be used: {reason}. Reply again to the request above, following its "
+          "instructions exactly.")
+
+
+def repair_prompt(messages: tuple[Message, ...], reply: str | None, reason: str) -> tuple[Message, ...]:
+    """The original messages, the unusable reply and why it was unusable: the same prompt at a low temperature
+    mostly gets the same reply again, a named reason often gets a usable one."""
+    # A long reply (typically a truncated one) is left out: it would crowd the context for little help.
+    turn = (Message("assistant", reply),) if reply and len(reply) <= MAX_REPAIR_REPLY else ()
+    return (*messages, *turn, Message("user", REPAIR.format(reason=reason)))
 
 
 def _finish(node: Node, output: Any, previous: PreviousView, input: Any) -> BaseModel:

@@ -1,7 +1,8 @@
 """Evaluator fingerprints: one SHA-256 for everything that can change what a judge says.
 
 Hashed (as canonical JSON: sorted keys, no whitespace, UTF-8): the judge kind, the providers and model
-names, the rubric (name, version, dimensions with descriptions), the prompt templates, and the
+names, the models' endpoints (normalised, without credentials: two servers may serve different weights
+under one name; a model without `identity`, such as ScriptedModel, adds nothing), the rubric (name, version, dimensions with descriptions), the prompt templates, and the
 behaviour-relevant configuration (sampling parameters such as temperature and max tokens, and the
 output contract: reply format, schema, markers, evidence rule). Not hashed: anything that only changes
 how fast or how often a call is made (concurrency, retries, timeouts, rate limits, caching), so that
@@ -40,9 +41,15 @@ def provider_of(model_name: str) -> str:
     return provider if sep else "unknown"
 
 
+def model_identity(model: Any) -> Mapping[str, Any] | None:
+    """What a model client says identifies it besides its name (`identity`: the endpoint), if anything."""
+    identity = getattr(model, "identity", None)
+    return dict(identity) if isinstance(identity, Mapping) and identity else None
+
+
 def evaluator_fingerprint(*, kind: str, models: Sequence[str], rubric: Rubric | None,
                           prompts: Mapping[str, str], params: Mapping[str, Any],
-                          contract: Mapping[str, Any]) -> str:
+                          contract: Mapping[str, Any], identities: Sequence[Mapping[str, Any] | None] = ()) -> str:
     payload = {
         "fingerprint_version": FINGERPRINT_VERSION,
         "kind": kind,
@@ -53,6 +60,8 @@ def evaluator_fingerprint(*, kind: str, models: Sequence[str], rubric: Rubric | 
         "params": {k: v for k, v in params.items() if k not in IRRELEVANT_PARAMS},
         "contract": dict(contract),
     }
+    if any(identities):
+        payload["identities"] = list(identities)
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 

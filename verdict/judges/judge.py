@@ -4,7 +4,8 @@ The judge is a one-unit judge graph (`Judge.unit`, a `RubricUnit`) run by the en
 `.via()` parameters, prompt templates, rate limits, transport retries and extraction retries all apply.
 A reply is accepted only if it is a JSON object with exactly the rubric's dimensions, each with a
 rationale, evidence quotes and a PASS/FAIL/UNCLEAR verdict, and every quote occurs in the graded answer
-(`RubricUnit.process` checks it against the unit's input). Anything else is retried; after the last retry
+(`RubricUnit.process` checks it against the unit's input); a placeholder quote ("", "...", "N/A") is no
+evidence for its dimension, not a failed quote. Anything else is retried; after the last retry
 the judgment is ERROR with the reason, never PASS/FAIL.
 """
 
@@ -25,7 +26,7 @@ from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
 from verdict.graph.template import AttributeView
 from verdict.graph.unit import Unit, resolve_model
-from verdict.judges.fingerprint import evaluator_fingerprint
+from verdict.judges.fingerprint import evaluator_fingerprint, model_identity
 from verdict.judges.outcome import unit_outcome
 from verdict.judges.rubric import DEFAULT_RUBRIC, Dimension, Rubric, rubric_text
 from verdict.models.base import Model, Usage
@@ -159,7 +160,18 @@ def quote_occurs(quote: str, normalised_answer: str) -> bool:
     return True
 
 
-EVIDENCE_RULE = "quotes-in-answer:nfkc,ascii-quotes-dashes,casefold,collapse-whitespace,ellipsis-fragments-in-order"
+# Quotes that stand for "nothing to quote": no evidence for their dimension, not a fabricated quote.
+_PLACEHOLDERS = frozenset({"", "n/a", "na", "none", "null", "nothing", "no evidence"})
+_PLACEHOLDER_CHARACTERS = "\"' .…-_*[]()"
+
+
+def is_placeholder(quote: str) -> bool:
+    """True for quotes real judges write when they have nothing to quote: "", "...", "…", "N/A", "none"."""
+    return normalise(quote).strip(_PLACEHOLDER_CHARACTERS) in _PLACEHOLDERS
+
+
+EVIDENCE_RULE = ("quotes-in-answer:nfkc,ascii-quotes-dashes,casefold,collapse-whitespace,ellipsis-fragments-in-order,"
+                 "placeholders-are-no-evidence")
 
 # --- the unit --------------------------------------------------------------------------------------------
 # The material sits between tags, the answer alone in the last message, so an instruction inside it reads
@@ -242,7 +254,7 @@ class RubricUnit(Unit):
         normalised = normalise(input.answer)
         for dimension, grade in grades(response).items():
             for quote in grade.evidence:
-                if not quote_occurs(quote, normalised):
+                if not is_placeholder(quote) and not quote_occurs(quote, normalised):
                     shown = quote if len(quote) <= 80 else quote[:77] + "..."
                     raise ExtractionError(f"{dimension}: the evidence quote {shown!r} does not occur in the "
                                           "graded answer")
@@ -282,17 +294,30 @@ class Judge:
         self.skipped_without_context = tuple(d.name for d in rubric.dimensions if d.requires_context) \
             if needs_context else ()
         self.unit_without_context = self._unit(context_free) if needs_context and context_free else None
-        self.fingerprint = evaluator_fingerprint(
-            kind=self.kind, models=[self.model.name], rubric=rubric, prompts={"judge": self.prompt_text},
-            params=self.params,
-            contract={"reply": "json", "schema": json_schema(self.unit.response_schema()),
-                      "verdicts": [v.value for v in Verdict], "evidence": EVIDENCE_RULE,
-                      "skip_context_dependent_when_missing": skip_context_dependent_when_missing})
+        self._fingerprints: dict[str | None, str] = {}
+        self.fingerprint  # noqa: B018 - computed now so that a judge that cannot be fingerprinted fails here
         # One judge graph per unit, built now so configuration errors surface here, not mid-run.
         self._pipelines = {unit: Pipeline(self.name) >> unit
                            for unit in (self.unit, self.unit_without_context) if unit is not None}
         for pipeline in self._pipelines.values():
             pipeline.build()  # type: ignore[attr-defined]
+
+    @property
+    def fingerprint(self) -> str:
+        """The evaluator identity; it follows the model client's structured-output mode, which a server's
+        refusal can lower at run time (the prompt then spells the schema out: the judge sees another prompt)."""
+        structured = getattr(self.model, "structured_output", None)
+        fingerprint = self._fingerprints.get(structured)
+        if fingerprint is None:
+            contract = {"reply": "json", "schema": json_schema(self.unit.response_schema()),
+                        "verdicts": [v.value for v in Verdict], "evidence": EVIDENCE_RULE,
+                        "skip_context_dependent_when_missing": self.skip_context_dependent_when_missing}
+            if structured is not None:
+                contract["structured_output"] = structured
+            fingerprint = self._fingerprints[structured] = evaluator_fingerprint(
+                kind=self.kind, models=[self.model.name], rubric=self.rubric, prompts={"judge": self.prompt_text},
+                params=self.params, contract=contract, identities=[model_identity(self.model)])
+        return fingerprint
 
     def _unit(self, dimensions: Sequence[Dimension]) -> RubricUnit:
         unit = RubricUnit(self.rubric, dimensions, name=self.name)
@@ -342,7 +367,8 @@ class Judge:
                   "usage": outcome.usage, "attempts": outcome.attempts}
         if outcome.output is None:
             return Judgment(JudgmentStatus.ERROR, (), error=str(outcome.error), **common)
-        graded = tuple(DimensionVerdict(name, grade.verdict, grade.rationale, tuple(grade.evidence))
+        graded = tuple(DimensionVerdict(name, grade.verdict, grade.rationale,
+                                        tuple(quote for quote in grade.evidence if not is_placeholder(quote)))
                        for name, grade in grades(outcome.output).items())
         return Judgment(JudgmentStatus.VALID, graded, **common)
 

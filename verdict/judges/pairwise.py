@@ -31,7 +31,7 @@ from verdict.graph.pipeline import Pipeline
 from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
 from verdict.graph.unit import Unit, resolve_model
-from verdict.judges.fingerprint import evaluator_fingerprint
+from verdict.judges.fingerprint import evaluator_fingerprint, model_identity
 from verdict.judges.outcome import UnitOutcome, unit_outcome
 from verdict.judges.voting import Ensemble, plurality
 from verdict.models.base import Model, Usage
@@ -206,7 +206,7 @@ class PairwiseJudge:
         self.pipeline = Pipeline(name) >> self.unit
         self.fingerprint = evaluator_fingerprint(
             kind=self.kind, models=[self.model.name], rubric=None, prompts={"pairwise": self.prompt_text},
-            params=self.params,
+            params=self.params, identities=[model_identity(self.model)],
             contract={"reply": "marker", "markers": ["[[A]]", "[[B]]", "[[C]]"], "rule": "exactly-one-complete",
                       "rounds": ["AB", "BA"]})
         self.pipeline.build()  # configuration errors surface here, not mid-run

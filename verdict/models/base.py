@@ -8,6 +8,7 @@ engine retries only replies it cannot extract or validate.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -30,6 +31,21 @@ class ModelRequest:
     json_schema: Mapping[str, Any] | None = None
     # Ask for log-probabilities of the first tokens with this many alternatives (None = not needed).
     top_logprobs: int | None = None
+
+
+SCHEMA_INSTRUCTION = "Reply with only a JSON object that follows this JSON schema:\n{schema}"
+
+
+def with_schema_instruction(messages: tuple[Message, ...], schema: Mapping[str, Any]) -> tuple[Message, ...]:
+    """The messages with the schema spelled out after the last user turn, for a model that cannot enforce it.
+    Idempotent: the extractor and a client that fell back from JSON-schema mode may both apply it."""
+    instruction = SCHEMA_INSTRUCTION.format(schema=json.dumps(schema))
+    if messages and messages[-1].role == "user":
+        if messages[-1].content.endswith(instruction):
+            return messages
+        # Appended to the last user turn: some providers refuse two user turns in a row.
+        return (*messages[:-1], Message("user", f"{messages[-1].content}\n\n{instruction}"))
+    return (*messages, Message("user", instruction))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,20 +87,32 @@ class ModelResponse:
 
 
 ModelErrorKind = Literal[
-    "rate_limited", "server_error", "timeout", "connection", "auth", "bad_request", "malformed_reply", "other"
+    "rate_limited", "server_error", "timeout", "connection", "auth", "bad_request", "malformed_reply", "other",
+    # Configuration errors, never retried: the server refused a request parameter it names, or gave the
+    # same error twice for the same request (a deterministic refusal, not an outage).
+    "unsupported_parameter", "refused",
 ]
+# Kinds that say the request (model options, parameters) is wrong for this server, not that it is down.
+CONFIGURATION_KINDS: frozenset[str] = frozenset({"unsupported_parameter", "refused", "bad_request"})
 
 
 class ModelError(Exception):
-    """A provider call that failed after the client's own retries. Never carries secrets."""
+    """A provider call that failed after the client's own retries. Never carries secrets.
+
+    `parameter` names the request parameter a server refused (unsupported_parameter); `signature` is the
+    HTTP status and the server's (redacted) error text, to tell a deterministic refusal from an outage.
+    """
 
     def __init__(self, kind: ModelErrorKind, message: str, *, retryable: bool = False,
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None, parameter: str | None = None,
+                 signature: str | None = None) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
         self.retryable = retryable
         self.retry_after = retry_after
+        self.parameter = parameter
+        self.signature = signature
 
 
 @runtime_checkable

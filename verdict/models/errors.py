@@ -1,9 +1,15 @@
-"""Turn SDK and transport exceptions into ModelError with a closed `kind`, without provider text.
+"""Turn SDK and transport exceptions into ModelError with a closed `kind`.
 
 Both official SDKs share the exception shapes (APITimeoutError ⊂ APIConnectionError,
 APIStatusError with `status_code`, `response.headers` and the decoded error `body`), so one
-classifier serves both. Messages carry the model name, HTTP status and the provider's short
-error code only: never the provider's free text, request content or credentials.
+classifier serves both. Messages carry the model name, HTTP status, the provider's short error
+code and the server's own error text, redacted (credentials, e-mail addresses, ...) and cut to
+`MAX_SERVER_TEXT` characters: the reason a server gives ("Input should be 'text' or 'json_object'")
+is what an operator needs to fix a refusal.
+
+A 4xx/500 whose text or `param` names a request parameter is `unsupported_parameter` (not retried:
+the same request gets the same answer); the client may drop or replace that parameter
+(openai_model.py's capability negotiation).
 """
 
 from __future__ import annotations
@@ -18,6 +24,23 @@ from .retry import parse_retry_after
 
 # Identifier-like codes only ("rate_limit_exceeded", "overloaded_error"): nothing key- or text-shaped.
 _CODE = re.compile(r"[a-z_]{1,40}")
+MAX_SERVER_TEXT = 300
+# Request parameters a server may refuse, as they appear in its error text; the one named first in the
+# text wins ("'max_tokens' is not supported ... use 'max_completion_tokens'"). Phrases of servers that validate `response_format.type`
+# without naming it (llama-cpp-python: "Input should be 'text' or 'json_object'") map to it too.
+_PARAMETERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern, re.IGNORECASE)) for name, pattern in (
+        ("response_format", r"response_format|json_schema|'json_object'|\bjson_object\b"),
+        ("max_completion_tokens", r"\bmax_completion_tokens\b"),
+        ("max_tokens", r"\bmax_tokens\b"),
+        ("top_logprobs", r"\btop_logprobs\b"),
+        ("logprobs", r"\blogprobs\b"),
+        ("stream_options", r"\bstream_options\b"),
+        ("seed", r"\bseed\b"),
+    ))
+# Statuses with which servers refuse a request they cannot serve (llama.cpp answers 500 to a
+# response_format it does not know); 401/403/404/408/429 and the gateway errors mean something else.
+_REFUSAL_STATUSES = frozenset({400, 422, 500, 501})
 
 
 def _error_code(body: Any) -> str | None:
@@ -34,9 +57,45 @@ def _error_code(body: Any) -> str | None:
     return None
 
 
+def server_text(body: Any) -> str:
+    """The server's error message (OpenAI `error.message`, FastAPI `detail`, or the raw body), redacted,
+    whitespace collapsed, at most MAX_SERVER_TEXT characters."""
+    text: Any = body
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        text = inner.get("message", inner.get("detail", inner)) if isinstance(inner, Mapping) else inner
+    if text is None:
+        return ""
+    from verdict.redact import redact_text
+
+    flat = " ".join(redact_text(text if isinstance(text, str) else str(text)).split())
+    return flat if len(flat) <= MAX_SERVER_TEXT else flat[: MAX_SERVER_TEXT - 3] + "..."
+
+
+def refused_parameter(status: int, body: Any, text: str) -> str | None:
+    """The request parameter a refusal names (its `param` field or its text), None if it names none."""
+    if status not in _REFUSAL_STATUSES:
+        return None
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    param = inner.get("param") if isinstance(inner, Mapping) else None
+    candidates = [param] if isinstance(param, str) and param else []
+    candidates.append(text)
+    for candidate in candidates:
+        found = [(match.start(), name) for name, pattern in _PARAMETERS if (match := pattern.search(candidate))]
+        if found:
+            return min(found)[1]
+    return None
+
+
 def status_error(model: str, status: int, headers: Mapping[str, str], body: Any) -> ModelError:
     code = _error_code(body)
-    message = f"HTTP {status} from {model}" + (f" ({code})" if code else "")
+    text = server_text(body)
+    message = f"HTTP {status} from {model}" + (f" ({code})" if code else "") + (f": {text}" if text else "")
+    signature = f"{status} {text}"
+    parameter = refused_parameter(status, body, text)
+    if parameter is not None:
+        return ModelError("unsupported_parameter", f"{message} [refused parameter: {parameter}]",
+                          parameter=parameter, signature=signature)
     retry_after = parse_retry_after(headers)
     if status == 429:
         kind, retryable = "rate_limited", True
@@ -54,7 +113,8 @@ def status_error(model: str, status: int, headers: Mapping[str, str], body: Any)
     hint = headers.get("x-should-retry")
     if hint in ("true", "false"):
         retryable = hint == "true"
-    return ModelError(kind, message, retryable=retryable, retry_after=retry_after)  # type: ignore[arg-type]
+    return ModelError(kind, message, retryable=retryable, retry_after=retry_after,  # type: ignore[arg-type]
+                      signature=signature)
 
 
 def malformed(model: str, what: str) -> ModelError:

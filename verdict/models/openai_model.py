@@ -3,19 +3,48 @@
 Chat Completions is used because every compatible server (vLLM, Ollama, llama.cpp, TGI)
 implements it. JSON schemas go out as `response_format={"type": "json_schema", ...}` (strict
 when the schema allows it); `top_logprobs` asks for `logprobs=True, top_logprobs=n`.
+
+Capability negotiation: compatible servers accept different subsets of the API. The first refusal
+that names a parameter (see errors.py) moves this endpoint and model one step down, process-wide,
+logged once, and the call is repeated at once:
+- structured output: json_schema → json_object with the schema (the form llama.cpp turns into a
+  grammar) → json_object → none; below json_schema the schema is also spelled out in the prompt;
+- `max_tokens` ⇄ `max_completion_tokens`; `top_logprobs`, `seed`, `stream_options` are dropped;
+- `logprobs` refused: the model no longer claims logprobs, and this call fails (its extractor needs them);
+- a context-length refusal that states the window teaches it (as does the `context_length` option):
+  `max_tokens` is then cut so prompt + output fit.
+The structured-output level (`structured_output`) is part of the fingerprint of judges that send a
+schema: below json_schema the prompt changes.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
+import re
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .base import Message, ModelRequest, ModelResponse, TokenLogprob, Usage
+from .base import (
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    TokenLogprob,
+    Usage,
+    with_schema_instruction,
+)
 from .errors import malformed, sdk_error
 from .provider import DEFAULT_TIMEOUT, ProviderModel, credentials, split_params
 
 MAX_TOP_LOGPROBS = 20  # the OpenAI API's upper bound
+STRUCTURED_LEVELS = ("json_schema", "json_object_schema", "json_object", "none")
+log = logging.getLogger("verdict.models")
+# "exceed context window of 2048" (llama.cpp), "maximum context length is 8192 tokens" (OpenAI, vLLM).
+_CONTEXT = re.compile(r"(?:context window of|maximum context length is)\s+(\d+)", re.IGNORECASE)
+_CHARS_PER_TOKEN = 3  # a pessimistic estimate: better a shorter budget than a refused call
 
 
 def strict_compatible(schema: Any) -> bool:
@@ -36,6 +65,52 @@ def _messages(messages: tuple[Message, ...]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
 
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What an endpoint accepts for one model, as configured and then learned from its refusals."""
+
+    structured: str = "json_schema"  # one of STRUCTURED_LEVELS
+    logprobs: bool = True
+    top_logprobs: bool = True
+    max_tokens_param: str | None = None  # None: as the request names it; else the name the server accepts
+    seed: bool = True
+    stream_options: bool = True
+    context_length: int | None = None
+
+
+# Learned downgrades per (endpoint, model), shared by every client of that pair in this process.
+_learned: dict[tuple[str, str], dict[str, Any]] = {}
+_learned_lock = threading.Lock()
+
+
+def _merge(configured: Capabilities, learned: Mapping[str, Any]) -> Capabilities:
+    """The configured capabilities lowered by what was learned (learning never raises a capability)."""
+    changes = dict(learned)
+    if "structured" in changes:
+        changes["structured"] = max(configured.structured, changes["structured"], key=STRUCTURED_LEVELS.index)
+    for flag in ("logprobs", "top_logprobs", "seed", "stream_options"):
+        if flag in changes:
+            changes[flag] = getattr(configured, flag) and changes[flag]
+    if configured.context_length is not None and "context_length" in changes:
+        changes["context_length"] = min(configured.context_length, changes["context_length"])
+    return replace(configured, **changes)
+
+
+def _downgrade(caps: Capabilities, parameter: str | None) -> dict[str, Any] | None:
+    """The next-lower capability after a refusal of `parameter`; None when nothing lower is left."""
+    if parameter == "response_format" and caps.structured != "none":
+        return {"structured": STRUCTURED_LEVELS[STRUCTURED_LEVELS.index(caps.structured) + 1]}
+    if parameter == "top_logprobs" and caps.top_logprobs:
+        return {"top_logprobs": False}
+    if parameter == "logprobs" and caps.logprobs:
+        return {"logprobs": False}
+    if parameter in ("max_tokens", "max_completion_tokens") and caps.max_tokens_param is None:
+        return {"max_tokens_param": "max_completion_tokens" if parameter == "max_tokens" else "max_tokens"}
+    if parameter in ("seed", "stream_options") and getattr(caps, parameter):
+        return {parameter: False}
+    return None
+
+
 class OpenAIModel(ProviderModel):
     """Thread-safe; one HTTP connection pool per instance (`resolve_model` reuses instances)."""
 
@@ -51,6 +126,7 @@ class OpenAIModel(ProviderModel):
         timeout: float = DEFAULT_TIMEOUT,
         supports_logprobs: bool = True,
         supports_json_schema: bool = True,
+        context_length: int | None = None,
         client: Any = None,
         **options: Any,
     ) -> None:
@@ -59,58 +135,145 @@ class OpenAIModel(ProviderModel):
         if client is None:
             api_key, base_url = credentials("openai", api_key, base_url, "OPENAI_API_KEY", "OPENAI_BASE_URL")
             client = openai.OpenAI(api_key=api_key, base_url=base_url, organization=organization)
+        if context_length is not None and context_length < 1:
+            raise ValueError(f"context_length must be >= 1, got {context_length}")
         # Our RetryPolicy replaces the SDK's retries (see retry.py); the timeout is per attempt.
         self._client = client.with_options(max_retries=0, timeout=timeout)
-        self._supports_logprobs = supports_logprobs
-        self._supports_json_schema = supports_json_schema
+        # json_schema=False starts one level down: json_object carrying the schema, which servers without
+        # JSON-schema mode either turn into a grammar (llama.cpp) or refuse (then the next level down).
+        self._configured = Capabilities(structured="json_schema" if supports_json_schema else "json_object_schema",
+                                        logprobs=supports_logprobs, context_length=context_length)
         self._accepted = frozenset(inspect.signature(self._client.chat.completions.create).parameters)
         super().__init__(model, endpoint=str(self._client.base_url), timeout=timeout, **options)
+        self._key = (self.endpoint, model)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        learned = _learned.get(self._key)
+        return _merge(self._configured, learned) if learned else self._configured
 
     @property
     def supports_json_schema(self) -> bool:
-        return self._supports_json_schema
+        """True while the server enforces the schema itself (JSON-schema mode)."""
+        return self.capabilities.structured == "json_schema"
 
     @property
     def supports_logprobs(self) -> bool:
-        return self._supports_logprobs
+        return self.capabilities.logprobs
+
+    @property
+    def structured_output(self) -> str:
+        """How a JSON schema reaches the server now (one of STRUCTURED_LEVELS); below json_schema the prompt
+        also spells the schema out, so judges that send schemas put this in their fingerprint."""
+        return self.capabilities.structured
+
+    def _learn(self, caps: Capabilities, error: ModelError) -> bool:
+        """Record what a refusal taught; True when the same call is worth repeating at once."""
+        change = _downgrade(caps, error.parameter)
+        window = _CONTEXT.search(error.message)
+        if change is None and window is not None and caps.context_length is None:
+            change = {"context_length": int(window.group(1))}
+        if change is None:
+            return False
+        with _learned_lock:
+            learned = _learned.setdefault(self._key, {})
+            if _merge(self._configured, {**learned, **change}) == _merge(self._configured, learned):
+                return True  # another thread learned it meanwhile
+            learned.update(change)
+        log.warning("%s at %s refused %s; from now on: %s (%s)", self.name, self.endpoint,
+                    error.parameter or "the request size", change, error.message)
+        return "logprobs" not in change  # without logprobs this call cannot give what was asked
 
     def _attempt(self, request: ModelRequest, params: dict[str, Any]) -> ModelResponse:
         import openai
 
-        known, extra = split_params(params, self._accepted)
-        kwargs: dict[str, Any] = {**known, "model": self.model, "messages": _messages(request.messages)}
-        if extra:
-            kwargs["extra_body"] = extra
+        while True:
+            caps = self.capabilities
+            kwargs = self._kwargs(request, params, caps)
+            try:
+                completion = self._client.chat.completions.create(**kwargs)
+            except Exception as exc:
+                error = sdk_error(exc, openai, self.name)
+                if error is None:
+                    raise
+                if error.kind in ("unsupported_parameter", "bad_request", "server_error") and self._learn(caps, error):
+                    continue
+                raise error from None
+            return self._response(completion)
+
+    def _kwargs(self, request: ModelRequest, params: Mapping[str, Any], caps: Capabilities) -> dict[str, Any]:
+        params = dict(params)
+        budget_name = caps.max_tokens_param or ("max_completion_tokens" if "max_completion_tokens" in params
+                                                else "max_tokens")
+        budget = params.pop("max_tokens", params.pop("max_completion_tokens", None))
+        if not caps.seed:
+            params.pop("seed", None)
+        if not caps.stream_options:
+            params.pop("stream_options", None)
+        messages = request.messages
         if request.json_schema is not None:
             schema = dict(request.json_schema)
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "response", "schema": schema, "strict": strict_compatible(schema)}}
+            if caps.structured != "json_schema":
+                messages = with_schema_instruction(messages, schema)
+            if caps.structured == "json_schema":
+                params["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": "response", "schema": schema, "strict": strict_compatible(schema)}}
+            elif caps.structured == "json_object_schema":
+                params["response_format"] = {"type": "json_object", "schema": schema}
+            elif caps.structured == "json_object":
+                params["response_format"] = {"type": "json_object"}
+        if caps.context_length is not None:
+            budget = self._fit(messages, budget, caps.context_length)
+        if budget is not None:
+            params[budget_name] = budget
         if request.top_logprobs is not None:
-            kwargs["logprobs"] = True
-            if request.top_logprobs > 0:
-                kwargs["top_logprobs"] = min(request.top_logprobs, MAX_TOP_LOGPROBS)
-        try:
-            completion = self._client.chat.completions.create(**kwargs)
-        except Exception as exc:
-            error = sdk_error(exc, openai, self.name)
-            if error is None:
-                raise
-            raise error from None
-        return self._response(completion)
+            params["logprobs"] = True
+            if request.top_logprobs > 0 and caps.top_logprobs:
+                params["top_logprobs"] = min(request.top_logprobs, MAX_TOP_LOGPROBS)
+        known, extra = split_params(params, self._accepted)
+        kwargs: dict[str, Any] = {**known, "model": self.model, "messages": _messages(messages)}
+        if extra:
+            kwargs["extra_body"] = extra
+        return kwargs
+
+    def _fit(self, messages: tuple[Message, ...], budget: Any, context_length: int) -> int:
+        prompt = sum(len(m.content) for m in messages) // _CHARS_PER_TOKEN + 8 * len(messages)
+        room = context_length - prompt
+        if room < 1:
+            raise ModelError("bad_request", f"the prompt (about {prompt} tokens) does not fit {self.name}'s "
+                             f"context of {context_length} tokens")
+        return min(budget, room) if isinstance(budget, int) else room
 
     def _response(self, completion: Any) -> ModelResponse:
         try:
             choice = completion.choices[0]
             text = choice.message.content or ""
-            logprobs = None
-            if choice.logprobs is not None and choice.logprobs.content is not None:
-                logprobs = tuple(
-                    TokenLogprob(t.token, float(t.logprob), tuple((a.token, float(a.logprob)) for a in t.top_logprobs or ()))
-                    for t in choice.logprobs.content
-                )
             usage = completion.usage
             tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage is not None else Usage()
             return ModelResponse(text=text, model=completion.model or self.model, finish_reason=choice.finish_reason,
-                                 logprobs=logprobs, usage=tokens)
+                                 logprobs=parse_logprobs(choice.logprobs), usage=tokens)
         except (AttributeError, IndexError, KeyError, TypeError, ValueError):
             raise malformed(self.name, "no usable choice in the completion") from None
+
+
+def parse_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
+    """Per-token logprobs in either shape servers send: OpenAI's `content[]` entries with `top_logprobs`
+    lists, or the completions-style `tokens`/`token_logprobs`/`top_logprobs` ({token: logprob} per
+    position) that llama.cpp, vLLM and Ollama have used."""
+    if logprobs is None:
+        return None
+    data = logprobs.model_dump() if hasattr(logprobs, "model_dump") else dict(logprobs)
+    content = data.get("content")
+    if content is not None:
+        return tuple(
+            TokenLogprob(t["token"], float(t["logprob"]),
+                         tuple((a["token"], float(a["logprob"])) for a in t.get("top_logprobs") or ()))
+            for t in content)
+    tokens, chosen = data.get("tokens"), data.get("token_logprobs")
+    if tokens is None or chosen is None:
+        return None
+    tops = data.get("top_logprobs") or [None] * len(tokens)
+    return tuple(
+        TokenLogprob(token, float(lp), tuple(sorted(((a, float(b)) for a, b in (top or {}).items()),
+                                                    key=lambda pair: pair[1], reverse=True)))
+        for token, lp, top in zip(tokens, chosen, tops, strict=False))

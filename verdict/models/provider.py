@@ -1,4 +1,4 @@
-"""What every remote model client does around one provider call: cache, rate limit, retry, cost."""
+"""What every remote model client does around one provider call: cache, rate limit, concurrency, retry, cost."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import random
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
 
-from .base import ModelRequest, ModelResponse, Usage
+from .base import ModelError, ModelRequest, ModelResponse, Usage
 from .cache import ResponseCache, request_key
+from .concurrency import shared_gate
 from .pricing import Price, PriceTable, price_table
 from .ratelimit import RateLimits, estimate_tokens, shared_limiter
 from .retry import RetryPolicy, call_with_retries
@@ -35,6 +37,7 @@ class ProviderModel:
         rate_limits: RateLimits | None = DEFAULT_RATE_LIMITS,
         cache: ResponseCache | str | os.PathLike[str] | None = None,
         prices: PriceTable | Mapping[str, Price | tuple[float, float]] | None = None,
+        max_concurrency: int | None = None,
     ) -> None:
         if not model or model != model.strip():
             raise ValueError(f"{self.provider} model name must be non-empty without surrounding spaces, got {model!r}")
@@ -44,7 +47,9 @@ class ProviderModel:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self._endpoint = endpoint
+        self.endpoint = normalised_endpoint(endpoint)
         self._limiter = shared_limiter(f"{self.name}@{endpoint}", rate_limits)
+        self._gate = shared_gate(self.endpoint, max_concurrency)
         self._cache = cache if cache is None or isinstance(cache, ResponseCache) else ResponseCache(cache)
         self._prices = price_table(prices)
         self._rng = random.Random()
@@ -52,6 +57,12 @@ class ProviderModel:
     @property
     def name(self) -> str:
         return f"{self.provider}/{self.model}"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What besides the name decides what a judge gets: the endpoint (two servers may serve different
+        weights under one model name); part of evaluator fingerprints."""
+        return {"endpoint": self.endpoint}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r})"
@@ -74,9 +85,16 @@ class ProviderModel:
                                    max_output if isinstance(max_output, int) else None)
 
         def attempt() -> ModelResponse:
-            if limiter is not None:
-                limiter.acquire(estimate)
-            return self._attempt(request, params)
+            # Waiting for a slot is not part of the attempt's timeout: the SDK's clock starts at send.
+            with self._gate.slot() as in_flight:
+                if limiter is not None:
+                    limiter.acquire(estimate)
+                try:
+                    return self._attempt(request, params)
+                except ModelError as error:
+                    if error.kind == "timeout":
+                        self._gate.timed_out(in_flight)
+                    raise
 
         response = call_with_retries(attempt, self.retry, rng=self._rng,
                                      on_retry_after=limiter.pause if limiter is not None else None)
@@ -107,6 +125,19 @@ def credentials(provider: str, api_key: str | None, base_url: str | None,
             )
         api_key = "not-needed"
     return api_key, base_url
+
+
+def normalised_endpoint(url: str) -> str:
+    """`url` without credentials, query or fragment, lower-case scheme and host, no default port, no
+    trailing slash: one spelling per server, safe to store."""
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    port = parts.port
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    netloc = host if port is None or port == default else f"{host}:{port}"
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
 
 
 def split_params(params: Mapping[str, Any], accepted: frozenset[str]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -5,7 +5,8 @@ Accepted: a Model instance (returned as is), "openai/<model>" (any OpenAI-compat
 provider, so "openai/meta-llama/Llama-3.1-8B-Instruct" names a vLLM model. "offline/heuristic-judge"
 is the demo's deterministic offline judge (verdict_daemon/demo/judge.py, no network). Strings resolved
 without options are cached: every unit naming the same model shares one client, connection
-pool and rate limiter.
+pool and rate limiter. Client options can ride in the string itself,
+`"openai/NAME?json_schema=false&max_concurrency=1"` (see options.py and docs/models.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from typing import Any
 
 from .base import Model
+from .options import split_model_string
 
 ACCEPTED_FORMS = ('"openai/<model>" (OpenAI or any OpenAI-compatible server)', '"anthropic/<model>"',
                   '"offline/heuristic-judge" (offline rubric judge)', "a verdict.models.base.Model instance")
@@ -46,13 +48,17 @@ def resolve_model(spec: str | Model, **options: Any) -> Model:
         return spec
     if not isinstance(spec, str):
         raise ValueError(f"model must be one of {', '.join(ACCEPTED_FORMS)}; got {type(spec).__name__}")
-    provider, sep, name = spec.partition("/")
+    base, carried = split_model_string(spec)
+    provider, sep, name = base.partition("/")
     if not sep or provider not in ("openai", "anthropic", "offline") or not name.strip():
         raise ValueError(f"unknown model {spec!r}: use {', '.join(ACCEPTED_FORMS)}")
+    clash = sorted(set(carried) & set(options))
+    if clash:
+        raise ValueError(f"{clash} given both in the model string {spec!r} and as arguments")
     if options:
-        return _build(provider, name, options)
+        return _build(provider, name, {**carried, **options})
     with _lock:
         model = _instances.get(spec)
         if model is None:
-            model = _instances[spec] = _build(provider, name, {})
+            model = _instances[spec] = _build(provider, name, carried)
         return model

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -82,15 +83,22 @@ def call_with_retries(
     """Run `attempt` until it succeeds, raises a non-retryable ModelError, or the policy gives up.
 
     `on_retry_after` hears every server-demanded pause (the rate limiter uses it to hold back
-    other threads too).
+    other threads too). An HTTP 500 with the same specific error text twice for the same request
+    is a deterministic refusal (a server that cannot serve this request, not one that is down): it
+    becomes `refused` and is not retried further.
     """
     rng = rng or random.Random()
     retry = 0
+    previous: str | None = None
     while True:
         try:
             return attempt()
         except ModelError as error:
             retry += 1
+            if error.retryable and _deterministic(error.signature, previous):
+                raise ModelError("refused", f"{error.message} (the same error twice: a refusal of this request, "
+                                 "not an outage; not retried)", signature=error.signature) from None
+            previous = error.signature
             wait = policy.delay(retry, error.retry_after, rng) if error.retryable else None
             if wait is None:
                 if retry == 1:
@@ -100,3 +108,16 @@ def call_with_retries(
             if error.retry_after and on_retry_after is not None:
                 on_retry_after(error.retry_after)
             sleep(wait)
+
+
+# What overloaded servers and proxies say: the same text twice from them is still an outage.
+_TRANSIENT = re.compile(r"server error|internal error|overload|unavailable|try again|timed? ?out|busy|capacity",
+                        re.IGNORECASE)
+
+
+def _deterministic(signature: str | None, previous: str | None) -> bool:
+    """A 500 that gives the same specific reason twice (502/503/504/529 are gateways and overload)."""
+    if signature is None or signature != previous or not signature.startswith("500 "):
+        return False
+    reason = signature[4:].strip()
+    return bool(reason) and not _TRANSIENT.search(reason)

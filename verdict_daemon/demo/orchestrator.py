@@ -27,6 +27,7 @@ from verdict_daemon.demo.llm import SupportLLM
 from verdict_daemon.demo.processes import Child, ComponentFailed, Interrupted, spawn
 from verdict_daemon.demo.scenario import INTENTS, TENANT, Scenario
 from verdict_daemon.demo.summary import DemoSummary, read_summary
+from verdict_daemon.demo.watchdog import JudgeProgress, Watchdog
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.state import StateStore
 
@@ -35,7 +36,7 @@ _COLLECTOR_READY = re.compile(r"verdict-collector ready http=[\d.]+:(\d+)")
 _DAEMON_READY = re.compile(r"verdict-daemon ready")
 START_TIMEOUT = 180.0  # imports alone take seconds on a busy machine
 DAY_TIMEOUT = 600.0
-STALL_TIMEOUT = 180.0  # the daemon's progress may pause this long (a slow real LLM judge) before we give up
+STALL_TIMEOUT = 180.0  # no usable judgment (nor sampling, clustering, alerts) for this long: the demo gives up
 Progress = Callable[[str], None]
 
 
@@ -151,6 +152,8 @@ model = {json.dumps(judge_model)}
 class DaemonProgress:
     sampled: int
     judged: int  # sampled traces with at least one attempt
+    usable: int  # sampled traces with a usable (OK) judgment
+    last_error: str | None  # "[code] message" of the newest failed judge attempt
     assigned: int
     drift_runs: int
     caught_up: bool  # the latest drift run read every judgment there is now
@@ -160,14 +163,21 @@ class DaemonProgress:
     def done(self, expected: int) -> bool:
         return self.sampled == expected and self.caught_up and self.unalerted == 0
 
+    def judge_progress(self) -> JudgeProgress:
+        return JudgeProgress(self.sampled, self.usable, self.assigned, self.alerts, self.last_error)
+
 
 def daemon_progress(store: StateStore) -> DaemonProgress:
     from verdict_daemon.drift_runs import fingerprints, judgment_table
 
     with store.transaction() as con:
-        sampled, judged, assigned, last_judged, runs, last_run, last_rows, alerts, unalerted = con.execute("""
+        (sampled, judged, usable, last_error, assigned, last_judged, runs, last_run, last_rows, alerts,
+         unalerted) = con.execute("""
             SELECT (SELECT count(*) FROM sampled_traces WHERE tenant_id = $t),
                    (SELECT count(DISTINCT trace_id) FROM judgment_attempts WHERE tenant_id = $t),
+                   (SELECT count(DISTINCT trace_id) FROM judgment_attempts WHERE tenant_id = $t AND status = 'OK'),
+                   (SELECT arg_max('[' || error_code || '] ' || coalesce(error_message, ''), judged_at)
+                      FROM judgment_attempts WHERE tenant_id = $t AND error_code IS NOT NULL),
                    (SELECT count(*) FROM cluster_assignments WHERE tenant_id = $t),
                    (SELECT max(judged_at) FROM judgment_attempts WHERE tenant_id = $t),
                    (SELECT count(*) FROM drift_runs WHERE tenant_id = $t),
@@ -180,7 +190,7 @@ def daemon_progress(store: StateStore) -> DaemonProgress:
     if sampled and judged == sampled == assigned and last_run is not None and last_run > last_judged:
         # The run may have read its input just before the last judgments landed: compare its size too.
         caught_up = all(judgment_table(store, TENANT, fp).num_rows == last_rows for fp in fingerprints(store, TENANT))
-    return DaemonProgress(sampled, judged, assigned, runs, caught_up, alerts, unalerted)
+    return DaemonProgress(sampled, judged, usable, last_error, assigned, runs, caught_up, alerts, unalerted)
 
 
 class DemoRun:
@@ -284,23 +294,29 @@ class DemoRun:
 
     def _wait_for_daemon(self, expected: int) -> None:
         store = StateStore(self.data_dir, lock_timeout=30)
-        last, changed_at, said_at = None, time.monotonic(), 0.0
+        watchdog = Watchdog(expected, STALL_TIMEOUT, time.monotonic())
+        last, said_at = None, 0.0
         while True:
             self._checkpoint()
             state = daemon_progress(store)
             now = time.monotonic()
             if state != last:
-                last, changed_at = state, now
+                last = state
                 if now - said_at >= 2 or state.done(expected):
                     said_at = now
-                    self.progress(f"verdict-daemon: sampled {state.sampled}/{expected}, judged {state.judged}, "
-                                  f"clustered {state.assigned}, drift runs {state.drift_runs}, "
+                    failed = state.judged - state.usable
+                    self.progress(f"verdict-daemon: sampled {state.sampled}/{expected}, judged {state.usable}"
+                                  + (f" (+{failed} failed)" if failed else "")
+                                  + f", clustered {state.assigned}, drift runs {state.drift_runs}, "
                                   f"alerts {state.alerts}")
             if state.done(expected):
                 return
-            if now - changed_at > STALL_TIMEOUT:
-                raise ComponentFailed(f"verdict-daemon made no progress for {STALL_TIMEOUT:g} s; log "
-                                      f"{self.data_dir / 'logs' / 'daemon.log'}")
+            try:
+                eta = watchdog.observe(state.judge_progress(), now)
+            except ComponentFailed as exc:
+                raise ComponentFailed(f"{exc}; log {self.data_dir / 'logs' / 'daemon.log'}") from None
+            if eta:
+                self.progress(eta)
             time.sleep(1)
 
     def _report(self) -> tuple[str | None, str | None]:

@@ -68,6 +68,9 @@ class FakeServer:
         self._requests: list[RecordedRequest] = []
         self.handler: Handler | None = None
         self.default: Reply = Reply()
+        # Requests being answered now and the most there ever were at once (a serial server has 1).
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -108,6 +111,7 @@ class FakeServer:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self.max_in_flight = self.in_flight
             self.handler = None
             self.default = Reply()
 
@@ -174,8 +178,15 @@ class FakeServer:
                 received_at=time.monotonic(),
             )
             behaviour = self._next(recorded)
-            if behaviour.latency:
-                await asyncio.sleep(behaviour.latency)
+            with self._lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                if behaviour.latency:
+                    await asyncio.sleep(behaviour.latency)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
             if isinstance(behaviour, Fail):
                 return self.error_response(behaviour)
             if isinstance(behaviour, Malformed):

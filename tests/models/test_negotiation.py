@@ -1,0 +1,214 @@
+"""Capability negotiation, refusals and model-string options of the OpenAI-compatible client, against
+the fake server running a loopback replica of llama-cpp-python's refusals (fake_llm/llamacpp.py)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tests.fakes import Fail, Reply
+from verdict.models.base import SCHEMA_INSTRUCTION, Message, ModelError, ModelRequest
+from verdict.models.openai_model import parse_logprobs
+from verdict.models.registry import resolve_model
+from verdict_daemon.fake_llm.llamacpp import RESPONSE_FORMAT_REFUSAL, LlamaCppReplica
+
+MESSAGES = (Message("system", "You grade answers."), Message("user", "Grade: 2+2=4"))
+SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
+
+
+def _formats(server) -> list[str | None]:
+    return [(r.body.get("response_format") or {}).get("type") for r in server.requests]
+
+
+def test_json_schema_refusal_falls_back_to_the_grammar_form_once_per_endpoint(fake_openai, openai_model, caplog):
+    fake_openai.handler = LlamaCppReplica(Reply('{"score": 4}'))
+    model = openai_model("smollm2")
+    assert model.supports_json_schema
+    with caplog.at_level(logging.WARNING, logger="verdict.models"):
+        first = model.complete(ModelRequest(MESSAGES, json_schema=SCHEMA))
+        # Another client of the same endpoint and model knows it already.
+        openai_model("smollm2").complete(ModelRequest(MESSAGES, json_schema=SCHEMA))
+    assert first.text == '{"score": 4}'
+    assert _formats(fake_openai) == ["json_schema", "json_object", "json_object"]
+    assert fake_openai.requests[1].body["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    # Below JSON-schema mode the schema is also spelled out in the prompt, once.
+    last_user = fake_openai.requests[1].body["messages"][-1]["content"]
+    assert last_user.count(SCHEMA_INSTRUCTION.split("\n")[0]) == 1
+    assert not model.supports_json_schema and model.structured_output == "json_object_schema"
+    downgrades = [r for r in caplog.records if "refused response_format" in r.getMessage()]
+    assert len(downgrades) == 1 and "Input should be 'text' or 'json_object'" in downgrades[0].getMessage()
+    # Another model on the same endpoint is not affected.
+    assert openai_model("other-model").structured_output == "json_schema"
+
+
+def test_json_schema_false_never_sends_json_schema_and_the_string_carries_it(fake_openai):
+    fake_openai.handler = LlamaCppReplica(Reply('{"score": 4}'))
+    model = resolve_model(f"openai/tiny?json_schema=false&base_url={fake_openai.base_url}&max_concurrency=1")
+    assert not model.supports_json_schema
+    model.complete(ModelRequest(MESSAGES, json_schema=SCHEMA))
+    assert _formats(fake_openai) == ["json_object"]
+
+
+def test_a_server_without_any_response_format_gets_instructions_only(fake_openai, openai_model):
+    def no_formats(request):
+        if "response_format" in request.body:
+            return Fail(400, "response_format is not supported by this server")
+        return Reply('{"score": 3}')
+
+    fake_openai.handler = no_formats
+    assert openai_model("plain").complete(ModelRequest(MESSAGES, json_schema=SCHEMA)).text == '{"score": 3}'
+    assert _formats(fake_openai) == ["json_schema", "json_object", "json_object", None]
+    assert SCHEMA_INSTRUCTION.split("\n")[0] in fake_openai.last_request.body["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("openai/x?jsonschema=false", "unknown option 'jsonschema'"),
+    ("openai/x?json_schema=maybe", "expected true or false"),
+    ("openai/x?max_concurrency=0", "expected an integer >= 1"),
+    ("openai/x?timeout=-1", "expected a number > 0"),
+    ("openai/x?json_schema", "needs a value"),
+    ("anthropic/x?json_schema=false", "does not apply to 'anthropic'"),
+    ("offline/heuristic-judge?timeout=3", "does not apply to 'offline'"),
+])
+def test_model_string_options_are_validated(spec, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_model(spec)
+
+
+def test_model_string_options_reach_the_client(fake_openai):
+    model = resolve_model(f"openai/tiny?timeout=7.5&context_length=4096&logprobs=false&base_url={fake_openai.base_url}")
+    assert (model.timeout, model.capabilities.context_length, model.supports_logprobs) == (7.5, 4096, False)
+
+
+def test_refusal_keeps_the_server_text_redacted_and_is_not_retried(fake_openai, openai_model):
+    fake_openai.handler = lambda request: Fail(400, "logprobs are not supported; contact admin@example.com")
+    model = openai_model("nolp")
+    with pytest.raises(ModelError) as caught:
+        model.complete(ModelRequest(MESSAGES, top_logprobs=5))
+    error = caught.value
+    assert error.kind == "unsupported_parameter" and error.parameter == "logprobs" and not error.retryable
+    assert "logprobs are not supported" in error.message and "admin@example.com" not in error.message
+    assert fake_openai.request_count == 1
+    assert not model.supports_logprobs  # learnt: the next pipeline build picks another extractor
+
+
+def test_same_500_twice_is_a_refusal_not_an_outage(fake_openai, openai_model):
+    fake_openai.handler = lambda request: Fail(500, "unsupported chat template for this model")
+    with pytest.raises(ModelError) as caught:
+        openai_model("tmpl").complete(ModelRequest(MESSAGES))
+    assert caught.value.kind == "refused" and "unsupported chat template" in caught.value.message
+    assert fake_openai.request_count == 2
+
+
+def test_seed_refusal_drops_the_seed(fake_openai, openai_model):
+    fake_openai.handler = LlamaCppReplica(Reply("ok"), refuse={"seed"})
+    model = openai_model("noseed")
+    assert model.complete(ModelRequest(MESSAGES, params={"seed": 3, "temperature": 0})).text == "ok"
+    model.complete(ModelRequest(MESSAGES, params={"seed": 3}))
+    assert ["seed" in r.body for r in fake_openai.requests] == [True, False, False]
+
+
+def test_max_tokens_refusal_switches_to_max_completion_tokens(fake_openai, openai_model):
+    def o1_style(request):
+        if "max_tokens" in request.body:
+            return Fail(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                             "Use 'max_completion_tokens' instead.")
+        return Reply("ok")
+
+    fake_openai.handler = o1_style
+    assert openai_model("o1-mini").complete(ModelRequest(MESSAGES, params={"max_tokens": 9})).text == "ok"
+    assert fake_openai.last_request.body["max_completion_tokens"] == 9
+    assert fake_openai.request_count == 2
+
+
+def test_context_window_is_learnt_from_the_refusal_and_respected(fake_openai, openai_model):
+    fake_openai.handler = LlamaCppReplica(Reply("fine"), context_length=512)
+    model = openai_model("smallctx")
+    assert model.complete(ModelRequest(MESSAGES, params={"max_tokens": 2048})).text == "fine"
+    sent = fake_openai.last_request.body["max_tokens"]
+    assert 0 < sent <= 512 - 5 and fake_openai.request_count == 2
+    model.complete(ModelRequest(MESSAGES, params={"max_tokens": 2048}))
+    assert fake_openai.request_count == 3  # known now: no second refusal
+
+
+def test_prompt_larger_than_the_context_is_a_clear_error(fake_openai, openai_model):
+    model = openai_model("tinyctx", context_length=16)
+    with pytest.raises(ModelError, match="does not fit .* context of 16 tokens") as caught:
+        model.complete(ModelRequest((Message("user", "word " * 200),), params={"max_tokens": 4}))
+    assert caught.value.kind == "bad_request" and fake_openai.request_count == 0
+
+
+def test_both_logprob_shapes_are_parsed():
+    openai_shape = {"content": [{"token": "4", "logprob": -0.1, "top_logprobs": [
+        {"token": "4", "logprob": -0.1}, {"token": "5", "logprob": -2.4}]}]}
+    completions_shape = {"tokens": ["4", "."], "token_logprobs": [-0.1, -0.01],
+                         "top_logprobs": [{"5": -2.4, "4": -0.1}, {".": -0.01}], "text_offset": [0, 1]}
+    assert parse_logprobs(openai_shape)[0].top == (("4", -0.1), ("5", -2.4))
+    parsed = parse_logprobs(completions_shape)
+    assert [lp.token for lp in parsed] == ["4", "."]
+    assert parsed[0].top == (("4", -0.1), ("5", -2.4)) and parsed[0].logprob == -0.1
+
+
+def test_max_concurrency_keeps_a_serial_server_serial(fake_openai, openai_model):
+    from concurrent.futures import ThreadPoolExecutor
+
+    fake_openai.handler = LlamaCppReplica(Reply("ok"), latency=0.05)
+    model = openai_model("serial", max_concurrency=1)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: model.complete(ModelRequest(MESSAGES)), range(6)))
+    assert fake_openai.request_count == 6 and fake_openai.max_in_flight == 1
+
+
+def test_a_timeout_with_calls_queued_lowers_the_learnt_limit(fake_openai, openai_model):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from verdict.models.retry import RetryPolicy
+
+    fake_openai.handler = LlamaCppReplica(Reply("ok"), latency=0.5)
+    model = openai_model("queueing", timeout=0.2, retry=RetryPolicy(max_attempts=1))
+
+    def call(_):
+        try:
+            model.complete(ModelRequest(MESSAGES))
+        except ModelError as error:
+            return error.kind
+        return "ok"
+
+    with ThreadPoolExecutor(4) as pool:
+        kinds = list(pool.map(call, range(4)))
+    assert "timeout" in kinds
+    assert model._gate.limit is not None and model._gate.limit <= 2
+
+
+def test_fingerprint_of_a_judge_includes_the_endpoint_without_credentials(fake_openai, openai_model):
+    from verdict.judges.judge import Judge
+
+    here = Judge(openai_model("local", base_url=fake_openai.base_url))
+    same = Judge(openai_model("local", base_url=fake_openai.base_url.replace("127.0.0.1", "user:pw@127.0.0.1")
+                              + "/"))
+    other = Judge(openai_model("local", base_url=f"http://127.0.0.1:{fake_openai.port + 1}/v1"))
+    assert here.fingerprint == same.fingerprint != other.fingerprint
+    assert here.model.endpoint == f"http://127.0.0.1:{fake_openai.port}/v1"
+
+
+def test_a_learnt_downgrade_changes_the_judge_fingerprint(fake_openai, openai_model):
+    from verdict.judges.judge import Judge
+
+    fake_openai.handler = LlamaCppReplica(Reply('{"score": 4}'))
+    judge = Judge(openai_model("fp-local"))
+    before = judge.fingerprint
+    judge.model.complete(ModelRequest(MESSAGES, json_schema=SCHEMA))
+    assert judge.fingerprint != before
+
+
+def test_replica_refuses_like_llama_cpp(fake_openai, openai_model):
+    fake_openai.handler = LlamaCppReplica()
+    client = fake_openai.client()
+    import openai
+
+    with pytest.raises(openai.InternalServerError) as caught:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
+                                       response_format={"type": "json_schema", "json_schema": {"name": "r",
+                                                                                               "schema": SCHEMA}})
+    assert RESPONSE_FORMAT_REFUSAL.split("\n")[2].strip() in str(caught.value)
