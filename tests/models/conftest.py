@@ -21,6 +21,7 @@ def _forget_learnt_capabilities():
 
     yield
     module._learned.clear()
+    module._probed.clear()
 
 
 @pytest.fixture

@@ -212,3 +212,14 @@ def test_replica_refuses_like_llama_cpp(fake_openai, openai_model):
                                        response_format={"type": "json_schema", "json_schema": {"name": "r",
                                                                                                "schema": SCHEMA}})
     assert RESPONSE_FORMAT_REFUSAL.split("\n")[2].strip() in str(caught.value)
+
+
+@pytest.mark.parametrize("entry", [{"max_model_len": 64}, {"meta": {"n_ctx": 64, "n_ctx_train": 8192}}])
+def test_a_context_window_the_server_reports_is_respected(fake_openai, openai_model, entry):
+    model_name = f"reported-{len(entry)}-{'meta' in entry}"
+    fake_openai.listed_models = [{"id": "other", "max_model_len": 100000}, {"id": model_name, **entry}]
+    fake_openai.enqueue(Reply("ok"))
+    model = openai_model(model_name)
+    model.complete(ModelRequest(MESSAGES, params={"max_tokens": 2048}))
+    assert model.capabilities.context_length == 64
+    assert 0 < fake_openai.last_request.body["max_tokens"] < 64

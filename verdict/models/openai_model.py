@@ -11,8 +11,9 @@ logged once, and the call is repeated at once:
   grammar) → json_object → none; below json_schema the schema is also spelled out in the prompt;
 - `max_tokens` ⇄ `max_completion_tokens`; `top_logprobs`, `seed`, `stream_options` are dropped;
 - `logprobs` refused: the model no longer claims logprobs, and this call fails (its extractor needs them);
-- a context-length refusal that states the window teaches it (as does the `context_length` option):
-  `max_tokens` is then cut so prompt + output fit.
+- a context-length refusal that states the window teaches it, as does the window a server reports in
+  `/models` (read once per endpoint and model) and the `context_length` option: `max_tokens` is then
+  cut so prompt + output fit.
 The structured-output level (`structured_output`) is part of the fingerprint of judges that send a
 schema: below json_schema the prompt changes.
 """
@@ -80,6 +81,7 @@ class Capabilities:
 
 # Learned downgrades per (endpoint, model), shared by every client of that pair in this process.
 _learned: dict[tuple[str, str], dict[str, Any]] = {}
+_probed: set[tuple[str, str]] = set()  # (endpoint, model) pairs whose /models entry was read
 _learned_lock = threading.Lock()
 
 
@@ -184,9 +186,34 @@ class OpenAIModel(ProviderModel):
                     error.parameter or "the request size", change, error.message)
         return "logprobs" not in change  # without logprobs this call cannot give what was asked
 
+    def _discover_context(self) -> None:
+        """Once per endpoint and model: the context window the server reports in `/models` (vLLM's
+        `max_model_len`, llama.cpp's `meta.n_ctx`, `context_length`), learnt like a refusal would teach it.
+        Servers that report nothing (or OpenAI itself, which is not asked) are left to their refusals."""
+        with _learned_lock:
+            if self._key in _probed or self._configured.context_length is not None:
+                return
+            _probed.add(self._key)
+        if "api.openai.com" in self.endpoint:
+            return
+        try:
+            listed = self._client.with_options(timeout=min(self.timeout, 10.0)).models.list().data
+        except Exception:  # an optional endpoint: any failure means "not reported"
+            return
+        for entry in listed:
+            data = entry.model_dump() if hasattr(entry, "model_dump") else {}
+            if data.get("id") != self.model:
+                continue
+            meta = data.get("meta") if isinstance(data.get("meta"), Mapping) else {}
+            window = data.get("max_model_len") or data.get("context_length") or meta.get("n_ctx")
+            if isinstance(window, int) and window > 0:
+                with _learned_lock:
+                    _learned.setdefault(self._key, {}).setdefault("context_length", window)
+
     def _attempt(self, request: ModelRequest, params: dict[str, Any]) -> ModelResponse:
         import openai
 
+        self._discover_context()
         while True:
             caps = self.capabilities
             kwargs = self._kwargs(request, params, caps)

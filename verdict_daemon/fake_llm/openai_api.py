@@ -11,7 +11,9 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from starlette.responses import Response
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from verdict.models.base import TokenLogprob
 
@@ -53,6 +55,22 @@ class FakeOpenAI(FakeServer):
             "/v1/responses": self._responses,
             "/v1/embeddings": self._embeddings,
         }
+
+    # Entries of GET /v1/models (e.g. {"id": "m", "max_model_len": 4096} as vLLM reports it); None: 404.
+    listed_models: list[dict[str, Any]] | None = None
+
+    def reset(self) -> None:
+        super().reset()
+        self.listed_models = None
+
+    def listings(self) -> list[Route]:
+        async def models(request: Request) -> Response:
+            if self.listed_models is None:
+                return self.error_response(Fail(404, "no model list on this server"))
+            data = [{"object": "model", "created": 0, "owned_by": "fake", **entry} for entry in self.listed_models]
+            return JSONResponse({"object": "list", "data": data})
+
+        return [Route("/v1/models", models, methods=["GET"])]
 
     def error_body(self, fail: Fail) -> dict[str, Any]:
         default_type = "server_error" if fail.status >= 500 else _ERROR_TYPES.get(fail.status, "invalid_request_error")

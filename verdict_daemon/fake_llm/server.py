@@ -160,7 +160,11 @@ class FakeServer:
     # -- lifecycle ---------------------------------------------------------------------------
     def _app(self) -> Starlette:
         routes = [self._route(path, endpoint) for path, endpoint in self.endpoints().items()]
-        return Starlette(routes=routes)
+        return Starlette(routes=routes + self.listings())
+
+    def listings(self) -> list[Route]:
+        """GET routes describing the server (model lists); none by default."""
+        return []
 
     def _route(self, path: str, endpoint: Endpoint) -> Route:
         async def serve(request: Request) -> Response:
