@@ -2,8 +2,9 @@
 
 An extractor makes the model call(s) for one attempt and returns a validated Schema, or raises
 ExtractionError; the unit retries that and records an error state after its last retry. A truncated reply
-is never extracted, except by an extractor that reads only its first tokens. Configuration mistakes (a token-probability extractor on a free-text field, on a model
-without logprobs, ...) raise ConfigurationError when the pipeline is built.
+is never extracted, except by an extractor that reads only its first tokens. Configuration mistakes (a
+token-probability extractor on a free-text field, on a model without logprobs, ...) raise
+ConfigurationError when the pipeline is built.
 """
 
 from __future__ import annotations
