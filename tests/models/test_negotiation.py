@@ -223,3 +223,12 @@ def test_a_context_window_the_server_reports_is_respected(fake_openai, openai_mo
     model.complete(ModelRequest(MESSAGES, params={"max_tokens": 2048}))
     assert model.capabilities.context_length == 64
     assert 0 < fake_openai.last_request.body["max_tokens"] < 64
+
+
+def test_a_refusal_naming_a_parameter_that_was_not_sent_teaches_nothing(fake_openai, openai_model):
+    fake_openai.handler = lambda request: Fail(400, "seed must be an integer")
+    model = openai_model("unsent")
+    with pytest.raises(ModelError) as caught:
+        model.complete(ModelRequest(MESSAGES, params={"temperature": 0}))
+    assert caught.value.kind == "unsupported_parameter" and fake_openai.request_count == 1
+    assert model.capabilities.seed

@@ -169,9 +169,11 @@ class OpenAIModel(ProviderModel):
         also spells the schema out, so judges that send schemas put this in their fingerprint."""
         return self.capabilities.structured
 
-    def _learn(self, caps: Capabilities, error: ModelError) -> bool:
-        """Record what a refusal taught; True when the same call is worth repeating at once."""
-        change = _downgrade(caps, error.parameter)
+    def _learn(self, caps: Capabilities, error: ModelError, sent: Mapping[str, Any]) -> bool:
+        """Record what a refusal taught; True when the same call is worth repeating at once. A refusal naming
+        a parameter this call did not send teaches nothing (the text matched something else)."""
+        sent_names = set(sent) | set(sent.get("extra_body") or ())
+        change = _downgrade(caps, error.parameter) if error.parameter in sent_names else None
         window = _CONTEXT.search(error.message)
         if change is None and window is not None and caps.context_length is None:
             change = {"context_length": int(window.group(1))}
@@ -223,7 +225,7 @@ class OpenAIModel(ProviderModel):
                 error = sdk_error(exc, openai, self.name)
                 if error is None:
                     raise
-                if error.kind in ("unsupported_parameter", "bad_request", "server_error") and self._learn(caps, error):
+                if error.kind in ("unsupported_parameter", "bad_request", "server_error") and self._learn(caps, error, kwargs):
                     continue
                 raise error from None
             return self._response(completion)
