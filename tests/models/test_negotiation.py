@@ -211,7 +211,17 @@ def test_replica_refuses_like_llama_cpp(fake_openai, openai_model):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
                                        response_format={"type": "json_schema", "json_schema": {"name": "r",
                                                                                                "schema": SCHEMA}})
-    assert RESPONSE_FORMAT_REFUSAL.split("\n")[2].strip() in str(caught.value)
+    assert caught.value.status_code == 500 and caught.value.body["message"] == RESPONSE_FORMAT_REFUSAL
+    assert "Input should be 'text' or 'json_object'" in RESPONSE_FORMAT_REFUSAL
+
+
+def test_a_validation_error_locating_a_parameter_is_unsupported_parameter_at_once(fake_openai, openai_model):
+    # llama-cpp-python's words for frequency_penalty="high": HTTP 500, pydantic's 'loc': ('body', 'frequency_penalty').
+    fake_openai.handler = LlamaCppReplica(refuse={"frequency_penalty"})
+    with pytest.raises(ModelError) as caught:
+        openai_model("validating").complete(ModelRequest(MESSAGES, params={"frequency_penalty": "high"}))
+    assert (caught.value.kind, caught.value.parameter) == ("unsupported_parameter", "frequency_penalty")
+    assert "Extra inputs are not permitted" in caught.value.message and fake_openai.request_count == 1
 
 
 @pytest.mark.parametrize("entry", [{"max_model_len": 64}, {"meta": {"n_ctx": 64, "n_ctx_train": 8192}}])

@@ -38,6 +38,9 @@ _PARAMETERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("stream_options", r"\bstream_options\b"),
         ("seed", r"\bseed\b"),
     ))
+# A validation error's location, as pydantic prints it ("'loc': ('body', 'frequency_penalty')", llama-cpp-python)
+# or FastAPI sends it ('"loc": ["body", "top_logprobs"]'): it names the refused parameter exactly.
+_LOCATION = re.compile(r"""['"]loc['"]:\s*[(\[]\s*['"]body['"],\s*['"](\w+)['"]""")
 # Statuses with which servers refuse a request they cannot serve (llama.cpp answers 500 to a
 # response_format it does not know); 401/403/404/408/429 and the gateway errors mean something else.
 _REFUSAL_STATUSES = frozenset({400, 422, 500, 501})
@@ -81,6 +84,9 @@ def refused_parameter(status: int, body: Any, text: str) -> str | None:
     candidates = [param] if isinstance(param, str) and param else []
     candidates.append(text)
     for candidate in candidates:
+        location = _LOCATION.search(candidate)
+        if location:
+            return location.group(1)
         found = [(match.start(), name) for name, pattern in _PARAMETERS if (match := pattern.search(candidate))]
         if found:
             return min(found)[1]
