@@ -13,7 +13,7 @@ from array import array
 from dataclasses import dataclass
 from itertools import accumulate
 
-from collector.schema import SPAN_COLUMNS
+from collector.schema import SCHEMAS
 
 
 @dataclass(frozen=True)
@@ -84,13 +84,14 @@ def _string_lists(values: list | tuple) -> ColumnData:
 
 
 _ENCODERS = {"string": _strings, "int64": _int64s, "timestamp_ns": _int64s, "string_list": _string_lists}
-_COLUMN_ENCODERS = tuple(_ENCODERS[c.arrow_type] for c in SPAN_COLUMNS)
+_COLUMN_ENCODERS = {table: tuple(_ENCODERS[c.arrow_type] for c in cols) for table, cols in SCHEMAS.items()}
 
 
-def encode_rows(rows: list[tuple]) -> tuple[ColumnData, ...]:
-    """Rows (tuples in schema.SPAN_COLUMNS order) -> one ColumnData per column."""
-    columns = zip(*rows, strict=True) if rows else [()] * len(SPAN_COLUMNS)
-    return tuple(encode(list(col)) for encode, col in zip(_COLUMN_ENCODERS, columns, strict=True))
+def encode_rows(rows: list[tuple], table: str = "spans") -> tuple[ColumnData, ...]:
+    """Rows (tuples in schema.SCHEMAS[table] order) -> one ColumnData per column."""
+    encoders = _COLUMN_ENCODERS[table]
+    columns = zip(*rows, strict=True) if rows else [()] * len(encoders)
+    return tuple(encode(list(col)) for encode, col in zip(encoders, columns, strict=True))
 
 
 def _array(column: ColumnData, arrow_type):
@@ -108,13 +109,13 @@ def _array(column: ColumnData, arrow_type):
     return pa.Array.from_buffers(arrow_type, column.length, buffers, column.null_count)
 
 
-def record_batch(columns: tuple[ColumnData, ...]):
+def record_batch(columns: tuple[ColumnData, ...], table: str = "spans"):
     """ColumnData from encode_rows -> a validated pyarrow.RecordBatch sharing the buffers' memory."""
     import pyarrow as pa
 
     from collector.schema import arrow_schema
 
-    schema = arrow_schema()
+    schema = arrow_schema(table)
     arrays = [_array(c, f.type) for c, f in zip(columns, schema, strict=True)]
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
     batch.validate(full=True)  # offsets in bounds, UTF-8 valid: a worker bug must not reach a segment

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from collector import otlp
 from collector.columns import ColumnData, encode_rows
 from collector.flatten import IngestPolicy, flatten
+from collector.logs import flatten_logs
 from collector.redaction import ServerRedaction
 
 log = logging.getLogger("verdict.collector")
@@ -36,6 +37,7 @@ class DecodeSettings:
 
 @dataclass(frozen=True)
 class EncodedPartition:
+    table: str  # "spans" or "logs": which lake directory and schema (collector.schema.SCHEMAS)
     tenant: str
     date: str
     columns: tuple[ColumnData, ...]
@@ -48,6 +50,8 @@ class Decoded:
     accepted: int
     rejected: int
     message: str
+    dialects: dict[str, int]  # spans per recognised dialect (for /stats)
+    unrecognised: dict[str, int]  # spans no dialect recognised, per instrumentation scope
 
 
 _settings: DecodeSettings | None = None
@@ -73,15 +77,20 @@ def _warm() -> bool:
     return True
 
 
+_TABLES = {"traces": ("spans", flatten), "logs": ("logs", flatten_logs)}
+
+
 def decode_export(
-    payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool
+    payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool,
+    signal: str = "traces",
 ) -> Decoded:
     """HTTP body (content_type set) or gRPC message bytes (content_type None) -> partition batches."""
     assert _settings is not None and _redaction is not None, "init_worker() not called"
+    spec = otlp.SIGNALS[signal]
     if content_type is None:
-        request, kind = otlp.parse_protobuf(payload), otlp.PROTOBUF
+        request, kind = otlp.parse_protobuf(payload, spec), otlp.PROTOBUF
     else:
-        request, kind = otlp.decode(payload, content_type, content_encoding, _settings.max_body_bytes)
+        request, kind = otlp.decode(payload, content_type, content_encoding, _settings.max_body_bytes, spec)
     policy = IngestPolicy(
         tenant=tenant,
         authenticated=authenticated,
@@ -89,9 +98,12 @@ def decode_export(
         max_attribute_chars=_settings.max_attribute_chars,
         redaction=_redaction,
     )
-    result = flatten(request, policy, time.time_ns())
-    partitions = [EncodedPartition(p.tenant, p.date, encode_rows(p.rows)) for p in result.partitions.values()]
-    return Decoded(kind, partitions, result.accepted, result.rejected, result.message())
+    table, flatten_request = _TABLES[signal]
+    result = flatten_request(request, policy, time.time_ns())
+    partitions = [EncodedPartition(table, p.tenant, p.date, encode_rows(p.rows, table))
+                  for p in result.partitions.values()]
+    return Decoded(kind, partitions, result.accepted, result.rejected, result.message(), result.dialects,
+                   result.unrecognised)
 
 
 class DecoderPool:

@@ -1,8 +1,10 @@
-"""ExportTraceServiceRequest -> validated, redacted span rows grouped by (tenant, date) partition.
+"""ExportTraceServiceRequest -> validated, normalised, redacted span rows grouped by (tenant, date).
 
-One pass over the decoded protobuf producing one tuple per span (transposed to Arrow columns
-once per partition): this loop is the collector's hot path, so it touches each protobuf field
-once and calls into the redactor only where configured.
+`flatten` orchestrates; `span_row` is the per-span step (validate, decode, map the dialect to
+the first-class GenAI columns with collector.dialects, redact) producing one tuple per span
+(transposed to Arrow columns once per partition). This is the collector's hot path: each
+protobuf field is touched once, and the mappers see decoded values before anything is redacted
+so they can rebuild messages, which are then redacted once as JSON.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import base64
 import functools
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import orjson
 
+from collector.dialects import CONTENT_ATTRIBUTES, SpanEvent, normalise
 from collector.redaction import ServerRedaction
 from verdict.intent import validate_intent_key
 from verdict.redact import redact_text
@@ -27,13 +31,8 @@ _STATUS = ("UNSET", "OK", "ERROR")
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 
-# Message contents: moved out of `attributes` into their own columns, re-redacted.
-CONTENT_COLUMNS = {
-    "gen_ai.input.messages": "input_messages",
-    "gen_ai.output.messages": "output_messages",
-    "gen_ai.system_instructions": "system_instructions",
-}
-_LEGACY_REASONING = "gen_ai.usage.reasoning_tokens"
+# Message contents: moved out of `attributes` into their own columns, redacted.
+CONTENT_COLUMNS = CONTENT_ATTRIBUTES
 # JSON columns stay UTF-8 bytes: Arrow takes them for `string` columns as they are (and checks
 # the UTF-8), and orjson encodes several times faster than the json module: this is the hot path.
 _json = orjson.dumps
@@ -65,6 +64,8 @@ class FlattenResult:
     accepted: int
     rejected: int
     reasons: list[str]
+    dialects: dict[str, int] = field(default_factory=dict)  # spans per recognised dialect
+    unrecognised: dict[str, int] = field(default_factory=dict)  # spans no dialect recognised, per scope name
 
     def message(self) -> str:
         if not self.rejected:
@@ -104,8 +105,8 @@ def _truncate(s: str, cap: int) -> str:
     return f"{s[:cap]}…[truncated by verdict collector: {len(s)} chars]"
 
 
-def _attributes(kvs, cap: int, redact) -> dict:
-    return {kv.key: redact(_any(kv.value, cap)) for kv in kvs}
+def _attributes(kvs, cap: int) -> dict:
+    return {kv.key: _any(kv.value, cap) for kv in kvs}
 
 
 def _claims(resource_attrs: dict, span_attrs: dict) -> set[str]:
@@ -148,25 +149,8 @@ def _times(span) -> tuple[int, int]:
     return start, end
 
 
-def _same(value):
-    return value
-
-
 def _str(value) -> str | None:
     return value if value is None or type(value) is str else str(value)
-
-
-_INT64 = range(-(2**63), 2**63)
-
-
-def _int(value) -> int | None:
-    """Token counts: an int or a decimal string that fits BIGINT; anything else stays only in `attributes`."""
-    if type(value) is int:  # the common case first
-        return value if value in _INT64 else None
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        value = int(value)
-        return value if value in _INT64 else None
-    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -187,20 +171,14 @@ def _intent(value) -> tuple[str | None, str | None]:
     return _intent_key(value)
 
 
-def _string_list(value) -> list[str] | None:
-    if value is None:
-        return None
-    return [str(x) for x in value] if isinstance(value, list) else [str(value)]
-
-
 def _content(value) -> str:
     return value if isinstance(value, str) else _json(value).decode()
 
 
-def _span_attributes(kvs, cap: int, redact_content, redact_other) -> tuple[dict, dict]:
-    """Span attributes -> (attributes, message-content columns); strings inline: the hot case."""
+def _span_attributes(kvs, cap: int) -> tuple[dict, dict]:
+    """Span attributes -> (attributes, semconv message-content attributes), decoded, not yet redacted."""
     attrs: dict = {}
-    content: dict[str, str] = {}
+    content: dict = {}
     for kv in kvs:
         key = kv.key
         value = kv.value
@@ -210,132 +188,172 @@ def _span_attributes(kvs, cap: int, redact_content, redact_other) -> tuple[dict,
         elif len(v) > cap:
             v = _truncate(v, cap)
         column = CONTENT_COLUMNS.get(key)
-        if column is not None:
-            content[column] = redact_content(_content(v))
-        elif redact_other is None:
+        if column is None:
             attrs[key] = v
         else:
-            attrs[key] = redact_other(v)
+            content[column] = v
     return attrs, content
+
+
+@dataclass(frozen=True)
+class ScopeContext:
+    """What every span of one ScopeSpans shares."""
+
+    policy: IngestPolicy
+    service: str | None
+    resource_json: bytes
+    resource_claim: object
+    resource_attrs: dict
+    scope_name: str | None
+    scope_version: str | None
+    trusted_content: bool  # the Verdict SDK's own message attributes are not redacted again
+
+
+def scope_context(policy: IngestPolicy, resource_attrs: dict, resource_json: bytes, scope) -> ScopeContext:
+    service = resource_attrs.get("service.name")
+    redaction = policy.redaction
+    return ScopeContext(
+        policy, None if service is None else str(service), resource_json, resource_attrs.get(TENANT_ATTRIBUTE),
+        resource_attrs, scope.name or None, scope.version or None,
+        redaction.content_for_scope(scope.attributes, policy.authenticated) is not redaction.content,
+    )
+
+
+class SpanRow(NamedTuple):
+    tenant: str
+    day: int  # days since the epoch of the span's start
+    dialect: str | None
+    row: tuple
+
+
+def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
+    """One span -> its row (schema.SPAN_COLUMNS order). Raises SpanRejected for an invalid span."""
+    policy = ctx.policy
+    cap = policy.max_attribute_chars
+    redaction = policy.redaction
+    trace_id, span_id, parent = _ids(span)
+    start, end = _times(span)
+    attrs, content = _span_attributes(span.attributes, cap)
+    if ctx.resource_claim is None and TENANT_ATTRIBUTE not in attrs:
+        tenant = policy.tenant  # no claim at all: the common case, no sets built
+    else:
+        tenant = _tenant_for(policy, _claims(ctx.resource_attrs, attrs))
+    events = span.events
+    raw_events = [SpanEvent(e.name, _attributes(e.attributes, cap)) for e in events] if events else []
+    dialect, call = normalise(ctx.scope_name or "", span.name, attrs, content, raw_events)
+    get = attrs.get
+    intent_key, intent_key_error = _intent(get("verdict.intent_key"))
+    structural = redaction.structural
+    workload, error_type = structural(_str(get("verdict.workload"))), structural(_str(get("error.type")))
+    reasons = call.finish_reasons
+    redaction.attributes(attrs)
+    kind = span.kind
+    status = span.status
+    code = status.code
+    links = span.links
+    dropped = (span.dropped_attributes_count, span.dropped_events_count, span.dropped_links_count)
+    return SpanRow(tenant, start // _NS_PER_DAY, dialect, (
+        trace_id,
+        span_id,
+        parent,
+        span.trace_state or None,
+        span.name,
+        _KINDS[kind] if 0 <= kind < 6 else str(kind),
+        start,
+        end,
+        end - start,
+        _STATUS[code] if 0 <= code < 3 else str(code),
+        redaction.value(status.message) if status.message else None,
+        ctx.service,
+        ctx.scope_name,
+        ctx.scope_version,
+        ctx.resource_json,
+        _json(attrs),
+        _events(raw_events, events, redaction) if events else "[]",
+        _links(links, cap, redaction) if links else "[]",
+        _json(dict(zip(("attributes", "events", "links"), dropped, strict=True))) if any(dropped) else None,
+        *(structural(v) for v in call[:5]),
+        None if reasons is None else [structural(r) for r in reasons],
+        *call[6:11],
+        intent_key,
+        intent_key_error,
+        workload,
+        error_type,
+        _message_column(call.input_messages, content.get("input_messages"), ctx, redaction),
+        _message_column(call.output_messages, content.get("output_messages"), ctx, redaction),
+        _message_column(call.system_instructions, content.get("system_instructions"), ctx, redaction),
+        dialect,
+        received_ns,
+    ))
+
+
+def _message_column(value, sent, ctx: ScopeContext, redaction: ServerRedaction) -> str | None:
+    if value is None:
+        return None
+    if value is sent and ctx.trusted_content:
+        return _content(value)
+    return redaction.content(_content(value)) if redaction.mode != "off" else _content(value)
 
 
 def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> FlattenResult:
     received_ns = time.time_ns() if received_ns is None else received_ns
     cap = policy.max_attribute_chars
-    redaction = policy.redaction
-    redact_other = None if policy.redaction.mode != "all" else policy.redaction.other
-    dumps = _json
     partitions: dict[tuple[str, str], Partition] = {}
     day_names: dict[int, str] = {}
+    dialects: dict[str, int] = {}
+    unrecognised: dict[str, int] = {}
     accepted = rejected = 0
     reasons: list[str] = []
 
     for r, resource_spans in enumerate(request.resource_spans):
-        resource_attrs = _attributes(resource_spans.resource.attributes, cap, redact_other or _same)
-        resource_json = dumps(resource_attrs)
-        resource_claim = resource_attrs.get(TENANT_ATTRIBUTE)
-        service = resource_attrs.get("service.name")
-        service = None if service is None else str(service)
+        resource_attrs = _attributes(resource_spans.resource.attributes, cap)
+        resource_json = _json(policy.redaction.attributes(dict(resource_attrs)))
         for s, scope_spans in enumerate(resource_spans.scope_spans):
-            scope = scope_spans.scope
-            scope_name, scope_version = scope.name or None, scope.version or None
-            redact_content = redaction.content_for_scope(scope.attributes, policy.authenticated)
+            ctx = scope_context(policy, resource_attrs, resource_json, scope_spans.scope)
             for i, span in enumerate(scope_spans.spans):
                 try:
-                    trace_id, span_id, parent = _ids(span)
-                    start, end = _times(span)
-                    attrs, content = _span_attributes(span.attributes, cap, redact_content, redact_other)
-                    if resource_claim is None and TENANT_ATTRIBUTE not in attrs:
-                        tenant = policy.tenant  # no claim at all: the common case, no sets built
-                    else:
-                        tenant = _tenant_for(policy, _claims(resource_attrs, attrs))
+                    tenant, day, dialect, row = span_row(span, ctx, received_ns)
                 except SpanRejected as exc:
                     rejected += 1
                     if len(reasons) < 20:
                         reasons.append(f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]: {exc}")
                     continue
-                day = start // _NS_PER_DAY
                 date = day_names.get(day)
                 if date is None:
                     date = day_names[day] = time.strftime("%Y-%m-%d", time.gmtime(day * 86_400))
                 part = partitions.get((tenant, date))
                 if part is None:
                     part = partitions[(tenant, date)] = Partition(tenant, date)
-                kind = span.kind
-                status = span.status
-                code = status.code
-                events = span.events
-                links = span.links
-                dropped = (span.dropped_attributes_count, span.dropped_events_count, span.dropped_links_count)
-                get = attrs.get
-                provider = get("gen_ai.provider.name", get("gen_ai.system"))
-                reasoning = get("gen_ai.usage.reasoning.output_tokens", get(_LEGACY_REASONING))
-                intent_key, intent_key_error = _intent(get("verdict.intent_key"))
-                # Tuple in schema.SPAN_COLUMNS order; transposed to columns once per partition.
-                part.rows.append((
-                    trace_id,
-                    span_id,
-                    parent,
-                    span.trace_state or None,
-                    span.name,
-                    _KINDS[kind] if 0 <= kind < 6 else str(kind),
-                    start,
-                    end,
-                    end - start,
-                    _STATUS[code] if 0 <= code < 3 else str(code),
-                    status.message or None,
-                    service,
-                    scope_name,
-                    scope_version,
-                    resource_json,
-                    dumps(attrs),
-                    _events(events, cap, redact_other or _same) if events else "[]",
-                    _links(links, cap, redact_other or _same) if links else "[]",
-                    dumps(dict(zip(("attributes", "events", "links"), dropped, strict=True))) if any(dropped) else None,
-                    _str(get("gen_ai.operation.name")),
-                    _str(provider),
-                    _str(get("gen_ai.request.model")),
-                    _str(get("gen_ai.response.model")),
-                    _str(get("gen_ai.response.id")),
-                    _string_list(get("gen_ai.response.finish_reasons")),
-                    _int(get("gen_ai.usage.input_tokens")),
-                    _int(get("gen_ai.usage.output_tokens")),
-                    _int(get("gen_ai.usage.cache_read.input_tokens")),
-                    _int(get("gen_ai.usage.cache_creation.input_tokens")),
-                    _int(reasoning),
-                    intent_key,
-                    intent_key_error,
-                    _str(get("verdict.workload")),
-                    _str(get("error.type")),
-                    content.get("input_messages"),
-                    content.get("output_messages"),
-                    content.get("system_instructions"),
-                    received_ns,
-                ))
+                part.rows.append(row)
+                if dialect is None:
+                    scope = ctx.scope_name or "(no scope)"
+                    unrecognised[scope] = unrecognised.get(scope, 0) + 1
+                else:
+                    dialects[dialect] = dialects.get(dialect, 0) + 1
                 accepted += 1
-    return FlattenResult(partitions, accepted, rejected, reasons)
+    return FlattenResult(partitions, accepted, rejected, reasons, dialects, unrecognised)
 
 
-def _events(events, cap: int, redact) -> str:
+def _events(raw: list[SpanEvent], events, redaction: ServerRedaction) -> bytes:
     out = []
-    for e in events:
-        item = {"name": e.name, "time_unix_nano": e.time_unix_nano, "attributes": _attributes(e.attributes, cap, redact)}
+    for decoded, e in zip(raw, events, strict=True):
+        item = {"name": e.name, "time_unix_nano": e.time_unix_nano,
+                "attributes": redaction.attributes(dict(decoded.attributes))}
         if e.dropped_attributes_count:
             item["dropped_attributes_count"] = e.dropped_attributes_count
         out.append(item)
     return _json(out)
 
 
-def _links(links, cap: int, redact) -> str:
+def _links(links, cap: int, redaction: ServerRedaction) -> bytes:
     return _json(
         [
             {
                 "trace_id": link.trace_id.hex(),
                 "span_id": link.span_id.hex(),
                 "trace_state": link.trace_state or None,
-                "attributes": _attributes(link.attributes, cap, redact),
+                "attributes": redaction.attributes(_attributes(link.attributes, cap)),
             }
             for link in links
         ]
     )
-

@@ -1,7 +1,7 @@
-"""OTLP/gRPC: opentelemetry.proto.collector.trace.v1.TraceService/Export on grpcio.
+"""OTLP/gRPC: TraceService/Export and LogsService/Export on grpcio.
 
-The handler takes the raw message bytes (no deserializer) so decoding happens once, in the
-decode workers. Logs and metrics services are not registered: grpcio answers UNIMPLEMENTED.
+The handlers take the raw message bytes (no deserializer) so decoding happens once, in the
+decode workers. MetricsService/Export answers UNIMPLEMENTED, counted and logged once per sender.
 """
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ from collector.ingest import IngestService
 from collector.otlp import RequestError
 from collector.writer import Overloaded
 
-SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+SERVICES = {
+    "traces": "opentelemetry.proto.collector.trace.v1.TraceService",
+    "logs": "opentelemetry.proto.collector.logs.v1.LogsService",
+}
+METRICS_SERVICE = "opentelemetry.proto.collector.metrics.v1.MetricsService"
 
 _CODES = {
     401: grpc.StatusCode.UNAUTHENTICATED,
@@ -26,13 +30,13 @@ _CODES = {
 }
 
 
-def _export_handler(service: IngestService):
+def _export_handler(service: IngestService, signal: str):
     def export(payload: bytes, context: grpc.ServicerContext) -> bytes:
         metadata = dict(context.invocation_metadata())
         try:
             tenant, authenticated = service.authenticate(metadata.get("authorization"))
             with service.admitted(len(payload)):
-                outcome = service.export(payload, None, None, tenant, authenticated)
+                outcome = service.export(payload, None, None, tenant, authenticated, signal)
         except RequestError as exc:
             context.abort(_CODES.get(exc.status, grpc.StatusCode.INVALID_ARGUMENT), exc.message)
         except Overloaded as exc:
@@ -40,9 +44,19 @@ def _export_handler(service: IngestService):
             info = RetryInfo(retry_delay=Duration(seconds=exc.retry_after_s))
             context.set_trailing_metadata((("google.rpc.retryinfo-bin", info.SerializeToString()),))
             context.abort(_CODES[exc.status], exc.message)
-        return otlp.encode_response(otlp.PROTOBUF, outcome.rejected, outcome.message)
+        return otlp.encode_response(otlp.PROTOBUF, outcome.rejected, outcome.message, otlp.SIGNALS[signal])
 
     return export
+
+
+def _metrics_handler(service: IngestService):
+    def refuse(payload: bytes, context: grpc.ServicerContext) -> bytes:
+        peer = context.peer().rsplit(":", 1)[0]
+        agent = dict(context.invocation_metadata()).get("user-agent", "no user-agent")[:80]
+        service.refuse_metrics(f"{peer} ({agent})")
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "metrics are not accepted here; only traces and logs")
+
+    return refuse
 
 
 def create_server(service: IngestService, host: str, port: int, threads: int, max_message_bytes: int):
@@ -57,8 +71,14 @@ def create_server(service: IngestService, host: str, port: int, threads: int, ma
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
         ],
     )
-    handler = grpc.unary_unary_rpc_method_handler(_export_handler(service))
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),))
+    handlers = [
+        grpc.method_handlers_generic_handler(name, {"Export": grpc.unary_unary_rpc_method_handler(
+            _export_handler(service, signal))})
+        for signal, name in SERVICES.items()
+    ]
+    handlers.append(grpc.method_handlers_generic_handler(
+        METRICS_SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(_metrics_handler(service))}))
+    server.add_generic_rpc_handlers(tuple(handlers))
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind gRPC to {host}:{port}")

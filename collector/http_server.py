@@ -1,4 +1,4 @@
-"""OTLP/HTTP on Starlette (served by uvicorn): /v1/traces, plus /healthz and /stats."""
+"""OTLP/HTTP on Starlette (served by uvicorn): /v1/traces and /v1/logs, plus /healthz and /stats."""
 
 from __future__ import annotations
 
@@ -104,34 +104,39 @@ def create_app(
     # Exports block until their batch is durable; they wait in threads, not on the event loop.
     executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http-export")
 
-    async def traces(request: Request) -> Response:
-        kind = otlp.JSON
-        try:
-            kind = otlp.media_type(request.headers.get("content-type"))
-            tenant, authenticated = service.authenticate(request.headers.get("authorization"))
-            declared = request.headers.get("content-length", "")
-            # Without a length (chunked) the body may grow to the limit: reserve that much.
-            with service.admitted(min(int(declared), max_body_bytes) if declared.isdigit() else max_body_bytes):
-                body = await _read_body(request, max_body_bytes, read_timeout_s)
-                outcome = await asyncio.get_running_loop().run_in_executor(
-                    executor,
-                    service.export,
-                    body,
-                    kind,
-                    request.headers.get("content-encoding"),
-                    tenant,
-                    authenticated,
-                )
-        except RequestError as exc:
-            return _error(kind, exc.status, exc.message)
-        except Overloaded as exc:
-            return _error(kind, exc.status, exc.message, {"Retry-After": str(exc.retry_after_s)})
-        body = otlp.encode_response(outcome.kind, outcome.rejected, outcome.message)
-        return Response(body, status_code=200, media_type=outcome.kind)
+    def export_route(signal: str):
+        async def export(request: Request) -> Response:
+            kind = otlp.JSON
+            try:
+                kind = otlp.media_type(request.headers.get("content-type"))
+                tenant, authenticated = service.authenticate(request.headers.get("authorization"))
+                declared = request.headers.get("content-length", "")
+                # Without a length (chunked) the body may grow to the limit: reserve that much.
+                with service.admitted(min(int(declared), max_body_bytes) if declared.isdigit() else max_body_bytes):
+                    body = await _read_body(request, max_body_bytes, read_timeout_s)
+                    outcome = await asyncio.get_running_loop().run_in_executor(
+                        executor,
+                        service.export,
+                        body,
+                        kind,
+                        request.headers.get("content-encoding"),
+                        tenant,
+                        authenticated,
+                        signal,
+                    )
+            except RequestError as exc:
+                return _error(kind, exc.status, exc.message)
+            except Overloaded as exc:
+                return _error(kind, exc.status, exc.message, {"Retry-After": str(exc.retry_after_s)})
+            body = otlp.encode_response(outcome.kind, outcome.rejected, outcome.message, otlp.SIGNALS[signal])
+            return Response(body, status_code=200, media_type=outcome.kind)
 
-    async def unsupported_signal(request: Request) -> Response:
-        signal = request.url.path.rsplit("/", 1)[-1]
-        return JSONResponse({"code": 5, "message": f"{signal} are not accepted here; only /v1/traces"}, 404)
+        return export
+
+    async def metrics(request: Request) -> Response:
+        client = request.client.host if request.client else "unknown"
+        service.refuse_metrics(f"{client} ({request.headers.get('user-agent', 'no user-agent')[:80]})")
+        return JSONResponse({"code": 12, "message": "metrics are not accepted here; only /v1/traces and /v1/logs"}, 404)
 
     async def healthz(request: Request) -> Response:
         report = health()
@@ -142,9 +147,9 @@ def create_app(
 
     app = Starlette(
         routes=[
-            Route("/v1/traces", traces, methods=["POST"]),
-            Route("/v1/logs", unsupported_signal, methods=["POST"]),
-            Route("/v1/metrics", unsupported_signal, methods=["POST"]),
+            Route("/v1/traces", export_route("traces"), methods=["POST"]),
+            Route("/v1/logs", export_route("logs"), methods=["POST"]),
+            Route("/v1/metrics", metrics, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/stats", stats_endpoint, methods=["GET"]),
         ],

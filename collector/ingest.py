@@ -33,7 +33,7 @@ class ExportOutcome:
 
 
 def _to_arrow(partitions: list[EncodedPartition]) -> list:
-    return [(p.tenant, p.date, record_batch(p.columns)) for p in partitions]
+    return [(p.table, p.tenant, p.date, record_batch(p.columns, p.table)) for p in partitions]
 
 
 class IngestService:
@@ -48,6 +48,7 @@ class IngestService:
         self._inflight_lock = threading.Lock()
         self._writer = writer
         self.stats = stats
+        self._metrics_senders: set[str] = set()
 
     def authenticate(self, authorization: str | None) -> tuple[str, bool]:
         """(tenant, authenticated). Without a token file everything is the local tenant."""
@@ -79,12 +80,17 @@ class IngestService:
                 self._inflight -= size
 
     def export(
-        self, payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool
+        self, payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool,
+        signal: str = "traces",
     ) -> ExportOutcome:
-        """Call after authenticate(), inside admitted(); returns once the accepted spans are durable."""
+        """Call after authenticate(), inside admitted(); returns once the accepted spans (or log records) are durable."""
         with self._writer.arriving():
-            decoded = self._decode(payload, content_type, content_encoding, tenant, authenticated)
-            self.stats.add(spans_received=decoded.accepted, spans_rejected=decoded.rejected)
+            decoded = self._decode(payload, content_type, content_encoding, tenant, authenticated, signal)
+            if signal == "logs":
+                self.stats.add(logs_received=decoded.accepted, logs_rejected=decoded.rejected)
+            else:
+                self.stats.add(spans_received=decoded.accepted, spans_rejected=decoded.rejected)
+                self.stats.add_spans_by_dialect(decoded.dialects, decoded.unrecognised)
             try:  # wraps the workers' buffers (no copy, no allocation): fine in any request thread
                 batches = _to_arrow(decoded.partitions)
             except Exception as exc:  # a value flatten() let through that Arrow cannot hold: a bug, not a 500 loop
@@ -97,9 +103,9 @@ class IngestService:
         durable.result()
         return ExportOutcome(decoded.kind, decoded.rejected, decoded.message)
 
-    def _decode(self, payload, content_type, content_encoding, tenant, authenticated) -> Decoded:
+    def _decode(self, payload, content_type, content_encoding, tenant, authenticated, signal) -> Decoded:
         try:
-            return self._pool.submit(payload, content_type, content_encoding, tenant, authenticated).result()
+            return self._pool.submit(payload, content_type, content_encoding, tenant, authenticated, signal).result()
         except RequestError:
             self.stats.add(requests_invalid=1)
             raise
@@ -112,6 +118,17 @@ class IngestService:
             log.exception("unexpected decode failure")
             self.stats.add(requests_invalid=1)
             raise RequestError(400, f"request could not be decoded ({type(exc).__name__})") from None
+
+    def refuse_metrics(self, sender: str) -> None:
+        """Metrics are not stored: count each refusal, log once per sender (bounded)."""
+        self.stats.add(metrics_refused=1)
+        with self._inflight_lock:
+            first = sender not in self._metrics_senders and len(self._metrics_senders) < 1024
+            if first:
+                self._metrics_senders.add(sender)
+        if first:
+            log.warning("refusing OTLP metrics from %s: this collector stores traces and logs only "
+                        "(logged once per sender; counted in /stats metrics_refused)", sender)
 
     def inflight_bytes(self) -> int:
         return self._inflight

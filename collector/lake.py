@@ -1,6 +1,7 @@
 """The span lake on disk: layout, durable segment writes, temp cleanup, the single-writer lock.
 
     <data>/spans/tenant=<t>/date=<YYYY-MM-DD>/<ms>-<uuid>.parquet   immutable segments
+    <data>/logs/tenant=<t>/date=<YYYY-MM-DD>/<ms>-<uuid>.parquet    OTLP log records, the same way
     <data>/tmp/                                                      in-progress writes only
 
 A segment is written under tmp/, fsync'd, renamed into its partition (atomic on one
@@ -31,16 +32,24 @@ class LakeLockedError(RuntimeError):
     pass
 
 
+TABLES = ("spans", "logs")
+
+
 def spans_root(data_dir: Path) -> Path:
     return data_dir / "spans"
+
+
+def logs_root(data_dir: Path) -> Path:
+    return data_dir / "logs"
 
 
 def tmp_dir(data_dir: Path) -> Path:
     return data_dir / "tmp"
 
 
-def partition_dir(data_dir: Path, tenant: str, date: str) -> Path:
-    return spans_root(data_dir) / f"tenant={tenant}" / f"date={date}"
+def partition_dir(data_dir: Path, tenant: str, date: str, table_name: str = "spans") -> Path:
+    assert table_name in TABLES
+    return data_dir / table_name / f"tenant={tenant}" / f"date={date}"
 
 
 def segment_name(prefix: str = "") -> str:
@@ -67,11 +76,11 @@ def ensure_dir(path: Path) -> None:
         fsync_dir(d.parent)
 
 
-def write_segment(data_dir: Path, tenant: str, date: str, table, prefix: str = "") -> Path:
-    """Durably publish `table` (pyarrow) as a new segment; returns its final path."""
+def write_segment(data_dir: Path, tenant: str, date: str, table, prefix: str = "", table_name: str = "spans") -> Path:
+    """Durably publish `table` (pyarrow) as a new segment of `table_name` (spans or logs); returns its final path."""
     import pyarrow.parquet as pq
 
-    target_dir = partition_dir(data_dir, tenant, date)
+    target_dir = partition_dir(data_dir, tenant, date, table_name)
     ensure_dir(target_dir)
     name = segment_name(prefix)
     tmp = tmp_dir(data_dir) / f"{name}.tmp"
@@ -118,10 +127,10 @@ def segments(partition: Path) -> list[Path]:
     return sorted(p for p in partition.iterdir() if p.name.endswith(SEGMENT_SUFFIX))
 
 
-def partitions(data_dir: Path) -> list[tuple[str, str, Path]]:
-    """(tenant, date, directory) for every partition on disk."""
+def partitions(data_dir: Path, table_name: str = "spans") -> list[tuple[str, str, Path]]:
+    """(tenant, date, directory) for every partition of `table_name` on disk."""
     out = []
-    root = spans_root(data_dir)
+    root = data_dir / table_name
     for tenant_dir in sorted(root.glob("tenant=*")) if root.exists() else []:
         for date_dir in sorted(tenant_dir.glob("date=*")):
             if date_dir.is_dir():
@@ -147,4 +156,5 @@ class LakeLock(PidFileLock):
 def prepare(data_dir: Path) -> None:
     """Create the layout (durably) before serving."""
     ensure_dir(spans_root(data_dir))
+    ensure_dir(logs_root(data_dir))
     ensure_dir(tmp_dir(data_dir))

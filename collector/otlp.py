@@ -1,4 +1,4 @@
-"""OTLP/HTTP request bodies -> ExportTraceServiceRequest (protobuf or OTLP JSON, optionally gzip).
+"""OTLP/HTTP request bodies -> Export{Trace,Logs}ServiceRequest (protobuf or OTLP JSON, optionally gzip).
 
 Decoding is done once, with the upb-backed generated messages; every failure becomes a
 `RequestError` carrying the HTTP status and a message saying what is wrong.
@@ -9,9 +9,14 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from dataclasses import dataclass
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -19,6 +24,26 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One accepted OTLP signal: its messages and the JSON field names of its nesting."""
+
+    name: str  # "traces" or "logs": the URL path /v1/<name>
+    request: type
+    response: type
+    rejected_field: str  # partial_success field counting refused items
+    resources: str  # OTLP JSON keys (camelCase) of the three nesting levels
+    scopes: str
+    items: str
+
+
+TRACES = Signal("traces", ExportTraceServiceRequest, ExportTraceServiceResponse, "rejected_spans",
+                "resourceSpans", "scopeSpans", "spans")
+LOGS = Signal("logs", ExportLogsServiceRequest, ExportLogsServiceResponse, "rejected_log_records",
+              "resourceLogs", "scopeLogs", "logRecords")
+SIGNALS = {s.name: s for s in (TRACES, LOGS)}
 
 
 class RequestError(Exception):
@@ -63,12 +88,12 @@ def decompress(body: bytes, content_encoding: str | None, max_bytes: int) -> byt
     return out
 
 
-def parse_protobuf(data: bytes) -> ExportTraceServiceRequest:
-    request = ExportTraceServiceRequest()
+def parse_protobuf(data: bytes, signal: Signal = TRACES):
+    request = signal.request()
     try:
         request.ParseFromString(data)
     except DecodeError as exc:
-        raise RequestError(400, f"malformed protobuf ExportTraceServiceRequest: {exc}") from None
+        raise RequestError(400, f"malformed protobuf {signal.request.__name__}: {exc}") from None
     return request
 
 
@@ -89,8 +114,12 @@ def _hex_ids_to_base64(obj: dict, where: str) -> None:
             raise RequestError(400, f"{where}.{key} is not valid hex: {value[:40]!r}") from None
 
 
-def _list(obj: dict, key: str, camel: str, where: str) -> list:
-    value = obj.get(camel, obj.get(key, []))
+def _snake(camel: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
+
+
+def _list(obj: dict, camel: str, where: str) -> list:
+    value = obj.get(camel, obj.get(_snake(camel), []))
     if not isinstance(value, list):
         raise RequestError(400, f"{where}.{camel} must be a list")
     return value
@@ -102,22 +131,22 @@ def _dict(value: object, where: str) -> dict:
     return value
 
 
-def parse_json(data: bytes) -> ExportTraceServiceRequest:
+def parse_json(data: bytes, signal: Signal = TRACES):
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, ValueError) as exc:
         raise RequestError(400, f"malformed JSON: {exc}") from None
     doc = _dict(doc, "request body")
-    for r, rs in enumerate(_list(doc, "resource_spans", "resourceSpans", "request")):
-        rs_where = f"resourceSpans[{r}]"
-        for s, ss in enumerate(_list(_dict(rs, rs_where), "scope_spans", "scopeSpans", rs_where)):
-            ss_where = f"{rs_where}.scopeSpans[{s}]"
-            for i, span in enumerate(_list(_dict(ss, ss_where), "spans", "spans", ss_where)):
-                span_where = f"{ss_where}.spans[{i}]"
-                _hex_ids_to_base64(_dict(span, span_where), span_where)
-                for k, link in enumerate(_list(span, "links", "links", span_where)):
-                    _hex_ids_to_base64(_dict(link, f"{span_where}.links[{k}]"), f"{span_where}.links[{k}]")
-    request = ExportTraceServiceRequest()
+    for r, rs in enumerate(_list(doc, signal.resources, "request")):
+        rs_where = f"{signal.resources}[{r}]"
+        for s, ss in enumerate(_list(_dict(rs, rs_where), signal.scopes, rs_where)):
+            ss_where = f"{rs_where}.{signal.scopes}[{s}]"
+            for i, item in enumerate(_list(_dict(ss, ss_where), signal.items, ss_where)):
+                item_where = f"{ss_where}.{signal.items}[{i}]"
+                _hex_ids_to_base64(_dict(item, item_where), item_where)
+                for k, link in enumerate(_list(item, "links", item_where)):
+                    _hex_ids_to_base64(_dict(link, f"{item_where}.links[{k}]"), f"{item_where}.links[{k}]")
+    request = signal.request()
     try:
         json_format.ParseDict(doc, request, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError, AttributeError) as exc:
@@ -125,18 +154,19 @@ def parse_json(data: bytes) -> ExportTraceServiceRequest:
     return request
 
 
-def decode(body: bytes, content_type: str | None, content_encoding: str | None, max_bytes: int):
-    """Body -> (ExportTraceServiceRequest, media type). Raises RequestError (4xx)."""
+def decode(body: bytes, content_type: str | None, content_encoding: str | None, max_bytes: int,
+           signal: Signal = TRACES):
+    """Body -> (Export*ServiceRequest, media type). Raises RequestError (4xx)."""
     kind = media_type(content_type)
     data = decompress(body, content_encoding, max_bytes)
-    return (parse_protobuf(data) if kind == PROTOBUF else parse_json(data)), kind
+    return (parse_protobuf(data, signal) if kind == PROTOBUF else parse_json(data, signal)), kind
 
 
-def encode_response(kind: str, rejected: int, message: str) -> bytes:
-    """ExportTraceServiceResponse in the request's encoding; partial_success only when set."""
-    response = ExportTraceServiceResponse()
+def encode_response(kind: str, rejected: int, message: str, signal: Signal = TRACES) -> bytes:
+    """Export*ServiceResponse in the request's encoding; partial_success only when set."""
+    response = signal.response()
     if rejected or message:
-        response.partial_success.rejected_spans = rejected
+        setattr(response.partial_success, signal.rejected_field, rejected)
         response.partial_success.error_message = message
     if kind == PROTOBUF:
         return response.SerializeToString()

@@ -1,16 +1,20 @@
-"""Server-side re-redaction (defence in depth: the SDK already redacted before export).
+"""Server-side redaction: nothing a sender wrote reaches disk unredacted, whatever its dialect.
 
-Modes: `content` (default) re-redacts the GenAI message-content attributes only — that is
-where personal data lives, and scanning every attribute costs throughput; `all` also runs the
-redactor over every other string attribute value, event and link attribute; `off` trusts the
-SDK. The engine is `verdict.redact`, imported when the collector starts.
+Modes: `content` (default) runs the redactor over every value that can hold content: span,
+event, link and log-record attributes, log bodies, resource attributes, nested lists and maps,
+and the message columns; only the structural keys of `STRUCTURAL_KEYS` / `STRUCTURAL_PREFIXES`
+(ids, model names, enums, counts: docs/redaction.md lists them) are stored as sent. `all`
+redacts the structural keys too; `off` stores everything as sent. The engine is
+`verdict.redact`, imported when the collector starts.
 
-Trusting the SDK per span (`--trust-sdk-redaction authenticated`, the default): message content
-is not redacted a second time for spans whose instrumentation scope carries the attribute
-`verdict.redaction.version` equal to this collector's engine version, *and* which came with a
-valid token. Everything else (no token, another exporter, an older or newer SDK) is redacted
-as configured. Re-redacting already-redacted content changes nothing (the engine is
-idempotent) but is the collector's largest CPU cost.
+Trusting the SDK per span (`--trust-sdk-redaction authenticated`, the default): the message
+content the Verdict SDK wrote (`gen_ai.input.messages`, `gen_ai.output.messages`,
+`gen_ai.system_instructions` as sent) is not redacted a second time for spans whose
+instrumentation scope carries `verdict.redaction.version` equal to this collector's engine
+version, *and* which came with a valid token. Everything else (other attributes, messages a
+dialect mapper built, no token, another exporter, an older or newer SDK) is redacted.
+Re-redacting already-redacted content changes nothing (the engine is idempotent) but is the
+collector's largest CPU cost.
 """
 
 from __future__ import annotations
@@ -24,6 +28,53 @@ from verdict.redact import SDK_REDACTION_ATTRIBUTE  # the claim the SDK's tracer
 MODES = ("content", "all", "off")
 TRUST_MODES = ("authenticated", "never")
 CONTENT_CACHE_ENTRIES = 2048
+
+# Attribute keys whose values are structure, not content: stored as sent in `content` mode.
+# Everything not listed here is redacted. Keep it to ids, names from a closed vocabulary, model
+# names, enums and numbers; a free-text key never belongs here.
+STRUCTURAL_KEYS = frozenset({
+    # OTel GenAI semconv
+    "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.system", "gen_ai.request.model",
+    "gen_ai.response.model", "gen_ai.response.id", "gen_ai.response.finish_reasons", "gen_ai.output.type",
+    "gen_ai.request.temperature", "gen_ai.request.top_p", "gen_ai.request.top_k", "gen_ai.request.max_tokens",
+    "gen_ai.request.frequency_penalty", "gen_ai.request.presence_penalty", "gen_ai.request.seed",
+    "gen_ai.request.choice.count", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.type",
+    "gen_ai.openai.request.service_tier", "gen_ai.openai.response.service_tier",
+    "server.address", "server.port", "error.type", "http.response.status_code", "event.name",
+    # Verdict: the SDK's claim and the tenant claim (intent keys and workloads are redacted: a refused
+    # intent key may be the very personal data it was refused for)
+    "verdict.redaction.version", "verdict.tenant_id",
+    # OpenInference
+    "openinference.span.kind", "llm.model_name", "llm.provider", "llm.system", "input.mime_type",
+    "output.mime_type",
+    # OpenLLMetry
+    "llm.request.type", "llm.is_streaming", "traceloop.span.kind",
+    # Anthropic SDK
+    "anthropic.message.stop_reason",
+    # Vercel AI SDK
+    "ai.operationId", "operation.name", "ai.model.id", "ai.model.provider", "ai.response.model",
+    "ai.response.id", "ai.response.finishReason",
+    # resource
+    "service.name", "service.version", "service.namespace", "service.instance.id", "deployment.environment",
+    "deployment.environment.name", "host.arch", "os.type",
+})
+STRUCTURAL_PREFIXES = ("gen_ai.usage.", "llm.usage.", "llm.token_count.", "ai.usage.", "telemetry.sdk.",
+                       "telemetry.auto.", "process.runtime.")
+_SMALL_INT = range(-999_999, 1_000_000)  # shorter than any number a detector looks at
+
+
+_MAX_TOKEN = 128
+
+
+@functools.lru_cache(maxsize=8192)
+def is_structural(key: str) -> bool:
+    return key in STRUCTURAL_KEYS or key.startswith(STRUCTURAL_PREFIXES)
+
+
+def token_shaped(value: str) -> bool:
+    """What a structural value looks like (`gpt-4o-mini`, `chatcmpl-…`, `stop`): short, one word, no `@`.
+    A structural key holding anything else (a sentence, an address, a card number) is redacted anyway."""
+    return len(value) <= _MAX_TOKEN and value.isprintable() and " " not in value and "@" not in value
 
 
 def redaction_version() -> str:
@@ -41,9 +92,29 @@ def _identity(value):
 class ServerRedaction:
     mode: str
     content: Callable[[str], str]  # applied to message-content strings
-    other: Callable[[object], object]  # applied to every other attribute value
+    value: Callable[[object], object]  # any decoded value: strings, numbers, nested lists and maps
     trust_sdk: bool = False  # skip `content` for authenticated spans whose scope claims `version`
     version: str = ""
+
+    def attributes(self, attrs: dict) -> dict:
+        """A decoded attribute map with every non-structural value redacted (in place; returned)."""
+        if self.mode == "off":
+            return attrs
+        value = self.value
+        everything = self.mode == "all"
+        for key, v in attrs.items():
+            t = type(v)
+            if t is bool or t is float or (t is int and v in _SMALL_INT) or v is None:
+                continue
+            if everything or not is_structural(key) or (t is str and not token_shaped(v)) or t is list or t is dict:
+                attrs[key] = value(v)
+        return attrs
+
+    def structural(self, value: str | None) -> str | None:
+        """A first-class column copied from a structural attribute: as sent when token-shaped, else redacted."""
+        if value is None or self.mode == "off" or (self.mode == "content" and token_shaped(value)):
+            return value
+        return self.value(value)
 
     @classmethod
     def create(cls, mode: str, trust_sdk: str = "authenticated") -> ServerRedaction:
@@ -62,8 +133,7 @@ class ServerRedaction:
         redactor = Redactor()
         # System instructions (and retried payloads) repeat verbatim: remember recent results.
         content = functools.lru_cache(maxsize=CONTENT_CACHE_ENTRIES)(redactor.text)
-        other = redactor.value if mode == "all" else _identity
-        return cls(mode, content, other, trust_sdk == "authenticated", redaction_version())
+        return cls(mode, content, redactor.value, trust_sdk == "authenticated", redaction_version())
 
     def content_for_scope(self, scope_attributes, authenticated: bool) -> Callable[[str], str]:
         """The content redactor for one scope's spans: identity when the sender is a trusted SDK."""

@@ -1,4 +1,4 @@
-"""Retention: drop whole date partitions older than N days (UTC), per tenant."""
+"""Retention: drop whole date partitions (spans and logs) older than N days (UTC), per tenant."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def expire(data_dir: Path, retention_days: int, today: dt.date | None = None) ->
     today = today or dt.datetime.now(dt.UTC).date()
     cutoff = today - dt.timedelta(days=retention_days)
     removed = []
-    for tenant, date, directory in lake.partitions(data_dir):
+    for table, tenant, date, directory in [(t, *p) for t in lake.TABLES for p in lake.partitions(data_dir, t)]:
         try:
             day = dt.date.fromisoformat(date)
         except ValueError:
@@ -28,6 +28,6 @@ def expire(data_dir: Path, retention_days: int, today: dt.date | None = None) ->
         if day < cutoff:
             shutil.rmtree(directory)
             lake.fsync_dir(directory.parent)
-            removed.append(f"tenant={tenant}/date={date}")
+            removed.append(f"{'' if table == 'spans' else table + '/'}tenant={tenant}/date={date}")
             log.info("retention: removed %s", directory)
     return removed

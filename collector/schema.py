@@ -44,14 +44,16 @@ SPAN_COLUMNS: tuple[Column, ...] = (
     Column("events", "string", "JSON list of {name, time_unix_nano, attributes}"),
     Column("links", "string", "JSON list of {trace_id, span_id, trace_state, attributes}"),
     Column("dropped_counts", "string", "JSON {attributes, events, links} counts dropped by the SDK; NULL when all zero"),
+    # The GenAI columns below are filled by collector.dialects from whichever instrumentation sent
+    # the span (docs/tracing.md, *Dialects*); the attribute named is the OTel GenAI semconv one.
     Column("operation", "string", "gen_ai.operation.name (chat, text_completion, embeddings, ...)"),
-    Column("provider", "string", "gen_ai.provider.name, else legacy gen_ai.system"),
+    Column("provider", "string", "gen_ai.provider.name (else gen_ai.system), normalised to the semconv values"),
     Column("request_model", "string", "gen_ai.request.model"),
     Column("response_model", "string", "gen_ai.response.model"),
     Column("response_id", "string", "gen_ai.response.id"),
     Column("finish_reasons", "string_list", "gen_ai.response.finish_reasons"),
-    Column("input_tokens", "int64", "gen_ai.usage.input_tokens"),
-    Column("output_tokens", "int64", "gen_ai.usage.output_tokens"),
+    Column("input_tokens", "int64", "gen_ai.usage.input_tokens (or gen_ai.usage.prompt_tokens)"),
+    Column("output_tokens", "int64", "gen_ai.usage.output_tokens (or gen_ai.usage.completion_tokens)"),
     Column("cached_input_tokens", "int64", "gen_ai.usage.cache_read.input_tokens"),
     Column("cache_creation_input_tokens", "int64", "gen_ai.usage.cache_creation.input_tokens"),
     Column(
@@ -68,24 +70,56 @@ SPAN_COLUMNS: tuple[Column, ...] = (
     ),
     Column("workload", "string", "verdict.workload"),
     Column("error_type", "string", "error.type"),
-    Column("input_messages", "string", "gen_ai.input.messages (JSON, redacted)"),
-    Column("output_messages", "string", "gen_ai.output.messages (JSON, redacted)"),
-    Column("system_instructions", "string", "gen_ai.system_instructions (JSON, redacted)"),
+    Column("input_messages", "string", "gen_ai.input.messages (semconv message JSON, redacted)"),
+    Column("output_messages", "string", "gen_ai.output.messages (semconv message JSON, redacted)"),
+    Column("system_instructions", "string", "gen_ai.system_instructions (semconv parts JSON, redacted)"),
+    Column(
+        "dialect",
+        "string",
+        "the instrumentation dialect recognised (verdict, vercel_ai, openinference, openllmetry, pydantic_ai, "
+        "anthropic, otel_genai); NULL when none",
+    ),
     Column("received_at", "timestamp_ns", "when the collector accepted the request, UTC"),
 )
 
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in SPAN_COLUMNS)
+
+# OTLP log records (`logs/tenant=<t>/date=<d>/`): GenAI events among them (openai-v2's default
+# mode) carry the messages of the span they belong to; `llm_calls` joins them on (trace_id, span_id).
+LOG_COLUMNS: tuple[Column, ...] = (
+    Column("record_id", "string", "SHA-256 (first 32 hex digits) of the record as sent: retried copies share it"),
+    Column("trace_id", "string", "32 hex digits of the span the record was emitted in; NULL without one"),
+    Column("span_id", "string", "16 hex digits; NULL without one"),
+    Column("time", "timestamp_ns", "event time (time_unix_nano, else observed time, else received), UTC"),
+    Column("observed_time", "timestamp_ns", "observed_time_unix_nano; NULL when unset"),
+    Column("sequence", "int64", "position of the record in its export request (orders events of one instant)"),
+    Column("severity_number", "int64", "1-24; NULL when unset"),
+    Column("severity_text", "string", "severity text; NULL when empty"),
+    Column("event_name", "string", "the record's event_name, else its event.name attribute"),
+    Column("body", "string", "JSON of the body AnyValue (redacted)"),
+    Column("attributes", "string", "JSON object of the record's attributes (redacted)"),
+    Column("service_name", "string", "resource attribute service.name"),
+    Column("scope_name", "string", "instrumentation scope name"),
+    Column("scope_version", "string", "instrumentation scope version"),
+    Column("resource_attributes", "string", "JSON object of all resource attributes (redacted)"),
+    Column("input_messages", "string", "GenAI events: the input messages this record carries (semconv JSON, redacted)"),
+    Column("output_messages", "string", "GenAI events: the output messages this record carries"),
+    Column("system_instructions", "string", "GenAI events: the system instruction parts this record carries"),
+    Column("received_at", "timestamp_ns", "when the collector accepted the request, UTC"),
+)
+SCHEMAS = {"spans": SPAN_COLUMNS, "logs": LOG_COLUMNS}
 
 # Columns whose values are (nearly) unique per span or long JSON: Parquet dictionary encoding
 # and min/max statistics cost write CPU on them and help neither size nor query pruning.
 UNIQUE_OR_LONG = frozenset({
     "trace_id", "span_id", "parent_span_id", "response_id", "resource_attributes", "attributes", "events",
     "links", "dropped_counts", "input_messages", "output_messages", "system_instructions",
+    "record_id", "body",
 })
 
 
 @functools.cache
-def arrow_schema():  # -> pyarrow.Schema (pyarrow imported lazily: collector-only dependency)
+def arrow_schema(table: str = "spans"):  # -> pyarrow.Schema (pyarrow imported lazily: collector-only dependency)
     import pyarrow as pa
 
     types = {
@@ -94,4 +128,4 @@ def arrow_schema():  # -> pyarrow.Schema (pyarrow imported lazily: collector-onl
         "timestamp_ns": pa.timestamp("ns"),
         "string_list": pa.list_(pa.string()),
     }
-    return pa.schema([pa.field(c.name, types[c.arrow_type]) for c in SPAN_COLUMNS])
+    return pa.schema([pa.field(c.name, types[c.arrow_type]) for c in SCHEMAS[table]])

@@ -19,13 +19,20 @@ _COUNTERS = (
     "write_errors",
     "compactions",
     "partitions_expired",
+    "logs_received",
+    "logs_written",
+    "logs_rejected",
+    "metrics_refused",
 )
+MAX_SCOPES = 256  # distinct unrecognised scope names kept; the rest are counted under "(other)"
 
 
 class Stats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts = dict.fromkeys(_COUNTERS, 0)
+        self._dialects: dict[str, int] = {}
+        self._unrecognised: dict[str, int] = {}
         self._last_write_s = 0.0
         self._started = time.time()
 
@@ -34,12 +41,24 @@ class Stats:
             for name, delta in deltas.items():
                 self._counts[name] += delta
 
+    def add_spans_by_dialect(self, dialects: dict[str, int], unrecognised: dict[str, int]) -> None:
+        """Spans per recognised dialect, and per instrumentation scope for spans none recognised."""
+        with self._lock:
+            for name, n in dialects.items():
+                self._dialects[name] = self._dialects.get(name, 0) + n
+            for scope, n in unrecognised.items():
+                if scope not in self._unrecognised and len(self._unrecognised) >= MAX_SCOPES:
+                    scope = "(other)"
+                self._unrecognised[scope] = self._unrecognised.get(scope, 0) + n
+
     def observe_write(self, seconds: float) -> None:
         self._last_write_s = seconds
 
     def snapshot(self) -> dict:
         with self._lock:
             out = dict(self._counts)
+            out["spans_by_dialect"] = dict(self._dialects)
+            out["unrecognised_scopes"] = dict(self._unrecognised)
         out["last_write_ms"] = round(self._last_write_s * 1000, 2)
         out["uptime_s"] = round(time.time() - self._started, 1)
         return out

@@ -1,4 +1,13 @@
-"""DuckDB views over the span lake, scoped to one tenant: `spans` and `llm_calls`.
+"""DuckDB views over the span lake, scoped to one tenant: `spans`, `logs` and `llm_calls`.
+
+`llm_calls` is one row per model call, whichever instrumentation(s) described it:
+  * messages: a span's own message columns, else those of the GenAI log events emitted in it
+    (same trace_id and span_id, in any order and any request: joined when read);
+  * one call, one row: among candidate calls, two rows are the same call when they share
+    `response_id`, or are in the same trace with overlapping [start_time, end_time] and the
+    same model (request model, else response model). Only the best of them is shown (ranked by:
+    has both input and output messages, has an intent key, has token counts, written by the
+    Verdict SDK, then earliest start and lowest span_id), so tokens are never counted twice.
 
 Readers see each (trace_id, span_id) once (exporter retries and interrupted compactions can
 leave copies on disk); see `view_statements` for how that stays cheap over millions of spans. `open_scoped()` gives an in-memory DuckDB where user SQL can read only
@@ -14,7 +23,7 @@ from typing import Any
 
 from collector import lake
 from collector.compaction import COMPACTED_PREFIX
-from collector.schema import SPAN_COLUMNS
+from collector.schema import LOG_COLUMNS, SPAN_COLUMNS
 from verdict.tenancy import validate_tenant_id
 
 _DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "timestamp_ns": "TIMESTAMP_NS", "string_list": "VARCHAR[]"}
@@ -32,8 +41,9 @@ LLM_CALL_COLUMNS = (
     "provider", "request_model", "response_model", "response_id", "finish_reasons", "input_tokens",
     "output_tokens", "cached_input_tokens", "cache_creation_input_tokens", "reasoning_tokens", "intent_key",
     "intent_key_error", "workload", "error_type", "input_messages", "output_messages", "system_instructions", "attributes",
-    "received_at",
+    "dialect", "received_at",
 )
+MESSAGE_COLUMNS = ("input_messages", "output_messages", "system_instructions")
 
 
 def _quote(text: str) -> str:
@@ -44,16 +54,66 @@ def tenant_dir(data_dir: Path, tenant: str) -> Path:
     return lake.spans_root(data_dir.resolve()) / f"tenant={validate_tenant_id(tenant)}"
 
 
-def _typed_empty() -> str:
-    columns = ", ".join(f"NULL::{_DUCKDB_TYPES[c.arrow_type]} AS {c.name}" for c in SPAN_COLUMNS)
-    return f"SELECT {columns}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
+def logs_tenant_dir(data_dir: Path, tenant: str) -> Path:
+    return lake.logs_root(data_dir.resolve()) / f"tenant={validate_tenant_id(tenant)}"
 
 
-def _read(directory: Path, pattern: str) -> str:
+def _typed_empty(columns=SPAN_COLUMNS) -> str:
+    typed = ", ".join(f"NULL::{_DUCKDB_TYPES[c.arrow_type]} AS {c.name}" for c in columns)
+    return f"SELECT {typed}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
+
+
+def _read(directory: Path, pattern: str, columns=SPAN_COLUMNS) -> str:
     """Segments matching `pattern`, always with every schema column (NULL where a file lacks one)."""
     files = _quote(f"{directory}/date=*/{pattern}")
-    return (f"({_typed_empty()}\n  UNION ALL BY NAME\n  SELECT * FROM read_parquet({files}, hive_partitioning = true, "
-            "union_by_name = true, hive_types = {'date': 'DATE'}))")
+    return (f"({_typed_empty(columns)}\n  UNION ALL BY NAME\n  SELECT * FROM read_parquet({files}, "
+            "hive_partitioning = true, union_by_name = true, hive_types = {'date': 'DATE'}))")
+
+
+def _logs_view(data_dir: Path, tenant: str) -> str:
+    """Log records, each once (exporter retries resend the same record: same record_id)."""
+    directory = logs_tenant_dir(data_dir, tenant)
+    if any(directory.glob(f"date=*/*{lake.SEGMENT_SUFFIX}")):
+        body = (f"SELECT * EXCLUDE (tenant) FROM {_read(directory, '*' + lake.SEGMENT_SUFFIX, LOG_COLUMNS)}\n"
+                "QUALIFY row_number() OVER (PARTITION BY record_id ORDER BY received_at) = 1")
+    else:
+        body = f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty(LOG_COLUMNS)})"
+    return f"CREATE OR REPLACE VIEW logs AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
+
+
+def _event_messages() -> str:
+    """Per (trace_id, span_id): the JSON arrays of its GenAI log events concatenated in event order."""
+    def concat(column: str) -> str:
+        return (f"'[' || string_agg(substr({column}, 2, length({column}) - 2), ',' "
+                f"ORDER BY time, received_at, sequence) || ']' AS {column}")
+
+    return (f"SELECT trace_id, span_id, {', '.join(concat(c) for c in MESSAGE_COLUMNS)}\nFROM logs\n"
+            "WHERE span_id IS NOT NULL AND trace_id IS NOT NULL AND "
+            f"({' OR '.join(f'{c} IS NOT NULL' for c in MESSAGE_COLUMNS)})\nGROUP BY trace_id, span_id")
+
+
+def _llm_calls(with_events: bool) -> str:
+    not_inference = ", ".join(_quote(op) for op in NOT_INFERENCE)
+    if with_events:
+        replaced = ", ".join(f"coalesce(s.{c}, e.{c}) AS {c}" for c in MESSAGE_COLUMNS)
+        source = (f"SELECT s.* REPLACE ({replaced}) FROM spans s\n"
+                  f"  LEFT JOIN ({_event_messages()}) e USING (trace_id, span_id)")
+    else:
+        source = "SELECT * FROM spans"
+    rank = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT + 4 * (intent_key IS NOT NULL)::INT"
+            " + 2 * (input_tokens IS NOT NULL)::INT + (dialect IS NOT DISTINCT FROM 'verdict')::INT")
+    return (
+        "CREATE OR REPLACE VIEW llm_calls AS\n"
+        f"WITH candidates AS (\n  SELECT *, coalesce(request_model, response_model) AS call_model, {rank} AS call_rank\n"
+        f"  FROM ({source})\n  WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})\n"
+        "  QUALIFY response_id IS NULL\n"
+        "    OR row_number() OVER (PARTITION BY response_id ORDER BY call_rank DESC, start_time, span_id) = 1\n)\n"
+        f"SELECT {', '.join(LLM_CALL_COLUMNS)}\nFROM candidates c\n"
+        "WHERE NOT EXISTS (\n  SELECT 1 FROM candidates b WHERE b.trace_id = c.trace_id AND b.span_id <> c.span_id\n"
+        "    AND b.call_model = c.call_model AND b.start_time <= c.end_time AND c.start_time <= b.end_time\n"
+        "    AND (b.call_rank > c.call_rank OR (b.call_rank = c.call_rank\n"
+        "      AND (b.start_time < c.start_time OR (b.start_time = c.start_time AND b.span_id < c.span_id)))))"
+    )
 
 
 def _fresh_since(directory: Path) -> str | None:
@@ -71,7 +131,7 @@ def _fresh_since(directory: Path) -> str | None:
 
 
 def view_statements(data_dir: Path, tenant: str) -> list[str]:
-    """CREATE VIEW statements for `spans` and `llm_calls`, for the lake as it is now.
+    """CREATE VIEW statements for `spans`, `logs` and `llm_calls`, for the lake as it is now.
 
     Compacted segments hold each span once (collector.compaction), so they are read as they are;
     only fresh segments are deduplicated, among themselves and against compacted rows received
@@ -101,13 +161,8 @@ def view_statements(data_dir: Path, tenant: str) -> list[str]:
         parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
-    not_inference = ", ".join(_quote(op) for op in NOT_INFERENCE)
-    llm_calls = (
-        "CREATE OR REPLACE VIEW llm_calls AS\n"
-        f"SELECT {', '.join(LLM_CALL_COLUMNS)}\nFROM spans\n"
-        f"WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})"
-    )
-    return [spans, llm_calls]
+    with_events = any(logs_tenant_dir(data_dir, tenant).glob(f"date=*/*{lake.SEGMENT_SUFFIX}"))
+    return [spans, _logs_view(data_dir, tenant), _llm_calls(with_events)]
 
 
 def open_scoped(data_dir: Path, tenant: str, extra_views: tuple[str, ...] = (),
@@ -125,8 +180,8 @@ def open_scoped(data_dir: Path, tenant: str, extra_views: tuple[str, ...] = (),
         con.execute(statement)
     if prepare is not None:
         prepare(con)
-    allowed = str(tenant_dir(data_dir, tenant)) + "/"
-    con.execute(f"SET allowed_directories = [{_quote(allowed)}]")
+    allowed = ", ".join(_quote(f"{d(data_dir, tenant)}/") for d in (tenant_dir, logs_tenant_dir))
+    con.execute(f"SET allowed_directories = [{allowed}]")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con

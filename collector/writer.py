@@ -41,7 +41,7 @@ class Overloaded(Exception):
 
 @dataclass
 class _Pending:
-    batches: list  # [(tenant, date, pyarrow.RecordBatch)]
+    batches: list  # [(table, tenant, date, pyarrow.RecordBatch)]; table: "spans" or "logs"
     spans: int
     nbytes: int
     future: Future = field(default_factory=Future)
@@ -115,7 +115,7 @@ class SegmentWriter:
 
     def submit(self, batches: list, spans: int) -> Future:
         """Queue decoded spans; the future resolves once they are durable."""
-        nbytes = sum(b.nbytes for _, _, b in batches)
+        nbytes = sum(b.nbytes for *_, b in batches)
         pending = _Pending(batches, spans, nbytes)
         if spans == 0:
             pending.future.set_result(None)
@@ -175,19 +175,20 @@ class SegmentWriter:
     def _write(self, taken: list[_Pending]) -> None:
         import pyarrow as pa
 
-        by_partition: dict[tuple[str, str], list] = {}
+        by_partition: dict[tuple[str, str, str], list] = {}
         for p in taken:
-            for tenant, date, batch in p.batches:
-                by_partition.setdefault((tenant, date), []).append(batch)
+            for kind, tenant, date, batch in p.batches:
+                by_partition.setdefault((kind, tenant, date), []).append(batch)
         if self._limits.test_write_delay_s:
             time.sleep(self._limits.test_write_delay_s)
         started = time.monotonic()
-        spans = 0
-        for (tenant, date), batches in by_partition.items():
+        rows = {"spans": 0, "logs": 0}
+        for (kind, tenant, date), batches in by_partition.items():
             table = pa.Table.from_batches(batches)
-            lake.write_segment(self._data_dir, tenant, date, table)
-            spans += table.num_rows
-        self._stats.add(spans_written=spans, segments_written=len(by_partition), requests_acked=len(taken))
+            lake.write_segment(self._data_dir, tenant, date, table, table_name=kind)
+            rows[kind] += table.num_rows
+        self._stats.add(spans_written=rows["spans"], logs_written=rows["logs"], segments_written=len(by_partition),
+                        requests_acked=len(taken))
         self._stats.observe_write(time.monotonic() - started)
         self._on_segments(len(by_partition))
 

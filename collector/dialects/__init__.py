@@ -1,0 +1,81 @@
+"""Dialect normalisation: any GenAI instrumentation's span -> the same first-class columns.
+
+One module per dialect, each with `recognises(scope_name, attrs)` and a pure
+`map_span(scope_name, span_name, attrs, base) -> GenAIFields`; `REGISTRY` lists them in
+precedence order. Mappers see decoded, unredacted values; flatten redacts what they return.
+
+The precedence rule (docs/tracing.md, *Dialects*), per span:
+  1. the span's dialect is the first registry entry that recognises it (most specific marker
+     first: the Verdict SDK's scope, `ai.operationId`, `openinference.span.kind`, OpenLLMetry's
+     `llm.request.type` / indexed prompts / `traceloop.*`, Pydantic AI / Logfire, Anthropic's
+     scope; plain OTel GenAI semconv last); no entry: `dialect` is NULL (counted in /stats);
+  2. each column takes the standard OTel GenAI attribute when the span carries it (current
+     name, else its older name), and the dialect's own attribute only where no standard one is
+     present. Standard and dialect attributes never add up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from collector.dialects import (
+    anthropic,
+    openinference,
+    openllmetry,
+    otel_genai,
+    pydantic_ai,
+    vercel_ai,
+)
+from collector.dialects.common import EMPTY, GenAIFields, SpanEvent
+from collector.dialects.otel_genai import CONTENT_ATTRIBUTES, standard
+
+VERDICT_SCOPE = "verdict.tracing"  # verdict.tracing.runtime.SCOPE (the collector does not import the SDK's tracing)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    recognises: Callable[[str, dict], bool]
+    map_span: Callable[[str, str, dict, GenAIFields], GenAIFields]
+
+
+def _verdict(scope_name: str, attrs: dict) -> bool:
+    return scope_name == VERDICT_SCOPE
+
+
+REGISTRY: tuple[Dialect, ...] = (
+    Dialect("verdict", _verdict, lambda scope, name, attrs, base: EMPTY),
+    Dialect("vercel_ai", vercel_ai.recognises, vercel_ai.map_span),
+    Dialect("openinference", openinference.recognises, openinference.map_span),
+    Dialect("openllmetry", openllmetry.recognises, openllmetry.map_span),
+    Dialect("pydantic_ai", pydantic_ai.recognises, pydantic_ai.map_span),
+    Dialect("anthropic", anthropic.recognises, anthropic.map_span),
+    Dialect("otel_genai", otel_genai.recognises, otel_genai.map_span),
+)
+DIALECT_NAMES = tuple(d.name for d in REGISTRY)
+
+
+def detect(scope_name: str, attrs: dict) -> Dialect | None:
+    for dialect in REGISTRY:
+        if dialect.recognises(scope_name, attrs):
+            return dialect
+    return None
+
+
+def normalise(
+    scope_name: str, span_name: str, attrs: dict, content: dict, events: list[SpanEvent]
+) -> tuple[str | None, GenAIFields]:
+    """(dialect name or None, columns) for one span. `content`: the semconv content attributes."""
+    base = standard(attrs, content, events)
+    dialect = detect(scope_name, attrs)
+    if dialect is None:
+        return None, base
+    extra = dialect.map_span(scope_name, span_name, attrs, base)
+    if extra is EMPTY:
+        return dialect.name, base
+    return dialect.name, GenAIFields(*(b if b is not None else d for b, d in zip(base, extra, strict=True)))
+
+
+__all__ = ["CONTENT_ATTRIBUTES", "DIALECT_NAMES", "REGISTRY", "Dialect", "GenAIFields", "SpanEvent", "detect",
+           "normalise"]

@@ -1,0 +1,88 @@
+"""GenAI events -> semconv messages, wherever they arrive: OTLP log records (openai-v2's default
+mode, `gen_ai.client.inference.operation.details`) or span events (older semconv, Pydantic AI).
+
+`event_messages` says which column an event feeds ("input", "output" or "system") and the
+message (or list of parts) it contributes; events that are not GenAI message events give [].
+"""
+
+from __future__ import annotations
+
+from collector.dialects.common import chat_message, parse_json, text_parts, to_str, tool_response
+
+INPUT_ROLES = {"gen_ai.user.message": "user", "gen_ai.assistant.message": "assistant",
+               "gen_ai.tool.message": "tool"}
+SYSTEM = "gen_ai.system.message"
+CHOICE = "gen_ai.choice"
+DETAILS = "gen_ai.client.inference.operation.details"
+# Older semconv span events: the whole prompt / completion as one JSON attribute.
+OLD_PROMPT = "gen_ai.content.prompt"
+OLD_COMPLETION = "gen_ai.content.completion"
+EVENT_NAMES = frozenset({*INPUT_ROLES, SYSTEM, CHOICE, DETAILS, OLD_PROMPT, OLD_COMPLETION})
+
+COLUMN_OF_DIRECTION = {"input": "input_messages", "output": "output_messages", "system": "system_instructions"}
+
+
+def _body(body, attrs: dict) -> dict:
+    """The event's payload: the log body, or (span events, Logfire) the attributes themselves."""
+    if isinstance(body, str):
+        body = parse_json(body) if body[:1] == "{" else {"content": body}
+    if isinstance(body, dict):
+        return body
+    content = attrs.get("gen_ai.event.content")
+    parsed = parse_json(content) if isinstance(content, str) else None
+    return parsed if isinstance(parsed, dict) else attrs
+
+
+def _list(value) -> list:
+    value = parse_json(value) if isinstance(value, str) else value
+    return value if isinstance(value, list) else []
+
+
+def event_messages(name: str | None, attrs: dict, body=None) -> list[tuple[str, object]]:
+    """[(direction, message-or-parts)] for one GenAI event; [] for any other event."""
+    if name not in EVENT_NAMES:
+        return []
+    if name == DETAILS:  # content lives in structured attributes, already in the semconv shape
+        out: list[tuple[str, object]] = []
+        for direction, key in (("system", "gen_ai.system_instructions"), ("input", "gen_ai.input.messages"),
+                               ("output", "gen_ai.output.messages")):
+            out += [(direction, item) for item in _list(attrs.get(key)) if isinstance(item, dict)]
+        return out
+    if name == OLD_PROMPT:
+        return _chat_list("input", _list(attrs.get("gen_ai.prompt")))
+    if name == OLD_COMPLETION:
+        return _chat_list("output", _list(attrs.get("gen_ai.completion")))
+    payload = _body(body, attrs)
+    if name == SYSTEM:
+        return [("system", part) for part in text_parts(payload.get("content"))]
+    if name == CHOICE:
+        message = payload.get("message") if isinstance(payload.get("message"), dict) else payload
+        out_message = chat_message({**message, "role": message.get("role") or "assistant"})
+        if payload.get("finish_reason") is not None:
+            out_message["finish_reason"] = to_str(payload.get("finish_reason"))
+        return [("output", out_message)]
+    role = INPUT_ROLES[name]
+    if role == "tool":
+        return [("input", {"role": "tool", "parts": [tool_response(payload.get("id"), payload.get("content"))]})]
+    return [("input", chat_message({**payload, "role": payload.get("role") or role}))]
+
+
+def _chat_list(direction: str, messages: list) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        message = chat_message(m)
+        if direction == "input" and message["role"] in ("system", "developer"):
+            out += [("system", part) for part in message["parts"]]
+        else:
+            out.append((direction, message))
+    return out
+
+
+def collect(items) -> dict[str, list]:
+    """[(direction, message)] from many events -> {column: [messages]} (only columns that got some)."""
+    columns: dict[str, list] = {}
+    for direction, message in items:
+        columns.setdefault(COLUMN_OF_DIRECTION[direction], []).append(message)
+    return columns

@@ -1,0 +1,68 @@
+"""OpenTelemetry GenAI semantic conventions, latest and older forms.
+
+`standard` reads the standard `gen_ai.*` attributes every dialect may carry (it is the first
+layer of the precedence rule, see collector.dialects). `map_span` is the dialect of spans that
+speak only semconv (openai-v2, Verdict SDK, …) and adds what older forms leave implicit: no
+`gen_ai.operation.name` (a span with a provider and a model or usage is a chat call).
+"""
+
+from __future__ import annotations
+
+from collector.dialects.common import (
+    EMPTY,
+    GenAIFields,
+    SpanEvent,
+    first,
+    provider_name,
+    string_list,
+    to_int,
+    to_str,
+)
+from collector.dialects.events import collect, event_messages
+
+# Moved out of `attributes` into their own columns (stored once, redacted).
+CONTENT_ATTRIBUTES = {
+    "gen_ai.input.messages": "input_messages",
+    "gen_ai.output.messages": "output_messages",
+    "gen_ai.system_instructions": "system_instructions",
+}
+
+
+def standard(attrs: dict, content: dict, events: list[SpanEvent]) -> GenAIFields:
+    """The standard attributes (current names first, then the older ones) and GenAI span events."""
+    get = attrs.get
+    messages = content
+    if events and len(content) < 3:  # older senders put the conversation in span events
+        from_events = collect(m for e in events for m in event_messages(e.name, e.attributes))
+        messages = {**from_events, **content}
+    return GenAIFields(
+        operation=to_str(get("gen_ai.operation.name")),
+        provider=provider_name(first(attrs, "gen_ai.provider.name", "gen_ai.system")),
+        request_model=to_str(get("gen_ai.request.model")),
+        response_model=to_str(get("gen_ai.response.model")),
+        response_id=to_str(get("gen_ai.response.id")),
+        finish_reasons=string_list(get("gen_ai.response.finish_reasons")),
+        input_tokens=to_int(first(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
+        output_tokens=to_int(first(attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")),
+        cached_input_tokens=to_int(first(attrs, "gen_ai.usage.cache_read.input_tokens",
+                                         "gen_ai.usage.cache_read_input_tokens")),
+        cache_creation_input_tokens=to_int(first(attrs, "gen_ai.usage.cache_creation.input_tokens",
+                                                 "gen_ai.usage.cache_write.input_tokens",
+                                                 "gen_ai.usage.cache_creation_input_tokens")),
+        reasoning_tokens=to_int(first(attrs, "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens")),
+        input_messages=messages.get("input_messages"),
+        output_messages=messages.get("output_messages"),
+        system_instructions=messages.get("system_instructions"),
+    )
+
+
+def recognises(scope_name: str, attrs: dict) -> bool:
+    return "gen_ai.operation.name" in attrs or "gen_ai.provider.name" in attrs or "gen_ai.system" in attrs
+
+
+def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenAIFields:
+    if base.operation is None and base.provider is not None and (
+        base.request_model or base.input_tokens is not None or base.input_messages
+    ):
+        return EMPTY._replace(operation="chat")
+    return EMPTY
