@@ -3,6 +3,7 @@
     .venv/bin/python bench/collector_ingest.py               # full: 60 s sustained + 10M-span SQL
     .venv/bin/python bench/collector_ingest.py --seconds 10 --sql-rows 2000000   # quick look
     .venv/bin/python bench/collector_ingest.py --auth none   # tokenless: content is re-redacted
+    .venv/bin/python bench/collector_ingest.py --mixed       # + tokenless + mixed dialects: all three figures
     .venv/bin/python bench/collector_ingest.py -- --trust-sdk-redaction never    # collector flags after --
 
 1. Sustained throughput: the real collector process (durability on: fsync + atomic rename
@@ -14,6 +15,9 @@
 4. CPU per span of the server, the decode workers and this load generator: on a shared
    machine the robust figure; the target needs <= cores * 1e6 / 25,000 us per span in all.
 5. `verdict sql` "calls per intent per day" over --sql-rows spans written directly as Parquet.
+With --mixed, two more sustained runs follow the first: tokenless (every value re-redacted) and
+mixed dialects (tokenless OpenInference / OpenLLMetry spans, half the requests GenAI log records
+to /v1/logs), and the three throughputs are printed side by side (spans and log records per s).
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ from pathlib import Path
 
 import psutil
 
-from collector.loadgen import export_request
+from collector.loadgen import dialect_request, export_request, log_events_request
 
 BASELINE_SPANS_PER_S = 1_150  # the earlier product's import rate
 TARGET_SPANS_PER_S = 25_000
+TARGET_TOKENLESS_PER_S = 20_000  # every content value re-redacted (issue 14)
 TARGET_P99_MS = 300
 TARGET_RSS_MB = 500
 TARGET_SQL_S = 2.0
@@ -80,13 +85,16 @@ def rss_mb(proc: psutil.Process) -> tuple[float, float, float]:
 class Load:
     """`clients` threads posting pre-encoded requests; optional global pacing (requests/s)."""
 
-    def __init__(self, port: int, bodies: list[bytes], clients: int, rate_rps: float | None, token: bool):
+    def __init__(self, port: int, bodies: list[tuple[str, bytes, int]], clients: int, rate_rps: float | None,
+                 token: bool):
+        """`bodies`: (path, encoded request, spans or log records in it)."""
         self.port, self.bodies, self.clients, self.rate = port, bodies, clients, rate_rps
         self.headers = {"Content-Type": "application/x-protobuf"}
         if token:
             self.headers["Authorization"] = f"Bearer {BENCH_TOKEN}"
         self.latencies: list[float] = []
         self.acked = 0
+        self.items = 0
         self.errors: dict[int, int] = {}
         self._lock = threading.Lock()
         self._next_slot = time.monotonic()
@@ -106,15 +114,16 @@ class Load:
         headers = self.headers
         while time.monotonic() < until:
             self._slot()
-            body = rng.choice(self.bodies)
+            path, body, items = rng.choice(self.bodies)
             started = time.perf_counter()
-            conn.request("POST", "/v1/traces", body=body, headers=headers)
+            conn.request("POST", path, body=body, headers=headers)
             response = conn.getresponse()
             response.read()
             elapsed = time.perf_counter() - started
             with self._lock:
                 if response.status == 200:
                     self.acked += 1
+                    self.items += items
                     self.latencies.append(elapsed)
                 else:
                     self.errors[response.status] = self.errors.get(response.status, 0) + 1
@@ -154,7 +163,7 @@ def sample_rss(proc: psutil.Process, stop: threading.Event, out: list) -> None:
 
 
 def lake_bytes(data_dir: Path) -> int:
-    return sum(p.stat().st_size for p in (data_dir / "spans").rglob("*.parquet"))
+    return sum(p.stat().st_size for p in data_dir.rglob("*.parquet"))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -162,16 +171,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def ingest_phase(args, bodies: list[bytes], seconds: float, rate_rps: float | None, label: str) -> dict:
+def ingest_phase(args, bodies: list[tuple[str, bytes, int]], seconds: float, rate_rps: float | None, label: str,
+                 token: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="verdict-bench-") as tmp:
         data_dir = Path(tmp) / "data"
-        proc, port = start_collector(data_dir, args.collector_args, args.auth == "token")
+        proc, port = start_collector(data_dir, args.collector_args, token)
         ps = psutil.Process(proc.pid)
         samples: list = []
         stop = threading.Event()
         threading.Thread(target=sample_rss, args=(ps, stop, samples), daemon=True).start()
         try:
-            token = args.auth == "token"
             Load(port, bodies[:4], 2, None, token).run(2.0)  # warm-up, not counted
             load = Load(port, bodies, args.clients, rate_rps, token)
             (server_before, workers_before), loadgen_before = cpu_seconds(ps), own_cpu_seconds()
@@ -183,9 +192,9 @@ def ingest_phase(args, bodies: list[bytes], seconds: float, rate_rps: float | No
             stop.set()
             proc.terminate()
             proc.wait(60)
-        spans = load.acked * BATCH
+        spans = load.items
         size = lake_bytes(data_dir)
-        written = sum(1 for _ in (data_dir / "spans").rglob("*.parquet"))
+        written = sum(1 for _ in data_dir.rglob("*.parquet"))
     lat_ms = [x * 1000 for x in load.latencies]
     return {
         "label": label,
@@ -280,6 +289,28 @@ def sql_phase(rows: int) -> dict:
             "generate_s": generated_s, "bytes_per_row": size / stored}
 
 
+def mixed_phases(args, bodies: list, first: dict) -> None:
+    """Tokenless SDK spans, then other dialects' spans plus GenAI log records; the three figures side by side."""
+    rng = random.Random(11)
+    now = time.time_ns()
+    mixed = []
+    for i in range(args.distinct_requests):
+        if i % 2:
+            mixed.append(("/v1/logs", log_events_request(rng, BATCH // 2, now + i * 10**9).SerializeToString(), BATCH))
+        else:
+            mixed.append(("/v1/traces", dialect_request(rng, BATCH, now + i * 10**9).SerializeToString(), BATCH))
+    tokenless = ingest_phase(args, bodies, args.seconds, None, "tokenless", False)
+    dialects = ingest_phase(args, mixed, args.seconds, None, "mixed dialects + log records", False)
+    sdk_label = "SDK claim trusted" if args.auth == "token" else "tokenless (first run)"
+    for r in (tokenless, dialects):
+        print(f"[{r['label']}] {r['spans_per_s']:,.0f} items/s; ack p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms; "
+              f"collector CPU {r['cpu_us_per_span']:.1f} us/item (server {r['server_us_per_span']:.1f} + decode "
+              f"workers {r['workers_us_per_span']:.1f}); refused {r['errors'] or 'none'}; load {r['load_avg']:.1f}")
+    print(f"three figures, spans (or log records) per s: {sdk_label} {first['spans_per_s']:,.0f} (target "
+          f"{TARGET_SPANS_PER_S:,}); tokenless {tokenless['spans_per_s']:,.0f} (target {TARGET_TOKENLESS_PER_S:,}); "
+          f"mixed dialects {dialects['spans_per_s']:,.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0, help="sustained phase length")
@@ -292,6 +323,8 @@ def main() -> None:
     parser.add_argument("--auth", choices=("token", "none"), default="token",
                         help="token: clients send a bearer token, so the spans' SDK-redaction claim is trusted "
                         "(see --trust-sdk-redaction); none: tokenless loopback, content is re-redacted")
+    parser.add_argument("--mixed", action="store_true",
+                        help="also run tokenless and mixed-dialect sustained phases and print the three throughputs")
     parser.add_argument("collector_args", nargs="*", help="extra collector flags, after --")
     args = parser.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
@@ -300,12 +333,14 @@ def main() -> None:
     if not args.skip_ingest:
         rng = random.Random(7)
         now = time.time_ns()
-        bodies = [export_request(rng, BATCH, now + i * 10**9).SerializeToString() for i in range(args.distinct_requests)]
-        print(f"span size: {sum(map(len, bodies)) / (BATCH * len(bodies)):.0f} B encoded; batch {BATCH}; "
+        bodies = [("/v1/traces", export_request(rng, BATCH, now + i * 10**9).SerializeToString(), BATCH)
+                  for i in range(args.distinct_requests)]
+        print(f"span size: {sum(len(b) for _, b, _ in bodies) / (BATCH * len(bodies)):.0f} B encoded; batch {BATCH}; "
               f"{args.clients} clients")
-        full = ingest_phase(args, bodies, args.seconds, None, "sustained")
+        token = args.auth == "token"
+        full = ingest_phase(args, bodies, args.seconds, None, "sustained", token)
         half_rate = TARGET_SPANS_PER_S / 2 / BATCH
-        half = ingest_phase(args, bodies, max(10.0, args.seconds / 2), half_rate, "half-target rate")
+        half = ingest_phase(args, bodies, max(10.0, args.seconds / 2), half_rate, "half-target rate", token)
         for r in (full, half):
             print(f"[{r['label']}] {r['spans_per_s']:,.0f} spans/s; ack p50 {r['p50_ms']:.0f} ms, "
                   f"p99 {r['p99_ms']:.0f} ms; RSS server {r['rss_main_max_mb']:.0f} MB, with decode workers "
@@ -331,6 +366,8 @@ def main() -> None:
         pss = max(full["pss_total_max_mb"], half["pss_total_max_mb"])
         print(f"max RSS incl. decode workers: {rss:.0f} MB summed, {pss:.0f} MB PSS "
               f"(target {TARGET_RSS_MB}: ratio {rss / TARGET_RSS_MB:.2f})")
+        if args.mixed:
+            mixed_phases(args, bodies, full)
     if args.sql_rows:
         sql = sql_phase(args.sql_rows)
         print(f"verdict sql 'calls per intent per day' over {sql['rows']:,} stored spans "

@@ -1,5 +1,8 @@
 """Synthetic, realistic GenAI OTLP requests for load tests and `bench/collector_ingest.py`.
 
+`export_request`: what the Verdict SDK sends; `dialect_request` / `log_events_request`: the same
+calls as OpenInference / OpenLLMetry spans and as openai-v2 GenAI log events (the mixed run).
+
 Each span looks like what the Verdict SDK emits for a chat call (~1.5 KB encoded): GenAI
 semantic-convention attributes, token usage, intent key, and already-redacted message JSON.
 """
@@ -9,8 +12,10 @@ from __future__ import annotations
 import json
 import random
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from collector.redaction import SDK_REDACTION_ATTRIBUTE, redaction_version
@@ -107,6 +112,79 @@ def export_request(
     if sdk_redacted:
         scope_spans.scope.attributes.append(_kv(SDK_REDACTION_ATTRIBUTE, redaction_version()))
     scope_spans.spans.extend(genai_span(rng, start_ns + i * 1000) for i in range(n_spans))
+    return request
+
+
+def _dialect_attributes(rng: random.Random, model: str, question: str, answer: str) -> tuple[str, dict]:
+    """(scope name, attributes) of the same chat call as OpenInference or OpenLLMetry (0.40) sends it."""
+    tokens_in, tokens_out = rng.randint(50, 4000), rng.randint(20, 800)
+    if rng.random() < 0.5:
+        return "openinference.instrumentation.openai", {
+            "openinference.span.kind": "LLM", "llm.system": "openai", "llm.provider": "openai",
+            "llm.model_name": f"{model}-2025-08-07", "llm.invocation_parameters": json.dumps({"model": model}),
+            "llm.input_messages.0.message.role": "system",
+            "llm.input_messages.0.message.content": "You are a concise, accurate support assistant.",
+            "llm.input_messages.1.message.role": "user", "llm.input_messages.1.message.content": question,
+            "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": answer,
+            "llm.token_count.prompt": tokens_in, "llm.token_count.completion": tokens_out,
+            "llm.token_count.total": tokens_in + tokens_out,
+        }
+    return "opentelemetry.instrumentation.openai.v1", {
+        "llm.request.type": "chat", "gen_ai.system": "OpenAI", "gen_ai.request.model": model,
+        "gen_ai.response.model": f"{model}-2025-08-07", "gen_ai.response.id": f"chatcmpl-{rng.getrandbits(96):024x}",
+        "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "You are a concise, accurate support assistant.",
+        "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": question,
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": answer,
+        "gen_ai.completion.0.finish_reason": "stop", "gen_ai.usage.prompt_tokens": tokens_in,
+        "gen_ai.usage.completion_tokens": tokens_out, "llm.usage.total_tokens": tokens_in + tokens_out,
+    }
+
+
+def dialect_request(rng: random.Random, n_spans: int, start_ns: int) -> ExportTraceServiceRequest:
+    """Chat calls as other instrumentations send them (OpenInference, OpenLLMetry): no SDK claim."""
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.extend([_kv("service.name", "support-bot")])
+    scopes: dict[str, list] = {}
+    for i in range(n_spans):
+        model = rng.choice(MODELS)
+        ticket = rng.randint(10_000_000, 99_999_999)
+        scope, attributes = _dialect_attributes(rng, model, f"Ticket {ticket}: {rng.choice(_QUESTIONS)}",
+                                                f"About ticket {ticket}: {rng.choice(_ANSWERS)}")
+        start = start_ns + i * 1000
+        scopes.setdefault(scope, []).append(Span(
+            trace_id=rng.getrandbits(128).to_bytes(16, "big"), span_id=(rng.getrandbits(63) | 1).to_bytes(8, "big"),
+            name=f"chat {model}", kind=Span.SPAN_KIND_CLIENT, start_time_unix_nano=start,
+            end_time_unix_nano=start + rng.randint(200_000_000, 4_000_000_000),
+            attributes=[_kv(k, v) for k, v in attributes.items()]))
+    for name, spans in scopes.items():
+        scope_spans = resource_spans.scope_spans.add()
+        scope_spans.scope.name = name
+        scope_spans.spans.extend(spans)
+    return request
+
+
+def log_events_request(rng: random.Random, n_calls: int, start_ns: int) -> ExportLogsServiceRequest:
+    """openai-v2's default mode: per call a user message event and a choice event, as OTLP log records."""
+    request = ExportLogsServiceRequest()
+    resource_logs = request.resource_logs.add()
+    resource_logs.resource.attributes.extend([_kv("service.name", "support-bot")])
+    scope_logs = resource_logs.scope_logs.add()
+    scope_logs.scope.name = "opentelemetry.instrumentation.openai_v2"
+    for i in range(n_calls):
+        trace_id, span_id = rng.getrandbits(128).to_bytes(16, "big"), (rng.getrandbits(63) | 1).to_bytes(8, "big")
+        ticket = rng.randint(10_000_000, 99_999_999)
+        bodies = (("gen_ai.user.message", {"content": f"Ticket {ticket}: {rng.choice(_QUESTIONS)}"}),
+                  ("gen_ai.choice", {"index": 0, "finish_reason": "stop", "message": {
+                      "role": "assistant", "content": f"About ticket {ticket}: {rng.choice(_ANSWERS)}"}}))
+        for k, (name, body) in enumerate(bodies):
+            record = LogRecord(time_unix_nano=start_ns + i * 1000 + k, trace_id=trace_id, span_id=span_id,
+                               event_name=name, attributes=[_kv("gen_ai.system", "openai")])
+            record.body.kvlist_value.values.extend(
+                [KeyValue(key="content", value=AnyValue(string_value=body["content"]))] if "content" in body else
+                [_kv("index", 0), _kv("finish_reason", "stop"), KeyValue(key="message", value=AnyValue(
+                    kvlist_value={"values": [_kv("role", "assistant"), _kv("content", body["message"]["content"])]}))])
+            scope_logs.log_records.append(record)
     return request
 
 

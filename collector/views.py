@@ -102,14 +102,23 @@ def _llm_calls(with_events: bool) -> str:
         source = "SELECT * FROM spans"
     rank = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT + 4 * (intent_key IS NOT NULL)::INT"
             " + 2 * (input_tokens IS NOT NULL)::INT + (dialect IS NOT DISTINCT FROM 'verdict')::INT")
+    columns = ", ".join(LLM_CALL_COLUMNS)
+    # Only traces holding two candidate calls, or a response id seen twice, can hold a duplicate:
+    # the rules run on those few rows; every other call passes through (an anti join on a small set).
     return (
         "CREATE OR REPLACE VIEW llm_calls AS\n"
-        f"WITH candidates AS (\n  SELECT *, coalesce(request_model, response_model) AS call_model, {rank} AS call_rank\n"
-        f"  FROM ({source})\n  WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})\n"
+        f"WITH candidates AS (\n  SELECT * FROM ({source})\n"
+        f"  WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})\n),\n"
+        "shared AS (\n  SELECT trace_id FROM candidates GROUP BY trace_id HAVING count(*) > 1\n  UNION\n"
+        "  SELECT trace_id FROM candidates WHERE response_id IN (\n"
+        "    SELECT response_id FROM candidates WHERE response_id IS NOT NULL GROUP BY response_id HAVING count(*) > 1)\n),\n"
+        f"contested AS (\n  SELECT *, coalesce(request_model, response_model) AS call_model, {rank} AS call_rank\n"
+        "  FROM candidates SEMI JOIN shared USING (trace_id)\n"
         "  QUALIFY response_id IS NULL\n"
         "    OR row_number() OVER (PARTITION BY response_id ORDER BY call_rank DESC, start_time, span_id) = 1\n)\n"
-        f"SELECT {', '.join(LLM_CALL_COLUMNS)}\nFROM candidates c\n"
-        "WHERE NOT EXISTS (\n  SELECT 1 FROM candidates b WHERE b.trace_id = c.trace_id AND b.span_id <> c.span_id\n"
+        f"SELECT {columns} FROM candidates ANTI JOIN shared USING (trace_id)\nUNION ALL\n"
+        f"SELECT {columns} FROM contested c\n"
+        "WHERE NOT EXISTS (\n  SELECT 1 FROM contested b WHERE b.trace_id = c.trace_id AND b.span_id <> c.span_id\n"
         "    AND b.call_model = c.call_model AND b.start_time <= c.end_time AND c.start_time <= b.end_time\n"
         "    AND (b.call_rank > c.call_rank OR (b.call_rank = c.call_rank\n"
         "      AND (b.start_time < c.start_time OR (b.start_time = c.start_time AND b.span_id < c.span_id)))))"

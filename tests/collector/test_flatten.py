@@ -13,12 +13,18 @@ from collector.loadgen import export_request
 from collector.redaction import ServerRedaction
 
 EMAIL = "carol@example.org"
+ADDRESS = "203.0.113.42"  # server.address: a structural key (collector.redaction.STRUCTURAL_KEYS)
 
 
 def _request():
     request = export_request(random.Random(8), 1, time.time_ns())
     span = request.resource_spans[0].scope_spans[0].spans[0]
     span.attributes.add(key="customer.note").value.string_value = f"write to {EMAIL}"
+    span.attributes.add(key="customer.history").value.array_value.values.add().kvlist_value.values.add(
+        key="from").value.string_value = EMAIL
+    for kv in span.attributes:
+        if kv.key == "server.address":
+            kv.value.string_value = ADDRESS
     for kv in span.attributes:
         if kv.key == "gen_ai.input.messages":
             kv.value.string_value = json.dumps([{"role": "user", "parts": [{"type": "text", "content": EMAIL}]}])
@@ -40,13 +46,15 @@ def _row(mode: str) -> dict:
     return _stored(part)
 
 
-@pytest.mark.parametrize("mode, content_redacted, others_redacted", [
+@pytest.mark.parametrize("mode, redacted, structural_redacted", [
     ("content", True, False), ("all", True, True), ("off", False, False)])
-def test_redaction_modes(mode, content_redacted, others_redacted):
+def test_redaction_modes(mode, redacted, structural_redacted):
+    """`content` redacts every value but the structural allow-list; `all` those too; `off` nothing."""
     row = _row(mode)
-    assert (EMAIL not in row["input_messages"]) is content_redacted
-    assert (EMAIL not in row["attributes"]) is others_redacted
-    assert (EMAIL not in row["events"]) is others_redacted
+    assert (EMAIL not in row["input_messages"]) is redacted
+    assert (EMAIL not in row["attributes"]) is redacted  # a free-text attribute and a nested list of maps
+    assert (EMAIL not in row["events"]) is redacted
+    assert (ADDRESS not in row["attributes"]) is structural_redacted
     assert row["output_messages"] and row["system_instructions"]  # untouched content survives
 
 
@@ -127,7 +135,7 @@ def test_sdk_redaction_is_trusted_only_when_authenticated_and_version_matched(au
 
     row = _content_row(authenticated, redaction_version() if claim == "current" else claim, trust)
     assert (EMAIL not in row["input_messages"]) is redacted
-    assert EMAIL in row["attributes"]  # other attributes: redacted only with --redact all, trusted or not
+    assert EMAIL not in row["attributes"]  # the claim covers only the SDK's own message attributes
 
 
 def test_unknown_trust_mode_is_refused():

@@ -27,7 +27,7 @@ DELAY_S = 120.0  # far beyond every wait below: a batch that waits for the delay
 def _batches(seed: int) -> tuple[list, int]:
     policy = IngestPolicy(TENANT, False, False, 10_000, ServerRedaction.create("off"))
     result = flatten(export_request(random.Random(seed), 5, time.time_ns()), policy)
-    return [(p.tenant, p.date, record_batch(encode_rows(p.rows))) for p in result.partitions.values()], result.accepted
+    return [("spans", p.tenant, p.date, record_batch(encode_rows(p.rows))) for p in result.partitions.values()], result.accepted
 
 
 @pytest.fixture
