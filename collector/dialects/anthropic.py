@@ -6,7 +6,7 @@ from collector.dialects.common import EMPTY, GenAIFields, string_list, to_int
 
 
 def recognises(scope_name: str, attrs: dict) -> bool:
-    return scope_name.startswith("anthropic") or "anthropic.message.stop_reason" in attrs
+    return scope_name.startswith(("anthropic", "com.anthropic")) or "anthropic.message.stop_reason" in attrs
 
 
 def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenAIFields:

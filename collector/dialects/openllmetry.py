@@ -2,8 +2,8 @@
 
 Old: `gen_ai.prompt.N.{role,content,tool_call_id}`, `gen_ai.completion.N.{role,content,
 finish_reason,tool_calls.K.{id,name,arguments}}`, `llm.request.type`, `llm.usage.*`,
-`gen_ai.usage.prompt_tokens`; new versions send the semconv attributes (read first by the
-precedence rule) and keep `llm.request.type` / `traceloop.*`.
+`gen_ai.usage.prompt_tokens`; current versions (0.62) send the semconv attributes (read first by
+the precedence rule), recognised by their extra `gen_ai.is_streaming` / `gen_ai.usage.total_tokens`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ from collector.dialects.common import (
 _OPERATIONS = {"chat": "chat", "completion": "text_completion", "embedding": "embeddings", "rerank": "rerank"}
 
 
+_MARKERS = ("llm.request.type", "gen_ai.prompt.0.content", "gen_ai.completion.0.content", "gen_ai.is_streaming",
+            "llm.is_streaming", "gen_ai.usage.total_tokens")  # the last three: current versions (0.62)
+
+
 def recognises(scope_name: str, attrs: dict) -> bool:
-    if "llm.request.type" in attrs or "gen_ai.prompt.0.content" in attrs or "gen_ai.completion.0.content" in attrs:
-        return True
-    return any(k.startswith("traceloop.") for k in attrs)
+    return any(m in attrs for m in _MARKERS) or any(k.startswith("traceloop.") for k in attrs)
 
 
 def _messages(items: list[dict]) -> list[dict]:

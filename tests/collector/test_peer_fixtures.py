@@ -1,0 +1,82 @@
+"""The OTLP bodies recorded from the real peer packages (tests/fixtures/dialects/, re-recorded by
+`make peers-record`), replayed as sent through the real collector process: exactly one `llm_calls`
+row per call with model, tokens and the redacted question and answer; no planted secret anywhere."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from pathlib import Path
+
+import pytest
+
+from collector.views import open_scoped
+from tests.collector.lake_search import find_secrets
+from verdict.redact import redact_text
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
+SENDERS = sorted(p.name for p in FIXTURES.iterdir() if (p / "manifest.json").exists())
+
+
+def _token(sender: str) -> str:
+    return f"token-for-{sender}-0123456789"
+
+
+def _tenant(sender: str) -> str:
+    return sender.replace(".", "-")
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory, request):
+    """Every sender into its own tenant (one token each) of one real collector; logs after spans."""
+    from tests.collector.conftest import Collector
+
+    tmp = tmp_path_factory.mktemp("peers")
+    tokens = tmp / "tokens.yaml"
+    tokens.write_text("".join(f'"{_token(s)}": {_tenant(s)}\n' for s in SENDERS))
+    collector = Collector(tmp / "data", ("--tokens", str(tokens)))
+    collector.start()
+    request.addfinalizer(lambda: collector.proc.poll() is None and collector.proc.kill())
+    manifests = {}
+    for sender in SENDERS:
+        manifest = manifests[sender] = json.loads((FIXTURES / sender / "manifest.json").read_text())
+        for name in manifest["arrival_order"]:
+            conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
+            conn.request("POST", "/v1/logs" if name.startswith("logs") else "/v1/traces",
+                         body=(FIXTURES / sender / name).read_bytes(),
+                         headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {_token(sender)}"})
+            response = conn.getresponse()
+            assert response.status == 200, (sender, name, response.read())
+            response.read()
+    stats = collector.stats()
+    assert collector.stop() == 0
+    return collector, manifests, stats
+
+
+def test_the_fixtures_cover_eight_senders():
+    assert len(SENDERS) >= 8, SENDERS
+
+
+@pytest.mark.parametrize("sender", SENDERS)
+def test_recorded_sender_gives_one_row_per_call(replayed, sender):
+    collector, manifests, _ = replayed
+    manifest = manifests[sender]
+    con = open_scoped(collector.data_dir, _tenant(sender))
+    rows = con.execute("SELECT request_model, input_tokens, output_tokens, provider, operation, input_messages, "
+                       "output_messages FROM llm_calls ORDER BY start_time").fetchall()
+    expected = manifest["expected_llm_calls"]
+    assert len(rows) == len(expected), (sender, rows)
+    for (model, tokens_in, tokens_out, provider, operation, inputs, outputs), call in zip(rows, expected, strict=True):
+        assert (model, tokens_in, tokens_out) == (call["request_model"], call["input_tokens"], call["output_tokens"])
+        assert operation == "chat" and provider in ("openai", "anthropic"), (sender, operation, provider)
+        texts_in = [p.get("content") for m in json.loads(inputs) for p in m["parts"]]
+        texts_out = [p.get("content") for m in json.loads(outputs) for p in m["parts"]]
+        assert redact_text(call["question"]) in texts_in, (sender, texts_in)
+        assert redact_text(call["answer"]) in texts_out, (sender, texts_out)
+
+
+def test_no_planted_secret_anywhere(replayed):
+    collector, manifests, stats = replayed
+    secrets = sorted({s for m in manifests.values() for s in m["planted_secrets"]})
+    assert find_secrets(collector.data_dir, secrets, "".join(collector.log)) == []
+    assert stats["unrecognised_scopes"] == {}  # every span of every sender was recognised by some dialect
