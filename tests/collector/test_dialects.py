@@ -96,6 +96,8 @@ _scopes = st.sampled_from(["", "verdict.tracing", "ai", "anthropic", "pydantic-a
 def test_mappers_never_raise_and_return_typed_columns(scope, attrs, content, events):
     name, call = normalise(scope, "span", attrs, content, [SpanEvent(n, a) for n, a in events])
     assert name is None or name in {d.name for d in REGISTRY}
+    for dialect in REGISTRY:  # each mapper on its own too, recognised or not
+        assert isinstance(dialect.map_span(scope, "span", attrs, call), GenAIFields)
     for field in ("operation", "provider", "request_model", "response_model", "response_id"):
         assert getattr(call, field) is None or type(getattr(call, field)) is str
     for field in ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens",

@@ -72,12 +72,13 @@ def test_external_access_is_refused(two_tenants, query):
 
 
 def test_only_the_tenant_directory_is_readable(two_tenants):
-    from collector.views import open_scoped, tenant_dir
+    from collector.views import logs_tenant_dir, open_scoped, tenant_dir
 
     data_dir, _ = two_tenants
     con = open_scoped(data_dir, "acme")
     (allowed,) = con.execute("SELECT value FROM duckdb_settings() WHERE name = 'allowed_directories'").fetchone()
-    assert allowed.replace("'", "") == f"[{tenant_dir(data_dir, 'acme')}/]"  # no spill directory or anything else
+    # the tenant's spans and logs, no spill directory or anything else
+    assert allowed.replace("'", "") == f"[{logs_tenant_dir(data_dir, 'acme')}/, {tenant_dir(data_dir, 'acme')}/]"
 
 
 def test_five_documented_queries_run(two_tenants):
