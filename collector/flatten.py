@@ -247,6 +247,8 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
     workload, error_type = structural(_str(get("verdict.workload"))), structural(_str(get("error.type")))
     reasons = call.finish_reasons
     redaction.attributes(attrs)
+    if intent_key_error is not None and redaction.mode != "off":  # a refused key may be personal data
+        attrs["verdict.intent_key"] = redaction.value(attrs["verdict.intent_key"])
     kind = span.kind
     status = span.status
     code = status.code
@@ -272,9 +274,17 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
         _events(raw_events, events, redaction) if events else "[]",
         _links(links, cap, redaction) if links else "[]",
         _json(dict(zip(("attributes", "events", "links"), dropped, strict=True))) if any(dropped) else None,
-        *(structural(v) for v in call[:5]),
+        structural(call.operation),
+        structural(call.provider),
+        structural(call.request_model),
+        structural(call.response_model),
+        structural(call.response_id),
         None if reasons is None else [structural(r) for r in reasons],
-        *call[6:11],
+        call.input_tokens,
+        call.output_tokens,
+        call.cached_input_tokens,
+        call.cache_creation_input_tokens,
+        call.reasoning_tokens,
         intent_key,
         intent_key_error,
         workload,

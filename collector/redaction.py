@@ -41,9 +41,8 @@ STRUCTURAL_KEYS = frozenset({
     "gen_ai.request.choice.count", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.type",
     "gen_ai.openai.request.service_tier", "gen_ai.openai.response.service_tier",
     "server.address", "server.port", "error.type", "http.response.status_code", "event.name",
-    # Verdict: the SDK's claim and the tenant claim (intent keys and workloads are redacted: a refused
-    # intent key may be the very personal data it was refused for)
-    "verdict.redaction.version", "verdict.tenant_id",
+    # Verdict: validated by the collector (a refused intent key is redacted: collector.flatten)
+    "verdict.intent_key", "verdict.workload", "verdict.redaction.version", "verdict.tenant_id",
     # OpenInference
     "openinference.span.kind", "llm.model_name", "llm.provider", "llm.system", "input.mime_type",
     "output.mime_type",
@@ -66,9 +65,16 @@ _SMALL_INT = range(-999_999, 1_000_000)  # shorter than any number a detector lo
 _MAX_TOKEN = 128
 
 
-@functools.lru_cache(maxsize=8192)
+_STRUCTURAL_SEEN: dict[str, bool] = {}  # attribute keys repeat on every span: decide each once
+
+
 def is_structural(key: str) -> bool:
-    return key in STRUCTURAL_KEYS or key.startswith(STRUCTURAL_PREFIXES)
+    known = _STRUCTURAL_SEEN.get(key)
+    if known is None:
+        known = key in STRUCTURAL_KEYS or key.startswith(STRUCTURAL_PREFIXES)
+        if len(_STRUCTURAL_SEEN) < 8192:
+            _STRUCTURAL_SEEN[key] = known
+    return known
 
 
 def token_shaped(value: str) -> bool:
@@ -97,17 +103,31 @@ class ServerRedaction:
     version: str = ""
 
     def attributes(self, attrs: dict) -> dict:
-        """A decoded attribute map with every non-structural value redacted (in place; returned)."""
+        """A decoded attribute map with every non-structural value redacted (in place; returned).
+
+        The values to redact go through the redactor as one map, so credential-named keys
+        (`db.password`, `http.request.header.authorization`) are redacted whatever their value.
+        """
         if self.mode == "off":
             return attrs
-        value = self.value
         everything = self.mode == "all"
+        seen = _STRUCTURAL_SEEN
+        content = {}
         for key, v in attrs.items():
             t = type(v)
-            if t is bool or t is float or (t is int and v in _SMALL_INT) or v is None:
+            if t is str:  # the common case first, token_shaped inlined: this runs for every attribute
+                if not everything and (seen.get(key) or is_structural(key)) and len(v) <= _MAX_TOKEN and (
+                        " " not in v and "@" not in v and v.isprintable()):
+                    continue
+            elif t is bool or t is float or v is None or (t is int and v in _SMALL_INT) or (
+                    not everything and is_structural(key)
+                    and (t is int or (t is list and all(type(x) is str and token_shaped(x) for x in v)))):
                 continue
-            if everything or not is_structural(key) or (t is str and not token_shaped(v)) or t is list or t is dict:
-                attrs[key] = value(v)
+            content[key] = v
+        if content:
+            for key in content:
+                del attrs[key]
+            attrs.update(self.value(content))
         return attrs
 
     def structural(self, value: str | None) -> str | None:

@@ -74,7 +74,7 @@ def normalise(
     extra = dialect.map_span(scope_name, span_name, attrs, base)
     if extra is EMPTY:
         return dialect.name, base
-    return dialect.name, GenAIFields(*(b if b is not None else d for b, d in zip(base, extra, strict=True)))
+    return dialect.name, GenAIFields._make([b if b is not None else d for b, d in zip(base, extra, strict=True)])
 
 
 __all__ = ["CONTENT_ATTRIBUTES", "DIALECT_NAMES", "REGISTRY", "Dialect", "GenAIFields", "SpanEvent", "detect",

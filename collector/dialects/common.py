@@ -76,6 +76,8 @@ def first(attrs: dict, *keys: str):
 def string_list(value) -> list[str] | None:
     if value is None:
         return None
+    if type(value) is list and all(type(v) is str for v in value):
+        return value
     if isinstance(value, list):
         return [v if type(v) is str else orjson.dumps(v).decode() for v in value]
     if isinstance(value, str) and value.startswith("["):
@@ -120,10 +122,26 @@ _PROVIDERS = {
 }
 
 
+_SEEN_PROVIDERS: dict[str, str | None] = {}  # the same few names on every span
+
+
 def provider_name(value) -> str | None:
+    if value is None:
+        return None
+    if type(value) is str:
+        known = _SEEN_PROVIDERS.get(value)
+        if known is not None:
+            return known
     text = to_str(value)
     if text is None:
         return None
+    name = _provider_name(text)
+    if type(value) is str and len(_SEEN_PROVIDERS) < 1024:
+        _SEEN_PROVIDERS[value] = name
+    return name
+
+
+def _provider_name(text: str) -> str | None:
     key = text.strip().lower()
     known = _PROVIDERS.get(key)
     if known is None:

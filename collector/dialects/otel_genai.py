@@ -12,7 +12,6 @@ from collector.dialects.common import (
     EMPTY,
     GenAIFields,
     SpanEvent,
-    first,
     provider_name,
     string_list,
     to_int,
@@ -29,31 +28,47 @@ CONTENT_ATTRIBUTES = {
 
 
 def standard(attrs: dict, content: dict, events: list[SpanEvent]) -> GenAIFields:
-    """The standard attributes (current names first, then the older ones) and GenAI span events."""
+    """The standard attributes (current names first, then the older ones) and GenAI span events.
+
+    Runs for every span, so values of the expected type are taken without a helper call (a
+    string for names, an int for counts: AnyValue ints always fit BIGINT); others are coerced.
+    """
     get = attrs.get
     messages = content
     if events and len(content) < 3:  # older senders put the conversation in span events
         from_events = collect(m for e in events for m in event_messages(e.name, e.attributes))
         messages = {**from_events, **content}
-    return GenAIFields(
-        operation=to_str(get("gen_ai.operation.name")),
-        provider=provider_name(first(attrs, "gen_ai.provider.name", "gen_ai.system")),
-        request_model=to_str(get("gen_ai.request.model")),
-        response_model=to_str(get("gen_ai.response.model")),
-        response_id=to_str(get("gen_ai.response.id")),
-        finish_reasons=string_list(get("gen_ai.response.finish_reasons")),
-        input_tokens=to_int(first(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
-        output_tokens=to_int(first(attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")),
-        cached_input_tokens=to_int(first(attrs, "gen_ai.usage.cache_read.input_tokens",
-                                         "gen_ai.usage.cache_read_input_tokens")),
-        cache_creation_input_tokens=to_int(first(attrs, "gen_ai.usage.cache_creation.input_tokens",
-                                                 "gen_ai.usage.cache_write.input_tokens",
-                                                 "gen_ai.usage.cache_creation_input_tokens")),
-        reasoning_tokens=to_int(first(attrs, "gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens")),
-        input_messages=messages.get("input_messages"),
-        output_messages=messages.get("output_messages"),
-        system_instructions=messages.get("system_instructions"),
-    )
+    out = []
+    for key in _NAMES:
+        v = get(key)
+        out.append(v if v is None or type(v) is str else to_str(v))
+    provider = get("gen_ai.provider.name")
+    out[1] = provider_name(get("gen_ai.system") if provider is None else provider)
+    reasons = get("gen_ai.response.finish_reasons")
+    out.append(reasons if reasons is None or (type(reasons) is list and all(type(r) is str for r in reasons))
+               else string_list(reasons))
+    for keys in _COUNTS:
+        for key in keys:
+            v = get(key)
+            if v is not None:
+                out.append(v if type(v) is int else to_int(v))
+                break
+        else:
+            out.append(None)
+    out += (messages.get("input_messages"), messages.get("output_messages"), messages.get("system_instructions"))
+    return GenAIFields._make(out)
+
+
+_NAMES = ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.model",
+          "gen_ai.response.id")
+_COUNTS = (  # GenAIFields order; each: the current name, then older ones
+    ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+    ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+    ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"),
+    ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_write.input_tokens",
+     "gen_ai.usage.cache_creation_input_tokens"),
+    ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens"),
+)
 
 
 def recognises(scope_name: str, attrs: dict) -> bool:

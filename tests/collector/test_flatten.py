@@ -141,3 +141,17 @@ def test_sdk_redaction_is_trusted_only_when_authenticated_and_version_matched(au
 def test_unknown_trust_mode_is_refused():
     with pytest.raises(ValueError, match="SDK redaction trust must be one of"):
         ServerRedaction.create("content", "sometimes")
+
+
+def test_credential_named_attributes_and_refused_intent_keys_are_redacted():
+    request = export_request(random.Random(10), 1, time.time_ns())
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    span.attributes.add(key="db.password").value.string_value = "hunter2"
+    for kv in span.attributes:
+        if kv.key == "verdict.intent_key":
+            kv.value.string_value = "+14155550134"  # token-shaped, refused (redaction rewrites it)
+    policy = IngestPolicy("__verdict_local__", False, False, 10_000, ServerRedaction.create("content"))
+    (part,) = flatten(request, policy).partitions.values()
+    attributes = json.loads(_stored(part)["attributes"])
+    assert attributes["db.password"] == "<SECRET>"
+    assert attributes["verdict.intent_key"] == "<PHONE>"
