@@ -92,7 +92,24 @@ def _event_messages() -> str:
             f"({' OR '.join(f'{c} IS NOT NULL' for c in MESSAGE_COLUMNS)})\nGROUP BY trace_id, span_id")
 
 
-def _llm_calls(with_events: bool) -> str:
+def _instrumentations(directory: Path) -> int:
+    """How many dialects the tenant's spans carry (NULL, for spans written before the column, counts as
+    one), from the Parquet footers' statistics: no rows are read."""
+    import duckdb
+
+    files = [str(f) for f in directory.glob(f"date=*/*{lake.SEGMENT_SUFFIX}")]
+    if not files:
+        return 0
+    stats = duckdb.execute(
+        "SELECT file_name, stats_min_value, stats_max_value, stats_null_count FROM parquet_metadata(?) "
+        "WHERE path_in_schema = 'dialect'", [files]).fetchall()
+    values = {v for _f, low, high, _n in stats for v in (low, high)}
+    if any(n for *_x, n in stats) or len({f for f, *_x in stats}) < len(files):
+        values.add(None)  # NULLs, or files from before the column
+    return len(values)
+
+
+def _llm_calls(with_events: bool, deduplicate: bool) -> str:
     not_inference = ", ".join(_quote(op) for op in NOT_INFERENCE)
     if with_events:
         replaced = ", ".join(f"coalesce(s.{c}, e.{c}) AS {c}" for c in MESSAGE_COLUMNS)
@@ -103,11 +120,14 @@ def _llm_calls(with_events: bool) -> str:
     rank = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT + 4 * (intent_key IS NOT NULL)::INT"
             " + 2 * (input_tokens IS NOT NULL)::INT + (dialect IS NOT DISTINCT FROM 'verdict')::INT")
     columns = ", ".join(LLM_CALL_COLUMNS)
+    if not deduplicate:
+        return (f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM ({source})\n"
+                f"WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})")
     # Only traces holding two candidate calls, or a response id seen twice, can hold a duplicate:
     # the rules run on those few rows; every other call passes through (an anti join on a small set).
     return (
         "CREATE OR REPLACE VIEW llm_calls AS\n"
-        f"WITH candidates AS (\n  SELECT * FROM ({source})\n"
+        f"WITH candidates AS NOT MATERIALIZED (\n  SELECT * FROM ({source})\n"
         f"  WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})\n),\n"
         "shared AS (\n  SELECT trace_id FROM candidates GROUP BY trace_id HAVING count(*) > 1\n  UNION\n"
         "  SELECT trace_id FROM candidates WHERE response_id IN (\n"
@@ -171,7 +191,10 @@ def view_statements(data_dir: Path, tenant: str) -> list[str]:
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
     with_events = any(logs_tenant_dir(data_dir, tenant).glob(f"date=*/*{lake.SEGMENT_SUFFIX}"))
-    return [spans, _logs_view(data_dir, tenant), _llm_calls(with_events)]
+    # One instrumentation cannot describe a call twice (Vercel's outer spans are no call): the
+    # duplicate rules, which group every call by trace, run only when two or more dialects are present.
+    deduplicate = _instrumentations(directory) > 1
+    return [spans, _logs_view(data_dir, tenant), _llm_calls(with_events, deduplicate)]
 
 
 def open_scoped(data_dir: Path, tenant: str, extra_views: tuple[str, ...] = (),
