@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.errors import DaemonError
 
-
 # Every number has finite bounds that make sense, checked at start (invalid_config naming the key): a value
 # that passes validation must not overflow a timedelta or a timer later, nor make a wait endless.
 YEAR_HOURS = 366 * 24
