@@ -4,8 +4,8 @@ The input is the latest attempt per (trace, fingerprint): its dimension verdicts
 ERROR, one ERROR row per dimension the fingerprint grades (so coverage analysis sees it while
 PASS/FAIL rates exclude it). A run row, its exact signal set (possibly empty) and the pending alert
 deliveries are committed in one transaction: a reader sees a whole run or none of it, and readers
-take the latest completed run. The run id hashes the inputs, so rerunning on the same judgments with
-the same `as_of` finds the same run instead of adding one.
+take the latest completed run. The run id hashes the inputs and the level; an `as_of` already taken
+is never decided again (the stored run is returned), so a rerun cannot spend a level twice.
 
 Repeated looks (docs/statistics.md, "Repeated looks"). The alert period is `current_window_hours` on
 the UTC grid (a UTC day by default); signal ids hash (tenant, fingerprint, cluster, dimension, kind,

@@ -101,6 +101,7 @@ def test_per_period_false_alarms_stay_within_alpha(every, config, traffic, perio
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # ~5,800 runs of 100 cells each: a few minutes on an idle machine
 @pytest.mark.parametrize(("every", "config", "traffic", "periods"), [
     (HOUR, Drift(), Traffic(), 120),
     (FIVE_MINUTES, Drift(**TWO_HOURS), Traffic(per_day=480), 120),
