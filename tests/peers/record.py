@@ -48,8 +48,19 @@ class Capture(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: Capture
 
+    def _body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() != "chunked":  # Node's exporter streams chunks
+            return self.rfile.read(int(self.headers.get("content-length", 0)))
+        chunks = []
+        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+            pass
+        return b"".join(chunks)
+
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = self._body()
         if self.headers.get("content-encoding") == "gzip":
             body = gzip.decompress(body)
         signal = self.path.rstrip("/").rsplit("/", 1)[-1]
@@ -95,10 +106,12 @@ def record(names: list[str]) -> int:
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir(parents=True)
             files: dict[str, list[str]] = {"traces": [], "logs": []}
+            arrival = []
             for signal, body in capture.take():
                 name = f"{signal}-{len(files[signal]) + 1}.pb"
                 (out / name).write_bytes(body)
                 files[signal].append(name)
+                arrival.append(name)
             expected = expected_calls()
             if sender.provider == "anthropic":
                 for call in expected:
@@ -115,6 +128,7 @@ def record(names: list[str]) -> int:
                 "expected_llm_calls": expected,
                 "planted_secrets": list(_peer.SECRETS),
                 "files": files,
+                "arrival_order": arrival,  # as the exporters sent them (log records may come first)
                 "recorded_by": "tests/peers/record.py",
             }
             (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -1,4 +1,5 @@
-"""Two Pydantic AI agent runs on an OpenAI chat model, Pydantic AI's own instrumentation on."""
+"""Two Pydantic AI agent runs on an OpenAI chat model, Pydantic AI's own instrumentation on (its
+default version: messages as span attributes; it takes no LoggerProvider)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import _peer
 
 def main() -> None:
     tp = _peer.tracer_provider()
-    lp = _peer.logger_provider()
     from pydantic_ai import Agent
     from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.models.openai import OpenAIChatModel
@@ -18,16 +18,14 @@ def main() -> None:
     model = OpenAIChatModel(
         _peer.MODEL, provider=OpenAIProvider(base_url=os.environ["PEER_OPENAI_BASE_URL"], api_key="sk-fake-peer")
     )
-    agent = Agent(
-        model, system_prompt=_peer.SYSTEM,
-        instrument=InstrumentationSettings(tracer_provider=tp, logger_provider=lp, include_content=True),
-    )
+    Agent.instrument_all(InstrumentationSettings(tracer_provider=tp, include_content=True))
+    agent = Agent(model, system_prompt=_peer.SYSTEM)
     packages = _peer.versions("pydantic-ai-slim", "openai", "opentelemetry-sdk")
     calls = []
     for question in _peer.QUESTIONS:
         agent.run_sync(question)
         calls.append(f"pydantic_ai.Agent.run_sync(model=openai:{_peer.MODEL})")
-    _peer.report(packages, calls, tp, lp)
+    _peer.report(packages, calls, tp)
 
 
 if __name__ == "__main__":
