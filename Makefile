@@ -67,6 +67,8 @@ VERCEL_STAMP := .peer-vercel/.installed
 	$(PY) -m venv .venv-peer-$*
 	.venv-peer-$*/bin/pip install --quiet --upgrade pip
 	.venv-peer-$*/bin/pip install --quiet -r $<
+	# Verdict itself (no deps: its core ones are there), for the docs/tracing.md recipes
+	.venv-peer-$*/bin/pip install --quiet --no-deps -e . 'wrapt>=1.16'
 	touch $@
 
 $(VERCEL_STAMP): tests/peers/vercel/package.json

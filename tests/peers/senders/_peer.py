@@ -9,10 +9,14 @@ the OpenTelemetry SDK + OTLP/HTTP exporters that every family installs. The orch
     PEER_OPENAI_BASE_URL / PEER_ANTHROPIC_BASE_URL   the fake provider servers
 
 and reads one JSON line from stdout: {"packages": {...}, "calls": [...]}.
+
+With PEER_VIA_VERDICT=1 a sender follows the docs/tracing.md recipe instead: no exporter of its
+own, `verdict.init(..., export_peer_spans=True)` and every call inside `intent_context(INTENT)`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -37,6 +41,8 @@ ANSWERS = (
 MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
 SERVICE = "peer-app"
+INTENT = "billing.refund.v1"
+VIA_VERDICT = os.environ.get("PEER_VIA_VERDICT") == "1"
 
 
 def endpoint(signal: str) -> str:
@@ -49,8 +55,14 @@ def headers() -> dict[str, str]:
 
 
 def tracer_provider(service: str = SERVICE):
-    """A TracerProvider exporting OTLP/HTTP protobuf, set as the global one."""
+    """A TracerProvider exporting OTLP/HTTP protobuf, set as the global one (Verdict's, via its recipe)."""
     from opentelemetry import trace
+
+    if VIA_VERDICT:
+        import verdict.tracing as vt
+
+        vt.init(service_name=service, endpoint=endpoint("traces"), headers=headers(), export_peer_spans=True)
+        return trace.get_tracer_provider()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -76,12 +88,25 @@ def logger_provider(service: str = SERVICE):
     return provider
 
 
+def intent():
+    """The block every call runs in: `intent_context(INTENT)` in the Verdict recipe."""
+    if VIA_VERDICT:
+        import verdict.tracing as vt
+
+        return vt.intent_context(INTENT)
+    return contextlib.nullcontext()
+
+
 def versions(*dists: str) -> dict[str, str]:
     return {d: metadata.version(d) for d in dists}
 
 
 def report(packages: dict[str, str], calls: list[str], *providers) -> None:
     """Flush every provider (the export must be on the wire before we exit), then tell the orchestrator."""
+    if VIA_VERDICT:
+        import verdict.tracing as vt
+
+        vt.shutdown()
     for p in providers:
         p.force_flush()
         p.shutdown()

@@ -22,10 +22,11 @@ def main() -> None:
     client = anthropic.Anthropic(base_url=os.environ["PEER_ANTHROPIC_BASE_URL"], api_key="sk-ant-fake-peer", max_retries=0)
     calls = []
     for question in _peer.QUESTIONS:
-        client.messages.create(
-            model=_peer.ANTHROPIC_MODEL, max_tokens=200, system=_peer.SYSTEM,
-            messages=[{"role": "user", "content": question}],
-        )
+        with _peer.intent():
+            client.messages.create(
+                model=_peer.ANTHROPIC_MODEL, max_tokens=200, system=_peer.SYSTEM,
+                messages=[{"role": "user", "content": question}],
+            )
         calls.append(f"anthropic.messages.create(model={_peer.ANTHROPIC_MODEL})")
     _peer.report(packages, calls, tp)
 

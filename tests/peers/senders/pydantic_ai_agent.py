@@ -23,7 +23,8 @@ def main() -> None:
     packages = _peer.versions("pydantic-ai-slim", "openai", "opentelemetry-sdk")
     calls = []
     for question in _peer.QUESTIONS:
-        agent.run_sync(question)
+        with _peer.intent():
+            agent.run_sync(question)
         calls.append(f"pydantic_ai.Agent.run_sync(model=openai:{_peer.MODEL})")
     _peer.report(packages, calls, tp)
 
