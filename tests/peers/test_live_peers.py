@@ -89,6 +89,11 @@ def _text(messages: str | None) -> str:
     return json.dumps(json.loads(messages)) if messages else ""
 
 
+def _redacted(text: str) -> str:
+    """The scenario text as the default redactor leaves it (placeholders for the planted secrets)."""
+    return text.replace(_peer.CARD, "<CARD>").replace(_peer.EMAIL, "<EMAIL>")
+
+
 def check_target(sender: Sender, collector: Collector) -> None:
     """Issue 14's target for one sender's two calls."""
     data_dir = collector.data_dir
@@ -101,9 +106,8 @@ def check_target(sender: Sender, collector: Collector) -> None:
         assert expected_model in (row["request_model"], row["response_model"]), summary
         assert (row["input_tokens"], row["output_tokens"]) == (inp, out), summary
         asked, answered = _text(row["input_messages"]), _text(row["output_messages"])
-        assert "<CARD>" in asked and question.split(" ")[-1].rstrip("?") in asked, asked or "no input_messages"
-        assert answer.split(";")[0].split(",")[0] in answered, answered or "no output_messages"
-    assert "<EMAIL>" in _text(rows[0]["input_messages"]) and "<EMAIL>" in _text(rows[0]["output_messages"])
+        assert _redacted(question) in asked, asked or "no input_messages"
+        assert _redacted(answer) in answered, answered or "no output_messages"
     assert secrets_on_disk(data_dir, "".join(collector.log)) == []
 
 
