@@ -54,3 +54,31 @@ test: $(TEST_STAMP) browser reference-venvs
 
 clean:
 	rm -rf $(VENV) $(IRRCAC_VENV) .pytest_cache
+
+# Peer instrumentations (issue 14): each family in its own side venv, since their pins conflict
+# with ours and with each other; the Vercel AI SDK in a node_modules dir. Idempotent (stamps).
+PEER_FAMILIES := openinference openllmetry-old openllmetry openai-v2 pydantic-ai
+PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
+VERCEL_STAMP := .peer-vercel/.installed
+
+.PHONY: peers peers-record
+
+.venv-peer-%/.installed: tests/peers/requirements/%.txt
+	$(PY) -m venv .venv-peer-$*
+	.venv-peer-$*/bin/pip install --quiet --upgrade pip
+	.venv-peer-$*/bin/pip install --quiet -r $<
+	# Verdict itself (no deps: its core ones are there), for the docs/tracing.md recipes
+	.venv-peer-$*/bin/pip install --quiet --no-deps -e . 'wrapt>=1.16'
+	touch $@
+
+$(VERCEL_STAMP): tests/peers/vercel/package.json
+	mkdir -p .peer-vercel
+	cp tests/peers/vercel/package.json .peer-vercel/package.json
+	cd .peer-vercel && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+peers: $(PEER_STAMPS) $(VERCEL_STAMP)
+
+# Re-record tests/fixtures/dialects/ from the real packages (needs the test venv for the fake LLM).
+peers-record: peers $(TEST_STAMP)
+	$(BIN)/python tests/peers/record.py

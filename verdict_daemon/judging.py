@@ -2,7 +2,9 @@
 
 Work is every sampled trace without an attempt by this evaluator fingerprint, or whose latest
 attempt is ERROR and that has fewer than `max_attempts` counted attempts (provider outages are
-not counted). Model calls run in a thread pool while state.duckdb is closed; finished attempts are
+not counted). A trace whose graded call carries no content (`Material.has_content`) gets one
+NO_CONTENT attempt instead: never sent to the judge, never paid, never retried, counted in coverage.
+Model calls run in a thread pool while state.duckdb is closed; finished attempts are
 written in short batched transactions. An attempt's id is derived from (tenant, trace, fingerprint,
 attempt number) and inserted with INSERT OR IGNORE, so a rerun, a restart after a crash, or a second
 process racing on the same trace never stores a judgment twice.
@@ -33,6 +35,7 @@ log = logging.getLogger("verdict.daemon")
 FLUSH_EVERY_SECONDS = 0.5
 # A run whose first results are all provider outages stops early instead of burning the budget.
 OUTAGE_PROBE = 8
+NO_CONTENT = "no_content"  # the attempt's error_code; its status is NO_CONTENT
 _ATTEMPT_COLUMNS = ("tenant_id", "attempt_id", "trace_id", "fingerprint", "attempt_no", "status", "error_code",
                     "error_message", "judged_at", "input_tokens", "output_tokens", "cost_usd", "judge_run_id")
 _VERDICT_COLUMNS = ("tenant_id", "attempt_id", "dimension", "value", "score", "reason", "votes")
@@ -45,6 +48,7 @@ class JudgeReport:
     pending: int  # work found at the start of the run
     judged: int  # attempts with verdicts
     errors: int  # ERROR attempts
+    no_content: int  # NO_CONTENT attempts (not judged, not paid)
     budget_exhausted: bool
     stopped: bool  # asked to stop (SIGTERM) before the work was done
     usage: Usage
@@ -107,7 +111,7 @@ class _Writer:
 
     def add(self, material: Material, attempt_no: int, outcome: Outcome) -> None:
         aid = attempt_id(self.tenant, material.trace_id, self.fingerprint, attempt_no)
-        status = "ERROR" if outcome.error_code else "OK"
+        status = "NO_CONTENT" if outcome.error_code == NO_CONTENT else "ERROR" if outcome.error_code else "OK"
         attempt = (self.tenant, aid, material.trace_id, self.fingerprint, attempt_no, status, outcome.error_code,
                    outcome.error_message, datetime.now(UTC).replace(tzinfo=None), outcome.usage.input_tokens,
                    outcome.usage.output_tokens, outcome.usage.cost_usd, self.run_id)
@@ -174,6 +178,7 @@ def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging,
     judged = errors = outages = 0
     in_flight: dict[Future, tuple[Material, int]] = {}
     queue = iter(work)
+    no_content = _record_no_content(writer, work)
     exhausted = stopped = outage = False
     abandon_at = float("inf")
     pool = ThreadPoolExecutor(config.concurrency, thread_name_prefix="verdict-judge")
@@ -212,23 +217,36 @@ def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging,
     if in_flight:
         log.warning("judge tenant=%s evaluator=%s: abandoned %d call(s) still running %g s after the stop request",
                     tenant, evaluator.name, len(in_flight), config.stop_grace_seconds)
-    log.info("judge tenant=%s evaluator=%s pending=%d judged=%d errors=%d budget_exhausted=%s stopped=%s",
-             tenant, evaluator.name, len(work), judged, errors, exhausted, stopped)
+    log.info("judge tenant=%s evaluator=%s pending=%d judged=%d errors=%d no_content=%d budget_exhausted=%s "
+             "stopped=%s", tenant, evaluator.name, len(work), judged, errors, no_content, exhausted, stopped)
     if outage:
         raise DaemonError(PROVIDER_UNAVAILABLE, f"evaluator {evaluator.name!r}: the judge model could not be "
                           f"reached ({outages} call(s) failed, none succeeded)")
-    return JudgeReport(evaluator.name, evaluator.fingerprint, len(work), judged, errors, exhausted, stopped,
-                       budget.usage)
+    return JudgeReport(evaluator.name, evaluator.fingerprint, len(work), judged, errors, no_content, exhausted,
+                       stopped, budget.usage)
+
+
+def _record_no_content(writer: _Writer, work: list[tuple[Material, int]]) -> int:
+    """Write a NO_CONTENT attempt for every work item without content and drop it from `work`."""
+    empty = [item for item in work if not item[0].has_content]
+    for material, attempt_no in empty:
+        writer.add(material, attempt_no, Outcome(error_code=NO_CONTENT, error_message=(
+            "the graded call has no question or no answer text (content not captured, or a dialect the "
+            "collector does not map)")))
+    work[:] = [item for item in work if item[0].has_content]
+    return len(empty)
 
 
 def coverage(store: StateStore, tenant: str, fingerprint: str) -> dict[str, float | int]:
-    """Sampled traces and how many have a usable (latest OK) judgment by this fingerprint."""
+    """Sampled traces and how many have a usable (latest OK) judgment by this fingerprint; `no_content`
+    traces had nothing to judge (they stay in the denominator: coverage is what monitoring sees)."""
     with store.transaction() as con:
-        sampled, usable, error = con.execute("""
+        sampled, usable, error, no_content = con.execute("""
             WITH latest AS (SELECT trace_id, arg_max(status, attempt_no) AS status FROM judgment_attempts
                             WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id)
-            SELECT count(*), count(*) FILTER (WHERE l.status = 'OK'), count(*) FILTER (WHERE l.status = 'ERROR')
+            SELECT count(*), count(*) FILTER (WHERE l.status = 'OK'), count(*) FILTER (WHERE l.status = 'ERROR'),
+                   count(*) FILTER (WHERE l.status = 'NO_CONTENT')
             FROM sampled_traces s LEFT JOIN latest l USING (trace_id) WHERE s.tenant_id = $t""",
             {"t": validate_tenant_id(tenant), "fp": fingerprint}).fetchone()
-    return {"sampled_traces": sampled, "usable": usable, "error": error,
+    return {"sampled_traces": sampled, "usable": usable, "error": error, "no_content": no_content,
             "rate": round(usable / sampled, 4) if sampled else 0.0}

@@ -19,6 +19,12 @@ class Material:
     response: str
     context: str  # system instructions and tool results the answer could rely on; "" when none
 
+    @property
+    def has_content(self) -> bool:
+        """Whether a judge has something to grade: an answer, and a question or context it answers.
+        Without (content capture off, an unrecognised dialect) the trace is `no_content`, never judged."""
+        return bool(self.response.strip()) and bool(self.query.strip() or self.context.strip())
+
     def as_sample(self) -> dict[str, str]:
         """The sample a judge graph receives (`{source.query}`, `{source.response}`, `{source.context}`)."""
         return {"trace_id": self.trace_id, "query": self.query, "response": self.response, "context": self.context}

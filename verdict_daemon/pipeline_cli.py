@@ -134,8 +134,9 @@ def _report(args: argparse.Namespace, exc: CliError) -> None:
 
 def _text(summary: dict) -> str:
     lines = [f"tenant {summary['tenant_id']} as of {summary['as_of']}: sampled {summary['sampled']}, "
-             f"judged {summary['judged']}, errors {summary['errors']}, "
+             f"judged {summary['judged']}, errors {summary['errors']}, no content {summary['no_content']}, "
              f"missing intent key {summary['missing_intent_key']}"]
+    lines += [f"  warning: {w}" for w in summary["warnings"]]
     for h in summary["sentinel_health"]:
         lines.append(f"  sentinel {h['evaluator']}: {h['status']} ({h['reason']})")
     for e in summary["evaluators"]:

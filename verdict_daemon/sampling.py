@@ -19,7 +19,11 @@ keeps the judge budget bounded, filled by u, and is logged. The global budget (`
 is shared fairly: every stratum's first pick comes before any stratum's second. Every window
 overlapping the lookback is read whole (and the one before it, for its volume). The stratum is the
 intent key for now (`unassigned` when a call carries none); the cluster registry will take over
-this seam.
+this seam. A call without an intent key of its own inherits the key of its nearest ancestor span
+that has one (another instrumentation's LLM span under the app's span stamped by `intent_context`).
+
+A tenant with spans in the lookback but no recognised LLM call gets a warning naming the
+instrumentation scopes and their span counts (`SampleReport.unrecognised_scopes`), never a silent 0.
 """
 
 from __future__ import annotations
@@ -55,6 +59,16 @@ class SampleReport:
     strata: int  # (stratum, window) cells that received traces
     budget_limited: bool  # the global budget cut this run short
     at_ceiling: int = 0  # (stratum, window) cells whose traffic hit the per-window ceiling this run
+    # (scope name, spans) when the lookback has spans but not one recognised LLM call; else empty
+    unrecognised_scopes: tuple[tuple[str, int], ...] = ()
+
+    def warning(self) -> str | None:
+        """The operator-facing sentence for a lake of spans no dialect recognised as LLM calls."""
+        if not self.unrecognised_scopes:
+            return None
+        scopes = ", ".join(f"{name or '(no scope)'} ({n} spans)" for name, n in self.unrecognised_scopes)
+        return (f"spans but no recognised LLM call in the lookback: {scopes}; check that the instrumentation "
+                "records GenAI attributes (docs/tracing.md lists the supported peers)")
 
 
 def _naive_utc(at: datetime) -> datetime:
@@ -94,7 +108,9 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
             params=[tenant, start]).to_arrow_table()
     lake_con = duckdb.connect(config={"threads": 2})
     try:
+        _inherit_intents(lake_con, files, start - window, end)
         rows, eligible, at_ceiling = _pick(lake_con, done, files, start, end, window.total_seconds(), config)
+        unrecognised = () if eligible else _unrecognised_scopes(lake_con, files, start, end)
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
@@ -108,7 +124,54 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
             insert_rows(con, "sampled_traces", _SAMPLED_COLUMNS, records)
     strata = len({(r[4], r[5]) for r in records})
     log.info("sample tenant=%s eligible=%d sampled=%d strata=%d", tenant, eligible, len(records), strata)
-    return SampleReport(eligible, len(records), strata, eligible > len(records), at_ceiling)
+    report = SampleReport(eligible, len(records), strata, eligible > len(records), at_ceiling, unrecognised)
+    if report.warning():
+        log.warning("sample tenant=%s: %s", tenant, report.warning())
+    return report
+
+
+def _quoted(files: list[str]) -> str:
+    return ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+
+
+def _inherit_intents(lake_con, files: list[str], start: datetime, end: datetime) -> None:
+    """TEMP TABLE inherited_intent(trace_id, span_id, intent_key): for each LLM call in the window
+    without a key, the key of its nearest ancestor span that has one (at most 64 levels up; ancestors
+    may start before the window, so only the date partitions bound them)."""
+    not_inference = ", ".join(f"'{op}'" for op in NOT_INFERENCE)
+    lake_con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE inherited_intent AS
+        WITH RECURSIVE tree AS (
+            SELECT DISTINCT trace_id, span_id, parent_span_id, intent_key
+            FROM read_parquet([{_quoted(files)}], union_by_name = true)
+        ),
+        up(trace_id, span_id, parent, depth, key) AS (
+            SELECT trace_id, span_id, parent_span_id, 0, NULL::VARCHAR
+            FROM read_parquet([{_quoted(files)}], union_by_name = true)
+            WHERE start_time >= $start AND start_time < $end AND intent_key IS NULL
+              AND operation IS NOT NULL AND operation NOT IN ({not_inference}) AND parent_span_id IS NOT NULL
+            UNION ALL
+            SELECT u.trace_id, u.span_id, t.parent_span_id, u.depth + 1, t.intent_key
+            FROM up u JOIN tree t ON t.trace_id = u.trace_id AND t.span_id = u.parent
+            WHERE u.key IS NULL AND u.depth < 64
+        )
+        SELECT trace_id, span_id, arg_min(key, depth) AS intent_key FROM up WHERE key IS NOT NULL GROUP BY ALL
+        """, {"start": start, "end": end})
+
+
+def _unrecognised_scopes(lake_con, files: list[str], start: datetime, end: datetime) -> tuple[tuple[str, int], ...]:
+    """Span counts per instrumentation scope when the window has spans but no LLM call at all
+    (sampled before or not); empty otherwise."""
+    not_inference = ", ".join(f"'{op}'" for op in NOT_INFERENCE)
+    rows = lake_con.execute(f"""
+        SELECT scope_name, count(*) AS n,
+               count(*) FILTER (WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})) AS calls
+        FROM read_parquet([{_quoted(files)}], union_by_name = true)
+        WHERE start_time >= $start AND start_time < $end
+        GROUP BY ALL ORDER BY n DESC, scope_name""", {"start": start, "end": end}).fetchall()
+    if any(calls for _, _, calls in rows):
+        return ()
+    return tuple((name, n) for name, n, _ in rows[:20])
 
 
 def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, window_s: float,
@@ -116,14 +179,14 @@ def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, wind
     """The new picks with their content, how many unsampled eligible traces there were, and how many
     cells reached the ceiling."""
     lake_con.register("done", done)
-    quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    quoted = _quoted(files)
     not_inference = ", ".join(f"'{op}'" for op in NOT_INFERENCE)
     u = _U.format(draw="md5($seed || ':' || trace_id)")
     lake_con.execute(f"""
         CREATE TEMP TABLE picked AS
         WITH calls AS (
-            SELECT trace_id, span_id, start_time, end_time, intent_key
-            FROM read_parquet([{quoted}], union_by_name = true)
+            SELECT trace_id, span_id, start_time, end_time, coalesce(s.intent_key, i.intent_key) AS intent_key
+            FROM read_parquet([{quoted}], union_by_name = true) s LEFT JOIN inherited_intent i USING (trace_id, span_id)
             WHERE start_time >= $start - to_seconds($w) AND start_time < $end
               AND operation IS NOT NULL AND operation NOT IN ({not_inference})
               AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}'

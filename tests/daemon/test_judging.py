@@ -73,7 +73,8 @@ def test_error_attempts_are_kept_retried_up_to_the_limit_and_excluded(sampled):
     assert {r["value"] for r in table if r["trace_id"] in bad} == {"ERROR"}
     assert {r["value"] for r in table if r["trace_id"] not in bad} == {"PASS", "FAIL"}
     assert coverage(sampled, "acme", evaluator.fingerprint) == {  # what the summary puts next to every rate
-        "sampled_traces": 72, "usable": 72 - len(bad), "error": len(bad), "rate": round((72 - len(bad)) / 72, 4)}
+        "sampled_traces": 72, "usable": 72 - len(bad), "error": len(bad), "no_content": 0,
+        "rate": round((72 - len(bad)) / 72, 4)}
 
 
 def test_a_later_success_replaces_an_error_as_the_latest_attempt(sampled):

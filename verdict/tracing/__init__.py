@@ -16,9 +16,11 @@ from verdict.tracing.context import (
 )
 from verdict.tracing.health import TracingStats, reset_stats, stats
 from verdict.tracing.instrument import instrument, is_instrumented, uninstrument
+from verdict.tracing.peers import ContextStampProcessor
 from verdict.tracing.setup import flush, init, shutdown
 
 __all__ = [
+    "ContextStampProcessor",
     "TracingConfig",
     "TracingStats",
     "carry_context",

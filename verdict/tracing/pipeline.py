@@ -3,7 +3,9 @@
 Content attributes (redaction + JSON) are built here, on the export thread, from the references the
 call left on the span, so the calling thread pays neither. A span whose content cannot be built is
 exported without content (never unredacted). Only Verdict's own spans are exported, even when
-`init()` joined an app's provider: other instrumentations' spans may carry unredacted data.
+`init()` joined an app's provider: other instrumentations' spans may carry unredacted data. The
+exception is `init(export_peer_spans=True)`: other instrumentations' GenAI spans are exported too,
+every string value redacted (verdict.tracing.peers).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from verdict.tracing import health
 from verdict.tracing.content import Redactor
+from verdict.tracing.peers import is_genai_span, redact_peer_span
 from verdict.tracing.runtime import SCOPE
 
 PENDING_CONTENT = "_verdict_content"
@@ -58,19 +61,36 @@ def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int,
     )
 
 
+def _is_verdict_span(span: ReadableSpan) -> bool:
+    return span.instrumentation_scope is not None and span.instrumentation_scope.name == SCOPE
+
+
 class ContentExporter(SpanExporter):
     """`resource`: what Verdict's spans carry instead of the provider's (`init()` joined an app's
-    provider: its resource plus the `service.name` and `verdict.tenant_id` given to `init()`)."""
+    provider: its resource plus the `service.name` and `verdict.tenant_id` given to `init()`).
+    `peer_redactor`: redacts the other instrumentations' spans `VerdictSpanProcessor` lets through."""
 
     def __init__(self, inner: SpanExporter, redactor: Redactor | None, max_bytes: int,
-                 resource: Resource | None = None) -> None:
+                 resource: Resource | None = None, peer_redactor: Redactor | None = None) -> None:
         self._inner = inner
         self._redactor = redactor
         self._max_bytes = max_bytes
         self._resource = resource
+        self._peer_redactor = peer_redactor
+
+    def _ready(self, span: ReadableSpan) -> ReadableSpan | None:
+        if _is_verdict_span(span):
+            return materialize(span, self._redactor, self._max_bytes, self._resource)
+        if self._peer_redactor is None:
+            return None  # never export another instrumentation's span unredacted
+        try:
+            return redact_peer_span(span, self._peer_redactor, self._resource)
+        except Exception as exc:  # a redaction bug: drop the span rather than export it raw
+            health.record_error("peer_redaction", exc)
+            return None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        ready = [materialize(span, self._redactor, self._max_bytes, self._resource) for span in spans]
+        ready = [r for r in map(self._ready, spans) if r is not None]
         try:
             result = self._inner.export(ready)
         except Exception as exc:
@@ -102,9 +122,11 @@ class VerdictSpanProcessor(SpanProcessor):
         self.batch: BatchSpanProcessor | None = None
         self._queue: Any = None
         self._queue_limit = 0
+        self.peer_spans = False  # also forward other instrumentations' GenAI spans
 
-    def attach(self, batch: BatchSpanProcessor, max_queue_size: int) -> None:
+    def attach(self, batch: BatchSpanProcessor, max_queue_size: int, peer_spans: bool = False) -> None:
         self.batch = batch
+        self.peer_spans = peer_spans
         # The SDK's internal deque, looked up once (None if a future SDK renames it: no early drop).
         self._queue = getattr(getattr(batch, "_batch_processor", None), "_queue", None)
         self._queue_limit = max_queue_size
@@ -119,13 +141,18 @@ class VerdictSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         batch = self.batch
-        if span.instrumentation_scope is None or span.instrumentation_scope.name != SCOPE:
+        if not _is_verdict_span(span):
+            if batch is not None and self.peer_spans and is_genai_span(span):
+                self._enqueue(batch, span)
             return
         pending = PENDING.pop(span.context.span_id, None) if span.context is not None else None
         if batch is None:
             return
         if pending is not None:
             span.__dict__[PENDING_CONTENT] = pending
+        self._enqueue(batch, span)
+
+    def _enqueue(self, batch: BatchSpanProcessor, span: ReadableSpan) -> None:
         queue = self._queue
         if queue is not None and len(queue) >= self._queue_limit:
             # Exporter down or slow: keep memory bounded and the caller's thread quiet.

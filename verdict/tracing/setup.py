@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from verdict.tracing import semconv as sc
 from verdict.tracing.config import PROTOCOL_GRPC, TracingConfig, resolve_config
 from verdict.tracing.content import Redactor
+from verdict.tracing.peers import ContextStampProcessor
 from verdict.tracing.pipeline import ContentExporter, VerdictSpanProcessor
 from verdict.tracing.runtime import STATE, Runtime, load_redactor, verdict_tracer
 
@@ -43,12 +44,18 @@ def init(
     schedule_delay_millis: int | None = None,
     export_timeout_seconds: float | None = None,
     resource_attributes: Mapping[str, Any] | None = None,
+    export_peer_spans: bool = False,
 ) -> TracingConfig:
     """Start exporting Verdict's LLM spans. Raises ValueError for any configuration error.
 
     Joins the app's global SDK TracerProvider when there is one (adding a processor, never replacing
     it); otherwise creates and registers one with `service.name` and `verdict.tenant_id`.
     `exporter` replaces the OTLP exporter (tests, custom backends).
+
+    Next to other instrumentations on the same provider: spans started inside `intent_context` /
+    `workload_context` get its keys whatever instrumentation starts them; `export_peer_spans=True`
+    also exports their GenAI spans through this exporter, every string value redacted (with
+    `redactor`, else the built-in one, whether or not `capture_content` is on).
     """
     config = resolve_config(
         service_name=service_name, endpoint=endpoint, tenant_id=tenant_id, headers=headers,
@@ -62,8 +69,10 @@ def init(
     if exporter is not None and not (callable(getattr(exporter, "export", None))
                                      and callable(getattr(exporter, "shutdown", None))):
         raise ValueError(f"exporter must be an opentelemetry SpanExporter, got {type(exporter).__name__}")
+    if not isinstance(export_peer_spans, bool):
+        raise ValueError(f"export_peer_spans must be True or False, got {export_peer_spans!r}")
     builtin_redaction = config.capture_content and redactor is None
-    if config.capture_content and redactor is None:
+    if (config.capture_content or export_peer_spans) and redactor is None:
         try:
             redactor = load_redactor()
         except ImportError as exc:
@@ -74,16 +83,18 @@ def init(
         span_exporter = exporter if exporter is not None else _otlp_exporter(config)
         provider, owned = _provider(config)
         if provider not in _joined:
+            provider.add_span_processor(ContextStampProcessor())
             provider.add_span_processor(_processor)
             _joined.append(provider)
         batch = BatchSpanProcessor(
             ContentExporter(span_exporter, redactor if config.capture_content else None, config.max_content_bytes,
-                            None if owned else provider.resource.merge(_resource(config))),
+                            None if owned else provider.resource.merge(_resource(config)),
+                            peer_redactor=redactor if export_peer_spans else None),
             max_queue_size=config.max_queue_size,
             max_export_batch_size=config.max_export_batch_size,
             schedule_delay_millis=config.schedule_delay_millis,
         )
-        _processor.attach(batch, config.max_queue_size)
+        _processor.attach(batch, config.max_queue_size, peer_spans=export_peer_spans)
         STATE.current = Runtime(
             tracer=verdict_tracer(provider, builtin_redaction),
             tenant_id=config.tenant_id,

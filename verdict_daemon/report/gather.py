@@ -99,10 +99,12 @@ _COVERAGE = f"""
                count(DISTINCT trace_id) FILTER (WHERE status = 'ERROR') AS error_traces,
                count(*) FILTER (WHERE dimension IS NOT NULL) AS verdicts,
                count(*) FILTER (WHERE value = 'UNCLEAR') AS unclear,
-               count(*) FILTER (WHERE value IN ('PASS', 'FAIL') OR (dimension IS NOT NULL AND score IS NOT NULL)) AS usable
+               count(*) FILTER (WHERE value IN ('PASS', 'FAIL') OR (dimension IS NOT NULL AND score IS NOT NULL)) AS usable,
+               count(DISTINCT trace_id) FILTER (WHERE status = 'NO_CONTENT') AS no_content
         FROM judgments WHERE fingerprint = $fp GROUP BY ALL)
     SELECT coalesce(s.cluster, per.cluster) AS cluster, coalesce(s.sampled, 0), coalesce(per.judged, 0),
-           coalesce(per.error_traces, 0), coalesce(per.verdicts, 0), coalesce(per.unclear, 0), coalesce(per.usable, 0)
+           coalesce(per.error_traces, 0), coalesce(per.verdicts, 0), coalesce(per.unclear, 0), coalesce(per.usable, 0),
+           coalesce(per.no_content, 0)
     FROM sampled_per_cluster s FULL JOIN per USING (cluster) ORDER BY 1"""
 
 _EXAMPLES = """

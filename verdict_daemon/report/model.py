@@ -93,6 +93,7 @@ class CoverageRow:
     verdicts: int
     unclear: int
     usable: int  # PASS/FAIL verdicts or scores
+    no_content: int = 0  # latest attempt NO_CONTENT: the graded call had nothing to judge
 
     @property
     def pending(self) -> int:

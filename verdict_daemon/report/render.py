@@ -230,21 +230,23 @@ def _coverage(data: ReportData) -> str:
     if not parts:
         return _no_judgments()
     return ('<p class="legend">Latest attempt per sampled trace. ERROR: the judge gave no usable reply for the trace '
-            "(retried up to the daemon's max attempts); UNCLEAR: the judge could not decide one dimension. Both are "
+            "(retried up to the daemon's max attempts); UNCLEAR: the judge could not decide one dimension; no content: "
+            "the graded call carried no question or answer text, so it was not sent to the judge. All are "
             "excluded from pass rates.</p>" + "".join(parts))
 
 
 def _coverage_table(e: EvaluatorSection) -> str:
-    headers = ("Cluster", "Sampled", "Judged", "Pending", "ERROR traces", "Verdicts", "UNCLEAR", "Usable")
+    headers = ("Cluster", "Sampled", "Judged", "Pending", "ERROR traces", "No content", "Verdicts", "UNCLEAR", "Usable")
     total = CoverageRow("all clusters", *(sum(getattr(r, f) for r in e.coverage)
-                                          for f in ("sampled", "judged", "error_traces", "verdicts", "unclear", "usable")))
+                                          for f in ("sampled", "judged", "error_traces", "verdicts", "unclear", "usable",
+                                                    "no_content")))
     rows = [_coverage_row(r) for r in e.coverage] + [_coverage_row(total, total=True)]
     return _evaluator_heading(e) + _table(f"Coverage of evaluator {safe(e.name)}", headers, rows, "coverage")
 
 
 def _coverage_row(r: CoverageRow, total: bool = False) -> str:
     cells = (f"{r.sampled:,}", f"{r.judged:,}", f"{r.pending:,}", f"{r.error_traces:,} ({pct(r.error_share)})",
-             f"{r.verdicts:,}", f"{r.unclear:,} ({pct(r.unclear_share)})", f"{r.usable:,}")
+             f"{r.no_content:,}", f"{r.verdicts:,}", f"{r.unclear:,} ({pct(r.unclear_share)})", f"{r.usable:,}")
     css = ' class="total"' if total else ""
     return f'<tr{css}><th scope="row">{safe(r.cluster)}</th>{"".join(f"<td>{c}</td>" for c in cells)}</tr>'
 

@@ -1,0 +1,126 @@
+"""Run a real peer instrumentation (in its side venv) against the fake LLM servers.
+
+Each `Sender` is one instrumentation package in one mode; `run_sender` starts its script
+(tests/peers/senders/) in the family's side venv (`make peers` builds them) with the OTLP
+endpoint to send to: the capturing server of tests/peers/record.py, or the real collector in
+the live tests (tests/peers/test_live_peers.py). Used from the main venv only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verdict_daemon.fake_llm import FakeAnthropic, FakeOpenAI, RecordedRequest, Reply
+
+ROOT = Path(__file__).resolve().parents[2]
+SENDERS_DIR = Path(__file__).with_name("senders")
+FIXTURES = ROOT / "tests" / "fixtures" / "dialects"
+sys.path.insert(0, str(SENDERS_DIR))
+import _peer  # noqa: E402  (the scenario, shared with the side-venv scripts)
+
+# (input_tokens, output_tokens) the fake servers report for each question, so tokens are checkable.
+USAGE = ((41, 17), (23, 11))
+
+
+@dataclass(frozen=True)
+class Sender:
+    name: str  # fixture directory under tests/fixtures/dialects/
+    family: str  # side venv .venv-peer-<family> (or "vercel": node_modules in .peer-vercel)
+    argv: tuple[str, ...]  # script under senders/ and its arguments
+    env: dict[str, str] = field(default_factory=dict)
+    provider: str = "openai"  # which fake server the calls go to
+    note: str = ""
+
+    @property
+    def python(self) -> Path:
+        return ROOT / f".venv-peer-{self.family}" / "bin" / "python"
+
+    def command(self) -> list[str]:
+        script = str(SENDERS_DIR / self.argv[0])
+        if self.family == "vercel":
+            return ["node", script, *self.argv[1:]]
+        return [str(self.python), script, *self.argv[1:]]
+
+    def installed(self) -> bool:
+        marker = ROOT / (".peer-vercel" if self.family == "vercel" else f".venv-peer-{self.family}") / ".installed"
+        return marker.exists()
+
+
+CONTENT_ON = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+SENDERS = (
+    Sender("openinference-openai", "openinference", ("openai_chat.py", "openinference")),
+    Sender("openllmetry-openai-0.40", "openllmetry-old", ("openai_chat.py", "openllmetry"),
+           note="OpenLLMetry before the semconv migration: gen_ai.prompt.N.*, gen_ai.usage.prompt_tokens"),
+    Sender("openllmetry-openai", "openllmetry", ("openai_chat.py", "openllmetry")),
+    Sender("openai-v2-default", "openai-v2", ("openai_chat.py", "openai-v2"), CONTENT_ON,
+           note="default semconv mode: content only in log records (gen_ai.user.message, gen_ai.choice)"),
+    Sender("openai-v2-span-only", "openai-v2", ("openai_chat.py", "openai-v2"),
+           {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only"}),
+    Sender("openllmetry-anthropic-native", "openllmetry", ("anthropic_messages.py",), provider="anthropic",
+           note="OpenLLMetry's Anthropic spans and the anthropic SDK's own spans for the same calls"),
+    Sender("pydantic-ai", "pydantic-ai", ("pydantic_ai_agent.py",)),
+    Sender("vercel-ai", "vercel", ("vercel_ai.mjs",),
+           note="ai generateText with experimental_telemetry: outer ai.generateText and inner ai.generateText.doGenerate"),
+)
+BY_NAME = {s.name: s for s in SENDERS}
+
+
+def _reply(request: RecordedRequest) -> Reply:
+    """The scripted answer to whichever scenario question the request carries."""
+    text = request.raw.decode("utf-8", "replace")
+    for i, question in enumerate(_peer.QUESTIONS):
+        if json.dumps(question)[1:-1] in text or question in text:
+            return Reply(_peer.ANSWERS[i], usage=USAGE[i])
+    return Reply("unexpected request", usage=(1, 1))
+
+
+@contextmanager
+def fake_providers() -> Iterator[tuple[FakeOpenAI, FakeAnthropic]]:
+    with FakeOpenAI() as openai_server, FakeAnthropic() as anthropic_server:
+        openai_server.handler = _reply
+        anthropic_server.handler = _reply
+        yield openai_server, anthropic_server
+
+
+@dataclass(frozen=True)
+class Run:
+    packages: dict[str, str]
+    calls: list[str]
+    provider_requests: int
+
+
+def run_sender(sender: Sender, otlp_endpoint: str, openai_server: FakeOpenAI, anthropic_server: FakeAnthropic,
+               otlp_headers: str = "", timeout: float = 240.0) -> Run:
+    """Run one sender to completion (its exporters flushed); raise with its stderr on failure."""
+    if not sender.installed():
+        raise RuntimeError(f"{sender.family} side environment missing: run `make peers`")
+    server = anthropic_server if sender.provider == "anthropic" else openai_server
+    before = server.request_count
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ANTHROPIC_", "OPENAI_"))},
+        **sender.env,
+        "PEER_OTLP_ENDPOINT": otlp_endpoint,
+        "PEER_OTLP_HEADERS": otlp_headers,
+        "PEER_OPENAI_BASE_URL": openai_server.base_url,
+        "PEER_ANTHROPIC_BASE_URL": anthropic_server.base_url,
+        "PEER_NODE_MODULES": str(ROOT / ".peer-vercel" / "node_modules"),
+        "PEER_SCENARIO": json.dumps({"system": _peer.SYSTEM, "questions": list(_peer.QUESTIONS),
+                                     "model": _peer.MODEL, "service": _peer.SERVICE}),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    proc = subprocess.run(sender.command(), env=env, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"sender {sender.name} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"sender {sender.name} printed no report:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    report = json.loads(lines[-1])
+    return Run(report["packages"], report["calls"], server.request_count - before)

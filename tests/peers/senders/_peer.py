@@ -1,0 +1,115 @@
+"""What every peer sender shares: the scenario (prompts with planted secrets) and the OTLP wiring.
+
+Runs inside a peer's side venv (see tests/peers/requirements/), so it imports only the stdlib and
+the OpenTelemetry SDK + OTLP/HTTP exporters that every family installs. The orchestrator
+(tests/peers/record.py, or the live tests) passes addresses in the environment:
+
+    PEER_OTLP_ENDPOINT   base URL of the OTLP/HTTP receiver (…/v1/traces and …/v1/logs are appended)
+    PEER_OTLP_HEADERS    optional "k=v,k2=v2" headers (a collector token)
+    PEER_OPENAI_BASE_URL / PEER_ANTHROPIC_BASE_URL   the fake provider servers
+
+and reads one JSON line from stdout: {"packages": {...}, "calls": [...]}.
+
+With PEER_VIA_VERDICT=1 a sender follows the docs/tracing.md recipe instead: no exporter of its
+own, `verdict.init(..., export_peer_spans=True)` and every call inside `intent_context(INTENT)`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from importlib import metadata
+
+# Planted secrets: the fixtures carry them raw (that is what the peers send); nothing derived
+# from them may reach disk unredacted. The card is the Visa test number (Luhn-valid).
+EMAIL = "jane.roe.peer@example.com"
+CARD = "4111 1111 1111 1111"
+SECRETS = (EMAIL, CARD, CARD.replace(" ", ""))
+
+SYSTEM = "You are a billing assistant. Answer in one sentence."
+QUESTIONS = (
+    f"My card {CARD} was charged twice; please write to {EMAIL}. Why?",
+    f"Can you refund the second charge on card {CARD}?",
+)
+# The fake server's replies; the first also carries a secret, so answers are checked too.
+ANSWERS = (
+    f"The duplicate charge is a pending authorisation; a note went to {EMAIL}.",
+    "Yes, the second charge will be refunded within five days.",
+)
+MODEL = "gpt-4o-mini"
+ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
+SERVICE = "peer-app"
+INTENT = "billing.refund.v1"
+VIA_VERDICT = os.environ.get("PEER_VIA_VERDICT") == "1"
+
+
+def endpoint(signal: str) -> str:
+    return os.environ["PEER_OTLP_ENDPOINT"].rstrip("/") + f"/v1/{signal}"
+
+
+def headers() -> dict[str, str]:
+    raw = os.environ.get("PEER_OTLP_HEADERS", "")
+    return dict(part.split("=", 1) for part in raw.split(",") if "=" in part)
+
+
+def tracer_provider(service: str = SERVICE):
+    """A TracerProvider exporting OTLP/HTTP protobuf, set as the global one (Verdict's, via its recipe)."""
+    from opentelemetry import trace
+
+    if VIA_VERDICT:
+        import verdict.tracing as vt
+
+        vt.init(service_name=service, endpoint=endpoint("traces"), headers=headers(), export_peer_spans=True)
+        return trace.get_tracer_provider()
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint("traces"), headers=headers())))
+    trace.set_tracer_provider(provider)
+    return provider
+
+
+def logger_provider(service: str = SERVICE):
+    """A LoggerProvider exporting OTLP/HTTP protobuf log records, set as the global one."""
+    from opentelemetry._logs import set_logger_provider
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+
+    provider = LoggerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=endpoint("logs"), headers=headers())))
+    set_logger_provider(provider)
+    return provider
+
+
+def intent():
+    """The block every call runs in: `intent_context(INTENT)` in the Verdict recipe."""
+    if VIA_VERDICT:
+        import verdict.tracing as vt
+
+        return vt.intent_context(INTENT)
+    return contextlib.nullcontext()
+
+
+def versions(*dists: str) -> dict[str, str]:
+    return {d: metadata.version(d) for d in dists}
+
+
+def report(packages: dict[str, str], calls: list[str], *providers) -> None:
+    """Flush every provider (the export must be on the wire before we exit), then tell the orchestrator."""
+    if VIA_VERDICT:
+        import verdict.tracing as vt
+
+        vt.shutdown()
+    for p in providers:
+        p.force_flush()
+        p.shutdown()
+    json.dump({"packages": packages, "calls": calls}, sys.stdout)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
