@@ -29,6 +29,7 @@ from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, validate_tenant_id
 
 EXIT_CODES = {"invalid_tenant": 3, "no_data_dir": 4, "query_error": 5, "access_denied": 6}
 TABLE_CELL_CHARS = 120
+WRITE_CHUNK = 1 << 16  # one huge write() to a pipe whose reader left can end without BrokenPipeError
 
 
 class SqlCommandError(CliError):
@@ -194,5 +195,7 @@ def run(args: argparse.Namespace, out=None, err=None,
         else:
             err.write(error_line("verdict sql", exc.code, exc.message) + "\n")
         return EXIT_CODES[exc.code]
-    out.write(text)
+    for start in range(0, len(text), WRITE_CHUNK):  # a reader that goes away (`| head`) is noticed: exit 141
+        out.write(text[start:start + WRITE_CHUNK])
+        out.flush()
     return 0

@@ -19,6 +19,7 @@ import os
 import sys
 from typing import NoReturn
 
+from verdict.cli_errors import EXIT_USAGE, USAGE_CODE
 from verdict_daemon.errors import internal_error, print_error
 
 # name -> (module, one-line help)
@@ -33,9 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-EXIT_USAGE = 2
 EXIT_INTERNAL = 2  # internal_error (a bug) that a subcommand did not report itself
-USAGE_CODE = "invalid_config"  # the code every subcommand reports its own usage errors with
 
 
 def usage_error(message: str) -> NoReturn:

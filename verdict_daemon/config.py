@@ -137,7 +137,7 @@ class Drift(_Section):
     """Alert period = `current_window_hours` on the UTC grid (days by default); see drift_runs for the
     per-period false-alarm budget: `alpha` split into early looks and one decision per closed period."""
 
-    current_window_hours: float = Field(24, gt=0, le=YEAR_HOURS)
+    current_window_hours: float = Field(24, ge=1 / 60, le=YEAR_HOURS)
     gap_hours: float = Field(24, ge=0, le=YEAR_HOURS)
     baseline_days: float = Field(7, gt=0, le=3660)
     alpha: float = Field(0.05, gt=0, lt=1)

@@ -21,6 +21,7 @@ UNBOUNDED = [
     ("judging", "stop_grace_seconds", "1e12"),
     ("drift", "baseline_days", "1e300"),
     ("drift", "current_window_hours", "inf"),
+    ("drift", "current_window_hours", "1e-300"),  # a zero-length alert period
     ("drift", "gap_hours", "1e300"),
     ("sampling", "window_hours", "inf"),
     ("sampling", "window_hours", "1e-300"),
@@ -95,3 +96,18 @@ def test_an_unset_webhook_token_variable_stops_the_start(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr == ("verdict-daemon: error [invalid_config]: alerts.token_env: environment variable "
                            "VERDICT_TEST_UNSET_TOKEN is not set\n")
+
+
+def test_a_failing_daemon_exits_even_with_threads_still_running(tmp_path):
+    """main()'s error path leaves like its normal path: threads still running (judge calls abandoned when a
+    stop fails) must not keep the interpreter joining them at exit. Here a thread that never ends stands in
+    for them, and the start fails."""
+    config = _config(tmp_path, "[judging]\nstop_grace_seconds = -1\n")
+    script = ("import sys, threading\n"
+              "threading.Thread(target=threading.Event().wait).start()  # never ends, not a daemon thread\n"
+              "from verdict_daemon.daemon_cli import main\n"
+              "sys.exit(main(['--config', sys.argv[1]]))\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, env=env(),
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("verdict-daemon: error [invalid_config]: judging.stop_grace_seconds: ")
