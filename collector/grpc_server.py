@@ -22,6 +22,9 @@ SERVICES = {
     "logs": "opentelemetry.proto.collector.logs.v1.LogsService",
 }
 METRICS_SERVICE = "opentelemetry.proto.collector.metrics.v1.MetricsService"
+# grpcio holds up to 2 x threads received messages outside the in-flight budget: 4 MiB each (the
+# OpenTelemetry Collector's gRPC default too) keeps that at 128 MiB with the default 16 threads.
+GRPC_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 _CODES = {
     401: grpc.StatusCode.UNAUTHENTICATED,
@@ -35,7 +38,8 @@ def _export_handler(service: IngestService, signal: str):
         metadata = dict(context.invocation_metadata())
         try:
             tenant, authenticated = service.authenticate(metadata.get("authorization"))
-            with service.admitted(len(payload)):
+            with service.admitted() as reservation:
+                reservation.grow(len(payload))  # grpcio hands over whole messages: all received
                 outcome = service.export(payload, None, None, tenant, authenticated, signal)
         except RequestError as exc:
             context.abort(_CODES.get(exc.status, grpc.StatusCode.INVALID_ARGUMENT), exc.message)
@@ -67,7 +71,7 @@ def create_server(service: IngestService, host: str, port: int, threads: int, ma
         # (beyond it: RESOURCE_EXHAUSTED, which the OTLP exporters retry).
         maximum_concurrent_rpcs=2 * threads,
         options=[
-            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", min(max_message_bytes, GRPC_MAX_MESSAGE_BYTES)),
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
         ],
     )
