@@ -114,7 +114,8 @@ def serve(config: CollectorConfig) -> int:
     grpc_addr = "off"
     if config.grpc_port != -1:
         grpc_srv, grpc_port = grpc_server.create_server(
-            service, config.grpc_host, config.grpc_port, config.grpc_threads, config.max_body_bytes
+            service, config.grpc_host, config.grpc_port, config.grpc_threads, config.max_body_bytes,
+            config.read_timeout_s,
         )
         grpc_srv.start()
         grpc_addr = f"{config.grpc_host}:{grpc_port}"

@@ -47,6 +47,8 @@ def guarded_protocol(limits: HeadLimits) -> type:
         _in_head = True  # between requests, or receiving a request's start line and headers
         _head_bytes = 0
         _head_fields = 0
+        _field_bytes = 0
+        _heads = 0  # heads completed on this connection
         _refusal: str | None = None
 
         def _arm(self) -> None:
@@ -74,28 +76,34 @@ def guarded_protocol(limits: HeadLimits) -> type:
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            in_head = self._in_head
+            in_head, heads = self._in_head, self._heads
             super().data_received(data)
-            # Counted after parsing: a chunk that completed the head (and carries body bytes) is not.
-            if in_head and self._in_head and not self.transport.is_closing():
+            # Counted after parsing: a chunk that completed a head (and carries body bytes) is not.
+            if in_head and self._heads == heads and not self.transport.is_closing():
                 self._head_bytes += len(data)
                 if self._head_bytes > limits.max_bytes:
                     self._send_431(f"request headers exceed {limits.max_bytes} bytes")
 
         def on_header(self, name: bytes, value: bytes) -> None:
+            # A whole head can arrive in one chunk, before data_received counts it: count fields too.
             self._head_fields += 1
+            self._field_bytes += len(name) + len(value)
             if self._head_fields > limits.max_fields:
                 self._refusal = f"more than {limits.max_fields} request header fields"
+            elif self._field_bytes > limits.max_bytes:
+                self._refusal = f"request headers exceed {limits.max_bytes} bytes"
+            if self._refusal is not None:
                 raise _HeadTooLarge  # httptools stops parsing; uvicorn answers via send_400_response
             super().on_header(name, value)
 
         def on_headers_complete(self) -> None:
             self._in_head = False
+            self._heads += 1
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
-            self._in_head, self._head_bytes, self._head_fields = True, 0, 0
+            self._in_head, self._head_bytes, self._head_fields, self._field_bytes = True, 0, 0, 0
 
         def send_400_response(self, msg: str) -> None:
             if self._refusal is not None:
