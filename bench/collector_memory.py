@@ -56,7 +56,7 @@ def workloads() -> dict[str, bytes]:
         f"{MAX_SPANS} spans x {per_span} int attributes": _request(MAX_SPANS, per_span, 7),
         "16 MiB of 262,144-char strings": _request(60, 1, lambda i, a: f"{i:08d}" * 32_768),
         f"16 MiB of short strings ({MAX_SPANS} x {per_span})":
-            _request(MAX_SPANS, per_span, lambda i, a: f"{i:010d}-{a:02d}-abcdefghij"),
+            _request(MAX_SPANS, per_span, lambda i, a: f"{i:010d}-{a:02d}-abcdefg"),
     }
 
 
@@ -73,16 +73,16 @@ def main() -> None:
         server = psutil.Process(proc.pid)
         try:
             for label, body in bodies.items():
-                peak = [0.0, 0.0]
+                peak = [0.0, 0.0, 0.0]
                 stop = threading.Event()
 
                 def sample(peak=peak, stop=stop) -> None:
                     while not stop.wait(0.1):
                         try:
-                            _, summed, pss = rss_mb(server)
+                            own, summed, pss = rss_mb(server)
                         except psutil.Error:
                             return
-                        peak[0], peak[1] = max(peak[0], summed), max(peak[1], pss)
+                        peak[:] = max(peak[0], summed), max(peak[1], pss), max(peak[2], own)
 
                 sampler = threading.Thread(target=sample)
                 sampler.start()
@@ -93,7 +93,8 @@ def main() -> None:
                 sampler.join()
                 overall = (max(overall[0], peak[0]), max(overall[1], peak[1]))
                 print(f"[{label}] body {len(body) / 2**20:.1f} MiB; {load.acked} acked, refused {load.errors}; "
-                      f"peak RSS {peak[0]:.0f} MB summed ({peak[1]:.0f} MB PSS); after: {rss_mb(server)[1]:.0f} MB",
+                      f"peak RSS {peak[0]:.0f} MB summed ({peak[1]:.0f} MB PSS, server alone {peak[2]:.0f} MB); "
+                      f"1 s after: {rss_mb(server)[1]:.0f} MB",
                       flush=True)
         finally:
             proc.terminate()

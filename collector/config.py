@@ -80,7 +80,7 @@ _OPTIONS = (
             "(verdict.tenant_id) instead of __verdict_local__"),
     _Option("max-body-bytes", int, 16 * MIB, "request body limit, before and after decompression (413 above)"),
     _Option("max-spans-per-request", int, 10_000,
-            "spans in one request (and 50 times as many attribute values); beyond it 413: bounds decoding memory"),
+            "spans in one request (and 32 times as many attribute values); beyond it 413: bounds decoding memory"),
     _Option("max-attribute-chars", int, 256 * 1024,
             "longer string attribute values are cut and marked '…[truncated by verdict collector: N chars]'"),
     _Option("redact", str, "content", f"server-side re-redaction: {', '.join(MODES)}"),

@@ -42,7 +42,7 @@ class DecodeSettings:
 # Decoding memory grows with spans (~5 KB each at peak) and attribute values (~0.15 KB), not
 # with body bytes: a 16 MiB body of minimal spans would need ~1.8 GB. A request may carry up to
 # this many attribute values (resource, scope, span; events and links count as one) per span allowed.
-VALUES_PER_SPAN = 50
+VALUES_PER_SPAN = 32
 # Above this body size a worker hands the freed heap back to the OS after the request.
 TRIM_ABOVE_BYTES = 1 << 20
 
