@@ -90,6 +90,7 @@ def serve(config: CollectorConfig) -> int:
         redact=config.redact,
         allow_claimed_tenant=config.allow_claimed_tenant,
         trust_sdk_redaction=config.trust_sdk_redaction,
+        max_spans_per_request=config.max_spans_per_request,
     )
     pool = DecoderPool(settings, config.decode_workers)
     service = IngestService(tokens, pool, writer, stats, max_inflight_bytes=config.queue_max_bytes)
@@ -100,6 +101,8 @@ def serve(config: CollectorConfig) -> int:
             writer.check_admission()
         except Exception as exc:  # Overloaded: report why, as the endpoint's status
             reasons.append(str(getattr(exc, "message", exc)))
+        if (failure := writer.write_failure()) is not None:
+            reasons.append(failure)
         return {"status": "degraded" if reasons else "ok", "reasons": reasons}
 
     def stats_report() -> dict:
@@ -111,7 +114,8 @@ def serve(config: CollectorConfig) -> int:
     grpc_addr = "off"
     if config.grpc_port != -1:
         grpc_srv, grpc_port = grpc_server.create_server(
-            service, config.grpc_host, config.grpc_port, config.grpc_threads, config.max_body_bytes
+            service, config.grpc_host, config.grpc_port, config.grpc_threads, config.max_body_bytes,
+            config.read_timeout_s,
         )
         grpc_srv.start()
         grpc_addr = f"{config.grpc_host}:{grpc_port}"
@@ -119,8 +123,7 @@ def serve(config: CollectorConfig) -> int:
     http_addr = f"{config.http_host}:{sock.getsockname()[1]}"
     app = http_server.create_app(
         service,
-        max_body_bytes=config.max_body_bytes,
-        read_timeout_s=config.read_timeout_s,
+        body_limits=http_server.BodyLimits(config.max_body_bytes, config.read_timeout_s, config.body_idle_timeout_s),
         threads=max(16, config.grpc_threads),
         health=health,
         stats=stats_report,
@@ -128,7 +131,7 @@ def serve(config: CollectorConfig) -> int:
     server = uvicorn.Server(
         uvicorn.Config(
             app,
-            http=http_server.header_deadline_protocol(config.read_timeout_s),
+            http=http_server.guarded_protocol(http_server.HeadLimits(config.read_timeout_s)),
             log_level="warning",
             access_log=False,
             timeout_keep_alive=30,

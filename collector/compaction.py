@@ -44,11 +44,15 @@ def journal_dir(data_dir: Path) -> Path:
 
 def _write_durably(path: Path, data: bytes) -> None:
     tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # e.g. disk full: a half-written journal must not outlive the attempt
+        raise
     lake.fsync_dir(path.parent)
 
 

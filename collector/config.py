@@ -29,6 +29,7 @@ class CollectorConfig:
     tokens: Path | None
     allow_claimed_tenant: bool
     max_body_bytes: int
+    max_spans_per_request: int
     max_attribute_chars: int
     redact: str
     trust_sdk_redaction: str
@@ -37,6 +38,7 @@ class CollectorConfig:
     queue_max_bytes: int
     min_free_disk_bytes: int
     read_timeout_s: float
+    body_idle_timeout_s: float
     decode_workers: int
     grpc_threads: int
     retention_days: int
@@ -77,6 +79,8 @@ _OPTIONS = (
             "tokenless mode only: land spans in the tenant their resource claims "
             "(verdict.tenant_id) instead of __verdict_local__"),
     _Option("max-body-bytes", int, 16 * MIB, "request body limit, before and after decompression (413 above)"),
+    _Option("max-spans-per-request", int, 10_000,
+            "spans in one request (and 32 times as many attribute values); beyond it 413: bounds decoding memory"),
     _Option("max-attribute-chars", int, 256 * 1024,
             "longer string attribute values are cut and marked '…[truncated by verdict collector: N chars]'"),
     _Option("redact", str, "content", f"server-side re-redaction: {', '.join(MODES)}"),
@@ -91,6 +95,8 @@ _OPTIONS = (
     _Option("min-free-disk-bytes", int, 1024 * MIB, "below this much free space requests get 503"),
     _Option("read-timeout-s", float, 30.0, "request headers must arrive within this time (else the connection is closed), then the body "
             "(else 408)"),
+    _Option("body-idle-timeout-s", float, 5.0, "a request body that stops arriving for this long gets 408 (its "
+            "connection held no budget but bytes received; a slow client is cut off early)"),
     _Option("decode-workers", int, min(2, os.cpu_count() or 1),
             "processes decoding OTLP in parallel (0: decode in the server process)"),
     _Option("grpc-threads", int, 16, "gRPC server threads"),
@@ -113,8 +119,8 @@ endpoints: POST /v1/traces (OTLP/HTTP, application/x-protobuf or application/jso
 gRPC opentelemetry.proto.collector.trace.v1.TraceService/Export; GET /healthz (200 ok, 503
 degraded); GET /stats (spans received/written/rejected, queue depth, segment count, ...).
 tokens file: YAML mapping token -> tenant, token plain (>= 16 chars) or "sha256:<hex>"; clients
-send "Authorization: Bearer <token>". Refusals: 400 malformed, 401 token, 408 slow body, 413 too
-large, 415 content type, 429 queue full, 503 disk low / shutting down / write failed (429 and 503
+send "Authorization: Bearer <token>". Refusals: 400 malformed, 401 token, 408 slow or stalled body,
+413 too large or too many spans, 415 content type, 431 headers too large, 429 queue full, 503 disk low / shutting down / write failed (429 and 503
 with Retry-After). SIGTERM/SIGINT: stop accepting, finish in-flight requests, write everything
 queued, exit 0. Exit code 2: it cannot start, with one line {"error": {"code", "message"}} on stderr:
 invalid_config (an option, its environment variable or the token file), already_running (the data
@@ -205,15 +211,16 @@ def validate(config: CollectorConfig) -> None:
         raise ConfigError(
             f"binding to non-loopback address {exposed[0]} requires a token file (--tokens tokens.yaml)"
         )
-    for name in ("max_body_bytes", "max_attribute_chars", "batch_delay_ms", "max_batch_spans", "queue_max_bytes",
+    for name in ("max_body_bytes", "max_spans_per_request", "max_attribute_chars", "batch_delay_ms", "max_batch_spans", "queue_max_bytes",
                  "grpc_threads"):
         if getattr(config, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
     for option in _OPTIONS:
         if option.type is float and not math.isfinite(getattr(config, option.dest)):
             raise ConfigError(f"--{option.flag} must be a finite number")
-    if config.read_timeout_s <= 0:
-        raise ConfigError("--read-timeout-s must be positive")
+    for name in ("read_timeout_s", "body_idle_timeout_s"):
+        if getattr(config, name) <= 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be positive")
     for name in ("decode_workers", "retention_days", "min_free_disk_bytes", "compact_min_segments",
                  "compact_after_segments"):
         if getattr(config, name) < 0:

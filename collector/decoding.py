@@ -8,9 +8,12 @@ laid out as Arrow column buffers (collector.columns) and become record batches i
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import multiprocessing
 import os
+import re
 import threading
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -33,6 +36,15 @@ class DecodeSettings:
     redact: str
     allow_claimed_tenant: bool
     trust_sdk_redaction: str = "authenticated"  # see collector.redaction.TRUST_MODES
+    max_spans_per_request: int = 10_000
+
+
+# Decoding memory grows with spans (~5 KB each at peak) and attribute values (~0.15 KB), not
+# with body bytes: a 16 MiB body of minimal spans would need ~1.8 GB. A request may carry up to
+# this many attribute values (resource, scope, span; events and links count as one) per span allowed.
+VALUES_PER_SPAN = 32
+# Above this body size a worker hands the freed heap back to the OS after the request.
+TRIM_ABOVE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,7 @@ def decode_export(
         request, kind = otlp.parse_protobuf(payload, spec), otlp.PROTOBUF
     else:
         request, kind = otlp.decode(payload, content_type, content_encoding, _settings.max_body_bytes, spec)
+    _check_request_size(request, spec, _settings.max_spans_per_request)
     policy = IngestPolicy(
         tenant=tenant,
         authenticated=authenticated,
@@ -102,8 +115,46 @@ def decode_export(
     result = flatten_request(request, policy, time.time_ns())
     partitions = [EncodedPartition(table, p.tenant, p.date, encode_rows(p.rows, table))
                   for p in result.partitions.values()]
-    return Decoded(kind, partitions, result.accepted, result.rejected, result.message(), result.dialects,
-                   result.unrecognised)
+    decoded = Decoded(kind, partitions, result.accepted, result.rejected, result.message(), result.dialects,
+                      result.unrecognised)
+    if len(payload) > TRIM_ABOVE_BYTES:
+        del request, result
+        _release_heap()
+    return decoded
+
+
+def _snake(json_key: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), json_key)
+
+
+def _check_request_size(request, spec: otlp.Signal, max_items: int) -> None:
+    """413 before flattening when a request holds more spans / log records or attribute values than memory allows."""
+    scopes_field, items_field = _snake(spec.scopes), _snake(spec.items)
+    items = values = 0
+    for resource in getattr(request, _snake(spec.resources)):
+        values += len(resource.resource.attributes)
+        for scope in getattr(resource, scopes_field):
+            values += len(scope.scope.attributes)
+            batch = getattr(scope, items_field)
+            items += len(batch)
+            for item in batch:
+                values += len(item.attributes)
+                for nested in (*getattr(item, "events", ()), *getattr(item, "links", ())):
+                    values += 1 + len(nested.attributes)
+    what = "spans" if spec is otlp.TRACES else "log records"
+    if items > max_items:
+        raise otlp.RequestError(
+            413, f"request has {items} {what}; the limit is {max_items} per request: send smaller batches")
+    if values > VALUES_PER_SPAN * max_items:
+        raise otlp.RequestError(
+            413, f"request has {values} attribute values; the limit is {VALUES_PER_SPAN * max_items} per "
+            "request: send smaller batches")
+
+
+def _release_heap() -> None:
+    """glibc keeps freed memory in its heap; a large request would otherwise stay in the worker's RSS."""
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 class DecoderPool:

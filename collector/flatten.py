@@ -19,7 +19,7 @@ import orjson
 
 from collector.dialects import CONTENT_ATTRIBUTES, SpanEvent, normalise
 from collector.redaction import ServerRedaction
-from verdict.intent import validate_intent_key
+from verdict.intent import MAX_INTENT_KEY_LENGTH, validate_intent_key
 from verdict.redact import redact_text
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 
@@ -168,6 +168,8 @@ def _intent(value) -> tuple[str | None, str | None]:
         return None, None
     if type(value) is not str:
         return None, f"intent key must be a string, got {type(value).__name__}"
+    if len(value) > MAX_INTENT_KEY_LENGTH:  # refused for its length: never keep a huge key in the cache
+        return _intent_key.__wrapped__(value)
     return _intent_key(value)
 
 

@@ -22,6 +22,12 @@ SERVICES = {
     "logs": "opentelemetry.proto.collector.logs.v1.LogsService",
 }
 METRICS_SERVICE = "opentelemetry.proto.collector.metrics.v1.MetricsService"
+# A handler thread receives its call's message before the in-flight budget sees it: 4 MiB each
+# (the OpenTelemetry Collector's gRPC default too) keeps that at 64 MiB with the default 16 threads.
+GRPC_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+# A client trickling its message holds a handler thread until its own deadline, or until its
+# connection is this old (then GOAWAY, and --read-timeout-s of grace for the calls in progress).
+GRPC_MAX_CONNECTION_AGE_MS = 120_000
 
 _CODES = {
     401: grpc.StatusCode.UNAUTHENTICATED,
@@ -35,7 +41,8 @@ def _export_handler(service: IngestService, signal: str):
         metadata = dict(context.invocation_metadata())
         try:
             tenant, authenticated = service.authenticate(metadata.get("authorization"))
-            with service.admitted(len(payload)):
+            with service.admitted() as reservation:
+                reservation.grow(len(payload))  # grpcio hands over whole messages: all received
                 outcome = service.export(payload, None, None, tenant, authenticated, signal)
         except RequestError as exc:
             context.abort(_CODES.get(exc.status, grpc.StatusCode.INVALID_ARGUMENT), exc.message)
@@ -59,7 +66,9 @@ def _metrics_handler(service: IngestService):
     return refuse
 
 
-def create_server(service: IngestService, host: str, port: int, threads: int, max_message_bytes: int):
+def create_server(
+    service: IngestService, host: str, port: int, threads: int, max_message_bytes: int, read_timeout_s: float
+):
     """-> (grpc.Server, bound port). Started by the caller."""
     server = grpc.server(
         ThreadPoolExecutor(max_workers=threads, thread_name_prefix="grpc-export"),
@@ -67,8 +76,10 @@ def create_server(service: IngestService, host: str, port: int, threads: int, ma
         # (beyond it: RESOURCE_EXHAUSTED, which the OTLP exporters retry).
         maximum_concurrent_rpcs=2 * threads,
         options=[
-            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", min(max_message_bytes, GRPC_MAX_MESSAGE_BYTES)),
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
+            ("grpc.max_connection_age_ms", GRPC_MAX_CONNECTION_AGE_MS),
+            ("grpc.max_connection_age_grace_ms", int(read_timeout_s * 1000)),
         ],
     )
     handlers = [

@@ -32,6 +32,18 @@ class ExportOutcome:
     message: str
 
 
+class Reservation:
+    """Bytes of the in-flight budget held by one request (see IngestService.admitted)."""
+
+    def __init__(self, service: IngestService):
+        self._service = service
+        self.held = 0
+
+    def grow(self, size: int) -> None:
+        """Hold `size` more bytes (a body chunk that just arrived), or raise Overloaded."""
+        self._service._reserve(self, size)
+
+
 def _to_arrow(partitions: list[EncodedPartition]) -> list:
     return [(p.table, p.tenant, p.date, record_batch(p.columns, p.table)) for p in partitions]
 
@@ -61,23 +73,30 @@ class IngestService:
         return tenant, True
 
     @contextlib.contextmanager
-    def admitted(self, size: int) -> Iterator[None]:
-        """Hold `size` bytes of the in-flight budget for one request, or raise Overloaded (429/503).
+    def admitted(self) -> Iterator[Reservation]:
+        """One request's share of the in-flight budget; raise Overloaded (429/503) when refused.
 
-        The first request is always admitted, so a single body up to the size limit can pass.
+        The share grows with the bytes actually received (`Reservation.grow`), never from a
+        declared length, so a client announcing a large body and sending nothing holds nothing.
         """
         self.stats.add(requests=1)
-        self._writer.check_admission(size)
+        self._writer.check_admission()
+        reservation = Reservation(self)
+        try:
+            yield reservation
+        finally:
+            with self._inflight_lock:
+                self._inflight -= reservation.held
+
+    def _reserve(self, reservation: Reservation, size: int) -> None:
         with self._inflight_lock:
-            if self._inflight and self._inflight + size > self._max_inflight:
+            # A request alone is always admitted, so a single body up to the size limit can pass.
+            others = self._inflight - reservation.held
+            if others and self._inflight + size > self._max_inflight:
                 self.stats.add(refused_overload=1)
                 raise Overloaded(429, "too many request bodies in flight; retry later", 1)
             self._inflight += size
-        try:
-            yield
-        finally:
-            with self._inflight_lock:
-                self._inflight -= size
+            reservation.held += size
 
     def export(
         self, payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool,

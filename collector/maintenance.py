@@ -12,6 +12,8 @@ from collector.stats import Stats
 
 log = logging.getLogger("verdict.collector")
 
+MAX_BACKOFF_S = 300  # longest wait before retrying failed upkeep (e.g. a full disk)
+
 
 class Maintenance:
     def __init__(self, config: CollectorConfig):
@@ -21,6 +23,7 @@ class Maintenance:
         self._lock = threading.Lock()
         self._new_segments = 0  # written since the last compaction run
         self._thread: threading.Thread | None = None
+        self._retry_at = 0.0  # monotonic time before which a failed run is not retried
 
     def segments_written(self, count: int) -> None:
         """Called by the segment writer after each write."""
@@ -52,12 +55,18 @@ class Maintenance:
         retain_every = self._config.maintenance_interval_s
         next_compact = time.monotonic() + compact_every if compact_every > 0 else float("inf")
         next_retain = time.monotonic()
+        failing: str | None = None  # logged once when upkeep starts failing, once when it recovers
+        backoff = 0.0
         while True:
-            self._wake.wait(max(0.05, min(next_compact, next_retain) - time.monotonic()))
+            # After a failure nothing runs before the backoff is over, even when woken by new segments.
+            resume = max(min(next_compact, next_retain), self._retry_at)
+            self._wake.wait(max(0.05, resume - time.monotonic()))
             self._wake.clear()
             if self._stopping:
                 return
             now = time.monotonic()
+            if now < self._retry_at:
+                continue
             try:
                 if now >= next_retain:
                     stats.add(partitions_expired=len(
@@ -71,8 +80,17 @@ class Maintenance:
                     stats.add(compactions=compaction.compact_all(
                         self._config.data_dir, self._config.compact_min_segments))
                     next_compact = now + compact_every if compact_every > 0 else float("inf")
-            except Exception:  # upkeep must never take ingestion down; it retries next interval
-                log.exception("maintenance failed")
+            except Exception as exc:  # upkeep must never take ingestion down; it retries with backoff
+                backoff = min(max(2 * backoff, 1.0), MAX_BACKOFF_S)
+                self._retry_at = time.monotonic() + backoff
+                if failing is None:
+                    log.error("maintenance failed, retrying with backoff up to %d s: %s: %s", MAX_BACKOFF_S,
+                              type(exc).__name__, exc)
+                failing = f"{type(exc).__name__}: {exc}"
+            else:
+                if failing is not None:
+                    log.info("maintenance recovered")
+                failing, backoff = None, 0.0
 
     def stop(self) -> None:
         self._stopping = True

@@ -24,6 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
+MAX_COMPRESSED_MEMBERS = 64  # concatenated gzip members / zlib streams in one body
 
 
 @dataclass(frozen=True)
@@ -69,23 +70,41 @@ def media_type(content_type: str | None) -> str:
 
 
 def decompress(body: bytes, content_encoding: str | None, max_bytes: int) -> bytes:
-    """Undo Content-Encoding; the decompressed size is capped so a gzip bomb costs nothing."""
+    """Undo Content-Encoding; the decompressed size is capped so a gzip bomb costs nothing.
+
+    A body may hold several gzip members (or zlib streams), as concatenating compressed bodies
+    produces: every one is decoded, the cap applying to their sum. Anything after the last one
+    but zero padding is refused, so nothing of a body is acknowledged without being stored. Each
+    further member costs a copy of the rest of the body (zlib's `unused_data`): their number is
+    capped.
+    """
     encoding = (content_encoding or "identity").strip().lower()
     if encoding == "identity":
         return body
     if encoding not in ("gzip", "deflate"):
         raise RequestError(415, f"unsupported content encoding {encoding!r}: use gzip or none")
     wbits = 16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS
-    inflater = zlib.decompressobj(wbits)
-    try:
-        out = inflater.decompress(body, max_bytes + 1)
-    except zlib.error as exc:
-        raise RequestError(400, f"malformed {encoding} body: {exc}") from None
-    if len(out) > max_bytes:
-        raise RequestError(413, f"decompressed body exceeds the limit of {max_bytes} bytes")
-    if not inflater.eof:
-        raise RequestError(400, f"truncated {encoding} body")
-    return out
+    parts: list[bytes] = []
+    size = 0
+    rest = body
+    while True:
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out = inflater.decompress(rest, max_bytes - size + 1)
+        except zlib.error as exc:
+            where = f" (after {len(parts)} complete stream(s): trailing data?)" if parts else ""
+            raise RequestError(400, f"malformed {encoding} body{where}: {exc}") from None
+        size += len(out)
+        if size > max_bytes:
+            raise RequestError(413, f"decompressed body exceeds the limit of {max_bytes} bytes")
+        if not inflater.eof:
+            raise RequestError(400, f"truncated {encoding} body")
+        parts.append(out)
+        rest = inflater.unused_data.lstrip(b"\0")  # gzip(1) also tolerates zero padding
+        if not rest:
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+        if len(parts) == MAX_COMPRESSED_MEMBERS:
+            raise RequestError(400, f"{encoding} body has more than {MAX_COMPRESSED_MEMBERS} members")
 
 
 def parse_protobuf(data: bytes, signal: Signal = TRACES):

@@ -13,6 +13,7 @@ _COUNTERS = (
     "requests_acked",
     "requests_invalid",
     "requests_unauthenticated",
+    "client_disconnects",
     "refused_overload",
     "refused_disk",
     "segments_written",

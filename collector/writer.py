@@ -74,6 +74,7 @@ class SegmentWriter:
         self._decoding: set[int] = set()  # tickets of requests being decoded: their spans will join a batch
         self._closing = False
         self._free_bytes = (0.0, 0)  # (checked at, free bytes)
+        self._write_failure: str | None = None  # why the last segment write failed; None once one succeeds
         self._thread = threading.Thread(target=self._run, name="segment-writer", daemon=True)
 
     def start(self) -> None:
@@ -129,6 +130,10 @@ class SegmentWriter:
             self._cond.notify()
         return pending.future
 
+    def write_failure(self) -> str | None:
+        """Why the last segment write failed (for /healthz), or None when it succeeded."""
+        return self._write_failure
+
     def queue_depth(self) -> tuple[int, int]:
         return self._queued_spans, self._held_bytes
 
@@ -161,11 +166,13 @@ class SegmentWriter:
                 self._write(taken)
             except Exception as exc:  # disk full, I/O error: refuse, never acknowledge
                 log.error("segment write failed, %d request(s) refused: %s", len(taken), exc)
+                self._write_failure = f"segment writes are failing: {type(exc).__name__}: {exc}"
                 self._stats.add(write_errors=1)
                 error = Overloaded(503, f"could not write to disk: {type(exc).__name__}", 5)
                 for p in taken:
                     p.future.set_exception(error)
             else:
+                self._write_failure = None
                 for p in taken:
                     p.future.set_result(None)
             finally:

@@ -36,9 +36,9 @@ def collector_defaults():
 
 def collector_routes() -> dict[str, set[str]]:
     """The collector's own HTTP routes: path -> methods."""
-    from collector.http_server import create_app
+    from collector.http_server import BodyLimits, create_app
 
-    app = create_app(None, max_body_bytes=1, read_timeout_s=1.0, threads=1, health=dict, stats=dict)
+    app = create_app(None, body_limits=BodyLimits(1, 1.0, 1.0), threads=1, health=dict, stats=dict)
     return {route.path: set(route.methods) for route in app.routes}
 
 

@@ -69,6 +69,16 @@ class Collector:
         self.proc.wait(30)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The soak runs only when asked for by marker (-m soak): it takes ten minutes."""
+    if "soak" in (config.getoption("markexpr") or ""):
+        return
+    soak = [item for item in items if item.get_closest_marker("soak")]
+    if soak:
+        config.hook.pytest_deselected(items=soak)
+        items[:] = [item for item in items if not item.get_closest_marker("soak")]
+
+
 @pytest.fixture
 def collector_factory(tmp_path):
     started: list[Collector] = []
