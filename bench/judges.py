@@ -8,9 +8,13 @@ figure, so a ratio <= 1.00 means the target is met):
     (a peer takes 23 s for the fit). The judgments come from a real PairwiseJudge over an instant
     scripted model (4,000 rounds), whose time is printed too;
   * rubric Judge throughput with an instant scripted model (JSON parse, schema validation and the
-    evidence-quote check per call), 2,000 items: calls per second, for reference (no target).
+    evidence-quote check per call), 2,000 items: calls per second, for reference (no target);
+  * with --realmodel: each judge mode against a real llama.cpp server with SmolLM2-135M (the real-model
+    tier's server, `make realmodel-env`): calls/s, median call latency, usable share and tokens per usable
+    verdict, so the cost of one call per dimension shows next to one call for the whole rubric (no
+    target: the figures describe a 135M model on this machine's two cores).
 
-Usage: python bench/judges.py [--repeats N]
+Usage: python bench/judges.py [--repeats N] [--realmodel [--items N]]
 Timings are medians over the repeats; the machine is shared, so read ratios, not absolute times.
 """
 
@@ -81,10 +85,105 @@ def judge_throughput() -> float:
     return ITEMS / elapsed
 
 
+class _Timed:
+    """A model that records each call's latency (the judges see the model unchanged)."""
+
+    def __init__(self, model) -> None:
+        self.model, self.latencies = model, []
+        self.name, self.supports_json_schema, self.supports_logprobs = \
+            model.name, model.supports_json_schema, model.supports_logprobs
+
+    def complete(self, request):
+        started = time.perf_counter()
+        try:
+            return self.model.complete(request)
+        finally:
+            self.latencies.append(time.perf_counter() - started)
+
+
+REAL_MODES = 4
+REAL_ITEMS = [
+    ("What is the capital of France?", "Paris is the capital of France.", "Paris is the capital of France."),
+    ("How do I reset my password?", "Open Settings, choose Security, then Reset password.",
+     "Passwords are reset under Settings > Security."),
+    ("What is 12 times 3?", "12 times 3 is 36.", "Multiplication: 12 x 3 = 36."),
+    ("Which planet is largest?", "Mars is the largest planet.", "Jupiter is the largest planet."),
+    ("Translate 'thank you' into French.", "Merci.", "'Thank you' in French is 'merci'."),
+    ("How long is the warranty?", "I cannot help with that.", "The warranty lasts two years."),
+]
+
+
+def _real_modes(model, items: int):
+    """(mode, run() -> (usable verdicts, tokens)) for each judge mode on the first `items` items."""
+    from verdict.extract import TokenProbabilityExtractor
+    from verdict.graph.pipeline import Pipeline
+    from verdict.judges.judge import Judge
+    from verdict.judges.pairwise import PairwiseJudge
+    from verdict.judges.units import JudgeUnit
+    from verdict.scale import DiscreteScale
+
+    batch = [{"query": q, "answer": a, "context": c} for q, a, c in (REAL_ITEMS * 4)[:items]]
+
+    def rubric(per_dimension: bool):
+        def run():
+            judgments = Judge(model, per_dimension=per_dimension, retries=0, seed=0).grade_many(batch, max_workers=1)
+            return (sum(len(j.dimensions) for j in judgments),
+                    sum(j.usage.input_tokens + j.usage.output_tokens for j in judgments))
+        return run
+
+    def pairwise():
+        judgments = PairwiseJudge(model, retries=0, max_tokens=64, seed=0).compare_many(
+            [(b["query"], b["answer"], b["context"]) for b in batch], max_workers=1)
+        return (sum(j.is_usable for j in judgments),
+                sum(j.usage.input_tokens + j.usage.output_tokens for j in judgments))
+
+    def token_probability():
+        unit = JudgeUnit(DiscreteScale((1, 5))).prompt(
+            "Question: {source.query}\nAnswer: {source.answer}\nRate the answer from 1 (bad) to 5 (good). "
+            "Reply with one digit.").extract(TokenProbabilityExtractor()).via(model, retries=0, max_tokens=1,
+                                                                              temperature=0)
+        rows = (Pipeline() >> unit).run_from_dataset(batch, max_workers=1)
+        return sum(row.ok for row in rows), sum(row.usage.input_tokens + row.usage.output_tokens for row in rows)
+
+    return [("rubric, all dimensions in one call", rubric(False), 5),
+            ("rubric, one dimension per call", rubric(True), 5),
+            ("pairwise, two rounds", pairwise, 1),
+            ("token probability, 1-5 score", token_probability, 1)]
+
+
+def real_model(items: int) -> None:
+    import tempfile
+
+    from tests.realmodel.server import LlamaServer
+    from verdict.models.openai_model import OpenAIModel
+
+    with tempfile.TemporaryDirectory() as tmp, LlamaServer(Path(tmp) / "server.log") as server:
+        print(f"Judges against llama.cpp ({server.model}, n_ctx {server.context_tokens}), {items} items, "
+              "one request at a time (no targets: a 135M model on two shared cores):")
+        for index in range(REAL_MODES):
+            model = _Timed(OpenAIModel(server.model, base_url=server.base_url, supports_json_schema=False,
+                                       rate_limits=None, timeout=600.0))  # a fresh client per mode: its own latencies
+            mode, run, verdicts_per_item = _real_modes(model, items)[index]
+            started = time.perf_counter()
+            usable, tokens = run()
+            elapsed = time.perf_counter() - started
+            calls = len(model.latencies)
+            possible = items * verdicts_per_item
+            per_usable = f"{tokens / usable:,.0f}" if usable else "n/a (none usable)"
+            print(f"  {mode}: {calls} calls, {calls / elapsed:.2f} calls/s, median latency "
+                  f"{statistics.median(model.latencies):.2f} s, usable {usable}/{possible} "
+                  f"({usable / possible:.0%}), tokens per usable verdict {per_usable} ({tokens:,} tokens)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--realmodel", action="store_true", help="only the judge modes against llama.cpp")
+    parser.add_argument("--items", type=int, default=6, help="items per judge mode with --realmodel")
     args = parser.parse_args()
+    if args.realmodel:
+        real_model(args.items)
+        return
 
     from verdict.judges.ranking import rank_models
 

@@ -47,25 +47,33 @@ class MapUnit(Unit):
 
 
 class PoolUnit(Unit):
-    """Reduces `fields` across all dependencies into one output with the same field names."""
+    """Reduces `fields` across all dependencies into one output with the same field names. Without
+    `fields`: `score` when the dependencies have one, else every field they declare (the seed library's
+    `MaxPoolUnit()` over categorical judges)."""
 
     kind = "cpu"
 
-    def __init__(self, fields: str | list[str] = "score", name: str | None = None) -> None:
+    def __init__(self, fields: str | list[str] | None = None, name: str | None = None) -> None:
         super().__init__(name)
-        self.fields = [fields] if isinstance(fields, str) else list(fields)
+        self.fields = None if fields is None else [fields] if isinstance(fields, str) else list(fields)
+
+    def pooled(self, schema: type[BaseModel]) -> list[str]:
+        """The fields pooled from dependencies whose output schema is `schema`."""
+        if self.fields is not None:
+            return self.fields
+        return ["score"] if "score" in schema.model_fields else list(schema.model_fields)
 
     def output_schema(self, response: type[Schema] | None, inputs: list[type[Schema] | None]) -> type[Schema] | None:
         if not inputs:
             raise ConfigurationError(f"{type(self).__name__} needs at least one dependency to pool")
         known = [s for s in inputs if s is not None]
         for schema in known:
-            missing = [f for f in self.fields if f not in schema.model_fields]
+            missing = [f for f in self.pooled(known[0]) if f not in schema.model_fields]
             if missing:
                 raise ConfigurationError(f"{type(self).__name__} pools {missing}, which {describe(schema)} lacks")
         if len(known) < len(inputs) or self.propagate_fn:
             return None
-        return Schema.of_type(**{f: self.field_type(known[0].model_fields[f]) for f in self.fields})
+        return Schema.of_type(**{f: self.field_type(known[0].model_fields[f]) for f in self.pooled(known[0])})
 
     def field_type(self, info: Any) -> Any:
         return info.annotation
@@ -74,8 +82,9 @@ class PoolUnit(Unit):
         raise NotImplementedError
 
     def compute(self, input: Any, previous: PreviousView) -> BaseModel:
-        scales = _field_scales(type(previous[0]), tuple(self.fields))
-        return Schema.of(**{f: self.pool([getattr(o, f) for o in previous], scales[f]) for f in self.fields})
+        fields = self.pooled(type(previous[0]))
+        scales = _field_scales(type(previous[0]), tuple(fields))
+        return Schema.of(**{f: self.pool([getattr(o, f) for o in previous], scales[f]) for f in fields})
 
 
 class MeanPoolUnit(PoolUnit):

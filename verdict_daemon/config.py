@@ -79,6 +79,10 @@ class Judging(_Section):
     # After SIGTERM, judge calls in flight get this long to finish; then they are abandoned (not
     # written; judged again on the next start) so a hung provider cannot block shutdown.
     stop_grace_seconds: float = Field(15, ge=0, le=600)
+    # A run whose first `early_stop_after` results all failed with one error class (a refused parameter,
+    # a server error, unusable replies, an outage) stops for that evaluator instead of spending its budget;
+    # 0 never stops early.
+    early_stop_after: int = Field(5, ge=0, le=10_000)
     budget: Budget = Budget()
 
 
@@ -95,6 +99,8 @@ class EvaluatorConfig(_Section):
     models: tuple[str, ...] = ()
     rubric_file: Path | None = None
     graph: str | None = None
+    # rubric/ensemble: grade one dimension per call (verdict first; for small and local models).
+    per_dimension: bool = False
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> EvaluatorConfig:
@@ -104,6 +110,8 @@ class EvaluatorConfig(_Section):
         for name in ("model", "models", "graph"):
             if name != needs and getattr(self, name):
                 raise ValueError(f"{name!r} does not apply to kind {self.kind!r}")
+        if self.per_dimension and self.kind == "graph":
+            raise ValueError("'per_dimension' does not apply to kind 'graph'")
         if self.kind == "ensemble" and len(self.models) < 2:
             raise ValueError("an ensemble needs at least two models")
         if self.graph is not None and not _is_target(self.graph):

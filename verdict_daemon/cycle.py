@@ -79,6 +79,7 @@ def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: li
         "review_queued": routed.queued,
         "evaluators": [{"name": j.evaluator, "fingerprint": j.fingerprint, "pending": j.pending, "judged": j.judged,
                         "errors": j.errors, "no_content": j.no_content, "budget_exhausted": j.budget_exhausted, "stopped": j.stopped,
+                        "early_stop": j.early_stop,
                         "input_tokens": j.usage.input_tokens, "output_tokens": j.usage.output_tokens,
                         "cost_usd": round(j.usage.cost_usd, 6),
                         "coverage": coverage(store, tenant, j.fingerprint)} for j in judged],

@@ -71,12 +71,14 @@ def build_judge_evaluator(config: EvaluatorConfig) -> JudgeEvaluator:
     rubric = _rubric(config)
     try:
         if config.kind == "rubric":
-            judge = Judge(resolve_judge_model(config.model), rubric, name=config.name)
+            judge = Judge(resolve_judge_model(config.model), rubric, per_dimension=config.per_dimension,
+                          name=config.name)
             models = [judge.model.name]
         else:
             from verdict.judges.ensemble import JudgeEnsemble
 
-            members = [Judge(resolve_judge_model(m), rubric, name=f"{config.name}-{i}")
+            members = [Judge(resolve_judge_model(m), rubric, per_dimension=config.per_dimension,
+                             name=f"{config.name}-{i}")
                        for i, m in enumerate(config.models)]
             judge = JudgeEnsemble(members)
             models = [m.model.name for m in members]

@@ -4,6 +4,9 @@ Work is every sampled trace without an attempt by this evaluator fingerprint, or
 attempt is ERROR and that has fewer than `max_attempts` counted attempts (provider outages are
 not counted). A trace whose graded call carries no content (`Material.has_content`) gets one
 NO_CONTENT attempt instead: never sent to the judge, never paid, never retried, counted in coverage.
+A run whose first `early_stop_after` results all failed with the same error class stops submitting
+work (no money for nothing): an outage raises `provider_unavailable`, any other class (a refused
+parameter, unusable replies) ends the evaluator's run with `JudgeReport.early_stop` saying why.
 Model calls run in a thread pool while state.duckdb is closed; finished attempts are
 written in short batched transactions. An attempt's id is derived from (tenant, trace, fingerprint,
 attempt number) and inserted with INSERT OR IGNORE, so a rerun, a restart after a crash, or a second
@@ -15,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -33,9 +37,9 @@ from verdict_daemon.state import StateStore, insert_rows
 log = logging.getLogger("verdict.daemon")
 
 FLUSH_EVERY_SECONDS = 0.5
-# A run whose first results are all provider outages stops early instead of burning the budget.
-OUTAGE_PROBE = 8
 NO_CONTENT = "no_content"  # the attempt's error_code; its status is NO_CONTENT
+# The model error kind inside an engine error text ("judge: model: unsupported_parameter: HTTP 500 ...").
+_MODEL_KIND = re.compile(r"\bmodel: (\w+)")
 _ATTEMPT_COLUMNS = ("tenant_id", "attempt_id", "trace_id", "fingerprint", "attempt_no", "status", "error_code",
                     "error_message", "judged_at", "input_tokens", "output_tokens", "cost_usd", "judge_run_id")
 _VERDICT_COLUMNS = ("tenant_id", "attempt_id", "dimension", "value", "score", "reason", "votes")
@@ -52,6 +56,41 @@ class JudgeReport:
     budget_exhausted: bool
     stopped: bool  # asked to stop (SIGTERM) before the work was done
     usage: Usage
+    # Why the run stopped before its work was done: its first results all failed with one error class.
+    early_stop: str | None = None
+
+
+def error_class(outcome: Outcome) -> str | None:
+    """What kind of failure an outcome is, finer than its error code: the model error kind when a model
+    call failed (server_error, unsupported_parameter, ...), else the code (invalid_reply, ...); None if OK."""
+    if outcome.error_code is None:
+        return None
+    kind = _MODEL_KIND.search(outcome.error_message or "")
+    return f"{outcome.error_code}/{kind.group(1)}" if kind else outcome.error_code
+
+
+class _EarlyStop:
+    """Watches a run's first results: all failed, with one error class -> the run should stop."""
+
+    def __init__(self, after: int, work: int) -> None:
+        self.after = min(after, work)
+        self.classes: set[str | None] = set()
+        self.seen = 0
+        self.last_message: str | None = None
+
+    def add(self, outcome: Outcome) -> None:
+        if self.seen < self.after:
+            self.seen += 1
+            self.classes.add(error_class(outcome))
+            self.last_message = outcome.error_message
+
+    @property
+    def triggered(self) -> str | None:
+        """The one error class of the first results when they all failed with it, else None."""
+        if self.after == 0 or self.seen < self.after or len(self.classes) != 1:
+            return None
+        (cls,) = self.classes
+        return cls
 
 
 def attempt_id(tenant: str, trace_id: str, fingerprint: str, attempt_no: int) -> str:
@@ -175,17 +214,18 @@ def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging,
         log.info("judge tenant=%s evaluator=%s started pending=%d", tenant, evaluator.name, len(work))
     budget = _Budget(config)
     writer = _Writer(store, tenant, evaluator.fingerprint, run_id)
-    judged = errors = outages = 0
+    no_content = _record_no_content(writer, work)
+    judged = errors = 0
+    probe = _EarlyStop(config.early_stop_after, len(work))
     in_flight: dict[Future, tuple[Material, int]] = {}
     queue = iter(work)
-    no_content = _record_no_content(writer, work)
-    exhausted = stopped = outage = False
+    exhausted = stopped = False
     abandon_at = float("inf")
     pool = ThreadPoolExecutor(config.concurrency, thread_name_prefix="verdict-judge")
     try:
         while True:
             stopped = stopped or should_stop()  # checked even while the pool is full
-            while len(in_flight) < config.concurrency and not (exhausted or stopped or outage):
+            while len(in_flight) < config.concurrency and not (exhausted or stopped or probe.triggered):
                 if not budget.allows_another():
                     exhausted = True
                     break
@@ -205,10 +245,8 @@ def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging,
                 budget.usage += outcome.usage
                 judged += outcome.error_code is None
                 errors += outcome.error_code is not None
-                outages += outcome.error_code == PROVIDER_UNAVAILABLE
+                probe.add(outcome)
                 writer.add(material, attempt_no, outcome)
-            if judged == 0 and outages and outages >= min(OUTAGE_PROBE, len(work)):
-                outage = True
     finally:
         # On stop, calls still running after the grace are abandoned (never written: their traces
         # are judged again later, under the same attempt ids); otherwise this waits for nothing.
@@ -219,11 +257,17 @@ def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging,
                     tenant, evaluator.name, len(in_flight), config.stop_grace_seconds)
     log.info("judge tenant=%s evaluator=%s pending=%d judged=%d errors=%d no_content=%d budget_exhausted=%s "
              "stopped=%s", tenant, evaluator.name, len(work), judged, errors, no_content, exhausted, stopped)
-    if outage:
-        raise DaemonError(PROVIDER_UNAVAILABLE, f"evaluator {evaluator.name!r}: the judge model could not be "
-                          f"reached ({outages} call(s) failed, none succeeded)")
+    early_stop = None
+    failed_as = probe.triggered
+    if failed_as is not None:
+        early_stop = (f"stopped early: the first {probe.after} result(s) all failed with {failed_as} "
+                      f"(last: {(probe.last_message or '')[:300]})")
+        log.warning("judge tenant=%s evaluator=%s %s", tenant, evaluator.name, early_stop)
+        if failed_as == PROVIDER_UNAVAILABLE or failed_as.startswith(f"{PROVIDER_UNAVAILABLE}/"):
+            raise DaemonError(PROVIDER_UNAVAILABLE, f"evaluator {evaluator.name!r}: the judge model could not be "
+                              f"reached ({early_stop})")
     return JudgeReport(evaluator.name, evaluator.fingerprint, len(work), judged, errors, no_content, exhausted,
-                       stopped, budget.usage)
+                       stopped, budget.usage, early_stop)
 
 
 def _record_no_content(writer: _Writer, work: list[tuple[Material, int]]) -> int:

@@ -141,7 +141,8 @@ def _text(summary: dict) -> str:
         lines.append(f"  sentinel {h['evaluator']}: {h['status']} ({h['reason']})")
     for e in summary["evaluators"]:
         c = e["coverage"]
-        lines.append(f"  evaluator {e['name']} ({e['fingerprint'][:12]}): coverage {c['usable']}/{c['sampled_traces']}")
+        lines.append(f"  evaluator {e['name']} ({e['fingerprint'][:12]}): coverage {c['usable']}/{c['sampled_traces']}"
+                     + (f"; {e['early_stop']}" if e["early_stop"] else ""))
     for s in summary["signals"]:
         lines.append(f"  signal {s['kind']}: {s['cluster']} / {s['dimension']} ({s['evaluator']}) "
                      f"{s['baseline_level']} -> {s['current_level']}, adjusted p {s['adjusted_p']}")

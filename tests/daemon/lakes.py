@@ -110,5 +110,13 @@ def lenient_grade(request: ModelRequest) -> str:
     return json.dumps({d: {"rationale": f"{d} looks fine", "evidence": [], "verdict": "PASS"} for d in asked})
 
 
+def refusing_judge_model() -> ScriptedModel:
+    """A judge whose server refuses every call the same way (a parameter it does not accept)."""
+    from verdict.models.base import ModelError
+
+    return ScriptedModel(lambda request: ModelError("bad_request", "HTTP 422: frequency_penalty is not a number"),
+                         name="scripted/refused")
+
+
 def lenient_judge_model() -> ScriptedModel:
     return ScriptedModel(lenient_grade, name="scripted/lenient-judge")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -85,8 +86,9 @@ def test_a_later_success_replaces_an_error_as_the_latest_attempt(sampled):
         return "not json" if calls["n"] <= 72 else grade(request)
 
     evaluator = _evaluator(flaky)
-    judge(sampled, "acme", evaluator, Judging(concurrency=1), "run-1")
-    second = judge(sampled, "acme", evaluator, Judging(concurrency=1), "run-2")
+    every_trace = Judging(concurrency=1, early_stop_after=0)  # a first run that fails throughout, to the end
+    judge(sampled, "acme", evaluator, every_trace, "run-1")
+    second = judge(sampled, "acme", evaluator, every_trace, "run-2")
     assert second.judged == 72
     assign(sampled, "acme", IntentKeyAssigner())
     assert "ERROR" not in {r["value"] for r in judgment_table(sampled, "acme", evaluator.fingerprint).to_pylist()}
@@ -101,6 +103,47 @@ def test_provider_outage_stops_the_run_and_is_not_counted_against_the_limit(samp
     assert len(_attempts(sampled)) <= 4 * (8 + 2)  # stopped after the probe (+ in flight), not 72 per run
     healthy = judge(sampled, "acme", _evaluator(grade), Judging(max_attempts=2), "e")
     assert healthy.judged == 72
+
+
+def test_a_run_whose_first_results_all_fail_the_same_way_stops_early_saying_why(sampled):
+    refused = _evaluator(lambda r: ModelError("bad_request", "HTTP 422 from scripted/test: frequency_penalty: "
+                                              "Input should be a valid number"))
+    report = judge(sampled, "acme", refused, Judging(concurrency=2, early_stop_after=4), "r")
+    assert report.judged == 0 and 4 <= report.errors <= 4 + 2  # the probe, plus what was already in flight
+    assert re.match(r"stopped early: the first 4 result\(s\) all failed with \w+/bad_request ", report.early_stop)
+    assert "frequency_penalty" in report.early_stop
+    assert len(_attempts(sampled)) == report.errors  # every call made is recorded; no more were made
+
+
+def test_early_stop_off_judges_everything(sampled):
+    refused = _evaluator(lambda r: ModelError("bad_request", "HTTP 422"))
+    report = judge(sampled, "acme", refused, Judging(concurrency=4, early_stop_after=0), "r")
+    assert (report.errors, report.early_stop) == (72, None)
+
+
+def test_mixed_failures_or_one_success_among_the_first_results_do_not_stop_the_run(sampled):
+    calls = {"n": 0}
+    lock = threading.Lock()
+
+    def alternating(request):
+        with lock:
+            calls["n"] += 1
+            n = calls["n"]
+        return ModelError("bad_request", "HTTP 422") if n % 2 else "not json"
+
+    mixed = judge(sampled, "acme", _evaluator(alternating), Judging(concurrency=1, early_stop_after=4), "a")
+    assert (mixed.errors, mixed.early_stop) == (72, None)
+
+    def first_ok(request):
+        with lock:
+            calls["n"] += 1
+            n = calls["n"]
+        return grade(request) if n == 1 else ModelError("bad_request", "HTTP 422")
+
+    calls["n"] = 0
+    ok_first = judge(sampled, "acme", _evaluator(first_ok, name="scripted/other"),
+                     Judging(concurrency=1, early_stop_after=4), "b")
+    assert (ok_first.judged, ok_first.errors, ok_first.early_stop) == (1, 71, None)
 
 
 def test_budget_caps_calls_and_tokens(sampled):

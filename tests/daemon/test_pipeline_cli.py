@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ import duckdb
 
 from tests.daemon.cli import closed_error, env, pipeline, write_config
 from tests.daemon.conftest import NOW
+from tests.daemon.lakes import synthetic_days, write_rows
 from tests.fakes import Fail
 from verdict_daemon.errors import ERROR_CODES
 
@@ -42,6 +44,22 @@ def test_nothing_to_do_is_success(tmp_path):
     config = write_config(tmp_path / "verdict.toml", tmp_path / "empty")
     code, summary, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--fail-on-signal")
     assert code == 0 and summary["sampled"] == 0 and summary["signals"] == []
+
+
+def test_a_judge_refused_on_every_first_call_stops_early_and_the_summary_says_why(tmp_path):
+    data = tmp_path / "data"
+    write_rows(data, "acme", synthetic_days(NOW, intents=("billing.v1",), per_day=4))
+    config = write_config(tmp_path / "verdict.toml", data, "[judging]\nearly_stop_after = 3\nconcurrency = 1\n")
+    config.write_text(config.read_text().replace("lakes:scripted_judge_model", "lakes:refusing_judge_model"))
+    code, summary, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF)
+    assert code == 0 and "Traceback" not in stderr, stderr
+    (evaluator,) = summary["evaluators"]
+    assert (evaluator["pending"], evaluator["judged"], evaluator["errors"]) == (36, 0, 3)
+    assert re.match(r"stopped early: the first 3 result\(s\) all failed with \w+/bad_request ", evaluator["early_stop"])
+    text = subprocess.run([sys.executable, "-m", "verdict_daemon.pipeline_cli", "--config", str(config),
+                           "--tenant-id", "acme", "--as-of", AS_OF], capture_output=True, text=True, env=env(),
+                          timeout=120).stdout
+    assert re.search(r"stopped early: the first 3 result\(s\) all failed with \w+/bad_request ", text)
 
 
 def _error(code: int, out: dict, expected: str) -> None:

@@ -31,7 +31,7 @@ def test_help_documents_every_option():
     (["--days", "2"], "argument --days: must be at least 3, got 2"),
     (["--per-day", "many"], "argument --per-day: 'many' is not an integer"),
     (["--corrupt-intent", "billing"], "argument --corrupt-intent: invalid choice: 'billing'"),
-    (["--judge-model", "gpt-4o"], "unknown model 'gpt-4o'"),
+    (["--judge-model", "llama3"], "unknown model 'llama3'"),
 ])
 def test_bad_options_are_invalid_config_without_a_traceback(argv, message, capsys, tmp_path):
     assert cli.main([*argv, "--data-dir", str(tmp_path / "d")]) == 2

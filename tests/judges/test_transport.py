@@ -5,7 +5,7 @@ import pytest
 
 from tests.fakes import Fail, Reply
 from tests.judges.replies import rubric_reply
-from verdict.judges.judge import Judge, JudgmentStatus, Verdict
+from verdict.judges.judge import Judge, JudgmentStatus, Verdict, output_budget
 from verdict.judges.pairwise import PairwiseJudge, PairwiseStatus, PairwiseVerdict
 from verdict.models.ratelimit import RateLimits
 from verdict.models.registry import resolve_model
@@ -32,7 +32,7 @@ def test_judge_grades_through_the_openai_client(fake_openai, model):
     body = fake_openai.last_request.body
     assert [m["role"] for m in body["messages"]] == ["system", "user", "user"]
     assert body["messages"][-1]["content"] == f"<answer>\n{ANSWER}\n</answer>"
-    assert body["temperature"] == 0.1 and body["max_tokens"] == 2048
+    assert body["temperature"] == 0.1 and body["max_tokens"] == output_budget(5, per_dimension=False)
     assert body["response_format"]["type"] == "json_schema"
     assert set(body["response_format"]["json_schema"]["schema"]["required"]) == {
         "groundedness", "relevance", "completeness", "safety", "instruction_following"}

@@ -17,7 +17,7 @@ from verdict.models.registry import resolve_model
 REQUEST = ModelRequest((Message("user", "hi"),), params={"temperature": 0}, top_logprobs=3)
 
 
-@pytest.mark.parametrize("spec", ["gpt-4o", "google/gemini-pro", "openai/", "openai/  ", "", "/gpt-4o"])
+@pytest.mark.parametrize("spec", ["llama3", "google/gemini-pro", "openai/", "openai/  ", "", "/gpt-4o"])
 def test_unknown_forms_name_the_accepted_ones(spec):
     with pytest.raises(ValueError) as caught:
         resolve_model(spec)

@@ -144,7 +144,7 @@ def test_a_judge_that_never_replies_validly_is_a_probe_error_not_an_outage(serve
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["--suite", "nonesuch"], "invalid_suite", "unknown suite 'nonesuch'"),
     (["--min-pass-rate", "1.5"], "invalid_config", "--min-pass-rate must be in [0, 1], got 1.5"),
-    (["--target-model", "gpt-4o"], "invalid_config", "--target-model 'gpt-4o': unknown model"),
+    (["--target-model", "llama3"], "invalid_config", "--target-model 'llama3': unknown model"),
     (["--target-model", "tests.probes.nowhere:MODEL"], "invalid_config", "--target-model: cannot load"),
     (["--out", "/nonexistent-dir/run.json"], "invalid_config", "the directory does not exist or is not writable"),
     (["--out", "."], "invalid_config", "--out .: is a directory"),

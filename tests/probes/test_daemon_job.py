@@ -84,7 +84,7 @@ def test_a_run_with_execution_errors_is_logged_with_probe_error_and_kept(tmp_pat
 @pytest.mark.parametrize(("probes", "code", "message"), [
     ({"suite": "nonesuch"}, "invalid_suite", "unknown suite 'nonesuch'"),
     ({"suite": "suites/missing.yaml"}, "invalid_suite", "cannot read the suite"),
-    ({"target_model": "gpt-4o"}, "invalid_config", "probes.target_model 'gpt-4o': unknown model"),
+    ({"target_model": "llama3"}, "invalid_config", "probes.target_model 'llama3': unknown model"),
 ])
 def test_a_bad_probes_section_stops_the_daemon_at_start(tmp_path, probes, code, message):
     config, _ = write_config(tmp_path, **probes)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any, Literal, Self
 
 from verdict.graph.errors import ConfigurationError
-from verdict.graph.unit import Unit, Via, resolve_model
+from verdict.graph.unit import Unit, Via, make_via
 from verdict.models.base import Model
 
 LinkMode = Literal["dense", "broadcast", "cumulative", "last"]
@@ -27,9 +27,10 @@ class Container:
         self.name = name
         self.via_config: Via | None = None
 
-    def via(self, model: str | Model, retries: int = 3, **params: Any) -> Self:
+    def via(self, model: str | Model | None = None, retries: int = 3, *, policy_or_name: str | Model | None = None,
+            **params: Any) -> Self:
         """Model for every member that sets none itself."""
-        self.via_config = Via(resolve_model(model), retries, params)
+        self.via_config = make_via(model, policy_or_name, retries, params)
         return self
 
     def units(self) -> Iterator[Unit]:

@@ -8,6 +8,7 @@ only: per-sample state lives in the executor, so one materialised graph serves e
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
@@ -51,6 +52,27 @@ def resolve_model(spec: str | Model) -> Model:
     return spec
 
 
+def make_via(model: str | Model | None, policy_or_name: str | Model | None, retries: int,
+             params: dict[str, Any]) -> Via:
+    """`.via()` of units and containers; `policy_or_name=` is the seed library's keyword for the model."""
+    if (model is None) == (policy_or_name is None):
+        raise ConfigurationError("via() needs the model once: positionally or as policy_or_name=")
+    return Via(resolve_model(model if model is not None else policy_or_name), retries, params)
+
+
+def _full_signature(fn: Any) -> PropagateFn:
+    if not callable(fn):
+        raise ConfigurationError(f"propagate() needs a function, not {type(fn).__name__}")
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # no introspectable signature (some builtins): the full one is assumed
+        return fn
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) == 1 and not any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return lambda unit, previous, input, output: fn(output)
+    return fn
+
+
 class Unit:
     ResponseSchema: ClassVar[type[Schema]]
     InputSchema: ClassVar[type[Schema] | None] = None
@@ -71,8 +93,9 @@ class Unit:
         self.dependents: list[Unit] = []
 
     # --- directives -------------------------------------------------------------------------------
-    def via(self, model: str | Model, retries: int = 3, **params: Any) -> Self:
-        self.via_config = Via(resolve_model(model), retries, params)
+    def via(self, model: str | Model | None = None, retries: int = 3, *, policy_or_name: str | Model | None = None,
+            **params: Any) -> Self:
+        self.via_config = make_via(model, policy_or_name, retries, params)
         return self
 
     def prompt(self, template: str | type[Prompt]) -> Self:
@@ -83,9 +106,10 @@ class Unit:
         self.extractor = extractor
         return self
 
-    def propagate(self, fn: PropagateFn) -> Self:
-        """fn(unit, previous, input, output) -> Schema replaces the unit's output."""
-        self.propagate_fn = fn
+    def propagate(self, fn: PropagateFn | Callable[[Any], Schema]) -> Self:
+        """fn(unit, previous, input, output) -> Schema replaces the unit's output; a one-argument
+        fn(output), as the seed library writes it, is called with the output alone."""
+        self.propagate_fn = _full_signature(fn)
         return self
 
     def pin(self) -> Self:

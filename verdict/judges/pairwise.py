@@ -1,7 +1,10 @@
 """PairwiseJudge: which of two responses is better, asked twice with the positions swapped.
 
 Round "AB" shows response_a first (as Assistant A), round "BA" shows response_b first. Each reply must
-contain exactly one complete marker: `[[A]]`, `[[B]]` or `[[C]]` (tie). Both rounds run as two samples
+contain exactly one complete marker: `[[A]]`, `[[B]]` or `[[C]]` (tie); a reply without any double
+bracket may instead give the letter as real models also write it, `[A]` or `Verdict: A`, when every such
+mark in it names the same letter (a `[X]` or `Verdict: X` naming another letter than the `[[X]]` marker
+makes the reply ambiguous, so INVALID too). Both rounds run as two samples
 of one engine run of a one-unit judge graph (`PairwiseJudge.unit`), so `.via()` parameters, rate limits,
 transport retries and extraction retries apply: a reply without a valid marker is asked again, and is
 INVALID only when the last retry fails too.
@@ -54,6 +57,21 @@ RoundOrder = Literal["AB", "BA"]
 _MARKER = re.compile(r"\[\[([ABC])\]\]")
 _EMPTY_MARKER = re.compile(r"\[\[\s*\]\]")
 _OTHER_MARKER = re.compile(r"\[\[([^\[\]]*)\]\]")
+# What real models write instead of [[X]]: a single-bracketed letter, or the letter after "verdict"
+# ("Verdict: A", "Final verdict: **B**", "verdict is [C]", "Verdict: Assistant A"; the letter upper-case).
+_LOOSE_MARKERS = (re.compile(r"(?<!\[)\[([ABC])\](?!\])"),
+                  re.compile(r"\b(?i:verdict)\b\W{0,4}(?:(?i:is)\W{1,4})?(?:(?i:assistant)\s+)?\[?([ABC])\b"))
+
+
+def _loose_marker(text: str, marker: str | None = None) -> str:
+    """The letter of `[X]` / `Verdict: X` marks (and of the `[[X]]` marker, if given) when they all agree;
+    ExtractionError otherwise."""
+    letters = {match for pattern in _LOOSE_MARKERS for match in pattern.findall(text)} | ({marker} - {None})
+    if len(letters) > 1:
+        raise ExtractionError(f"conflicting verdicts {', '.join(sorted(letters))}")  # type: ignore[arg-type]
+    if not letters:
+        raise ExtractionError("no [[A]], [[B]] or [[C]] marker in the reply")
+    return letters.pop()  # type: ignore[return-value]
 
 
 def read_marker(text: str) -> str:
@@ -71,7 +89,7 @@ def read_marker(text: str) -> str:
         glued = text[match.start() - 1 : match.start()] == "[" or text[match.end() : match.end() + 1] == "]"  # type: ignore[union-attr]
         if opens > 1 or closes > 1 or glued:
             raise ExtractionError(f"a stray or incomplete marker next to [[{complete[0]}]]")
-        return complete[0]
+        return _loose_marker(text, complete[0])
     if _EMPTY_MARKER.search(text):
         raise ExtractionError("the marker is empty ([[]])")
     other = _OTHER_MARKER.search(text)
@@ -79,7 +97,7 @@ def read_marker(text: str) -> str:
         raise ExtractionError(f"[[{other.group(1)[:20]}]] is not one of [[A]], [[B]], [[C]]")
     if opens or closes:
         raise ExtractionError("the marker is incomplete (truncated)")
-    raise ExtractionError("no [[A]], [[B]] or [[C]] marker in the reply")
+    return _loose_marker(text)
 
 
 DEFAULT_PAIRWISE_PROMPT = """
@@ -208,6 +226,7 @@ class PairwiseJudge:
             kind=self.kind, models=[self.model.name], rubric=None, prompts={"pairwise": self.prompt_text},
             params=self.params, identities=[model_identity(self.model)],
             contract={"reply": "marker", "markers": ["[[A]]", "[[B]]", "[[C]]"], "rule": "exactly-one-complete",
+                      "loose_markers": ["[X]", "verdict: X"], "loose_rule": "no-double-brackets,all-agree",
                       "rounds": ["AB", "BA"]})
         self.pipeline.build()  # configuration errors surface here, not mid-run
 
