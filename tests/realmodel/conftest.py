@@ -24,6 +24,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if str(item.path).startswith(here):
             item.add_marker(pytest.mark.realmodel)
+            # CPU generation on a shared 2-core machine: minutes per test when the machine is busy.
+            item.add_marker(pytest.mark.timeout(900))
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +73,7 @@ def recorded(llama_server: LocalServer) -> Callable[..., Recorded]:
         client = openai.OpenAI(base_url=llama_server.base_url, api_key="not-needed",
                                http_client=openai.DefaultHttpxClient(event_hooks={"response": [record]}))
         options = {"supports_json_schema": False, "retry": RetryPolicy(max_attempts=2, base_delay=0.1),
-                   "rate_limits": None, "timeout": 300.0, **options}
+                   "rate_limits": None, "timeout": 600.0, **options}
         return Recorded(OpenAIModel(llama_server.model, client=client, **options), exchanges)
 
     return make
