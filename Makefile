@@ -46,11 +46,19 @@ reference-venvs: $(IRRCAC_VENV)/.installed
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 
+# The suite, then the collector soak (deselected from the suite; SOAK_SECONDS, 0 skips it).
+# Tiers with their own environments: the real-model tier (llama.cpp + SmolLM2, `realmodel-env`),
+# the peer instrumentations (`peers`) and reference implementations (`reference-venvs`).
 # pytest exits 5 when it collected nothing: that is a failure, never a silent pass.
-test: $(TEST_STAMP) browser reference-venvs
+SOAK_SECONDS ?= 600
+test: $(TEST_STAMP) browser reference-venvs realmodel-env peers
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
+	  if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; \
+	  if [ -n "$$VERDICT_REALMODEL_UNAVAILABLE" ]; then echo "real-model tier SKIPPED: $$VERDICT_REALMODEL_UNAVAILABLE"; fi; \
+	  [ $$rc -eq 0 ] || exit $$rc
+	@if [ "$(SOAK_SECONDS)" != 0 ]; then \
+	  VERDICT_SOAK_SECONDS=$(SOAK_SECONDS) $(BIN)/python -m pytest -m soak tests/collector/test_soak.py -s -q; fi
 
 # The real-model test tier (pytest -m realmodel): llama.cpp's OpenAI-compatible server in its own
 # venv (its pinned deps must not meet ours; pip builds the wheel once and reuses it from its cache)
