@@ -211,6 +211,19 @@ def output_budget(dimensions: int, *, per_dimension: bool) -> int:
 # --- the unit --------------------------------------------------------------------------------------------
 # The material sits between tags, the answer alone in the last message, so an instruction inside it reads
 # as data (prompt-injection safety). The evidence check reads the answer from the unit's input, not from here.
+_MATERIAL = """@user
+<question>
+{source.query}
+</question>
+<context>
+{source.context}
+</context>
+@user
+<answer>
+{source.answer}
+</answer>
+"""
+
 DEFAULT_JUDGE_PROMPT = """
 @system
 You are an impartial evaluator. Grade one answer against this rubric.
@@ -233,18 +246,7 @@ How to grade:
 
 Reply with one JSON object and nothing else, with exactly the keys {unit.dimension_names}:
 {{"<dimension>": {{"rationale": "...", "evidence": ["..."], "verdict": "PASS" | "FAIL" | "UNCLEAR"}}, ...}}
-@user
-<question>
-{source.query}
-</question>
-<context>
-{source.context}
-</context>
-@user
-<answer>
-{source.answer}
-</answer>
-"""
+""" + _MATERIAL
 
 
 # One dimension per call, verdict first: a small model commits to the verdict in its first tokens, and a
@@ -265,18 +267,7 @@ Reply with one JSON object and nothing else:
 - rationale: one short sentence.
 - evidence: at most two short quotes copied exactly from the answer; [] when the verdict rests on
   something the answer lacks.
-@user
-<question>
-{source.query}
-</question>
-<context>
-{source.context}
-</context>
-@user
-<answer>
-{source.answer}
-</answer>
-"""
+""" + _MATERIAL
 
 
 class DimensionReply(Schema):
