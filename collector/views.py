@@ -17,7 +17,8 @@ directory, and the configuration is locked so the query cannot switch it back on
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -63,18 +64,32 @@ def _typed_empty(columns=SPAN_COLUMNS) -> str:
     return f"SELECT {typed}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
 
 
-def _read(directory: Path, pattern: str, columns=SPAN_COLUMNS) -> str:
-    """Segments matching `pattern`, always with every schema column (NULL where a file lacks one)."""
-    files = _quote(f"{directory}/date=*/{pattern}")
+def _partitions(days: Sequence[date] | None) -> list[str]:
+    return ["date=*"] if days is None else [f"date={day.isoformat()}" for day in days]
+
+
+def _globs(directory: Path, pattern: str, days: Sequence[date] | None) -> list[str]:
+    """Globs of the segments matching `pattern` in the chosen date partitions (every one when `days` is
+    None), only those matching a file (DuckDB refuses a glob matching nothing)."""
+    return [f"{directory}/{p}/{pattern}" for p in _partitions(days) if any(directory.glob(f"{p}/{pattern}"))]
+
+
+def _files(directory: Path, pattern: str, days: Sequence[date] | None) -> list[str]:
+    return [str(f) for p in _partitions(days) for f in directory.glob(f"{p}/{pattern}")]
+
+
+def _read(globs: list[str], columns=SPAN_COLUMNS) -> str:
+    """The segments of `globs`, always with every schema column (NULL where a file lacks one)."""
+    files = "[" + ", ".join(_quote(g) for g in globs) + "]"
     return (f"({_typed_empty(columns)}\n  UNION ALL BY NAME\n  SELECT * FROM read_parquet({files}, "
             "hive_partitioning = true, union_by_name = true, hive_types = {'date': 'DATE'}))")
 
 
-def _logs_view(data_dir: Path, tenant: str) -> str:
+def _logs_view(data_dir: Path, tenant: str, days: Sequence[date] | None) -> str:
     """Log records, each once (exporter retries resend the same record: same record_id)."""
-    directory = logs_tenant_dir(data_dir, tenant)
-    if any(directory.glob(f"date=*/*{lake.SEGMENT_SUFFIX}")):
-        body = (f"SELECT * EXCLUDE (tenant) FROM {_read(directory, '*' + lake.SEGMENT_SUFFIX, LOG_COLUMNS)}\n"
+    globs = _globs(logs_tenant_dir(data_dir, tenant), "*" + lake.SEGMENT_SUFFIX, days)
+    if globs:
+        body = (f"SELECT * EXCLUDE (tenant) FROM {_read(globs, LOG_COLUMNS)}\n"
                 "QUALIFY row_number() OVER (PARTITION BY record_id ORDER BY received_at) = 1")
     else:
         body = f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty(LOG_COLUMNS)})"
@@ -92,12 +107,12 @@ def _event_messages() -> str:
             f"({' OR '.join(f'{c} IS NOT NULL' for c in MESSAGE_COLUMNS)})\nGROUP BY trace_id, span_id")
 
 
-def _instrumentations(directory: Path) -> int:
+def _instrumentations(directory: Path, days: Sequence[date] | None) -> int:
     """How many dialects the tenant's spans carry (NULL, for spans written before the column, counts as
     one), from the Parquet footers' statistics: no rows are read."""
     import duckdb
 
-    files = [str(f) for f in directory.glob(f"date=*/*{lake.SEGMENT_SUFFIX}")]
+    files = _files(directory, "*" + lake.SEGMENT_SUFFIX, days)
     if not files:
         return 0
     stats = duckdb.execute(
@@ -145,22 +160,23 @@ def _llm_calls(with_events: bool, deduplicate: bool) -> str:
     )
 
 
-def _fresh_since(directory: Path) -> str | None:
+def _fresh_since(directory: Path, days: Sequence[date] | None) -> str | None:
     """Earliest receipt among fresh segments (cheap: one column of a few small files), or None."""
     import duckdb
 
-    files = list(directory.glob(f"date=*/{FRESH_PATTERN}"))
+    files = _files(directory, FRESH_PATTERN, days)
     if not files:
         return None
     earliest = duckdb.execute(
         "SELECT min(received_at) FROM read_parquet(?, hive_partitioning = false, union_by_name = true)",
-        [[str(f) for f in files]],
+        [files],
     ).fetchone()[0]
     return None if earliest is None else str(earliest)
 
 
-def view_statements(data_dir: Path, tenant: str) -> list[str]:
-    """CREATE VIEW statements for `spans`, `logs` and `llm_calls`, for the lake as it is now.
+def view_statements(data_dir: Path, tenant: str, days: Sequence[date] | None = None) -> list[str]:
+    """CREATE VIEW statements for `spans`, `logs` and `llm_calls`, for the lake as it is now; over the
+    date partitions `days` only when given (the daemon's sampler reads its lookback, not the history).
 
     Compacted segments hold each span once (collector.compaction), so they are read as they are;
     only fresh segments are deduplicated, among themselves and against compacted rows received
@@ -169,19 +185,19 @@ def view_statements(data_dir: Path, tenant: str) -> list[str]:
     """
     tenant = validate_tenant_id(tenant)
     directory = tenant_dir(data_dir, tenant)
-    has_compacted = any(directory.glob(f"date=*/{COMPACTED_PATTERN}"))
-    fresh_since = _fresh_since(directory)
+    compacted = _globs(directory, COMPACTED_PATTERN, days)
+    fresh_since = _fresh_since(directory, days)
     parts = []
-    if has_compacted:
-        parts.append(f"SELECT * EXCLUDE (tenant) FROM {_read(directory, COMPACTED_PATTERN)}")
+    if compacted:
+        parts.append(f"SELECT * EXCLUDE (tenant) FROM {_read(compacted)}")
     if fresh_since is not None:
         fresh = (
-            f"SELECT * EXCLUDE (tenant) FROM {_read(directory, FRESH_PATTERN)}\n"
+            f"SELECT * EXCLUDE (tenant) FROM {_read(_globs(directory, FRESH_PATTERN, days))}\n"
             "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1"
         )
-        if has_compacted:
+        if compacted:
             fresh = (
-                f"SELECT * FROM ({fresh})\nANTI JOIN (SELECT trace_id, span_id FROM {_read(directory, COMPACTED_PATTERN)}"
+                f"SELECT * FROM ({fresh})\nANTI JOIN (SELECT trace_id, span_id FROM {_read(compacted)}"
                 f"\n  WHERE received_at >= TIMESTAMP_NS {_quote(fresh_since)} - INTERVAL {RETRY_HORIZON})\n"
                 "USING (trace_id, span_id)"
             )
@@ -190,11 +206,11 @@ def view_statements(data_dir: Path, tenant: str) -> list[str]:
         parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
-    with_events = any(logs_tenant_dir(data_dir, tenant).glob(f"date=*/*{lake.SEGMENT_SUFFIX}"))
+    with_events = bool(_globs(logs_tenant_dir(data_dir, tenant), "*" + lake.SEGMENT_SUFFIX, days))
     # One instrumentation cannot describe a call twice (Vercel's outer spans are no call): the
     # duplicate rules, which group every call by trace, run only when two or more dialects are present.
-    deduplicate = _instrumentations(directory) > 1
-    return [spans, _logs_view(data_dir, tenant), _llm_calls(with_events, deduplicate)]
+    deduplicate = _instrumentations(directory, days) > 1
+    return [spans, _logs_view(data_dir, tenant, days), _llm_calls(with_events, deduplicate)]
 
 
 def open_scoped(data_dir: Path, tenant: str, extra_views: tuple[str, ...] = (),

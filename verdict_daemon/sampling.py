@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from collector import lake
-from collector.views import NOT_INFERENCE, tenant_dir
+from collector.views import tenant_dir, view_statements
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Sampling
 from verdict_daemon.errors import DaemonError
@@ -81,15 +81,9 @@ def _window_floor(at: datetime, window: timedelta) -> datetime:
     return epoch + window * ((at - epoch) // window)
 
 
-def _segment_files(data_dir: Path, tenant: str, start: datetime, end: datetime) -> list[str]:
-    """Segments of the date partitions overlapping [start, end): partition pruning by hand."""
-    root = tenant_dir(data_dir, tenant)
-    files: list[str] = []
-    day = start.date()
-    while day <= end.date():
-        files += [str(p) for p in sorted((root / f"date={day.isoformat()}").glob(f"*{lake.SEGMENT_SUFFIX}"))]
-        day += timedelta(days=1)
-    return files
+def _days(start: datetime, end: datetime) -> list[date]:
+    """The date partitions overlapping [start, end]: the only ones the sampler reads."""
+    return [start.date() + timedelta(days=n) for n in range((end.date() - start.date()).days + 1)]
 
 
 def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_of: datetime) -> SampleReport:
@@ -99,8 +93,8 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
     end = _naive_utc(as_of)
     window = timedelta(hours=config.window_hours)
     start = _window_floor(end - timedelta(days=config.lookback_days), window)  # the oldest window, read whole
-    files = _segment_files(data_dir, tenant, start - window, end)
-    if not files:
+    days = _days(start - window, end)
+    if not any(any(tenant_dir(data_dir, tenant).glob(f"date={d.isoformat()}/*{lake.SEGMENT_SUFFIX}")) for d in days):
         return SampleReport(0, 0, 0, False)
     with store.transaction() as con:
         done = con.sql(
@@ -108,9 +102,11 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
             params=[tenant, start]).to_arrow_table()
     lake_con = duckdb.connect(config={"threads": 2})
     try:
-        _inherit_intents(lake_con, files, start - window, end)
-        rows, eligible, at_ceiling = _pick(lake_con, done, files, start, end, window.total_seconds(), config)
-        unrecognised = () if eligible else _unrecognised_scopes(lake_con, files, start, end)
+        for statement in view_statements(data_dir, tenant, days):  # `spans` and `llm_calls` over the lookback
+            lake_con.execute(statement)
+        _inherit_intents(lake_con, start - window, end)
+        rows, eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
+        unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
@@ -130,26 +126,19 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
     return report
 
 
-def _quoted(files: list[str]) -> str:
-    return ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-
-
-def _inherit_intents(lake_con, files: list[str], start: datetime, end: datetime) -> None:
+def _inherit_intents(lake_con, start: datetime, end: datetime) -> None:
     """TEMP TABLE inherited_intent(trace_id, span_id, intent_key): for each LLM call in the window
     without a key, the key of its nearest ancestor span that has one (at most 64 levels up; ancestors
     may start before the window, so only the date partitions bound them)."""
-    not_inference = ", ".join(f"'{op}'" for op in NOT_INFERENCE)
-    lake_con.execute(f"""
+    lake_con.execute("""
         CREATE OR REPLACE TEMP TABLE inherited_intent AS
         WITH RECURSIVE tree AS (
-            SELECT DISTINCT trace_id, span_id, parent_span_id, intent_key
-            FROM read_parquet([{_quoted(files)}], union_by_name = true)
+            SELECT trace_id, span_id, parent_span_id, intent_key FROM spans
         ),
         up(trace_id, span_id, parent, depth, key) AS (
             SELECT trace_id, span_id, parent_span_id, 0, NULL::VARCHAR
-            FROM read_parquet([{_quoted(files)}], union_by_name = true)
-            WHERE start_time >= $start AND start_time < $end AND intent_key IS NULL
-              AND operation IS NOT NULL AND operation NOT IN ({not_inference}) AND parent_span_id IS NOT NULL
+            FROM llm_calls
+            WHERE start_time >= $start AND start_time < $end AND intent_key IS NULL AND parent_span_id IS NOT NULL
             UNION ALL
             SELECT u.trace_id, u.span_id, t.parent_span_id, u.depth + 1, t.intent_key
             FROM up u JOIN tree t ON t.trace_id = u.trace_id AND t.span_id = u.parent
@@ -159,39 +148,33 @@ def _inherit_intents(lake_con, files: list[str], start: datetime, end: datetime)
         """, {"start": start, "end": end})
 
 
-def _unrecognised_scopes(lake_con, files: list[str], start: datetime, end: datetime) -> tuple[tuple[str, int], ...]:
+def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tuple[str, int], ...]:
     """Span counts per instrumentation scope when the window has spans but no LLM call at all
     (sampled before or not); empty otherwise."""
-    not_inference = ", ".join(f"'{op}'" for op in NOT_INFERENCE)
-    rows = lake_con.execute(f"""
-        SELECT scope_name, count(*) AS n,
-               count(*) FILTER (WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})) AS calls
-        FROM read_parquet([{_quoted(files)}], union_by_name = true)
-        WHERE start_time >= $start AND start_time < $end
-        GROUP BY ALL ORDER BY n DESC, scope_name""", {"start": start, "end": end}).fetchall()
-    if any(calls for _, _, calls in rows):
+    window = {"start": start, "end": end}
+    if lake_con.execute("SELECT count(*) FROM llm_calls WHERE start_time >= $start AND start_time < $end",
+                        window).fetchone()[0]:
         return ()
-    return tuple((name, n) for name, n, _ in rows[:20])
+    return tuple(lake_con.execute("""
+        SELECT scope_name, count(*) AS n FROM spans WHERE start_time >= $start AND start_time < $end
+        GROUP BY ALL ORDER BY n DESC, scope_name LIMIT 20""", window).fetchall())
 
 
-def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, window_s: float,
+def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
           config: Sampling) -> tuple[list[tuple], int, int]:
     """The new picks with their content, how many unsampled eligible traces there were, and how many
-    cells reached the ceiling."""
+    cells reached the ceiling. Calls and content come from `llm_calls`: log-event messages attached,
+    a call described by two instrumentations seen once (collector/views.py)."""
     lake_con.register("done", done)
-    quoted = _quoted(files)
-    not_inference = ", ".join(f"'{op}'" for op in NOT_INFERENCE)
     u = _U.format(draw="md5($seed || ':' || trace_id)")
     lake_con.execute(f"""
         CREATE TEMP TABLE picked AS
         WITH calls AS (
             SELECT trace_id, span_id, start_time, end_time, coalesce(s.intent_key, i.intent_key) AS intent_key
-            FROM read_parquet([{quoted}], union_by_name = true) s LEFT JOIN inherited_intent i USING (trace_id, span_id)
+            FROM llm_calls s LEFT JOIN inherited_intent i USING (trace_id, span_id)
             WHERE start_time >= $start - to_seconds($w) AND start_time < $end
-              AND operation IS NOT NULL AND operation NOT IN ({not_inference})
               AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}'
               AND status_code <> 'ERROR' AND error_type IS NULL
-            QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1
         ),
         traces AS (
             SELECT trace_id, arg_max(span_id, end_time) AS span_id, min(start_time) AS started_at,
@@ -243,10 +226,9 @@ def _pick(lake_con, done, files: list[str], start: datetime, end: datetime, wind
         WITH chosen AS (SELECT * FROM picked WHERE NOT over_ceiling ORDER BY pick, draw LIMIT {config.max_traces_per_run}),
         content AS (
             SELECT trace_id, span_id, input_messages, output_messages, system_instructions
-            FROM read_parquet([{quoted}], union_by_name = true)
+            FROM llm_calls
             WHERE start_time >= $start AND start_time < $end
               AND span_id IN (SELECT span_id FROM chosen)
-            QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1
         )
         SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
                x.input_messages, x.output_messages, x.system_instructions

@@ -37,13 +37,13 @@ def pipeline(*args: str, timeout: float = 120) -> tuple[int, dict, str]:
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
 
 
-def write_config(path: Path, data_dir: Path, extra: str = "") -> Path:
+def write_config(path: Path, data_dir: Path, extra: str = "", tenant: str = "acme") -> Path:
     path.write_text(f"""
 data_dir = "{data_dir}"
 state_lock_timeout_seconds = 1
 
 [[tenants]]
-id = "acme"
+id = "{tenant}"
 
 [sampling]
 per_cluster_per_window = 40

@@ -1,0 +1,94 @@
+"""Sampling reads `llm_calls` (issue 14): the recorded openai-v2 default-mode traces, whose conversation
+is in OTLP log records, are judged from those messages whichever signal arrives first; the recorded
+OpenLLMetry + anthropic-native traces (two instrumentations, two root traces per call) give one
+sampled trace per call. Real collector process, real `verdict-pipeline` process, scripted judge."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from collector.views import open_scoped
+from tests.daemon.cli import pipeline, write_config
+from verdict.redact import redact_text
+from verdict_daemon.state import StateStore
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
+V2 = FIXTURES / "openai-v2-default"
+NATIVE = FIXTURES / "openllmetry-anthropic-native"
+# tenant -> (fixture directory, files in arrival order)
+REPLAYS = {
+    "v2-spans-first": (V2, ("traces-1.pb", "logs-1.pb")),
+    "v2-logs-first": (V2, ("logs-1.pb", "traces-1.pb")),
+    "anthropic-twice": (NATIVE, ("traces-1.pb",)),
+}
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory, request) -> Path:
+    from tests.collector.conftest import Collector
+
+    tmp = tmp_path_factory.mktemp("peer-sampling")
+    tokens = tmp / "tokens.yaml"
+    tokens.write_text("".join(f'"token-{t}-0123456789": {t}\n' for t in REPLAYS))
+    collector = Collector(tmp / "data", ("--tokens", str(tokens)))
+    collector.start()
+    request.addfinalizer(lambda: collector.proc.poll() is None and collector.proc.kill())
+    for tenant, (directory, files) in REPLAYS.items():
+        for name in files:
+            conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
+            conn.request("POST", "/v1/logs" if name.startswith("logs") else "/v1/traces",
+                         body=(directory / name).read_bytes(),
+                         headers={"Content-Type": "application/x-protobuf",
+                                  "Authorization": f"Bearer token-{tenant}-0123456789"})
+            response = conn.getresponse()
+            assert response.status == 200, (tenant, name, response.read())
+            response.read()
+    assert collector.stop() == 0
+    return collector.data_dir
+
+
+def _run(tmp_path: Path, data: Path, tenant: str) -> tuple[dict, list[tuple]]:
+    """`verdict-pipeline` one hour after the tenant's last span; its summary and sampled_traces rows."""
+    con = open_scoped(data, tenant)
+    last = con.execute("SELECT max(end_time) FROM spans").fetchone()[0]
+    con.close()
+    as_of = (last + timedelta(hours=1)).isoformat()
+    code, summary, stderr = pipeline("--config", str(write_config(tmp_path / "v.toml", data, tenant=tenant)),
+                                     "--tenant-id", tenant, "--as-of", as_of)
+    assert code == 0, stderr
+    con = duckdb.connect(str(StateStore(data).path), read_only=True)
+    sampled = con.execute("SELECT trace_id, query, response FROM sampled_traces WHERE tenant_id = ? "
+                          "ORDER BY query", [tenant]).fetchall()
+    con.close()
+    return summary, sampled
+
+
+@pytest.mark.parametrize("tenant", ["v2-spans-first", "v2-logs-first"])
+def test_openai_v2_default_mode_is_judged_from_its_log_events(lake, tmp_path, tenant):
+    manifest = json.loads((V2 / "manifest.json").read_text())
+    calls = manifest["expected_llm_calls"]
+    summary, sampled = _run(tmp_path, lake, tenant)
+    assert (summary["sampled"], summary["judged"], summary["no_content"]) == (len(calls), len(calls), 0), summary
+    questions = sorted(redact_text(c["question"]) for c in calls)
+    answers = sorted(redact_text(c["answer"]) for c in calls)
+    assert all(q in query for q, (_, query, _) in zip(questions, sampled, strict=True)), sampled
+    assert sorted(response for *_, response in sampled) == answers
+    assert not any(secret in str(sampled) for secret in manifest["planted_secrets"])
+
+
+def test_a_call_described_by_two_instrumentations_is_sampled_once(lake, tmp_path):
+    manifest = json.loads((NATIVE / "manifest.json").read_text())
+    con = open_scoped(lake, "anthropic-twice")
+    traces = con.execute("SELECT count(DISTINCT trace_id) FROM spans WHERE operation = 'chat'").fetchone()[0]
+    con.close()
+    assert traces == 2 * len(manifest["expected_llm_calls"])  # each call is its own root trace twice
+    summary, sampled = _run(tmp_path, lake, "anthropic-twice")
+    assert (summary["sampled"], summary["judged"]) == (len(manifest["expected_llm_calls"]),) * 2, summary
+    questions = sorted(redact_text(c["question"]) for c in manifest["expected_llm_calls"])
+    assert all(q in query for q, (_, query, _) in zip(questions, sampled, strict=True)), sampled
