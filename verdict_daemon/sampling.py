@@ -1,5 +1,9 @@
 """Sampling: pick traces from the span lake for judging, stratified per cluster and window.
 
+Candidate calls and their content come from the collector's `llm_calls` view (collector/views.py),
+built over the lookback's date partitions only: log-event messages attached to their span, a call
+described by two instrumentations seen once.
+
 A trace's graded call is its last LLM call (by end time) that is neither judge workload nor an
 error. Each trace gets a draw u = md5(seed:trace_id) read as a number in [0, 1): independent of when
 the trace arrived, so a rule on u alone samples every hour of a window alike, and the same lake

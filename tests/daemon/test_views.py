@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
@@ -95,3 +96,15 @@ def test_verdict_sql_command_shows_judgments_and_stays_locked_down(lake):
     assert escaped.returncode == 6 and "Traceback" not in escaped.stderr
     written = verdict_sql("CREATE TABLE x AS SELECT 1")
     assert written.returncode == 6
+
+
+def test_views_over_chosen_date_partitions_read_only_those(lake):
+    """The sampler's `llm_calls` covers its lookback's partitions only (and a day with no segment binds)."""
+    days = sorted({d for (d,) in _scoped(lake, "acme").execute("SELECT DISTINCT date FROM spans").fetchall()})
+    con = duckdb.connect()
+    for statement in view_statements(lake, "acme", [days[-2], days[-1], days[-1] + timedelta(days=1)]):
+        con.execute(statement)
+    every = _scoped(lake, "acme").execute("SELECT date, count(*) FROM llm_calls GROUP BY 1").fetchall()
+    assert sorted(con.execute("SELECT date, count(*) FROM llm_calls GROUP BY 1").fetchall()) == \
+        sorted(r for r in every if r[0] in days[-2:])
+    assert len(days) > 2
