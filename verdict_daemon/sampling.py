@@ -108,7 +108,8 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
     try:
         for statement in view_statements(data_dir, tenant, days):  # `spans` and `llm_calls` over the lookback
             lake_con.execute(statement)
-        _inherit_intents(lake_con, start - window, end)
+        _candidates(lake_con, start - window, end)
+        _inherit_intents(lake_con)
         rows, eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
         unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
@@ -130,7 +131,16 @@ def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_
     return report
 
 
-def _inherit_intents(lake_con, start: datetime, end: datetime) -> None:
+def _candidates(lake_con, start: datetime, end: datetime) -> None:
+    """TEMP TABLE candidates: the `llm_calls` rows starting in [start, end), without their messages.
+    Evaluated once: with two dialects in the lake the view's duplicate rules are its costly part."""
+    lake_con.execute("""
+        CREATE OR REPLACE TEMP TABLE candidates AS
+        SELECT trace_id, span_id, parent_span_id, start_time, end_time, intent_key, workload, status_code, error_type
+        FROM llm_calls WHERE start_time >= $start AND start_time < $end""", {"start": start, "end": end})
+
+
+def _inherit_intents(lake_con) -> None:
     """TEMP TABLE inherited_intent(trace_id, span_id, intent_key): for each LLM call in the window
     without a key, the key of its nearest ancestor span that has one (at most 64 levels up; ancestors
     may start before the window, so only the date partitions bound them)."""
@@ -141,22 +151,21 @@ def _inherit_intents(lake_con, start: datetime, end: datetime) -> None:
         ),
         up(trace_id, span_id, parent, depth, key) AS (
             SELECT trace_id, span_id, parent_span_id, 0, NULL::VARCHAR
-            FROM llm_calls
-            WHERE start_time >= $start AND start_time < $end AND intent_key IS NULL AND parent_span_id IS NOT NULL
+            FROM candidates WHERE intent_key IS NULL AND parent_span_id IS NOT NULL
             UNION ALL
             SELECT u.trace_id, u.span_id, t.parent_span_id, u.depth + 1, t.intent_key
             FROM up u JOIN tree t ON t.trace_id = u.trace_id AND t.span_id = u.parent
             WHERE u.key IS NULL AND u.depth < 64
         )
         SELECT trace_id, span_id, arg_min(key, depth) AS intent_key FROM up WHERE key IS NOT NULL GROUP BY ALL
-        """, {"start": start, "end": end})
+        """)
 
 
 def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tuple[str, int], ...]:
     """Span counts per instrumentation scope when the window has spans but no LLM call at all
     (sampled before or not); empty otherwise."""
     window = {"start": start, "end": end}
-    if lake_con.execute("SELECT count(*) FROM llm_calls WHERE start_time >= $start AND start_time < $end",
+    if lake_con.execute("SELECT count(*) FROM candidates WHERE start_time >= $start AND start_time < $end",
                         window).fetchone()[0]:
         return ()
     return tuple(lake_con.execute("""
@@ -167,17 +176,16 @@ def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tupl
 def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
           config: Sampling) -> tuple[list[tuple], int, int]:
     """The new picks with their content, how many unsampled eligible traces there were, and how many
-    cells reached the ceiling. Calls and content come from `llm_calls`: log-event messages attached,
-    a call described by two instrumentations seen once (collector/views.py)."""
+    cells reached the ceiling. Calls come from `candidates`, their content from `llm_calls`: log-event
+    messages attached, a call described by two instrumentations seen once (collector/views.py)."""
     lake_con.register("done", done)
     u = _U.format(draw="md5($seed || ':' || trace_id)")
     lake_con.execute(f"""
         CREATE TEMP TABLE picked AS
         WITH calls AS (
             SELECT trace_id, span_id, start_time, end_time, coalesce(s.intent_key, i.intent_key) AS intent_key
-            FROM llm_calls s LEFT JOIN inherited_intent i USING (trace_id, span_id)
-            WHERE start_time >= $start - to_seconds($w) AND start_time < $end
-              AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}'
+            FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
+            WHERE coalesce(workload, '') <> '{JUDGE_WORKLOAD}'
               AND status_code <> 'ERROR' AND error_type IS NULL
         ),
         traces AS (
