@@ -1,11 +1,13 @@
 """Benchmark: one daemon cycle at scale — sampling, judging throughput, drift run, memory.
 
     .venv/bin/python bench/daemon_cycle.py [--traces 100000] [--judged 3000] [--latency 0.2] [--concurrency 64]
+                                           [--two-dialects]
 
 The lake holds `--traces` traces over 9 days in 20 clusters (intent keys) and 2 tenants, written as
 the collector writes them (one segment per tenant and day). Then, against a fresh state.duckdb:
 
-- sampling: both tenants, default targets (100 per cluster and day, 10,000 per run);
+- sampling: both tenants, default targets (100 per cluster and day, 10,000 per run); with
+  `--two-dialects` half the spans are labelled OpenLLMetry, so `llm_calls`' duplicate rules run;
 - judging: the rubric Judge (5 dimensions, one call per trace) on a scripted model with `--latency`
   per call and `--concurrency` calls in flight, over `--judged` sampled traces; ideal = concurrency /
   latency traces per second;
@@ -39,7 +41,7 @@ DAYS = 9
 ANSWER = "Open the settings page, choose Billing, then press Save. The change applies at once."
 
 
-def build_lake(data_dir: Path, traces: int) -> None:
+def build_lake(data_dir: Path, traces: int, two_dialects: bool = False) -> None:
     import numpy as np
     import pyarrow as pa
 
@@ -68,6 +70,8 @@ def build_lake(data_dir: Path, traces: int) -> None:
             intent_key=pa.array([f"intent-{c:02d}.v1" for c in rng.integers(0, CLUSTERS, size=per_tenant)]),
             input_messages=pa.array([inputs] * per_tenant), output_messages=pa.array([outputs] * per_tenant),
             received_at=pa.array(start + 60_000_000, pa.timestamp("ns")))
+        if two_dialects:
+            columns["dialect"] = pa.array(["verdict", "openllmetry"] * (per_tenant // 2) + ["verdict"] * (per_tenant % 2))
         table = pa.table([columns[n] for n in schema.names], schema=schema)
         for d in np.unique(day):
             date = datetime.fromtimestamp(int(d) * 86_400, UTC).date().isoformat()
@@ -105,6 +109,7 @@ def main() -> int:
     parser.add_argument("--judged", type=int, default=3000, help="traces judged in the throughput run")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--two-dialects", action="store_true", help="sample with the duplicate rules active")
     args = parser.parse_args()
 
     from verdict.judges.judge import Judge
@@ -120,7 +125,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="verdict-bench-"))
     try:
         started = time.perf_counter()
-        build_lake(work, args.traces)
+        build_lake(work, args.traces, args.two_dialects)
         print(f"lake: {args.traces} traces, {CLUSTERS} clusters, {len(TENANTS)} tenants, {DAYS} days "
               f"(built in {time.perf_counter() - started:.1f} s)")
         store = StateStore(work)
