@@ -76,7 +76,9 @@ def test_daily_pass_rates_equal_hand_counts_with_statsmodels_wilson_bands(data, 
         assert (p.low, p.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12)), key
     last_day = {dim: p.rate for (cluster, dim, day), p in points.items()
                 if cluster == "search.v1" and day == (NOW - timedelta(days=1)).date()}
-    assert last_day[{"quality": "completeness", "format": "complete"}[name]] == 0.0  # the regression
+    # The regression: every truncated answer of the day fails. The day's sample is a uniform draw over
+    # all its traces, so it may include the three late hostile traces, whose answers can pass.
+    assert last_day[{"quality": "completeness", "format": "complete"}[name]] <= 3 / 40
 
 
 def test_the_noisy_judge_gives_real_intervals(data):
