@@ -4,13 +4,14 @@ reports, never how well SmolLM2 judges."""
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import pytest
 
 from tests.daemon.cli import closed_error, pipeline, write_config
 from tests.daemon.conftest import NOW
 from tests.daemon.lakes import synthetic_days, write_rows
-from tests.daemon.test_sentinel import sentinel_file
 
 AS_OF = NOW.isoformat()
 RUBRIC = """name: realmodel
@@ -19,6 +20,19 @@ dimensions:
   - name: relevance
     description: The answer addresses the user's question.
 """
+
+
+def _sentinel_file(tmp_path, n: int):
+    """n labelled examples for the rubric above: even ones answer the question (relevance PASS), odd ones do not."""
+    lines = []
+    for i in range(n):
+        relevant = i % 2 == 0
+        response = "Open the settings page, then choose the option you need." if relevant else "Bananas are yellow."
+        lines.append(json.dumps({"id": f"s{i}", "query": f"How do I change setting {i}?", "response": response,
+                                 "labels": {"relevance": "PASS" if relevant else "FAIL"}}))
+    path = tmp_path / "sentinel.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def _lake(tmp_path):
@@ -73,7 +87,7 @@ def test_the_sentinel_gate_gives_its_verdict_on_the_real_judge_before_any_judgin
     config = _config(tmp_path, data, "tests.realmodel.models:judge_model",
                      "[sentinel]\nminimum_examples = 4\nthreshold = 0.5\n")
     code, summary, stderr = run("--config", str(config),
-                                 "--judge-sentinel-file", str(sentinel_file(tmp_path / "sentinel.jsonl", n=4)))
+                                 "--judge-sentinel-file", str(_sentinel_file(tmp_path, n=4)))
     if code == 0:
         (health,) = summary["sentinel_health"]
         assert health["status"] == "healthy"

@@ -314,7 +314,7 @@ class DemoRun:
             try:
                 eta = watchdog.observe(state.judge_progress(), now)
             except ComponentFailed as exc:
-                raise ComponentFailed(f"{exc}; log {self.data_dir / 'logs' / 'daemon.log'}") from None
+                raise ComponentFailed(f"{exc.message}; log {self.data_dir / 'logs' / 'daemon.log'}") from None
             if eta:
                 self.progress(eta)
             time.sleep(1)
