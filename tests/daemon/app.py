@@ -4,7 +4,7 @@ It calls `verdict.init()` + `verdict.instrument()` and sends chat calls through 
 client to the fake LLM server, under 4 intents, for each of 9 simulated days. The days are
 simulated with the demo's `BackdatingExporter` (verdict_daemon/demo/backdating.py): it hands the
 real OTLP HTTP exporter copies of the (already redacted) spans moved back by the current day's
-offset; everything else is the production path. After each day the app flushes, so every span of a
+offset (relative to now: the last day 12 h ago, inside the windows of a drift look taken now); everything else is the production path. After each day the app flushes, so every span of a
 day is exported with that day's offset.
 
     python -m tests.daemon.app COLLECTOR_URL LLM_BASE_URL TENANT PER_DAY INTENT...
@@ -16,7 +16,7 @@ import sys
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from verdict_daemon.demo.backdating import BackdatingExporter, day_offset_ns
+from verdict_daemon.demo.backdating import NS_PER_HOUR, BackdatingExporter
 
 DAYS = 9
 
@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
     client = openai.OpenAI(base_url=llm_base_url, api_key="sk-app-test", max_retries=0)
     sent = 0
     for day in range(DAYS):
-        exporter.offset_ns = day_offset_ns(day, DAYS)
+        exporter.offset_ns = -((DAYS - 1 - day) * 24 + 12) * NS_PER_HOUR
         for intent in intents:
             with verdict.intent_context(intent):
                 for i in range(int(per_day)):

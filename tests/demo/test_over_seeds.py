@@ -2,7 +2,7 @@
 intent, the real DriftDetector flags that intent's completeness and no other intent.
 
 The pieces are the demo's own (scenario traffic, the fake LLM's handler, redaction, the offline
-judge's checks, the day offsets); only the transport (HTTP, OTLP, collector, daemon) is skipped, which
+judge's checks, the UTC days and their spread, the closing decision's window); only the transport (HTTP, OTLP, collector, daemon) is skipped, which
 the end-to-end test covers for the default seed.
 """
 
@@ -17,11 +17,13 @@ import pytest
 
 from verdict.redact import redact_text
 from verdict_daemon.config import parse_config
-from verdict_daemon.demo.backdating import NS_PER_HOUR, day_offset_ns
+from verdict_daemon.demo.app import SPREAD_HOURS
+from verdict_daemon.demo.backdating import day_noon
 from verdict_daemon.demo.judge import CHECKS, Material, grade
 from verdict_daemon.demo.llm import SupportLLM
 from verdict_daemon.demo.orchestrator import daemon_config
 from verdict_daemon.demo.scenario import INTENTS, MIN_PER_DAY, Scenario
+from verdict_daemon.drift_runs import plan
 from verdict_daemon.fake_llm import RecordedRequest
 
 pytestmark = pytest.mark.slow
@@ -31,7 +33,8 @@ def _signals(scenario: Scenario) -> list[tuple[str, str]]:
     import pyarrow as pa
 
     llm = SupportLLM(scenario)
-    now = datetime.now(UTC)
+    # The demo's closing decision: the drift look at today 00:00 UTC, the last simulated day yesterday.
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     rows: dict[str, list] = {k: [] for k in ("started_at", "trace_id", "cluster", "dimension", "value", "fingerprint")}
     spread = random.Random(scenario.seed)
     for day in range(scenario.days):
@@ -41,15 +44,15 @@ def _signals(scenario: Scenario) -> list[tuple[str, str]]:
                                  {"role": "user", "content": request.question.text}], "user": request.customer}
             answer = llm(RecordedRequest("POST", "/v1/chat/completions", {}, body, b"", 0.0)).text
             material = Material(redact_text(request.question.text), request.intent.system_prompt, redact_text(answer))
-            at = now + timedelta(microseconds=day_offset_ns(day, scenario.days) / 1000
-                                 + spread.uniform(-10, 10) * NS_PER_HOUR / 1000)
+            at = day_noon(day, scenario.days, today) + timedelta(hours=spread.uniform(-SPREAD_HOURS, SPREAD_HOURS))
             for dimension in CHECKS:
                 for column, value in zip(rows, (at, f"{day}-{n}", request.intent.key, dimension,
                                                 grade(dimension, material).verdict, "fp"), strict=True):
                     rows[column].append(value)
     # The drift settings of the demo's generated daemon config (windows fitted to the simulated days).
     config = parse_config(tomllib.loads(daemon_config(Path("."), scenario, "offline/heuristic-judge")))
-    report = config.drift.detector().detect(pa.table(rows), now=now)
+    (closing,) = plan(config.drift, today.replace(tzinfo=None), [])  # on the grid: the closing decision's level
+    report = config.drift.detector(closing.alpha).detect(pa.table(rows), now=today)
     return [(c.cluster, c.dimension) for c in report.cells if c.is_signal]
 
 

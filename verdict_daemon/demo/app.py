@@ -4,11 +4,13 @@ A plain instrumented app: `verdict.init()` + `verdict.instrument()`, then chat c
 real `openai` client, each request inside `verdict.intent_context(<intent>)`. The only simulation hook
 is the `BackdatingExporter` (the orchestrator tells the app which simulated day it is living).
 
+TODAY is 00:00 UTC of the day the demo runs (ISO): the last simulated day is the UTC day before it.
+
 Protocol (line based): the orchestrator writes `day <n>` on stdin; the app sends that day's traffic,
 flushes every span to the collector and answers `sent <n> <requests>` on stdout. End of stdin: the
 app shuts tracing down and exits 0. SIGTERM: it exits at once (143) without a traceback.
 
-    python -m verdict_daemon.demo.app COLLECTOR_URL LLM_BASE_URL DAYS PER_DAY SEED
+    python -m verdict_daemon.demo.app COLLECTOR_URL LLM_BASE_URL DAYS PER_DAY SEED TODAY
 """
 
 from __future__ import annotations
@@ -16,16 +18,18 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
+from datetime import datetime
 
 from verdict_daemon.demo.scenario import Scenario
 
-SPREAD_HOURS = 10  # a day's traffic spreads over +-10 h around its time, inside its drift window
+SPREAD_HOURS = 10  # a day's traffic spreads over +-10 h around its noon: inside its own UTC day
 
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the orchestrator decides when the app stops
-    collector_url, llm_base_url, days, per_day, seed = argv
+    collector_url, llm_base_url, days, per_day, seed, today = argv
     scenario = Scenario(days=int(days), per_day=int(per_day), seed=int(seed))
 
     import openai
@@ -43,7 +47,7 @@ def main(argv: list[str]) -> int:
     print("ready", flush=True)
     for line in sys.stdin:
         day = int(line.split()[1])
-        exporter.offset_ns = day_offset_ns(day, scenario.days)
+        exporter.offset_ns = day_offset_ns(day, scenario.days, datetime.fromisoformat(today), time.time_ns())
         traffic = scenario.day_traffic(day)
         for request in traffic:
             with verdict.intent_context(request.intent.key):

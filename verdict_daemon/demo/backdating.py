@@ -11,6 +11,7 @@ else (patching, attributes, content capture, redaction, OTLP, the collector) is 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -18,10 +19,16 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 NS_PER_HOUR = 3600 * 10**9
 
 
-def day_offset_ns(day: int, days: int) -> int:
-    """Day `days - 1` (the last) lands 12 h before now: inside the drift detector's current window (the
-    last 24 h); the day before falls in the 24 h gap; the earlier days fill the baseline."""
-    return -((days - 1 - day) * 24 + 12) * NS_PER_HOUR
+def day_noon(day: int, days: int, today: datetime) -> datetime:
+    """Noon of the UTC day simulated day `day` lands in: day `days - 1` (the last) is the UTC day before
+    `today` (00:00 UTC), a closed alert period; the day before it falls in the drift gap, the earlier days
+    in the baseline. With a spread under 12 h each simulated day stays inside its own UTC day."""
+    return today - timedelta(days=days - day) + timedelta(hours=12)
+
+
+def day_offset_ns(day: int, days: int, today: datetime, now_ns: int) -> int:
+    """The offset that moves a span stamped at `now_ns` (epoch ns) to the noon of its simulated day."""
+    return int(day_noon(day, days, today).timestamp()) * 10**9 - now_ns
 
 
 class BackdatingExporter(SpanExporter):

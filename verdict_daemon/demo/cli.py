@@ -110,8 +110,9 @@ def render_text(summary) -> str:
         + (" (offline heuristic, not an LLM)" if summary.offline_judge else ""),
         f"  injected  day {inj.day}: {inj.kind} into {inj.share:.0%} of {inj.intent} answers "
         f"({inj.corrupted_answers} answers corrupted)",
-        f"  drift     {summary.cells} cells (intent x dimension), {summary.tested} tested, Benjamini-Hochberg "
-        "at alpha 0.05",
+        f"  drift     closing decision as of {(summary.drift_as_of or '-').replace('T', ' ')} UTC (the last full UTC day, as the daemon takes "
+        f"it at midnight): {summary.cells} cells (intent x dimension), {summary.tested} tested, Benjamini-Hochberg "
+        f"at alpha {summary.drift_alpha or 0:g}",
         f"  signals   {len(summary.adverse)} adverse, {len(summary.signals) - len(summary.adverse)} other",
         *(_signal_line(s) for s in summary.signals),
     ]

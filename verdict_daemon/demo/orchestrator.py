@@ -6,8 +6,10 @@
    whose schedules are compressed to seconds, as real processes on loopback;
 4. the support-bot app (its own process), told day by day which simulated day it lives; on the
    regression day the fake LLM starts corrupting one intent's answers;
-5. wait until the daemon has sampled and judged every trace, run drift on all of it and logged its
-   alerts; stop the daemon and the collector (SIGTERM: clean shutdowns); read the summary; write the HTML report.
+5. wait until the daemon has sampled and judged every trace and run drift on all of it; take the closing
+   decision of the last full UTC day (the last simulated day), as the daemon does at midnight; wait until
+   the daemon's alert job has logged its signals; stop the daemon and the collector (SIGTERM: clean
+   shutdowns); read the summary from that decision; write the HTML report.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from verdict.pidlock import HeldElsewhere, PidFileLock
@@ -28,6 +31,7 @@ from verdict_daemon.demo.processes import Child, ComponentFailed, Interrupted, s
 from verdict_daemon.demo.scenario import INTENTS, TENANT, Scenario
 from verdict_daemon.demo.summary import DemoSummary, read_summary
 from verdict_daemon.demo.watchdog import JudgeProgress, Watchdog
+from verdict_daemon.drift_runs import DriftRunReport
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.state import StateStore
 
@@ -230,6 +234,9 @@ class DemoRun:
         from verdict_daemon.fake_llm import FakeOpenAI
 
         scenario, say = self.scenario, self.progress
+        # The simulated days are UTC days ending yesterday (backdating.day_noon), fixed now so a run
+        # crossing midnight still closes the day its traffic landed in.
+        today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         self._checkpoint()  # a Ctrl-C during start-up: leave the previous data dir alone
         self.data_dir = prepare_data_dir(self.options.data_dir)
         say(f"fresh data dir {self.data_dir}")
@@ -252,7 +259,8 @@ class DemoRun:
         daemon = self._start("verdict-daemon", ["verdict_daemon.daemon_cli", "--config", str(config)], "daemon.log")
         # The app starts alongside (its imports take seconds); it sends nothing until told which day it is.
         app = self._start("support-bot app", ["verdict_daemon.demo.app", collector_url, self.llm.base_url,
-                                              str(scenario.days), str(scenario.per_day), str(scenario.seed)],
+                                              str(scenario.days), str(scenario.per_day), str(scenario.seed),
+                                              today.isoformat()],
                           "app.log", pipes=True)
         daemon.wait_for_log(_DAEMON_READY, START_TIMEOUT, self._checkpoint)
         say(f"verdict-daemon ready (pid {daemon.pid}, config {config}, judge {self.options.judge_model})")
@@ -277,6 +285,12 @@ class DemoRun:
 
         self._wait_for_daemon(sent)
         self._checkpoint()
+        say(f"the demo takes the closing decision of the last full UTC day ({today - timedelta(days=1):%Y-%m-%d}, "
+            f"simulated day {scenario.days}), as the daemon does at midnight: a drift run as of "
+            f"{today:%Y-%m-%d} 00:00 UTC")
+        closing = self._close_last_day(config, today)
+        self._wait_for_daemon(sent)  # the daemon's alert job logs the closing decision's signals
+        self._checkpoint()
         say("stopping verdict-daemon and verdict-collector (SIGTERM)")
         for child in (daemon, collector):
             code = child.stop(grace=60)
@@ -288,9 +302,20 @@ class DemoRun:
         self._checkpoint()
         return read_summary(
             StateStore(self.data_dir, lock_timeout=30), self.data_dir, TENANT, judge_model=self.options.judge_model,
-            offline=self.options.judge_model == OFFLINE_JUDGE, days=scenario.days, per_day=scenario.per_day,
+            offline=self.options.judge_model == OFFLINE_JUDGE, closing=closing, days=scenario.days, per_day=scenario.per_day,
             seed=scenario.seed, regression=regression, corrupted=handler.corrupted, report=report, report_note=note,
             elapsed=time.monotonic() - started)
+
+    def _close_last_day(self, config: Path, today: datetime) -> list[DriftRunReport]:
+        """The closing decision of the UTC day before `today`, per evaluator fingerprint: a drift look exactly
+        on the period grid (`drift_runs.plan`), through the state store the running daemon shares."""
+        from verdict_daemon.config import load_config
+        from verdict_daemon.drift_runs import fingerprints, run_drift
+
+        store = StateStore(self.data_dir, lock_timeout=30)
+        drift = load_config(config).drift
+        return [run for fingerprint in fingerprints(store, TENANT)
+                for run in run_drift(store, TENANT, fingerprint, drift, today)]
 
     def _wait_for_daemon(self, expected: int) -> None:
         store = StateStore(self.data_dir, lock_timeout=30)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from verdict_daemon.cycle import ADVERSE_KINDS
 from verdict_daemon.demo.scenario import Regression
-from verdict_daemon.drift_runs import Signal, fingerprints, latest_run
+from verdict_daemon.drift_runs import DriftRunReport, Signal, fingerprints
 from verdict_daemon.judging import coverage
 from verdict_daemon.state import StateStore
 
@@ -37,7 +38,9 @@ class DemoSummary:
     judged: int  # sampled traces with a usable (latest OK) judgment
     judge_errors: int
     coverage_rate: float
-    drift_run_id: str | None
+    drift_run_id: str | None  # the closing decision of the last simulated (UTC) day
+    drift_as_of: str | None
+    drift_alpha: float | None
     cells: int
     tested: int
     signals: tuple[Signal, ...]
@@ -81,14 +84,17 @@ def lake_traces(data_dir: Path, tenant: str) -> int:
                            [pattern]).fetchone()[0]
 
 
-def read_summary(store: StateStore, data_dir: Path, tenant: str, *, judge_model: str, offline: bool, days: int,
+def read_summary(store: StateStore, data_dir: Path, tenant: str, *, judge_model: str, offline: bool,
+                 closing: Sequence[DriftRunReport], days: int,
                  per_day: int, seed: int, regression: Regression, corrupted: int, report: str | None,
                  report_note: str | None, elapsed: float) -> DemoSummary:
     found = fingerprints(store, tenant)
     fingerprint = found[0] if found else None
     cov = coverage(store, tenant, fingerprint) if fingerprint else {"sampled_traces": 0, "usable": 0, "error": 0,
                                                                    "rate": 0.0}
-    run = latest_run(store, tenant, fingerprint) if fingerprint else None
+    # The closing decision, not the daemon's latest early look (a tiny share of alpha, on a window that
+    # straddles the last simulated day and today).
+    run = next((r for r in closing if r.fingerprint == fingerprint), None)
     with store.transaction() as con:
         alerts = con.execute("SELECT count(*) FROM alert_deliveries WHERE tenant_id = ? AND attempts > 0",
                              [tenant]).fetchone()[0]
@@ -98,6 +104,7 @@ def read_summary(store: StateStore, data_dir: Path, tenant: str, *, judge_model:
         injected=Injected(regression.intent, str(regression.kind), regression.day + 1, regression.share, corrupted),
         traces=lake_traces(data_dir, tenant), sampled=cov["sampled_traces"], judged=cov["usable"],
         judge_errors=cov["error"], coverage_rate=cov["rate"], drift_run_id=run.run_id if run else None,
+        drift_as_of=run.as_of.isoformat() if run else None, drift_alpha=run.alpha if run else None,
         cells=run.cells if run else 0, tested=run.tested if run else 0, signals=run.signals if run else (),
         alerts=alerts,
         report=report, report_note=report_note, elapsed_seconds=round(elapsed, 1))
