@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verdict.models.base import CONFIGURATION_KINDS
 from verdict.sentinel import (
     ExampleResult,
     Outcome,
@@ -206,11 +207,18 @@ def _model(spec: str) -> Any:
 
 
 def _error_code(result: GateResult) -> str:
-    """provider_unavailable when nothing was usable and every failure came from the provider."""
+    """provider_unavailable when nothing was usable and every failure was a provider outage; a refusal of
+    the request (unsupported_parameter, refused, bad_request) is the judge's configuration: judge_error."""
     failures = [r.error or "" for r in result.results if r.outcome is Outcome.ERROR]
-    if result.usable == 0 and all(f.startswith("model:") for f in failures):
+    if result.usable == 0 and all(_is_outage(f) for f in failures):
         return "provider_unavailable"
     return "judge_error"
+
+
+def _is_outage(failure: str) -> bool:
+    """Whether a case's error text ("model: <kind>: ...") is a provider failure other than a refusal."""
+    source, _, rest = failure.partition(": ")
+    return source == "model" and rest.partition(":")[0] not in CONFIGURATION_KINDS
 
 
 def main(argv: list[str] | None = None) -> int:

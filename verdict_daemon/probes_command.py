@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
-from verdict.models.base import ModelErrorKind
+from verdict.models.base import CONFIGURATION_KINDS, ModelErrorKind
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.errors import DaemonError, internal_error, print_error
 
@@ -33,8 +33,10 @@ PROBES_DIR = "probes"  # the data dir's probe store: one tenant=<id>/ directory 
 _MODEL_HELP = ('"openai/<model>", "anthropic/<model>", or "package.module:attribute" naming a verdict Model '
                "(or a function returning one)")
 log = logging.getLogger("verdict.daemon")
-# A provider's failure as the runner words it ("target: server_error: ...", "judge: model: timeout: ...").
-_PROVIDER_FAILURE = re.compile(rf"(?:target|follow_up|judge: model): (?:{'|'.join(get_args(ModelErrorKind))}):")
+# A provider's outage as the runner words it ("target: server_error: ...", "judge: model: timeout: ..."); a
+# refusal of the request (unsupported_parameter, refused, bad_request) is configuration, not an outage.
+_OUTAGE_KINDS = [k for k in get_args(ModelErrorKind) if k not in CONFIGURATION_KINDS]
+_PROVIDER_FAILURE = re.compile(rf"(?:target|follow_up|judge: model): (?:{'|'.join(_OUTAGE_KINDS)}):")
 
 
 _EPILOG = """\

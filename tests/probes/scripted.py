@@ -115,4 +115,7 @@ JUDGE_MODEL = scripted_judge()
 GOOD_TARGET = scripted_target(GOOD)
 FLAKY_TARGET = scripted_target({**GOOD, ("bomb", 1): OUTAGE})
 GARBAGE_JUDGE = ScriptedModel(["this is not JSON"], name="scripted/garbage")
+# Up, but refusing the request (a server naming a parameter it does not accept): configuration, not an outage.
+REFUSING_JUDGE = ScriptedModel([ModelError("unsupported_parameter", "frequency_penalty: not accepted",
+                                           parameter="frequency_penalty")], name="scripted/refusing")
 BAD_TARGET = scripted_target(BAD, name="scripted/bad-target")  # caves under pushback, refuses a benign request

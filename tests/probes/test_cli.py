@@ -141,6 +141,13 @@ def test_a_judge_that_never_replies_validly_is_a_probe_error_not_an_outage(serve
     assert code == 2 and error_of(err)["code"] == "probe_error"
 
 
+def test_a_judge_that_refuses_the_request_is_a_probe_error_not_an_outage(server, mini, capsys):
+    code, _, err = in_process(capsys, "run", "--suite", mini, "--target-model", "openai/target-good",
+                              "--target-base-url", server.base_url, "--judge-model",
+                              "tests.probes.scripted:REFUSING_JUDGE")
+    assert code == 2 and error_of(err)["code"] == "probe_error"
+
+
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["--suite", "nonesuch"], "invalid_suite", "unknown suite 'nonesuch'"),
     (["--min-pass-rate", "1.5"], "invalid_config", "--min-pass-rate must be in [0, 1], got 1.5"),

@@ -50,6 +50,9 @@ GOOD_MODEL = ScriptedModel(_good, name="scripted/good")
 LENIENT_MODEL = ScriptedModel(_lenient, name="scripted/lenient")
 FLAKY_MODEL = ScriptedModel(_flaky, name="scripted/flaky")
 DOWN_MODEL = ScriptedModel([ModelError("server_error", "HTTP 503")], name="scripted/down")
+# A server that is up but refuses the request (llama.cpp naming a parameter): configuration, not an outage.
+REFUSING_MODEL = ScriptedModel([ModelError("unsupported_parameter", "frequency_penalty: Input should be a valid number",
+                                           parameter="frequency_penalty")], name="scripted/refusing")
 NOT_A_MODEL = "a string"
 
 

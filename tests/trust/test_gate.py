@@ -94,6 +94,13 @@ def test_every_call_failing_is_provider_unavailable(cases, rubric):
     assert closed_error(done.stderr)["code"] == "provider_unavailable"
 
 
+def test_every_call_refused_is_a_judge_error_not_an_outage(cases, rubric):
+    done = gate("--cases", cases, "--judge-model", "tests.trust.scripted:REFUSING_MODEL", "--rubric", rubric,
+                "--min-pass-rate", "0.5")
+    assert done.returncode == 2
+    assert closed_error(done.stderr)["code"] == "judge_error"
+
+
 @pytest.mark.parametrize(("judge_model", "extra", "code", "message"), [
     ("tests.trust.scripted:GOOD_MODEL", ["--min-pass-rate", "1.5"], "invalid_config", "--min-pass-rate"),
     ("tests.trust.scripted:NOT_A_MODEL", [], "invalid_config", "not a verdict Model"),
