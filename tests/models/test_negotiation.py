@@ -93,6 +93,16 @@ def test_refusal_keeps_the_server_text_redacted_and_is_not_retried(fake_openai, 
     assert not model.supports_logprobs  # learnt: the next pipeline build picks another extractor
 
 
+def test_traceback_frames_in_the_server_text_are_dropped(fake_openai, openai_model):
+    # llama-cpp-python appends a frame of its own traceback (a local path) to its validation errors.
+    fake_openai.handler = lambda request: Fail(
+        400, 'unsupported chat template\n\n  File "/srv/venv/site-packages/app.py", line 376, in create\n    POST /v1')
+    with pytest.raises(ModelError) as caught:
+        openai_model("frames").complete(ModelRequest(MESSAGES))
+    message = caught.value.message
+    assert "unsupported chat template" in message and "/srv/venv" not in message and 'File "' not in message
+
+
 def test_same_500_twice_is_a_refusal_not_an_outage(fake_openai, openai_model):
     fake_openai.handler = lambda request: Fail(500, "unsupported chat template for this model")
     with pytest.raises(ModelError) as caught:

@@ -25,6 +25,9 @@ from .retry import parse_retry_after
 # Identifier-like codes only ("rate_limit_exceeded", "overloaded_error"): nothing key- or text-shaped.
 _CODE = re.compile(r"[a-z_]{1,40}")
 MAX_SERVER_TEXT = 300
+# Python traceback frames some servers put in their error text (llama-cpp-python): they name local paths and
+# source lines, never the reason, so they are dropped before the text is kept.
+_FRAMES = re.compile(r'Traceback \(most recent call last\):|^\s*File "[^"\n]*", line \d+(?:, in [^\n]*)?$', re.MULTILINE)
 # Request parameters a server may refuse, as they appear in its error text; the one named first in the
 # text wins ("'max_tokens' is not supported ... use 'max_completion_tokens'"). Phrases of servers that validate `response_format.type`
 # without naming it (llama-cpp-python: "Input should be 'text' or 'json_object'") map to it too.
@@ -71,7 +74,8 @@ def server_text(body: Any) -> str:
         return ""
     from verdict.redact import redact_text
 
-    flat = " ".join(redact_text(text if isinstance(text, str) else str(text)).split())
+    text = _FRAMES.sub("", text if isinstance(text, str) else str(text))
+    flat = " ".join(redact_text(text).split())
     return flat if len(flat) <= MAX_SERVER_TEXT else flat[: MAX_SERVER_TEXT - 3] + "..."
 
 
