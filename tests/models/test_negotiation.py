@@ -11,6 +11,7 @@ from tests.fakes import Fail, Reply
 from verdict.models.base import SCHEMA_INSTRUCTION, Message, ModelError, ModelRequest
 from verdict.models.openai_model import parse_logprobs
 from verdict.models.registry import resolve_model
+from verdict.models.retry import RetryPolicy
 from verdict_daemon.fake_llm.llamacpp import RESPONSE_FORMAT_REFUSAL, LlamaCppReplica
 
 MESSAGES = (Message("system", "You grade answers."), Message("user", "Grade: 2+2=4"))
@@ -252,3 +253,19 @@ def test_a_refusal_naming_a_parameter_that_was_not_sent_teaches_nothing(fake_ope
         model.complete(ModelRequest(MESSAGES, params={"temperature": 0}))
     assert caught.value.kind == "unsupported_parameter" and fake_openai.request_count == 1
     assert model.capabilities.seed
+
+
+def test_the_timeout_grows_with_the_output_budget_at_the_pace_the_server_showed(fake_openai, openai_model):
+    # A server that generates 20 tokens a second and sends nothing before the reply is complete (no stream):
+    # a 40-token budget takes 2 s, past the configured 1 s, yet the server is slow, not hung.
+    def paced(request):
+        budget = request.body.get("max_tokens") or request.body.get("max_completion_tokens")
+        return Reply(" ".join(["word"] * budget), latency=0.05 * budget)
+
+    fake_openai.handler = paced
+    model = openai_model("paced", timeout=1.0, retry=RetryPolicy(max_attempts=1))
+    short = model.complete(ModelRequest(MESSAGES, params={"max_tokens": 10}))  # 0.5 s: teaches the pace
+    assert short.usage.output_tokens == 10
+    assert model.attempt_timeout(40) >= 2 * 40 * 0.05
+    long = model.complete(ModelRequest(MESSAGES, params={"max_tokens": 40}))
+    assert long.usage.output_tokens == 40 and fake_openai.request_count == 2

@@ -91,7 +91,7 @@ class AnthropicModel(ProviderModel):
                                 "input_schema": input_schema}]
             kwargs["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
         try:
-            message = self._client.messages.create(**kwargs)
+            message = self._client.messages.create(**{"timeout": self.attempt_timeout(kwargs["max_tokens"]), **kwargs})
         except Exception as exc:
             error = sdk_error(exc, anthropic, self.name)
             if error is None:

@@ -220,7 +220,8 @@ class OpenAIModel(ProviderModel):
             caps = self.capabilities
             kwargs = self._kwargs(request, params, caps)
             try:
-                completion = self._client.chat.completions.create(**kwargs)
+                budget = kwargs.get("max_tokens", kwargs.get("max_completion_tokens"))
+                completion = self._client.chat.completions.create(**{"timeout": self.attempt_timeout(budget), **kwargs})
             except Exception as exc:
                 error = sdk_error(exc, openai, self.name)
                 if error is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -17,6 +18,8 @@ from .ratelimit import RateLimits, estimate_tokens, shared_limiter
 from .retry import RetryPolicy, call_with_retries
 
 DEFAULT_TIMEOUT = 60.0
+# Replies shorter than this are dominated by prompt processing and tell little about the generation pace.
+MIN_PACE_TOKENS = 8
 # Part of the cache key, never sent: lets an ensemble draw independent samples of one prompt.
 CACHE_SALT = "cache_salt"
 DEFAULT_RATE_LIMITS = RateLimits()
@@ -53,6 +56,8 @@ class ProviderModel:
         self._cache = cache if cache is None or isinstance(cache, ResponseCache) else ResponseCache(cache)
         self._prices = price_table(prices)
         self._rng = random.Random()
+        # Seconds per output token seen on completed calls (None until one is long enough to tell).
+        self._pace: float | None = None
 
     @property
     def name(self) -> str:
@@ -70,6 +75,19 @@ class ProviderModel:
     def _attempt(self, request: ModelRequest, params: dict[str, Any]) -> ModelResponse:
         """One provider call; raise ModelError on failure. Usage carries tokens, cost is added here."""
         raise NotImplementedError
+
+    def attempt_timeout(self, max_output: Any) -> float:
+        """The per-attempt timeout for a reply of at most `max_output` tokens: the configured one, raised to
+        twice the time that budget takes at the pace this endpoint has shown. A non-streamed reply sends no
+        byte before it is complete, so on a slow local server a long budget is not a hang."""
+        if self._pace is None or not isinstance(max_output, int):
+            return self.timeout
+        return max(self.timeout, 2 * max_output * self._pace)
+
+    def _observe_pace(self, output_tokens: int, seconds: float) -> None:
+        if output_tokens >= MIN_PACE_TOKENS:
+            pace = seconds / output_tokens
+            self._pace = pace if self._pace is None else 0.7 * self._pace + 0.3 * pace
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         # The endpoint is part of the model's identity: two servers may serve different weights under one name.
@@ -89,12 +107,15 @@ class ProviderModel:
             with self._gate.slot() as in_flight:
                 if limiter is not None:
                     limiter.acquire(estimate)
+                started = time.monotonic()
                 try:
-                    return self._attempt(request, params)
+                    response = self._attempt(request, params)
                 except ModelError as error:
                     if error.kind == "timeout":
                         self._gate.timed_out(in_flight)
                     raise
+                self._observe_pace(response.usage.output_tokens, time.monotonic() - started)
+                return response
 
         response = call_with_retries(attempt, self.retry, rng=self._rng,
                                      on_retry_after=limiter.pause if limiter is not None else None)
