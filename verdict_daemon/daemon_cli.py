@@ -55,14 +55,22 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("VERDICT_DEBUG"):
             raise
         code = _fail(internal_error(exc))
+    return code
+
+
+def run(argv: list[str] | None = None) -> NoReturn:
+    """The process entry point (`verdict-daemon`, `python -m verdict_daemon.daemon_cli`): `main`, then leave.
+
+    Judge calls or jobs abandoned after the shutdown grace (or still running when the daemon failed) would
+    keep the interpreter joining every concurrent.futures worker at exit (daemon threads too), so the
+    process leaves through os._exit when threads remain; their work is uncommitted and redone on the next
+    start, as after kill -9. `main` itself returns, so it can be called in-process."""
+    code = main(argv)
     if threading.active_count() > 1:
-        # Judge calls or jobs abandoned after the shutdown grace (or still running when the daemon failed):
-        # the interpreter joins every concurrent.futures worker at exit (daemon threads too) and would
-        # hang there. Their work is uncommitted and redone on the next start, as after kill -9.
         logging.shutdown()
         sys.stderr.flush()
         os._exit(code)
-    return code
+    sys.exit(code)
 
 
 def _fail(exc: DaemonError) -> int:
@@ -71,4 +79,4 @@ def _fail(exc: DaemonError) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -99,15 +100,31 @@ def test_an_unset_webhook_token_variable_stops_the_start(tmp_path):
 
 
 def test_a_failing_daemon_exits_even_with_threads_still_running(tmp_path):
-    """main()'s error path leaves like its normal path: threads still running (judge calls abandoned when a
+    """The entry point's error path leaves like its normal path: threads still running (judge calls abandoned when a
     stop fails) must not keep the interpreter joining them at exit. Here a thread that never ends stands in
     for them, and the start fails."""
     config = _config(tmp_path, "[judging]\nstop_grace_seconds = -1\n")
     script = ("import sys, threading\n"
               "threading.Thread(target=threading.Event().wait).start()  # never ends, not a daemon thread\n"
-              "from verdict_daemon.daemon_cli import main\n"
-              "sys.exit(main(['--config', sys.argv[1]]))\n")
+              "from verdict_daemon.daemon_cli import run\n"
+              "run(['--config', sys.argv[1]])\n")
     proc = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, env=env(),
                           timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("verdict-daemon: error [invalid_config]: judging.stop_grace_seconds: ")
+
+
+def test_main_in_process_returns_its_code_while_threads_run(tmp_path):
+    """Only the process entry point (`run`) leaves through os._exit: `main` called in-process (a test
+    runner, an embedding app) returns its code, whatever threads the host has running."""
+    from verdict_daemon.daemon_cli import main
+
+    config = _config(tmp_path, "[judging]\nstop_grace_seconds = -1\n")
+    stop = threading.Event()
+    host_thread = threading.Thread(target=stop.wait)
+    host_thread.start()
+    try:
+        assert main(["--config", str(config)]) == 2
+    finally:
+        stop.set()
+        host_thread.join()
