@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import signal
@@ -125,3 +126,13 @@ def land_request(data_dir: Path, request, tenant: str = "__verdict_local__") -> 
         lake.write_segment(data_dir, part.tenant, part.date, pa.Table.from_batches([batch]))
         ids.update(zip(batch.column("trace_id").to_pylist(), batch.column("span_id").to_pylist(), strict=True))
     return ids
+
+
+def post_recording(port: int, path, token: str) -> None:
+    """POST one recorded OTLP request body (`traces-N.pb` or `logs-N.pb`) with a tenant token; it must be acked."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("POST", "/v1/logs" if path.name.startswith("logs") else "/v1/traces", body=path.read_bytes(),
+                 headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {token}"})
+    response = conn.getresponse()
+    body = response.read()
+    assert response.status == 200, (str(path), body)

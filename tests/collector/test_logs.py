@@ -7,7 +7,6 @@ import gzip
 import http.client
 import json
 import random
-import threading
 import time
 
 import grpc
@@ -21,6 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.collector import dialect_payloads as payloads
 from tests.collector.lake_search import find_secrets
 from tests.collector.test_dialect_replay import llm_calls, post
+from tests.collector.test_durability import LoadGenerator
 
 
 def _exporters(transport: str, port: int):
@@ -151,14 +151,8 @@ def test_metrics_are_refused_counted_and_logged_once_per_sender(collector_factor
     assert sum("refusing OTLP metrics" in line for line in collector.log) == 2  # one HTTP sender, one gRPC sender
 
 
-class LogLoad:
+class LogLoad(LoadGenerator):
     """Threads posting log requests with unique bodies; records the bodies of every acknowledged request."""
-
-    def __init__(self, port: int, clients: int = 4, batch: int = 200):
-        self.port, self.clients, self.batch = port, clients, batch
-        self.acked: set[str] = set()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
 
     def _client(self, seed: int) -> None:
         rng = random.Random(seed)
@@ -176,17 +170,6 @@ class LogLoad:
             if status == 200:
                 with self._lock:
                     self.acked.update(bodies)
-
-    def __enter__(self):
-        self._threads = [threading.Thread(target=self._client, args=(i,)) for i in range(self.clients)]
-        for t in self._threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        for t in self._threads:
-            t.join(30)
 
 
 def test_kill9_under_load_loses_no_acknowledged_log_record(collector_factory):

@@ -4,7 +4,6 @@ row per call with model, tokens and the redacted question and answer; no planted
 
 from __future__ import annotations
 
-import http.client
 import json
 from pathlib import Path
 
@@ -29,7 +28,7 @@ def _tenant(sender: str) -> str:
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory, request):
     """Every sender into its own tenant (one token each) of one real collector; logs after spans."""
-    from tests.collector.conftest import Collector
+    from tests.collector.conftest import Collector, post_recording
 
     tmp = tmp_path_factory.mktemp("peers")
     tokens = tmp / "tokens.yaml"
@@ -41,13 +40,7 @@ def replayed(tmp_path_factory, request):
     for sender in SENDERS:
         manifest = manifests[sender] = json.loads((FIXTURES / sender / "manifest.json").read_text())
         for name in manifest["arrival_order"]:
-            conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
-            conn.request("POST", "/v1/logs" if name.startswith("logs") else "/v1/traces",
-                         body=(FIXTURES / sender / name).read_bytes(),
-                         headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {_token(sender)}"})
-            response = conn.getresponse()
-            assert response.status == 200, (sender, name, response.read())
-            response.read()
+            post_recording(collector.http_port, FIXTURES / sender / name, _token(sender))
     stats = collector.stats()
     assert collector.stop() == 0
     return collector, manifests, stats

@@ -5,7 +5,6 @@ sampled trace per call. Real collector process, real `verdict-pipeline` process,
 
 from __future__ import annotations
 
-import http.client
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -31,7 +30,7 @@ REPLAYS = {
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory, request) -> Path:
-    from tests.collector.conftest import Collector
+    from tests.collector.conftest import Collector, post_recording
 
     tmp = tmp_path_factory.mktemp("peer-sampling")
     tokens = tmp / "tokens.yaml"
@@ -41,14 +40,7 @@ def lake(tmp_path_factory, request) -> Path:
     request.addfinalizer(lambda: collector.proc.poll() is None and collector.proc.kill())
     for tenant, (directory, files) in REPLAYS.items():
         for name in files:
-            conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
-            conn.request("POST", "/v1/logs" if name.startswith("logs") else "/v1/traces",
-                         body=(directory / name).read_bytes(),
-                         headers={"Content-Type": "application/x-protobuf",
-                                  "Authorization": f"Bearer token-{tenant}-0123456789"})
-            response = conn.getresponse()
-            assert response.status == 200, (tenant, name, response.read())
-            response.read()
+            post_recording(collector.http_port, directory / name, f"token-{tenant}-0123456789")
     assert collector.stop() == 0
     return collector.data_dir
 
