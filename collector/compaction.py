@@ -84,19 +84,51 @@ def recover(data_dir: Path) -> int:
     return resolved
 
 
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _file_list(paths: list[Path]) -> str:
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+    return "[" + ", ".join(_quote(str(p)) for p in paths) + "]"
+
+
+# One merge step reads at most this many fresh segments / input bytes, whatever the partition's size:
+# DuckDB holds a step's rows (about 10x their Parquet size) to deduplicate and sort them, so a day
+# with millions of fresh spans is folded in several bounded steps rather than one unbounded one.
+STEP_MAX_SEGMENTS = 64
+STEP_MAX_BYTES = 16 * 1024 * 1024
+
+
+def _steps(inputs: list[Path]) -> list[list[Path]]:
+    """Consecutive runs of `inputs` (oldest first), each within the step bounds (at least one segment)."""
+    steps: list[list[Path]] = []
+    size = 0
+    for path in inputs:
+        nbytes = path.stat().st_size
+        if not steps or len(steps[-1]) >= STEP_MAX_SEGMENTS or size + nbytes > STEP_MAX_BYTES:
+            steps.append([])
+            size = 0
+        steps[-1].append(path)
+        size += nbytes
+    return steps
 
 
 def compact_partition(data_dir: Path, part: Path, min_segments: int) -> bool:
-    """Fold the partition's fresh segments into a compacted one if there are at least `min_segments`."""
-    import duckdb
-
+    """Fold the partition's fresh segments into compacted ones if there are at least `min_segments`."""
     segments = lake.segments(part)
     inputs = [p for p in segments if not p.name.startswith(COMPACTED_PREFIX)]
     compacted = [p for p in segments if p.name.startswith(COMPACTED_PREFIX)]
     if len(inputs) < max(min_segments, 1):
         return False
+    for step in _steps(inputs):
+        compacted.append(_merge(data_dir, part, step, compacted))
+    return True
+
+
+def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path]) -> Path:
+    """One journaled step: `inputs` become one compacted segment without the spans `compacted` already hold."""
+    import duckdb
+
     lake.ensure_dir(journal_dir(data_dir))
     output = lake.segment_name(COMPACTED_PREFIX)
     journal = journal_dir(data_dir) / f"{uuid.uuid4().hex}.json"
@@ -107,15 +139,23 @@ def compact_partition(data_dir: Path, part: Path, min_segments: int) -> bool:
     tmp = lake.tmp_dir(data_dir) / f"{output}.tmp"
     con = duckdb.connect(config={"threads": 1, "memory_limit": "256MB"})
     try:
-        already = (
-            f"ANTI JOIN (SELECT trace_id, span_id FROM read_parquet({_file_list(compacted)}, hive_partitioning=false)) "
-            "USING (trace_id, span_id) " if compacted else ""
-        )
+        fresh = f"read_parquet({_file_list(inputs)}, union_by_name=true, hive_partitioning=false)"
+        already = ""
+        # A copy of a span has the span's start_time: only compacted row groups whose start_time
+        # range meets the step's are read (compacted segments are sorted by start_time), so a step
+        # costs what it merges, not the size of the day's partition.
+        lo, hi = con.execute(f"SELECT min(start_time)::VARCHAR, max(start_time)::VARCHAR FROM {fresh}").fetchone()
+        if compacted and lo is not None:
+            already = (
+                f"ANTI JOIN (SELECT trace_id, span_id FROM read_parquet({_file_list(compacted)}, hive_partitioning=false) "
+                f"WHERE start_time BETWEEN TIMESTAMP_NS {_quote(lo)} AND TIMESTAMP_NS {_quote(hi)}) "
+                "USING (trace_id, span_id) "
+            )
         target = str(tmp).replace("'", "''")
         con.execute(
-            f"COPY (SELECT * FROM read_parquet({_file_list(inputs)}, union_by_name=true, hive_partitioning=false) "
-            f"{already}QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1 "
-            f"ORDER BY start_time) TO '{target}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)"
+            f"COPY (SELECT * FROM {fresh} {already}"
+            "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1 "
+            f"ORDER BY start_time) TO {_quote(target)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)"
         )
     except BaseException:
         tmp.unlink(missing_ok=True)  # the journal is rolled back by the next recover()
@@ -133,7 +173,7 @@ def compact_partition(data_dir: Path, part: Path, min_segments: int) -> bool:
     journal.unlink()
     lake.fsync_dir(journal.parent)
     log.info("compacted %d segments of %s into %s", len(inputs), part, output)
-    return True
+    return part / output
 
 
 def compact_all(data_dir: Path, min_segments: int) -> int:
