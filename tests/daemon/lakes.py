@@ -4,6 +4,7 @@ scripted judge that inspects the graded answer (refusals and truncations fail)."
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from datetime import UTC, datetime, timedelta
@@ -97,6 +98,22 @@ def scripted_judge_model() -> ScriptedModel:
 def slow_judge_model() -> ScriptedModel:
     """The same judge with 20 ms per call, so a test can stop the daemon mid-judging."""
     return ScriptedModel(grade, name="scripted/inspecting-judge", latency=0.02)
+
+
+JUDGE_CALLS_ENV = "VERDICT_TEST_JUDGE_CALLS"
+
+
+def _graded_and_counted(request: ModelRequest) -> str:
+    reply = grade(request)
+    with open(os.environ[JUDGE_CALLS_ENV], "a") as calls:  # one line per answered call, for the test to wait on
+        calls.write("answered\n")
+    return reply
+
+
+def counted_slow_judge_model() -> ScriptedModel:
+    """`slow_judge_model` that also appends a line per answered call to the file named by JUDGE_CALLS_ENV,
+    so a test can stop the daemon once judging has really produced something (not after a guessed sleep)."""
+    return ScriptedModel(_graded_and_counted, name="scripted/inspecting-judge", latency=0.05)
 
 
 def hung_judge_model() -> ScriptedModel:

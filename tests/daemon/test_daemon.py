@@ -17,7 +17,7 @@ import pytest
 from collector import lake as lake_layout
 from tests.daemon.cli import env, write_config
 from tests.daemon.conftest import INTENTS, NOW, make_config
-from tests.daemon.lakes import synthetic_days, write_rows
+from tests.daemon.lakes import JUDGE_CALLS_ENV, synthetic_days, write_rows
 from tests.daemon.test_end_to_end import Webhook
 from verdict_daemon import alerts
 from verdict_daemon.cycle import build_evaluators, run_cycle
@@ -140,7 +140,7 @@ def test_compact_retain_uses_the_collector_functions_unless_a_collector_runs(tmp
         f"SELECT count(*) FROM read_parquet('{data}/spans/*/*/*.parquet')").fetchone()[0] == len(rows)
 
 
-def _live_daemon(tmp_path, model: str, extra: str) -> tuple[subprocess.Popen, object, object]:
+def _live_daemon(tmp_path, model: str, extra: str, **environ: str) -> tuple[subprocess.Popen, object, object]:
     """A daemon process on a lake of the last 9 days (it runs on the wall clock), started once it sampled."""
     lake = tmp_path / "live"
     write_rows(lake, "acme", synthetic_days(datetime.now(UTC), intents=INTENTS, per_day=40))
@@ -151,7 +151,7 @@ def _live_daemon(tmp_path, model: str, extra: str) -> tuple[subprocess.Popen, ob
     (tmp_path / "verdict.toml").write_text(config)
     log = tmp_path / "daemon.log"
     proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config",
-                             str(tmp_path / "verdict.toml")], stderr=log.open("w"), env=env())
+                             str(tmp_path / "verdict.toml")], stderr=log.open("w"), env=env(**environ))
     deadline = time.monotonic() + 120
     while "sample tenant=acme eligible=" not in log.read_text():
         if time.monotonic() > deadline or proc.poll() is not None:
@@ -181,8 +181,14 @@ def _sigterm(proc: subprocess.Popen, log) -> str:
 
 
 def test_sigterm_mid_judging_stops_cleanly(tmp_path):
-    proc, lake, log = _live_daemon(tmp_path, "slow_judge_model", "[judging]\nconcurrency = 2\n")
-    time.sleep(2.0)  # let judging get going
+    calls = tmp_path / "judge-calls"
+    calls.touch()
+    proc, lake, log = _live_daemon(tmp_path, "counted_slow_judge_model", "[judging]\nconcurrency = 2\n",
+                                   **{JUDGE_CALLS_ENV: str(calls)})
+    deadline = time.monotonic() + 120
+    while len(calls.read_text().splitlines()) < 4:  # judging has answered a few calls; most are still to come
+        assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+        time.sleep(0.05)
     assert "stopped=True" in _sigterm(proc, log)
     judged = _count(lake, "SELECT count(*) FROM judgment_attempts")
     sampled = _count(lake, "SELECT count(*) FROM sampled_traces")
