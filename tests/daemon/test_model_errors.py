@@ -16,8 +16,8 @@ from verdict_daemon.evaluators import (
     build_evaluator,
     error_outcome,
 )
-from verdict_daemon.fake_llm.llamacpp import LlamaCppReplica
 from verdict_daemon.material import Material
+from verdict_demo.fake_llm.llamacpp import LlamaCppReplica
 
 MATERIAL = Material("t1", datetime(2026, 1, 1), "Capital of France?", "Paris.", "Paris is the capital of France.")
 
