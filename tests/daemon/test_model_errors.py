@@ -10,12 +10,8 @@ import pytest
 from tests.fakes import Fail, Reply
 from tests.judges.replies import rubric_reply
 from verdict_daemon.config import EvaluatorConfig
-from verdict_daemon.evaluators import (
-    MODEL_CONFIG_ERROR,
-    PROVIDER_UNAVAILABLE,
-    build_evaluator,
-    error_outcome,
-)
+from verdict_daemon.cycle import build_evaluator
+from verdict_daemon.evaluators import MODEL_CONFIG_ERROR, PROVIDER_UNAVAILABLE, error_outcome
 from verdict_daemon.material import Material
 from verdict_demo.fake_llm.llamacpp import LlamaCppReplica
 
