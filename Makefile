@@ -24,7 +24,7 @@ $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 demo: $(DEMO_STAMP)
-	$(BIN)/python -m verdict.demo
+	$(BIN)/python -m verdict_demo
 
 # The HTML report is tested in a real headless Chromium (Debian package); install it when missing.
 browser:

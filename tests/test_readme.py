@@ -209,9 +209,9 @@ def test_covered_by_needs_a_file_that_runs_the_command(tmp_path):
         session.run(block_of("<!-- readme: covered-by tests/nowhere.py -->\n```sh\nmake test\n```\n"))
     with pytest.raises(rb.BlockFailed, match="runs 'make nonsense'"):
         session.run(block_of("<!-- readme: covered-by .ci/run -->\n```sh\nmake nonsense\n```\n"))
-    # `make demo` runs `python -m verdict.demo` (Makefile): a test running that module covers it
-    assert rb.make_modules("make demo") == ["verdict.demo"]
-    with pytest.raises(rb.BlockFailed, match="runs 'make demo' or 'verdict.demo'"):
+    # `make demo` runs `python -m verdict_demo` (Makefile): a test running that module covers it
+    assert rb.make_modules("make demo") == ["verdict_demo"]
+    with pytest.raises(rb.BlockFailed, match="runs 'make demo' or 'verdict_demo'"):
         session.run(block_of("<!-- readme: covered-by .ci/run -->\n```sh\nmake demo\n```\n"))
 
 

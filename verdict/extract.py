@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, create_model
 
 from verdict.graph.errors import ConfigurationError, ExtractionError
 from verdict.graph.schema import Schema, describe
+from verdict.graph.via import resolve_model
 from verdict.models.base import (
     Message,
     Model,
@@ -279,8 +280,6 @@ class PostHocExtractor(Extractor):
 
     def check(self, schema: type[Schema], model: Model) -> None:
         if self.model_spec is not None and self._model is None:
-            from verdict.graph.unit import resolve_model
-
             self._model = resolve_model(self.model_spec)
 
     def extract(self, job: ExtractionJob) -> Schema:

@@ -24,7 +24,7 @@ from verdict_daemon.errors import internal_error, print_error
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "gate": ("verdict.gate", "gate CI on a judge's pass rate over regression cases (exit 0 pass, 1 below, 2 error)"),
+    "gate": ("verdict_daemon.gate_command", "gate CI on a judge's pass rate over regression cases (exit 0 pass, 1 below, 2 error)"),
     "probes": ("verdict_daemon.probes_command",
                "run a behaviour-probe suite against a target model (exit 0 pass, 1 below threshold, 2 error)"),
     "report": ("verdict_daemon.report_command", "write a self-contained HTML report for one tenant"),

@@ -12,10 +12,11 @@ from typing import Any
 
 from verdict_daemon.clustering.active import require_active
 from verdict_daemon.clusters import assign_for
-from verdict_daemon.config import DaemonConfig
+from verdict_daemon.config import DaemonConfig, EvaluatorConfig
 from verdict_daemon.drift_runs import run_drift
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import Evaluator, build_evaluator
+from verdict_daemon.evaluators import Evaluator, GraphEvaluator, load_target
+from verdict_daemon.judge_evaluators import build_judge_evaluator
 from verdict_daemon.judging import coverage, judge
 from verdict_daemon.review.routing import route
 from verdict_daemon.sampling import sample
@@ -42,6 +43,20 @@ def store_for(config: DaemonConfig) -> StateStore:
 
 def build_evaluators(config: DaemonConfig) -> list[Evaluator]:
     return [build_evaluator(e) for e in config.evaluators]
+
+
+def build_evaluator(config: EvaluatorConfig) -> Evaluator:
+    if config.kind != "graph":
+        return build_judge_evaluator(config)
+    from verdict.graph import Pipeline
+
+    obj = load_target(config.graph)
+    try:
+        is_factory = callable(obj) and not isinstance(obj, type | Pipeline)
+        pipeline = obj() if is_factory else obj
+    except Exception as exc:  # the user's factory failed
+        raise DaemonError("evaluator_error", f"{config.graph!r} raised {type(exc).__name__}: {str(exc)[:300]}") from None
+    return GraphEvaluator(config.name, config.graph, pipeline)
 
 
 def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: list[Evaluator],

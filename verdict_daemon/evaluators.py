@@ -1,4 +1,5 @@
-"""Evaluators the daemon runs: a rubric `Judge`, a `JudgeEnsemble`, or any judge graph (`module:attribute`).
+"""Evaluators the daemon runs: a rubric `Judge`, a `JudgeEnsemble` (judge_evaluators.py), or any judge graph
+(`module:attribute`, GraphEvaluator below); `cycle.build_evaluator` picks one from the config.
 
 Each is wrapped as an `Evaluator`: a name, a fingerprint (the evaluator identity every judgment
 carries; different fingerprints are never pooled), the full definition stored under that
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from verdict.models.base import CONFIGURATION_KINDS, Model, Usage
-from verdict_daemon.config import EvaluatorConfig
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.material import Material
 
@@ -169,19 +169,3 @@ def _graph_fingerprint(definition: Mapping[str, Any]) -> str:
         prompts={u["path"]: str(u["prompt"]) for u in units if u["prompt"]},
         params={u["path"]: u["params"] for u in units if u["params"]},
         contract={"target": definition["target"], "outputs": {u["path"]: u["output_schema"] for u in units}})
-
-
-def build_evaluator(config: EvaluatorConfig) -> Evaluator:
-    if config.kind != "graph":
-        from verdict_daemon.judge_evaluators import build_judge_evaluator
-
-        return build_judge_evaluator(config)
-    from verdict.graph import Pipeline
-
-    obj = load_target(config.graph)
-    try:
-        is_factory = callable(obj) and not isinstance(obj, type | Pipeline)
-        pipeline = obj() if is_factory else obj
-    except Exception as exc:  # the user's factory failed
-        raise DaemonError("evaluator_error", f"{config.graph!r} raised {type(exc).__name__}: {str(exc)[:300]}") from None
-    return GraphEvaluator(config.name, config.graph, pipeline)

@@ -2,7 +2,7 @@
 
 It calls `verdict.init()` + `verdict.instrument()` and sends chat calls through the real `openai`
 client to the fake LLM server, under 4 intents, for each of 9 simulated days. The days are
-simulated with the demo's `BackdatingExporter` (verdict_daemon/demo/backdating.py): it hands the
+simulated with the demo's `BackdatingExporter` (verdict_demo/backdating.py): it hands the
 real OTLP HTTP exporter copies of the (already redacted) spans moved back by the current day's
 offset (relative to now: the last day 12 h ago, inside the windows of a drift look taken now); everything else is the production path. After each day the app flushes, so every span of a
 day is exported with that day's offset.
@@ -16,7 +16,7 @@ import sys
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from verdict_daemon.demo.backdating import NS_PER_HOUR, BackdatingExporter
+from verdict_demo.backdating import NS_PER_HOUR, BackdatingExporter
 
 DAYS = 9
 

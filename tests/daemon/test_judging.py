@@ -19,9 +19,9 @@ from verdict.models.scripted import ScriptedModel
 from verdict.tracing import current_workload
 from verdict_daemon.clusters import IntentKeyAssigner, assign
 from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
+from verdict_daemon.cycle import build_evaluator
 from verdict_daemon.drift_runs import judgment_table
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import build_evaluator
 from verdict_daemon.judge_evaluators import JudgeEvaluator
 from verdict_daemon.judging import _Writer, coverage, judge, pending_work
 from verdict_daemon.sampling import sample

@@ -126,9 +126,9 @@ def test_text_mode_errors_are_the_human_line_of_the_same_closed_error(tmp_path, 
 
 
 def test_the_gate_and_sql_codes_are_in_the_one_closed_set():
-    """`verdict gate` and `verdict sql` keep their own code tables (verdict.gate is light; collector is its own
-    package); both must stay inside the `verdict` CLI's closed set."""
+    """`verdict gate` and `verdict sql` keep their own code tables (collector is its own package); both must
+    stay inside the `verdict` CLI's closed set."""
     from collector.sql import EXIT_CODES
-    from verdict.gate import ERROR_CODES as GATE_CODES
+    from verdict_daemon.gate_command import ERROR_CODES as GATE_CODES
 
     assert set(GATE_CODES) <= set(ERROR_CODES) and set(EXIT_CODES) <= set(ERROR_CODES)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from verdict_daemon.config import parse_config
-from verdict_daemon.demo.app import SPREAD_HOURS
-from verdict_daemon.demo.backdating import day_noon, day_offset_ns
-from verdict_daemon.demo.orchestrator import daemon_config
-from verdict_daemon.demo.scenario import Scenario
+from verdict_demo.app import SPREAD_HOURS
+from verdict_demo.backdating import day_noon, day_offset_ns
+from verdict_demo.orchestrator import daemon_config
+from verdict_demo.scenario import Scenario
 
 TODAY = datetime(2026, 12, 2, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""The demo's child watchdog (`verdict_daemon.demo.child`): a component whose demo is killed outright
+"""The demo's child watchdog (`verdict_demo.child`): a component whose demo is killed outright
 (kill -9) is stopped through its own SIGTERM path, and killed if it ignores that. Real processes:
 a stand-in demo process spawns the wrapper exactly as the demo does, then is SIGKILLed."""
 
@@ -69,14 +69,14 @@ def _gone_within(pid: int, timeout: float) -> bool:
 
 
 def test_a_component_whose_demo_is_killed_shuts_down_cleanly(tmp_path):
-    # Exactly the demo's command line: python -m verdict_daemon.demo.child <demo pid> <module> <args>.
-    pid = _orphan(tmp_path, "-m", "verdict_daemon.demo.child", "PID", "component", str(tmp_path / "state"), "honour")
+    # Exactly the demo's command line: python -m verdict_demo.child <demo pid> <module> <args>.
+    pid = _orphan(tmp_path, "-m", "verdict_demo.child", "PID", "component", str(tmp_path / "state"), "honour")
     assert _gone_within(pid, timeout=60), "the component outlived its demo"
     assert (tmp_path / "state").read_text() == "clean shutdown"  # its own SIGTERM path ran
 
 
 def test_a_component_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
-    watchdog = ("import os, runpy, sys; from verdict_daemon.demo.child import stop_when_orphaned; "
+    watchdog = ("import os, runpy, sys; from verdict_demo.child import stop_when_orphaned; "
                 "stop_when_orphaned(int(sys.argv[1]), poll=0.1, grace=1); "
                 "sys.argv = ['component', *sys.argv[2:]]; runpy.run_module('component', run_name='__main__')")
     pid = _orphan(tmp_path, "-c", watchdog, "PID", str(tmp_path / "state"), "ignore")

@@ -12,14 +12,14 @@ import pytest
 
 from verdict.pidlock import PidFileLock
 from verdict_daemon.config import load_config
-from verdict_daemon.demo import cli
-from verdict_daemon.demo.orchestrator import MARKER, daemon_config, prepare_data_dir
-from verdict_daemon.demo.scenario import Scenario
 from verdict_daemon.errors import DaemonError
+from verdict_demo import cli
+from verdict_demo.orchestrator import MARKER, daemon_config, prepare_data_dir
+from verdict_demo.scenario import Scenario
 
 
 def test_help_documents_every_option():
-    out = subprocess.run([sys.executable, "-m", "verdict.demo", "--help"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "verdict_demo", "--help"], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     for option in ("--data-dir", "--days", "--per-day", "--seed", "--corrupt-intent", "--judge-model", "--json",

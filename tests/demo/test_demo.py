@@ -1,4 +1,4 @@
-"""`python -m verdict.demo` as a real process: the real collector, daemon and app processes, the real
+"""`python -m verdict_demo` as a real process: the real collector, daemon and app processes, the real
 `openai` client against the bundled fake LLM, the offline judge, drift, then the summary.
 
 The demo must flag the injected intent and nothing else, leave no process behind, and stop cleanly
@@ -20,9 +20,9 @@ import duckdb
 import psutil
 import pytest
 
-from verdict_daemon.demo.judge import Material, completeness
-from verdict_daemon.demo.orchestrator import check_data_dir
-from verdict_daemon.demo.scenario import INTENTS
+from verdict_demo.judge import Material, completeness
+from verdict_demo.orchestrator import check_data_dir
+from verdict_demo.scenario import INTENTS
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,7 @@ class Demo:
     """The demo process, its stderr collected line by line, and every descendant it ever had."""
 
     def __init__(self, cwd: Path, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "verdict.demo", *args], cwd=cwd, text=True,
+        self.proc = subprocess.Popen([sys.executable, "-m", "verdict_demo", *args], cwd=cwd, text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.stderr: list[str] = []
         self.stdout = ""
@@ -170,7 +170,7 @@ def test_ctrl_c_mid_run_stops_every_process_without_a_traceback(tmp_path):
 
 
 def test_kill_9_of_the_demo_leaves_no_process_behind(tmp_path):
-    """The demo cannot clean up after SIGKILL: its children's watchdogs (verdict_daemon.demo.child) stop them."""
+    """The demo cannot clean up after SIGKILL: its children's watchdogs (verdict_demo.child) stop them."""
     data = tmp_path / "demo-data"
     demo = _demo_on_day_2(data)
     demo.proc.send_signal(signal.SIGKILL)

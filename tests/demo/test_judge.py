@@ -13,9 +13,9 @@ from verdict.judges import Judge, JudgmentStatus, Verdict
 from verdict.models.base import Message, ModelError, ModelRequest
 from verdict.models.registry import resolve_model
 from verdict.redact import redact_text
-from verdict_daemon.demo.judge import NAME, HeuristicJudgeModel
-from verdict_daemon.demo.llm import compose_answer
-from verdict_daemon.demo.scenario import INTENTS, intent, questions_for
+from verdict_demo.judge import NAME, HeuristicJudgeModel
+from verdict_demo.llm import compose_answer
+from verdict_demo.scenario import INTENTS, intent, questions_for
 
 QUESTION = ("Compose an engaging travel blog post about a recent trip to Hawaii, highlighting cultural "
             "experiences and must-see attractions.")

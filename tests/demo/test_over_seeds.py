@@ -17,14 +17,14 @@ import pytest
 
 from verdict.redact import redact_text
 from verdict_daemon.config import parse_config
-from verdict_daemon.demo.app import SPREAD_HOURS
-from verdict_daemon.demo.backdating import day_noon
-from verdict_daemon.demo.judge import CHECKS, Material, grade
-from verdict_daemon.demo.llm import SupportLLM
-from verdict_daemon.demo.orchestrator import daemon_config
-from verdict_daemon.demo.scenario import INTENTS, MIN_PER_DAY, Scenario
 from verdict_daemon.drift_runs import plan
-from verdict_daemon.fake_llm import RecordedRequest
+from verdict_demo.app import SPREAD_HOURS
+from verdict_demo.backdating import day_noon
+from verdict_demo.fake_llm import RecordedRequest
+from verdict_demo.judge import CHECKS, Material, grade
+from verdict_demo.llm import SupportLLM
+from verdict_demo.orchestrator import daemon_config
+from verdict_demo.scenario import INTENTS, MIN_PER_DAY, Scenario
 
 pytestmark = pytest.mark.slow
 

@@ -1,13 +1,13 @@
 """The demo's world: traffic from the bundled MT-Bench questions, and the fake LLM's answers through
-the real `openai` client (the bundled fake server from verdict_daemon.fake_llm, via the fixture)."""
+the real `openai` client (the bundled fake server from verdict_demo.fake_llm, via the fixture)."""
 
 from __future__ import annotations
 
 import pytest
 
-from verdict_daemon.demo.judge import Material, completeness
-from verdict_daemon.demo.llm import SupportLLM
-from verdict_daemon.demo.scenario import INTENTS, Scenario, intent, mt_bench, questions_for
+from verdict_demo.judge import Material, completeness
+from verdict_demo.llm import SupportLLM
+from verdict_demo.scenario import INTENTS, Scenario, intent, mt_bench, questions_for
 
 
 def test_the_bundled_mt_bench_questions_split_into_four_intents():

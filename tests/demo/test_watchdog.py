@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from verdict_daemon.demo.orchestrator import daemon_progress
-from verdict_daemon.demo.processes import ComponentFailed
-from verdict_daemon.demo.scenario import TENANT
-from verdict_daemon.demo.watchdog import JudgeProgress, Watchdog
 from verdict_daemon.state import StateStore
+from verdict_demo.orchestrator import daemon_progress
+from verdict_demo.processes import ComponentFailed
+from verdict_demo.scenario import TENANT
+from verdict_demo.watchdog import JudgeProgress, Watchdog
 
 
 def _insert(store: StateStore, *, traces: int, ok: int, failed: int, runs: int) -> None:

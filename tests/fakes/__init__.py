@@ -1,7 +1,7 @@
-"""The fake LLM servers for tests: re-exported from `verdict_daemon.fake_llm` (bundled there because
+"""The fake LLM servers for tests: re-exported from `verdict_demo.fake_llm` (bundled there because
 `make demo` uses them too). Scripting, behaviours and recording are documented in that package."""
 
-from verdict_daemon.fake_llm import (
+from verdict_demo.fake_llm import (
     Behaviour,
     Fail,
     FakeAnthropic,

@@ -12,7 +12,7 @@ from verdict.models.base import SCHEMA_INSTRUCTION, Message, ModelError, ModelRe
 from verdict.models.openai_model import parse_logprobs
 from verdict.models.registry import resolve_model
 from verdict.models.retry import RetryPolicy
-from verdict_daemon.fake_llm.llamacpp import RESPONSE_FORMAT_REFUSAL, LlamaCppReplica
+from verdict_demo.fake_llm.llamacpp import RESPONSE_FORMAT_REFUSAL, LlamaCppReplica
 
 MESSAGES = (Message("system", "You grade answers."), Message("user", "Grade: 2+2=4"))
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verdict_daemon.fake_llm import FakeAnthropic, FakeOpenAI, RecordedRequest, Reply
+from verdict_demo.fake_llm import FakeAnthropic, FakeOpenAI, RecordedRequest, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 SENDERS_DIR = Path(__file__).with_name("senders")

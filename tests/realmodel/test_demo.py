@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from tests.daemon.cli import REPO
-from verdict_daemon.demo import cli, orchestrator
-from verdict_daemon.demo.scenario import MIN_DAYS, MIN_PER_DAY
+from verdict_demo import cli, orchestrator
+from verdict_demo.scenario import MIN_DAYS, MIN_PER_DAY
 
 STALL_SECONDS = 20.0  # the demo's watchdog (180 s by default), shortened to keep the tier short
 

@@ -14,7 +14,7 @@ from opentelemetry import trace
 
 import verdict.tracing as vt
 from tests.tracing.conftest import start, stop
-from verdict_daemon.fake_llm import Reply
+from verdict_demo.fake_llm import Reply
 
 NATIVE_SCOPE = "com.anthropic.sdk.python"
 EMAIL = "jane.roe.peer@example.com"

@@ -1,4 +1,4 @@
-"""`verdict gate` as a real subprocess (python -m verdict.gate): exit codes 0/1/2, table, JSON, redaction."""
+"""`verdict gate` as a real subprocess (python -m verdict_daemon.cli gate): exit codes 0/1/2, table, JSON, redaction."""
 
 import json
 import os
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def gate(*args, env=None):
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     environment.update(PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "verdict.gate", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "verdict_daemon.cli", "gate", *map(str, args)], capture_output=True,
                           text=True, cwd=ROOT, env=environment, timeout=120)
 
 
@@ -155,14 +155,14 @@ def test_a_provider_outage_on_the_real_client_exits_2(fake_openai, cases, rubric
 
 
 def test_importing_the_gate_does_not_load_the_daemon():
-    """verdict.testing (pytest in apps) imports verdict.gate: the CLI's error printer is loaded only by run()."""
+    """verdict.testing (pytest in apps) imports verdict.gate: the gate is the SDK's, its command the daemon's."""
     from tests.imports import loaded_after
 
     assert loaded_after("import verdict.gate, verdict.testing", ("verdict_daemon", "verdict_daemon.errors")) == []
 
 
 def test_a_usage_error_is_the_verdict_cli_json_error():
-    """`python -m verdict.gate` is `verdict gate`: a usage error is the dispatcher's closed JSON error."""
+    """A usage error of `verdict gate` is the dispatcher's closed JSON error."""
     done = gate("--cases", "c.jsonl", "--judge-model", "openai/m", "--min-pass-rate", "high")
     assert (done.returncode, done.stdout) == (2, "")
     assert json.loads(done.stderr) == {"error": {

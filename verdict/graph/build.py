@@ -19,7 +19,8 @@ from verdict.graph.compose import Container
 from verdict.graph.errors import ConfigurationError
 from verdict.graph.schema import Schema, describe
 from verdict.graph.template import CompiledTemplate, compile_template
-from verdict.graph.unit import Unit, Via
+from verdict.graph.unit import Unit
+from verdict.graph.via import Via
 from verdict.models.base import Model
 from verdict.models.provider import CACHE_SALT, ProviderModel
 

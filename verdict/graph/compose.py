@@ -8,16 +8,26 @@ only remember membership, for unit paths and for `.via()` inheritance.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from verdict.graph.errors import ConfigurationError
-from verdict.graph.unit import Unit, Via, make_via
+from verdict.graph.via import Via, make_via
 from verdict.models.base import Model
+
+if TYPE_CHECKING:
+    from verdict.graph.unit import Unit
 
 LinkMode = Literal["dense", "broadcast", "cumulative", "last"]
 
 
-class Container:
+class Node:
+    """What `>>` links: a Unit (verdict.graph.unit, built on this module) or a Container of them."""
+
+    def __rshift__(self, other: Any) -> Block:
+        return chain(self, other)
+
+
+class Container(Node):
     """Members plus an optional name (a path segment) and a `.via()` its members inherit."""
 
     segment: str = "container"
@@ -35,16 +45,13 @@ class Container:
 
     def units(self) -> Iterator[Unit]:
         for member in self.members:
-            if isinstance(member, Unit):
-                yield member
-            else:
+            if isinstance(member, Container):
                 yield from member.units()
+            else:
+                yield member
 
     def outer_mode(self) -> LinkMode:
         return "dense"
-
-    def __rshift__(self, other: Any) -> Block:
-        return chain(self, other)
 
     def roots(self) -> list[Unit]:
         raise NotImplementedError
@@ -158,7 +165,7 @@ def link(leaves: list[Unit], roots: list[Unit], mode: LinkMode) -> None:
 def chain(left: Unit | Container, right: Any) -> Block:
     """`left >> right`: link and return a Block holding both. A Block on the left grows (keeping its name,
     so `Block("debate") >> a >> b` is one named block); an anonymous Block on the right is flattened."""
-    if not isinstance(right, Unit | Container):
+    if not isinstance(right, Node):
         raise ConfigurationError(f"cannot link {type(left).__name__} >> {type(right).__name__}")
     if isinstance(left, Block):  # a (named) Block or Pipeline grows, keeping its type and name
         if left.members:
@@ -177,7 +184,7 @@ def _flatten(node: Unit | Container) -> list[Unit | Container]:
 
 
 def _unravel(units: Any) -> list[Unit | Container]:
-    if isinstance(units, Unit | Container):
+    if isinstance(units, Node):
         return [units]
     if isinstance(units, list | tuple):
         return [m for item in units for m in _unravel(item)]

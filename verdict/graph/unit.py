@@ -9,55 +9,21 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
+from verdict.graph.compose import Node
 from verdict.graph.errors import ConfigurationError
 from verdict.graph.prompt import Prompt, as_template
 from verdict.graph.schema import Schema
+from verdict.graph.via import Via, make_via
 from verdict.models.base import Model
 
 if TYPE_CHECKING:
     from verdict.extract import Extractor
-    from verdict.graph.compose import Block
     from verdict.graph.template import CompiledTemplate, PreviousView
 
 PropagateFn = Callable[[Any, Any, Any, Any], Schema]
-
-
-@dataclass(frozen=True, slots=True)
-class Via:
-    """Which model a unit calls, how often a reply it cannot extract is retried, and sampling params."""
-
-    model: Model
-    retries: int = 3
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.retries < 0:
-            raise ConfigurationError(f"retries must be >= 0, got {self.retries}")
-
-
-def resolve_model(spec: str | Model) -> Model:
-    if isinstance(spec, str):
-        from verdict.models.registry import resolve_model as resolve
-
-        try:
-            return resolve(spec)
-        except ValueError as exc:
-            raise ConfigurationError(str(exc)) from None
-    if not isinstance(spec, Model):
-        raise ConfigurationError(f"a model is a 'provider/name' string or a Model, not {type(spec).__name__}")
-    return spec
-
-
-def make_via(model: str | Model | None, policy_or_name: str | Model | None, retries: int,
-             params: dict[str, Any]) -> Via:
-    """`.via()` of units and containers; `policy_or_name=` is the seed library's keyword for the model."""
-    if (model is None) == (policy_or_name is None):
-        raise ConfigurationError("via() needs the model once: positionally or as policy_or_name=")
-    return Via(resolve_model(model if model is not None else policy_or_name), retries, params)
 
 
 def _full_signature(fn: Any) -> PropagateFn:
@@ -73,7 +39,7 @@ def _full_signature(fn: Any) -> PropagateFn:
     return fn
 
 
-class Unit:
+class Unit(Node):
     ResponseSchema: ClassVar[type[Schema]]
     InputSchema: ClassVar[type[Schema] | None] = None
     OutputSchema: ClassVar[type[Schema] | None] = None
@@ -117,12 +83,7 @@ class Unit:
         self.pinned = True
         return self
 
-    # --- composition ------------------------------------------------------------------------------
-    def __rshift__(self, other: Any) -> Block:
-        from verdict.graph.compose import chain
-
-        return chain(self, other)
-
+    # --- composition (`>>` is Node's) ---------------------------------------------------------------
     def roots(self) -> list[Unit]:
         return [self]
 

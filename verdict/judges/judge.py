@@ -28,7 +28,8 @@ from verdict.graph.pipeline import Pipeline
 from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
 from verdict.graph.template import AttributeView
-from verdict.graph.unit import Unit, resolve_model
+from verdict.graph.unit import Unit
+from verdict.graph.via import resolve_model
 from verdict.judges.fingerprint import evaluator_fingerprint, model_identity
 from verdict.judges.outcome import unit_outcome
 from verdict.judges.rubric import DEFAULT_RUBRIC, Dimension, Rubric, rubric_text

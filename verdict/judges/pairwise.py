@@ -33,7 +33,8 @@ from verdict.graph.errors import ExtractionError
 from verdict.graph.pipeline import Pipeline
 from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
-from verdict.graph.unit import Unit, resolve_model
+from verdict.graph.unit import Unit
+from verdict.graph.via import resolve_model
 from verdict.judges.fingerprint import evaluator_fingerprint, model_identity
 from verdict.judges.outcome import UnitOutcome, unit_outcome
 from verdict.judges.voting import Ensemble, plurality

@@ -12,6 +12,7 @@ _EXPORTS = {
     "Model": "base", "ModelRequest": "base", "ModelResponse": "base", "Message": "base",
     "TokenLogprob": "base", "Usage": "base", "ModelError": "base",
     "resolve_model": "registry",
+    "Provider": "registry", "register_provider": "registry",
     "OpenAIModel": "openai_model",
     "AnthropicModel": "anthropic_model",
     "RetryPolicy": "retry",

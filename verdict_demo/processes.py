@@ -2,7 +2,7 @@
 
 Own sessions keep a terminal Ctrl-C away from the children: the orchestrator alone receives it and
 stops them itself (SIGTERM, then SIGKILL after a grace), so no child prints a traceback or is left
-behind. Each child runs under `verdict_daemon.demo.child`, which stops it if the demo is killed outright.
+behind. Each child runs under `verdict_demo.child`, which stops it if the demo is killed outright.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def spawn(name: str, module_args: list[str], log_path: Path, *, pipes: bool = Fa
     log = log_path.open("ab")
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "verdict_daemon.demo.child", str(os.getpid()), *module_args], stderr=log,
+            [sys.executable, "-m", "verdict_demo.child", str(os.getpid()), *module_args], stderr=log,
             start_new_session=True,
             stdin=subprocess.PIPE if pipes else subprocess.DEVNULL, stdout=subprocess.PIPE if pipes else log,
             text=pipes, bufsize=1 if pipes else -1, env={**os.environ, **(env or {})})

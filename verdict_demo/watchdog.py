@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from verdict_daemon.demo.processes import ComponentFailed
+from verdict_demo.processes import ComponentFailed
 
 ETA_WORTH_SAYING = 120.0  # seconds of judging left from which an estimate is printed
 HINT = ("check the judge: VERDICT_JUDGE_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY for openai/...) or run "

@@ -1,7 +1,7 @@
-"""`make demo` / `python -m verdict.demo`: Verdict end to end on this machine, offline (docs/demo.md).
+"""`make demo` / `python -m verdict_demo`: Verdict end to end on this machine, offline (docs/demo.md).
 
-The demo lives in `verdict_daemon.demo` (collector, daemon, app, fake LLM: extras `server` and
-`openai`); it is imported only when the demo runs, so `import verdict` stays light.
+The demo needs the collector, the daemon, the app and the fake LLM (extras `server` and `openai`): a
+missing extra is named, not a traceback. Nothing in the product imports this package.
 """
 
 import sys
@@ -11,9 +11,9 @@ _EXTRAS = "pip install 'verdict-monitor[server,openai]' (or run `make demo`)"
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        from verdict_daemon.demo.cli import main as run
+        from verdict_demo.cli import main as run
     except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] in ("verdict", "verdict_daemon", "collector"):
+        if (exc.name or "").split(".")[0] in ("verdict", "verdict_daemon", "verdict_demo", "collector"):
             raise
         print(f"verdict demo: error [invalid_config]: the demo needs {exc.name!r}: {_EXTRAS}", file=sys.stderr)
         return 2

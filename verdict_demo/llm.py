@@ -16,8 +16,8 @@ import random
 import re
 
 from verdict.inject import CorruptionInjector, CorruptionKind
-from verdict_daemon.demo.scenario import INTENTS, Intent, Scenario
-from verdict_daemon.fake_llm import RecordedRequest, Reply
+from verdict_demo.fake_llm import RecordedRequest, Reply
+from verdict_demo.scenario import INTENTS, Intent, Scenario
 
 BACKGROUND_FLAW_RATE = 0.03
 BACKGROUND_FLAWS = (CorruptionKind.TRUNCATION, CorruptionKind.OFF_TOPIC, CorruptionKind.HALLUCINATION)

@@ -1,6 +1,6 @@
 """Run a demo component so that it stops when the demo dies, however it dies.
 
-    python -m verdict_daemon.demo.child PARENT_PID MODULE [ARGS...]   (== python -m MODULE ARGS...)
+    python -m verdict_demo.child PARENT_PID MODULE [ARGS...]   (== python -m MODULE ARGS...)
 
 On Ctrl-C or SIGTERM the demo stops its children itself. Killed outright (kill -9, the OOM killer)
 it cannot, and its children, in their own sessions, would run on. So each child runs under this

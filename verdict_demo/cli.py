@@ -1,4 +1,4 @@
-"""`python -m verdict.demo` (what `make demo` runs): Verdict end to end on this machine, offline.
+"""`python -m verdict_demo` (what `make demo` runs): Verdict end to end on this machine, offline.
 
 Starts verdict-collector and verdict-daemon on 127.0.0.1 with embedded storage in a fresh data dir,
 runs an instrumented support-bot app that sends MT-Bench questions through the real `openai` client
@@ -23,10 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-from verdict_daemon.demo.judge import NAME as OFFLINE_JUDGE
-from verdict_daemon.demo.processes import Interrupted
-from verdict_daemon.demo.scenario import DEFAULT_CORRUPTED, INTENTS, MIN_DAYS, MIN_PER_DAY, Scenario
 from verdict_daemon.errors import DaemonError, internal_error
+from verdict_demo.judge import NAME as OFFLINE_JUDGE
+from verdict_demo.processes import Interrupted
+from verdict_demo.scenario import DEFAULT_CORRUPTED, INTENTS, MIN_DAYS, MIN_PER_DAY, Scenario
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
@@ -51,7 +51,7 @@ def _at_least(minimum: int):
 
 def build_parser() -> argparse.ArgumentParser:
     paragraphs = __doc__.split("\n\n")
-    parser = _Parser(prog="python -m verdict.demo", description="\n\n".join(paragraphs[:2]),
+    parser = _Parser(prog="python -m verdict_demo", description="\n\n".join(paragraphs[:2]),
                      epilog="\n\n".join(paragraphs[2:]), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=Path("verdict-demo-data"),
                         help="where the lake, state.duckdb, config, logs and report go; deleted and recreated on "
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(raw)
         scenario = Scenario(days=args.days, per_day=args.per_day, seed=args.seed,
                             corrupted_intent=args.corrupt_intent)
-        from verdict_daemon.demo.orchestrator import DemoOptions, DemoRun, check_data_dir
+        from verdict_demo.orchestrator import DemoOptions, DemoRun, check_data_dir
 
         _check_judge_model(args.judge_model)
         check_data_dir(args.data_dir)

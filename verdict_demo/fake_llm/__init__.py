@@ -5,7 +5,7 @@ the tests use the same servers through `tests.fakes` and the fixtures in tests/c
 
 Usage (fixtures from tests/conftest.py; each test gets a reset server, one process-wide instance)::
 
-    from tests.fakes import Reply, Fail, Malformed, ToolCall   # = verdict_daemon.fake_llm
+    from tests.fakes import Reply, Fail, Malformed, ToolCall   # = verdict_demo.fake_llm
 
     def test_something(fake_openai):                      # or fake_anthropic
         client = fake_openai.client()                     # official client, base_url set, max_retries=0
@@ -19,7 +19,7 @@ Scripting, in order of precedence for each request to a model endpoint:
      server's event loop, so keep it quick (use `latency=` for slow replies, never time.sleep);
   3. `server.default` - a `Reply` (default text "fake reply").
 
-Behaviours (verdict_daemon/fake_llm/behaviours.py):
+Behaviours (verdict_demo/fake_llm/behaviours.py):
   * `Reply(text, finish_reason=None, logprobs=None, tool_calls=(), usage=None, cache_read_tokens=0,
     cache_write_tokens=0, reasoning_tokens=0, model=None, latency=0, chunk_delay=0, abort_after=None,
     abort_mode="disconnect"|"error_event", headers={})`

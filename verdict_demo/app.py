@@ -10,7 +10,7 @@ Protocol (line based): the orchestrator writes `day <n>` on stdin; the app sends
 flushes every span to the collector and answers `sent <n> <requests>` on stdout. End of stdin: the
 app shuts tracing down and exits 0. SIGTERM: it exits at once (143) without a traceback.
 
-    python -m verdict_daemon.demo.app COLLECTOR_URL LLM_BASE_URL DAYS PER_DAY SEED TODAY
+    python -m verdict_demo.app COLLECTOR_URL LLM_BASE_URL DAYS PER_DAY SEED TODAY
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import time
 from datetime import datetime
 
-from verdict_daemon.demo.scenario import Scenario
+from verdict_demo.scenario import Scenario
 
 SPREAD_HOURS = 10  # a day's traffic spreads over +-10 h around its noon: inside its own UTC day
 
@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     import verdict
-    from verdict_daemon.demo.backdating import NS_PER_HOUR, BackdatingExporter, day_offset_ns
+    from verdict_demo.backdating import NS_PER_HOUR, BackdatingExporter, day_offset_ns
 
     exporter = BackdatingExporter(OTLPSpanExporter(endpoint=f"{collector_url}/v1/traces", timeout=30),
                                   spread_ns=SPREAD_HOURS * NS_PER_HOUR)

@@ -26,8 +26,10 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from verdict.models.base import ModelError, ModelRequest, ModelResponse, Usage
+from verdict.models.registry import Provider
 from verdict.redact import LABELS
 
 NAME = "offline/heuristic-judge"
@@ -282,8 +284,15 @@ class HeuristicJudgeModel:
                              usage=Usage(prompt_words, len(text.split()), 0.0))
 
 
-def heuristic_judge(name: str) -> HeuristicJudgeModel:
-    """`resolve_model("offline/heuristic-judge")`; ValueError for any other offline model name."""
+def heuristic_judge(name: str, options: dict[str, Any]) -> HeuristicJudgeModel:
+    """`resolve_model("offline/heuristic-judge")`; ValueError for any other offline model name or any option."""
+    if options:
+        raise ValueError("the offline judge takes no options")
     if f"offline/{name}" != NAME:
         raise ValueError(f"unknown offline model 'offline/{name}': the only offline judge is {NAME!r}")
     return HeuristicJudgeModel()
+
+
+# The `offline` model provider, registered by the entry point in pyproject.toml (group verdict.model_providers):
+# the SDK resolves "offline/heuristic-judge" in any process (the daemon's) without importing the demo.
+PROVIDER = Provider("offline", heuristic_judge, f'"{NAME}" (offline rubric judge)')

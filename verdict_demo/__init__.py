@@ -1,6 +1,7 @@
-"""`make demo` / `python -m verdict.demo`: the newcomer's end-to-end run, offline.
+"""`make demo` / `python -m verdict_demo`: the newcomer's end-to-end run, offline.
 
-The pieces (each importable on its own; nothing here is imported by `import verdict`):
+Its own top-layer package: it builds on the SDK, the collector and the daemon, and nothing in the product
+imports it (tests may). The pieces (each importable on its own):
 
 - `cli`: options, signal handling, progress and the summary (text or `--json`);
 - `orchestrator`: the run: fake LLM, `verdict-collector`, the app, `verdict-daemon`, then the summary;
@@ -10,6 +11,8 @@ The pieces (each importable on its own; nothing here is imported by `import verd
 - `llm`: what the bundled fake LLM answers (and how the injected regression corrupts it);
 - `app`: the instrumented support-bot app (its own process);
 - `backdating`: the exporter hook that moves spans onto simulated days;
-- `judge`: the deterministic offline judge (`offline/heuristic-judge`);
-- `summary`: the final state read back from `state.duckdb` and the lake.
+- `judge`: the deterministic offline judge (`offline/heuristic-judge`, a model provider registered through
+  the entry point group `verdict.model_providers`, see verdict.models.registry);
+- `summary`: the final state read back from `state.duckdb` and the lake;
+- `fake_llm`: the bundled OpenAI/Anthropic-compatible fake servers (also the tests' fakes, `tests.fakes`).
 """
