@@ -166,9 +166,10 @@ def test_slow_grpc_calls_do_not_starve_the_otlp_grpc_exporter(collector_factory)
 
     assert results == [SpanExportResult.SUCCESS] * 6  # every honest batch acknowledged within its timeout ...
     assert sent <= {r["span_id"] for r in read_spans(collector.data_dir)}  # ... and stored
-    # Every slow call was ended by the server: past its receive deadline, or evicted by newer calls.
+    # Every slow call was ended by the server: evicted by newer calls while more than 32 waited for
+    # their message (the bound on partly received messages), or past its receive deadline (the last ones).
     assert len(silent.codes) >= SILENT_CALLS
-    assert set(silent.codes) <= {grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}, silent.codes
+    assert set(silent.codes) == {grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}, silent.codes
     assert all(trickle_ended)
     assert rss_during - rss_before < 200 * 2**20
     assert collector.stop() == 0
