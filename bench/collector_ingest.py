@@ -5,10 +5,11 @@
     .venv/bin/python bench/collector_ingest.py --auth none   # tokenless: content is re-redacted
     .venv/bin/python bench/collector_ingest.py --mixed       # + tokenless + mixed dialects: all three figures
     .venv/bin/python bench/collector_ingest.py -- --trust-sdk-redaction never    # collector flags after --
+    .venv/bin/python bench/collector_ingest.py --transport grpc --runs 3 --sql-rows 0  # OTLP/gRPC, median of 3
 
 1. Sustained throughput: the real collector process (durability on: fsync + atomic rename
    before every ack) receives pre-encoded ~1.4 KB GenAI spans in batches of 512 from several
-   concurrent HTTP clients for --seconds. By default the clients authenticate with a token and
+   concurrent HTTP (or, with --transport grpc, gRPC) clients for --seconds. By default the clients authenticate with a token and
    the spans carry the SDK's redaction claim, as a deployment with the Verdict SDK does.
 2. Latency: the same at half the target rate; p50/p99 acknowledgement latency.
 3. Collector RSS (server process plus its decode workers, also as PSS), sampled throughout.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import http.client
 import os
 import random
@@ -36,6 +38,7 @@ import threading
 import time
 from pathlib import Path
 
+import grpc
 import psutil
 
 from collector.loadgen import dialect_request, export_request, log_events_request
@@ -55,7 +58,18 @@ CORES = os.cpu_count() or 1
 CPU_BUDGET_US = CORES * 1e6 / TARGET_SPANS_PER_S
 
 
-def start_collector(data_dir: Path, extra: list[str], token: bool) -> tuple[subprocess.Popen, int]:
+# The gRPC method each OTLP/HTTP path corresponds to (requests are sent as raw bytes).
+GRPC_METHODS = {"/v1/traces": "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                "/v1/logs": "/opentelemetry.proto.collector.logs.v1.LogsService/Export"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    transport: str  # "http" or "grpc"
+    port: int
+
+
+def start_collector(data_dir: Path, extra: list[str], token: bool, transport: str) -> tuple[subprocess.Popen, Endpoint]:
     auth: list[str] = []
     if token:  # a real deployment: exporters authenticate (required off loopback)
         data_dir.mkdir(parents=True)
@@ -63,15 +77,15 @@ def start_collector(data_dir: Path, extra: list[str], token: bool) -> tuple[subp
         tokens.write_text(f'"{BENCH_TOKEN}": bench\n')
         auth = ["--tokens", str(tokens)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "collector", "--data-dir", str(data_dir), "--http-port", "0", "--grpc-port", "-1",
-         *auth, *extra],
+        [sys.executable, "-m", "collector", "--data-dir", str(data_dir), "--http-port", "0",
+         "--grpc-port", "0" if transport == "grpc" else "-1", *auth, *extra],
         stderr=subprocess.PIPE, text=True,
     )
     for line in proc.stderr:
-        m = re.search(r"ready http=[\d.]+:(\d+)", line)
+        m = re.search(r"ready http=[\d.]+:(\d+) grpc=(?:[\d.]+:(\d+)|off)", line)
         if m:
             threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-            return proc, int(m.group(1))
+            return proc, Endpoint(transport, int(m.group(2) if transport == "grpc" else m.group(1)))
     raise SystemExit(f"collector did not start (exit {proc.wait()})")
 
 
@@ -83,19 +97,20 @@ def rss_mb(proc: psutil.Process) -> tuple[float, float, float]:
 
 
 class Load:
-    """`clients` threads posting pre-encoded requests; optional global pacing (requests/s)."""
+    """`clients` threads sending pre-encoded requests (HTTP POSTs or gRPC calls); optional global pacing
+    (requests/s). A failed request (refused, timed out, connection lost) is counted and the client goes on."""
 
-    def __init__(self, port: int, bodies: list[tuple[str, bytes, int]], clients: int, rate_rps: float | None,
-                 token: bool):
+    def __init__(self, endpoint: Endpoint, bodies: list[tuple[str, bytes, int]], clients: int,
+                 rate_rps: float | None, token: bool):
         """`bodies`: (path, encoded request, spans or log records in it)."""
-        self.port, self.bodies, self.clients, self.rate = port, bodies, clients, rate_rps
+        self.endpoint, self.bodies, self.clients, self.rate = endpoint, bodies, clients, rate_rps
         self.headers = {"Content-Type": "application/x-protobuf"}
         if token:
             self.headers["Authorization"] = f"Bearer {BENCH_TOKEN}"
         self.latencies: list[float] = []
         self.acked = 0
         self.items = 0
-        self.errors: dict[int, int] = {}
+        self.errors: dict[int | str, int] = {}
         self._lock = threading.Lock()
         self._next_slot = time.monotonic()
 
@@ -110,24 +125,56 @@ class Load:
 
     def _client(self, seed: int, until: float) -> None:
         rng = random.Random(seed)
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        headers = self.headers
+        connect = self._grpc_sender if self.endpoint.transport == "grpc" else self._http_sender
+        send = connect()
         while time.monotonic() < until:
             self._slot()
             path, body, items = rng.choice(self.bodies)
             started = time.perf_counter()
-            conn.request("POST", path, body=body, headers=headers)
-            response = conn.getresponse()
-            response.read()
+            try:
+                failure, retry_after_s = send(path, body)
+            except (OSError, http.client.HTTPException) as exc:  # e.g. no ack within 60 s: count, reconnect, go on
+                failure, retry_after_s = type(exc).__name__, 0.2
+                send = connect()
             elapsed = time.perf_counter() - started
             with self._lock:
-                if response.status == 200:
+                if failure is None:
                     self.acked += 1
                     self.items += items
                     self.latencies.append(elapsed)
                 else:
-                    self.errors[response.status] = self.errors.get(response.status, 0) + 1
-                    time.sleep(float(response.getheader("Retry-After", "0.2")))
+                    self.errors[failure] = self.errors.get(failure, 0) + 1
+            if failure is not None:
+                time.sleep(retry_after_s)
+
+    def _http_sender(self):
+        """-> send(path, body) -> (None, 0) when acknowledged, else (HTTP status, seconds to wait)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.endpoint.port, timeout=60)
+
+        def send(path: str, body: bytes) -> tuple[int | None, float]:
+            conn.request("POST", path, body=body, headers=self.headers)
+            response = conn.getresponse()
+            response.read()
+            if response.status == 200:
+                return None, 0
+            return response.status, float(response.getheader("Retry-After", "0.2"))
+
+        return send
+
+    def _grpc_sender(self):
+        """Like _http_sender over one gRPC channel per client; failures are status code names."""
+        channel = grpc.insecure_channel(f"127.0.0.1:{self.endpoint.port}", options=[("grpc.use_local_subchannel_pool", 1)])
+        methods = {path: channel.unary_unary(method) for path, method in GRPC_METHODS.items()}
+        metadata = [("authorization", self.headers["Authorization"])] if "Authorization" in self.headers else None
+
+        def send(path: str, body: bytes) -> tuple[str | None, float]:
+            try:
+                methods[path](body, timeout=60, metadata=metadata)
+            except grpc.RpcError as exc:
+                return exc.code().name, 0.2
+            return None, 0
+
+        return send
 
     def run(self, seconds: float) -> float:
         until = time.monotonic() + seconds
@@ -175,14 +222,14 @@ def ingest_phase(args, bodies: list[tuple[str, bytes, int]], seconds: float, rat
                  token: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="verdict-bench-") as tmp:
         data_dir = Path(tmp) / "data"
-        proc, port = start_collector(data_dir, args.collector_args, token)
+        proc, endpoint = start_collector(data_dir, args.collector_args, token, args.transport)
         ps = psutil.Process(proc.pid)
         samples: list = []
         stop = threading.Event()
         threading.Thread(target=sample_rss, args=(ps, stop, samples), daemon=True).start()
         try:
-            Load(port, bodies[:4], 2, None, token).run(2.0)  # warm-up, not counted
-            load = Load(port, bodies, args.clients, rate_rps, token)
+            Load(endpoint, bodies[:4], 2, None, token).run(2.0)  # warm-up, not counted
+            load = Load(endpoint, bodies, args.clients, rate_rps, token)
             (server_before, workers_before), loadgen_before = cpu_seconds(ps), own_cpu_seconds()
             elapsed = load.run(seconds)
             server_cpu, workers_cpu = (after - before for after, before in
@@ -325,6 +372,10 @@ def main() -> None:
                         "(see --trust-sdk-redaction); none: tokenless loopback, content is re-redacted")
     parser.add_argument("--mixed", action="store_true",
                         help="also run tokenless and mixed-dialect sustained phases and print the three throughputs")
+    parser.add_argument("--transport", choices=("http", "grpc"), default="http",
+                        help="OTLP/HTTP POSTs or OTLP/gRPC Export calls (same pre-encoded requests)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="sustained phase repeated this many times; the median run is reported")
     parser.add_argument("collector_args", nargs="*", help="extra collector flags, after --")
     args = parser.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
@@ -336,9 +387,14 @@ def main() -> None:
         bodies = [("/v1/traces", export_request(rng, BATCH, now + i * 10**9).SerializeToString(), BATCH)
                   for i in range(args.distinct_requests)]
         print(f"span size: {sum(len(b) for _, b, _ in bodies) / (BATCH * len(bodies)):.0f} B encoded; batch {BATCH}; "
-              f"{args.clients} clients")
+              f"{args.clients} {args.transport} clients")
         token = args.auth == "token"
-        full = ingest_phase(args, bodies, args.seconds, None, "sustained", token)
+        runs = sorted((ingest_phase(args, bodies, args.seconds, None, "sustained", token) for _ in range(args.runs)),
+                      key=lambda r: r["spans_per_s"])
+        full = runs[len(runs) // 2]
+        if len(runs) > 1:
+            figures = ", ".join(f"{r['spans_per_s']:,.0f}" for r in runs)
+            print(f"sustained runs ({args.transport}): {figures} spans/s; median {full['spans_per_s']:,.0f}")
         half_rate = TARGET_SPANS_PER_S / 2 / BATCH
         half = ingest_phase(args, bodies, max(10.0, args.seconds / 2), half_rate, "half-target rate", token)
         for r in (full, half):

@@ -113,11 +113,13 @@ def serve(config: CollectorConfig) -> int:
     grpc_srv = None
     grpc_addr = "off"
     if config.grpc_port != -1:
-        grpc_srv, grpc_port = grpc_server.create_server(
-            service, config.grpc_host, config.grpc_port, config.grpc_threads, config.max_body_bytes,
-            config.read_timeout_s,
-        )
-        grpc_srv.start()
+        grpc_srv = grpc_server.GrpcReceiver(service, config.grpc_host, config.grpc_port, grpc_server.GrpcLimits(
+            max_message_bytes=config.max_body_bytes,
+            receive_timeout_s=config.read_timeout_s,
+            receiving_calls=2 * config.grpc_threads,
+            export_threads=config.grpc_threads,
+        ))
+        grpc_port = grpc_srv.start()
         grpc_addr = f"{config.grpc_host}:{grpc_port}"
     sock = _bind(config.http_host, config.http_port)
     http_addr = f"{config.http_host}:{sock.getsockname()[1]}"
@@ -152,7 +154,7 @@ def serve(config: CollectorConfig) -> int:
     finally:
         log.info("draining")
         if grpc_srv is not None:
-            grpc_srv.stop(grace=30).wait()
+            grpc_srv.stop(grace=30)
         writer.close()
         maintenance.stop()
         pool.shutdown()

@@ -7,6 +7,8 @@ import random
 import threading
 import time
 
+import pytest
+
 from collector.loadgen import export_request, span_ids
 from tests.collector.conftest import read_spans
 
@@ -84,12 +86,27 @@ def _post(port: int, request, timeout: float = 30) -> int:
     return response.status
 
 
-def test_sigterm_drains_queued_requests(collector_factory):
+def _export_grpc(port: int, request) -> int:
+    """200 when the gRPC call is acknowledged (OK), else the status code's number."""
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        try:
+            trace_service_pb2_grpc.TraceServiceStub(channel).Export(request, timeout=30)
+        except grpc.RpcError as exc:
+            return exc.code().value[0]
+    return 200
+
+
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_sigterm_drains_queued_requests(collector_factory, transport):
     # The (test-only) slow writer holds the first request's write while the second one queues.
     collector = collector_factory("--batch-delay-ms", "1500", env={"VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS": "4000"})
     requests = [export_request(random.Random(5 + i), 50, time.time_ns()) for i in range(2)]
     statuses: list[int] = []
-    senders = [threading.Thread(target=lambda r=r: statuses.append(_post(collector.http_port, r))) for r in requests]
+    send, port = (_post, collector.http_port) if transport == "http" else (_export_grpc, collector.grpc_port)
+    senders = [threading.Thread(target=lambda r=r: statuses.append(send(port, r))) for r in requests]
 
     def wait_until(condition, what: str) -> None:
         deadline = time.monotonic() + 20
