@@ -108,19 +108,19 @@ def child_schedule(days: int, seeds: int) -> dict:
         Traffic,
         detection_delays,
         false_alarm_periods,
-        legacy_plan,
+        LEGACY,
     )
     from verdict_daemon.config import Drift
 
     config, traffic, hour = Drift(), Traffic(), timedelta(hours=1)
     out: dict = {"days": days}
-    for name, every, n, planner in (("hourly", hour, days, None), ("5min", timedelta(minutes=5), max(days // 6, 1), None),
-                                     ("legacy_hourly", hour, days, legacy_plan)):
-        kwargs = {"planner": planner} if planner else {}
+    for name, every, n, design in (("hourly", hour, days, None), ("5min", timedelta(minutes=5), max(days // 6, 1), None),
+                                    ("legacy_hourly", hour, days, LEGACY)):
+        kwargs = {"design": design} if design else {}
         out[name] = false_alarm_periods(config, traffic, n, every, 0, **kwargs)
     for points in (0.15, 0.25):
-        for name, planner in (("new", None), ("legacy", legacy_plan)):
-            kwargs = {"planner": planner} if planner else {}
+        for name, design in (("new", None), ("legacy", LEGACY)):
+            kwargs = {"design": design} if design else {}
             out[f"delay_{name}_{int(points * 100)}"] = detection_delays(
                 config, traffic, points, range(seeds), hour, **kwargs)
     return out

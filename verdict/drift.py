@@ -46,7 +46,7 @@ class MetricKind(enum.StrEnum):
 
 class CellStatus(enum.StrEnum):
     INSUFFICIENT = "insufficient"  # fewer than min_usable usable judgments in a window: not tested
-    STABLE = "stable"  # tested; adjusted p above alpha
+    STABLE = "stable"  # tested; adjusted p above the quality level
     BELOW_GATE = "below_gate"  # significant, but the change is under the cell's effect gate
     REGRESSION = "regression"  # signal: significant, |change| >= gate, current worse
     IMPROVEMENT = "improvement"  # signal: significant, |change| >= gate, current better
@@ -106,8 +106,8 @@ class DriftCell:
     delta_low: float | None
     delta_high: float | None
     gate: float  # smallest |delta| that is a signal: pass-rate points (binary) or Cliff's delta
-    mde: float | None  # smallest |delta| detectable at these sizes at alpha; None if a window has no data
-    mde_adjusted: float | None  # the same at the run's multiplicity-adjusted level alpha/m
+    mde: float | None  # smallest |delta| detectable at these sizes at the quality level; None without data
+    mde_adjusted: float | None  # the same at the run's multiplicity-adjusted level quality_alpha/m
     coverage: Coverage
     examples: tuple[str, ...]  # up to max_examples trace ids from the current window, when a signal
 
@@ -122,12 +122,23 @@ class DriftReport:
     current_start: datetime
     baseline_start: datetime
     baseline_end: datetime
-    alpha: float
+    alpha: float  # P(the run raises any false signal, quality or coverage) <= alpha
+    coverage_alpha_share: float
     pass_rate_gate: float
     delta_gate: float
     correction: str
     min_usable: int
     cells: tuple[DriftCell, ...]  # every (fingerprint, cluster, dimension) seen in either window
+
+    @property
+    def quality_alpha(self) -> float:
+        """The level of the quality family (pass rates, scores)."""
+        return self.alpha * (1 - self.coverage_alpha_share)
+
+    @property
+    def coverage_alpha(self) -> float:
+        """The level of the coverage family (UNCLEAR/ERROR shares)."""
+        return self.alpha * self.coverage_alpha_share
 
     @property
     def signals(self) -> tuple[DriftCell, ...]:
@@ -161,8 +172,10 @@ class DriftDetector:
 
     Defaults: current = the 24 h before `now`; baseline = the 7 days ending 24 h before the current
     window starts. A cell is tested when both windows hold at least `min_usable` usable judgments.
-    A signal needs adjusted p <= alpha (`correction` over every tested cell: "bh", "holm" or
-    "bonferroni") and a change of at least the cell's gate, judged on the point estimate: a pass-rate
+    `alpha` bounds the probability that a run on unchanged data raises any signal, quality or coverage:
+    the quality tests form one family at `(1 - coverage_alpha_share)·alpha`, the coverage tests another
+    at `coverage_alpha_share·alpha` (union bound). A quality signal needs adjusted p <= its family's level
+    (`correction` over every tested cell: "bh", "holm" or "bonferroni") and a change of at least the cell's gate, judged on the point estimate: a pass-rate
     difference of `pass_rate_gate` (a share: 0.05 = 5 percentage points) on PASS/FAIL dimensions, a
     |Cliff's delta| of `delta_gate` on scored ones; `dimension_gates` overrides either per dimension.
     """
@@ -175,6 +188,7 @@ class DriftDetector:
         gap: timedelta = timedelta(hours=24),
         min_usable: int = 30,
         alpha: float = 0.05,
+        coverage_alpha_share: float = 0.1,
         pass_rate_gate: float = 0.05,
         delta_gate: float = 0.147,
         dimension_gates: Mapping[str, float] | None = None,
@@ -192,6 +206,8 @@ class DriftDetector:
         for name, v in (("alpha", alpha), ("power", power)):
             if not 0 < v < 1:
                 raise ValueError(f"{name} must lie in (0, 1), got {v}")
+        if not 0 <= coverage_alpha_share < 1:
+            raise ValueError(f"coverage_alpha_share must lie in [0, 1), got {coverage_alpha_share}")
         gates = dict(dimension_gates or {})
         for name, v in (("pass_rate_gate", pass_rate_gate), ("delta_gate", delta_gate),
                         ("coverage_min_rise", coverage_min_rise),
@@ -209,6 +225,7 @@ class DriftDetector:
         self.gap = gap
         self.min_usable = min_usable
         self.alpha = alpha
+        self.coverage_alpha_share = coverage_alpha_share
         self.pass_rate_gate = pass_rate_gate
         self.delta_gate = delta_gate
         self.dimension_gates = gates
@@ -268,6 +285,7 @@ class DriftDetector:
             baseline_start=baseline_start,
             baseline_end=baseline_end,
             alpha=self.alpha,
+            coverage_alpha_share=self.coverage_alpha_share,
             pass_rate_gate=self.pass_rate_gate,
             delta_gate=self.delta_gate,
             correction=self.correction,
@@ -299,6 +317,9 @@ class _Analysis:
         from verdict.stats.power import minimum_detectable_delta, minimum_detectable_drop
 
         self.det = det
+        # The run's alpha split between two families, so that any signal of either kind stays within alpha.
+        self.quality_alpha = det.alpha * (1 - det.coverage_alpha_share)
+        self.coverage_alpha = det.alpha * det.coverage_alpha_share
         self.counts = counts
         self.scored = scored
         self.gates = gates
@@ -344,14 +365,14 @@ class _Analysis:
 
         # MDE wherever both windows have data, tested or not: it tells an `insufficient` cell how
         # far it is from seeing anything, and a tested one whether the gate or the data decides.
-        # The adjusted MDE uses alpha/m, the level a lone change must reach under BH, Holm or
+        # The adjusted MDE uses quality_alpha/m, the level a lone change must reach under BH, Holm or
         # Bonferroni in a family of m tested cells.
         sized = (usable > 0).all(axis=1)
         base_n, cur_n = usable[:, _BASELINE], usable[:, _CURRENT]
         b = np.flatnonzero(sized & ~scored)
         c = np.flatnonzero(sized & scored)
         family = max(int(self.tested.sum()), 1)
-        for out, level in ((self.mde, det.alpha), (self.mde_adjusted, det.alpha / family)):
+        for out, level in ((self.mde, self.quality_alpha), (self.mde_adjusted, self.quality_alpha / family)):
             out[b] = minimum_detectable_drop(
                 passed[b, _BASELINE] / base_n[b], base_n[b], cur_n[b], alpha=level, power=det.power
             )
@@ -362,10 +383,10 @@ class _Analysis:
         tested = np.flatnonzero(self.tested)
         if tested.size:
             self.adjusted[tested] = adjust(
-                self.p[tested], method=det.correction, alpha=det.alpha
+                self.p[tested], method=det.correction, alpha=self.quality_alpha
             ).adjusted
 
-        # Coverage: Fisher on (unusable, usable) x (current, baseline), its own BH family.
+        # Coverage: Fisher on (unusable, usable) x (current, baseline), its own family at coverage_alpha.
         unusable = total - usable
         self.cov_tested = (total >= det.min_usable).all(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -385,12 +406,12 @@ class _Analysis:
             ).p_value
             self.cov_adjusted[ct] = adjust(
                 self.cov_p[ct], method=det.correction, alpha=det.alpha
-            ).adjusted
+            ).adjusted  # only the adjusted p is used: compared below with coverage_alpha
 
     def status(self, i: int) -> CellStatus:
         if not self.tested[i]:
             return CellStatus.INSUFFICIENT
-        if self.adjusted[i] > self.det.alpha:
+        if self.adjusted[i] > self.quality_alpha:
             return CellStatus.STABLE
         if abs(self.delta[i]) < self.gates[i]:
             return CellStatus.BELOW_GATE
@@ -399,7 +420,8 @@ class _Analysis:
     def coverage_status(self, i: int) -> CoverageStatus:
         if not self.cov_tested[i]:
             return CoverageStatus.INSUFFICIENT
-        if self.cov_adjusted[i] <= self.det.alpha and self.rise[i] >= self.det.coverage_min_rise:
+        if (self.coverage_alpha > 0 and self.cov_adjusted[i] <= self.coverage_alpha
+                and self.rise[i] >= self.det.coverage_min_rise):
             return CoverageStatus.COVERAGE_DROP
         return CoverageStatus.STABLE
 

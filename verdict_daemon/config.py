@@ -150,6 +150,8 @@ class Drift(_Section):
     baseline_days: float = Field(7, gt=0, le=3660)
     alpha: float = Field(0.05, gt=0, lt=1)
     early_alpha_share: float = Field(0.2, ge=0, lt=1)
+    coverage_alpha_share: float = Field(0.1, ge=0, lt=1)  # of each run's level, for coverage_drop tests
+    catch_up_periods: int = Field(7, ge=1, le=366)  # closed periods a look still decides if nobody did
     correction: Literal["bh", "holm", "bonferroni"] = "bh"
     pass_rate_gate_points: float = Field(5, ge=0, le=100)
     delta_gate: float = Field(0.147, ge=0, le=1)
@@ -167,6 +169,7 @@ class Drift(_Section):
         return DriftDetector(current_window=self.period,
                              baseline_window=timedelta(days=self.baseline_days), gap=timedelta(hours=self.gap_hours),
                              min_usable=self.min_usable, alpha=alpha or self.alpha, correction=self.correction,
+                             coverage_alpha_share=self.coverage_alpha_share,
                              pass_rate_gate=self.pass_rate_gate_points / 100, delta_gate=self.delta_gate,
                              dimension_gates={k: g.share for k, g in self.dimension_gates.items()})
 

@@ -15,12 +15,22 @@ schedule, so by the union bound P(a period raises any false alarm) <= alpha:
 
 - the **closing decision** of a period: the 24 h window that is exactly the closed period, taken once,
   at `(1 - early_alpha_share)·alpha`, by the first look at or after its end (a look exactly on the
-  grid is that decision; a later look takes it first if the period had a look and no decision yet);
+  grid is that decision; a later look takes it first). Catch-up: a look closes every period of the last
+  `catch_up_periods` that ended after the fingerprint's first run and has no decision yet, oldest
+  first, so days the daemon did not watch (down at midnight, or all day) are still decided; older
+  ones stay undecided (bounded work per look);
 - **early looks** inside the open period: the window ending at the look, at
   `early_alpha_share·alpha·(t - t_prev)`, t the elapsed share of the period and t_prev that of the
   period's latest earlier run. A look with nothing left to spend (an `as_of` earlier than the period's
   latest run, or `early_alpha_share = 0`) is stored with alpha 0 and no signals; a look at an `as_of`
   already taken returns the stored run.
+
+Within a run the quality and coverage tests share its level (DriftDetector: `coverage_alpha_share`),
+so the bound covers every alert kind. Plan and commit are one compare-and-swap: the commit transaction
+checks that the fingerprint's runs are still those the plan read, else the look plans again. The state
+file's lock serialises transactions across processes, so a `verdict-pipeline` and the daemon looking at
+the same time never spend one period's level twice, and a rerun after kill -9 resumes from what was
+committed (each decision commits alone, with its signals and deliveries).
 """
 
 from __future__ import annotations
@@ -155,8 +165,14 @@ class Decision:
     period: int
 
 
+def lookback(config: Drift, at: datetime) -> datetime:
+    """`plan` reads the runs from here on, and the first run ever."""
+    return at - (config.catch_up_periods + 1) * config.period
+
+
 def plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decision]:
-    """The decisions a look at `at` (naive UTC) takes, given the `as_of` of this fingerprint's stored runs.
+    """The decisions a look at `at` (naive UTC) takes, given the `as_of` of this fingerprint's stored runs
+    since `lookback(config, at)` and of its first run.
 
     Pure: the simulation tests and the benchmark drive exactly this with any schedule.
     """
@@ -166,20 +182,23 @@ def plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decision]:
     closing = (1 - config.early_alpha_share) * config.alpha
     if at in runs:  # this as_of was decided already: decide once, even on more data
         return []
+    first = min(runs, default=at)  # no period before the first run is owed a decision
+    out = [Decision(end, closing, index - k - 1) for k in range(config.catch_up_periods - 1, -1, -1)
+           if first < (end := start - k * width) < at and end not in runs]
     if at == start:  # on the grid: this look is the closing decision of the period that just ended
-        return [Decision(at, closing, index - 1)]
-    out = []
-    if start not in runs and any(start - width < r < start for r in runs):
-        out.append(Decision(start, closing, index - 1))
+        return [*out, Decision(at, closing, index - 1)]
     spent = max((r for r in runs if start < r < start + width), default=start)  # later runs too: out of order
     out.append(Decision(at, config.early_alpha_share * config.alpha * max((at - spent) / width, 0.0), index))
     return out
 
 
-def _run_times(store: StateStore, tenant: str, fingerprint: str, since: datetime) -> list[datetime]:
-    with store.transaction() as con:
-        return [r[0] for r in con.execute("SELECT as_of FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
-                                          "AND as_of >= ?", [tenant, fingerprint, since]).fetchall()]
+_RUN_TIMES = """SELECT as_of FROM drift_runs WHERE tenant_id = $t AND fingerprint = $fp AND as_of >= $since
+                UNION SELECT min(as_of) FROM drift_runs WHERE tenant_id = $t AND fingerprint = $fp ORDER BY 1"""
+
+
+def _run_times(con, tenant: str, fingerprint: str, since: datetime) -> list[datetime]:
+    return [r[0] for r in con.execute(_RUN_TIMES, {"t": tenant, "fp": fingerprint, "since": since}).fetchall()
+            if r[0] is not None]
 
 
 def _runs_at(store: StateStore, tenant: str, fingerprint: str, at: datetime) -> list[str]:
@@ -188,22 +207,42 @@ def _runs_at(store: StateStore, tenant: str, fingerprint: str, at: datetime) -> 
                                           "AND as_of = ? ORDER BY completed_at", [tenant, fingerprint, at]).fetchall()]
 
 
+# Another process committing a run of this fingerprint between our plan and our commit makes us plan
+# again; a process that keeps losing that race is told so rather than looping.
+_REPLANS = 5
+
+
 def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift,
               as_of: datetime) -> list[DriftRunReport]:
-    """The runs a look at `as_of` takes (see the module docstring): the look, or a period's closing
-    decision and then the look, each stored with its signals and their alert deliveries. A look at an
-    `as_of` already taken returns the stored run (`reused`)."""
+    """The runs a look at `as_of` takes (see the module docstring): the closing decisions owed, oldest
+    first, then the look, each stored with its signals and their alert deliveries. A look at an `as_of`
+    already taken returns the stored run (`reused`)."""
     tenant = validate_tenant_id(tenant)
     at = as_of.astimezone(UTC).replace(tzinfo=None) if as_of.tzinfo else as_of
-    decisions = plan(config, at, _run_times(store, tenant, fingerprint, at - 2 * config.period))
-    if not decisions:
-        return [_stored_run(store, tenant, run_id) for run_id in _runs_at(store, tenant, fingerprint, at)]
-    table = judgment_table(store, tenant, fingerprint)
-    return [_decide(store, tenant, fingerprint, config, table, d) for d in decisions]
+    since, done = lookback(config, at), list[DriftRunReport]()
+    for _ in range(_REPLANS):
+        with store.transaction() as con:
+            seen = _run_times(con, tenant, fingerprint, since)
+        decisions = plan(config, at, seen)
+        if not decisions:
+            return done or [_stored_run(store, tenant, run_id) for run_id in _runs_at(store, tenant, fingerprint, at)]
+        table = judgment_table(store, tenant, fingerprint)
+        for decision in decisions:
+            report = _decide(store, tenant, fingerprint, config, table, decision, (since, seen))
+            if report is None:
+                break
+            done.append(report)
+            seen = sorted({*seen, decision.now})
+        else:
+            return done
+    raise DaemonError("storage_locked", f"fingerprint {fingerprint[:12]}: other processes kept taking drift runs "
+                      f"of this fingerprint; the look at {at.isoformat()} was not taken (it is retried next time)")
 
 
-def _decide(store: StateStore, tenant: str, fingerprint: str, config: Drift, table, decision: Decision
-            ) -> DriftRunReport:
+def _decide(store: StateStore, tenant: str, fingerprint: str, config: Drift, table, decision: Decision,
+            planned_on: tuple[datetime, list[datetime]]) -> DriftRunReport | None:
+    """Take one decision planned on `(since, runs read from since)`; None (nothing stored) if those runs
+    have changed meanwhile."""
     from verdict.drift import DriftInputError
 
     at = decision.now
@@ -211,9 +250,6 @@ def _decide(store: StateStore, tenant: str, fingerprint: str, config: Drift, tab
     # The clusters are part of the input: the same attempts under another registry version are another run.
     run_id = _digest(tenant, fingerprint, at.isoformat(), decision.alpha, params,
                      table.column("attempt_id").to_pylist(), table.column("cluster").to_pylist())
-    existing = _stored_run(store, tenant, run_id)
-    if existing is not None:
-        return existing
     try:  # a look with nothing left to spend (alpha 0) is stored for its counts, without signals
         report = config.detector(decision.alpha or config.alpha).detect(table.drop_columns(["attempt_id"]),
                                                         now=at.replace(tzinfo=UTC))
@@ -224,8 +260,9 @@ def _decide(store: StateStore, tenant: str, fingerprint: str, config: Drift, tab
              for name in ("current_start", "baseline_start", "baseline_end")}
     now = datetime.now(UTC).replace(tzinfo=None)
     with store.transaction() as con:
-        # OR IGNORE: a process that computed the same run concurrently already stored it and its signals.
-        con.execute("INSERT OR IGNORE INTO drift_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        if _run_times(con, tenant, fingerprint, planned_on[0]) != planned_on[1]:
+            return None  # compare-and-swap: another process took a run meanwhile, the plan is stale
+        con.execute("INSERT INTO drift_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [tenant, run_id, fingerprint, at, naive["current_start"], naive["baseline_start"],
                      naive["baseline_end"], decision.alpha, report.pass_rate_gate, config.min_usable, table.num_rows,
                      len(report.cells), report.tested, len(signals), run_id, now])

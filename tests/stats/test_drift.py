@@ -99,7 +99,7 @@ def test_signal_statistics_match_scipy_on_the_cell_counts():
     assert cell.delta == pytest.approx(cur.passed / cur.usable - base.passed / base.usable)
     assert cell.current.level == pytest.approx(cur.passed / cur.usable)
     assert cell.mde == pytest.approx(
-        float(minimum_detectable_drop(base.level, base.usable, cur.usable))
+        float(minimum_detectable_drop(base.level, base.usable, cur.usable, alpha=report.quality_alpha))
     )
 
 
@@ -246,6 +246,35 @@ def test_coverage_needs_a_minimum_rise():
         DriftDetector(coverage_min_rise=0.03).detect(table, now=NOW).cell("fp-default", "c00", "d0")
     )
     assert lenient.coverage.status is CoverageStatus.COVERAGE_DROP
+
+
+def _coverage_cell(current_unclear: int):
+    """Baseline 700 verdicts, 70 UNCLEAR; current 100 verdicts, `current_unclear` UNCLEAR; the rest PASS."""
+    rows = []
+    for (start, span), n, unclear in ((BASELINE, 700, 70), (CURRENT, 100, current_unclear)):
+        for i in range(n):
+            at = start + span * (i + 0.5) / n
+            rows.append((at, f"{start:%j}-{i}", "billing", "relevance", "UNCLEAR" if i < unclear else "PASS", "fp"))
+    return table_from_rows(rows)
+
+
+def test_coverage_tests_spend_their_share_of_the_run_alpha():
+    """P(a run raises any signal, quality or coverage) <= alpha: quality at 0.9·alpha, coverage at 0.1·alpha."""
+    # 10 % -> 20 % UNCLEAR: Fisher p = 0.0060, within alpha = 0.05 but not within its 0.005 share
+    report = DriftDetector().detect(_coverage_cell(20), now=NOW)
+    cell = report.cell("fp", "billing", "relevance")
+    assert cell.coverage.rise == pytest.approx(0.10)
+    assert cell.coverage.adjusted_p == pytest.approx(stats.fisher_exact([[20, 80], [70, 630]]).pvalue)
+    assert cell.coverage.status is CoverageStatus.STABLE
+    assert (report.quality_alpha, report.coverage_alpha) == (pytest.approx(0.045), pytest.approx(0.005))
+    half = DriftDetector(coverage_alpha_share=0.5).detect(_coverage_cell(20), now=NOW)
+    assert half.cell("fp", "billing", "relevance").coverage.status is CoverageStatus.COVERAGE_DROP
+    stronger = DriftDetector().detect(_coverage_cell(22), now=NOW)  # p = 0.0012
+    assert stronger.cell("fp", "billing", "relevance").coverage.status is CoverageStatus.COVERAGE_DROP
+    off = DriftDetector(coverage_alpha_share=0).detect(_coverage_cell(40), now=NOW)
+    assert off.coverage_signals == () and off.quality_alpha == 0.05
+    with pytest.raises(ValueError, match="coverage_alpha_share"):
+        DriftDetector(coverage_alpha_share=1)
 
 
 def test_one_bh_family_spans_every_tested_cell_across_fingerprints_and_kinds():
