@@ -244,3 +244,33 @@ def test_the_mde_is_computed_at_the_runs_own_alpha(data):
                                      alpha=0.01, power=0.8)
     p1 = signal.baseline_level
     assert strict == pytest.approx(p1 - np.sin(np.arcsin(np.sqrt(p1)) - h / 2) ** 2, rel=1e-4) and strict > row.mde
+
+
+def test_the_latest_closing_decision_is_the_headline_and_a_later_early_look_is_labelled(lake, tmp_path):
+    """After the closing decision at midnight the daemon keeps looking hourly at a small share of alpha; the
+    report headlines the decision (its signals, its window) and shows the latest look under it, as a look."""
+    import shutil
+
+    from verdict_daemon import drift_runs
+    from verdict_daemon.config import Drift
+    from verdict_daemon.report.render import render
+    from verdict_daemon.state import StateStore
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(lake.data_dir, data_dir)
+    store = StateStore(data_dir)
+    quality = section(build_report(data_dir, "acme", generated_at=AT), "quality")
+    decision = quality.run
+    assert decision.closing and decision.as_of == datetime(2026, 11, 20) and quality.look is None
+    for hours in (1, 2, 5):
+        drift_runs.run_drift(store, "acme", quality.fingerprint, Drift(), NOW + timedelta(hours=hours, minutes=5))
+    report = build_report(data_dir, "acme", generated_at=AT)
+    after = section(report, "quality")
+    assert after.run == decision  # not the 05:05 look, the latest run by completed_at
+    assert [s.signal.kind for s in after.signals] == ["regression"]
+    assert after.look.as_of == datetime(2026, 11, 20, 5, 5) and not after.look.closing
+    assert after.look.alpha == pytest.approx(0.01 * 3 / 24)
+    assert after.heat_period == (decision.current_start, decision.as_of)
+    html = render(report)
+    headline = html.index("Closing decision for the period 2026-11-19")
+    assert headline < html.index("Early look as of 2026-11-20 05:05 UTC, inside the open period")

@@ -18,7 +18,7 @@ from pathlib import Path
 from collector.lake import spans_root
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon import views
-from verdict_daemon.drift_runs import Signal
+from verdict_daemon.drift_runs import IS_CLOSING, Signal
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.model import (
     CoverageRow,
@@ -74,10 +74,11 @@ _EXTRACTS = (
             SELECT unnest(from_json(examples, '["VARCHAR"]')) FROM drift_signals)""",
 )
 
-_LATEST_RUNS = """
+# The latest closing decision and the latest early look of each fingerprint (drift_runs.plan).
+_LATEST_RUNS = f"""
     SELECT fingerprint, run_id, as_of, baseline_start, baseline_end, current_start, alpha, effect_gate, min_usable,
-           judgments, cells, tested, signals
-    FROM drift_runs QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY completed_at DESC, as_of DESC) = 1"""
+           judgments, cells, tested, signals, {IS_CLOSING} AS closing
+    FROM drift_runs QUALIFY row_number() OVER (PARTITION BY fingerprint, closing ORDER BY as_of DESC, completed_at DESC) = 1"""
 
 # Binary verdict rows only (scores have no pass rate); UNCLEAR/ERROR are excluded from the denominator.
 _DAILY = f"""
@@ -175,8 +176,26 @@ def _unknown(tenant: str, root: Path) -> DaemonError:
     return DaemonError("unknown_tenant", f"tenant {tenant!r} has no spans and no state in {root}")
 
 
+def _latest_runs(con) -> dict[str, tuple[DriftWindows, DriftWindows | None]]:
+    """Per fingerprint: the run to headline (its latest closing decision, else its latest early look) and the
+    latest early look taken after it, if any."""
+    closing: dict[str, DriftWindows] = {}
+    looks: dict[str, DriftWindows] = {}
+    for fp, *row in con.execute(_LATEST_RUNS).fetchall():
+        run = DriftWindows(*row)
+        (closing if run.closing else looks)[fp] = run
+    out = {}
+    for fp in closing.keys() | looks.keys():
+        headline, look = closing.get(fp), looks.get(fp)
+        if headline is None:
+            out[fp] = (look, None)
+        else:
+            out[fp] = (headline, look if look is not None and look.as_of > headline.as_of else None)
+    return out
+
+
 def _sections(con) -> tuple[EvaluatorSection, ...]:
-    runs = {row[0]: DriftWindows(*row[1:]) for row in con.execute(_LATEST_RUNS).fetchall()}
+    runs = _latest_runs(con)
     names = dict(con.execute("""
         SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM judgments GROUP BY fingerprint
         UNION ALL SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM drift_runs
@@ -185,11 +204,12 @@ def _sections(con) -> tuple[EvaluatorSection, ...]:
     scored = _score_dimensions(con)
     out = []
     for fp, name in sorted(names.items(), key=lambda kv: (kv[1], kv[0])):
-        run = runs.get(fp)
+        run, look = runs.get(fp, (None, None))
         signals = _signals(con, fp, run, scored.get(fp, ())) if run else ()
         period, cells = _heatmap(con, fp, run, signals)
         out.append(EvaluatorSection(name, fp, run, series.get(fp, ()), cells, period, signals,
-                                    _coverage(con, fp), scored.get(fp, ())))
+                                    _coverage(con, fp), scored.get(fp, ()), look,
+                                    _signals(con, fp, look, scored.get(fp, ())) if look else ()))
     return tuple(out)
 
 

@@ -12,7 +12,8 @@ from verdict_daemon.review.queue import DimensionJudgment, ItemSummary, LabelRec
 
 @dataclass(frozen=True)
 class DriftWindows:
-    """The latest completed drift run of one evaluator fingerprint (its windows and gates)."""
+    """A stored drift run of one evaluator fingerprint (its windows and gates): a period's closing decision
+    or an early look inside an open period (drift_runs.plan)."""
 
     run_id: str
     as_of: datetime
@@ -26,6 +27,7 @@ class DriftWindows:
     cells: int
     tested: int
     signals: int
+    closing: bool
 
 
 @dataclass(frozen=True)
@@ -114,13 +116,15 @@ class EvaluatorSection:
 
     name: str
     fingerprint: str
-    run: DriftWindows | None
+    run: DriftWindows | None  # the latest closing decision; the latest early look while no period has closed
     series: tuple[RateSeries, ...]
     heatmap: tuple[HeatCell, ...]
     heat_period: tuple[datetime, datetime] | None
     signals: tuple[SignalRow, ...]
     coverage: tuple[CoverageRow, ...]
     score_dimensions: tuple[str, ...]  # numeric dimensions: in the signals table, not in pass-rate charts
+    look: DriftWindows | None = None  # the latest early look after `run` (`run` is the latest closing decision)
+    look_signals: tuple[SignalRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -220,4 +224,4 @@ class ReportData:
 
     @property
     def signal_count(self) -> int:
-        return sum(len(e.signals) for e in self.evaluators)
+        return sum(len(e.signals) + len(e.look_signals) for e in self.evaluators)
