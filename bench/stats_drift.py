@@ -105,10 +105,10 @@ def child_schedule(days: int, seeds: int) -> dict:
     20 clusters x 5 PASS/FAIL dimensions, 100 traces per cluster per day; then drops of 15 and 25 points
     at a uniform onset, hourly looks, hours until the first alert."""
     from tests.daemon.drift_schedule import (
+        LEGACY,
         Traffic,
         detection_delays,
         false_alarm_periods,
-        LEGACY,
     )
     from verdict_daemon.config import Drift
 

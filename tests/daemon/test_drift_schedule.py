@@ -16,7 +16,15 @@ import pytest
 from scipy import stats
 
 from tests.daemon.conftest import NOW, make_config
-from tests.daemon.drift_schedule import LEGACY, START, Traffic, false_alarm_periods, legacy_plan, looks, visible
+from tests.daemon.drift_schedule import (
+    LEGACY,
+    START,
+    Traffic,
+    false_alarm_periods,
+    legacy_plan,
+    looks,
+    visible,
+)
 from tests.daemon.test_drift_runs import _rows
 from verdict_daemon import drift_runs
 from verdict_daemon.config import Drift
