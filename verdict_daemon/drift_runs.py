@@ -222,13 +222,14 @@ def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift,
     already taken returns the stored run (`reused`)."""
     tenant = validate_tenant_id(tenant)
     at = as_of.astimezone(UTC).replace(tzinfo=None) if as_of.tzinfo else as_of
-    since, done = lookback(config, at), list[DriftRunReport]()
+    since = lookback(config, at)
+    done: list[DriftRunReport] = []
     for _ in range(_REPLANS):
         with store.transaction() as con:
             seen = _run_times(con, tenant, fingerprint, since)
         decisions = plan(config, at, seen)
         if not decisions:
-            return done or [_stored_run(store, tenant, run_id) for run_id in _runs_at(store, tenant, fingerprint, at)]
+            return done + [_stored_run(store, tenant, run_id) for run_id in _runs_at(store, tenant, fingerprint, at)]
         table = judgment_table(store, tenant, fingerprint)
         for decision in decisions:
             report = _decide(store, tenant, fingerprint, config, table, decision, (since, seen))
