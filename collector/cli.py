@@ -1,23 +1,28 @@
-"""`verdict-collector`: wire config, lake, writer, decoders, HTTP and gRPC servers; drain on SIGTERM."""
+"""`verdict collector`: wire config, lake, writer, decoders, HTTP and gRPC servers; drain on SIGTERM.
+
+`verdict-collector` and `python -m collector` are its deprecated aliases (one release)."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import signal
 import socket
 import sys
 
+from collector import config as collector_config
 from collector import lake
 from collector.auth import TokenFileError, TokenStore
-from collector.config import CollectorConfig, ConfigError, load
+from collector.config import CollectorConfig
 from collector.decoding import DecoderPool, DecodeSettings
 from collector.ingest import IngestService
 from collector.maintenance import Maintenance
 from collector.redaction import ServerRedaction
 from collector.stats import Stats
 from collector.writer import SegmentWriter, WriterLimits
-from verdict.cli_errors import UsageError, print_error
+from verdict.cli_errors import CliError
+from verdict.cli_runner import alias_main
 
 log = logging.getLogger("verdict.collector")
 
@@ -163,30 +168,26 @@ def serve(config: CollectorConfig) -> int:
     return 0
 
 
-EXIT_FAILED = 2
-
-
-def _start_error(exc: Exception) -> tuple[str, str]:
-    """The closed (code, message) of a failure to start; internal_error for anything unexpected."""
-    if isinstance(exc, UsageError):
-        return exc.code, exc.message
+def _start_error(exc: Exception) -> CliError | None:
+    """The closed error of a failure to start; None for anything unexpected (run_command: internal_error)."""
     if isinstance(exc, lake.LakeLockedError):
-        return "already_running", str(exc)
-    if isinstance(exc, ConfigError | TokenFileError | RuntimeError):
-        return "invalid_config", str(exc)  # RuntimeError: server-side redaction cannot be set up
+        return CliError("already_running", str(exc))
+    if isinstance(exc, TokenFileError | RuntimeError):
+        return CliError("invalid_config", str(exc))  # RuntimeError: server-side redaction cannot be set up
     if isinstance(exc, OSError):  # with a file name: the data dir; without: a port to bind (in use, denied)
-        return ("storage_error" if exc.filename else "invalid_config"), str(exc)
-    return "internal_error", f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)"
+        return CliError("storage_error" if exc.filename else "invalid_config", str(exc))
+    return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Exit 0 after a clean stop; on failure the one error envelope on stderr (verdict.cli_errors),
-    exit 2 (also for internal_error, a bug)."""
-    try:
-        config = load(argv)
-    except (UsageError, ConfigError) as exc:
-        print_error(*_start_error(exc))
-        return EXIT_FAILED
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = collector_config.DESCRIPTION
+    collector_config.add_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 0 after a clean stop; a failure to start is a CliError (invalid_config, already_running,
+    storage_error)."""
+    config = collector_config.from_args(args)
     logging.basicConfig(
         level=config.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -194,11 +195,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return maintain_once(config) if config.maintenance_once else serve(config)
+    except CliError:
+        raise
     except Exception as exc:
-        if os.environ.get("VERDICT_DEBUG"):
+        error = _start_error(exc)
+        if error is None:
             raise
-        print_error(*_start_error(exc))
-        return EXIT_FAILED
+        raise error from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`verdict-collector`: the deprecated alias of `verdict collector`."""
+    return alias_main("verdict-collector", "collector", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

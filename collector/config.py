@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collector.redaction import MODES, SDK_REDACTION_ATTRIBUTE, TRUST_MODES
-from verdict.cli_errors import ArgumentParser
+from verdict.cli_errors import ArgumentParser, CliError
+from verdict.environment import warn_deprecated
 
 ENV_PREFIX = "VERDICT_COLLECTOR_"
 MIB = 1024 * 1024
@@ -61,6 +62,8 @@ class _Option:
 
     @property
     def env(self) -> str:
+        if self.flag == "data-dir":  # the one data-dir variable of every command (verdict.environment)
+            return "VERDICT_DATA_DIR"
         return ENV_PREFIX + self.flag.upper().replace("-", "_")
 
     @property
@@ -131,12 +134,21 @@ Test-only env vars: VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS, VERDICT_COLLECTOR_TES
 """
 
 
-class ConfigError(ValueError):
-    pass
+_OLD_DATA_DIR_ENV = ENV_PREFIX + "DATA_DIR"  # before VERDICT_DATA_DIR; still read for one release
+
+
+class ConfigError(CliError, ValueError):
+    """An invalid option or environment variable: the closed `invalid_config` error."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid_config", message)
 
 
 def _env_value(option: _Option, environ) -> object:
     raw = environ.get(option.env)
+    if raw is None and option.flag == "data-dir" and (old := environ.get(_OLD_DATA_DIR_ENV)) is not None:
+        warn_deprecated(_OLD_DATA_DIR_ENV, option.env)
+        raw = old
     if raw is None:
         return option.default
     if option.type is bool:
@@ -155,15 +167,14 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
     pass
 
 
-def build_parser(environ=os.environ) -> argparse.ArgumentParser:
-    """Usage errors raise verdict.cli_errors.UsageError (cli.main prints the one error envelope)."""
-    parser = ArgumentParser(
-        prog="verdict-collector",
-        description="Receive OTLP traces (HTTP and gRPC) and land them durably as a Parquet span lake. "
-        "Every option can also be set with the environment variable shown.",
-        formatter_class=_HelpFormatter,
-        epilog=_EPILOG,
-    )
+DESCRIPTION = ("Receive OTLP traces (HTTP and gRPC) and land them durably as a Parquet span lake. "
+               "Every option can also be set with the environment variable shown.")
+
+
+def add_arguments(parser: argparse.ArgumentParser, environ=os.environ) -> None:
+    """The collector's options on `parser` (`verdict collector`, or the `verdict-collector` alias)."""
+    parser.formatter_class = _HelpFormatter
+    parser.epilog = _EPILOG
     for option in _OPTIONS:
         default = _env_value(option, environ)
         help_text = f"{option.help} [env {option.env}]"
@@ -171,6 +182,12 @@ def build_parser(environ=os.environ) -> argparse.ArgumentParser:
             parser.add_argument(f"--{option.flag}", action="store_true", default=default, help=help_text)
         else:
             parser.add_argument(f"--{option.flag}", type=option.type, default=default, help=help_text)
+
+
+def build_parser(environ=os.environ) -> argparse.ArgumentParser:
+    """Usage errors raise verdict.cli_errors.UsageError (run_command prints the one error envelope)."""
+    parser = ArgumentParser(prog="verdict collector", description=DESCRIPTION)
+    add_arguments(parser, environ)
     return parser
 
 
@@ -184,7 +201,11 @@ def is_loopback(host: str) -> bool:
 
 
 def load(argv: list[str] | None = None, environ=os.environ) -> CollectorConfig:
-    args = build_parser(environ).parse_args(argv)
+    return from_args(build_parser(environ).parse_args(argv), environ)
+
+
+def from_args(args: argparse.Namespace, environ=os.environ) -> CollectorConfig:
+    """The validated configuration of parsed options (ConfigError names the bad one)."""
     values = {option.dest: getattr(args, option.dest) for option in _OPTIONS}
     delay = environ.get("VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS", "0")
     if not delay.isdigit():

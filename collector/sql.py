@@ -1,9 +1,8 @@
 """`verdict sql`: run SQL over one tenant's span lake; table, CSV or JSON output.
 
-Exit codes: 0 ok; 2 usage; 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied.
-Errors are one line `verdict sql: error [<code>]: <message>` on stderr, or with --format json
-a JSON object {"error": {"code": ..., "message": ...}} on stderr; stdout then stays empty (the output
-is rendered in full before its first byte is written). JSON output is strict JSON: NaN and ±Infinity
+Exit codes: 0 ok; 2 usage; 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied
+(verdict.cli_errors.EXIT_CODES). Errors are the one envelope {"error": {"code": ..., "message": ...}} on
+stderr; stdout then stays empty (the output is rendered in full before its first byte is written). JSON output is strict JSON: NaN and ±Infinity
 are the strings "NaN", "Infinity" and "-Infinity"; UUIDs and other values without a JSON type are
 their text.
 """
@@ -17,23 +16,23 @@ import decimal
 import io
 import json
 import math
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from collector.views import open_scoped, view_statements
-from verdict.cli_errors import CliError, error_json, error_line
+from verdict.cli_errors import CliError
+from verdict.cli_runner import add_data_dir, add_tenant
 from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, validate_tenant_id
 
-EXIT_CODES = {"invalid_tenant": 3, "no_data_dir": 4, "query_error": 5, "access_denied": 6}
+SQL_ERROR_CODES = ("invalid_tenant", "no_data_dir", "query_error", "access_denied")  # exits 3-6
 TABLE_CELL_CHARS = 120
 WRITE_CHUNK = 1 << 16  # one huge write() to a pipe whose reader left can end without BrokenPipeError
 
 
 class SqlCommandError(CliError):
-    """A `verdict sql` failure: a code of EXIT_CODES (all in the one closed set) and its message."""
+    """A `verdict sql` failure: a code of SQL_ERROR_CODES (all in the one closed set) and its message."""
 
 
 _EPILOG = """\
@@ -42,7 +41,7 @@ with typed columns: request_model, input_tokens, intent_key, latency_ms, ...), s
 Only SELECT statements run; files outside the tenant's partition directory cannot be read.
 example: verdict sql "SELECT intent_key, count(*) FROM llm_calls GROUP BY 1" --tenant acme
 exit codes: 0 ok, 2 usage, 3 invalid_tenant, 4 no_data_dir, 5 query_error, 6 access_denied
-(error: one line "verdict sql: error [code]: message" on stderr; JSON with --format json).
+(error: one line {"error": {"code", "message"}} on stderr).
 """
 
 
@@ -50,12 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("query", nargs="?", help="SQL over the views `spans` and `llm_calls`")
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("VERDICT_DATA_DIR", "./verdict-data")),
-                        help="span lake directory [env VERDICT_DATA_DIR]")
-    parser.add_argument("--tenant", default=os.environ.get("VERDICT_TENANT", LOCAL_TENANT),
-                        help="tenant whose spans are visible [env VERDICT_TENANT]")
+    add_data_dir(parser, "span lake directory (default: ./verdict-data)", default="./verdict-data")
+    add_tenant(parser, f"tenant whose spans are visible (default: {LOCAL_TENANT})", default=LOCAL_TENANT)
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output format (default: table)")
+    parser.add_argument("--json", dest="format", action="store_const", const="json", help="--format json")
     parser.add_argument("--print-views", action="store_true",
                         help="print the CREATE VIEW statements (for plain DuckDB) and exit")
 
@@ -183,18 +181,10 @@ def _output(args: argparse.Namespace, prepare: Callable[[Any], None] | None) -> 
     return text.getvalue()
 
 
-def run(args: argparse.Namespace, out=None, err=None,
-        prepare: Callable[[Any], None] | None = None) -> int:
-    # Resolved per call, not at import: the process's streams may have been replaced since.
-    out, err = out or sys.stdout, err or sys.stderr
-    try:
-        text = _output(args, prepare)
-    except SqlCommandError as exc:
-        if args.format == "json":
-            err.write(error_json(exc.code, exc.message) + "\n")
-        else:
-            err.write(error_line("verdict sql", exc.code, exc.message) + "\n")
-        return EXIT_CODES[exc.code]
+def run(args: argparse.Namespace, prepare: Callable[[Any], None] | None = None) -> int:
+    """Write the output; a failure is a SqlCommandError (nothing written)."""
+    text = _output(args, prepare)
+    out = sys.stdout  # resolved per call, not at import: the process's streams may have been replaced since
     for start in range(0, len(text), WRITE_CHUNK):  # a reader that goes away (`| head`) is noticed: exit 141
         out.write(text[start:start + WRITE_CHUNK])
         out.flush()

@@ -1,7 +1,7 @@
 """One error shape for every console script (issue 16, item 11), run as the installed processes: a failure is
 nothing on stdout and one line `{"error": {"code", "message"}}` on stderr with a code from the one closed set
-(verdict.cli_errors.ERROR_CODES) and exit 2; `verdict-daemon` (and the text modes of `verdict-pipeline`,
-`verdict report` and `verdict sql`) print the same code and message as a `PROG: error [CODE]: MESSAGE` line."""
+(verdict.cli_errors.ERROR_CODES) and exit 2 (issue 18: `verdict-daemon`, `verdict-pipeline`, `verdict report` and
+`verdict sql` once printed a text line by default)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,12 @@ def _envelope(argv: list[str], cwd: Path) -> dict:
      "invalid_config", "--version"),
     (["verdict-pipeline", "--json", "--bogus"], "invalid_config", "verdict-pipeline: unrecognized arguments"),
     (["verdict-pipeline", "--json", "--data-dir", ".", "--judge-model", "openai/x"], "tenant_required",
-     "--tenant-id"),
+     "--tenant"),
+    (["verdict-pipeline", "--data-dir", ".", "--judge-model", "openai/x"], "tenant_required", "--tenant"),
+    (["verdict-daemon", "--config", "missing.toml"], "invalid_config", "missing.toml"),
+    (["verdict", "daemon", "--config", "missing.toml"], "invalid_config", "missing.toml"),
+    (["verdict", "cluster", "--tenant", "acme", "--actor", "alice", "inspect"], "invalid_config",
+     "--data-dir is required"),
     (["verdict", "sql", "--format", "xml"], "invalid_config", "verdict sql: argument --format"),
 ])
 def test_every_console_script_prints_the_one_envelope_on_stderr(tmp_path, argv, code, message):
@@ -66,7 +71,7 @@ def test_collector_start_failures_are_closed_codes(tmp_path):
 
 
 def test_the_registry_codes_are_in_the_one_closed_set():
-    from collector.sql import EXIT_CODES
+    from collector.sql import SQL_ERROR_CODES
     from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES
 
-    assert set(CLUSTER_ERROR_CODES) <= set(ERROR_CODES) and set(EXIT_CODES) <= set(ERROR_CODES)
+    assert set(CLUSTER_ERROR_CODES) <= set(ERROR_CODES) and set(SQL_ERROR_CODES) <= set(ERROR_CODES)

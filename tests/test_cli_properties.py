@@ -1,10 +1,13 @@
-"""Every console script, for arbitrary argv, exits with a documented code and never prints a traceback; a
-failure ends with the closed error (issue 16; docs/daemon.md "Error codes").
+"""Every subcommand of the `verdict` tree, and every deprecated console script, for arbitrary argv, exits
+with a documented code and never prints a traceback; a failure ends with the one envelope on stderr, its code
+from the closed set and its exit code the one the table gives (issues 16 and 18; docs/cli.md).
 
 In-process through each script's main() (fast), in a fresh working directory per example, with provider keys
-removed from the environment (no network). Only `verdict-collector`'s `serve` is replaced, by a stub that
+removed from the environment (no network). Only the collector's `serve` is replaced, by a stub that
 returns 0 at once: with a valid argv it would start a server that runs until SIGTERM; its argument and
-configuration handling, the subject here, runs for real (so does `--maintenance-once`).
+configuration handling, the subject here, runs for real (so does `--maintenance-once`). `verdict daemon`
+cannot start for real here (no config file exists in the fresh directory), and `verdict demo` is always given
+an invalid `--days` first, so that it never runs.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -21,9 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from verdict.cli_errors import ERROR_CODES
+from verdict.cli_errors import ERROR_CODES, EXIT_CODES
 
-TEXT_ERROR = re.compile(r"^[\w -]+: error \[([a-z_]+)\]: ")
 VALUES = ["", ".", "acme", "bad tenant!", "__verdict_local__", "-1", "0", "1", "1.5", "1e309", "inf", "nan", "x" * 300,
           "9999-12-31T23:59:59+14:00", "2026-11-19T00:00:00Z", "cv-0123456789abcdef", "SELECT 1", "SELECT uuid()",
           "SELECT 'nan'::DOUBLE", "openai/gpt-4o-mini", "tests.trust.scripted:GOOD_MODEL", "verdict.toml",
@@ -39,41 +40,60 @@ def _serve_stub(config) -> int:
     return 0
 
 
+COLLECTOR_FLAGS = [
+    "--data-dir", "--http-host", "--http-port", "--grpc-host", "--grpc-port", "--tokens", "--max-body-bytes",
+    "--redact", "--trust-sdk-redaction", "--batch-delay-ms", "--read-timeout-s", "--decode-workers",
+    "--retention-days", "--compact-interval-s", "--log-level", "--maintenance-once", "--allow-claimed-tenant"]
+DAEMON_FLAGS = ["--config", "--log-level", "DEBUG", "INFO"]
+PIPELINE_FLAGS = ["--config", "--data-dir", "--tenant", "--tenant-id", "--as-of", "--registry-mode", "--judge-model",
+                  "--judge-sentinel-file", "--fail-on-signal", "--json"]
+CLUSTER_FLAGS = [
+    "--data-dir", "--tenant", "--actor", "--lock-timeout", "normalize", "fit", "assign", "validate", "activate",
+    "rollback", "rename", "inspect", "--limit", "--strategy", "--cutoff", "--target-workload", "--version",
+    "--through-cutoff", "--expected-generation", "--cluster-id", "--display-name", "--cluster-limit"]
+
+# script -> (its documented exit codes, the words its argv is drawn from, the words every argv starts with)
+SCRIPTS: dict[str, tuple[set[int], list[str], list[str]]] = {
+    "verdict": ({0, 1, 2, 3, 4, 5, 6}, ["collector", "daemon", "pipeline", "cluster", "gate", "probes", "report",
+                                        "review", "sql", "--data-dir", "--tenant", "--json", "--help"], []),
+    "verdict collector": ({0, 2}, COLLECTOR_FLAGS, ["collector"]),
+    "verdict daemon": ({0, 2}, DAEMON_FLAGS, ["daemon"]),
+    "verdict pipeline": ({0, 1, 2}, PIPELINE_FLAGS, ["pipeline"]),
+    "verdict cluster": ({0, 2}, CLUSTER_FLAGS, ["cluster"]),
+    "verdict sql": ({0, 2, 3, 4, 5, 6}, ["--data-dir", "--tenant", "--format", "--json", "--print-views"], ["sql"]),
+    "verdict report": ({0, 2}, ["--data-dir", "--tenant", "--out", "--probes", "--lock-timeout", "--json"],
+                       ["report"]),
+    "verdict review": ({0, 1, 2}, [
+        "list", "show", "label", "agreement", "export-sentinel", "correlate", "--data-dir", "--tenant", "--status",
+        "--limit", "--offset", "--evaluator", "--label", "--critique", "--dimension", "--reviewer",
+        "--signals-file", "--seed", "--min-ac1", "--resamples", "--fail-on", "--out"], ["review"]),
+    "verdict probes": ({0, 1, 2}, [
+        "run", "list", "show", "--suite", "--target-model", "--judge-model", "--min-pass-rate", "--out",
+        "--data-dir", "--tenant", "--concurrency", "--json", "default"], ["probes"]),
+    "verdict gate": ({0, 1, 2}, ["--cases", "--judge-model", "--min-pass-rate", "--use-lower-bound", "--rubric",
+                                 "--out", "--json"], ["gate"]),
+    "verdict demo": ({2}, ["--data-dir", "--per-day", "--seed", "--corrupt-intent", "--judge-model", "--json"],
+                     ["demo", "--days", "0"]),
+    # the deprecated aliases (one release): the same commands under their old names
+    "verdict-collector": ({0, 2}, COLLECTOR_FLAGS, []),
+    "verdict-daemon": ({0, 2}, DAEMON_FLAGS, []),
+    "verdict-pipeline": ({0, 1, 2}, PIPELINE_FLAGS, []),
+    "verdict-cluster": ({0, 2}, CLUSTER_FLAGS, []),
+}
+
+
 def _main(script: str) -> Callable[[list[str]], int]:
-    if script == "verdict":
-        from verdict_daemon.cli import main
-    elif script == "verdict-collector":
+    if script == "verdict-collector":
         from collector.cli import main
     elif script == "verdict-daemon":
         from verdict_daemon.daemon_cli import main
     elif script == "verdict-pipeline":
         from verdict_daemon.pipeline_cli import main
-    else:
+    elif script == "verdict-cluster":
         from verdict_daemon.cluster_cli import main
+    else:
+        from verdict_daemon.cli import main
     return main
-
-
-# script -> (its documented exit codes, the flags and words its argv is drawn from)
-SCRIPTS: dict[str, tuple[set[int], list[str]]] = {
-    "verdict": ({0, 1, 2, 3, 4, 5, 6}, [
-        "gate", "probes", "report", "review", "sql", "list", "show", "label", "agreement", "export-sentinel",
-        "correlate", "run", "--data-dir", "--tenant", "--format", "--print-views", "--json", "--cases",
-        "--judge-model", "--min-pass-rate", "--target-model", "--suite", "--out", "--limit", "--offset",
-        "--lock-timeout", "--evaluator", "--label", "--dimension", "--reviewer", "--signals-file", "--seed",
-        "--concurrency", "--use-lower-bound", "--min-ac1", "--resamples"]),
-    "verdict-collector": ({0, 2}, [
-        "--data-dir", "--http-host", "--http-port", "--grpc-host", "--grpc-port", "--tokens", "--max-body-bytes",
-        "--redact", "--trust-sdk-redaction", "--batch-delay-ms", "--read-timeout-s", "--decode-workers",
-        "--retention-days", "--compact-interval-s", "--log-level", "--maintenance-once", "--allow-claimed-tenant"]),
-    "verdict-daemon": ({0, 2}, ["--config", "--log-level", "DEBUG", "INFO"]),
-    "verdict-pipeline": ({0, 1, 2}, [
-        "--config", "--data-dir", "--tenant-id", "--as-of", "--registry-mode", "--judge-model",
-        "--judge-sentinel-file", "--fail-on-signal", "--json"]),
-    "verdict-cluster": ({0, 2}, [
-        "--data-dir", "--tenant", "--actor", "--lock-timeout", "normalize", "fit", "assign", "validate", "activate",
-        "rollback", "rename", "inspect", "--limit", "--strategy", "--cutoff", "--target-workload", "--version",
-        "--through-cutoff", "--expected-generation", "--cluster-id", "--display-name", "--cluster-limit"]),
-}
 
 
 @pytest.fixture
@@ -90,6 +110,7 @@ def quiet_env(monkeypatch):
 def run_in_process(script: str, argv: list[str]) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of `script argv` run by its main() in a fresh directory."""
     main = _main(script)
+    argv = [*SCRIPTS[script][2], *argv]
     previous = Path.cwd()
     with tempfile.TemporaryDirectory() as tmp:
         out_path, err_path = Path(tmp) / ".stdout", Path(tmp) / ".stderr"
@@ -109,21 +130,21 @@ def run_in_process(script: str, argv: list[str]) -> tuple[int, str, str]:
 
 
 def check(script: str, argv: list[str], code: int, stdout: str, stderr: str) -> None:
-    codes, _ = SCRIPTS[script]
+    codes = SCRIPTS[script][0]
     assert code in codes, (script, argv, code, stderr)
     assert "Traceback" not in stdout + stderr, (script, argv, stderr)
     if code in (0, 1) or (script == "verdict" and code == 2 and stdout.startswith("usage: ") and not stderr):
         return  # success, a below-threshold result, or bare `verdict` printing its help
     last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
-    text = TEXT_ERROR.match(last)
-    error_code = text.group(1) if text else json.loads(last)["error"]["code"]
-    assert error_code in ERROR_CODES, (script, argv, last)
-    if not text:
-        assert stdout == "", (script, argv, stdout)  # a JSON error: nothing half-written on stdout
+    envelope = json.loads(last)
+    assert set(envelope) == {"error"} and {"code", "message"} <= set(envelope["error"]), (script, argv, last)
+    assert envelope["error"]["code"] in ERROR_CODES, (script, argv, last)
+    assert EXIT_CODES[envelope["error"]["code"]] == code, (script, argv, code, last)
+    assert stdout == "", (script, argv, stdout)  # nothing half-written on stdout
 
 
 def _property(script: str):
-    _, flags = SCRIPTS[script]
+    _, flags, _ = SCRIPTS[script]
 
     @settings(max_examples=40, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -131,15 +152,18 @@ def _property(script: str):
     def test(quiet_env, argv):
         check(script, argv, *run_in_process(script, argv))
 
-    test.__name__ = f"test_{script.replace('-', '_')}_any_argv_exits_documented_without_traceback"
+    name = script.replace("-", "_").replace(" ", "_")
+    test.__name__ = f"test_{name}_any_argv_exits_documented_without_traceback"
     return test
 
 
-test_verdict = _property("verdict")
-test_verdict_collector = _property("verdict-collector")
-test_verdict_daemon = _property("verdict-daemon")
-test_verdict_pipeline = _property("verdict-pipeline")
-test_verdict_cluster = _property("verdict-cluster")
+# The demo still prints its own errors (a text line; JSON on stdout with --json): it moves to its own package
+# and onto run_command in issue 18 item 1. Strict, so the test fails as soon as it prints the envelope.
+_DEMO_PENDING = pytest.mark.xfail(strict=True, raises=(AssertionError, json.JSONDecodeError),
+                                  reason="verdict demo prints its own error shape until it runs in run_command")
+for _script in SCRIPTS:
+    _test = _property(_script)
+    globals()[_test.__name__] = _DEMO_PENDING(_test) if _script == "verdict demo" else _test
 
 
 @pytest.mark.parametrize(("script", "argv"), [
@@ -152,6 +176,8 @@ test_verdict_cluster = _property("verdict-cluster")
     ("verdict-daemon", ["--config", "."]),
     ("verdict-daemon", ["--config", "DEBUG", "\r", "DEBUG"]),  # a line break echoed into the error line
     ("verdict-pipeline", ["\x1e0"]),  # str.splitlines() breaks at \x1e too
+    ("verdict sql", ["--json", "--tenant", "Not A Tenant", "SELECT 1"]),  # exit 3, not 2
+    ("verdict cluster", ["--tenant", "acme", "--actor", "alice", "inspect"]),  # no --data-dir: not argparse's
 ])
 def test_known_past_failures(quiet_env, script, argv):
     """Inputs that broke a script before (a traceback, an error on stdout, an undocumented code)."""

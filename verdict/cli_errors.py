@@ -1,20 +1,30 @@
-"""The one error shape of every Verdict console script, and its closed set of codes.
+"""The one error vocabulary of the `verdict` command tree: codes, their exit codes, the envelope.
 
-Every failure a CLI reports is one line `{"error": {"code": CODE, "message": ...}}` on stderr (extra
-JSON-ready fields may follow `message`), CODE one of ERROR_CODES (documented in docs/daemon.md, "Error
-codes"), and nothing half-written on stdout. It lives here, in the bottom layer, so that `collector/`
-and `verdict_daemon/` both report through it without one importing the other (stdlib only).
+Every failure a command reports is one line `{"error": {"code": CODE, "message": ...}}` on stderr (extra
+JSON-ready fields may follow `message`), CODE one of ErrorCode (described in ERROR_CODES, documented in
+docs/cli.md), the exit code EXIT_CODES[CODE], and nothing half-written on stdout. It lives here, in the
+bottom layer, so that `collector/` and `verdict_daemon/` both report through it without one importing
+the other (stdlib only). verdict.cli_runner.run_command is the one place that prints it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-from typing import NoReturn
+from typing import Any, Literal, NoReturn, get_args
 
-ERROR_CODES: dict[str, str] = {
+ErrorCode = Literal[
+    "invalid_config", "tenant_required", "storage_locked", "storage_error", "provider_unavailable",
+    "evaluator_error", "judge_unhealthy", "drift_input_error", "webhook_failed", "already_running",
+    "unknown_tenant", "item_not_found", "evaluator_ambiguous", "invalid_signals", "no_labels", "invalid_suite",
+    "probe_error", "component_failed", "no_active_registry", "model_unavailable", "unknown_version",
+    "unknown_cluster", "generation_conflict", "validation_failed", "rollback_target_not_activated",
+    "analysis_index_pending", "invalid_cases", "judge_error", "invalid_tenant", "no_data_dir", "query_error",
+    "access_denied", "internal_error",
+]
+
+ERROR_CODES: dict[ErrorCode, str] = {
     "invalid_config": "the config file or a command-line option is invalid (the message names the field)",
     "tenant_required": "no tenant was given, or the tenant id is invalid",
     "storage_locked": "state.duckdb stayed locked by another process past the lock timeout",
@@ -56,48 +66,49 @@ ERROR_CODES: dict[str, str] = {
     "internal_error": "an unexpected failure (a bug); details only with VERDICT_DEBUG=1",
 }
 
-EXIT_USAGE = 2  # a usage error (unknown option, malformed value): code invalid_config, every script
-USAGE_CODE = "invalid_config"
+# The exit-code policy of every command: 0 success; 1 a result below its bar (a gate or probe run under
+# the threshold, `pipeline --fail-on-signal` with an adverse signal, `review correlate --fail-on`); an error
+# exits EXIT_CODES[code]: 2, except the four `verdict sql` codes that scripts already test for (3-6).
+EXIT_ERROR = 2
+EXIT_CODES: dict[ErrorCode, int] = {
+    **dict.fromkeys(get_args(ErrorCode), EXIT_ERROR),
+    "invalid_tenant": 3, "no_data_dir": 4, "query_error": 5, "access_denied": 6,
+}
+EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (`verdict sql ... | head`), as a shell reports SIGPIPE
+USAGE_CODE: ErrorCode = "invalid_config"  # argparse's complaints: an unknown option, a malformed value
 
 
-def closed(code: str) -> str:
+def closed(code: str) -> ErrorCode:
     """`code` if it is in the closed set; a ValueError (a bug in the caller) otherwise."""
     if code not in ERROR_CODES:
         raise ValueError(f"unknown error code {code!r}")
-    return code
+    return code  # type: ignore[return-value]  # narrowed by the membership test above
 
 
 class CliError(Exception):
-    """A failure with a code from ERROR_CODES and a message safe to print (no secrets, no traceback)."""
+    """A failure with a code from the closed set and a message safe to print (no secrets, no traceback)."""
 
-    def __init__(self, code: str, message: str, details: dict | None = None) -> None:
+    def __init__(self, code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(f"{closed(code)}: {message}")
-        self.code = code
+        self.code: ErrorCode = code
         self.message = message
         self.details = details or {}  # extra JSON-ready fields of the error object
 
 
-def error_json(code: str, message: str, details: dict | None = None) -> str:
+def internal_error(exc: BaseException) -> CliError:
+    """A bug as a closed `internal_error`: the exception type only (its text may hold paths, data or
+    secrets); VERDICT_DEBUG=1 makes run_command re-raise it with the traceback instead."""
+    return CliError("internal_error", f"{type(exc).__name__} (rerun with VERDICT_DEBUG=1 for details)")
+
+
+def error_json(code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> str:
     """The one machine-readable error: `{"error": {"code", "message", ...}}` (strict JSON: no NaN)."""
     return json.dumps({"error": {"code": closed(code), "message": message, **(details or {})}}, default=str)
 
 
-# Line breaks and other control characters a message may echo from the command line (str.splitlines
-# breaks at all of these): escaped, so the human line stays one line.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def error_line(prog: str, code: str, message: str) -> str:
-    """The human form of the same error: `PROG: error [CODE]: MESSAGE`, one line."""
-    message = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message)
-    return f"{prog}: error [{closed(code)}]: {message}"
-
-
-def print_error(code: str, message: str, details: dict | None = None, *, text_prog: str | None = None) -> None:
-    """Report one error on stderr: that JSON object on one line or, for a command whose documented default
-    is human text (`verdict report` without --json), the line `PROG: error [CODE]: MESSAGE`."""
-    line = error_json(code, message, details) if text_prog is None else error_line(text_prog, code, message)
-    sys.stderr.write(line + "\n")  # sys.stderr looked up per call: tests may have replaced it
+def print_error(code: ErrorCode, message: str, details: dict[str, Any] | None = None) -> None:
+    """Report one error on stderr as the envelope, one line."""
+    sys.stderr.write(error_json(code, message, details) + "\n")  # looked up per call: tests replace sys.stderr
 
 
 class UsageError(CliError):
@@ -108,8 +119,15 @@ class UsageError(CliError):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors raise UsageError (the caller prints the envelope and exits
-    EXIT_USAGE) instead of printing argparse's usage text; `--help` stays plain text on stdout."""
+    """The parser of every command and subcommand: usage errors raise UsageError (run_command prints the
+    envelope, exit 2) instead of argparse's usage text; `--help` stays plain text on stdout (exit 0).
+    Unknown arguments are refused by the innermost parser, so the message names the exact subcommand."""
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras

@@ -1,91 +1,114 @@
-"""`verdict`: one entry point, one subcommand per tool. This module only dispatches.
+"""`verdict`: the one command tree. This module only dispatches (docs/cli.md).
 
-Each subcommand lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`;
-register it in COMMANDS (module imported only when that subcommand runs).
-
-Usage errors (unknown command or option, missing or malformed value) are closed errors like the
-subcommands' own: one JSON line {"error": {"code": "invalid_config", "message"}} on stderr, exit 2,
-nothing on stdout, for every subcommand (also those whose run-time errors are a text line by default).
-Every subcommand prints its errors with verdict_daemon.errors.print_error; an exception a subcommand lets
-escape is reported here as `internal_error` (exit 2; VERDICT_DEBUG=1 re-raises it). `--help` stays plain
-text (exit 0); bare `verdict` prints the help (exit 2).
+Each subcommand lives in its own module exposing `add_arguments(parser)` and a run function
+`(args) -> int` (named in COMMANDS); the module is imported only when that subcommand runs. Every
+subcommand runs inside verdict.cli_runner.run_command: one error envelope on stderr, one closed code set
+with its exit codes (verdict.cli_errors), VERDICT_DEBUG and a closed stdout handled there. `--help` stays
+plain text (exit 0); bare `verdict` prints the help (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
-from typing import NoReturn
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
-from verdict.cli_errors import EXIT_USAGE, USAGE_CODE
-from verdict_daemon.errors import internal_error, print_error
+from verdict.cli_errors import EXIT_ERROR, ArgumentParser
+from verdict.cli_runner import leave, run_command
 
-# name -> (module, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "gate": ("verdict_daemon.gate_command", "gate CI on a judge's pass rate over regression cases (exit 0 pass, 1 below, 2 error)"),
-    "probes": ("verdict_daemon.probes_command",
-               "run a behaviour-probe suite against a target model (exit 0 pass, 1 below threshold, 2 error)"),
-    "report": ("verdict_daemon.report_command", "write a self-contained HTML report for one tenant"),
-    "review": ("verdict_daemon.review_command", "list, show and label items in a tenant's human review queue"),
-    "sql": ("verdict_daemon.sql_command",
-            "run SQL over one tenant's spans and judgments (spans, llm_calls, judgments, drift_runs, drift_signals)"),
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    module: str
+    help: str
+    run: str = "run"  # the module's run function
+    threads_may_linger: bool = False  # verdict.cli_runner.leave: the process leaves through os._exit
+    passthrough: bool = False  # the module's main(argv) parses its own arguments
+
+
+COMMANDS: dict[str, Command] = {
+    "collector": Command("collector.cli", "receive OTLP traces (HTTP, gRPC) into the durable span lake; "
+                         "drain on SIGTERM"),
+    "daemon": Command("verdict_daemon.daemon_cli", "run the scheduled monitoring service (sample, judge, cluster, "
+                      "drift, alerts) until SIGTERM", run="serve", threads_may_linger=True),
+    "pipeline": Command("verdict_daemon.pipeline_cli", "run one monitoring cycle (sample -> judge -> assign -> "
+                        "drift) for cron and CI (exit 1 with --fail-on-signal and a signal)"),
+    "cluster": Command("verdict_daemon.cluster_cli", "manage a tenant's versioned intent-cluster registry "
+                       "(normalize, fit, assign, validate, activate, rollback, rename, inspect)"),
+    "sql": Command("verdict_daemon.sql_command",
+                   "run SQL over one tenant's spans and judgments (spans, llm_calls, judgments, drift_runs, "
+                   "drift_signals)"),
+    "report": Command("verdict_daemon.report_command", "write a self-contained HTML report for one tenant"),
+    "review": Command("verdict_daemon.review_command", "list, show and label items in a tenant's human review queue"),
+    "probes": Command("verdict_daemon.probes_command",
+                      "run a behaviour-probe suite against a target model (exit 0 pass, 1 below threshold, 2 error)"),
+    "gate": Command("verdict_daemon.gate_command",
+                    "gate CI on a judge's pass rate over regression cases (exit 0 pass, 1 below, 2 error)"),
 }
+# Commands of packages above this layer (the demo: `verdict demo`) register a Command under this entry-point
+# group (pyproject.toml), so the product never names them.
+ENTRY_POINT_GROUP = "verdict.commands"
+
+_EPILOG = """\
+exit codes: 0 ok; 1 a result below its bar (gate, probes run, pipeline --fail-on-signal, review correlate
+--fail-on); 2 an error, as one line {"error": {"code", "message"}} on stderr (verdict sql: 3 invalid_tenant,
+4 no_data_dir, 5 query_error, 6 access_denied); 141 stdout was closed. Codes and environment: docs/cli.md.
+
+examples:
+  verdict collector --data-dir ./verdict-data
+  verdict daemon --config verdict.toml
+  verdict sql "SELECT intent_key, count(*) FROM llm_calls GROUP BY 1" --tenant acme
+  verdict report --data-dir ./verdict-data --tenant acme --out report.html
+"""
 
 
-EXIT_INTERNAL = 2  # internal_error (a bug) that a subcommand did not report itself
+def commands() -> dict[str, Command]:
+    """The tree: the product's commands, then those other installed packages register."""
+    from importlib.metadata import entry_points
+
+    return {**COMMANDS, **{entry.name: entry.load() for entry in entry_points(group=ENTRY_POINT_GROUP)}}
 
 
-def usage_error(message: str) -> NoReturn:
-    print_error(USAGE_CODE, message)
-    raise SystemExit(EXIT_USAGE)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse's usage errors as closed JSON errors (a subcommand that installs its own handler keeps it)."""
-
-    def error(self, message: str) -> NoReturn:
-        usage_error(f"{self.prog}: {message}")
-
-
-def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object | None]:
-    parser = _Parser(prog="verdict", description="Verdict command-line tools.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+def build_parser(chosen: str | None, tree: dict[str, Command]) -> tuple[argparse.ArgumentParser, Any]:
+    """The tree; only the chosen subcommand's module is imported and given its options."""
+    parser = ArgumentParser(prog="verdict", description="Verdict command-line tools: one subcommand per tool.",
+                            epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="verdict_command", metavar="COMMAND")  # a command may have its own "command"
     module = None
-    for name, (module_name, help_text) in COMMANDS.items():
-        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+    for name, command in tree.items():
+        sub_parser = sub.add_parser(name, help=command.help, description=command.help)
         if name == chosen:
-            module = importlib.import_module(module_name)
+            module = importlib.import_module(command.module)
             module.add_arguments(sub_parser)
     return parser, module
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    parser, module = build_parser(argv)
-    args, extras = parser.parse_known_args(argv)
-    if extras:  # a subcommand's parser passes unknown options up: name the subcommand, not just `verdict`
-        prog = f"verdict {args.command}" if args.command else "verdict"
-        usage_error(f"{prog}: unrecognized arguments: {' '.join(extras)}")
+def _dispatch(argv: list[str]) -> int:
+    tree = commands()
+    chosen = argv[0] if argv and argv[0] in tree else None
+    if chosen is not None and tree[chosen].passthrough:
+        return int(importlib.import_module(tree[chosen].module).main(argv[1:]))
+    parser, module = build_parser(chosen, tree)
+    args = parser.parse_args(argv)
     if module is None:  # bare `verdict`: the help, as before (tests/collector/test_sql.py relies on it)
         parser.print_help()
-        return EXIT_USAGE
-    try:
-        return module.run(args)
-    except BrokenPipeError:
-        # The reader went away (`verdict sql … | head`): stop quietly like any shell tool, and point
-        # stdout at /dev/null so the interpreter's final flush cannot raise again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except Exception as exc:  # a bug in a subcommand: the closed internal_error, never a traceback
-        if os.environ.get("VERDICT_DEBUG"):
-            raise
-        error = internal_error(exc)
-        print_error(error.code, error.message)
-        return EXIT_INTERNAL
+        return EXIT_ERROR
+    return int(getattr(module, tree[args.verdict_command].run)(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`verdict ARGV` in-process: its exit code (never raises, except SystemExit for --help)."""
+    return run_command(lambda: _dispatch(sys.argv[1:] if argv is None else list(argv)))
+
+
+def run(argv: list[str] | None = None) -> NoReturn:
+    """The process entry point (`verdict`, `python -m verdict_daemon.cli`): main, then leave."""
+    argv = sys.argv[1:] if argv is None else argv
+    command = commands().get(argv[0]) if argv else None
+    leave(main(argv), threads_may_linger=command is not None and command.threads_may_linger)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

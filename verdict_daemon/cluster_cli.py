@@ -1,6 +1,6 @@
-"""`verdict-cluster`: the tenant's versioned intent-cluster registry (docs/clustering.md).
+"""`verdict cluster`: the tenant's versioned intent-cluster registry (docs/clustering.md).
 
-    verdict-cluster --data-dir DIR --tenant T --actor NAME <command> [options]
+    verdict cluster --data-dir DIR --tenant T --actor NAME <command> [options]
 
 Workflow: normalize (until "complete": true) -> fit -> assign -> validate -> activate; later
 rollback, rename, inspect. Every command prints one JSON object on stdout,
@@ -8,34 +8,26 @@ rollback, rename, inspect. Every command prints one JSON object on stdout,
 the one error envelope of every Verdict CLI on stderr, `{"error": {"code": "<code>", "message": "..."}}`
 (extra fields such as `checks` or `generation` after the message), and exits 2, with a code from
 verdict_daemon.clustering.errors.CLUSTER_ERROR_CODES; never a traceback (VERDICT_DEBUG=1 re-raises
-unexpected errors). Flags are checked before anything is written.
+unexpected errors). Flags are checked before anything is written. `verdict-cluster` is its deprecated
+alias (one release).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from verdict.cli_errors import ArgumentParser, CliError, print_error
+from verdict.cli_runner import add_data_dir, add_tenant, alias_main
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES, ClusterError
-from verdict_daemon.errors import internal_error
 
 SCHEMA = "verdict-cluster-v1"
-EXIT_OK, EXIT_ERROR = 0, 2
+EXIT_OK = 0
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")  # actors and workloads: plain, short names
-
-
-class _Parser(argparse.ArgumentParser):
-    """Usage errors are `invalid_request` JSON, not argparse's own exit."""
-
-    def error(self, message: str):
-        raise ClusterError("invalid_config", message)
 
 
 def _commands(sub) -> None:
@@ -82,18 +74,27 @@ def _commands(sub) -> None:
         inspect.add_argument(f"--{name}-offset", type=int, default=0, help=f"{name}s to skip")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog="verdict-cluster", description=__doc__.split("\n\n")[0],
-                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog="error codes: " + ", ".join(CLUSTER_ERROR_CODES))
-    parser.add_argument("--data-dir", type=Path, required=True, help="the span lake and state.duckdb directory")
-    parser.add_argument("--tenant", required=True, help="tenant id (every command is scoped to it)")
+_EPILOG = """\
+examples:
+  verdict cluster --data-dir ./verdict-data --tenant acme --actor alice normalize
+  verdict cluster --data-dir ./verdict-data --tenant acme --actor alice fit --strategy explicit \\
+      --cutoff 2026-11-19T00:00:00Z
+  verdict cluster --data-dir ./verdict-data --tenant acme --actor alice inspect
+
+error codes: """
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n\n")[0]
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG + ", ".join(CLUSTER_ERROR_CODES)
+    add_data_dir(parser, "the span lake and state.duckdb directory (required)")
+    add_tenant(parser, "tenant id (required: every command is scoped to it)")
     parser.add_argument("--actor", required=True, help="who runs the command (recorded in the registry's events)")
     parser.add_argument("--lock-timeout", type=float, default=10.0,
                         help="seconds to wait for state.duckdb held by another process (then storage_locked)")
-    sub = parser.add_subparsers(dest="command", metavar="command", parser_class=ArgumentParser)
+    sub = parser.add_subparsers(dest="command", metavar="command")
     _commands(sub)
-    return parser
 
 
 def _time(flag: str, text: str) -> datetime:
@@ -121,6 +122,9 @@ def _check(args: argparse.Namespace) -> None:
     if args.command is None:
         raise ClusterError("invalid_config", "give a command: normalize, fit, assign, validate, activate, rollback, "
                            "rename or inspect")
+    for flag, value in (("--data-dir", args.data_dir), ("--tenant", args.tenant)):
+        if value is None:
+            raise ClusterError("invalid_config", f"{flag} is required (or set VERDICT_{flag[2:].upper().replace('-', '_')})")
     try:
         args.tenant = validate_tenant_id(args.tenant)
     except InvalidTenantError as exc:
@@ -158,7 +162,13 @@ def _check(args: argparse.Namespace) -> None:
                 raise ClusterError("invalid_config", f"--{name}-offset must be between 0 and {MAX_OFFSET}")
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace) -> int:
+    result = _run(args)
+    print(json.dumps({"schema": SCHEMA, "result": result}, indent=1, default=str))
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> dict:
     from verdict_daemon.clustering import (
         analysis_index,
         assignment,
@@ -196,30 +206,9 @@ def run(args: argparse.Namespace) -> dict:
             return inspection.inspect(store, tenant, args.version, pages)
 
 
-def _emit(result: dict) -> int:
-    try:
-        print(json.dumps({"schema": SCHEMA, "result": result}, indent=1, default=str), flush=True)
-    except BrokenPipeError:  # the reader went away (`| head`): no traceback, and none at exit either
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return EXIT_OK
-
-
-def _error(exc: CliError) -> int:
-    print_error(exc.code if exc.code in CLUSTER_ERROR_CODES else "internal_error", exc.message, exc.details)
-    return EXIT_ERROR
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        result = run(build_parser().parse_args(argv))
-    except CliError as exc:  # usage, registry, and the state store's storage_locked / storage_error
-        return _error(exc)
-    except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
-        if os.environ.get("VERDICT_DEBUG"):
-            raise
-        return _error(internal_error(exc))
-    return _emit(result)
+    """`verdict-cluster`: the deprecated alias of `verdict cluster`."""
+    return alias_main("verdict-cluster", "cluster", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

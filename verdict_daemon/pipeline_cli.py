@@ -1,11 +1,10 @@
-"""`verdict-pipeline`: one monitoring cycle (sample → judge → assign → drift) for cron and CI.
+"""`verdict pipeline`: one monitoring cycle (sample → judge → assign → drift) for cron and CI.
 
 Exit codes: 0 success (also when there was nothing to do); 1 the run raised a regression or
 coverage-drop signal and --fail-on-signal was given; 2 a configuration, storage or provider error
 or a judge that failed its sentinel health check (`judge_unhealthy`, before any judging or drift),
-reported on stderr (nothing on stdout) as the envelope `{"error": {"code", "message"}}` with --json, else
-as the line `verdict-pipeline: error [<code>]: <message>`, with a code from
-verdict_daemon.errors.ERROR_CODES and never a traceback.
+reported on stderr (nothing on stdout) as the one envelope `{"error": {"code", "message"}}` (docs/cli.md),
+never a traceback. `verdict-pipeline` is its deprecated alias (one release).
 """
 
 from __future__ import annotations
@@ -13,24 +12,32 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from verdict.cli_errors import ArgumentParser, CliError
+from verdict.cli_runner import add_data_dir, add_json, add_tenant, alias_main
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.config import DaemonConfig, load_config, parse_config
-from verdict_daemon.errors import DaemonError, internal_error, print_error
+from verdict_daemon.errors import DaemonError
 
 EXIT_OK, EXIT_SIGNAL, EXIT_ERROR = 0, 1, 2
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog="verdict-pipeline", description=__doc__.splitlines()[0])
+_EPILOG = """\
+examples:
+  verdict pipeline --config verdict.toml --tenant acme --json --fail-on-signal
+  verdict pipeline --data-dir ./verdict-data --tenant acme --judge-model openai/gpt-4o-mini
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.splitlines()[0]
+    parser.epilog = _EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--config", type=Path, help="verdict.toml (evaluators, sampling, judging, drift)")
-    parser.add_argument("--data-dir", type=Path, help="span lake and state directory (overrides the config)")
-    parser.add_argument("--tenant-id", default=os.environ.get("VERDICT_TENANT"), help="tenant to run [env VERDICT_TENANT]")
+    add_data_dir(parser, "span lake and state directory (overrides the config)")
+    add_tenant(parser, "tenant to run", old_flag="--tenant-id")
     parser.add_argument("--as-of", help="ISO time the drift windows end at (default: now, UTC)")
     parser.add_argument("--registry-mode", choices=("off", "active"),
                         help="clusters: off = explicit intent keys; active = the tenant's active cluster registry "
@@ -41,8 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--judge-sentinel-file", type=Path, help="sentinel JSONL: check each rubric/ensemble judge "
                         "first and exit 2 (judge_unhealthy) unless healthy (overrides [sentinel] file)")
     parser.add_argument("--fail-on-signal", action="store_true", help="exit 1 when a regression or coverage drop is raised")
-    parser.add_argument("--json", action="store_true", help="print the summary (or the error) as JSON")
-    return parser
+    add_json(parser, "print the summary as JSON")
 
 
 # --as-of must leave room for the longest windows on either side (config.py bounds them to ~10 years).
@@ -84,14 +90,21 @@ def _base_config(args: argparse.Namespace, tenant: str) -> DaemonConfig:
                          "evaluators": [{"name": "default", "kind": "rubric", "model": args.judge_model}]})
 
 
-def run(args: argparse.Namespace) -> tuple[int, dict]:
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    code, summary = _cycle(args)
+    print(json.dumps(summary, default=str, indent=1) if args.json else _text(summary))
+    return code
+
+
+def _cycle(args: argparse.Namespace) -> tuple[int, dict]:
     from verdict_daemon.cycle import build_evaluators, run_cycle
     from verdict_daemon.sentinel_health import HealthGate
 
-    if not args.tenant_id:
-        raise DaemonError("tenant_required", "give --tenant-id (or set VERDICT_TENANT)")
+    if not args.tenant:
+        raise DaemonError("tenant_required", "give --tenant (or set VERDICT_TENANT)")
     try:
-        tenant = validate_tenant_id(args.tenant_id)
+        tenant = validate_tenant_id(args.tenant)
     except InvalidTenantError as exc:
         raise DaemonError("tenant_required", str(exc)) from None
     as_of = _as_of(args.as_of)
@@ -104,32 +117,8 @@ def run(args: argparse.Namespace) -> tuple[int, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        args = build_parser().parse_args(argv)
-    except CliError as exc:
-        _report(argparse.Namespace(json="--json" in argv), exc)
-        return EXIT_ERROR
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        code, summary = run(args)
-    except DaemonError as exc:
-        _report(args, exc)
-        return EXIT_ERROR
-    except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
-        if os.environ.get("VERDICT_DEBUG"):
-            raise
-        _report(args, internal_error(exc))
-        return EXIT_ERROR
-    if args.json:
-        print(json.dumps(summary, default=str, indent=1))
-    else:
-        print(_text(summary))
-    return code
-
-
-def _report(args: argparse.Namespace, exc: CliError) -> None:
-    print_error(exc.code, exc.message, exc.details, text_prog=None if args.json else "verdict-pipeline")
+    """`verdict-pipeline`: the deprecated alias of `verdict pipeline`."""
+    return alias_main("verdict-pipeline", "pipeline", add_arguments, run, argv)
 
 
 def _text(summary: dict) -> str:

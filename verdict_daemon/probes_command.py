@@ -26,9 +26,9 @@ from typing import Any, get_args
 
 from verdict.models.base import CONFIGURATION_KINDS, ModelErrorKind
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
-from verdict_daemon.errors import DaemonError, internal_error, print_error
+from verdict_daemon.errors import DaemonError
 
-EXIT_PASS, EXIT_BELOW, EXIT_ERROR = 0, 1, 2
+EXIT_PASS, EXIT_BELOW = 0, 1
 PROBES_DIR = "probes"  # the data dir's probe store: one tenant=<id>/ directory per tenant (verdict.probes.tenant_dir)
 _MODEL_HELP = ('"openai/<model>", "anthropic/<model>", or "package.module:attribute" naming a verdict Model '
                "(or a function returning one)")
@@ -63,7 +63,6 @@ See docs/probes.md (suite YAML, artifacts, the daemon's [probes] job)."""
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
-    # Usage errors: the dispatcher's parser class (and so its print_error JSON) for the actions too.
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     run = actions.add_parser("run", help="run a suite against a target model and gate on its pass rate",
                              description="Run a probe suite: ask the target, judge each expectation, gate.",
@@ -102,17 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return {"run": _run, "list": _list, "show": _show}[args.action](args)
-    except DaemonError as exc:
-        print_error(exc.code, exc.message, exc.details)
-        return EXIT_ERROR
-    except Exception as exc:
-        if os.environ.get("VERDICT_DEBUG") == "1":
-            raise
-        error = internal_error(exc)
-        print_error(error.code, error.message)
-        return EXIT_ERROR
+    return {"run": _run, "list": _list, "show": _show}[args.action](args)
 
 
 # --- run ------------------------------------------------------------------------------------------------------
@@ -169,14 +158,14 @@ def _checked_tenant(tenant: str | None, data_dir: Path | None) -> str | None:
 
 
 def exit_code(result: Any) -> int:
-    """2 (after one error line on stderr) on execution errors, else 0 when the gate passes, 1 when not."""
+    """A DaemonError (provider_unavailable or probe_error, exit 2) on execution errors, else 0 when the gate
+    passes, 1 when not."""
     if result.errors:
         expectations = [e for r in result.results for e in r.expectations]
         down = all(e.error is not None and _PROVIDER_FAILURE.match(e.error) for e in expectations)
-        code = "provider_unavailable" if down else "probe_error"
-        print_error(code, f"{result.errors} of {len(result.results)} probe(s) could not be executed or judged; "
-                    "their expectations are ERROR (see the results)")
-        return EXIT_ERROR
+        raise DaemonError("provider_unavailable" if down else "probe_error",
+                          f"{result.errors} of {len(result.results)} probe(s) could not be executed or judged; "
+                          "their expectations are ERROR (see the results)")
     return EXIT_PASS if result.gate.passed else EXIT_BELOW
 
 

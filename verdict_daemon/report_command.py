@@ -1,10 +1,8 @@
 """`verdict report`: write one tenant's monitoring state as a single self-contained HTML file.
 
 Exit codes: 0 the report was written; 2 it was not (bad option, missing data dir, invalid or unknown
-tenant, unreadable or locked state, unwritable output), with one line on stderr and nothing on stdout:
-`verdict report: error [<code>]: <message>`, or under --json the `verdict` CLI's JSON error
-`{"error": {"code", "message"}}` (verdict_daemon.errors.print_error). Usage errors (an unknown option,
-a malformed value) are always that JSON line, like every `verdict` subcommand's. Never a
+tenant, unreadable or locked state, unwritable output), with the one error envelope
+`{"error": {"code", "message"}}` on stderr and nothing on stdout (docs/cli.md). Never a
 traceback (VERDICT_DEBUG=1 re-raises unexpected errors). The output file is written to a temporary
 name and renamed, so a failed run leaves no partial file (and an existing report untouched).
 """
@@ -13,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
-from verdict_daemon.errors import DaemonError, internal_error, print_error
+from verdict.cli_runner import add_data_dir, add_json, add_tenant
 
-EXIT_OK, EXIT_ERROR = 0, 2
+EXIT_OK = 0
 
 _EPILOG = """\
 panels: drift signals of the latest run per evaluator (adjusted p, Cliff's delta with its CI, minimum
@@ -30,8 +27,8 @@ results; human review queue; judge tokens and cost. Empty panels say why they ar
 The file has inline CSS and SVG only (no script, no network at view time) and redacted content only.
 
 exit codes: 0 written; 2 error (codes: invalid_config, tenant_required, unknown_tenant, storage_locked,
-storage_error, internal_error): one line on stderr, "verdict report: error [CODE]: MESSAGE", or with
---json (and for every usage error) {"error": {"code", "message"}}; never a traceback (VERDICT_DEBUG=1 re-raises unexpected errors). A failed run writes nothing.
+storage_error, internal_error) as one line {"error": {"code", "message"}} on stderr; never a traceback
+(VERDICT_DEBUG=1 re-raises unexpected errors). A failed run writes nothing.
 
 example:
   verdict report --data-dir ./verdict-data --tenant acme --out report.html
@@ -41,10 +38,9 @@ example:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
-    parser.add_argument("--data-dir", type=Path, metavar="DIR", help="required: the data directory of "
-                        "verdict-collector and the daemon (span lake and state.duckdb)")
-    parser.add_argument("--tenant", default=os.environ.get("VERDICT_TENANT"), metavar="TENANT",
-                        help="tenant to report on [env VERDICT_TENANT]")
+    add_data_dir(parser, "required: the data directory of `verdict collector` and the daemon (span lake and "
+                 "state.duckdb)")
+    add_tenant(parser, "tenant to report on")
     parser.add_argument("--out", type=Path, default=Path("report.html"), metavar="FILE",
                         help="HTML file to write (default: report.html; its directory must exist)")
     parser.add_argument("--probes", type=Path, action="append", default=[], metavar="RUN_JSON|DIR",
@@ -53,19 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "daemon's probes job writes, when it exists)")
     parser.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="how long to wait for state.duckdb held by another process (default 10)")
-    parser.add_argument("--json", action="store_true",
-                        help='print {"report": path, ...} as JSON on stdout (an error as JSON on stderr)')
+    add_json(parser, 'print {"report": path, ...} as JSON on stdout')
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        summary = _write(args)
-    except DaemonError as exc:
-        return _fail(args, exc)
-    except Exception as exc:  # the closed vocabulary holds even for bugs: no traceback reaches the user
-        if os.environ.get("VERDICT_DEBUG"):
-            raise
-        return _fail(args, internal_error(exc))
+    summary = _write(args)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -83,8 +71,3 @@ def _write(args: argparse.Namespace) -> dict:
     path = write_html(render(data), args.out)
     return {"report": str(path), "tenant": data.tenant, "evaluators": len(data.evaluators),
             "signals": data.signal_count, "sampled_traces": data.sampled_traces, "bytes": path.stat().st_size}
-
-
-def _fail(args: argparse.Namespace, exc: DaemonError) -> int:
-    print_error(exc.code, exc.message, exc.details, text_prog=None if args.json else "verdict report")
-    return EXIT_ERROR

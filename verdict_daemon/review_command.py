@@ -9,8 +9,8 @@
   correlate        judge verdicts vs user signals (span events and/or a JSONL side file)
 
 Output is JSON on stdout. Exit codes: 0 ok; 1 `correlate --fail-on` and the status is a failing one
-(the JSON is still printed); 2 bad input, unknown item or storage problem, as one JSON line
-{"error": {"code", "message"}} on stderr, never a traceback (VERDICT_DEBUG=1 re-raises
+(the JSON is still printed); 2 bad input, unknown item or storage problem, as the one error envelope
+{"error": {"code", "message"}} on stderr (docs/cli.md), never a traceback (VERDICT_DEBUG=1 re-raises
 internal errors). Codes: invalid_config, tenant_required, item_not_found, no_labels,
 evaluator_ambiguous, invalid_signals, storage_error, storage_locked, internal_error (docs/review.md).
 """
@@ -19,45 +19,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from verdict import environment
+from verdict.cli_runner import add_data_dir, add_tenant
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
-from verdict_daemon.errors import DaemonError, internal_error, print_error
+from verdict_daemon.errors import DaemonError
 
-EXIT_OK, EXIT_FAILING, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FAILING = 0, 1
 # `correlate --fail-on X`: the statuses that exit 1 (a CI step that must not trust an uncalibrated judge).
 FAIL_ON = {"miscalibrated": frozenset({"miscalibrated"}),
            "uncalibrated": frozenset({"miscalibrated", "insufficient_data"})}
 _ITEM_ID = re.compile(r"^[0-9a-f]{8,64}$")
 _FINGERPRINT = re.compile(r"^[0-9a-f]{8,128}$")
 _DIMENSION = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
-
-
-def _report(code: str, message: str, details: dict | None = None) -> int:
-    print_error(code, message, details)
-    return EXIT_ERROR
-
-
-def _usage_error(message: str) -> NoReturn:
-    raise SystemExit(_report("invalid_config", message))
-
-
-class _Parser(argparse.ArgumentParser):
-    """Every usage problem, unrecognised arguments included, is a JSON `invalid_config` error."""
-
-    def error(self, message: str) -> NoReturn:
-        _usage_error(f"{self.prog}: {message}")
-
-    def parse_known_args(self, args=None, namespace=None):
-        namespace, extras = super().parse_known_args(args, namespace)
-        if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
-        return namespace, extras
 
 
 def _int_in(low: int, high: int | None):
@@ -111,12 +90,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n")[0]
     parser.epilog = __doc__.split("\n\n", 1)[1]
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.error = _usage_error  # type: ignore[method-assign]  # the dispatcher's parser: JSON errors too
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", type=Path, default=Path(os.environ.get("VERDICT_DATA_DIR", "./verdict-data")),
-                        help="directory holding state.duckdb and the span lake [env VERDICT_DATA_DIR]")
-    common.add_argument("--tenant", default=os.environ.get("VERDICT_TENANT"), help="tenant [env VERDICT_TENANT]")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    add_data_dir(common, "directory holding state.duckdb and the span lake (default: ./verdict-data)",
+                 default="./verdict-data")
+    add_tenant(common, "tenant")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
 
     show_list = actions.add_parser("list", parents=[common], help="items queued for review")
     show_list.add_argument("--status", choices=("all", "pending", "labelled"), default="all",
@@ -134,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     label.add_argument("--label", dest="labels", type=_label, action="append", required=True,
                        metavar="DIMENSION=PASS|FAIL", help="repeat for several dimensions")
     label.add_argument("--critique", required=True, help="one line: why (stored redacted)")
-    label.add_argument("--reviewer", default=os.environ.get("VERDICT_REVIEWER"),
+    label.add_argument("--reviewer", default=environment.get("VERDICT_REVIEWER"),
                        help="who labels (letters, digits, . _ @ + -) [env VERDICT_REVIEWER]")
 
     agreement = actions.add_parser("agreement", parents=[common], help="judge vs human labels per dimension")
@@ -246,16 +224,8 @@ def _correlate(args: argparse.Namespace, tenant: str, store) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     if args.action is None:
-        return _report("invalid_config", "give an action: list, show, label, agreement, export-sentinel or correlate")
-    try:
-        document = _dispatch(args)
-    except DaemonError as exc:
-        return _report(exc.code, exc.message, exc.details)
-    except Exception as exc:  # the closed vocabulary holds even for bugs
-        if os.environ.get("VERDICT_DEBUG"):
-            raise
-        error = internal_error(exc)
-        return _report(error.code, error.message)
+        raise DaemonError("invalid_config", "give an action: list, show, label, agreement, export-sentinel or correlate")
+    document = _dispatch(args)
     sys.stdout.write(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
     if args.action == "correlate" and args.fail_on and document["status"] in FAIL_ON[args.fail_on]:
         return EXIT_FAILING

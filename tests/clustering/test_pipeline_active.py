@@ -36,13 +36,13 @@ def _rows(data_dir, sql: str):
 @pytest.mark.slow  # four real pipeline processes (~25 s here); CI runs it
 def test_pipeline_uses_the_active_version_and_switches_back_cleanly(lake, tmp_path):
     config = write_config(tmp_path / "verdict.toml", lake)
-    code, out, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF,
+    code, out, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF,
                                  "--registry-mode", "active")
     assert code == 2 and out["error"]["code"] == "no_active_registry" and "Traceback" not in stderr
     assert _rows(lake, "SELECT count(*) FROM sampled_traces") == [(0,)]  # failed before sampling or judging
 
     version = lifecycle(lake, cutoff=AS_OF, through=AS_OF)
-    code, summary, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF,
+    code, summary, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF,
                                      "--registry-mode", "active")
     assert code == 0, stderr
     assert summary["registry_mode"] == "active" and summary["registry_version"] == version
@@ -51,14 +51,14 @@ def test_pipeline_uses_the_active_version_and_switches_back_cleanly(lake, tmp_pa
     assert _rows(lake, "SELECT DISTINCT method FROM cluster_assignments") == [(f"registry:{version}",)]
     assert _rows(lake, "SELECT count(*) FROM cluster_assignments") == [(summary["sampled"],)]
 
-    code, summary, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF,
+    code, summary, _ = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF,
                                 "--registry-mode", "off")
     assert code == 0 and summary["registry_version"] is None
     assert _rows(lake, "SELECT DISTINCT method FROM cluster_assignments") == [("intent_key",)]  # never a mix
 
     # another version becomes active: its rows replace the intent-key rows in one step
     second = lifecycle(lake, cutoff="2026-11-19T00:00:00+00:00", through=AS_OF, generation=1)
-    code, summary, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF,
+    code, summary, _ = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF,
                                 "--registry-mode", "active")
     assert code == 0 and summary["registry_version"] == second != version
     assert _rows(lake, "SELECT DISTINCT method FROM cluster_assignments") == [(f"registry:{second}",)]

@@ -65,7 +65,7 @@ def test_external_access_is_refused(two_tenants, query):
     data_dir, _ = two_tenants
     out = verdict("sql", query.format(data=data_dir), "--data-dir", str(data_dir), "--tenant", "acme")
     assert out.returncode in (5, 6), out.stdout
-    assert out.stderr.startswith("verdict sql: error [")
+    assert json.loads(out.stderr)["error"]["code"] in ("query_error", "access_denied")
     assert "Traceback" not in out.stderr
     assert not (data_dir.parent / "leak.csv").exists()
     assert not (data_dir / "spans" / "tenant=acme" / "leak.csv").exists()
@@ -125,9 +125,9 @@ def test_error_codes(two_tenants, tmp_path):
     out = verdict("sql", "SELECT 1", "--data-dir", str(data_dir), "--tenant", "Not A Tenant", "--format", "json")
     assert out.returncode == 3 and json.loads(out.stderr)["error"]["code"] == "invalid_tenant"
     out = verdict("sql", "SELECT 1", "--data-dir", str(tmp_path / "missing"))
-    assert out.returncode == 4 and "[no_data_dir]" in out.stderr
+    assert out.returncode == 4 and json.loads(out.stderr)["error"]["code"] == "no_data_dir"
     out = verdict("sql", "SELEC nonsense", "--data-dir", str(data_dir))
-    assert out.returncode == 5 and "[query_error]" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 5 and json.loads(out.stderr)["error"]["code"] == "query_error"
 
 
 def test_segments_lacking_columns_still_query(tmp_path):

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from tests.daemon.cli import env
+from tests.daemon.cli import closed_error, env
 from verdict_daemon.config import load_config
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.pipeline_cli import main as pipeline_main
@@ -66,7 +66,8 @@ def test_the_daemon_process_refuses_an_endless_grace_at_start(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config", str(config)],
                           capture_output=True, text=True, env=env(), timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("verdict-daemon: error [invalid_config]: judging.stop_grace_seconds: "), proc.stderr
+    error = closed_error(proc.stderr)
+    assert error["code"] == "invalid_config" and error["message"].startswith("judging.stop_grace_seconds: "), error
 
 
 def test_deeply_nested_toml_is_invalid_config_not_recursion_error(tmp_path):
@@ -81,7 +82,7 @@ def test_deeply_nested_toml_is_invalid_config_not_recursion_error(tmp_path):
                                    "1900-01-01T00:00:00Z"])
 def test_as_of_outside_its_range_is_invalid_config(tmp_path, capsys, as_of):
     config = _config(tmp_path, "")
-    code = pipeline_main(["--json", "--config", str(config), "--tenant-id", "acme", "--as-of", as_of])
+    code = pipeline_main(["--json", "--config", str(config), "--tenant", "acme", "--as-of", as_of])
     out = capsys.readouterr()
     assert (code, out.out) == (2, "")
     error = json.loads(out.err)["error"]
@@ -95,8 +96,8 @@ def test_an_unset_webhook_token_variable_stops_the_start(tmp_path):
                           capture_output=True, text=True, env={k: v for k, v in env().items()
                                                               if k != "VERDICT_TEST_UNSET_TOKEN"}, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr == ("verdict-daemon: error [invalid_config]: alerts.token_env: environment variable "
-                           "VERDICT_TEST_UNSET_TOKEN is not set\n")
+    assert json.loads(proc.stderr) == {"error": {"code": "invalid_config", "message": "alerts.token_env: "
+                                                 "environment variable VERDICT_TEST_UNSET_TOKEN is not set"}}
 
 
 def test_a_failing_daemon_exits_even_with_threads_still_running(tmp_path):
@@ -111,7 +112,7 @@ def test_a_failing_daemon_exits_even_with_threads_still_running(tmp_path):
     proc = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, env=env(),
                           timeout=60)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("verdict-daemon: error [invalid_config]: judging.stop_grace_seconds: ")
+    assert closed_error(proc.stderr)["message"].startswith("judging.stop_grace_seconds: "), proc.stderr
 
 
 def test_main_in_process_returns_its_code_while_threads_run(tmp_path):

@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 from collector import lake as lake_layout
-from tests.daemon.cli import env, write_config
+from tests.daemon.cli import closed_error, env, write_config
 from tests.daemon.conftest import INTENTS, NOW, make_config
 from tests.daemon.lakes import JUDGE_CALLS_ENV, synthetic_days, write_rows
 from tests.daemon.test_end_to_end import Webhook
@@ -224,8 +224,9 @@ def test_daemon_start_failures_are_one_line_closed_errors(tmp_path, setup, code,
     proc = subprocess.run([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config", str(config)],
                           capture_output=True, text=True, env=env(), timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.startswith(f"verdict-daemon: error [{code}]: ") and message in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    error = closed_error(proc.stderr)
+    assert error["code"] == code and message in error["message"], proc.stderr
 
 
 def test_a_job_never_overlaps_itself_and_missed_ticks_coalesce(tmp_path):

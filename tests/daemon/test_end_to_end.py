@@ -171,7 +171,7 @@ def test_corrupted_intent_is_caught_by_pipeline_and_daemon(landed_lake, tmp_path
     daemon_lake = tmp_path / "daemon-data"
     shutil.copytree(landed_lake / "spans", daemon_lake / "spans")
     config = write_config(tmp_path / "pipeline.toml", landed_lake, f"[drift]\nmin_usable = {MIN_USABLE}\n")
-    code, summary, stderr = pipeline("--config", str(config), "--tenant-id", TENANT, "--as-of", as_of,
+    code, summary, stderr = pipeline("--config", str(config), "--tenant", TENANT, "--as-of", as_of,
                                      "--fail-on-signal")
     assert code == 1, (stderr, summary)  # ran fine, and raised a regression
     assert summary["judged"] == summary["sampled"] == len(INTENTS) * DAYS * PER_DAY and summary["errors"] == 0

@@ -52,7 +52,7 @@ def _run(tmp_path: Path, data: Path, tenant: str) -> tuple[dict, list[tuple]]:
     con.close()
     as_of = (last + timedelta(hours=1)).isoformat()
     code, summary, stderr = pipeline("--config", str(write_config(tmp_path / "v.toml", data, tenant=tenant)),
-                                     "--tenant-id", tenant, "--as-of", as_of)
+                                     "--tenant", tenant, "--as-of", as_of)
     assert code == 0, stderr
     con = duckdb.connect(str(StateStore(data).path), read_only=True)
     sampled = con.execute("SELECT trace_id, query, response FROM sampled_traces WHERE tenant_id = ? "

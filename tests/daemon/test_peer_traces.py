@@ -83,7 +83,7 @@ def test_pipeline_summary_counts_no_content(tmp_path):
     rows += [_no_content_row(f"{100 + i:032x}") for i in range(2)]
     data = _lake(tmp_path, rows)
     code, summary, stderr = pipeline("--config", str(write_config(tmp_path / "v.toml", data)),
-                                     "--tenant-id", "acme", "--as-of", NOW.isoformat())
+                                     "--tenant", "acme", "--as-of", NOW.isoformat())
     assert code == 0, stderr
     assert (summary["sampled"], summary["judged"], summary["no_content"]) == (5, 3, 2)
     assert summary["evaluators"][0]["coverage"]["no_content"] == 2
@@ -97,7 +97,7 @@ def test_spans_without_a_recognised_llm_call_warn_naming_scopes(tmp_path):
              for i in range(2)]
     data = _lake(tmp_path, rows)
     config = write_config(tmp_path / "v.toml", data)
-    code, summary, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", NOW.isoformat())
+    code, summary, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", NOW.isoformat())
     assert code == 0 and summary["sampled"] == 0
     [warning] = summary["warnings"]
     assert "no recognised LLM call" in warning
@@ -105,7 +105,7 @@ def test_spans_without_a_recognised_llm_call_warn_naming_scopes(tmp_path):
     assert "openinference.instrumentation.openai (5 spans)" in stderr  # logged as a warning too
     # the text summary says it as well
     text = subprocess.run([sys.executable, "-m", "verdict_daemon.pipeline_cli", "--config", str(config),
-                           "--tenant-id", "acme", "--as-of", NOW.isoformat()],
+                           "--tenant", "acme", "--as-of", NOW.isoformat()],
                           capture_output=True, text=True, env=env(), timeout=120)
     assert text.returncode == 0 and "warning: spans but no recognised LLM call" in text.stdout
 

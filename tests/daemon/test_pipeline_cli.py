@@ -19,7 +19,7 @@ AS_OF = NOW.isoformat()
 
 def test_one_shot_finds_exactly_the_corrupted_cell_and_reruns_are_idempotent(lake, tmp_path):
     config = write_config(tmp_path / "verdict.toml", lake)
-    code, summary, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF)
+    code, summary, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF)
     assert code == 0, stderr
     assert summary["sampled"] == 4 * 9 * 40 and summary["judged"] == summary["sampled"] and summary["errors"] == 0
     assert summary["evaluators"][0]["coverage"]["rate"] == 1.0
@@ -28,7 +28,7 @@ def test_one_shot_finds_exactly_the_corrupted_cell_and_reruns_are_idempotent(lak
     run = summary["drift_runs"][0]
     assert run["tested"] == run["cells"] == 4 * 4  # 4 intents x 4 dimensions (groundedness skipped: no context)
 
-    code, again, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF, "--fail-on-signal")
+    code, again, _ = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF, "--fail-on-signal")
     assert code == 1  # same signal, now failing the build
     assert again["sampled"] == again["judged"] == 0
     assert again["drift_runs"][0]["run_id"] == run["run_id"] and again["drift_runs"][0]["reused"]
@@ -42,7 +42,7 @@ def test_one_shot_finds_exactly_the_corrupted_cell_and_reruns_are_idempotent(lak
 def test_nothing_to_do_is_success(tmp_path):
     (tmp_path / "empty").mkdir()  # a data dir the collector has not written to yet
     config = write_config(tmp_path / "verdict.toml", tmp_path / "empty")
-    code, summary, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--fail-on-signal")
+    code, summary, _ = pipeline("--config", str(config), "--tenant", "acme", "--fail-on-signal")
     assert code == 0 and summary["sampled"] == 0 and summary["signals"] == []
 
 
@@ -51,13 +51,13 @@ def test_a_judge_refused_on_every_first_call_stops_early_and_the_summary_says_wh
     write_rows(data, "acme", synthetic_days(NOW, intents=("billing.v1",), per_day=4))
     config = write_config(tmp_path / "verdict.toml", data, "[judging]\nearly_stop_after = 3\nconcurrency = 1\n")
     config.write_text(config.read_text().replace("lakes:scripted_judge_model", "lakes:refusing_judge_model"))
-    code, summary, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF)
+    code, summary, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF)
     assert code == 0 and "Traceback" not in stderr, stderr
     (evaluator,) = summary["evaluators"]
     assert (evaluator["pending"], evaluator["judged"], evaluator["errors"]) == (36, 0, 3)
     assert re.match(r"stopped early: the first 3 result\(s\) all failed with \w+/bad_request ", evaluator["early_stop"])
     text = subprocess.run([sys.executable, "-m", "verdict_daemon.pipeline_cli", "--config", str(config),
-                           "--tenant-id", "acme", "--as-of", AS_OF], capture_output=True, text=True, env=env(),
+                           "--tenant", "acme", "--as-of", AS_OF], capture_output=True, text=True, env=env(),
                           timeout=120).stdout
     assert re.search(r"stopped early: the first 3 result\(s\) all failed with \w+/bad_request ", text)
 
@@ -71,21 +71,21 @@ def test_errors_are_closed_codes_without_tracebacks(lake, tmp_path, fake_openai)
     code, out, stderr = pipeline("--config", str(config))
     _error(code, out, "tenant_required")
     for bad_tenant in ("Not/A/Tenant", "bad tenant!"):
-        code, out, _ = pipeline("--config", str(config), "--tenant-id", bad_tenant)
+        code, out, _ = pipeline("--config", str(config), "--tenant", bad_tenant)
         _error(code, out, "tenant_required")
     for data_dir, reason in ((tmp_path / "typo", "does not exist"), (config, "is not a directory")):
-        code, out, _ = pipeline("--config", str(config), "--data-dir", str(data_dir), "--tenant-id", "acme")
+        code, out, _ = pipeline("--config", str(config), "--data-dir", str(data_dir), "--tenant", "acme")
         _error(code, out, "invalid_config")
         assert out["error"]["message"].startswith("data_dir: ") and reason in out["error"]["message"]
     bad = write_config(tmp_path / "bad.toml", lake, "[drift]\nalpha = 2\n")
-    code, out, _ = pipeline("--config", str(bad), "--tenant-id", "acme")
+    code, out, _ = pipeline("--config", str(bad), "--tenant", "acme")
     _error(code, out, "invalid_config")
     assert out["error"]["message"].startswith("drift.alpha: ")
-    code, out, _ = pipeline("--config", str(tmp_path / "missing.toml"), "--tenant-id", "acme")
+    code, out, _ = pipeline("--config", str(tmp_path / "missing.toml"), "--tenant", "acme")
     _error(code, out, "invalid_config")
-    code, out, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", "yesterday")
+    code, out, _ = pipeline("--config", str(config), "--tenant", "acme", "--as-of", "yesterday")
     _error(code, out, "invalid_config")
-    code, out, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--registry-mode", "sometimes")
+    code, out, _ = pipeline("--config", str(config), "--tenant", "acme", "--registry-mode", "sometimes")
     _error(code, out, "invalid_config")
     assert "--registry-mode" in out["error"]["message"]
     fake_openai.default = Fail(401, "invalid api key")  # the provider refuses every call
@@ -94,7 +94,7 @@ def test_errors_are_closed_codes_without_tracebacks(lake, tmp_path, fake_openai)
     (tmp_path / "down.toml").write_text(unreachable)
     down = subprocess.run(
         [sys.executable, "-m", "verdict_daemon.pipeline_cli", "--json", "--config", str(tmp_path / "down.toml"),
-         "--tenant-id", "acme", "--as-of", AS_OF],
+         "--tenant", "acme", "--as-of", AS_OF],
         capture_output=True, text=True, timeout=120,
         env={**env(), "OPENAI_API_KEY": "sk-test-not-real",
              "OPENAI_BASE_URL": fake_openai.base_url})
@@ -111,7 +111,7 @@ def test_a_locked_state_file_is_storage_locked(lake, tmp_path):
         str(lake / "state.duckdb")], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        code, out, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF)
+        code, out, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF)
         _error(code, out, "storage_locked")
         assert "Traceback" not in stderr
     finally:

@@ -56,7 +56,7 @@ def lenient(config: Path) -> Path:
 def test_a_healthy_judge_is_recorded_and_the_pipeline_proceeds(tmp_path):
     data = small_lake(tmp_path)
     config = write_config(tmp_path / "verdict.toml", data, GRAPH + GATE)
-    code, summary, stderr = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF,
+    code, summary, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF,
                                      "--judge-sentinel-file", str(sentinel_file(tmp_path / "sentinel.jsonl")))
     assert code == 0, stderr
     [health] = summary["sentinel_health"]  # the graph evaluator is not checked: the sentinel does not apply
@@ -74,7 +74,7 @@ def test_a_bad_judge_exits_2_before_any_judging_or_drift(tmp_path):
     data = small_lake(tmp_path)
     config = lenient(write_config(tmp_path / "verdict.toml", data, GATE + f'file = "{tmp_path / "s.jsonl"}"\n'))
     sentinel_file(tmp_path / "s.jsonl")
-    code, out, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF)
+    code, out, _ = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF)
     assert code == 2 and out["error"]["code"] == "judge_unhealthy" and "judge_unhealthy" in ERROR_CODES
     assert out["error"]["unhealthy"][0]["evaluator"] == "quality" and out["error"]["unhealthy"][0]["status"] == "degraded"
     assert "'quality' is degraded" in out["error"]["message"]
@@ -86,7 +86,7 @@ def test_a_bad_judge_exits_2_before_any_judging_or_drift(tmp_path):
 def test_too_few_examples_is_insufficient_data(tmp_path):
     data = small_lake(tmp_path)
     config = write_config(tmp_path / "verdict.toml", data, "[sentinel]\nminimum_examples = 11\nthreshold = 0.5\n")
-    code, out, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--as-of", AS_OF,
+    code, out, _ = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF,
                             "--judge-sentinel-file", str(sentinel_file(tmp_path / "s.jsonl")))
     assert code == 2 and out["error"]["code"] == "judge_unhealthy"
     assert out["error"]["unhealthy"][0]["status"] == "insufficient_data"
@@ -101,7 +101,7 @@ def test_a_malformed_sentinel_file_is_invalid_config_naming_the_line_and_writes_
     lines[2] = lines[2].replace('"relevance": "PASS"', '"relevance": "MAYBE"')
     bad.write_text("\n".join(lines) + "\n")
     config = write_config(tmp_path / "verdict.toml", data)
-    code, out, _ = pipeline("--config", str(config), "--tenant-id", "acme", "--judge-sentinel-file", str(bad))
+    code, out, _ = pipeline("--config", str(config), "--tenant", "acme", "--judge-sentinel-file", str(bad))
     assert code == 2 and out["error"]["code"] == "invalid_config"
     assert f"{bad}:3:" in out["error"]["message"] and "MAYBE" in out["error"]["message"]
     assert not (data / "state.duckdb").exists()

@@ -32,7 +32,7 @@ def run(script: str, *args: str, cwd: Path | None = None) -> subprocess.Complete
     (["review", "list", "--bogus"], "verdict review list: unrecognized arguments: --bogus"),
     (["sql", "--bogus", "SELECT 1"], "verdict sql: unrecognized arguments: --bogus"),
     (["sql", "--format", "xml"], "verdict sql: argument --format: invalid choice: 'xml'"),
-    (["probes", "list", "--bogus"], "verdict probes: unrecognized arguments: --bogus"),
+    (["probes", "list", "--bogus"], "verdict probes list: unrecognized arguments: --bogus"),
     (["probes", "run", "--target-model", "openai/x", "--judge-model", "openai/y", "--min-pass-rate", "high"],
      "verdict probes run: argument --min-pass-rate: invalid float value: 'high'"),
     (["probes"], "verdict probes: the following arguments are required: ACTION"),
@@ -58,26 +58,23 @@ def test_help_stays_plain_text_with_exit_0(argv, usage):
     assert done.stdout.startswith(usage) and "\n\n" in done.stdout
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--config", "verdict.toml", "--bogus"], "unrecognized arguments: --bogus"),
-    (["--config", "verdict.toml", "--log-level", "LOUD"], "argument --log-level: invalid choice: 'LOUD'"),
-    ([], "the following arguments are required: --config"),
+@pytest.mark.parametrize(("script", "argv", "message"), [
+    ("verdict-daemon", ["--config", "verdict.toml", "--bogus"], "verdict-daemon: unrecognized arguments: --bogus"),
+    ("verdict-daemon", ["--config", "verdict.toml", "--log-level", "LOUD"],
+     "verdict-daemon: argument --log-level: invalid choice: 'LOUD'"),
+    ("verdict-daemon", [], "verdict-daemon: the following arguments are required: --config"),
+    ("verdict", ["daemon"], "verdict daemon: the following arguments are required: --config"),
+    ("verdict-pipeline", ["--bogus"], "verdict-pipeline: unrecognized arguments: --bogus"),
+    ("verdict-pipeline", ["--json", "--bogus"], "verdict-pipeline: unrecognized arguments: --bogus"),
+    ("verdict", ["pipeline", "--bogus"], "verdict pipeline: unrecognized arguments: --bogus"),
 ])
-def test_daemon_usage_errors_are_its_closed_start_failure_line(argv, message):
-    done = run("verdict-daemon", *argv)
+def test_daemon_and_pipeline_usage_errors_are_the_one_envelope_without_any_flag(script, argv, message):
+    """Once a text line by default (issue 18): now the envelope, whatever the flags, under both names."""
+    done = run(script, *argv)
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr.startswith(f"verdict-daemon: error [invalid_config]: {message}") and done.stderr.count("\n") == 1
-
-
-def test_pipeline_usage_errors_follow_its_error_contract():
-    """verdict-pipeline reports usage errors as closed errors on stderr: a line, or the envelope with --json."""
-    text = run("verdict-pipeline", "--bogus")
-    assert (text.returncode, text.stdout) == (2, "")
-    assert text.stderr == "verdict-pipeline: error [invalid_config]: verdict-pipeline: unrecognized arguments: --bogus\n"
-    as_json = run("verdict-pipeline", "--json", "--bogus")
-    assert (as_json.returncode, as_json.stdout) == (2, "")
-    assert json.loads(as_json.stderr) == {"error": {"code": "invalid_config",
-                                                    "message": "verdict-pipeline: unrecognized arguments: --bogus"}}
+    error = json.loads(done.stderr)
+    assert set(error) == {"error"} and set(error["error"]) == {"code", "message"}
+    assert error["error"]["code"] == "invalid_config" and error["error"]["message"].startswith(message), error
 
 
 # Run-time errors (the command line parsed; the input is wrong): every subcommand, the same JSON object on
@@ -115,20 +112,22 @@ def test_every_verdict_run_time_error_is_the_same_closed_json_error_on_stderr(tm
 @pytest.mark.parametrize(("argv", "json_flag", "exit_code"), [
     (["report", "--data-dir", "missing", "--tenant", "acme"], ["--json"], 2),
     (["sql", "--data-dir", "missing", "SELECT 1"], ["--format", "json"], 4),
+    (["sql", "--data-dir", "missing", "SELECT 1"], ["--json"], 4),
 ])
-def test_text_mode_errors_are_the_human_line_of_the_same_closed_error(tmp_path, argv, json_flag, exit_code):
-    """`verdict report` and `verdict sql` print text by default: their error is then one human line carrying
-    the code and message the JSON flag prints as the shared JSON object."""
+def test_an_output_format_flag_does_not_change_the_error(tmp_path, argv, json_flag, exit_code):
+    """`verdict report` and `verdict sql` print text by default, but an error is the same envelope with or
+    without their JSON flag (issue 18: text-mode errors are gone)."""
     text, as_json = run("verdict", *argv, cwd=tmp_path), run("verdict", *argv, *json_flag, cwd=tmp_path)
     assert (text.returncode, text.stdout, as_json.returncode, as_json.stdout) == (exit_code, "", exit_code, "")
-    error = json.loads(as_json.stderr)["error"]
-    assert text.stderr == f"verdict {argv[0]}: error [{error['code']}]: {error['message']}\n"
+    assert text.stderr == as_json.stderr and json.loads(text.stderr)["error"]["code"] in ERROR_CODES
 
 
 def test_the_gate_and_sql_codes_are_in_the_one_closed_set():
-    """`verdict gate` and `verdict sql` keep their own code tables (collector is its own package); both must
-    stay inside the `verdict` CLI's closed set."""
-    from collector.sql import EXIT_CODES
+    """`verdict gate` and `verdict sql` name the codes they raise; both must stay inside the one closed set,
+    and sql's keep their exits 3-6."""
+    from collector.sql import SQL_ERROR_CODES
+    from verdict.cli_errors import EXIT_CODES
     from verdict_daemon.gate_command import ERROR_CODES as GATE_CODES
 
-    assert set(GATE_CODES) <= set(ERROR_CODES) and set(EXIT_CODES) <= set(ERROR_CODES)
+    assert set(GATE_CODES) <= set(ERROR_CODES) and set(SQL_ERROR_CODES) <= set(ERROR_CODES)
+    assert [EXIT_CODES[code] for code in SQL_ERROR_CODES] == [3, 4, 5, 6]

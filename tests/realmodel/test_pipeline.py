@@ -54,7 +54,7 @@ def run(llama_server, monkeypatch):
     """`run(*args)`: verdict-pipeline as a process, its judge pointed at the tier's server."""
     monkeypatch.setenv("OPENAI_BASE_URL", llama_server.base_url)  # the process inherits it (tests.daemon.cli.env)
     monkeypatch.setenv("OPENAI_API_KEY", "not-needed")
-    return lambda *args: pipeline(*args, "--tenant-id", "acme", "--as-of", AS_OF, timeout=480)
+    return lambda *args: pipeline(*args, "--tenant", "acme", "--as-of", AS_OF, timeout=480)
 
 
 def _attempt_errors(data) -> list[tuple]:

@@ -70,11 +70,13 @@ def test_bad_input_is_a_closed_json_error_with_exit_2_and_no_output(lake, tmp_pa
     assert "Traceback" not in done.stderr
 
 
-def test_errors_without_json_are_one_line_on_stderr(lake, tmp_path, capsys):
+def test_errors_without_json_are_the_same_envelope_on_stderr(lake, tmp_path, capsys):
+    """--json changes the success output only: an error is the one envelope either way (issue 18)."""
     out = tmp_path / "missing-dir" / "report.html"
     done = report_here(capsys, "--data-dir", str(lake.data_dir), "--tenant", "acme", "--out", str(out))
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == f"verdict report: error [invalid_config]: --out: directory {out.parent} does not exist\n"
+    assert json.loads(done.stderr) == {"error": {"code": "invalid_config",
+                                                 "message": f"--out: directory {out.parent} does not exist"}}
     assert not out.parent.exists()
 
 

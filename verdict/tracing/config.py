@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from verdict import environment
 from verdict.tenancy import validate_tenant_id
 
 PROTOCOL_HTTP = "http/protobuf"
@@ -132,7 +133,7 @@ def resolve_config(
     if service_name is not None and (not isinstance(service_name, str) or not service_name.strip()):
         raise ValueError("service_name must be a non-empty string")
     if tenant_id is None:
-        tenant_id = env.get("VERDICT_TENANT_ID") or None
+        tenant_id = environment.get("VERDICT_TENANT")  # or the deprecated VERDICT_TENANT_ID
     if tenant_id is not None:
         validate_tenant_id(tenant_id)
 

@@ -1,0 +1,7 @@
+"""`verdict demo`: the demo's entry in the `verdict` command tree (registered through the `verdict.commands`
+entry point, so the product never names this package)."""
+
+from verdict_daemon.cli import Command
+
+COMMAND = Command("verdict_demo.__main__", "run Verdict end to end on this machine, offline (collector, daemon, "
+                  "an instrumented app, a fake LLM); `verdict demo --help` for its options", passthrough=True)
