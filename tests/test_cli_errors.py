@@ -46,7 +46,7 @@ def _envelope(argv: list[str], cwd: Path) -> dict:
     (["verdict-daemon", "--config", "missing.toml"], "invalid_config", "missing.toml"),
     (["verdict", "daemon", "--config", "missing.toml"], "invalid_config", "missing.toml"),
     (["verdict", "cluster", "--tenant", "acme", "--actor", "alice", "inspect"], "invalid_config",
-     "--data-dir is required"),
+     "verdict cluster: the following arguments are required: --data-dir"),
     (["verdict", "sql", "--format", "xml"], "invalid_config", "verdict sql: argument --format"),
 ])
 def test_every_console_script_prints_the_one_envelope_on_stderr(tmp_path, argv, code, message):

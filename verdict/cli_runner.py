@@ -100,20 +100,23 @@ class _DeprecatedFlag(argparse.Action):
 
 
 def add_tenant(parser: argparse.ArgumentParser, help_text: str, *, default: str | None = None,
-               old_flag: str | None = None) -> None:
-    """`--tenant` [env VERDICT_TENANT] (`old_flag`: a deprecated spelling that still works)."""
+               required: bool = False, old_flag: str | None = None) -> None:
+    """`--tenant` [env VERDICT_TENANT] (`required`: unless the variable is set; `old_flag`: a deprecated
+    spelling that still works)."""
     value = environment.get("VERDICT_TENANT") or default
-    parser.add_argument("--tenant", default=value, metavar="TENANT", help=f"{help_text} [env VERDICT_TENANT]")
+    parser.add_argument("--tenant", default=value, required=required and value is None, metavar="TENANT",
+                        help=f"{help_text} [env VERDICT_TENANT]")
     if old_flag is not None:
         parser.add_argument(old_flag, dest="tenant", action=_DeprecatedFlag, new="--tenant",
                             help="deprecated spelling of --tenant")
 
 
-def add_data_dir(parser: argparse.ArgumentParser, help_text: str, *, default: str | None = None) -> None:
-    """`--data-dir DIR` [env VERDICT_DATA_DIR]; no default unless `default` is given."""
+def add_data_dir(parser: argparse.ArgumentParser, help_text: str, *, default: str | None = None,
+                 required: bool = False) -> None:
+    """`--data-dir DIR` [env VERDICT_DATA_DIR] (`required`: unless the variable is set)."""
     value = environment.get("VERDICT_DATA_DIR") or default
-    parser.add_argument("--data-dir", type=Path, default=None if value is None else Path(value), metavar="DIR",
-                        help=f"{help_text} [env VERDICT_DATA_DIR]")
+    parser.add_argument("--data-dir", type=Path, default=None if value is None else Path(value),
+                        required=required and value is None, metavar="DIR", help=f"{help_text} [env VERDICT_DATA_DIR]")
 
 
 def add_json(parser: argparse.ArgumentParser, help_text: str = "print the result as JSON on stdout") -> None:

@@ -88,8 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n")[0]
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG + ", ".join(CLUSTER_ERROR_CODES)
-    add_data_dir(parser, "the span lake and state.duckdb directory (required)")
-    add_tenant(parser, "tenant id (required: every command is scoped to it)")
+    add_data_dir(parser, "the span lake and state.duckdb directory", required=True)
+    add_tenant(parser, "tenant id (every command is scoped to it)", required=True)
     parser.add_argument("--actor", required=True, help="who runs the command (recorded in the registry's events)")
     parser.add_argument("--lock-timeout", type=float, default=10.0,
                         help="seconds to wait for state.duckdb held by another process (then storage_locked)")
@@ -122,9 +122,6 @@ def _check(args: argparse.Namespace) -> None:
     if args.command is None:
         raise ClusterError("invalid_config", "give a command: normalize, fit, assign, validate, activate, rollback, "
                            "rename or inspect")
-    for flag, value in (("--data-dir", args.data_dir), ("--tenant", args.tenant)):
-        if value is None:
-            raise ClusterError("invalid_config", f"{flag} is required (or set VERDICT_{flag[2:].upper().replace('-', '_')})")
     try:
         args.tenant = validate_tenant_id(args.tenant)
     except InvalidTenantError as exc:

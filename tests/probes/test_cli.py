@@ -175,10 +175,9 @@ def test_bad_input_exits_2_with_a_closed_code_before_any_call(server, capsys, mo
     ([], "verdict probes: the following arguments are required: ACTION"),
 ])
 def test_usage_errors_are_closed_json_errors_too(capsys, args, message):
-    with pytest.raises(SystemExit) as exit_:
-        main(["probes", *args])
+    code = main(["probes", *args])  # returned like any other error (run_command), not a SystemExit
     captured = capsys.readouterr()
-    assert exit_.value.code == 2 and captured.out == ""
+    assert code == 2 and captured.out == ""
     assert json.loads(captured.err) == {"error": {"code": "invalid_config", "message": message}}
 
 
