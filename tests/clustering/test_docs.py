@@ -9,10 +9,10 @@ import shlex
 from pathlib import Path
 
 from tests.clustering.lakes import build
-from verdict_daemon.cluster_cli import main
+from verdict_daemon.cli import main
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "clustering.md"
-C = "verdict-cluster --data-dir ./verdict-data --tenant acme --actor alice"
+C = "verdict cluster --data-dir ./verdict-data --tenant acme --actor alice"
 TIMES = ("created_at", "at")  # when the example ran: the only fields that differ between runs
 QUIET = [">", "/dev/null"]  # a step whose output the page does not show
 
@@ -22,13 +22,13 @@ def _blocks(lang: str) -> list[str]:
 
 
 def _steps() -> list[tuple[list[str], str]]:
-    """(argv after `verdict-cluster`, the output shown) of every `$ ` line, in page order."""
+    """(argv after `verdict`, the output shown) of every `$ ` line, in page order."""
     steps = []
     for block in _blocks("console"):
         for chunk in re.split(r"^\$ ", block, flags=re.MULTILINE)[1:]:
             command, _, shown = chunk.partition("\n")
             argv = shlex.split(command.replace("$C", C))
-            assert argv[0] == "verdict-cluster", command
+            assert argv[:2] == ["verdict", "cluster"], command
             steps.append((argv[1:], shown))
     return steps
 
