@@ -34,7 +34,7 @@ ERROR_CODES: dict[ErrorCode, str] = {
     "judge_unhealthy": "a judge failed its sentinel health check (not healthy), so nothing was judged or analysed",
     "drift_input_error": "the judgments could not be analysed for drift",
     "webhook_failed": "the alert webhook did not accept a delivery after every retry",
-    "already_running": "another process holds this data directory (a verdict-daemon, or a verdict-collector on the "
+    "already_running": "another process holds this data directory (a `verdict daemon`, or a `verdict collector` on the "
                        "span lake)",
     "unknown_tenant": "the tenant has no spans and no state in this data directory (verdict report)",
     "item_not_found": "no review item with that id for this tenant",
@@ -45,17 +45,17 @@ ERROR_CODES: dict[ErrorCode, str] = {
     "probe_error": "some probes could not be executed or judged (target, follow-up or judge failure): their expectations are ERROR",
     "component_failed": "a demo component (collector, daemon, app) exited early, did not become ready or stopped making progress (the message names it and its log)",
     "no_active_registry": "--registry-mode active (or [clustering] registry_mode = \"active\"), but the tenant has no "
-                          "active cluster registry version (verdict-cluster: fit, assign, validate, activate)",
+                          "active cluster registry version (verdict cluster: fit, assign, validate, activate)",
     "model_unavailable": "the embedding model (of the active registry version, or --model-path) cannot be loaded; "
                          "no download is attempted",
-    "unknown_version": "verdict-cluster: no registry version with this id exists for this tenant",
-    "unknown_cluster": "verdict-cluster: no version of this tenant's registry has a cluster with this id",
-    "generation_conflict": "verdict-cluster: --expected-generation is not the tenant's current generation (someone "
+    "unknown_version": "verdict cluster: no registry version with this id exists for this tenant",
+    "unknown_cluster": "verdict cluster: no version of this tenant's registry has a cluster with this id",
+    "generation_conflict": "verdict cluster: --expected-generation is not the tenant's current generation (someone "
                            "else changed the active pointer first); re-read it with inspect and retry",
-    "validation_failed": "verdict-cluster: the version failed validation, or has not passed it yet (activate needs "
+    "validation_failed": "verdict cluster: the version failed validation, or has not passed it yet (activate needs "
                          "a validated version)",
-    "rollback_target_not_activated": "verdict-cluster: rollback may only return to a version that was activated before",
-    "analysis_index_pending": "verdict-cluster: traces before the cutoff are not in the analysis index yet; run "
+    "rollback_target_not_activated": "verdict cluster: rollback may only return to a version that was activated before",
+    "analysis_index_pending": "verdict cluster: traces before the cutoff are not in the analysis index yet; run "
                               "normalize until it prints \"complete\": true",
     "invalid_cases": "verdict gate: the cases file is missing, malformed, repeats an id or labels an unknown dimension",
     "judge_error": "verdict gate: the judge produced no usable judgment for at least one case",

@@ -32,7 +32,7 @@ def store_for(config: DaemonConfig) -> StateStore:
     new install: the collector creates it)."""
     data_dir = config.data_dir
     if not data_dir.exists():
-        raise DaemonError("invalid_config", f"data_dir: {data_dir} does not exist (start verdict-collector on it, "
+        raise DaemonError("invalid_config", f"data_dir: {data_dir} does not exist (start `verdict collector` on it, "
                           "or create it)")
     if not data_dir.is_dir():
         raise DaemonError("invalid_config", f"data_dir: {data_dir} is not a directory")

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--as-of", help="ISO time the drift windows end at (default: now, UTC)")
     parser.add_argument("--registry-mode", choices=("off", "active"),
                         help="clusters: off = explicit intent keys; active = the tenant's active cluster registry "
-                        "version (verdict-cluster; none active -> no_active_registry) [default: the config's "
+                        "version (verdict cluster; none active -> no_active_registry) [default: the config's "
                         "[clustering] registry_mode, else off]")
     parser.add_argument("--judge-model", help="without --config: a rubric Judge on this model "
                         "('openai/gpt-4o-mini' or 'module:attribute')")

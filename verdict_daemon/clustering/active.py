@@ -57,7 +57,7 @@ def require_active(store: StateStore, tenant: str) -> ActiveRegistry:
         current = pointer.current(con, tenant)
         if current.version_id is None:
             raise ClusterError("no_active_registry", f"tenant {tenant} has no active cluster registry version "
-                               "(verdict-cluster fit, assign, validate and activate one; or use --registry-mode off)")
+                               "(verdict cluster fit, assign, validate and activate one; or use --registry-mode off)")
         version = versions.load(con, tenant, current.version_id)
     return ActiveRegistry(version.version_id, current.generation, version.strategy)
 

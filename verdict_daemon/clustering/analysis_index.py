@@ -171,7 +171,7 @@ def require_indexed(store: StateStore, data_dir: Path, tenant: str, cutoff: date
     if missing:
         raise ClusterError("analysis_index_pending",
                            f"{missing} trace(s) started before {cutoff.isoformat()} are not in the analysis index "
-                           "yet; run `verdict-cluster ... normalize` until it prints \"complete\": true",
+                           "yet; run `verdict cluster ... normalize` until it prints \"complete\": true",
                            {"pending": missing})
 
 

@@ -128,7 +128,7 @@ def checked_tenant(tenant: str | None) -> str:
 
 def checked_data_dir(data_dir: Path | str | None) -> Path:
     if data_dir is None:
-        raise DaemonError("invalid_config", "give --data-dir (the directory verdict-collector and the daemon use)")
+        raise DaemonError("invalid_config", "give --data-dir (the directory `verdict collector` and the daemon use)")
     path = Path(data_dir)
     if not path.is_dir():
         raise DaemonError("invalid_config", f"--data-dir: {path} is not an existing directory")

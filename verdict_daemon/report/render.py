@@ -105,7 +105,7 @@ def _footer() -> str:
 
 
 def _no_judgments() -> str:
-    return _empty("Nothing has been judged for this tenant yet: the daemon (or <code>verdict-pipeline</code>) "
+    return _empty("Nothing has been judged for this tenant yet: the daemon (or <code>verdict pipeline</code>) "
                   "samples and judges traces from the span lake; this panel fills in once judgments exist.")
 
 
@@ -113,7 +113,7 @@ def _no_judgments() -> str:
 def _signals(data: ReportData) -> str:
     if not any(e.run for e in data.evaluators):
         return _empty("No drift run yet: drift runs need judged traces in both the baseline and the current "
-                      "window (by default 7 days, a 1-day gap and 1 day). Run <code>verdict-pipeline</code> or "
+                      "window (by default 7 days, a 1-day gap and 1 day). Run <code>verdict pipeline</code> or "
                       "the daemon's drift job; signals appear here after the first completed run.")
     return "".join(_run_signals(e) for e in data.evaluators if e.run)
 
@@ -277,7 +277,7 @@ def _health(data: ReportData) -> str:
         sentinel = _table("Judge sentinel health (latest check per evaluator)", headers, rows, "sentinel")
     else:
         sentinel = _empty("No sentinel health check on record: give the daemon a <code>[sentinel] file</code> of "
-                          "human-labelled examples (or <code>verdict-pipeline --judge-sentinel-file</code>) to check "
+                          "human-labelled examples (or <code>verdict pipeline --judge-sentinel-file</code>) to check "
                           "each judge before it judges traffic.")
     return f"<h3>Sentinel checks</h3>{sentinel}<h3>Behaviour probes</h3>{_panel(data.probes, 'Probe results')}"
 

@@ -48,7 +48,7 @@ def judge_verdicts(store: StateStore, tenant: str, *, evaluator: str | None = No
         with store.transaction() as con:
             rows = con.execute(_JUDGMENTS, {"t": tenant}).fetchall()
     if not rows:
-        raise DaemonError("storage_error", f"tenant {tenant!r} has no judgments yet (run verdict-pipeline or the daemon)")
+        raise DaemonError("storage_error", f"tenant {tenant!r} has no judgments yet (run `verdict pipeline` or the daemon)")
     chosen = choose_fingerprint({fp: name for _, fp, name, *_ in rows}, evaluator, fingerprint)
     per_trace: dict[str, tuple[str, dict[str, str | None]]] = {}
     for trace, fp, _name, status, dim, value in rows:
