@@ -117,3 +117,18 @@ def test_verdict_debug_is_read_in_one_place():
     readers = [str(p) for root in ("verdict", "collector", "verdict_daemon") for p in Path(root).rglob("*.py")
                if "demo" not in p.parts and re.search(r"environ(\.get)?\W+\"VERDICT_DEBUG\"", p.read_text())]
     assert readers == [], readers
+
+
+def test_verdict_daemon_leaves_like_the_old_entry_point_with_threads_still_running(tmp_path):
+    """`verdict daemon` keeps `verdict-daemon`'s process semantics: a failed start with a thread that never
+    ends (abandoned judge calls stand in) still ends the process, through os._exit."""
+    config = tmp_path / "verdict.toml"
+    config.write_text(f'data_dir = "{tmp_path}"\n[[tenants]]\nid = "acme"\n[judging]\nstop_grace_seconds = -1\n')
+    script = ("import sys, threading\n"
+              "threading.Thread(target=threading.Event().wait).start()  # never ends, not a daemon thread\n"
+              "from verdict_daemon.cli import run\n"
+              "run(['daemon', '--config', sys.argv[1]])\n")
+    done = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, env=env(),
+                          timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stderr.splitlines()[-1])["error"]["code"] == "invalid_config"
