@@ -131,6 +131,11 @@ invalid_config (an option, its environment variable or the token file), already_
 dir is in use), storage_error (the data dir cannot be created or written), internal_error (a bug;
 VERDICT_DEBUG=1 shows the traceback).
 Test-only env vars: VERDICT_COLLECTOR_TEST_WRITE_DELAY_MS, VERDICT_COLLECTOR_TEST_CRASH_AT.
+
+examples:
+  verdict collector --data-dir ./verdict-data
+  verdict collector --data-dir /var/lib/verdict --tokens tokens.yaml --http-host 0.0.0.0 --grpc-port -1
+  verdict collector --data-dir ./verdict-data --retention-days 30 --maintenance-once
 """
 
 

@@ -157,13 +157,9 @@ def _property(script: str):
     return test
 
 
-# The demo still prints its own errors (a text line; JSON on stdout with --json): it moves to its own package
-# and onto run_command in issue 18 item 1. Strict, so the test fails as soon as it prints the envelope.
-_DEMO_PENDING = pytest.mark.xfail(strict=True, raises=(AssertionError, json.JSONDecodeError),
-                                  reason="verdict demo prints its own error shape until it runs in run_command")
 for _script in SCRIPTS:
     _test = _property(_script)
-    globals()[_test.__name__] = _DEMO_PENDING(_test) if _script == "verdict demo" else _test
+    globals()[_test.__name__] = _test
 
 
 @pytest.mark.parametrize(("script", "argv"), [

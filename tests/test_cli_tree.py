@@ -26,9 +26,9 @@ def run(*argv: str, cwd: Path | None = None, **extra: str) -> subprocess.Complet
 
 
 def test_the_tree_has_every_tool():
-    from verdict_daemon.cli import COMMANDS
+    from verdict_daemon.cli import commands
 
-    assert list(COMMANDS) == TREE
+    assert list(commands()) == TREE  # the demo through its entry point (verdict.commands)
     listed = run("verdict", "--help")
     assert listed.returncode == 0, listed.stderr
     assert re.findall(r"^    ([a-z]+)\b", listed.stdout, flags=re.MULTILINE) == TREE, listed.stdout
@@ -38,7 +38,8 @@ def test_the_tree_has_every_tool():
 def test_every_subcommand_has_its_own_help(name):
     done = run("verdict", name, "--help")
     assert (done.returncode, done.stderr) == (0, "")
-    assert re.match(rf"usage: (verdict {name}|python -m verdict\.demo) ", done.stdout), done.stdout[:200]
+    assert done.stdout.startswith(f"usage: verdict {name} "), done.stdout[:200]
+    assert re.search(r"^(examples?|Example):", done.stdout, flags=re.MULTILINE), done.stdout
 
 
 @pytest.mark.parametrize(("alias", "name"), [("verdict-collector", "collector"), ("verdict-daemon", "daemon"),
@@ -102,7 +103,7 @@ def test_every_environment_variable_is_in_the_one_docs_table_and_in_the_code():
     section = DOC.read_text().split("### Environment variables", 1)[1].split("\n#", 1)[0]
     documented = re.findall(r"^\| `([A-Z_<>]+)` \|", section, flags=re.MULTILINE)
     assert documented == [v.name for v in VARIABLES]
-    code = "".join(p.read_text() for root in ("verdict", "collector", "verdict_daemon")
+    code = "".join(p.read_text() for root in ("verdict", "collector", "verdict_daemon", "verdict_demo")
                    for p in Path(root).rglob("*.py"))
     used = set(re.findall(r"\b((?:VERDICT|OTEL|OPENAI|ANTHROPIC)_[A-Z_]+)\b", code))
     names = {v.name for v in VARIABLES} | {v.replaces for v in VARIABLES if v.replaces}
@@ -112,10 +113,9 @@ def test_every_environment_variable_is_in_the_one_docs_table_and_in_the_code():
 
 
 def test_verdict_debug_is_read_in_one_place():
-    """Only verdict.environment.debug() (through get()), called by run_command. The demo still has its own
-    check until it runs in run_command (issue 18 item 1 moves it to its own package)."""
-    readers = [str(p) for root in ("verdict", "collector", "verdict_daemon") for p in Path(root).rglob("*.py")
-               if "demo" not in p.parts and re.search(r"environ(\.get)?\W+\"VERDICT_DEBUG\"", p.read_text())]
+    """Only verdict.environment.debug() (through get()): run_command and the demo's report step."""
+    readers = [str(p) for root in ("verdict", "collector", "verdict_daemon", "verdict_demo")
+               for p in Path(root).rglob("*.py") if re.search(r"environ(\.get)?\W+\"VERDICT_DEBUG\"", p.read_text())]
     assert readers == [], readers
 
 

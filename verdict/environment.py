@@ -78,5 +78,5 @@ def warn_deprecated(old: str, new: str) -> None:
 
 
 def debug() -> bool:
-    """VERDICT_DEBUG: read by verdict.cli_runner.run_command only."""
+    """VERDICT_DEBUG: the one reader (verdict.cli_runner.run_command, and the demo's report step)."""
     return (get("VERDICT_DEBUG") or "").strip().lower() not in ("", "0", "false", "no")

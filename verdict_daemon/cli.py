@@ -25,7 +25,6 @@ class Command:
     help: str
     run: str = "run"  # the module's run function
     threads_may_linger: bool = False  # verdict.cli_runner.leave: the process leaves through os._exit
-    passthrough: bool = False  # the module's main(argv) parses its own arguments
 
 
 COMMANDS: dict[str, Command] = {
@@ -88,8 +87,6 @@ def build_parser(chosen: str | None, tree: dict[str, Command]) -> tuple[argparse
 def _dispatch(argv: list[str]) -> int:
     tree = commands()
     chosen = argv[0] if argv and argv[0] in tree else None
-    if chosen is not None and tree[chosen].passthrough:
-        return int(importlib.import_module(tree[chosen].module).main(argv[1:]))
     parser, module = build_parser(chosen, tree)
     args = parser.parse_args(argv)
     if module is None:  # bare `verdict`: the help, as before (tests/collector/test_sql.py relies on it)

@@ -21,6 +21,8 @@ from verdict_daemon.config import load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = "example:\n  verdict daemon --config verdict.toml --log-level INFO    (docs/daemon.md)"
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--config", type=Path, required=True, help="verdict.toml")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 

@@ -19,34 +19,30 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from verdict.cli_errors import CliError, ErrorCode
 from verdict.gate import GateResult, evaluate_gate
 from verdict.models.base import CONFIGURATION_KINDS
 from verdict.sentinel import Outcome, SentinelError
-from verdict_daemon.errors import print_error
 
-ERROR_CODES: dict[str, str] = {
-    "invalid_cases": "the cases file is missing, malformed, repeats an id or labels an unknown dimension",
-    "invalid_config": "an option is invalid: judge model, rubric file, threshold",
-    "provider_unavailable": "the judge model could not be reached (no credentials, or every call failed at the provider)",
-    "judge_error": "the judge produced no usable judgment for at least one case",
-}
+# The codes of the one closed set (verdict.cli_errors, docs/cli.md) that `verdict gate` reports.
+ERROR_CODES: tuple[ErrorCode, ...] = ("invalid_cases", "invalid_config", "provider_unavailable", "judge_error")
 
 
-class GateError(Exception):
+class GateError(CliError):
     """A failure with a code from ERROR_CODES and a message safe to print."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         if code not in ERROR_CODES:
             raise ValueError(f"unknown gate error code {code!r}")
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = ("exit codes: 0 pass; 1 below the threshold; 2 judge errors or bad input, as one JSON line "
                      '{"error": {"code": CODE, "message": ...}} on stderr, CODE one of ' + ", ".join(ERROR_CODES)
-                     + "; never a traceback. See docs/trust.md.")
+                     + "; never a traceback. See docs/trust.md.\n\nexample:\n  verdict gate --cases "
+                     "regression_cases.jsonl --judge-model openai/gpt-4o-mini --min-pass-rate 0.9 --use-lower-bound")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--cases", required=True, type=Path, help="JSONL regression cases (sentinel shape)")
     parser.add_argument("--judge-model", required=True,
                         help='"openai/<model>", "anthropic/<model>" or "module:attribute" naming a verdict Model')
@@ -59,22 +55,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        result = _gate(args)
-    except GateError as exc:
-        print_error(exc.code, exc.message)
-        return 2
+    result = _gate(args)
     document = json.dumps(result.to_dict(), indent=2)
     print(document if args.json else result.table())
     if args.out is not None:
         try:
             args.out.write_text(document + "\n", encoding="utf-8")
         except OSError as exc:
-            print_error("invalid_config", f"--out {args.out}: cannot write ({exc.strerror})")
-            return 2
-    if result.errors:
-        print_error(_error_code(result), f"{result.errors} case(s) could not be judged; see the results")
-        return 2
+            raise GateError("invalid_config", f"--out {args.out}: cannot write ({exc.strerror})") from None
+    if result.errors:  # after the table: the cases that were judged stay visible
+        raise GateError(_error_code(result), f"{result.errors} case(s) could not be judged; see the results")
     return 0 if result.passed else 1
 
 
@@ -137,7 +127,7 @@ def _model(spec: str) -> Any:
     return target
 
 
-def _error_code(result: GateResult) -> str:
+def _error_code(result: GateResult) -> ErrorCode:
     """provider_unavailable when nothing was usable and every failure was a provider outage; a refusal of
     the request (unsupported_parameter, refused, bad_request) is the judge's configuration: judge_error."""
     failures = [r.error or "" for r in result.results if r.outcome is Outcome.ERROR]

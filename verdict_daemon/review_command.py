@@ -13,6 +13,12 @@ Output is JSON on stdout. Exit codes: 0 ok; 1 `correlate --fail-on` and the stat
 {"error": {"code", "message"}} on stderr (docs/cli.md), never a traceback (VERDICT_DEBUG=1 re-raises
 internal errors). Codes: invalid_config, tenant_required, item_not_found, no_labels,
 evaluator_ambiguous, invalid_signals, storage_error, storage_locked, internal_error (docs/review.md).
+
+examples:
+  verdict review list --data-dir ./verdict-data --tenant acme --status pending
+  verdict review label 3f2a9c1e --tenant acme --label relevance=FAIL --critique "answers another question" \\
+      --reviewer alice
+  verdict review agreement --tenant acme --evaluator quality
 """
 
 from __future__ import annotations

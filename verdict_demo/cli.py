@@ -1,4 +1,4 @@
-"""`python -m verdict_demo` (what `make demo` runs): Verdict end to end on this machine, offline.
+"""`verdict demo` (`python -m verdict_demo`, what `make demo` runs): Verdict end to end on this machine, offline.
 
 Starts verdict-collector and verdict-daemon on 127.0.0.1 with embedded storage in a fresh data dir,
 runs an instrumented support-bot app that sends MT-Bench questions through the real `openai` client
@@ -7,10 +7,13 @@ lets the daemon sample, judge, cluster and run drift, then prints a summary and 
 The judge is a deterministic offline heuristic (not an LLM) unless --judge-model names one. Progress
 goes to stderr, the summary to stdout; docs/demo.md tells the whole story.
 
-Exit codes: 0 the demo ran (whatever it found); 2 it could not run: `verdict demo: error [<code>]:
-<message>` on stderr (with --json: {"error": {"code", "message"}} on stdout), codes from
-verdict_daemon.errors (invalid_config, storage_error, component_failed, internal_error); 130
-interrupted (Ctrl-C), 143 terminated (SIGTERM): every process the demo started is stopped first.
+Exit codes: 0 the demo ran (whatever it found); 2 it could not run: the one error envelope
+{"error": {"code", "message"}} on stderr (docs/cli.md; codes invalid_config, storage_error,
+component_failed, internal_error); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): every process
+the demo started is stopped first. --data-dir has no environment variable: the directory is deleted
+and recreated, so a VERDICT_DATA_DIR meant for real data must never reach it.
+
+Example: verdict demo --days 5 --per-day 20 --json > summary.json
 """
 
 from __future__ import annotations
@@ -23,17 +26,12 @@ import sys
 import time
 from pathlib import Path
 
-from verdict_daemon.errors import DaemonError, internal_error
+from verdict_daemon.errors import DaemonError
 from verdict_demo.judge import NAME as OFFLINE_JUDGE
 from verdict_demo.processes import Interrupted
 from verdict_demo.scenario import DEFAULT_CORRUPTED, INTENTS, MIN_DAYS, MIN_PER_DAY, Scenario
 
-EXIT_OK, EXIT_ERROR = 0, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise DaemonError("invalid_config", message)
+EXIT_OK = 0
 
 
 def _at_least(minimum: int):
@@ -49,10 +47,11 @@ def _at_least(minimum: int):
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     paragraphs = __doc__.split("\n\n")
-    parser = _Parser(prog="python -m verdict_demo", description="\n\n".join(paragraphs[:2]),
-                     epilog="\n\n".join(paragraphs[2:]), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.description = "\n\n".join(paragraphs[:2])
+    parser.epilog = "\n\n".join(paragraphs[2:])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--data-dir", type=Path, default=Path("verdict-demo-data"),
                         help="where the lake, state.duckdb, config, logs and report go; deleted and recreated on "
                              "every run, so it must be a previous demo's dir, empty, or new (default: %(default)s)")
@@ -73,7 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{OFFLINE_JUDGE})")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout "
                         "(progress stays on stderr)")
-    return parser
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -145,16 +143,7 @@ def _check_judge_model(judge_model: str) -> None:
                           f"{exc.message}") from None
 
 
-def _fail(exc: DaemonError, as_json: bool) -> int:
-    if as_json:
-        print(json.dumps({"error": {"code": exc.code, "message": exc.message}}))
-    else:
-        print(f"verdict demo: error [{exc.code}]: {exc.message}", file=sys.stderr)
-    return EXIT_ERROR
-
-
-def main(argv: list[str] | None = None) -> int:
-    raw = sys.argv[1:] if argv is None else argv
+def run(args: argparse.Namespace) -> int:
     received: list[int] = []
 
     def on_signal(signum: int, _frame) -> None:
@@ -162,13 +151,11 @@ def main(argv: list[str] | None = None) -> int:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     started = time.monotonic()
-    as_json = "--json" in raw
 
     def progress(message: str) -> None:
         print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     try:
-        args = build_parser().parse_args(raw)
         scenario = Scenario(days=args.days, per_day=args.per_day, seed=args.seed,
                             corrupted_intent=args.corrupt_intent)
         from verdict_demo.orchestrator import DemoOptions, DemoRun, check_data_dir
@@ -182,18 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verdict demo: interrupted ({signal.Signals(stop.signum).name}); every process it started has been "
               "stopped", file=sys.stderr)
         return 128 + stop.signum
-    except DaemonError as exc:
-        return _fail(exc, as_json)
-    except Exception as exc:  # the closed vocabulary holds for bugs too: no traceback unless VERDICT_DEBUG=1
-        if os.environ.get("VERDICT_DEBUG"):
-            raise
-        return _fail(internal_error(exc), as_json)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     print(json.dumps(summary.to_json()) if args.json else render_text(summary))
     return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,5 +3,5 @@ entry point, so the product never names this package)."""
 
 from verdict_daemon.cli import Command
 
-COMMAND = Command("verdict_demo.__main__", "run Verdict end to end on this machine, offline (collector, daemon, "
-                  "an instrumented app, a fake LLM); `verdict demo --help` for its options", passthrough=True)
+COMMAND = Command("verdict_demo.cli", "run Verdict end to end on this machine, offline (collector, daemon, an "
+                  "instrumented app, a fake LLM)")

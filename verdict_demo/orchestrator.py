@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from verdict import environment
 from verdict.pidlock import HeldElsewhere, PidFileLock
 from verdict_daemon.drift_runs import DriftRunReport
 from verdict_daemon.errors import DaemonError
@@ -355,7 +355,7 @@ class DemoRun:
         except DaemonError as exc:
             return None, f"the report could not be written [{exc.code}]: {exc.message}"
         except Exception as exc:  # another component's bug must not hide the demo's result
-            if os.environ.get("VERDICT_DEBUG"):
+            if environment.debug():
                 raise
             return None, f"the report could not be written: {type(exc).__name__} (VERDICT_DEBUG=1 for details)"
 

@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from verdict.pidlock import PidFileLock
+from verdict_daemon.cli import main as verdict
 from verdict_daemon.config import load_config
 from verdict_daemon.errors import DaemonError
-from verdict_demo import cli
 from verdict_demo.orchestrator import MARKER, daemon_config, prepare_data_dir
 from verdict_demo.scenario import Scenario
 
@@ -27,6 +27,17 @@ def test_help_documents_every_option():
         assert option in out.stdout
 
 
+def demo(argv: list[str]) -> int:
+    return verdict(["demo", *argv])
+
+
+def error_of(stderr: str) -> dict:
+    """The one error envelope (docs/cli.md), the last line of stderr."""
+    envelope = json.loads(stderr.strip().splitlines()[-1])
+    assert set(envelope) == {"error"}, envelope
+    return envelope["error"]
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--days", "2"], "argument --days: must be at least 3, got 2"),
     (["--per-day", "many"], "argument --per-day: 'many' is not an integer"),
@@ -34,17 +45,19 @@ def test_help_documents_every_option():
     (["--judge-model", "llama3"], "unknown model 'llama3'"),
 ])
 def test_bad_options_are_invalid_config_without_a_traceback(argv, message, capsys, tmp_path):
-    assert cli.main([*argv, "--data-dir", str(tmp_path / "d")]) == 2
+    assert demo([*argv, "--data-dir", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("verdict demo: error [invalid_config]: ") and message in err and "Traceback" not in err
+    assert error_of(err)["code"] == "invalid_config" and message in err and "Traceback" not in err
     assert not (tmp_path / "d").exists()  # refused before anything was created
 
 
 def test_a_real_llm_judge_without_its_key_is_refused_before_anything_starts(capsys, tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("VERDICT_JUDGE_MODEL", "openai/gpt-4o-mini")
-    assert cli.main(["--data-dir", str(tmp_path / "d"), "--json"]) == 2
-    error = json.loads(capsys.readouterr().out)["error"]
+    assert demo(["--data-dir", str(tmp_path / "d"), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # issue 18: the error is the envelope on stderr, with or without --json
+    error = error_of(captured.err)
     assert error["code"] == "invalid_config" and "OPENAI_API_KEY" in error["message"]
     assert error["message"].startswith("judge model 'openai/gpt-4o-mini' (--judge-model or VERDICT_JUDGE_MODEL)")
     assert not (tmp_path / "d").exists()
@@ -54,9 +67,10 @@ def test_a_foreign_data_dir_is_never_deleted(tmp_path, capsys):
     precious = tmp_path / "mine"
     precious.mkdir()
     (precious / "notes.txt").write_text("keep me")
-    assert cli.main(["--data-dir", str(precious)]) == 2
+    assert demo(["--data-dir", str(precious)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("verdict demo: error [invalid_config]: --data-dir: ")  # refused before the banner
+    assert err.count("\n") == 1 and error_of(err)["code"] == "invalid_config"  # refused before the banner
+    assert error_of(err)["message"].startswith("--data-dir: ")
     assert "is not empty and was not created by the demo" in err
     assert (precious / "notes.txt").read_text() == "keep me"
     (tmp_path / "file").write_text("x")
@@ -66,10 +80,9 @@ def test_a_foreign_data_dir_is_never_deleted(tmp_path, capsys):
 
 def test_a_data_dir_that_cannot_be_created_is_a_storage_error(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
-    assert cli.main(["--data-dir", str(tmp_path / "file" / "demo")]) == 2
-    last = capsys.readouterr().err.splitlines()[-1]
-    assert last == f"verdict demo: error [storage_error]: --data-dir: cannot create {tmp_path / 'file' / 'demo'}: " \
-                   "Not a directory"
+    assert demo(["--data-dir", str(tmp_path / "file" / "demo")]) == 2
+    assert error_of(capsys.readouterr().err) == {
+        "code": "storage_error", "message": f"--data-dir: cannot create {tmp_path / 'file' / 'demo'}: Not a directory"}
 
 
 def test_a_demo_dir_in_use_by_a_running_component_is_refused_untouched(tmp_path, capsys):
@@ -78,9 +91,9 @@ def test_a_demo_dir_in_use_by_a_running_component_is_refused_untouched(tmp_path,
     lock = PidFileLock(data / "daemon.lock")  # what a running verdict-daemon holds (an flock)
     lock.acquire()
     try:
-        assert cli.main(["--data-dir", str(data)]) == 2
+        assert demo(["--data-dir", str(data)]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("verdict demo: error [already_running]: ")
+        assert error_of(err)["code"] == "already_running"
         assert f"in use by a running verdict-daemon (pid {os.getpid()})" in err
         assert (data / "state.duckdb").read_text() == "a running demo's state"
     finally:

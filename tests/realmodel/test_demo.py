@@ -5,10 +5,12 @@ reason, classified as a configuration error, not an outage) and a hint: not hang
 
 from __future__ import annotations
 
+import json
 import re
 
 from tests.daemon.cli import REPO
-from verdict_demo import cli, orchestrator
+from verdict_daemon.cli import main as verdict
+from verdict_demo import orchestrator
 from verdict_demo.scenario import MIN_DAYS, MIN_PER_DAY
 
 STALL_SECONDS = 20.0  # the demo's watchdog (180 s by default), shortened to keep the tier short
@@ -24,13 +26,15 @@ def test_the_demo_stops_with_the_judges_error_and_a_hint_when_the_server_refuses
     monkeypatch.setenv("OPENAI_API_KEY", "not-needed")
     monkeypatch.setenv("VERDICT_JUDGE_MODEL", "tests.realmodel.models:refused_parameter_model")
 
-    code = cli.main(["--data-dir", str(tmp_path / "demo"), "--days", str(MIN_DAYS), "--per-day", str(MIN_PER_DAY)])
+    code = verdict(["demo", "--data-dir", str(tmp_path / "demo"), "--days", str(MIN_DAYS), "--per-day",
+                    str(MIN_PER_DAY)])
 
     stderr = capsys.readouterr().err
-    assert code == cli.EXIT_ERROR, stderr
-    (error,) = [line for line in stderr.splitlines() if line.startswith("verdict demo: error")]
-    assert error.startswith("verdict demo: error [component_failed]: verdict-daemon made no progress for "
-                            f"{STALL_SECONDS:g} s (usable judgments: 0 of "), error
+    assert code == 2, stderr
+    envelope = json.loads(stderr.strip().splitlines()[-1])["error"]  # the one error envelope (docs/cli.md)
+    assert envelope["code"] == "component_failed", envelope
+    error = envelope["message"]
+    assert error.startswith(f"verdict-daemon made no progress for {STALL_SECONDS:g} s (usable judgments: 0 of "), error
     last_error = re.search(r"the judge's last error: \[(\w+)\] (.*?)\. Hint: ", error)
     assert last_error, error
     assert last_error.group(1) == "model_config_error", error  # a refusal, not an outage
