@@ -1,11 +1,11 @@
-"""The daemon's errors: the closed vocabulary and envelope of every command (verdict.cli_errors), with the
-daemon's exception type. Every failure a command or a job log reports has a code from ERROR_CODES."""
+"""The daemon's errors: the closed vocabulary of every command (verdict.cli_errors), with the daemon's
+exception type. Every failure a command or a job log reports has a code from ERROR_CODES."""
 
 from __future__ import annotations
 
-from verdict.cli_errors import ERROR_CODES, CliError, error_json, internal_error, print_error
+from verdict.cli_errors import ERROR_CODES, CliError
 
-__all__ = ["ERROR_CODES", "DaemonError", "error_json", "internal_error", "print_error"]
+__all__ = ["ERROR_CODES", "DaemonError"]
 
 
 class DaemonError(CliError):
