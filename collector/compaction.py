@@ -1,5 +1,6 @@
 """Compaction: fold a partition's fresh segments into a *compacted* segment (`c-<ms>-<uuid>.parquet`).
 
+Spans and log records alike (a log record is identified by its record_id instead).
 Invariant: within a partition, compacted segments together hold each (trace_id, span_id) at
 most once. A run merges the fresh segments, keeps the first-received copy of each span and
 drops spans already present in the partition's compacted segments. Readers therefore only
@@ -23,6 +24,7 @@ import json
 import logging
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from collector import lake
@@ -113,7 +115,19 @@ def _steps(inputs: list[Path]) -> list[list[Path]]:
     return steps
 
 
-def compact_partition(data_dir: Path, part: Path, min_segments: int) -> bool:
+@dataclass(frozen=True)
+class _Table:
+    key: str  # what identifies a row: its copies (exporter retries) share it
+    order: str  # the time column compacted segments are sorted by; a copy has its original's value
+
+
+# Log records' `time` is the received time when a record carries neither time nor observed time, so
+# such a record's late copy can escape the pruned duplicate check; the `logs` view deduplicates every
+# record by record_id anyway, compacted or not.
+_TABLES = {"spans": _Table("trace_id, span_id", "start_time"), "logs": _Table("record_id", "time")}
+
+
+def compact_partition(data_dir: Path, part: Path, min_segments: int, table: str = "spans") -> bool:
     """Fold the partition's fresh segments into compacted ones if there are at least `min_segments`."""
     segments = lake.segments(part)
     inputs = [p for p in segments if not p.name.startswith(COMPACTED_PREFIX)]
@@ -121,12 +135,12 @@ def compact_partition(data_dir: Path, part: Path, min_segments: int) -> bool:
     if len(inputs) < max(min_segments, 1):
         return False
     for step in _steps(inputs):
-        compacted.append(_merge(data_dir, part, step, compacted))
+        compacted.append(_merge(data_dir, part, step, compacted, _TABLES[table]))
     return True
 
 
-def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path]) -> Path:
-    """One journaled step: `inputs` become one compacted segment without the spans `compacted` already hold."""
+def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path], table: _Table) -> Path:
+    """One journaled step: `inputs` become one compacted segment without the rows `compacted` already hold."""
     import duckdb
 
     lake.ensure_dir(journal_dir(data_dir))
@@ -141,21 +155,21 @@ def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path]
     try:
         fresh = f"read_parquet({_file_list(inputs)}, union_by_name=true, hive_partitioning=false)"
         already = ""
-        # A copy of a span has the span's start_time: only compacted row groups whose start_time
-        # range meets the step's are read (compacted segments are sorted by start_time), so a step
-        # costs what it merges, not the size of the day's partition.
-        lo, hi = con.execute(f"SELECT min(start_time)::VARCHAR, max(start_time)::VARCHAR FROM {fresh}").fetchone()
+        # A copy has its original's time: only compacted row groups whose time range meets the
+        # step's are read (compacted segments are sorted by it), so a step costs what it merges,
+        # not the size of the day's partition.
+        lo, hi = con.execute(f"SELECT min({table.order})::VARCHAR, max({table.order})::VARCHAR FROM {fresh}").fetchone()
         if compacted and lo is not None:
             already = (
-                f"ANTI JOIN (SELECT trace_id, span_id FROM read_parquet({_file_list(compacted)}, hive_partitioning=false) "
-                f"WHERE start_time BETWEEN TIMESTAMP_NS {_quote(lo)} AND TIMESTAMP_NS {_quote(hi)}) "
-                "USING (trace_id, span_id) "
+                f"ANTI JOIN (SELECT {table.key} FROM read_parquet({_file_list(compacted)}, hive_partitioning=false) "
+                f"WHERE {table.order} BETWEEN TIMESTAMP_NS {_quote(lo)} AND TIMESTAMP_NS {_quote(hi)}) "
+                f"USING ({table.key}) "
             )
         target = str(tmp).replace("'", "''")
         con.execute(
             f"COPY (SELECT * FROM {fresh} {already}"
-            "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1 "
-            f"ORDER BY start_time) TO {_quote(target)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)"
+            f"QUALIFY row_number() OVER (PARTITION BY {table.key} ORDER BY received_at) = 1 "
+            f"ORDER BY {table.order}) TO {_quote(target)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)"
         )
     except BaseException:
         tmp.unlink(missing_ok=True)  # the journal is rolled back by the next recover()
@@ -178,4 +192,5 @@ def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path]
 
 def compact_all(data_dir: Path, min_segments: int) -> int:
     recover(data_dir)
-    return sum(compact_partition(data_dir, d, min_segments) for _t, _d, d in lake.partitions(data_dir))
+    return sum(compact_partition(data_dir, d, min_segments, table)
+               for table in lake.TABLES for _t, _d, d in lake.partitions(data_dir, table))

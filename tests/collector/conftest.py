@@ -111,8 +111,9 @@ def read_spans(data_dir: Path, where: str = "true") -> list[dict]:
     return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
 
-def land_request(data_dir: Path, request, tenant: str = "__verdict_local__") -> set[tuple[str, str]]:
-    """Write a request's spans as segments exactly as the collector's writer does; returns their ids."""
+def land_request(data_dir: Path, request, tenant: str = "__verdict_local__", signal: str = "traces") -> set[tuple]:
+    """Write a request's spans (or log records) as segments exactly as the collector's writer does; returns
+    their ids: (trace_id, span_id) per span, (record_id,) per log record."""
     import pyarrow as pa
 
     from collector import lake
@@ -121,10 +122,11 @@ def land_request(data_dir: Path, request, tenant: str = "__verdict_local__") -> 
 
     init_worker(DecodeSettings(1 << 24, 1 << 16, "off", False))
     ids = set()
-    for part in decode_export(request.SerializeToString(), None, None, tenant, False).partitions:
-        batch = record_batch(part.columns)
-        lake.write_segment(data_dir, part.tenant, part.date, pa.Table.from_batches([batch]))
-        ids.update(zip(batch.column("trace_id").to_pylist(), batch.column("span_id").to_pylist(), strict=True))
+    key = ("trace_id", "span_id") if signal == "traces" else ("record_id",)
+    for part in decode_export(request.SerializeToString(), None, None, tenant, False, signal).partitions:
+        batch = record_batch(part.columns, part.table)
+        lake.write_segment(data_dir, part.tenant, part.date, pa.Table.from_batches([batch]), table_name=part.table)
+        ids.update(zip(*(batch.column(name).to_pylist() for name in key), strict=True))
     return ids
 
 

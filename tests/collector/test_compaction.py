@@ -78,6 +78,28 @@ def test_large_partitions_compact_in_bounded_steps_each_span_once(lake_with_dupl
     assert len(rows) == len(set(rows)) and set(rows) == expected
 
 
+def test_log_segments_are_compacted_each_record_once(tmp_path, monkeypatch):
+    from collector.loadgen import log_events_request
+
+    data_dir = tmp_path / "data"
+    lake.prepare(data_dir)
+    rng = random.Random(8)
+    requests = [log_events_request(rng, 3, time.time_ns()) for _ in range(6)]
+    expected = set().union(*(land_request(data_dir, r, signal="logs") for r in requests))
+    for request in requests[:4]:  # exporter retries: the same records again, in new segments
+        land_request(data_dir, request, signal="logs")
+    monkeypatch.setattr(compaction, "STEP_MAX_SEGMENTS", 4)  # copies meet their originals in later steps
+    assert compaction.compact_all(data_dir, min_segments=2) == 1
+    (part,) = [d for _, _, d in lake.partitions(data_dir, "logs")]
+    assert all(p.name.startswith(compaction.COMPACTED_PREFIX) for p in lake.segments(part))
+    import duckdb
+
+    stored = duckdb.execute(f"SELECT record_id FROM read_parquet('{part}/*.parquet')").fetchall()
+    assert len(stored) == len(set(stored)) and set(stored) == expected
+    _, view_rows = execute(data_dir, TENANT, "SELECT record_id FROM logs")
+    assert sorted(view_rows) == sorted(expected)
+
+
 @pytest.mark.parametrize("step", ["journal-written", "merged", "renamed", "inputs-deleted"])
 def test_crash_at_any_step_loses_nothing_and_shows_no_duplicate(lake_with_duplicates, step):
     data_dir, expected = lake_with_duplicates
