@@ -32,6 +32,10 @@ browser:
 	  echo "installing Debian chromium for the report's browser test"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || { echo "could not install chromium (needs root and apt); install the 'chromium' package" >&2; exit 1; }
+	@command -v chromedriver >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium-driver for verdict ui's Selenium test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-driver >/dev/null; } \
+	  || { echo "could not install chromium-driver (needs root and apt); install the 'chromium-driver' package" >&2; exit 1; }
 
 # Spark (tests/engines) runs on a Java runtime: Debian's headless JRE when none is installed.
 java:

@@ -127,6 +127,7 @@ def render_text(summary) -> str:
         f"  logs      {Path(summary.data_dir) / 'logs'}",
         f"  explore   {verdict_cmd} sql \"SELECT intent_key, dimension, value, count(*) FROM judgments GROUP BY ALL "
         f"ORDER BY ALL\" --data-dir {summary.data_dir}",
+        f"  browse    {verdict_cmd} ui --data-dir {summary.data_dir} --tenant {summary.tenant_id}",
         f"  took      {summary.elapsed_seconds:.0f} s",
     ]
     return "\n".join(lines)

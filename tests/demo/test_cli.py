@@ -124,3 +124,14 @@ def test_the_generated_daemon_config_is_valid_and_compressed(tmp_path):
     assert config.drift.baseline_days == 3 and config.drift.gap_hours == 24 and config.drift.min_usable == 15
     assert config.sampling.seed == 4 and config.sampling.per_cluster_per_window >= scenario.per_day
     assert config.evaluators[0].model == "offline/heuristic-judge"
+
+
+def test_the_summary_ends_with_the_verdict_ui_command_for_its_data_dir(tmp_path):
+    from verdict_demo.cli import render_text
+    from verdict_demo.summary import DemoSummary, Injected
+
+    summary = DemoSummary(str(tmp_path), "__verdict_local__", "offline", True, 3, 10, 0,
+                          Injected("coding.v1", "truncation", 3, 0.5, 4), 30, 30, 30, 0, 1.0, None, None, None, 0, 0,
+                          (), 0, None, "no report", 1.0)
+    [line] = [x for x in render_text(summary).splitlines() if x.strip().startswith("browse")]
+    assert line.endswith(f"ui --data-dir {tmp_path} --tenant __verdict_local__")

@@ -234,12 +234,12 @@ def test_every_figure_is_the_tenants_own(lake, data):
 def test_the_mde_is_computed_at_the_runs_own_alpha(data):
     import dataclasses
 
-    from verdict_daemon.report.gather import _mde
+    from verdict_daemon.report.gather import mde
 
     quality = section(data, "quality")
     [row] = quality.signals
     signal = row.signal
-    strict = _mde(signal, dataclasses.replace(quality.run, alpha=0.01), ())
+    strict = mde(signal, dataclasses.replace(quality.run, alpha=0.01), ())
     h = NormalIndPower().solve_power(nobs1=signal.baseline_n, ratio=signal.current_n / signal.baseline_n,
                                      alpha=0.01, power=0.8)
     p1 = signal.baseline_level

@@ -41,7 +41,7 @@ from verdict_daemon.state import STATE_FILE
 
 UNASSIGNED = "(not assigned yet)"  # judged before the assign step gave the trace a cluster
 _A = views.STATE_ALIAS
-_SIGNAL_COLUMNS = tuple(f.name for f in dataclasses.fields(Signal))  # drift_signals has them all
+SIGNAL_COLUMNS = tuple(f.name for f in dataclasses.fields(Signal))  # drift_signals has them all
 
 # Per-tenant extracts of state tables `add_state_views` does not expose; only aggregates and ids.
 _EXTRACTS = (
@@ -75,9 +75,10 @@ _EXTRACTS = (
 )
 
 # The latest closing decision and the latest early look of each fingerprint (drift_runs.plan).
+RUN_COLUMNS = ("run_id, as_of, baseline_start, baseline_end, current_start, alpha, effect_gate, min_usable, "
+               f"judgments, cells, tested, signals, {IS_CLOSING} AS closing")  # a DriftWindows
 _LATEST_RUNS = f"""
-    SELECT fingerprint, run_id, as_of, baseline_start, baseline_end, current_start, alpha, effect_gate, min_usable,
-           judgments, cells, tested, signals, {IS_CLOSING} AS closing
+    SELECT fingerprint, {RUN_COLUMNS}
     FROM drift_runs QUALIFY row_number() OVER (PARTITION BY fingerprint, closing ORDER BY as_of DESC, completed_at DESC) = 1"""
 
 # Binary verdict rows only (scores have no pass rate); UNCLEAR/ERROR are excluded from the denominator.
@@ -200,7 +201,7 @@ def _sections(con) -> tuple[EvaluatorSection, ...]:
         SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM judgments GROUP BY fingerprint
         UNION ALL SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM drift_runs
         WHERE fingerprint NOT IN (SELECT fingerprint FROM judgments) GROUP BY fingerprint""").fetchall())
-    series = _series(con)
+    series = daily_series(con)
     scored = _score_dimensions(con)
     out = []
     for fp, name in sorted(names.items(), key=lambda kv: (kv[1], kv[0])):
@@ -239,7 +240,7 @@ def _score_dimensions(con) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def _series(con) -> dict[str, tuple[RateSeries, ...]]:
+def daily_series(con) -> dict[str, tuple[RateSeries, ...]]:
     import numpy as np
 
     from verdict.stats.proportions import wilson_bounds
@@ -280,19 +281,19 @@ def _heatmap(con, fp: str, run: DriftWindows | None, signals: tuple[SignalRow, .
 
 def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...]) -> tuple[SignalRow, ...]:
     rows = con.execute(f"""
-        SELECT {", ".join(_SIGNAL_COLUMNS)} FROM drift_signals WHERE run_id = ? AND fingerprint = ?
+        SELECT {", ".join(SIGNAL_COLUMNS)} FROM drift_signals WHERE run_id = ? AND fingerprint = ?
         ORDER BY kind, adjusted_p NULLS LAST, cluster, dimension""", [run.run_id, fp]).fetchall()
     out = []
     for *row, ids in rows:
         signal = Signal(*row, tuple(json.loads(ids)))
         traces = con.execute(_EXAMPLES, {"ids": list(signal.examples), "fp": fp, "dim": signal.dimension}
                              ).fetchall() if signal.examples else []
-        out.append(SignalRow(signal, _mde(signal, run, score_dimensions), signal.dimension in score_dimensions,
+        out.append(SignalRow(signal, mde(signal, run, score_dimensions), signal.dimension in score_dimensions,
                              tuple(ExampleTrace(*x) for x in traces)))
     return tuple(out)
 
 
-def _mde(signal: Signal, run: DriftWindows, score_dimensions: tuple[str, ...]) -> float | None:
+def mde(signal: Signal, run: DriftWindows, score_dimensions: tuple[str, ...]) -> float | None:
     """Minimum detectable effect at the run's alpha and the detector's default power (0.8), recomputed with
     verdict.stats.power from the stored sizes as DriftDetector does: a drop in pass rate for PASS/FAIL
     dimensions, |Cliff's delta| for scores; none for coverage drops (their n counts every outcome)."""

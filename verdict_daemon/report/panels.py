@@ -93,23 +93,33 @@ def _probe_row(run) -> tuple[str, ...]:
             str(len(run.warnings)))
 
 
-def review_queue(data_dir: Path, tenant: str, lock_timeout: float) -> ReviewQueue:
-    """The queue's counts (`queue_summary`), then the newest pending and labelled items with their redacted
-    conversation, the judge's verdicts and the labels in force (`list_items`, `get_item`; none of these ever
-    creates a state file). Clusters are filled in by gather, which reads the tenant's judgments."""
-    from verdict_daemon.review import get_item, list_items, queue_summary
-    from verdict_daemon.state import StateStore
+def review_counts(store, tenant: str) -> Panel:
+    """The queue's figures (`queue_summary`) as a panel, or why the queue is empty."""
+    from verdict_daemon.review import queue_summary
 
-    store = StateStore(data_dir, lock_timeout=lock_timeout)
     summary = queue_summary(store, tenant)
     if not summary["items"]:
-        return ReviewQueue(Panel((), (), "The review queue is empty: the daemon routes UNCLEAR verdicts, ensemble "
-                                         "disagreements, inconsistent pairwise results and a small random audit sample "
-                                         "here after judging; reviewers label them with `verdict review label`."))
+        return Panel((), (), "The review queue is empty: the daemon routes UNCLEAR verdicts, ensemble "
+                             "disagreements, inconsistent pairwise results and a small random audit sample "
+                             "here after judging; reviewers label them with `verdict review label`.")
     rows = [("Items", summary["items"]), ("Pending (no label yet)", summary["pending"]),
             ("Labelled", summary["labelled"]), ("Label records", summary["label_records"]),
             ("Reviewers", summary["reviewers"])]
     rows += [(f"Routed because: {reason.replace('_', ' ')}", n) for reason, n in summary["by_reason"].items()]
+    return Panel(tuple((label, f"{n:,}") for label, n in rows), ("Measure", "Count"), None)
+
+
+def review_queue(data_dir: Path, tenant: str, lock_timeout: float) -> ReviewQueue:
+    """The queue's counts (`review_counts`), then the newest pending and labelled items with their redacted
+    conversation, the judge's verdicts and the labels in force (`list_items`, `get_item`; none of these ever
+    creates a state file). Clusters are filled in by gather, which reads the tenant's judgments."""
+    from verdict_daemon.review import get_item, list_items
+    from verdict_daemon.state import StateStore
+
+    store = StateStore(data_dir, lock_timeout=lock_timeout)
+    counts = review_counts(store, tenant)
+    if counts.empty_reason is not None:
+        return ReviewQueue(counts)
 
     def newest(status: str, shown: int) -> ReviewList:
         page = list_items(store, tenant, status=status, limit=shown)
@@ -118,5 +128,4 @@ def review_queue(data_dir: Path, tenant: str, lock_timeout: float) -> ReviewQueu
             ReviewItem(d.item, None, d.query, d.response, d.context, d.judgments, tuple(d.latest.values()))
             for d in details))
 
-    return ReviewQueue(Panel(tuple((label, f"{n:,}") for label, n in rows), ("Measure", "Count"), None),
-                       newest("pending", PENDING_SHOWN), newest("labelled", LABELLED_SHOWN))
+    return ReviewQueue(counts, newest("pending", PENDING_SHOWN), newest("labelled", LABELLED_SHOWN))

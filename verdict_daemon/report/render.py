@@ -6,7 +6,8 @@ goes through `safe` (redacted and escaped); numbers are formatted here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 
@@ -34,7 +35,17 @@ SECTIONS = (("signals", "Drift signals"), ("heatmap", "Latest pass rate by clust
             ("review", "Human review queue"), ("spend", "Judge cost and tokens"))
 
 
-def _css() -> str:
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where a live page (verdict ui) links a signal and an example trace; the static report has none."""
+
+    signal: Callable[[str], str]  # signal id -> URL of its drill-down
+    trace: Callable[[str], str]  # trace id -> URL of its detail
+
+
+def stylesheet() -> str:
     return resources.files("verdict_daemon.report").joinpath("assets/report.css").read_text(encoding="utf-8")
 
 
@@ -42,15 +53,15 @@ def _num(value: float | None, fmt: str = ".3g") -> str:
     return "—" if value is None else format(value, fmt)
 
 
-def _when(at: datetime | None) -> str:
+def when(at: datetime | None) -> str:
     return "—" if at is None else f"{at:%Y-%m-%d %H:%M} UTC"
 
 
-def _empty(text: str) -> str:
+def empty(text: str) -> str:
     return f'<p class="empty" role="note">{text}</p>'
 
 
-def _table(label: str, headers: Iterable[str], rows: Iterable[str], css_class: str = "") -> str:
+def table(label: str, headers: Iterable[str], rows: Iterable[str], css_class: str = "") -> str:
     """A captioned table in a horizontally scrolling wrapper (phones); `rows` are ready <tr> strings."""
     head = "".join(f'<th scope="col">{h}</th>' for h in headers)
     return (f'<div class="table-wrap" role="region" aria-label="{label}" tabindex="0"><table class="{css_class}">'
@@ -62,33 +73,38 @@ def _evaluator_heading(e: EvaluatorSection, level: int = 3) -> str:
             f'<span class="muted">fingerprint {safe(e.fingerprint[:12])}</span></h{level}>')
 
 
-def _section(key: str, title: str, body: str) -> str:
+def section(key: str, title: str, body: str) -> str:
     return f'<section id="{key}" aria-labelledby="{key}-h"><h2 id="{key}-h">{title}</h2>{body}</section>'
 
 
-def render(data: ReportData) -> str:
-    panels = {
-        "signals": _signals(data), "heatmap": _heatmaps(data), "pass-rates": _pass_rates(data),
+def panels(data: ReportData, links: Links | None = None) -> dict[str, str]:
+    """Each section's HTML by key (SECTIONS); with `links`, signals and examples link to live pages."""
+    return {
+        "signals": _signals(data, links), "heatmap": _heatmaps(data), "pass-rates": _pass_rates(data),
         "coverage": _coverage(data), "judge-health": _health(data), "review": _review(data),
         "spend": _spend(data),
     }
+
+
+def render(data: ReportData) -> str:
+    parts = panels(data)
     nav = "".join(f'<li><a href="#{key}">{title}</a></li>' for key, title in SECTIONS)
-    body = "".join(_section(key, title, panels[key]) for key, title in SECTIONS)
+    body = "".join(section(key, title, parts[key]) for key, title in SECTIONS)
     title = f"Verdict report — {safe(data.tenant)}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-            f"img-src data:\"><title>{title}</title><style>{_css()}</style></head><body>"
-            f'<header><h1>{title}</h1>{_summary(data)}<nav aria-label="Sections"><ul>{nav}</ul></nav></header>'
+            f"img-src data:\"><title>{title}</title><style>{stylesheet()}</style></head><body>"
+            f'<header><h1>{title}</h1>{summary(data)}<nav aria-label="Sections"><ul>{nav}</ul></nav></header>'
             f"<main>{body}</main><footer>{_footer()}</footer></body></html>")
 
 
-def _summary(data: ReportData) -> str:
+def summary(data: ReportData) -> str:
     runs = [e.run for e in data.evaluators if e.run is not None]
     closing = [r.as_of for r in runs if r.closing]
-    items = (("Generated", _when(data.generated_at)), ("Sampled traces", f"{data.sampled_traces:,}"),
+    items = (("Generated", when(data.generated_at)), ("Sampled traces", f"{data.sampled_traces:,}"),
              ("Evaluators", str(len(data.evaluators))), ("Signals (latest decisions)", str(data.signal_count)),
-             ("Latest closing decision", _when(max(closing)) if closing else
+             ("Latest closing decision", when(max(closing)) if closing else
               "none yet" if runs else "no drift run yet"))
     return '<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in items) + "</dl>"
 
@@ -105,40 +121,40 @@ def _footer() -> str:
 
 
 def _no_judgments() -> str:
-    return _empty("Nothing has been judged for this tenant yet: the daemon (or <code>verdict pipeline</code>) "
+    return empty("Nothing has been judged for this tenant yet: the daemon (or <code>verdict pipeline</code>) "
                   "samples and judges traces from the span lake; this panel fills in once judgments exist.")
 
 
 # --- drift signals ----------------------------------------------------------------------------
-def _signals(data: ReportData) -> str:
+def _signals(data: ReportData, links: Links | None) -> str:
     if not any(e.run for e in data.evaluators):
-        return _empty("No drift run yet: drift runs need judged traces in both the baseline and the current "
+        return empty("No drift run yet: drift runs need judged traces in both the baseline and the current "
                       "window (by default 7 days, a 1-day gap and 1 day). Run <code>verdict pipeline</code> or "
                       "the daemon's drift job; signals appear here after the first completed run.")
-    return "".join(_run_signals(e) for e in data.evaluators if e.run)
+    return "".join(_run_signals(e, links) for e in data.evaluators if e.run)
 
 
-def _run_signals(e: EvaluatorSection) -> str:
-    out = _evaluator_heading(e) + _run_block(e, e.run, e.signals)
-    return out + (_run_block(e, e.look, e.look_signals) if e.look else "")
+def _run_signals(e: EvaluatorSection, links: Links | None) -> str:
+    out = _evaluator_heading(e) + _run_block(e, e.run, e.signals, links)
+    return out + (_run_block(e, e.look, e.look_signals, links) if e.look else "")
 
 
-def _run_block(e: EvaluatorSection, r: DriftWindows, signals: tuple[SignalRow, ...]) -> str:
-    what = (f"Closing decision for the period {_when(r.current_start)} to {_when(r.as_of)}" if r.closing else
-            f"Early look as of {_when(r.as_of)}, inside the open period" + ("" if e.look else " (no period closed yet)"))
+def _run_block(e: EvaluatorSection, r: DriftWindows, signals: tuple[SignalRow, ...], links: Links | None) -> str:
+    what = (f"Closing decision for the period {when(r.current_start)} to {when(r.as_of)}" if r.closing else
+            f"Early look as of {when(r.as_of)}, inside the open period" + ("" if e.look else " (no period closed yet)"))
     meta = (f'<p class="run"><strong>{what}</strong> (run <code>{safe(r.run_id[:12])}</code>): baseline '
-            f"{_when(r.baseline_start)} to {_when(r.baseline_end)}, current {_when(r.current_start)} to {_when(r.as_of)}; "
+            f"{when(r.baseline_start)} to {when(r.baseline_end)}, current {when(r.current_start)} to {when(r.as_of)}; "
             f"{r.judgments:,} judgments, {r.tested} of {r.cells} cells tested (alpha {r.alpha:g}, effect gate "
             f"{r.effect_gate:g}, at least {r.min_usable} usable per window).</p>")
     if not signals:
-        return meta + _empty(
+        return meta + empty(
             f"No signals in this run: none of the {r.tested} tested cells changed significantly with an effect above "
             "the gate. Cells with too few judgments are not tested; see the minimum detectable effect in the docs.")
     headers = ("Cluster", "Dimension", "Kind", "Baseline → current (n)", "Cliff's δ [95 % CI]", "p", "Adjusted p",
                "MDE", "Examples")
     kind = "closing decision" if r.closing else "early look"
-    return meta + _table(f"Signals of evaluator {safe(e.name)}, {kind}", headers,
-                         (_signal_row(s) for s in signals), "signals")
+    return meta + table(f"Signals of evaluator {safe(e.name)}, {kind}", headers,
+                         (_signal_row(s, links) for s in signals), "signals")
 
 
 def _level(row: SignalRow, value: float | None) -> str:
@@ -146,24 +162,30 @@ def _level(row: SignalRow, value: float | None) -> str:
     return _num(value) if row.scored and row.signal.kind != "coverage_drop" else pct(value)
 
 
-def _signal_row(row: SignalRow) -> str:
+def _signal_row(row: SignalRow, links: Links | None) -> str:
     s = row.signal
     delta = "—" if s.delta is None else f"{s.delta:+.3f}"
     if s.delta_low is not None and s.delta_high is not None:
         delta += f" [{s.delta_low:+.3f}, {s.delta_high:+.3f}]"
     elif s.kind == "coverage_drop":
         delta = f"{delta} (rise in UNCLEAR+ERROR share)"
-    examples = "".join(_example(x) for x in row.examples) or '<span class="muted">none stored</span>'
-    cells = (safe(s.cluster), safe(s.dimension), f'<span class="kind kind-{safe(s.kind)}">{KIND_LABELS.get(s.kind, safe(s.kind))}</span>',
+    examples = "".join(_example(x, links) for x in row.examples) or '<span class="muted">none stored</span>'
+    cluster = safe(s.cluster)
+    if links is not None:
+        cluster = f'<a class="signal-link" href="{safe(links.signal(s.signal_id))}">{cluster}</a>'
+    cells = (cluster, safe(s.dimension), f'<span class="kind kind-{safe(s.kind)}">{KIND_LABELS.get(s.kind, safe(s.kind))}</span>',
              f"{_level(row, s.baseline_level)} ({s.baseline_n}) → {_level(row, s.current_level)} ({s.current_n})",
              delta, _num(s.p_value), _num(s.adjusted_p), "n/a" if row.mde is None else f"{row.mde:.3f}", examples)
     return f'<tr class="signal-row">{"".join(f"<td>{c}</td>" for c in cells)}</tr>'
 
 
-def _example(x: ExampleTrace) -> str:
+def _example(x: ExampleTrace, links: Links | None) -> str:
     verdict = safe(x.value or "—") + (f" ({safe(x.error_code)})" if x.error_code else "")
+    trace = f"<code>{safe(x.trace_id)}</code>"
+    if links is not None:
+        trace = f'<a class="trace-link" href="{safe(links.trace(x.trace_id))}">{trace}</a>'
     return (f'<details class="example"><summary>trace <code>{safe(x.trace_id[:12])}…</code></summary><dl>'
-            f"<dt>Trace id</dt><dd><code>{safe(x.trace_id)}</code></dd><dt>Started</dt><dd>{_when(x.started_at)}</dd>"
+            f"<dt>Trace id</dt><dd>{trace}</dd><dt>Started</dt><dd>{when(x.started_at)}</dd>"
             f"{_conversation(x.query, x.response)}<dt>Judge verdict</dt><dd>{verdict}</dd>"
             f'<dt>Judge rationale</dt><dd><pre>{safe(x.reason or "(none)")}</pre></dd></dl></details>')
 
@@ -193,9 +215,9 @@ def _heatmap(e: EvaluatorSection) -> str:
     period = "the latest run's current window" if e.run else "the last day with verdicts"
     rows = (f'<tr><th scope="row">{safe(cluster)}</th>'
             + "".join(_heat_cell(cells.get((cluster, d))) for d in dimensions) + "</tr>" for cluster in clusters)
-    return (_evaluator_heading(e) + f'<p class="run">Pass rate over {period}, {_when(lo)} to {_when(hi)} '
+    return (_evaluator_heading(e) + f'<p class="run">Pass rate over {period}, {when(lo)} to {when(hi)} '
             "(n = PASS+FAIL verdicts).</p>"
-            + _table(f"Latest pass rate, clusters × dimensions, evaluator {safe(e.name)}",
+            + table(f"Latest pass rate, clusters × dimensions, evaluator {safe(e.name)}",
                      ("Cluster", *(safe(d) for d in dimensions)), rows, "heatmap"))
 
 
@@ -238,7 +260,7 @@ def _evaluator_charts(index: int, e: EvaluatorSection) -> str:
 
 # --- coverage -----------------------------------------------------------------------------------
 def _coverage(data: ReportData) -> str:
-    parts = [_coverage_table(e) for e in data.evaluators if e.coverage]
+    parts = [_coveragetable(e) for e in data.evaluators if e.coverage]
     if not parts:
         return _no_judgments()
     return ('<p class="legend">Latest attempt per sampled trace. ERROR: the judge gave no usable reply for the trace '
@@ -247,13 +269,13 @@ def _coverage(data: ReportData) -> str:
             "excluded from pass rates.</p>" + "".join(parts))
 
 
-def _coverage_table(e: EvaluatorSection) -> str:
+def _coveragetable(e: EvaluatorSection) -> str:
     headers = ("Cluster", "Sampled", "Judged", "Pending", "ERROR traces", "No content", "Verdicts", "UNCLEAR", "Usable")
     total = CoverageRow("all clusters", *(sum(getattr(r, f) for r in e.coverage)
                                           for f in ("sampled", "judged", "error_traces", "verdicts", "unclear", "usable",
                                                     "no_content")))
     rows = [_coverage_row(r) for r in e.coverage] + [_coverage_row(total, total=True)]
-    return _evaluator_heading(e) + _table(f"Coverage of evaluator {safe(e.name)}", headers, rows, "coverage")
+    return _evaluator_heading(e) + table(f"Coverage of evaluator {safe(e.name)}", headers, rows, "coverage")
 
 
 def _coverage_row(r: CoverageRow, total: bool = False) -> str:
@@ -273,21 +295,21 @@ def _health(data: ReportData) -> str:
                 f"<td>{safe(s.reason)}</td><td>{pct(s.pass_rate)} [{pct(s.pass_rate_low)}, {pct(s.pass_rate_high)}]</td>"
                 f"<td>{s.usable} / {s.examples} ({s.errors} err., min. {s.minimum_examples})</td>"
                 f"<td>{pct(s.threshold)}</td><td>{safe(s.sentinel_file)}</td>"
-                f"<td>{_when(s.checked_at)} ({s.checks} on record)</td></tr>" for s in data.sentinel)
-        sentinel = _table("Judge sentinel health (latest check per evaluator)", headers, rows, "sentinel")
+                f"<td>{when(s.checked_at)} ({s.checks} on record)</td></tr>" for s in data.sentinel)
+        sentinel = table("Judge sentinel health (latest check per evaluator)", headers, rows, "sentinel")
     else:
-        sentinel = _empty("No sentinel health check on record: give the daemon a <code>[sentinel] file</code> of "
+        sentinel = empty("No sentinel health check on record: give the daemon a <code>[sentinel] file</code> of "
                           "human-labelled examples (or <code>verdict pipeline --judge-sentinel-file</code>) to check "
                           "each judge before it judges traffic.")
-    return f"<h3>Sentinel checks</h3>{sentinel}<h3>Behaviour probes</h3>{_panel(data.probes, 'Probe results')}"
+    return f"<h3>Sentinel checks</h3>{sentinel}<h3>Behaviour probes</h3>{panel(data.probes, 'Probe results')}"
 
 
-def _panel(panel: Panel, label: str, css_class: str = "panel") -> str:
+def panel(panel: Panel, label: str, css_class: str = "panel") -> str:
     if panel.empty_reason is not None:
-        return _empty(safe(panel.empty_reason))
+        return empty(safe(panel.empty_reason))
     rows = ("<tr>" + "".join(f"<td>{safe(v)}</td>" for v in row) + "</tr>" for row in panel.rows)
     note = f'<p class="muted">{safe(panel.note)}</p>' if panel.note else ""
-    return _table(label, (safe(c) for c in panel.columns), rows, css_class) + note
+    return table(label, (safe(c) for c in panel.columns), rows, css_class) + note
 
 
 REASON_LABELS = {"unclear": "unclear", "ensemble_disagreement": "ensemble disagreement",
@@ -297,19 +319,19 @@ REASON_LABELS = {"unclear": "unclear", "ensemble_disagreement": "ensemble disagr
 def _review(data: ReportData) -> str:
     queue = data.review
     if queue.counts.empty_reason is not None:
-        return _empty(safe(queue.counts.empty_reason))
+        return empty(safe(queue.counts.empty_reason))
     how = ('<p class="legend">Label an item (one <code>--label</code> per dimension; a relabel is a new record and '
            f'the latest wins): <code>verdict review label ITEM --data-dir DATA_DIR --tenant {safe(data.tenant)} '
            '--label DIMENSION=PASS --critique "one line" --reviewer NAME</code>. '
            "<code>verdict review list</code> and <code>show</code> page through the whole queue.</p>")
-    return (_panel(queue.counts, "Review queue", "panel compact") + how
+    return (panel(queue.counts, "Review queue", "panel compact") + how
             + "<h3>Pending items</h3>" + _review_list(queue.pending, "pending", data.tenant)
             + "<h3>Labelled items</h3>" + _review_list(queue.labelled, "labelled", data.tenant))
 
 
 def _review_list(items: ReviewList, status: str, tenant: str) -> str:
     if not items.items:
-        return _empty("No pending item: every queued item has a label." if status == "pending" else
+        return empty("No pending item: every queued item has a label." if status == "pending" else
                       "No item labelled yet: labels recorded with <code>verdict review label</code> appear here, "
                       "the latest per dimension, with the reviewer and the critique.")
     if items.truncated:
@@ -346,11 +368,11 @@ def _judge_value(j: DimensionJudgment | None) -> str:
 def _review_item(item: ReviewItem, tenant: str) -> str:
     s = item.summary
     head = (f'<p class="review-head">{_reasons(item)} · evaluator <code>{safe(s.evaluator or s.fingerprint[:12])}</code>'
-            f" · cluster <code>{safe(item.cluster)}</code> · queued {_when(datetime.fromisoformat(s.queued_at))}</p>")
+            f" · cluster <code>{safe(item.cluster)}</code> · queued {when(datetime.fromisoformat(s.queued_at))}</p>")
     judged = {j.dimension: j for j in item.judgments}
     labels = "".join(
         f"<li><strong>{safe(r.dimension)}</strong>: {safe(r.label)} by <code>{safe(r.reviewer)}</code> "
-        f"({_when(datetime.fromisoformat(r.labelled_at))}, revision {r.revision}; judge: "
+        f"({when(datetime.fromisoformat(r.labelled_at))}, revision {r.revision}; judge: "
         f"{_judge_value(judged.get(r.dimension))}) — “{safe(r.critique)}”</li>"
         for r in item.latest)
     verdicts = "".join(
@@ -366,7 +388,7 @@ def _review_item(item: ReviewItem, tenant: str) -> str:
             + f'<details class="example review"><summary>Conversation and the judge\'s rationale (item '
             f"<code>{safe(s.item_id[:12])}…</code>)</summary><dl>"
             f"<dt>Item id</dt><dd><code>{safe(s.item_id)}</code></dd><dt>Trace id</dt><dd><code>{safe(s.trace_id)}</code>"
-            f"</dd><dt>Started</dt><dd>{_when(datetime.fromisoformat(s.started_at))}</dd>"
+            f"</dd><dt>Started</dt><dd>{when(datetime.fromisoformat(s.started_at))}</dd>"
             f"{_conversation(item.query, item.response)}{context}</dl>"
             f'<p class="verdicts-h">Judge verdicts and rationale per dimension</p><dl>{verdicts}</dl>'
             + (f"<dl>{command}</dl>" if command else "") + "</details></li>")
@@ -375,7 +397,7 @@ def _review_item(item: ReviewItem, tenant: str) -> str:
 # --- spend ---------------------------------------------------------------------------------------
 def _spend(data: ReportData) -> str:
     if not data.spend:
-        return _empty("No judge calls on record yet: tokens and cost appear once the daemon has judged traces.")
+        return empty("No judge calls on record yet: tokens and cost appear once the daemon has judged traces.")
     headers = ("Evaluator", "Attempts", "Errors", "Input tokens", "Output tokens", "Cost (USD)")
     rows = [f"<tr><td>{safe(s.evaluator)} <span class=\"muted\">{safe(s.fingerprint[:12])}</span></td>"
             f"<td>{s.attempts:,}</td><td>{s.errors:,}</td><td>{s.input_tokens:,}</td><td>{s.output_tokens:,}</td>"
@@ -384,4 +406,4 @@ def _spend(data: ReportData) -> str:
             "reported; a model without a price (local or scripted) reports $0.</p>")
     chart = ('<figure class="chart-box wide">' + tokens_chart("tokens", data.spend_days)
              + '<figcaption>Tokens per day of judging (dark: input, light: output)</figcaption></figure>')
-    return _table("Judge spend per evaluator", headers, rows, "spend") + note + chart
+    return table("Judge spend per evaluator", headers, rows, "spend") + note + chart

@@ -1,0 +1,283 @@
+"""The Starlette app: routes, tenant resolution, CSRF, security headers and error pages.
+
+Each handler runs in Starlette's thread pool (sync endpoints): DuckDB work never blocks the event loop.
+A request's tenant comes from verdict_ui.access and every read goes through that tenant's snapshot or
+through verdict_daemon.review with that tenant, so another tenant's id is simply not found (404).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.probes_command import PROBES_DIR
+from verdict_daemon.report.gather import gather
+from verdict_daemon.report.model import ReviewQueue
+from verdict_daemon.report.panels import probe_panel, review_counts
+from verdict_daemon.report.render import stylesheet
+from verdict_daemon.review import get_item, list_items, record_labels
+from verdict_daemon.review.queue import STATUSES
+from verdict_daemon.state import StateStore
+from verdict_ui import labelling, pages, params
+from verdict_ui.access import (
+    REVIEWER,
+    REVIEWER_COOKIE,
+    SESSION_COOKIE,
+    TOKEN_COOKIE,
+    Access,
+    NotAuthenticated,
+    new_session,
+    reviewer_from,
+)
+from verdict_ui.params import BadRequest
+from verdict_ui.signals import signal_detail
+from verdict_ui.snapshot import Snapshots
+from verdict_ui.traces import TraceFilter, trace_detail, trace_page
+
+log = logging.getLogger("verdict.ui")
+
+MAX_FORM_BYTES = 64 * 1024
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+_BACK = re.compile(r"^/review(/[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})?$")  # where the name form may return to
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+STATUS = {"item_not_found": 404, "unknown_tenant": 404, "invalid_config": 400, "storage_locked": 503,
+          "tenant_required": 400}
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    access: Access
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS  # Host headers served (DNS rebinding); ("*",) for any
+    snapshot_ttl: float = 5.0
+    lock_timeout: float = 10.0
+
+
+def create_app(settings: Settings) -> Starlette:
+    snapshots = Snapshots(settings.data_dir, ttl=settings.snapshot_ttl, lock_timeout=settings.lock_timeout)
+    store = StateStore(settings.data_dir, lock_timeout=settings.lock_timeout)
+    access = settings.access
+    assets = {"report.css": stylesheet(),
+              "ui.css": resources.files("verdict_ui").joinpath("assets/ui.css").read_text(encoding="utf-8"),
+              "ui.js": resources.files("verdict_ui").joinpath("assets/ui.js").read_text(encoding="utf-8")}
+
+    def tenant(request: Request) -> str:
+        return access.tenant_for(request.headers, request.cookies)
+
+    def html(request: Request, title: str, body: str, current: str = "") -> HTMLResponse:
+        return HTMLResponse(pages.page(tenant(request), title, body, current))
+
+    def csrf(request: Request) -> str:
+        return access.csrf_token(request.state.session)
+
+    async def form(request: Request) -> dict[str, str]:
+        """The urlencoded body (bounded), after the CSRF check."""
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                raise BadRequest(f"form bodies are limited to {MAX_FORM_BYTES} bytes")
+        try:
+            fields = dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=200))
+        except (UnicodeDecodeError, ValueError):
+            raise BadRequest("the form is not valid urlencoded UTF-8") from None
+        if not access.csrf_ok(request.cookies.get(SESSION_COOKIE), fields.get("csrf")):
+            raise HTTPException(403, "the form's CSRF token does not match this browser session; reload the page")
+        return fields
+
+    def overview(request: Request) -> Response:
+        t = tenant(request)
+        root = settings.data_dir
+        data = gather(root, t, probes=probe_panel([], root / PROBES_DIR, t),
+                      review=ReviewQueue(review_counts(store, t)), lock_timeout=settings.lock_timeout)
+        body = pages.overview(data, pages.agreement(labelling.agreements(store, t)))
+        return html(request, f"Overview — {t}", body, "/")
+
+    def traces(request: Request) -> Response:
+        f = TraceFilter.parse(request.query_params)
+        snapshot = snapshots.get(tenant(request))
+        with snapshot.reading() as con:
+            result = trace_page(con, f, snapshot.days)
+        return html(request, "Traces", pages.traces(f, result), "/traces")
+
+    def one_trace(request: Request) -> Response:
+        trace_id = params.identifier(request.path_params["trace_id"], "trace id")
+        day = params.day(request.query_params, "day")
+        with snapshots.get(tenant(request)).reading() as con:
+            detail = trace_detail(con, trace_id, day)
+        if detail is None:
+            raise HTTPException(404, f"no trace {trace_id!r} for this tenant")
+        return html(request, f"Trace {trace_id[:16]}", pages.trace(detail))
+
+    def one_signal(request: Request) -> Response:
+        signal_id = params.identifier(request.path_params["signal_id"], "signal id")
+        with snapshots.get(tenant(request)).reading() as con:
+            detail = signal_detail(con, signal_id)
+        if detail is None:
+            raise HTTPException(404, f"no signal {signal_id!r} for this tenant")
+        s = detail.signal
+        return html(request, f"Signal: {s.kind.replace('_', ' ')} in {s.cluster} × {s.dimension}", pages.signal(detail))
+
+    def review(request: Request) -> Response:
+        t = tenant(request)
+        status = params.choice(request.query_params, "status", STATUSES, "pending")
+        offset = params.integer(request.query_params, "offset", 0, 0, 10_000_000)
+        listed = list_items(store, t, status=status, limit=50, offset=offset)
+        body = pages.review_list(listed, status, review_counts(store, t), labelling.next_item(store, t),
+                                 pages.agreement(labelling.agreements(store, t)))
+        return html(request, "Review queue", body, "/review")
+
+    def review_item(request: Request) -> Response:
+        t = tenant(request)
+        item_id = params.identifier(request.path_params["item_id"], "item id")
+        detail = get_item(store, t, item_id)
+        reviewer = reviewer_from(request.cookies)
+        labelled = any(r.reviewer == reviewer for r in detail.labels)
+        agreement = pages.agreement(tuple(a for a in labelling.agreements(store, t)
+                                          if a.fingerprint == detail.item.fingerprint)) if labelled else ""
+        body = pages.review_item(detail, reviewer, csrf(request), agreement,
+                                 labelling.next_item(store, t, skip=item_id))
+        return html(request, f"Review item {item_id[:16]}", body, "/review")
+
+    async def label(request: Request) -> Response:
+        t = tenant(request)
+        item_id = params.identifier(request.path_params["item_id"], "item id")
+        fields = await form(request)
+        reviewer = reviewer_from(request.cookies)
+        if reviewer is None:
+            raise BadRequest("give your reviewer name first (the form on the item's page)")
+        labels = {k.removeprefix("label."): v for k, v in fields.items() if k.startswith("label.")}
+        try:
+            record_labels(store, t, item_id, labels, critique=fields.get("critique", ""), reviewer=reviewer)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        snapshots.invalidate(t)
+        return RedirectResponse(f"/review/{item_id}#judge", status_code=303)
+
+    async def set_reviewer(request: Request) -> Response:
+        tenant(request)
+        fields = await form(request)
+        name = fields.get("reviewer", "").strip()
+        if not REVIEWER.match(name):
+            raise BadRequest("reviewer: 1-64 characters, letters, digits and . _ @ + - (not starting with one)")
+        back = fields.get("next", "")
+        response = RedirectResponse(back if _BACK.match(back) else "/review", 303)  # never off-site
+        response.set_cookie(REVIEWER_COOKIE, name, httponly=True, samesite="strict", max_age=90 * 86400)
+        return response
+
+    def login_form(request: Request) -> Response:
+        return HTMLResponse(pages.login_page(csrf(request)))
+
+    async def login(request: Request) -> Response:
+        fields = await form(request)
+        token = fields.get("token", "")
+        if access.tokens is None or access.tokens.tenant_for(token) is None:
+            return HTMLResponse(pages.login_page(csrf(request), "That token is not valid here."), status_code=401)
+        response = RedirectResponse("/", 303)
+        response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+        return response
+
+    def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in assets:
+            raise HTTPException(404, "no such file")
+        kind = "text/css" if name.endswith(".css") else "text/javascript"
+        return Response(assets[name], media_type=kind, headers={"Cache-Control": "max-age=300"})
+
+    def healthz(request: Request) -> Response:
+        return Response("ok\n", media_type="text/plain")
+
+    routes = [
+        Route("/", overview), Route("/traces", traces), Route("/traces/{trace_id}", one_trace),
+        Route("/signals/{signal_id}", one_signal), Route("/review", review),
+        Route("/review/{item_id}", review_item), Route("/review/{item_id}/labels", label, methods=["POST"]),
+        Route("/reviewer", set_reviewer, methods=["POST"]), Route("/login", login_form),
+        Route("/login", login, methods=["POST"]), Route("/static/{name}", static), Route("/healthz", healthz),
+    ]
+    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))],
+                    exception_handlers=_handlers(access))
+    return _guard(app, access)
+
+
+def _page_tenant(access: Access, request: Request) -> str | None:
+    try:
+        return access.tenant_for(request.headers, request.cookies)
+    except NotAuthenticated:
+        return None
+
+
+def _handlers(access: Access) -> dict:
+    def error(request: Request, status: int, message: str) -> Response:
+        return HTMLResponse(pages.error_page(_page_tenant(access, request), status, message), status_code=status)
+
+    def http_error(request: Request, exc: HTTPException) -> Response:
+        return error(request, exc.status_code, str(exc.detail))
+
+    def bad_request(request: Request, exc: BadRequest) -> Response:
+        return error(request, 400, str(exc))
+
+    def daemon_error(request: Request, exc: DaemonError) -> Response:
+        return error(request, STATUS.get(exc.code, 500), exc.message)
+
+    def unauthenticated(request: Request, exc: NotAuthenticated) -> Response:
+        if exc.status == 401 and request.method == "GET" and "text/html" in request.headers.get("accept", ""):
+            return RedirectResponse("/login", 303)
+        return error(request, exc.status, exc.message)
+
+    def unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("verdict ui: %s %s failed", request.method, request.url.path)
+        return error(request, 500, f"internal error ({type(exc).__name__}); the server log has the details")
+
+    return {HTTPException: http_error, BadRequest: bad_request, DaemonError: daemon_error,
+            NotAuthenticated: unauthenticated, Exception: unexpected}
+
+
+def _guard(app, access: Access):
+    """ASGI wrapper: the session cookie behind CSRF tokens, and security headers on every response."""
+    from http.cookies import SimpleCookie
+
+    async def guarded(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        cookie = SimpleCookie()
+        for name, value in scope.get("headers", ()):
+            if name == b"cookie":
+                try:
+                    cookie.load(value.decode("latin-1"))
+                except Exception:  # a malformed Cookie header is treated as no cookie
+                    cookie = SimpleCookie()
+        session = cookie[SESSION_COOKIE].value if SESSION_COOKIE in cookie else None
+        fresh = session is None
+        scope.setdefault("state", {})["session"] = session or new_session()
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                            (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
+                if not any(k == b"cache-control" for k, _ in headers):
+                    headers.append((b"cache-control", b"no-store"))
+                if fresh:
+                    headers.append((b"set-cookie", f"{SESSION_COOKIE}={scope['state']['session']}; Path=/; "
+                                                   "HttpOnly; SameSite=Strict".encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await app(scope, receive, send_with_headers)
+
+    return guarded
+

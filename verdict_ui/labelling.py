@@ -1,0 +1,47 @@
+"""The review queue as the UI uses it: the next item by routing priority, and agreement per evaluator.
+
+Reading and writing go through verdict_daemon.review (list_items, get_item, record_labels,
+review_agreement), the functions `verdict review` uses, in their short state.duckdb transactions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.review import REASONS, list_items, review_agreement
+from verdict_daemon.review.labelled import DimensionAgreement
+
+
+@dataclass(frozen=True)
+class EvaluatorAgreement:
+    fingerprint: str
+    dimensions: tuple[DimensionAgreement, ...]
+
+
+def next_item(store, tenant: str, skip: str | None = None) -> str | None:
+    """The next unlabelled item in routing priority (unclear, split votes, inconsistent, audit), newest
+    first within a reason; `skip` (the item just labelled) is passed over."""
+    for reason in REASONS:
+        for item in list_items(store, tenant, status="pending", reason=reason, limit=2).items:
+            if item.item_id != skip:
+                return item.item_id
+    return None
+
+
+def agreements(store, tenant: str) -> tuple[EvaluatorAgreement, ...]:
+    """Judge–human (and human–human) agreement of every evaluator with labelled items; empty without labels."""
+    try:
+        fingerprint, dimensions = review_agreement(store, tenant)
+    except DaemonError as exc:
+        if exc.code == "no_labels":
+            return ()
+        if exc.code != "evaluator_ambiguous":
+            raise
+        out = []
+        for fp in exc.details["fingerprints"]:
+            _fp, dims = review_agreement(store, tenant, fingerprint=fp)
+            out.append(EvaluatorAgreement(fp, tuple(dims)))
+        return tuple(out)
+    return (EvaluatorAgreement(fingerprint, tuple(dimensions)),)
+

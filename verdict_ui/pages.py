@@ -1,0 +1,384 @@
+"""HTML of every page: the report's look (its stylesheet, tables, panels and charts) plus the UI's own.
+
+Every string from storage goes through `safe` (redacted again and escaped, verdict_daemon.report.escape);
+URLs are built here with urlencode and escaped too. Pages load only /static/ files (CSP 'self').
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from urllib.parse import quote, urlencode
+
+from verdict_daemon.report.charts import pct, rate_chart, time_domain
+from verdict_daemon.report.escape import safe
+from verdict_daemon.report.model import Panel, ReportData
+from verdict_daemon.report.render import (
+    KIND_LABELS,
+    REASON_LABELS,
+    SECTIONS,
+    Links,
+    empty,
+    panel,
+    panels,
+    section,
+    summary,
+    table,
+    when,
+)
+from verdict_daemon.review import ItemDetail, ItemPage
+from verdict_ui.labelling import EvaluatorAgreement
+from verdict_ui.signals import CellTrace, SignalDetail
+from verdict_ui.traces import VERDICTS, Message, TraceDetail, TraceFilter, TracePage
+
+NAV = (("/", "Overview"), ("/traces", "Traces"), ("/review", "Review queue"))
+LINKS = Links(signal=lambda signal_id: f"/signals/{quote(signal_id, safe='')}",
+              trace=lambda trace_id: trace_url(trace_id))
+_CURRENT = ' aria-current="page"'
+_QUOTED = re.compile(r"[\"“']([^\"”']{4,300})[\"”']")  # evidence a judge quoted in its rationale
+
+
+def trace_url(trace_id: str, day=None) -> str:
+    return f"/traces/{quote(trace_id, safe='')}" + (f"?{urlencode({'day': day.isoformat()})}" if day else "")
+
+
+def page(tenant: str, title: str, body: str, current: str = "") -> str:
+    nav = "".join(f'<li><a href="{href}"{_CURRENT if href == current else ""}>{label}</a></li>' for href, label in NAV)
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<title>{title} — Verdict</title><link rel="icon" href="data:,">'
+            '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/ui.css">'
+            '<script src="/static/ui.js" defer></script></head><body>'
+            f'<header><p class="brand">Verdict · tenant <code>{safe(tenant)}</code></p>'
+            f'<nav aria-label="Pages"><ul>{nav}</ul></nav></header>'
+            f'<main id="main"><h1>{title}</h1>{body}</main>'
+            '<footer><p class="muted">Content is redacted. Served by <code>verdict ui</code>; data is a snapshot '
+            "of the span lake and state.duckdb taken a few seconds ago at most.</p></footer></body></html>")
+
+
+def error_page(tenant: str | None, status: int, message: str) -> str:
+    titles = {400: "Bad request", 401: "Sign in", 403: "Forbidden", 404: "Not found", 503: "Busy"}
+    body = f'<p class="empty" role="alert">{safe(message)}</p>'
+    return page(tenant or "—", f"{status} {titles.get(status, 'Error')}", body)
+
+
+def hidden_csrf(csrf: str) -> str:
+    return f'<input type="hidden" name="csrf" value="{safe(csrf)}">'
+
+
+def login_page(csrf: str, message: str | None = None) -> str:
+    note = f'<p class="empty" role="alert">{safe(message)}</p>' if message else ""
+    body = (f'{note}<form method="post" action="/login" class="stack">{hidden_csrf(csrf)}'
+            '<label for="token">Access token</label><input id="token" name="token" type="password" '
+            'autocomplete="current-password" required><button type="submit">Sign in</button></form>')
+    return page("—", "Sign in", body)
+
+
+def _num(value: float | None, fmt: str = ".3g") -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f} ms"
+
+
+def _tokens(a: int | None, b: int | None) -> str:
+    return "—" if a is None and b is None else f"{a or 0:,} in / {b or 0:,} out"
+
+
+def _at(at: datetime | None) -> str:
+    return "—" if at is None else f"{at:%Y-%m-%d %H:%M:%S}"
+
+
+# --- overview ---------------------------------------------------------------------------------------------
+OVERVIEW = tuple((k, t) for k, t in SECTIONS if k != "review")
+
+
+def overview(data: ReportData, agreement: str) -> str:
+    """The report's sections (their review list replaced by the queue's counts and a link to /review)."""
+    parts = panels(data, LINKS)
+    nav = "".join(f'<li><a href="#{k}">{t}</a></li>' for k, t in (*OVERVIEW, ("review", "Human review")))
+    review_body = (panel(data.review.counts, "Review queue", "panel compact")
+                   + '<p><a class="button" href="/review">Open the review queue</a></p>' + agreement)
+    body = "".join(section(k, t, parts[k]) for k, t in OVERVIEW) + section("review", "Human review", review_body)
+    return summary(data) + f'<nav aria-label="Sections"><ul>{nav}</ul></nav>' + body
+
+
+# --- traces ---------------------------------------------------------------------------------------------
+def _field(name: str, label: str, value: str | None, kind: str = "text") -> str:
+    return (f'<div class="field"><label for="f-{name}">{label}</label>'
+            f'<input id="f-{name}" name="{name}" type="{kind}" value="{safe(value or "")}"></div>')
+
+
+def _filter_form(f: TraceFilter) -> str:
+    options = "".join(f'<option value="{v}"{" selected" if f.verdict == v else ""}>{v}</option>'
+                      for v in ("", *VERDICTS))
+    return ('<form method="get" action="/traces" class="filters" role="search" aria-label="Filter traces">'
+            + _field("from", "From (UTC)", f.since and f.since.isoformat(timespec="minutes"), "datetime-local")
+            + _field("to", "To (UTC)", f.until and f.until.isoformat(timespec="minutes"), "datetime-local")
+            + _field("intent", "Intent", f.intent) + _field("cluster", "Cluster", f.cluster)
+            + _field("model", "Model", f.model) + _field("dimension", "Dimension", f.dimension)
+            + f'<div class="field"><label for="f-verdict">Verdict</label><select id="f-verdict" name="verdict">'
+            f"{options}</select></div>" + _field("q", "Text in messages", f.search, "search")
+            + '<div class="field"><button type="submit">Filter</button> <a href="/traces">Clear</a></div></form>')
+
+
+def _badges(verdicts) -> str:
+    order = ("FAIL", "UNCLEAR", "ERROR", "NO_CONTENT", "PASS")
+    return " ".join(f'<span class="badge v-{v.lower()}">{v} {verdicts[v]}</span>'
+                    for v in order if verdicts.get(v)) or '<span class="muted">not judged</span>'
+
+
+def traces(f: TraceFilter, result: TracePage) -> str:
+    headers = ("Started (UTC)", "Trace", "Intent", "Cluster", "Model", "Latency", "Tokens", "Status",
+               "Latest verdicts", "Last user message")
+    rows = (f'<tr><td>{_at(r.started_at)}</td><td><a class="trace-link" href="{safe(trace_url(r.trace_id, r.day))}">'
+            f"<code>{safe(r.trace_id[:16])}</code></a></td><td>{safe(r.intent_key or '—')}</td>"
+            f"<td>{safe(r.cluster or '—')}</td><td>{safe(r.model or '—')}</td><td>{_ms(r.latency_ms)}</td>"
+            f"<td>{_tokens(r.input_tokens, r.output_tokens)}</td><td>{safe(r.status_code or '—')}</td>"
+            f'<td>{_badges(r.verdicts)}</td><td class="preview">{safe(r.preview or "")}</td></tr>'
+            for r in result.rows)
+    listing = (table("Model calls, newest first", headers, rows, "traces") if result.rows else
+               empty("No model call matches these filters." if f.query_string() else
+                     "No model call in the span lake yet: spans arrive through the collector."))
+    more = (f'<p><a class="button" rel="next" href="/traces?{safe(urlencode(f.query_string(before=result.next_cursor)))}">'
+            "Next page</a></p>" if result.next_cursor else "")
+    first = f'<p><a href="/traces?{safe(urlencode(f.query_string()))}">First page</a></p>' if f.before else ""
+    return _filter_form(f) + listing + first + more
+
+
+# --- one trace ----------------------------------------------------------------------------------------------
+def highlight(text: str, quotes: Iterable[str]) -> str:
+    """`text` redacted and escaped, with each quoted piece of evidence that occurs in it marked."""
+    out = safe(text)
+    for q in sorted({safe(q) for q in quotes}, key=len, reverse=True):
+        if q and q in out:
+            out = out.replace(q, f"<mark>{q}</mark>")
+    return out
+
+
+def _messages(items: tuple[Message, ...], quotes: tuple[str, ...] = ()) -> str:
+    return "".join(f'<div class="msg role-{safe(m.role)}"><p class="role">{safe(m.role)}</p>'
+                   f"<pre>{highlight(m.text, quotes)}</pre></div>" for m in items)
+
+
+def trace(detail: TraceDetail) -> str:
+    quotes = tuple(q for j in detail.judgments for q in _QUOTED.findall(j.reason or ""))
+    calls = "".join(
+        f'<article class="call"><h3>Call <code>{safe(c.span_id)}</code> · {safe(c.model or "—")}</h3>'
+        f'<p class="run">{_at(c.started_at)} UTC · {safe(c.provider or "—")} {safe(c.operation or "")} · latency '
+        f"{_ms(c.latency_ms)} · tokens {_tokens(c.input_tokens, c.output_tokens)} · status {safe(c.status_code or '—')}"
+        f"{' (' + safe(c.status_message) + ')' if c.status_message else ''} · finish "
+        f"{safe(', '.join(c.finish_reasons) or '—')} · intent {safe(c.intent_key or '—')}</p>"
+        + _messages(c.system) + _messages(c.inputs) + _messages(c.outputs, quotes) + "</article>"
+        for c in detail.calls) or empty("No model call of this trace is in the span lake (only its judgments are).")
+    return (f'<p>Trace <code>{safe(detail.trace_id)}</code></p>'
+            + section("conversation", "Conversation", calls)
+            + section("verdicts", "Judge verdicts", _judgments(detail))
+            + section("attempts", "Judge attempts", _attempts(detail))
+            + section("timeline", "Spans", _timeline(detail)))
+
+
+def _judgments(detail: TraceDetail) -> str:
+    if not detail.judgments:
+        return empty("This trace has not been judged (only sampled traces are).")
+    headers = ("Evaluator", "Cluster", "Dimension", "Verdict", "Rationale")
+    rows = (f'<tr><td>{safe(j.evaluator or "—")} <span class="muted">{safe(j.fingerprint[:12])}</span></td>'
+            f"<td>{safe(j.cluster or '—')}</td><td>{safe(j.dimension or '—')}</td>"
+            f'<td><span class="badge v-{safe((j.value or "none").lower())}">{safe(j.value or "—")}</span>'
+            f"{' score ' + _num(j.score) if j.score is not None else ''}"
+            f"{' (' + safe(j.error_code) + ')' if j.error_code else ''}</td>"
+            f'<td class="wrap">{safe(j.reason or "")}</td></tr>' for j in detail.judgments)
+    return (table("Latest verdict per evaluator and dimension", headers, rows, "verdicts")
+            + '<p class="legend">Quoted evidence from a rationale is <mark>highlighted</mark> in the answer.</p>')
+
+
+def _attempts(detail: TraceDetail) -> str:
+    if not detail.attempts:
+        return empty("No judge attempt on record for this trace.")
+    headers = ("Evaluator fingerprint", "Attempt", "Status", "Error", "Judged (UTC)", "Tokens", "Cost")
+    rows = (f'<tr><td>{safe(a.evaluator or "—")} <code>{safe(a.fingerprint)}</code></td><td>{a.attempt_no}</td>'
+            f"<td>{safe(a.status)}</td><td>{safe(a.error_code or '')} {safe(a.error_message or '')}</td>"
+            f"<td>{_at(a.judged_at)}</td><td>{_tokens(a.input_tokens, a.output_tokens)}</td>"
+            f"<td>{'—' if a.cost_usd is None else f'${a.cost_usd:,.4f}'}</td></tr>" for a in detail.attempts)
+    return table("Every judge attempt, with its evaluator fingerprint", headers, rows, "attempts")
+
+
+def _timeline(detail: TraceDetail) -> str:
+    if not detail.spans:
+        return empty("No span of this trace is in the span lake.")
+    start = min(s.start_ns for s in detail.spans)
+    span = max(max(s.end_ns for s in detail.spans) - start, 1)
+    rows = []
+    for s in detail.spans:
+        left, width = 100 * (s.start_ns - start) / span, max(100 * (s.end_ns - s.start_ns) / span, 0.5)
+        rows.append(f'<li><span class="span-name">{safe(s.name)} <span class="muted">{(s.end_ns - s.start_ns) / 1e6:,.1f}'
+                    f' ms</span></span><span class="span-track"><span class="span-bar s-{safe((s.status_code or "unset").lower())}" '
+                    f'style="left:{left:.2f}%;width:{min(width, 100 - left):.2f}%"></span></span></li>')
+    more = (f'<p class="muted">Showing the first {len(detail.spans)} of {detail.spans_total} spans.</p>'
+            if detail.spans_total > len(detail.spans) else "")
+    return (f'<p class="run">{len(detail.spans)} span(s) over {span / 1e6:,.1f} ms.</p>'
+            f'<ol class="timeline" aria-label="Spans in start order">{"".join(rows)}</ol>{more}')
+
+
+# --- signal drill-down --------------------------------------------------------------------------------------
+def signal(d: SignalDetail) -> str:
+    s = d.signal
+    level = (lambda v: _num(v)) if d.series is None and s.kind != "coverage_drop" else pct
+    delta = "—" if s.delta is None else f"{s.delta:+.3f}"
+    if s.delta_low is not None and s.delta_high is not None:
+        delta += f" [{s.delta_low:+.3f}, {s.delta_high:+.3f}]"
+    facts = (("Kind", f'<span class="kind kind-{safe(s.kind)}">{KIND_LABELS.get(s.kind, safe(s.kind))}</span>'),
+             ("Evaluator", f"{safe(d.evaluator or '—')} <span class=\"muted\">{safe(s.fingerprint[:12])}</span>"),
+             ("Cluster × dimension", f"{safe(s.cluster)} × {safe(s.dimension)}"),
+             ("Baseline → current (n)", f"{level(s.baseline_level)} ({s.baseline_n}) → {level(s.current_level)} "
+                                        f"({s.current_n})"),
+             ("Cliff's δ [95 % CI]", delta), ("p / adjusted p", f"{_num(s.p_value)} / {_num(s.adjusted_p)}"),
+             ("MDE", "n/a" if d.mde is None else f"{d.mde:.3f}"),
+             ("Run", f"as of {when(d.run.as_of)}; baseline {when(d.run.baseline_start)} to {when(d.run.baseline_end)},"
+                     f" current {when(d.run.current_start)} to {when(d.run.as_of)}; alpha {d.run.alpha:g}"))
+    chart = (empty("A score dimension has no daily pass rate; the signal is tested on the scores.")
+             if d.series is None else
+             f'<figure class="chart-box wide">{rate_chart("signal", d.series, d.run, time_domain((d.series,), d.run))}'
+             "<figcaption>Daily pass rate with 95 % Wilson band; grey: baseline window, orange: current window"
+             "</figcaption></figure>")
+    return ('<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
+            + section("series", "Pass rate over time", chart)
+            + section("examples", "Examples stored with the signal", _cell_traces(d.examples, "stored examples"))
+            + section("window", "More traces of the current window",
+                      _cell_traces(d.window, "other traces of the current window with the verdict counted")))
+
+
+def _cell_traces(rows: tuple[CellTrace, ...], what: str) -> str:
+    if not rows:
+        return empty(f"No {what}.")
+    body = (f'<tr><td>{_at(r.started_at)}</td><td><a class="example-link" '
+            f'href="{safe(trace_url(r.trace_id, r.started_at.date()))}">'
+            f"<code>{safe(r.trace_id[:16])}</code></a></td><td>{safe(r.value or '—')}</td>"
+            f'<td class="wrap">{safe(r.reason or "")}</td></tr>' for r in rows)
+    return table(what.capitalize(), ("Started (UTC)", "Trace", "Verdict", "Judge rationale"), body, "examples")
+
+
+# --- review ------------------------------------------------------------------------------------------------
+def agreement(groups: tuple[EvaluatorAgreement, ...]) -> str:
+    if not groups:
+        return empty("No labels yet: judge–human agreement appears once reviewers have labelled items.")
+    out = []
+    headers = ("Dimension", "Items", "Raw agreement [95 % CI]", "Cohen's κ", "Gwet's AC1 [95 % CI]", "TPR (FAIL)",
+               "TNR", "Reviewers among themselves: AC1 [95 % CI]")
+    for g in groups:
+        rows = []
+        for d in g.dimensions:
+            r, h = d.report, d.humans
+            ac1 = "—" if r.ac1 is None else f"{r.ac1.value:.2f} [{r.ac1.low:.2f}, {r.ac1.high:.2f}]"
+            humans = ("—" if h.gwet_ac1 is None else f"{h.gwet_ac1.value:.2f} [{h.gwet_ac1.low:.2f}, {h.gwet_ac1.high:.2f}]"
+                      ) + f" ({h.n_pairable} shared, {safe(h.status.replace('_', ' '))})"
+            rows.append(f'<tr><th scope="row">{safe(d.dimension)}</th><td class="agreement-n">{r.n_items}</td>'
+                        f"<td>{_prop(r.raw_agreement)}</td><td>{'—' if r.kappa is None else f'{r.kappa.value:.2f}'}</td>"
+                        f"<td>{ac1}</td><td>{_prop(r.tpr)}</td><td>{_prop(r.tnr)}</td><td>{humans}</td></tr>")
+        out.append(table(f"Judge–human agreement, evaluator {safe(g.fingerprint[:12])}", headers, rows, "agreement"))
+    return "<h3>Judge–human agreement</h3>" + "".join(out)
+
+
+def _prop(p) -> str:
+    if p.trials == 0:
+        return "—"
+    return f"{pct(p.value)} [{pct(p.low)}, {pct(p.high)}] of {p.trials}"
+
+
+def review_list(page_: ItemPage, status: str, counts: Panel, next_id: str | None, agreement_html: str) -> str:
+    tabs = "".join(f'<a href="/review?status={s}"{_CURRENT if s == status else ""}>{s}</a> '
+                   for s in ("pending", "labelled", "all"))
+    start = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}">Label the next item '
+             "(priority order)</a></p>" if next_id else empty("Nothing pending: every queued item has a label."))
+    headers = ("Queued (UTC)", "Item", "Reasons", "Evaluator", "Intent", "Labelled dimensions")
+    rows = (f'<tr><td>{safe(i.queued_at[:19])}</td><td><a class="item-link" href="/review/{quote(i.item_id, safe="")}">'
+            f"<code>{safe(i.item_id[:16])}</code></a></td>"
+            f"<td>{', '.join(safe(REASON_LABELS.get(r, r)) for r in i.reasons)}</td>"
+            f"<td>{safe(i.evaluator or i.fingerprint[:12])}</td><td>{safe(i.intent_key or '—')}</td>"
+            f"<td>{i.labelled_dimensions}</td></tr>" for i in page_.items)
+    listing = (table(f"{status.capitalize()} items, newest first ({page_.total:,})", headers, rows, "queue")
+               if page_.items else empty(f"No {status} item."))
+    nav = []
+    if page_.offset > 0:
+        nav.append(f'<a href="/review?{urlencode({"status": status, "offset": max(page_.offset - page_.limit, 0)})}">'
+                   "Previous</a>")
+    if page_.offset + len(page_.items) < page_.total:
+        nav.append(f'<a rel="next" href="/review?{urlencode({"status": status, "offset": page_.offset + page_.limit})}">'
+                   "Next</a>")
+    return (start + panel(counts, "Review queue", "panel compact") + f'<p class="tabs">Show: {tabs}</p>' + listing
+            + (f'<p>{" · ".join(nav)}</p>' if nav else "") + agreement_html)
+
+
+def reviewer_form(csrf: str, back: str) -> str:
+    return (f'<form method="post" action="/reviewer" class="stack reviewer">{hidden_csrf(csrf)}'
+            f'<input type="hidden" name="next" value="{safe(back)}">'
+            '<label for="reviewer">Your name (recorded with every label)</label>'
+            '<input id="reviewer" name="reviewer" required pattern="[A-Za-z0-9][A-Za-z0-9._@+\\-]{0,63}" '
+            'autocomplete="username"><button type="submit">Start reviewing</button></form>')
+
+
+def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: str, next_id: str | None) -> str:
+    s = d.item
+    mine = [r for r in d.labels if r.reviewer == reviewer]
+    # The trace page shows the judge's verdicts: linked only once the reviewer has labelled (blind labelling).
+    trace = (f'<a href="{safe(trace_url(s.trace_id))}"><code>{safe(s.trace_id[:16])}</code></a>' if mine
+             else f"<code>{safe(s.trace_id[:16])}</code>")
+    head = (f'<p class="review-head">{", ".join(safe(REASON_LABELS.get(r, r)) for r in s.reasons)} · evaluator '
+            f"<code>{safe(s.evaluator or s.fingerprint[:12])}</code> · intent {safe(s.intent_key or '—')} · "
+            f"trace {trace}</p>")
+    conversation = ((f'<div class="msg role-context"><p class="role">context</p><pre>{safe(d.context)}</pre></div>'
+                     if d.context else "")
+                    + f'<div class="msg role-user"><p class="role">user</p><pre>{safe(d.query)}</pre></div>'
+                    + f'<div class="msg role-assistant"><p class="role">assistant</p><pre>{safe(d.response)}</pre></div>')
+    dimensions = [j for j in d.judgments if j.verdict is not None]
+    if reviewer is None:
+        action = reviewer_form(csrf, f"/review/{s.item_id}")
+    else:
+        action = _label_form(d, dimensions, csrf, reviewer, bool(mine))
+    judge = (_judge_view(d, mine) + agreement_html if mine else
+             '<p class="empty" id="blind">The judge\'s verdicts stay hidden until you have labelled this item '
+             "(blind labelling: the judge must not anchor you).</p>")
+    following = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}" accesskey="n">'
+                 "Next item (n)</a></p>" if next_id else '<p class="muted">No other pending item.</p>')
+    return (head + section("item-conversation", "Conversation", conversation) + section("label", "Your labels", action)
+            + section("judge", "The judge's view", judge) + following)
+
+
+def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bool) -> str:
+    if not dimensions:
+        return empty("The judge gave no PASS/FAIL verdict on this item, so there is nothing to label.")
+    fields = []
+    for i, j in enumerate(dimensions):
+        name = f"label.{j.dimension}"
+        current = d.latest.get(j.dimension)
+        mine = current.label if current is not None and current.reviewer == reviewer else None
+        radios = "".join(
+            f'<label class="choice"><input type="radio" name="{safe(name)}" value="{v}" required'
+            f'{" checked" if mine == v else ""}> {v} <kbd>{v[0].lower()}</kbd></label>' for v in ("PASS", "FAIL"))
+        fields.append(f'<fieldset class="dimension" data-index="{i}"><legend>{safe(j.dimension)}'
+                      f'{" ⚑ flagged" if j.dimension in d.item.flagged else ""}</legend>{radios}</fieldset>')
+    verb = "Relabel" if relabel else "Save labels"
+    return (f'<form method="post" action="/review/{quote(d.item.item_id, safe="")}/labels" id="label-form" '
+            f'class="stack">{hidden_csrf(csrf)}<p class="muted">Labelling as <code>{safe(reviewer)}</code>. Keys: '
+            "<kbd>p</kbd> PASS, <kbd>f</kbd> FAIL on the current dimension (then the next one), <kbd>j</kbd>/"
+            "<kbd>k</kbd> move, <kbd>c</kbd> critique, <kbd>Enter</kbd> in the critique saves.</p>"
+            + "".join(fields)
+            + '<label for="critique">Critique (one line, required)</label><input id="critique" name="critique" '
+            f'maxlength="500" required autocomplete="off"><button type="submit">{verb}</button></form>')
+
+
+def _judge_view(d: ItemDetail, mine) -> str:
+    latest = {r.dimension: r for r in mine}
+    rows = []
+    for j in d.judgments:
+        human = latest.get(j.dimension)
+        agree = ("" if human is None or j.verdict not in ("PASS", "FAIL") else
+                 "agree" if human.label == j.verdict else "disagree")  # UNCLEAR is no verdict to agree with
+        rows.append(f'<tr><th scope="row">{safe(j.dimension)}</th><td>{safe(j.verdict or _num(j.score))}</td>'
+                    f"<td>{safe(human.label) if human else '—'}</td><td class=\"{agree}\">{agree or '—'}</td>"
+                    f'<td class="wrap">{safe(j.rationale or "")}</td></tr>')
+    return table("The judge's verdict against yours", ("Dimension", "Judge", "You", "", "Judge rationale"), rows,
+                 "judge-view")
+

@@ -1,0 +1,93 @@
+"""A tenant's read-only snapshot: the same in-memory DuckDB `verdict sql` opens.
+
+`collector.views.open_scoped` gives the span views (`spans`, `llm_calls`) locked to the tenant's
+partition directory; `verdict_daemon.views.add_state_views` copies the tenant's `judgments`,
+`drift_runs`, `drift_signals`, … from state.duckdb (attached read-only, detached again), and one
+more extract here, `attempts`, holds the tenant's judgment attempts (the trace page lists every one).
+A snapshot is reused for `ttl` seconds, so a page costs queries, not a state copy. Its tables are
+TEMP tables, visible on its one connection only, so requests take turns on it (queries take
+milliseconds). The daemon's file is never held beyond the copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from verdict_daemon import views
+from verdict_daemon.state import STATE_FILE
+
+_A = views.STATE_ALIAS
+ATTEMPTS = f"""
+CREATE TEMP TABLE attempts AS
+SELECT a.trace_id, a.attempt_id, a.attempt_no, a.fingerprint, e.name AS evaluator, a.status, a.error_code,
+       a.error_message, a.judged_at, a.input_tokens, a.output_tokens, a.cost_usd
+FROM {_A}.judgment_attempts a
+LEFT JOIN {_A}.evaluators e ON e.tenant_id = a.tenant_id AND e.fingerprint = a.fingerprint
+WHERE a.tenant_id = $tenant
+"""
+EMPTY_ATTEMPTS = """
+CREATE TEMP TABLE attempts (trace_id VARCHAR, attempt_id VARCHAR, attempt_no INTEGER, fingerprint VARCHAR,
+    evaluator VARCHAR, status VARCHAR, error_code VARCHAR, error_message VARCHAR, judged_at TIMESTAMP,
+    input_tokens BIGINT, output_tokens BIGINT, cost_usd DOUBLE)
+"""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    tenant: str
+    taken: float  # time.monotonic() when taken
+    con: object  # the scoped duckdb connection
+    days: tuple[date, ...]  # the tenant's span date partitions, newest first (pages read the newest first)
+    lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[object]:
+        with self.lock:
+            yield self.con
+
+
+def take(data_dir: Path, tenant: str, lock_timeout: float) -> Snapshot:
+    from collector.views import open_scoped, tenant_dir
+
+    def prepare(con) -> None:
+        views.add_state_views(con, data_dir, tenant, lock_timeout=lock_timeout)
+        state = Path(data_dir).resolve() / STATE_FILE
+        if not state.exists():
+            con.execute(EMPTY_ATTEMPTS)
+            return
+        views.attach_state(con, state, lock_timeout)
+        try:
+            con.execute(ATTEMPTS, {"tenant": tenant})
+        finally:
+            con.execute(f"DETACH {_A}")
+
+    con = open_scoped(Path(data_dir), tenant, prepare=prepare)
+    days = sorted((date.fromisoformat(p.name.removeprefix("date=")) for p in tenant_dir(Path(data_dir), tenant).glob("date=*")
+                   if p.is_dir()), reverse=True)
+    return Snapshot(tenant, time.monotonic(), con, tuple(days))
+
+
+class Snapshots:
+    """The latest snapshot per tenant, retaken when older than `ttl` seconds or after a write."""
+
+    def __init__(self, data_dir: Path, *, ttl: float, lock_timeout: float) -> None:
+        self.data_dir, self.ttl, self.lock_timeout = data_dir, ttl, lock_timeout
+        self._latest: dict[str, Snapshot] = {}
+        self._lock = threading.Lock()
+
+    def get(self, tenant: str) -> Snapshot:
+        with self._lock:  # one copy of the state at a time; concurrent requests wait for it
+            current = self._latest.get(tenant)
+            if current is None or time.monotonic() - current.taken > self.ttl:
+                current = self._latest[tenant] = take(self.data_dir, tenant, self.lock_timeout)
+            return current
+
+    def invalidate(self, tenant: str) -> None:
+        with self._lock:
+            self._latest.pop(tenant, None)

@@ -1,0 +1,314 @@
+"""The trace table and the trace page: DuckDB queries over a tenant snapshot (verdict_ui.snapshot).
+
+The table is one row per model call (`llm_calls`), newest first, with the latest judgments of its
+trace summed up; paging is by keyset (`before` = the last row's start time and span id), so a page
+costs a top-N over the filtered calls, never a count or an OFFSET over the whole lake.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from verdict_ui import params
+from verdict_ui.params import BadRequest
+
+VERDICTS = ("PASS", "FAIL", "UNCLEAR", "ERROR", "NO_CONTENT")
+PAGE_SIZES = (1, 200)
+MAX_SPANS = 500  # spans drawn on one trace's timeline
+
+
+@dataclass(frozen=True)
+class TraceFilter:
+    since: datetime | None = None
+    until: datetime | None = None
+    intent: str | None = None
+    cluster: str | None = None
+    model: str | None = None
+    dimension: str | None = None
+    verdict: str | None = None  # a latest judgment value (PASS, FAIL, UNCLEAR, ERROR, NO_CONTENT)
+    search: str | None = None  # substring of the (redacted) messages, case-insensitive
+    before: tuple[int, str] | None = None  # keyset: (start_time in ns since the epoch, span_id)
+    size: int = 50
+
+    @classmethod
+    def parse(cls, query: Mapping[str, str]) -> TraceFilter:
+        since, until = params.moment(query, "from"), params.moment(query, "to")
+        if since and until and since >= until:
+            raise BadRequest("from must be before to")
+        return cls(since, until, params.text(query, "intent"), params.text(query, "cluster"),
+                   params.text(query, "model"), params.text(query, "dimension"),
+                   params.choice(query, "verdict", VERDICTS), params.text(query, "q"),
+                   _keyset(query.get("before", "").strip()), params.integer(query, "size", 50, *PAGE_SIZES))
+
+    def query_string(self, **changes) -> dict[str, str]:
+        """This filter as URL parameters (with `changes`), empty values left out."""
+        values = {"from": self.since and self.since.isoformat(), "to": self.until and self.until.isoformat(),
+                  "intent": self.intent, "cluster": self.cluster, "model": self.model, "dimension": self.dimension,
+                  "verdict": self.verdict, "q": self.search, "size": None if self.size == 50 else str(self.size)}
+        values.update(changes)
+        return {k: v for k, v in values.items() if v}
+
+
+def _keyset(raw: str) -> tuple[int, str] | None:
+    if not raw:
+        return None
+    ns, sep, span = raw.partition("~")
+    if not sep or not ns.isdigit() or len(ns) > 20:
+        raise BadRequest("before: expected the cursor of a 'next page' link")
+    return int(ns), params.identifier(span, "before")
+
+
+@dataclass(frozen=True)
+class TraceRow:
+    trace_id: str
+    span_id: str
+    day: date
+    started_at: datetime
+    latency_ms: float | None
+    model: str | None
+    intent_key: str | None
+    status_code: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cluster: str | None
+    verdicts: Mapping[str, int]  # latest judgment value -> rows of this trace (all evaluators, dimensions)
+    preview: str | None  # the start of the last user message (redacted as stored)
+
+
+@dataclass(frozen=True)
+class TracePage:
+    rows: tuple[TraceRow, ...]
+    next_cursor: str | None  # `before` of the next page, None on the last one
+
+
+# TraceFilter field -> condition on llm_calls / on the trace's latest judgments (parameter = field name)
+_CALL_FILTERS = (("since", "start_time >= $since"), ("until", "start_time < $until"), ("intent", "intent_key = $intent"),
+                 ("model", "(request_model = $model OR response_model = $model)"))
+_JUDGMENT_FILTERS = (("cluster", "cluster = $cluster"), ("dimension", "(dimension = $dimension OR dimension IS NULL)"),
+                     ("verdict", "value = $verdict"))
+
+
+def _days(f: TraceFilter, days: tuple[date, ...]) -> list[date]:
+    """The date partitions a page may read, newest first (`days` is newest first)."""
+    low = f.since.date() if f.since else date.min
+    high = f.until.date() if f.until else date.max
+    if f.before:
+        high = min(high, datetime.fromtimestamp(f.before[0] / 1e9, UTC).date())
+    return [d for d in days if low <= d <= high]
+
+
+def trace_page(cur, f: TraceFilter, days: tuple[date, ...]) -> TracePage:
+    """A page of model calls, reading one date partition at a time from the newest, so the first page
+    of a large lake reads about a day of spans rather than all of them."""
+    values = {c: getattr(f, c) for c, _ in (*_CALL_FILTERS, *_JUDGMENT_FILTERS) if getattr(f, c)}
+    where = ["true", *(sql for c, sql in _CALL_FILTERS if c in values)]
+    args: dict = dict(values)
+    if f.search:
+        where.append("(contains(lower(input_messages), $q) OR contains(lower(output_messages), $q) "
+                     "OR contains(lower(system_instructions), $q))")
+        args["q"] = f.search.lower()
+    if f.before:
+        where.append("(epoch_ns(start_time), span_id) < ($b_ns, $b_span)")
+        args.update(b_ns=f.before[0], b_span=f.before[1])
+    judged = [sql for c, sql in _JUDGMENT_FILTERS if c in values]
+    if judged:
+        where.append(f"trace_id IN (SELECT trace_id FROM judgments WHERE {' AND '.join(judged)})")
+    query = f"""
+        SELECT trace_id, span_id, date, start_time, latency_ms, coalesce(request_model, response_model),
+               intent_key, status_code, input_tokens, output_tokens, input_messages, epoch_ns(start_time)
+        FROM llm_calls WHERE {' AND '.join(where)} AND date = DATE '{{day}}'
+        ORDER BY start_time DESC, span_id DESC LIMIT {{limit}}"""
+    rows: list[tuple] = []
+    for day in _days(f, days):  # a span's date partition is its start day: newest partitions hold the first rows
+        # the day as a literal (a date we format), so DuckDB prunes the other partitions' files when planning
+        rows += cur.execute(query.format(day=day.isoformat(), limit=f.size + 1 - len(rows)), args).fetchall()
+        if len(rows) > f.size:
+            break
+    verdicts = _verdicts(cur, sorted({r[0] for r in rows[:f.size]}))
+    out = tuple(TraceRow(*r[:10], *verdicts.get(r[0], (None, {})), _last_user_text(r[10])) for r in rows[:f.size])
+    more = len(rows) > f.size
+    return TracePage(out, f"{rows[f.size - 1][11]}~{rows[f.size - 1][1]}" if more else None)
+
+
+def _verdicts(cur, trace_ids: list[str]) -> dict[str, tuple[str | None, dict[str, int]]]:
+    """trace id -> (cluster, latest judgment value -> rows), for a page's traces only: a list of constants
+    (one placeholder each) keeps this a filtered scan of the snapshot's judgments, not an aggregate of all."""
+    if not trace_ids:
+        return {}
+    marks = ", ".join(f"$t{i}" for i in range(len(trace_ids)))
+    out: dict[str, tuple[str | None, dict[str, int]]] = {}
+    for trace_id, cluster, value, n in cur.execute(
+            f"SELECT trace_id, any_value(cluster), value, count(*) FROM judgments WHERE trace_id IN ({marks}) "
+            "GROUP BY trace_id, value", {f"t{i}": t for i, t in enumerate(trace_ids)}).fetchall():
+        known = out.setdefault(trace_id, (cluster, {}))
+        known[1][value] = n
+        if known[0] is None and cluster is not None:
+            out[trace_id] = (cluster, known[1])
+    return out
+
+
+# --- messages ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Message:
+    role: str
+    text: str
+
+
+def messages(raw: str | None) -> tuple[Message, ...]:
+    """GenAI message JSON (role + parts) as role/text pairs; text that is not that JSON is one message."""
+    if not raw:
+        return ()
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return (Message("text", raw),)
+    if not isinstance(doc, list):
+        doc = [doc]
+    out = []
+    for message in doc:
+        if isinstance(message, dict) and "parts" in message:
+            out.append(Message(str(message.get("role") or "message"), _parts_text(message["parts"])))
+        elif isinstance(message, dict) and "content" in message:  # a part list of system instructions
+            out.append(Message(str(message.get("role") or message.get("type") or "text"), str(message["content"])))
+        else:
+            out.append(Message("message", json.dumps(message, ensure_ascii=False)))
+    return tuple(out)
+
+
+def _parts_text(parts) -> str:
+    if not isinstance(parts, list):
+        return json.dumps(parts, ensure_ascii=False)
+    texts = []
+    for part in parts:
+        if isinstance(part, dict) and isinstance(part.get("content"), str):
+            texts.append(part["content"])
+        else:  # tool calls, tool results, media: shown as their JSON (redacted on the way out)
+            texts.append(json.dumps(part, ensure_ascii=False))
+    return "\n".join(texts)
+
+
+def _last_user_text(raw: str | None) -> str | None:
+    users = [m.text for m in messages(raw) if m.role == "user"]
+    return users[-1][:160] if users else None
+
+
+# --- one trace ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Call:
+    span_id: str
+    started_at: datetime
+    latency_ms: float | None
+    provider: str | None
+    model: str | None
+    operation: str | None
+    status_code: str | None
+    status_message: str | None
+    finish_reasons: tuple[str, ...]
+    input_tokens: int | None
+    output_tokens: int | None
+    intent_key: str | None
+    system: tuple[Message, ...]
+    inputs: tuple[Message, ...]
+    outputs: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class SpanBar:
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    status_code: str | None
+
+
+@dataclass(frozen=True)
+class Judgment:
+    evaluator: str | None
+    fingerprint: str
+    cluster: str | None
+    dimension: str | None
+    value: str | None
+    score: float | None
+    reason: str | None
+    error_code: str | None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    attempt_no: int
+    fingerprint: str
+    evaluator: str | None
+    status: str
+    error_code: str | None
+    error_message: str | None
+    judged_at: datetime
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class TraceDetail:
+    trace_id: str
+    calls: tuple[Call, ...]
+    spans: tuple[SpanBar, ...]
+    spans_total: int
+    judgments: tuple[Judgment, ...]
+    attempts: tuple[Attempt, ...]
+
+
+_SPANS = f"""
+    SELECT span_id, parent_span_id, name, epoch_ns(start_time), epoch_ns(end_time), status_code,
+           count(*) OVER () FROM spans WHERE {{scope}} ORDER BY start_time, span_id LIMIT {MAX_SPANS}"""
+_NS_PER_DAY = 86_400 * 10**9
+
+
+def _spans_of(cur, trace_id: str, day: date | None) -> tuple[list[tuple], str]:
+    """The trace's spans and the scope its other queries use. With a hint `day` (where one of its calls
+    started) only that date partition is read, widened to the next day when a span ends after midnight and
+    to the day before when its root span is not there (it started earlier), to every partition when the
+    day holds none of its spans (or more than are drawn). Dates are literals, so DuckDB prunes the other
+    partitions' files: the common trace costs one partition per query."""
+    args = {"t": trace_id}
+    if day is not None:
+        hinted = f"trace_id = $t AND date = DATE '{day}'"
+        spans = cur.execute(_SPANS.format(scope=hinted), args).fetchall()
+        if spans and spans[0][6] == len(spans):
+            midnight = (day.toordinal() - date(1970, 1, 1).toordinal() + 1) * _NS_PER_DAY
+            low = day if any(row[1] is None for row in spans) else day - timedelta(days=1)
+            high = day + timedelta(days=1) if max(row[4] for row in spans) >= midnight else day
+            if low == high:
+                return spans, hinted
+            scope = f"trace_id = $t AND date BETWEEN DATE '{low}' AND DATE '{high}'"
+            return cur.execute(_SPANS.format(scope=scope), args).fetchall(), scope
+    return cur.execute(_SPANS.format(scope="trace_id = $t"), args).fetchall(), "trace_id = $t"
+
+
+def trace_detail(cur, trace_id: str, day: date | None) -> TraceDetail | None:
+    """The trace, or None when the tenant has no span and no judgment of it. `day` (a date partition
+    the trace has spans in) narrows the files read (`_spans_of`)."""
+    spans, scope = _spans_of(cur, trace_id, day)
+    calls = cur.execute(f"""
+        SELECT span_id, start_time, latency_ms, provider, coalesce(response_model, request_model), operation,
+               status_code, status_message, finish_reasons, input_tokens, output_tokens, intent_key,
+               system_instructions, input_messages, output_messages
+        FROM llm_calls WHERE {scope} ORDER BY start_time, span_id""", {"t": trace_id}).fetchall()
+    judged = cur.execute("""
+        SELECT evaluator, fingerprint, cluster, dimension, value, score, reason, error_code FROM judgments
+        WHERE trace_id = $t ORDER BY evaluator, fingerprint, dimension""", {"t": trace_id}).fetchall()
+    attempts = cur.execute("""
+        SELECT attempt_no, fingerprint, evaluator, status, error_code, error_message, judged_at, input_tokens,
+               output_tokens, cost_usd FROM attempts WHERE trace_id = $t ORDER BY evaluator, fingerprint, attempt_no""",
+                           {"t": trace_id}).fetchall()
+    if not (calls or spans or judged):
+        return None
+    return TraceDetail(
+        trace_id,
+        tuple(Call(*c[:8], tuple(c[8] or ()), *c[9:12], messages(c[12]), messages(c[13]), messages(c[14]))
+              for c in calls),
+        tuple(SpanBar(*s[:6]) for s in spans), spans[0][6] if spans else 0,
+        tuple(Judgment(*j) for j in judged), tuple(Attempt(*a) for a in attempts))
