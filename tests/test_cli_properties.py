@@ -3,7 +3,7 @@ with a documented code and never prints a traceback; a failure ends with the one
 from the closed set and its exit code the one the table gives (issues 16 and 18; docs/cli.md).
 
 In-process through each script's main() (fast), in a fresh working directory per example, with provider keys
-removed from the environment (no network). Only the collector's `serve` is replaced, by a stub that
+removed from the environment (no network). Only the collector's and the UI's `serve` are replaced, by a stub that
 returns 0 at once: with a valid argv it would start a server that runs until SIGTERM; its argument and
 configuration handling, the subject here, runs for real (so does `--maintenance-once`). `verdict daemon`
 cannot start for real here (no config file exists in the fresh directory), and `verdict demo` is always given
@@ -37,6 +37,11 @@ def _tokens(flags: list[str]) -> st.SearchStrategy[list[str]]:
 
 
 def _serve_stub(config) -> int:
+    return 0
+
+
+def _ui_serve_stub(settings, sock) -> int:
+    sock.close()
     return 0
 
 
@@ -74,6 +79,7 @@ SCRIPTS: dict[str, tuple[set[int], list[str], list[str]]] = {
                                  "--out", "--json"], ["gate"]),
     "verdict demo": ({2}, ["--data-dir", "--per-day", "--seed", "--corrupt-intent", "--judge-model", "--json"],
                      ["demo", "--days", "0"]),
+    "verdict ui": ({0, 2}, ["--data-dir", "--tenant", "--host", "--port", "--tokens", "--lock-timeout"], ["ui"]),
     # the deprecated aliases (one release): the same commands under their old names
     "verdict-collector": ({0, 2}, COLLECTOR_FLAGS, []),
     "verdict-daemon": ({0, 2}, DAEMON_FLAGS, []),
@@ -105,6 +111,9 @@ def quiet_env(monkeypatch):
     from collector import cli as collector_cli
 
     monkeypatch.setattr(collector_cli, "serve", _serve_stub)  # see the module docstring
+    from verdict_ui import cli as ui_cli
+
+    monkeypatch.setattr(ui_cli, "serve", _ui_serve_stub)  # likewise: `verdict ui` would serve until SIGTERM
 
 
 def run_in_process(script: str, argv: list[str]) -> tuple[int, str, str]:

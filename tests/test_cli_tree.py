@@ -16,7 +16,7 @@ from verdict.environment import VARIABLES
 
 BIN = Path(sys.executable).parent
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
-TREE = ["collector", "daemon", "pipeline", "cluster", "sql", "report", "review", "probes", "gate", "demo"]
+TREE = ["collector", "daemon", "pipeline", "cluster", "sql", "report", "review", "probes", "gate", "demo", "ui"]
 
 
 def run(*argv: str, cwd: Path | None = None, **extra: str) -> subprocess.CompletedProcess:

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The layers, bottom first: each may import the ones before it and never the ones after it.
-LAYERS = ("verdict", "collector", "verdict_daemon", "verdict_demo")
+LAYERS = ("verdict", "collector", "verdict_daemon", "verdict_ui", "verdict_demo")
 # The collector and the daemon are side by side above the SDK: neither imports the other's upward.
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "verdict": ("collector", "verdict_daemon", "verdict_demo"),
-    "collector": ("verdict_daemon", "verdict_demo"),
-    "verdict_daemon": ("verdict_demo",),
+    "verdict": ("collector", "verdict_daemon", "verdict_ui", "verdict_demo"),
+    "collector": ("verdict_daemon", "verdict_ui", "verdict_demo"),
+    "verdict_daemon": ("verdict_ui", "verdict_demo"),
+    "verdict_ui": ("verdict_demo",),
     "verdict_demo": (),
 }
 # "pkg.mod" or "pkg.mod:attr" or "pkg:attr" (a bare word is too often just a word).
