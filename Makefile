@@ -9,7 +9,7 @@ TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic,engines
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint browser java clean reference-venvs realmodel-env
+.PHONY: demo test lint typecheck browser java clean reference-venvs realmodel-env
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -57,6 +57,10 @@ reference-venvs: $(IRRCAC_VENV)/.installed
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 
+# mypy over the packages ([tool.mypy] in pyproject.toml): 0 errors is the bar.
+typecheck: $(TEST_STAMP)
+	$(BIN)/python -m mypy
+
 # The suite, then the collector soak (deselected from the suite; SOAK_SECONDS, 0 skips it).
 # Tiers with their own environments: the real-model tier (llama.cpp + SmolLM2, `realmodel-env`),
 # the peer instrumentations (`peers`) and reference implementations (`reference-venvs`).
@@ -64,6 +68,7 @@ lint: $(TEST_STAMP)
 SOAK_SECONDS ?= 600
 test: $(TEST_STAMP) browser java reference-venvs realmodel-env peers
 	$(BIN)/ruff check .
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; \
 	  if [ -n "$$VERDICT_REALMODEL_UNAVAILABLE" ]; then echo "real-model tier SKIPPED: $$VERDICT_REALMODEL_UNAVAILABLE"; fi; \
@@ -104,7 +109,7 @@ realmodel-env:
 	else $(MAKE) --no-print-directory $(LLAMA_STAMP) $(SMOLLM2_GGUF); fi
 
 clean:
-	rm -rf $(VENV) $(IRRCAC_VENV) .pytest_cache
+	rm -rf $(VENV) $(IRRCAC_VENV) .pytest_cache .mypy_cache
 
 # Peer instrumentations (issue 14): each family in its own side venv, since their pins conflict
 # with ours and with each other; the Vercel AI SDK in a node_modules dir. Idempotent (stamps).

@@ -12,11 +12,12 @@ import inspect
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextvars import Token
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from verdict.tracing import health
@@ -179,7 +180,7 @@ class LLMCall:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def activate(self) -> object:
+    def activate(self) -> Token[Context]:
         ctx = trace.set_span_in_context(self.span)
         return otel_context.attach(otel_context.set_value(_SUPPRESS_LLM, True, ctx))
 
