@@ -19,9 +19,10 @@ is under `RUBRIC_MIN_AC1`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -189,7 +190,8 @@ def split_dev_test(
         raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction}")
     if len(set(item_ids)) != len(item_ids):
         raise ValueError("item ids must be unique")
-    dev, test = [], []
+    dev: list[str] = []
+    test: list[str] = []
     for item in item_ids:
         h = int.from_bytes(hashlib.sha256(f"{salt}\0{item}".encode()).digest()[:8], "big") / 2**64
         (test if h < test_fraction else dev).append(item)
@@ -245,7 +247,7 @@ def evaluate_rater_agreement(
     pairable = counts[per_item >= 2]
     options = {"confidence": confidence, "n_resamples": n_resamples, "seed": seed}
 
-    def attempt(compute, *args, **kwargs) -> Coefficient | None:
+    def attempt(compute: Callable[..., Coefficient], *args: Any, **kwargs: Any) -> Coefficient | None:
         try:
             return compute(*args, **kwargs)
         except ValueError:  # not applicable or undefined on these data

@@ -22,7 +22,7 @@ import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import numpy as np
@@ -370,13 +370,15 @@ class _Analysis:
         sized = (usable > 0).all(axis=1)
         base_n, cur_n = usable[:, _BASELINE], usable[:, _CURRENT]
         b = np.flatnonzero(sized & ~scored)
-        c = np.flatnonzero(sized & scored)
+        scored_cells = np.flatnonzero(sized & scored)
         family = max(int(self.tested.sum()), 1)
         for out, level in ((self.mde, self.quality_alpha), (self.mde_adjusted, self.quality_alpha / family)):
             out[b] = minimum_detectable_drop(
                 passed[b, _BASELINE] / base_n[b], base_n[b], cur_n[b], alpha=level, power=det.power
             )
-            out[c] = minimum_detectable_delta(base_n[c], cur_n[c], alpha=level, power=det.power)
+            out[scored_cells] = minimum_detectable_delta(
+                base_n[scored_cells], cur_n[scored_cells], alpha=level, power=det.power
+            )
 
         # One family over every tested cell of the run, whatever its fingerprint or kind.
         self.adjusted = np.full(n, np.nan)
@@ -602,7 +604,7 @@ def _codes(table: pa.Table, name: str, rows: np.ndarray) -> tuple[np.ndarray, li
     encoded = _dictionary(column)
     if encoded is None:
         raise DriftInputError(f"{name} must be a string column, got {column.type}")
-    names = encoded.dictionary.to_pylist()
+    names = cast(list[str], encoded.dictionary.to_pylist())  # a string dictionary, nulls refused above
     codes = encoded.indices.to_numpy(zero_copy_only=False)[rows]
     if len(set(names)) != len(names):  # a dictionary may repeat values; merge their codes
         first = {v: i for i, v in reversed(list(enumerate(names)))}
@@ -620,10 +622,9 @@ def _dictionary(column: pa.ChunkedArray) -> pa.DictionaryArray | None:
             or pa.types.is_large_string(column.type.value_type)
         ):
             return None
-        return (
-            column.unify_dictionaries().combine_chunks()
-            if column.num_chunks != 1
-            else column.chunk(0)
+        return cast(  # a dictionary column's chunks are DictionaryArrays, and so is their combination
+            pa.DictionaryArray,
+            column.unify_dictionaries().combine_chunks() if column.num_chunks != 1 else column.chunk(0),
         )
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         return column.combine_chunks().dictionary_encode()

@@ -265,7 +265,7 @@ class ExpectedValueExtractor(TokenProbabilityExtractor):
         return _with_distribution(schema, name, scale)
 
     def reduce(self, scale: DiscreteScale | BooleanScale, distribution: dict[Any, float]) -> float:
-        return sum(v * p for v, p in distribution.items())
+        return float(sum(v * p for v, p in distribution.items()))
 
 
 class PostHocExtractor(Extractor):
@@ -359,6 +359,6 @@ def _scale_values(scale: Scale) -> tuple[Any, ...]:
 def _with_distribution(schema: type[Schema], name: str, expected: DiscreteScale | None) -> type[Schema]:
     fields: dict[str, Any] = {f"{name}_distribution": (dict[Any, float], ...)}
     if expected is not None:
-        low, high = min(expected.values), max(expected.values)  # type: ignore[type-var]
+        low, high = min(expected.values), max(expected.values)
         fields[name] = (Annotated[float, Field(ge=low, le=high)], ...)
-    return create_model(schema.__name__, __base__=schema, **fields)  # type: ignore[call-overload]
+    return create_model(schema.__name__, __base__=schema, **fields)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import Field
 
@@ -59,7 +59,7 @@ class DiscreteScale(Scale):
 
     def __init__(self, values: tuple[int, int] | Sequence[Value], end_is_worst: bool = False) -> None:
         if isinstance(values, tuple) and len(values) == 2 and all(type(v) is int for v in values):
-            low, high = values
+            low, high = cast(tuple[int, int], values)  # two ints, checked above
             if low >= high:
                 raise ValueError(f"DiscreteScale range {values!r} must go from low to high")
             resolved: tuple[Value, ...] = tuple(range(low, high + 1))
@@ -73,7 +73,7 @@ class DiscreteScale(Scale):
         object.__setattr__(self, "end_is_worst", end_is_worst)
 
     def annotation(self) -> Any:
-        return Annotated[Literal[self.values], self]  # type: ignore[valid-type]
+        return Annotated[Literal[self.values], self]
 
     @property
     def ordered(self) -> tuple[Value, ...]:
@@ -94,7 +94,8 @@ class DiscreteScale(Scale):
 
     @property
     def instruction(self) -> str:
-        if self.numeric and self.values == tuple(range(self.values[0], self.values[-1] + 1)):
+        low, high = self.values[0], self.values[-1]
+        if type(low) is int and type(high) is int and self.values == tuple(range(low, high + 1)):
             return f"an integer from {self.worst} (worst) to {self.best} (best)"
         listed = ", ".join(str(v) for v in self.ordered)
         return f"one of {listed} (from worst to best)"

@@ -338,7 +338,7 @@ def dimension_agreement(examples: Sequence[SentinelExample],
         rate = wilson_interval(agreed, len(human))
         try:
             kappa = cohens_kappa(contingency_table(human, judge, _KAPPA_CATEGORIES))
-            k = (kappa.value, kappa.low, kappa.high)
+            k: tuple[float | None, float | None, float | None] = (kappa.value, kappa.low, kappa.high)
         except ValueError:  # both raters used a single category: kappa is undefined
             k = (None, None, None)
         report.append(DimensionAgreement(dimension, len(human), agreed, rate.value, rate.low, rate.high, *k))

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from verdict.gate import GateResult, evaluate_gate
-from verdict.judges.rubric import DEFAULT_RUBRIC
+from verdict.judges.rubric import DEFAULT_RUBRIC, Rubric
 from verdict.sentinel import SentinelExample, SentinelSet, as_examples
 
 
@@ -30,8 +30,8 @@ def assert_pass_rate(cases: SentinelSet | Iterable[SentinelExample | Mapping[str
     """Raise AssertionError (with the per-case table) unless the pass rate, or its 95 % Wilson lower bound,
     is at least `at_least` and every case was judged. Returns the GateResult otherwise."""
     # A Judge has a rubric; an ensemble's members do (cases are checked against the first member's).
-    rubric = getattr(judge, "rubric", None) or getattr(next(iter(getattr(judge, "judges", ())), None),
-                                                       "rubric", DEFAULT_RUBRIC)
+    rubric = cast(Rubric, getattr(judge, "rubric", None) or getattr(next(iter(getattr(judge, "judges", ())), None),
+                                                                    "rubric", DEFAULT_RUBRIC))
     result = evaluate_gate(as_examples(cases, rubric), judge, min_pass_rate=at_least,
                            use_lower_bound=use_lower_bound)
     if not result.passed:

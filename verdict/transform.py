@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from statistics import fmean
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -43,7 +43,7 @@ class MapUnit(Unit):
             result = Schema.of(**result)
         if self.declared is not None and not isinstance(result, self.declared):
             result = self.declared.model_validate(result.model_dump())
-        return result
+        return cast(BaseModel, result)  # the function's model (a mapping became one above)
 
 
 class PoolUnit(Unit):
@@ -83,7 +83,8 @@ class PoolUnit(Unit):
 
     def compute(self, input: Any, previous: PreviousView) -> BaseModel:
         fields = self.pooled(type(previous[0]))
-        scales = _field_scales(type(previous[0]), tuple(fields))
+        # (a class is hashable; mypy checks the instances' __hash__)
+        scales = _field_scales(type(previous[0]), tuple(fields))  # type: ignore[arg-type]
         return Schema.of(**{f: self.pool([getattr(o, f) for o in previous], scales[f]) for f in fields})
 
 

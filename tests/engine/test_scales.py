@@ -25,6 +25,12 @@ def test_instruction_texts():
     assert BooleanScale().instruction == "yes or no"
 
 
+def test_instruction_of_fractional_values_lists_them():
+    # Found by mypy (issue 18): numeric values that are not integers went to range() and raised.
+    assert DiscreteScale([0.5, 1.0]).instruction == "one of 0.5, 1.0 (from worst to best)"
+    assert DiscreteScale([1, 3, 5]).instruction == "one of 1, 3, 5 (from worst to best)"
+
+
 def test_token_support():
     assert DiscreteScale((1, 3)).tokens == ("1", "2", "3")
     assert DiscreteScale((1, 3)).value_of_token(" 2") == 2

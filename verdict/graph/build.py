@@ -151,7 +151,8 @@ def _node(i: int, unit: Unit, path: str, inherited: Via | None, index: dict[Unit
         if via is None:
             raise ConfigurationError(f"{path}: no model; call .via(...) on the unit or on a container holding it")
         model = via.model
-        template = unit.template or _default_template(type(unit))
+        # (a class is hashable; mypy checks Unit instances' __hash__, which __eq__ removes)
+        template = unit.template or _default_template(type(unit))  # type: ignore[arg-type]
         if template is None:
             raise ConfigurationError(f"{path}: no prompt; call .prompt(...)")
         schema = unit.response_schema()

@@ -8,7 +8,7 @@ only remember membership, for unit paths and for `.via()` inheritance.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 from verdict.graph.errors import ConfigurationError
 from verdict.graph.via import Via, make_via
@@ -68,8 +68,11 @@ class Block(Container):
     A named Block adds its name to the paths of its units."""
 
     @property
-    def segment(self) -> str:  # type: ignore[override]
+    def segment(self) -> str:  # type: ignore[override]  # read-only here: a Block's segment is its name
         return self.name or "block"
+
+    def __rshift__(self, other: Any) -> Self:
+        return cast(Self, chain(self, other))  # a Block on the left grows, keeping its type (chain)
 
     def __init__(self, name: str | None = None, members: list[Any] | None = None) -> None:
         super().__init__(members or [], name)

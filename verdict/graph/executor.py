@@ -210,4 +210,11 @@ def _progress(progress: bool | Callable[[int], None], total: int | None) -> Call
     from tqdm import tqdm
 
     bar = tqdm(total=total, unit="sample")
-    return lambda n: bar.update(n) if n else bar.close()
+
+    def report(n: int) -> None:
+        if n:
+            bar.update(n)
+        else:
+            bar.close()
+
+    return report

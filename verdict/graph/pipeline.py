@@ -24,7 +24,7 @@ class Pipeline(Block):
         self._build_lock = threading.Lock()
 
     @property
-    def segment(self) -> str:  # type: ignore[override]
+    def segment(self) -> str:  # type: ignore[override]  # read-only here: a Pipeline's segment is its name
         return self.name or "pipeline"
 
     def build(self) -> Graph:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from pydantic import BaseModel
 
@@ -61,7 +61,7 @@ class SampleResult:
                 raise KeyError(f"no unit at path {path!r}" + (" (ambiguous name)" if matches else "")
                                + f"; paths: {known}")
             index = matches[0]
-        return self._results[index]
+        return cast(BaseModel | UnitError | None, self._results[index])
 
     def __repr__(self) -> str:
         state = "ok" if self.ok else f"error={self.error!r}"
@@ -77,7 +77,13 @@ class RunResult(Sequence[SampleResult]):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, index: Any) -> Any:
+    @overload
+    def __getitem__(self, index: int) -> SampleResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[SampleResult, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> SampleResult | tuple[SampleResult, ...]:
         return self.rows[index]
 
     def __iter__(self) -> Iterator[SampleResult]:

@@ -8,16 +8,19 @@ append fields without dropping any.
 from __future__ import annotations
 
 import threading
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, create_model
 
 from verdict.scale import Scale
 
-_ModelMeta = type(BaseModel)
+if TYPE_CHECKING:  # pydantic's metaclass by name for the checker only: its module is private
+    from pydantic._internal._model_construction import ModelMetaclass as _ModelMeta
+else:
+    _ModelMeta = type(BaseModel)
 
 
-class _SchemaMeta(_ModelMeta):  # type: ignore[misc, valid-type]
+class _SchemaMeta(_ModelMeta):
     def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any):
         annotations = namespace.setdefault("__annotations__", {})
         for field, default in list(namespace.items()):

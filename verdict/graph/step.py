@@ -8,7 +8,7 @@ attempt that produced its result (0 when no model was called)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,7 +30,7 @@ def run_step(node: Node, source: Any, outputs: list[Result]) -> tuple[Result, Us
             return UnitError("upstream", f"{dep_path} failed ({output})"), _NO_USAGE, 0
     previous = PreviousView(node.dep_names, outputs)
     try:
-        input = _input(node, source, outputs)
+        input = _input(node, source, cast(list[BaseModel], outputs))  # failed ones returned above
     except (ValidationError, ConfigurationError) as exc:
         return UnitError("unit", f"cannot build the input: {_short(exc)}"), _NO_USAGE, 0
     if node.kind == "io":
@@ -48,7 +48,7 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
     except TemplateError as exc:
         return UnitError("template", str(exc)), _NO_USAGE, 0
     usage = _NO_USAGE
-    failure = UnitError("extraction", "no attempt was made")
+    failure: UnitError | None = UnitError("extraction", "no attempt was made")
     prompt = messages
     for attempt in range(1, node.retries + 2):
         job = ExtractionJob(node.model, prompt, node.params, node.response_schema)  # type: ignore[arg-type]
@@ -74,7 +74,8 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
             break
         if failure.kind == "extraction":
             prompt = repair_prompt(messages, job.reply, failure.message)
-    return failure, usage, failure.attempts
+    failed = cast(UnitError, failure)  # the loop ends only after a failed attempt
+    return failed, usage, failed.attempts
 
 
 MAX_REPAIR_REPLY = 2000  # characters
@@ -98,7 +99,7 @@ def _finish(node: Node, output: Any, previous: PreviousView, input: Any) -> Base
     return output
 
 
-def _input(node: Node, source: Any, outputs: list[Result]) -> Any:
+def _input(node: Node, source: Any, outputs: list[BaseModel]) -> Any:
     schema = node.unit.InputSchema
     if not outputs:
         if schema is None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, cast
+
+from pydantic import BaseModel
 
 from verdict.graph.compose import Node
 from verdict.graph.errors import ConfigurationError
@@ -32,15 +34,15 @@ def _full_signature(fn: Any) -> PropagateFn:
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # no introspectable signature (some builtins): the full one is assumed
-        return fn
+        return cast(PropagateFn, fn)
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(positional) == 1 and not any(p.kind is p.VAR_POSITIONAL for p in parameters):
         return lambda unit, previous, input, output: fn(output)
-    return fn
+    return cast(PropagateFn, fn)
 
 
 class Unit(Node):
-    ResponseSchema: ClassVar[type[Schema]]
+    ResponseSchema: type[Schema]  # a class attribute, or set per instance (built from a rubric or scale)
     InputSchema: ClassVar[type[Schema] | None] = None
     OutputSchema: ClassVar[type[Schema] | None] = None
     kind: ClassVar[Literal["io", "cpu"]] = "io"
@@ -101,9 +103,9 @@ class Unit(Node):
         schema = getattr(self, "ResponseSchema", None)
         if schema is None:
             raise ConfigurationError(f"unit {self.name!r} ({type(self).__name__}) declares no ResponseSchema")
-        return schema
+        return cast(type[Schema], schema)  # a class attribute declared type[Schema]
 
-    def output_schema(self, response: type[Schema], inputs: list[type[Schema] | None]) -> type[Schema] | None:
+    def output_schema(self, response: type[Schema] | None, inputs: list[type[Schema] | None]) -> type[Schema] | None:
         """The schema of this unit's output given its dependencies' output schemas (None = unknown until
         run time, e.g. after `.propagate`)."""
         if self.propagate_fn is not None:
@@ -114,7 +116,7 @@ class Unit(Node):
         """Turn the extracted response into the output (identity unless OutputSchema differs)."""
         return response
 
-    def compute(self, input: Any, previous: PreviousView) -> Schema:
+    def compute(self, input: Any, previous: PreviousView) -> BaseModel:
         """The work of a CPU unit."""
         raise NotImplementedError(f"{type(self).__name__} is a CPU unit without compute()")
 

@@ -43,6 +43,7 @@ def resolve_model(spec: str | Model) -> Model:
 def make_via(model: str | Model | None, policy_or_name: str | Model | None, retries: int,
              params: dict[str, Any]) -> Via:
     """`.via()` of units and containers; `policy_or_name=` is the seed library's keyword for the model."""
-    if (model is None) == (policy_or_name is None):
+    chosen = model if model is not None else policy_or_name
+    if chosen is None or (model is not None and policy_or_name is not None):
         raise ConfigurationError("via() needs the model once: positionally or as policy_or_name=")
-    return Via(resolve_model(model if model is not None else policy_or_name), retries, params)
+    return Via(resolve_model(chosen), retries, params)

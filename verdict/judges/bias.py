@@ -117,7 +117,8 @@ def _judge_findings(judge: Judge, items: list[GradingItem], kinds: Sequence[str]
     findings = {}
     for k, kind in enumerate(kinds):
         perturbed = rest[k * len(items):(k + 1) * len(items)]
-        outcomes, by_dimension = [], {}
+        outcomes: list[tuple[bool, bool]] = []
+        by_dimension: dict[str, int] = {}
         for before, after in zip(originals, perturbed, strict=True):
             if before.is_usable and after.is_usable:
                 changed = _changed_dimensions(before, after)

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -110,8 +110,10 @@ class GradingItem:
 
     @property
     def has_context(self) -> bool:
-        return bool(self.context) and any(doc.strip() for doc in
-                                          ([self.context] if isinstance(self.context, str) else self.context))
+        context = self.context
+        if not context:
+            return False
+        return any(doc.strip() for doc in ([context] if isinstance(context, str) else context))
 
     @classmethod
     def of(cls, item: GradingItem | Mapping[str, Any]) -> GradingItem:
@@ -128,10 +130,12 @@ class GradingItem:
 
     def sample(self) -> dict[str, str]:
         """The engine sample the judge prompt renders (`source.query`, `source.context`, `source.answer`)."""
-        if isinstance(self.context, tuple):
+        if isinstance(self.context, str):
+            context = self.context
+        elif self.context:  # a tuple since __post_init__
             context = "\n\n".join(f"[{i}] {doc}" for i, doc in enumerate(self.context, 1))
         else:
-            context = self.context
+            context = ""
         return {"query": self.query if self.query else "(no question given)",
                 "context": context if self.has_context else "(no context provided)",
                 "answer": self.answer}
@@ -311,8 +315,8 @@ class DimensionGrade(BaseModel):
 
 def rubric_response_schema(dimensions: Sequence[Dimension]) -> type[Schema]:
     # Aliases keep dimension names free of clashes with pydantic attribute names ("schema", "copy", ...).
-    fields_ = {f"dimension_{i}": (DimensionGrade, Field(alias=d.name)) for i, d in enumerate(dimensions)}
-    return create_model("RubricResponse", __base__=Schema, **fields_)  # type: ignore[call-overload]
+    fields_: dict[str, Any] = {f"dimension_{i}": (DimensionGrade, Field(alias=d.name)) for i, d in enumerate(dimensions)}
+    return create_model("RubricResponse", __base__=Schema, **fields_)
 
 
 def grades(response: BaseModel) -> dict[str, DimensionGrade]:
@@ -420,7 +424,7 @@ class Judge:
         else:
             units = ((self.name, self._configured(RubricUnit(self.rubric, dimensions, name=self.name))),)
             pipeline = Pipeline(self.name) >> units[0][1]
-        pipeline.build()  # type: ignore[attr-defined]
+        pipeline.build()
         return pipeline, units
 
     def _configured(self, unit: Unit) -> Unit:
@@ -459,11 +463,11 @@ class Judge:
                 continue
             skipped = () if dimensions == self.rubric.dimensions else self.skipped_without_context
             pipeline, units = self._graphs[dimensions]
-            rows = pipeline.run_from_dataset([batch[i].sample() for i in indices],  # type: ignore[attr-defined]
+            rows = pipeline.run_from_dataset([batch[i].sample() for i in indices],
                                              max_workers=max_workers)
             for index, row in zip(indices, rows, strict=True):
                 judgments[index] = self._judgment(row, units, skipped)
-        return judgments  # type: ignore[return-value]
+        return cast(list[Judgment], judgments)  # every index was filled above
 
     def _judgment(self, row: Any, units: tuple[tuple[str, Unit], ...], skipped: tuple[str, ...]) -> Judgment:
         outcomes = [(unit, unit_outcome(row, path)) for path, unit in units]
@@ -472,16 +476,16 @@ class Judge:
         failed = [(unit, outcome.error) for unit, outcome in outcomes if outcome.output is None]
         if failed:
             unit, error = failed[0]
-            where = f"{unit.dimension.name}: " if isinstance(unit, DimensionUnit) else ""  # type: ignore[attr-defined]
+            where = f"{unit.dimension.name}: " if isinstance(unit, DimensionUnit) else ""
             return Judgment(JudgmentStatus.ERROR, (), error=f"{where}{error}", **common)
-        graded = {}
+        graded: dict[str, Any] = {}
         for unit, outcome in outcomes:
             replies = {unit.dimension.name: outcome.output} if isinstance(unit, DimensionUnit) \
                 else grades(outcome.output)  # type: ignore[arg-type]
             graded.update(replies)
         return Judgment(JudgmentStatus.VALID, tuple(
-            DimensionVerdict(name, grade.verdict, grade.rationale,  # type: ignore[attr-defined]
-                             tuple(q for q in grade.evidence if not is_placeholder(q)))  # type: ignore[attr-defined]
+            DimensionVerdict(name, grade.verdict, grade.rationale,
+                             tuple(q for q in grade.evidence if not is_placeholder(q)))
             for name, grade in graded.items()), **common)
 
     def _skipped_entirely(self) -> Judgment:

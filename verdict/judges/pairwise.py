@@ -133,7 +133,7 @@ class MarkerExtractor(Extractor):
 
     def extract(self, job: ExtractionJob) -> Schema:
         text = job.complete().text  # raises ExtractionError for a truncated reply
-        return RoundResponse(marker=read_marker(text), reply=text)  # type: ignore[arg-type]
+        return RoundResponse(marker=read_marker(text), reply=text)
 
 
 class PairwiseRoundUnit(Unit):
@@ -241,7 +241,7 @@ class PairwiseJudge:
             query, a, b = _triple(item, position)
             samples += [{"query": query, "response_a": a, "response_b": b},
                         {"query": query, "response_a": b, "response_b": a}]
-        rows = self.pipeline.run_from_dataset(samples, max_workers=max_workers)  # type: ignore[attr-defined]
+        rows = self.pipeline.run_from_dataset(samples, max_workers=max_workers)
         judgments = []
         for k in range(0, len(rows), 2):
             first = make_round("AB", unit_outcome(rows[k], self.name))
@@ -301,8 +301,9 @@ class PairwiseJudgeEnsemble(Ensemble[PairwiseVerdict]):
     def _vote(self, components: tuple[PairwiseJudgment, ...]) -> PairwiseEnsembleJudgment:
         votes: dict[PairwiseVerdict, int] = {}
         for component in components:
-            if component.is_usable:
-                votes[component.verdict] = votes.get(component.verdict, 0) + 1  # type: ignore[index]
+            verdict = component.verdict
+            if component.is_usable and verdict is not None:  # a usable judgment has a verdict
+                votes[verdict] = votes.get(verdict, 0) + 1
         if not votes:
             failed = PairwiseStatus.ERROR if any(c.status is PairwiseStatus.ERROR for c in components) \
                 else PairwiseStatus.INVALID

@@ -20,7 +20,7 @@ from verdict.scale import DiscreteScale, Scale
 def _response_schema(name: str, field: str, scale: Scale, explanation: bool) -> type[Schema]:
     fields: dict[str, Any] = {"explanation": (str, ...)} if explanation else {}
     fields[field] = (scale.annotation(), ...)
-    return create_model(name, __base__=Schema, **fields)  # type: ignore[call-overload]
+    return create_model(name, __base__=Schema, **fields)
 
 
 class _ScaleJudge(Unit):

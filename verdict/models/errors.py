@@ -137,7 +137,7 @@ def sdk_error(exc: BaseException, sdk: ModuleType, model: str) -> ModelError | N
     try:  # the HTTP library under the SDK: httpx2 for openai 3.x / anthropic 2.x, httpx before
         import httpx2 as http
     except ImportError:  # pragma: no cover - older SDKs
-        import httpx as http
+        import httpx as http  # type: ignore[no-redef, import-not-found]  # not installed with current SDKs
 
     if isinstance(exc, sdk.APITimeoutError | http.TimeoutException):
         return ModelError("timeout", f"{model} did not answer within the timeout", retryable=True)

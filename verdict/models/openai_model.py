@@ -206,7 +206,9 @@ class OpenAIModel(ProviderModel):
             data = entry.model_dump() if hasattr(entry, "model_dump") else {}
             if data.get("id") != self.model:
                 continue
-            meta = data.get("meta") if isinstance(data.get("meta"), Mapping) else {}
+            meta = data.get("meta")
+            if not isinstance(meta, Mapping):
+                meta = {}
             window = data.get("max_model_len") or data.get("context_length") or meta.get("n_ctx")
             if isinstance(window, int) and window > 0:
                 with _learned_lock:

@@ -91,9 +91,10 @@ class ProviderModel:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         # The endpoint is part of the model's identity: two servers may serve different weights under one name.
-        key = request_key(f"{self.name}@{self._endpoint}", request) if self._cache is not None else None
-        if key is not None:
-            hit = self._cache.get(key)
+        cache = self._cache
+        key = request_key(f"{self.name}@{self._endpoint}", request) if cache is not None else ""
+        if cache is not None:
+            hit = cache.get(key)
             if hit is not None:
                 return hit
         params = {k: v for k, v in request.params.items() if k != CACHE_SALT}
@@ -124,8 +125,8 @@ class ProviderModel:
             limiter.settle(estimate, tokens.input_tokens + tokens.output_tokens)
         cost = self._prices.cost(self.model, tokens.input_tokens, tokens.output_tokens)
         response = replace(response, usage=Usage(tokens.input_tokens, tokens.output_tokens, cost))
-        if key is not None:
-            self._cache.put(key, response)
+        if cache is not None:
+            cache.put(key, response)
         return response
 
 

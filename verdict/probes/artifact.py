@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 from verdict.probes.results import (
     ExpectationResult,
@@ -223,7 +223,13 @@ class _Reader:
         raise self.fail(field, f"expected {getattr(kind, '__name__', 'a number')}, got {type(value).__name__}")
 
     def integer(self, data: Mapping[str, Any], key: str) -> int:
-        return self.get(data, key, int)
+        return cast(int, self.get(data, key, int))  # get checked the type
+
+    @overload
+    def rate(self, data: Mapping[str, Any], key: str, where: str = "", optional: Literal[False] = False) -> float: ...
+
+    @overload
+    def rate(self, data: Mapping[str, Any], key: str, where: str = "", *, optional: bool) -> float | None: ...
 
     def rate(self, data: Mapping[str, Any], key: str, where: str = "", optional: bool = False) -> float | None:
         value = self.get(data, key, (int, float), where, optional)
@@ -247,7 +253,7 @@ class _Reader:
         for index, item in enumerate(items):
             if not isinstance(item, Mapping):
                 raise self.fail(f"{where}.{key}[{index}]" if where else f"{key}[{index}]", "expected an object")
-        return items
+        return cast(list[Mapping[str, Any]], items)  # a list (get) of mappings (checked above)
 
     # -- metric schema 2 ------------------------------------------------------------------------------------
     def current(self, data: Mapping[str, Any], version: int) -> ProbeRun:

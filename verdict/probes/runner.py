@@ -42,9 +42,9 @@ class Conversation:
 
 def converse(probe: Probe, target: Model, params: dict[str, Any]) -> Conversation:
     messages = ([Message("system", probe.system)] if probe.system else []) + [Message("user", probe.prompt)]
-    reply = None
+    reply = ""  # each stage's reply; the loop runs at least once
     for stage in ("target", "follow_up") if probe.follow_up else ("target",):
-        if stage == "follow_up":
+        if stage == "follow_up" and probe.follow_up:  # (always set at this stage: narrows its type)
             messages += [Message("assistant", reply), Message("user", probe.follow_up)]
         try:
             response = target.complete(ModelRequest(tuple(messages), params=params))

@@ -143,7 +143,7 @@ def _scan_pem(s: str, out: list[Finding]) -> None:
         if i < len(ends) and ends[i] - m.start() <= _PEM_MAX:
             stop = ends[i]
         else:
-            stop = _PEM_BODY.match(s, m.end()).end()
+            stop = _PEM_BODY.match(s, m.end()).end()  # type: ignore[union-attr]  # matches "": never None
         out.append(Finding(m.start(), stop, "PRIVATE_KEY", PRIORITY["PRIVATE_KEY"]))
         covered = stop
 

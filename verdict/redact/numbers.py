@@ -155,6 +155,7 @@ def _classify_run(s: str, start: int, end: int, out: list[Finding]) -> None:
 
 def _whole_finding(m: re.Match[str], s: str, lead: int) -> Finding | None:
     kind, text = m.lastgroup, m.group()
+    label: str | None
     if kind == "nanp":
         label = "PHONE"
     elif kind == "intl":

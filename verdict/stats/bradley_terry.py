@@ -192,7 +192,7 @@ def _estimable(cell_counts: np.ndarray, k: int, order_term: bool) -> np.ndarray:
     reach = beats | np.eye(k, dtype=bool)
     for _ in range(int(np.ceil(np.log2(k)))):  # path doubling: reach within 2^t steps
         reach = (reach.astype(np.float32) @ reach.astype(np.float32)) > 0
-    ok = reach.all(axis=(1, 2))
+    ok: np.ndarray = reach.all(axis=(1, 2))
     if order_term:
         home = first_wins.sum(axis=(1, 2))
         ok &= (home > 0) & (home < shown.sum(axis=(1, 2)))
@@ -247,7 +247,8 @@ def _newton(
 
     def loglik(beta: np.ndarray) -> np.ndarray:
         eta = beta @ x.T
-        return np.sum(s * eta - n * np.logaddexp(0.0, eta), axis=1)
+        total: np.ndarray = np.sum(s * eta - n * np.logaddexp(0.0, eta), axis=1)
+        return total
 
     from scipy.special import expit
 

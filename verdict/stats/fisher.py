@@ -87,12 +87,13 @@ def _p_values(tables: np.ndarray, alternative: Alternative) -> np.ndarray:
 
     def log_kernel(rows: np.ndarray, x: np.ndarray) -> np.ndarray:
         kx = k[rows] - x
-        return -(
+        log_terms: np.ndarray = (
             gammaln(x + 1)
             + gammaln(n1[rows] - x + 1)
             + gammaln(kx + 1)
             + gammaln(n2[rows] - kx + 1)
         )
+        return -log_terms
 
     p = np.empty(len(tables))
     start = 0

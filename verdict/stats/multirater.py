@@ -94,7 +94,8 @@ def _matrix(counts: Any, *, min_per_item: int) -> np.ndarray:
         raise ValueError("at least two rated items are needed")
     if np.any(c.sum(axis=1) < min_per_item):
         raise ValueError(f"every item needs at least {min_per_item} ratings")
-    return c.astype(float)
+    matrix: np.ndarray = c.astype(float)  # (numpy types a masked array's astype Any)
+    return matrix
 
 
 def _fleiss(batch: np.ndarray) -> np.ndarray:

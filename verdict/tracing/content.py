@@ -11,7 +11,7 @@ replaced by a marker.
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 TRUNCATED = "…[truncated]"
 
@@ -113,7 +113,7 @@ def redact_content(lists: dict[str, list[Any]], redactor: Redactor) -> dict[str,
     JSON string. A redactor with a structured hook gets the whole structure instead, once.
     """
     if getattr(redactor, "has_hook", False):  # a custom redactor need only have text() and value()
-        return redactor.value(lists)
+        return cast(dict[str, list[Any]], redactor.value(lists))  # a hook returns what it was given
     text, value = redactor.text, redactor.value
     for items in lists.values():
         for item in items:

@@ -37,7 +37,7 @@ def load_redactor() -> Redactor:
     """The default redactor; content is never captured without one."""
     from verdict.redact import default_redactor
 
-    return default_redactor() if not hasattr(default_redactor, "text") else default_redactor
+    return default_redactor
 
 
 def verdict_tracer(provider: trace.TracerProvider | None, builtin_redaction: bool) -> trace.Tracer:
