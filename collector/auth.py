@@ -45,7 +45,7 @@ class TokenStore:
             raise TokenFileError(f"token file {path} is not valid YAML: {exc}") from None
         if not isinstance(doc, dict) or not doc:
             raise TokenFileError(f"token file {path} must be a non-empty mapping of token -> tenant")
-        entries = []
+        entries: list[tuple[bytes, str]] = []
         for key, tenant in doc.items():
             if not isinstance(key, str):
                 raise TokenFileError(f"token file {path}: every token must be a string")

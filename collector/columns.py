@@ -101,9 +101,10 @@ def _array(column: ColumnData, arrow_type):
     if column.items is not None:
         items = _array(column.items, arrow_type.value_type)
         return pa.Array.from_buffers(
-            arrow_type, column.length, [validity, pa.py_buffer(column.offsets)], column.null_count, children=[items]
+            # a list column always has offsets
+            arrow_type, column.length, [validity, pa.py_buffer(column.offsets)], column.null_count, children=[items]  # type: ignore[arg-type]
         )
-    buffers = [validity, pa.py_buffer(column.data)]
+    buffers = [validity, pa.py_buffer(column.data)]  # type: ignore[arg-type]  # a column without items has data
     if column.offsets is not None:
         buffers.insert(1, pa.py_buffer(column.offsets))
     return pa.Array.from_buffers(arrow_type, column.length, buffers, column.null_count)

@@ -180,7 +180,7 @@ class DecoderPool:
             f.result()
         return executor
 
-    def submit(self, *args) -> Future:
+    def submit(self, *args) -> Future[Decoded]:
         try:
             return self._executor.submit(decode_export, *args)
         except BrokenProcessPool:

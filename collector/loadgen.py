@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
@@ -91,7 +92,7 @@ def genai_span(rng: random.Random, start_ns: int) -> Span:
         status=Status(code=Status.STATUS_CODE_UNSET),
     )
     span.attributes.append(
-        KeyValue(key="gen_ai.response.finish_reasons", value=AnyValue(array_value={"values": [AnyValue(string_value="stop")]}))
+        KeyValue(key="gen_ai.response.finish_reasons", value=AnyValue(array_value=ArrayValue(values=[AnyValue(string_value="stop")])))
     )
     return span
 
@@ -174,7 +175,7 @@ def log_events_request(rng: random.Random, n_calls: int, start_ns: int) -> Expor
     for i in range(n_calls):
         trace_id, span_id = rng.getrandbits(128).to_bytes(16, "big"), (rng.getrandbits(63) | 1).to_bytes(8, "big")
         ticket = rng.randint(10_000_000, 99_999_999)
-        bodies = (("gen_ai.user.message", {"content": f"Ticket {ticket}: {rng.choice(_QUESTIONS)}"}),
+        bodies: tuple[tuple[str, dict[str, Any]], ...] = (("gen_ai.user.message", {"content": f"Ticket {ticket}: {rng.choice(_QUESTIONS)}"}),
                   ("gen_ai.choice", {"index": 0, "finish_reason": "stop", "message": {
                       "role": "assistant", "content": f"About ticket {ticket}: {rng.choice(_ANSWERS)}"}}))
         for k, (name, body) in enumerate(bodies):
@@ -183,7 +184,7 @@ def log_events_request(rng: random.Random, n_calls: int, start_ns: int) -> Expor
             record.body.kvlist_value.values.extend(
                 [KeyValue(key="content", value=AnyValue(string_value=body["content"]))] if "content" in body else
                 [_kv("index", 0), _kv("finish_reason", "stop"), KeyValue(key="message", value=AnyValue(
-                    kvlist_value={"values": [_kv("role", "assistant"), _kv("content", body["message"]["content"])]}))])
+                    kvlist_value=KeyValueList(values=[_kv("role", "assistant"), _kv("content", body["message"]["content"])])))])
             scope_logs.log_records.append(record)
     return request
 

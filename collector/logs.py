@@ -41,7 +41,7 @@ def _ids(record) -> tuple[str | None, str | None]:
 def _time(record, received_ns: int) -> int:
     for t in (record.time_unix_nano, record.observed_time_unix_nano):
         if 0 < t <= _MAX_NS:
-            return t
+            return int(t)
     return received_ns
 
 

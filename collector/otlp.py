@@ -10,6 +10,7 @@ import base64
 import json
 import zlib
 from dataclasses import dataclass
+from typing import cast
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -188,7 +189,7 @@ def encode_response(kind: str, rejected: int, message: str, signal: Signal = TRA
         setattr(response.partial_success, signal.rejected_field, rejected)
         response.partial_success.error_message = message
     if kind == PROTOBUF:
-        return response.SerializeToString()
+        return cast(bytes, response.SerializeToString())  # (the signal's message class is looked up: Any)
     return json.dumps(json_format.MessageToDict(response)).encode()
 
 
@@ -198,6 +199,6 @@ def error_body(kind: str, status: int, message: str) -> bytes:
 
     grpc_code = {400: 3, 401: 16, 413: 8, 415: 3, 408: 4, 429: 8, 503: 14}.get(status, 2)
     if kind == PROTOBUF:
-        return Status(code=grpc_code, message=message).SerializeToString()
+        return cast(bytes, Status(code=grpc_code, message=message).SerializeToString())  # google.rpc has no stubs
     return json.dumps({"code": grpc_code, "message": message}).encode()
 

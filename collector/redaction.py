@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from verdict.redact import SDK_REDACTION_ATTRIBUTE  # the claim the SDK's tracer scope carries
 
@@ -98,7 +99,7 @@ def _identity(value):
 class ServerRedaction:
     mode: str
     content: Callable[[str], str]  # applied to message-content strings
-    value: Callable[[object], object]  # any decoded value: strings, numbers, nested lists and maps
+    value: Callable[[Any], Any]  # any decoded value (strings, numbers, nested lists and maps), same shape back
     trust_sdk: bool = False  # skip `content` for authenticated spans whose scope claims `version`
     version: str = ""
 
@@ -134,7 +135,7 @@ class ServerRedaction:
         """A first-class column copied from a structural attribute: as sent when token-shaped, else redacted."""
         if value is None or self.mode == "off" or (self.mode == "content" and token_shaped(value)):
             return value
-        return self.value(value)
+        return cast(str, self.value(value))  # a redacted string is a string
 
     @classmethod
     def create(cls, mode: str, trust_sdk: str = "authenticated") -> ServerRedaction:

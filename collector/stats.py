@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 _COUNTERS = (
     "requests",
@@ -57,7 +58,7 @@ class Stats:
 
     def snapshot(self) -> dict:
         with self._lock:
-            out = dict(self._counts)
+            out: dict[str, Any] = dict(self._counts)
             out["spans_by_dialect"] = dict(self._dialects)
             out["unrecognised_scopes"] = dict(self._unrecognised)
         out["last_write_ms"] = round(self._last_write_s * 1000, 2)

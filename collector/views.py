@@ -170,7 +170,7 @@ def _fresh_since(directory: Path, days: Sequence[date] | None) -> str | None:
     earliest = duckdb.execute(
         "SELECT min(received_at) FROM read_parquet(?, hive_partitioning = false, union_by_name = true)",
         [files],
-    ).fetchone()[0]
+    ).fetchone()[0]  # type: ignore[index]  # an aggregate returns one row
     return None if earliest is None else str(earliest)
 
 

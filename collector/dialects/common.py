@@ -7,7 +7,8 @@ on odd shapes (a value they cannot read is left out of the columns and stays in 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -24,7 +25,7 @@ class GenAIFields(NamedTuple):
     request_model: str | None = None
     response_model: str | None = None
     response_id: str | None = None
-    finish_reasons: list[str] | None = None
+    finish_reasons: Sequence[str | None] | None = None  # an item sent as a structure is null
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_input_tokens: int | None = None
@@ -199,7 +200,9 @@ def openai_tool_calls(calls) -> list[dict]:
     out = []
     for call in calls:
         if isinstance(call, dict):
-            fn = call.get("function") if isinstance(call.get("function"), dict) else call
+            fn = call.get("function")
+            if not isinstance(fn, dict):
+                fn = call
             out.append(tool_call(call.get("id"), fn.get("name"), fn.get("arguments")))
     return out
 
@@ -213,7 +216,7 @@ def chat_message(message: dict) -> dict:
             return {"role": "tool", "parts": parts}
     parts = text_parts(message.get("content"))
     parts += openai_tool_calls(message.get("tool_calls"))
-    out = {"role": role, "parts": parts}
+    out: dict[str, Any] = {"role": role, "parts": parts}
     if message.get("finish_reason") is not None:
         out["finish_reason"] = to_str(message.get("finish_reason"))
     return out

@@ -56,7 +56,9 @@ def event_messages(name: str | None, attrs: dict, body=None) -> list[tuple[str, 
     if name == SYSTEM:
         return [("system", part) for part in text_parts(payload.get("content"))]
     if name == CHOICE:
-        message = payload.get("message") if isinstance(payload.get("message"), dict) else payload
+        message = payload.get("message")
+        if not isinstance(message, dict):
+            message = payload
         out_message = chat_message({**message, "role": message.get("role") or "assistant"})
         if payload.get("finish_reason") is not None:
             out_message["finish_reason"] = to_str(payload.get("finish_reason"))

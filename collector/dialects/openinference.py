@@ -72,7 +72,7 @@ def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenA
     for message, reason in zip(outputs, reasons, strict=False):
         message.setdefault("finish_reason", reason)
     params = parse_json(attrs.get("llm.invocation_parameters"))
-    system, inputs = split_system(inputs)
+    system, other_inputs = split_system(inputs)
     return EMPTY._replace(
         operation=operation,
         provider=provider_name(first(attrs, "llm.provider", "llm.system")),
@@ -86,7 +86,7 @@ def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenA
         cached_input_tokens=to_int(attrs.get("llm.token_count.prompt_details.cache_read")),
         cache_creation_input_tokens=to_int(attrs.get("llm.token_count.prompt_details.cache_write")),
         reasoning_tokens=to_int(attrs.get("llm.token_count.completion_details.reasoning")),
-        input_messages=inputs,
+        input_messages=other_inputs,
         output_messages=outputs or None,
         system_instructions=system,
     )

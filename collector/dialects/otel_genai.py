@@ -8,6 +8,8 @@ speak only semconv (openai-v2, Verdict SDK, …) and adds what older forms leave
 
 from __future__ import annotations
 
+from typing import Any
+
 from collector.dialects.common import (
     EMPTY,
     GenAIFields,
@@ -38,7 +40,7 @@ def standard(attrs: dict, content: dict, events: list[SpanEvent]) -> GenAIFields
     if events and len(content) < 3:  # older senders put the conversation in span events
         from_events = collect(m for e in events for m in event_messages(e.name, e.attributes))
         messages = {**from_events, **content}
-    out = []
+    out: list[Any] = []  # GenAIFields in field order
     for key in _NAMES:
         v = get(key)
         out.append(v if v is None or type(v) is str else to_str(v))

@@ -22,4 +22,4 @@ def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenA
         return EMPTY
     columns = collect(m for e in events if isinstance(e, dict)
                       for m in event_messages(e.get("event.name"), e, e if "content" in e or "message" in e else None))
-    return EMPTY._replace(**columns)
+    return EMPTY._replace(**columns)  # type: ignore[arg-type]  # collect() fills message columns only
