@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Alerts
@@ -44,7 +45,8 @@ def _post(config: Alerts, payload: dict, token: str | None) -> str | None:
                "User-Agent": "verdict-daemon"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(config.webhook_url, data=json.dumps(payload).encode(), headers=headers,
+    url = cast(str, config.webhook_url)  # deliver() posts only when one is set
+    request = urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers,
                                      method="POST")
     try:
         with urllib.request.urlopen(request, timeout=config.timeout_seconds) as response:

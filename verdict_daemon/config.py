@@ -11,7 +11,7 @@ import os
 import tomllib
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -138,7 +138,7 @@ class DimensionGate(_Section):
 
     @property
     def share(self) -> float:
-        return self.points / 100 if self.points is not None else self.delta
+        return self.points / 100 if self.points is not None else cast(float, self.delta)  # one of the two (_one_unit)
 
 
 class Drift(_Section):
@@ -230,7 +230,7 @@ class Probes(_Section):
 
     def relative_to(self, base_dir: Path) -> Probes:
         suite_path = self.suite.endswith((".yaml", ".yml")) or "/" in self.suite
-        update = {"suite": str(base_dir / self.suite)} if suite_path and not Path(self.suite).is_absolute() else {}
+        update: dict[str, Any] = {"suite": str(base_dir / self.suite)} if suite_path and not Path(self.suite).is_absolute() else {}
         if self.out_dir is not None and not self.out_dir.is_absolute():
             update["out_dir"] = base_dir / self.out_dir
         return self.model_copy(update=update)

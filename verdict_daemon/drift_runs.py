@@ -292,8 +292,9 @@ def _stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport |
         rows = con.execute(f"SELECT {', '.join(_SIGNAL_COLUMNS[2:])} FROM drift_signals "
                            "WHERE tenant_id = ? AND run_id = ? ORDER BY cluster, dimension, kind",
                            [tenant, run_id]).fetchall()
-    signals = tuple(Signal(*row[:-1], tuple(json.loads(row[-1]))) for row in rows)
-    return DriftRunReport(run_id, *run, signals, True)
+    # (mypy cannot count a row's columns: they are the fields in order)
+    signals = tuple(Signal(*row[:-1], tuple(json.loads(row[-1]))) for row in rows)  # type: ignore[call-arg]
+    return DriftRunReport(run_id, *run, signals, True)  # type: ignore[call-arg]
 
 
 def latest_run(store: StateStore, tenant: str, fingerprint: str) -> DriftRunReport | None:

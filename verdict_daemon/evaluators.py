@@ -120,7 +120,8 @@ class GraphEvaluator:
             raise DaemonError("evaluator_error", f"{target!r}: {exc}") from None
         self.name = name
         self._pipeline = pipeline
-        self.definition = {"kind": "graph", "target": target, "units": [_describe(node) for node in graph.nodes]}
+        self.definition: Mapping[str, Any] = {
+            "kind": "graph", "target": target, "units": [_describe(node) for node in graph.nodes]}
         self.fingerprint = _graph_fingerprint(self.definition)
 
     def evaluate(self, material: Material) -> Outcome:

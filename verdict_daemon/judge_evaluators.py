@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from verdict.models.base import Usage
 from verdict_daemon.config import EvaluatorConfig
@@ -20,8 +21,8 @@ class JudgeEvaluator:
         self.name = name
         self.judge = judge
         self.rubric = rubric
-        self.fingerprint = judge.fingerprint
-        self.definition = definition
+        self.fingerprint: str = judge.fingerprint
+        self.definition: Mapping[str, Any] = definition
 
     def evaluate(self, material: Material) -> Outcome:
         judgment = self.judge.grade(material.response, query=material.query or None,
@@ -36,14 +37,14 @@ class JudgeEvaluator:
 def _usage(judgment: Any) -> Usage:
     """A Judgment's usage, or an ensemble judgment's summed over its components."""
     if hasattr(judgment, "usage"):
-        return judgment.usage
+        return cast(Usage, judgment.usage)
     return sum((c.usage for c in judgment.components), Usage())
 
 
 def _reason(graded: Any) -> str:
     rationale = getattr(graded, "rationale", None)
     if rationale is not None:
-        return rationale[:1000]
+        return cast(str, rationale[:1000])
     return "votes " + ", ".join(f"{verdict}={n}" for verdict, n in sorted(graded.votes.items()))
 
 
@@ -69,9 +70,10 @@ def build_judge_evaluator(config: EvaluatorConfig) -> JudgeEvaluator:
     from verdict.judges.judge import Judge
 
     rubric = _rubric(config)
+    judge: Any  # a Judge or a JudgeEnsemble: both have fingerprint and grade()
     try:
         if config.kind == "rubric":
-            judge = Judge(resolve_judge_model(config.model), rubric, per_dimension=config.per_dimension,
+            judge = Judge(resolve_judge_model(cast(str, config.model)), rubric, per_dimension=config.per_dimension,
                           name=config.name)
             models = [judge.model.name]
         else:

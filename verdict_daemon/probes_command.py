@@ -22,7 +22,7 @@ import re
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from verdict.models.base import CONFIGURATION_KINDS, ModelErrorKind
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
@@ -134,7 +134,8 @@ def _run(args: argparse.Namespace) -> int:
             raise DaemonError("invalid_config", f"--out {args.out}: cannot write ({exc.strerror})") from None
     if args.data_dir is not None:
         try:
-            path = write_tenant_artifact(result, args.data_dir / PROBES_DIR, tenant)
+            # _checked_tenant requires a tenant with --data-dir
+            path = write_tenant_artifact(result, args.data_dir / PROBES_DIR, cast(str, tenant))
         except OSError as exc:
             raise DaemonError("storage_error", f"--data-dir {args.data_dir}: cannot write the run ({exc.strerror})") \
                 from None

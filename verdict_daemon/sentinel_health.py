@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from verdict_daemon.config import Sentinel
 from verdict_daemon.errors import DaemonError
@@ -35,7 +35,7 @@ def load_sets(settings: Sentinel, evaluators: list[Evaluator]) -> dict[str, Any]
 
     if settings.file is None:
         return {}
-    sets = {}
+    sets: dict[str, Any] = {}
     for evaluator in evaluators:
         if isinstance(evaluator, JudgeEvaluator):
             try:
@@ -63,7 +63,7 @@ class HealthGate:
         with self._guard:
             if sentinel_set is None or self._healthy_until.get(key, -1.0) > time.monotonic():
                 return None
-        record = self.check(store, tenant, evaluator, sentinel_set)
+        record = self.check(store, tenant, cast(JudgeEvaluator, evaluator), sentinel_set)  # only those have sets
         if record["status"] != "healthy":
             raise unhealthy_error([record])
         with self._guard:
@@ -72,7 +72,8 @@ class HealthGate:
 
     def require_all(self, store: StateStore, tenant: str, evaluators: list[Evaluator]) -> list[dict[str, Any]]:
         """Check every evaluator (each record is stored), then fail naming every unhealthy one."""
-        records = [self.check(store, tenant, e, self.sets[e.name]) for e in evaluators if e.name in self.sets]
+        records = [self.check(store, tenant, cast(JudgeEvaluator, e), self.sets[e.name])  # only those have sets
+                   for e in evaluators if e.name in self.sets]
         unhealthy = [r for r in records if r["status"] != "healthy"]
         if unhealthy:
             raise unhealthy_error(unhealthy)

@@ -18,7 +18,7 @@ tables from the daemon's state (this tenant's rows, copied at query time; join o
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sql.add_arguments(parser)
-    parser.epilog = _TABLES + parser.epilog
+    parser.epilog = _TABLES + (parser.epilog or "")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.errors import DaemonError
@@ -238,7 +238,7 @@ class StateStore:
 
     def schema_version(self) -> int:
         with self.transaction() as con:
-            return con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+            return cast(int, con.execute("SELECT max(version) FROM schema_version").fetchone()[0])  # an aggregate: one row
 
     # --- cursors --------------------------------------------------------------------------------
     def cursor(self, tenant: str, name: str) -> str | None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import pointer, versions
@@ -96,5 +97,6 @@ def assign_active(store: StateStore, data_dir: Path, tenant: str, registry: Acti
 
 
 def _counts(con, tenant: str) -> tuple[int, int]:
-    return con.execute("SELECT count(*), count(*) FILTER (WHERE reason = 'missing_intent_key') "
-                       "FROM cluster_assignments WHERE tenant_id = ?", [tenant]).fetchone()
+    return cast(tuple[int, int], con.execute(  # two counts: one row
+        "SELECT count(*), count(*) FILTER (WHERE reason = 'missing_intent_key') "
+        "FROM cluster_assignments WHERE tenant_id = ?", [tenant]).fetchone())

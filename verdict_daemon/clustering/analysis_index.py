@@ -17,6 +17,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import cast
 
 from collector import lake
 from collector.views import NOT_INFERENCE, tenant_dir, view_statements
@@ -156,10 +157,10 @@ def pending(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime) ->
     con = duckdb.connect(config={"threads": 2})
     try:
         con.register("done", done)
-        return con.execute(f"""
+        return cast(int, con.execute(f"""
             SELECT count(DISTINCT trace_id) FROM read_parquet($files, union_by_name = true)
             WHERE start_time < $cutoff AND {_ELIGIBLE} AND trace_id NOT IN (SELECT trace_id FROM done)""",
-                           {"files": files, "cutoff": cutoff}).fetchone()[0]
+                           {"files": files, "cutoff": cutoff}).fetchone()[0])  # type: ignore[index]  # a count: one row
     except duckdb.Error as exc:
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import events, explicit, versions
@@ -68,9 +68,9 @@ def _now() -> datetime:
 
 
 def explicit_step(con, version: versions.Version, scope: str, args: dict[str, Any], now: datetime) -> int:
-    return con.execute(explicit.ASSIGN.format(scope=scope), {
+    return cast(int, con.execute(explicit.ASSIGN.format(scope=scope), {  # the inserted rows' count
         **args, "t": version.tenant_id, "v": version.version_id, "workload": version.target_workload,
-        "fallback": version.strategy == "hybrid", "now": now}).fetchone()[0]
+        "fallback": version.strategy == "hybrid", "now": now}).fetchone()[0])
 
 
 def assign_scope(store: StateStore, data_dir: Path, version: versions.Version, scope: str, args: dict[str, Any],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import cast
 
 from verdict_daemon.clustering.versions import canonical
 
@@ -16,4 +17,4 @@ def record(con, tenant: str, version_id: str | None, action: str, actor: str, ge
     con.execute("INSERT INTO registry_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [tenant, seq, version_id, action, actor, generation, canonical(detail or {}),
                  datetime.now(UTC).replace(tzinfo=None)])
-    return seq
+    return cast(int, seq)  # coalesce(max(seq), 0) + 1

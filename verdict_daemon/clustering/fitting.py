@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import events, explicit, versions
@@ -50,7 +51,8 @@ def fit(store: StateStore, data_dir: Path, tenant: str, actor: str, request: Fit
     if request.strategy == "explicit":
         with store.transaction() as con:
             clusters, definition, preview = explicit.fit(con, tenant, request.cutoff, request.target_workload)
-        params, identity = {}, {}
+        params: dict[str, Any] = {}
+        identity: dict[str, Any] = {}
     else:
         from verdict_daemon.clustering import semantic_strategy
 

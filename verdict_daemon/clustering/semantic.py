@@ -212,7 +212,7 @@ def load_embedder(model_path: str | Path | None = None, cache_dir: str | Path | 
         return model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
                             convert_to_numpy=True, show_progress_bar=False)
 
-    return Embedder(encode, fingerprint, int(dimension), cache_dir)
+    return Embedder(encode, fingerprint, int(dimension), cache_dir)  # type: ignore[arg-type]  # a loaded model has one
 
 
 # --- parameters and results -----------------------------------------------------------------
@@ -301,7 +301,8 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     if (norms == 0).any():
         raise ValueError(f"vector row {int(np.argmax(norms[:, 0] == 0))} is all zeros")
-    return matrix / norms
+    unit: np.ndarray = matrix / norms
+    return unit
 
 
 def _cosine_distances(rows: np.ndarray) -> np.ndarray:
@@ -310,7 +311,8 @@ def _cosine_distances(rows: np.ndarray) -> np.ndarray:
     dist = 1.0 - rows @ rows.T
     np.clip(dist, 0.0, 2.0, out=dist)
     np.fill_diagonal(dist, 0.0)
-    return (dist + dist.T) / 2  # exact symmetry for squareform
+    symmetric: np.ndarray = (dist + dist.T) / 2  # exact symmetry for squareform
+    return symmetric
 
 
 def silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
@@ -343,7 +345,7 @@ def _choose_cut(dist: np.ndarray, params: SemanticParams) -> tuple[np.ndarray, t
 
     condensed = squareform(dist, checks=False)
     tree = linkage(np.sqrt(2 * condensed) if params.method == "ward" else condensed,
-                   method=params.method)
+                   method=params.method)  # type: ignore[arg-type]  # one of METHODS (SemanticParams checks)
     m = len(dist)
     scan: list[KCut] = []
     cuts: list[np.ndarray] = []
@@ -379,6 +381,7 @@ def fit_semantic(vectors: Any, params: SemanticParams | None = None,
         first.setdefault(str(ident), i)
     sample_ids = sorted(sorted(first, key=lambda ident: _rank(params.seed, ident))[:params.fit_sample_size])
     rows = x[[first[ident] for ident in sample_ids]]
+    scan: tuple[KCut, ...]
     if len(rows) < 3:  # nothing to choose between: one cluster
         cut, scan = np.zeros(len(rows), dtype=np.int64), ()
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from verdict_daemon.clustering import explicit
 from verdict_daemon.clustering.errors import ClusterError
@@ -106,7 +106,8 @@ def assign(store: StateStore, data_dir: Path, version: Version, scope: str, args
         return 0
     part = version.definition["semantic"]
     with_text = [(trace_id, text) for trace_id, _, text in rows if text is not None]
-    records = [(trace_id, UNASSIGNED, "missing_text") for trace_id, _, text in rows if text is None]
+    records: list[tuple[str, str, str | None]] = [
+        (trace_id, UNASSIGNED, "missing_text") for trace_id, _, text in rows if text is None]
     if with_text and part is None:  # a hybrid fit that had no keyless traces: nothing to fall back to
         records += [(trace_id, UNASSIGNED, "no_semantic_clusters") for trace_id, _ in with_text]
     elif with_text:
@@ -128,12 +129,12 @@ def assign(store: StateStore, data_dir: Path, version: Version, scope: str, args
     with store.transaction() as con:
         con.register("_semantic", batch)
         try:  # only rows the version still lacks: a concurrent assign may have added some meanwhile
-            return con.execute("""
+            return cast(int, con.execute("""
                 INSERT INTO registry_assignments
                 SELECT $t, $v, s.trace_id, a.started_at, s.cluster_id, 'semantic', s.reason, $now FROM _semantic s
                 JOIN analysis_index a ON a.tenant_id = $t AND a.trace_id = s.trace_id
                 ANTI JOIN (SELECT trace_id FROM registry_assignments WHERE tenant_id = $t AND version_id = $v) r
                   ON r.trace_id = s.trace_id""",
-                               {"t": version.tenant_id, "v": version.version_id, "now": now}).fetchone()[0]
+                               {"t": version.tenant_id, "v": version.version_id, "now": now}).fetchone()[0])
         finally:
             con.unregister("_semantic")

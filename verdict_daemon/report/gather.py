@@ -14,6 +14,7 @@ import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 from collector.lake import spans_root
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
@@ -161,8 +162,9 @@ def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: ReviewQu
                 con.execute(statement, {"tenant": tenant})
         finally:
             con.execute(f"DETACH {_A}")
-        sampled = con.execute("SELECT coalesce(sum(sampled), 0) FROM sampled_per_cluster").fetchone()[0]
-        known = con.execute("SELECT (SELECT count(*) FROM spend) + (SELECT count(*) FROM sentinel)").fetchone()[0]
+        # (aggregates: one row each)
+        sampled = con.execute("SELECT coalesce(sum(sampled), 0) FROM sampled_per_cluster").fetchone()[0]  # type: ignore[index]
+        known = con.execute("SELECT (SELECT count(*) FROM spend) + (SELECT count(*) FROM sentinel)").fetchone()[0]  # type: ignore[index]
         if not (in_lake or sampled or known):
             raise _unknown(tenant, root)
         return ReportData(tenant, at, int(sampled), _sections(con), _sentinel(con), _spend(con), _spend_days(con),
@@ -285,7 +287,7 @@ def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...])
         ORDER BY kind, adjusted_p NULLS LAST, cluster, dimension""", [run.run_id, fp]).fetchall()
     out = []
     for *row, ids in rows:
-        signal = Signal(*row, tuple(json.loads(ids)))
+        signal = Signal(*row, tuple(json.loads(ids)))  # type: ignore[call-arg]  # the columns in field order
         traces = con.execute(_EXAMPLES, {"ids": list(signal.examples), "fp": fp, "dim": signal.dimension}
                              ).fetchall() if signal.examples else []
         out.append(SignalRow(signal, mde(signal, run, score_dimensions), signal.dimension in score_dimensions,
@@ -304,7 +306,8 @@ def mde(signal: Signal, run: DriftWindows, score_dimensions: tuple[str, ...]) ->
         return None
     if signal.dimension in score_dimensions:
         return float(minimum_detectable_delta(base_n, cur_n, alpha=run.alpha))
-    return float(minimum_detectable_drop(signal.baseline_level, base_n, cur_n, alpha=run.alpha))
+    baseline = cast(float, signal.baseline_level)  # a pass-rate signal has one
+    return float(minimum_detectable_drop(baseline, base_n, cur_n, alpha=run.alpha))
 
 
 def _coverage(con, fp: str) -> tuple[CoverageRow, ...]:
@@ -314,7 +317,7 @@ def _coverage(con, fp: str) -> tuple[CoverageRow, ...]:
 def _sentinel(con) -> tuple[SentinelRow, ...]:
     rows = con.execute("SELECT * FROM sentinel ORDER BY evaluator, checked_at DESC").fetchall()
     # Only the file's name: the stored path is the daemon host's layout, not something a reader needs.
-    return tuple(SentinelRow(*row[:13], Path(row[13]).name, *row[14:]) for row in rows)
+    return tuple(SentinelRow(*row[:13], Path(row[13]).name, *row[14:]) for row in rows)  # type: ignore[call-arg]  # columns in order
 
 
 def _spend(con) -> tuple[SpendRow, ...]:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
+from typing import cast
 
 from verdict_daemon.report.charts import pct, rate_chart, time_domain, tokens_chart
 from verdict_daemon.report.escape import safe
@@ -211,7 +212,7 @@ def _heatmap(e: EvaluatorSection) -> str:
     clusters = sorted({c.cluster for c in e.heatmap})
     dimensions = sorted({c.dimension for c in e.heatmap})
     cells = {(c.cluster, c.dimension): c for c in e.heatmap}
-    lo, hi = e.heat_period
+    lo, hi = cast(tuple[datetime, datetime], e.heat_period)  # set whenever there are cells (gather)
     period = "the latest run's current window" if e.run else "the last day with verdicts"
     rows = (f'<tr><th scope="row">{safe(cluster)}</th>'
             + "".join(_heat_cell(cells.get((cluster, d))) for d in dimensions) + "</tr>" for cluster in clusters)

@@ -60,9 +60,8 @@ def judge_verdicts(store: StateStore, tenant: str, *, evaluator: str | None = No
             verdicts.append(JudgeVerdict(trace, chosen, "ERROR"))
         elif dimension is None:
             verdicts.append(JudgeVerdict(trace, chosen, overall_verdict(values.values())))
-        elif values.get(dimension) is not None:
-            verdicts.append(JudgeVerdict(trace, chosen, values[dimension]
-                                         if values[dimension] in ("PASS", "FAIL") else "UNCLEAR"))
+        elif (value := values.get(dimension)) is not None:
+            verdicts.append(JudgeVerdict(trace, chosen, value if value in ("PASS", "FAIL") else "UNCLEAR"))
     if dimension is not None and not verdicts:
         raise DaemonError("invalid_config", f"--dimension: evaluator {chosen} gave no verdict on {dimension!r}")
     return chosen, verdicts

@@ -18,7 +18,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from verdict.redact import redact_text
 from verdict.tenancy import validate_tenant_id
@@ -75,7 +75,7 @@ def _latest_rows(store: StateStore, tenant: str) -> list[tuple]:
     if not store.path.exists():
         return []
     with store.transaction() as con:
-        return con.execute(_LATEST, {"t": tenant}).fetchall()
+        return cast(list[tuple], con.execute(_LATEST, {"t": tenant}).fetchall())  # DuckDB rows
 
 
 def choose_fingerprint(present: dict[str, str | None], evaluator: str | None, fingerprint: str | None) -> str:

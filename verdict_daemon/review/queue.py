@@ -131,8 +131,9 @@ def list_items(store: StateStore, tenant: str, *, status: str = "all", reason: s
 def queue_summary(store: StateStore, tenant: str) -> dict[str, object]:
     """Counts for a dashboard: items, pending (no label yet), labelled, per reason, label records, reviewers."""
     tenant = validate_tenant_id(tenant)
+    by_reason = dict.fromkeys(REASONS, 0)
     summary: dict[str, object] = {"tenant_id": tenant, "items": 0, "pending": 0, "labelled": 0,
-                                  "by_reason": dict.fromkeys(REASONS, 0), "label_records": 0, "reviewers": 0}
+                                  "by_reason": by_reason, "label_records": 0, "reviewers": 0}
     if not _has_state(store):
         return summary
     with store.transaction() as con:
@@ -143,7 +144,7 @@ def queue_summary(store: StateStore, tenant: str) -> dict[str, object]:
         records, reviewers = con.execute("SELECT count(*), count(DISTINCT reviewer) FROM review_labels "
                                          "WHERE tenant_id = $t", {"t": tenant}).fetchone()
     summary.update(items=items, pending=pending, labelled=items - pending, label_records=records, reviewers=reviewers)
-    summary["by_reason"].update(dict(reasons))  # type: ignore[union-attr]
+    by_reason.update(dict(reasons))
     return summary
 
 
