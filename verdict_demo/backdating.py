@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import cast
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -42,7 +43,7 @@ class BackdatingExporter(SpanExporter):
             return self.offset_ns
         # The trace id is random: its low bits give a uniform, per-trace position in the spread.
         position = (span.context.trace_id % 10_007) / 10_006
-        return self.offset_ns + round((2 * position - 1) * self.spread_ns)
+        return int(self.offset_ns + round((2 * position - 1) * self.spread_ns))
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         shifted = []
@@ -51,7 +52,8 @@ class BackdatingExporter(SpanExporter):
             shifted.append(ReadableSpan(
                 name=s.name, context=s.context, parent=s.parent, resource=s.resource, attributes=s.attributes,
                 events=s.events, links=s.links, kind=s.kind, status=s.status,
-                start_time=s.start_time + shift, end_time=s.end_time + shift,
+                # exported spans have ended: both times are set
+                start_time=cast(int, s.start_time) + shift, end_time=cast(int, s.end_time) + shift,
                 instrumentation_scope=s.instrumentation_scope))
         return self.inner.export(shifted)
 

@@ -90,7 +90,7 @@ class SupportLLM:
         messages = request.body.get("messages") or []
         system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
         question = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "") or ""
-        chosen = self._by_prompt.get(system)
+        chosen = self._by_prompt.get(system) if isinstance(system, str) else None  # content may be a list of parts
         key = f"{request.body.get('user')}|{question}"
         rng = random.Random(f"demo-llm:{self.scenario.seed}:{key}")
         text = compose_answer(question, chosen, rng)

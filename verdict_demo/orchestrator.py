@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verdict import environment
 from verdict.pidlock import HeldElsewhere, PidFileLock
@@ -34,6 +35,9 @@ from verdict_demo.processes import Child, ComponentFailed, Interrupted, spawn
 from verdict_demo.scenario import INTENTS, TENANT, Scenario
 from verdict_demo.summary import DemoSummary, read_summary
 from verdict_demo.watchdog import JudgeProgress, Watchdog
+
+if TYPE_CHECKING:
+    from verdict_daemon.fake_llm import FakeOpenAI
 
 MARKER = ".verdict-demo"
 _COLLECTOR_READY = re.compile(r"verdict-collector ready http=[\d.]+:(\d+)")
@@ -207,7 +211,7 @@ class DemoRun:
         self.scenario = options.scenario
         self.progress = progress
         self.children: list[Child] = []
-        self.llm = None
+        self.llm: FakeOpenAI | None = None
 
     def _start(self, name: str, module_args: list[str], log: str, *, pipes: bool = False) -> Child:
         child = spawn(name, module_args, self.data_dir / "logs" / log, pipes=pipes,

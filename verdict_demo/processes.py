@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, cast
 
 from verdict_daemon.errors import DaemonError
 
@@ -78,7 +79,7 @@ class Child:
     # --- a line protocol on stdin/stdout (the app) -------------------------------------------------------
     def start_reader(self) -> None:
         def read() -> None:
-            for line in self.proc.stdout:
+            for line in cast(IO[str], self.proc.stdout):  # spawned with stdout=PIPE
                 self._lines.put(line.strip())
             self._lines.put(None)
 
@@ -86,8 +87,9 @@ class Child:
 
     def send(self, line: str) -> None:
         try:
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
+            stdin = cast(IO[str], self.proc.stdin)  # spawned with stdin=PIPE
+            stdin.write(line + "\n")
+            stdin.flush()
         except BrokenPipeError:
             self.proc.wait(10)
             self.check_alive()

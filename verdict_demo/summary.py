@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from verdict_daemon.cycle import ADVERSE_KINDS
 from verdict_daemon.drift_runs import DriftRunReport, Signal, fingerprints
@@ -80,8 +80,9 @@ def lake_traces(data_dir: Path, tenant: str) -> int:
         return 0
     pattern = str(root / "date=*" / "*.parquet")
     with duckdb.connect() as con:
-        return con.execute("SELECT count(DISTINCT trace_id) FROM read_parquet(?, hive_partitioning = false)",
-                           [pattern]).fetchone()[0]
+        return cast(int, con.execute(  # a count: one row
+            "SELECT count(DISTINCT trace_id) FROM read_parquet(?, hive_partitioning = false)",
+            [pattern]).fetchone()[0])  # type: ignore[index]
 
 
 def read_summary(store: StateStore, data_dir: Path, tenant: str, *, judge_model: str, offline: bool,
@@ -90,7 +91,7 @@ def read_summary(store: StateStore, data_dir: Path, tenant: str, *, judge_model:
                  report_note: str | None, elapsed: float) -> DemoSummary:
     found = fingerprints(store, tenant)
     fingerprint = found[0] if found else None
-    cov = coverage(store, tenant, fingerprint) if fingerprint else {"sampled_traces": 0, "usable": 0, "error": 0,
+    cov: dict[str, Any] = coverage(store, tenant, fingerprint) if fingerprint else {"sampled_traces": 0, "usable": 0, "error": 0,
                                                                    "rate": 0.0}
     # The closing decision, not the daemon's latest early look (a tiny share of alpha, on a window that
     # straddles the last simulated day and today).
