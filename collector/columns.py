@@ -101,8 +101,7 @@ def _array(column: ColumnData, arrow_type):
     if column.items is not None:
         items = _array(column.items, arrow_type.value_type)
         return pa.Array.from_buffers(
-            # a list column always has offsets
-            arrow_type, column.length, [validity, pa.py_buffer(column.offsets)], column.null_count, children=[items]  # type: ignore[arg-type]
+            arrow_type, column.length, [validity, pa.py_buffer(column.offsets)], column.null_count, children=[items]  # type: ignore[arg-type]  # a list column has offsets
         )
     buffers = [validity, pa.py_buffer(column.data)]  # type: ignore[arg-type]  # a column without items has data
     if column.offsets is not None:

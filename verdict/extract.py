@@ -99,7 +99,7 @@ class RegexExtractor(Extractor):
     def _targets(self, schema: type[Schema]) -> dict[str, re.Pattern[str]]:
         if None in self._compiled:
             return {_single_field(schema, "RegexExtractor with one pattern"): self._compiled[None]}
-        return self._compiled  # type: ignore[return-value]
+        return self._compiled  # type: ignore[return-value]  # no None key left: each pattern names its field
 
     def check(self, schema: type[Schema], model: Model) -> None:
         targets = self._targets(schema)

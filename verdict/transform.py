@@ -83,8 +83,7 @@ class PoolUnit(Unit):
 
     def compute(self, input: Any, previous: PreviousView) -> BaseModel:
         fields = self.pooled(type(previous[0]))
-        # (a class is hashable; mypy checks the instances' __hash__)
-        scales = _field_scales(type(previous[0]), tuple(fields))  # type: ignore[arg-type]
+        scales = _field_scales(type(previous[0]), tuple(fields))  # type: ignore[arg-type]  # a class is hashable (mypy checks instances)
         return Schema.of(**{f: self.pool([getattr(o, f) for o in previous], scales[f]) for f in fields})
 
 

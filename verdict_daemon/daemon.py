@@ -107,8 +107,7 @@ class Daemon:
     def judge(self) -> None:
         run_id = f"daemon-{self.clock():%Y%m%dT%H%M%S%f}"
         for evaluator in self.evaluators:
-            # (the default binds this loop's evaluator; mypy cannot infer a lambda with one)
-            self._each_tenant("judge", lambda t, e=evaluator: self._trusted(t, e) and judge(  # type: ignore[misc]
+            self._each_tenant("judge", lambda t, e=evaluator: self._trusted(t, e) and judge(  # type: ignore[misc]  # the default binds the loop's evaluator
                 self.store, t, e, self.config.judging, run_id, self.stop.is_set))
         self._each_tenant("review", lambda t: route(self.store, t, self.config.review))
 

@@ -292,9 +292,8 @@ def _stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport |
         rows = con.execute(f"SELECT {', '.join(_SIGNAL_COLUMNS[2:])} FROM drift_signals "
                            "WHERE tenant_id = ? AND run_id = ? ORDER BY cluster, dimension, kind",
                            [tenant, run_id]).fetchall()
-    # (mypy cannot count a row's columns: they are the fields in order)
-    signals = tuple(Signal(*row[:-1], tuple(json.loads(row[-1]))) for row in rows)  # type: ignore[call-arg]
-    return DriftRunReport(run_id, *run, signals, True)  # type: ignore[call-arg]
+    signals = tuple(Signal(*row[:-1], tuple(json.loads(row[-1]))) for row in rows)  # type: ignore[call-arg]  # the columns in field order
+    return DriftRunReport(run_id, *run, signals, True)  # type: ignore[call-arg]  # the columns in field order
 
 
 def latest_run(store: StateStore, tenant: str, fingerprint: str) -> DriftRunReport | None:

@@ -82,7 +82,7 @@ def lake_traces(data_dir: Path, tenant: str) -> int:
     with duckdb.connect() as con:
         return cast(int, con.execute(  # a count: one row
             "SELECT count(DISTINCT trace_id) FROM read_parquet(?, hive_partitioning = false)",
-            [pattern]).fetchone()[0])  # type: ignore[index]
+            [pattern]).fetchone()[0])  # type: ignore[index]  # a count: one row
 
 
 def read_summary(store: StateStore, data_dir: Path, tenant: str, *, judge_model: str, offline: bool,

@@ -151,8 +151,7 @@ def _node(i: int, unit: Unit, path: str, inherited: Via | None, index: dict[Unit
         if via is None:
             raise ConfigurationError(f"{path}: no model; call .via(...) on the unit or on a container holding it")
         model = via.model
-        # (a class is hashable; mypy checks Unit instances' __hash__, which __eq__ removes)
-        template = unit.template or _default_template(type(unit))  # type: ignore[arg-type]
+        template = unit.template or _default_template(type(unit))  # type: ignore[arg-type]  # a class is hashable (mypy checks instances)
         if template is None:
             raise ConfigurationError(f"{path}: no prompt; call .prompt(...)")
         schema = unit.response_schema()
@@ -193,9 +192,9 @@ def _cast(path: str, unit: Unit, inputs: list[type[Schema] | None], dep_paths: l
         return None
     fields: dict[str, Any] = {}
     for schema in inputs:
-        for name, info in schema.model_fields.items():  # type: ignore[union-attr]
+        for name, info in schema.model_fields.items():  # type: ignore[union-attr]  # None excluded above
             fields.setdefault(name, info)
-    label = " + ".join(f"{p}:{describe(s)}" for p, s in zip(dep_paths, inputs, strict=True))  # type: ignore[arg-type]
+    label = " + ".join(f"{p}:{describe(s)}" for p, s in zip(dep_paths, inputs, strict=True))  # type: ignore[arg-type]  # None excluded above
     try:
         return plan_cast(fields, label, unit.InputSchema)
     except ConfigurationError as exc:

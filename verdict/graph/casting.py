@@ -37,8 +37,7 @@ def compatible(a: Any, b: Any) -> bool:
 
 def _constraint(metadata: Any) -> Any:
     # pydantic keeps `pattern=`/`strict=` in objects without value equality: compare those by their fields.
-    # (mypy types a class's __eq__ and object's apart: the identity check is what is meant.)
-    if type(metadata).__eq__ is object.__eq__ and hasattr(metadata, "__dict__"):  # type: ignore[comparison-overlap]
+    if type(metadata).__eq__ is object.__eq__ and hasattr(metadata, "__dict__"):  # type: ignore[comparison-overlap]  # an identity check mypy types apart
         return type(metadata).__qualname__, vars(metadata)
     return metadata
 

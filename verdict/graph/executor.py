@@ -86,7 +86,7 @@ class Executor:
                 item = self._done.get()
                 if item is _END:
                     break
-                sample: _Sample = item  # type: ignore[assignment]
+                sample: _Sample = item  # type: ignore[assignment]  # the queue holds samples and _END
                 self._rows[sample.index] = SampleResult(self.graph, sample.index, sample.source, sample.results,
                                                         sample.attempts, sample.usage)
                 usage = usage + sample.usage
@@ -100,7 +100,7 @@ class Executor:
         missing = [i for i, r in enumerate(self._rows) if r is None]
         if missing:  # an engine bug, never a silent drop
             raise RuntimeError(f"internal error: samples {missing[:10]} produced no row")
-        return RunResult(tuple(self._rows), usage, time.perf_counter() - started)  # type: ignore[arg-type]
+        return RunResult(tuple(self._rows), usage, time.perf_counter() - started)  # type: ignore[arg-type]  # no None left (checked above)
 
     def _run_pinned(self) -> tuple[list[Any], list[int], Usage]:
         """Pinned nodes run once, in order, on the calling thread; every sample starts from their results."""
@@ -179,7 +179,7 @@ class Executor:
                 finished = sample.remaining == 0
             if finished:
                 self._finish(sample)
-                sample = self._admit()  # type: ignore[assignment]
+                sample = self._admit()  # type: ignore[assignment]  # None is handled just below
                 if sample is None:
                     return
                 index, *others = self.graph.starts

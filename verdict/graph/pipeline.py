@@ -47,5 +47,5 @@ class Pipeline(Block):
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
         cpu = cpu_workers or os.cpu_count() or 1
-        total = len(samples) if hasattr(samples, "__len__") else None  # type: ignore[arg-type]
+        total = len(samples) if hasattr(samples, "__len__") else None  # type: ignore[arg-type]  # Sized: checked by hasattr
         return Executor(self.build(), max_workers, cpu).run(samples, progress, total)

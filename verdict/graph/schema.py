@@ -48,7 +48,7 @@ class Schema(BaseModel, metaclass=_SchemaMeta):
         cached = cls._of_cache.get(key)
         if cached is None:
             with cls._of_lock:
-                cached = cls._of_cache.get(key) or create_model(  # type: ignore[call-overload]
+                cached = cls._of_cache.get(key) or create_model(  # type: ignore[call-overload]  # fields given as **dict
                     "Schema", __base__=Schema, **{k: (t, ...) for k, t in types.items()}
                 )
                 cls._of_cache[key] = cached

@@ -43,7 +43,7 @@ def run_step(node: Node, source: Any, outputs: list[Result]) -> tuple[Result, Us
 
 def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> tuple[Result, Usage, int]:
     try:
-        messages = node.template.render(  # type: ignore[union-attr]
+        messages = node.template.render(  # type: ignore[union-attr]  # an io node has a template (build)
             {"source": source, "previous": previous, "input": input, "unit": node.unit})
     except TemplateError as exc:
         return UnitError("template", str(exc)), _NO_USAGE, 0
@@ -51,10 +51,10 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
     failure: UnitError | None = UnitError("extraction", "no attempt was made")
     prompt = messages
     for attempt in range(1, node.retries + 2):
-        job = ExtractionJob(node.model, prompt, node.params, node.response_schema)  # type: ignore[arg-type]
+        job = ExtractionJob(node.model, prompt, node.params, node.response_schema)  # type: ignore[arg-type]  # and a model and schema (build)
         retry = True
         try:
-            response = node.extractor.extract(job)  # type: ignore[union-attr]
+            response = node.extractor.extract(job)  # type: ignore[union-attr]  # and an extractor (build)
         except ExtractionError as exc:
             failure = UnitError("extraction", str(exc), attempt)
         except ModelError as exc:

@@ -151,7 +151,7 @@ def _pairwise_findings(judge: PairwiseJudge, items: list[Any], kinds: Sequence[s
                                         [_position_move(j) for j in originals if j.is_usable], confidence)
     for k, kind in enumerate(perturbing):
         perturbed = rest[k * len(items):(k + 1) * len(items)]
-        outcomes = [(before.verdict is not after.verdict, _LEANING[after.verdict] > _LEANING[before.verdict])  # type: ignore[index]
+        outcomes = [(before.verdict is not after.verdict, _LEANING[after.verdict] > _LEANING[before.verdict])  # type: ignore[index]  # usable judgments have a verdict
                     for before, after in zip(originals, perturbed, strict=True)
                     if before.is_usable and after.is_usable]
         findings[kind] = _finding(kind, len(items), outcomes, confidence)

@@ -300,7 +300,7 @@ class DimensionUnit(Unit):
 
     def process(self, input: Any, response: Schema) -> Schema:
         """Reject a quote that is not in the graded answer (ExtractionError: the engine retries)."""
-        check_evidence(self.dimension.name, response.evidence, normalise(input.answer))  # type: ignore[attr-defined]
+        check_evidence(self.dimension.name, response.evidence, normalise(input.answer))  # type: ignore[attr-defined]  # the unit's DimensionReply
         return response
 
 
@@ -435,7 +435,7 @@ class Judge:
         probe = GradingItem("probe answer 7f3a", "probe question", "probe context").sample()
         view = AttributeView(probe)
         try:
-            messages = unit.template.render({"source": view, "previous": None,  # type: ignore[union-attr]
+            messages = unit.template.render({"source": view, "previous": None,  # type: ignore[union-attr]  # _configured set the prompt
                                              "input": view, "unit": unit})
         except ConfigurationError as exc:
             raise ConfigurationError(f"the judge prompt cannot be rendered for an item: {exc}") from None
@@ -481,7 +481,7 @@ class Judge:
         graded: dict[str, Any] = {}
         for unit, outcome in outcomes:
             replies = {unit.dimension.name: outcome.output} if isinstance(unit, DimensionUnit) \
-                else grades(outcome.output)  # type: ignore[arg-type]
+                else grades(outcome.output)  # type: ignore[arg-type]  # set: failed outcomes returned above
             graded.update(replies)
         return Judgment(JudgmentStatus.VALID, tuple(
             DimensionVerdict(name, grade.verdict, grade.rationale,

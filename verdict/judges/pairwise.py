@@ -69,10 +69,10 @@ def _loose_marker(text: str, marker: str | None = None) -> str:
     ExtractionError otherwise."""
     letters = {match for pattern in _LOOSE_MARKERS for match in pattern.findall(text)} | ({marker} - {None})
     if len(letters) > 1:
-        raise ExtractionError(f"conflicting verdicts {', '.join(sorted(letters))}")  # type: ignore[arg-type]
+        raise ExtractionError(f"conflicting verdicts {', '.join(sorted(letters))}")  # type: ignore[arg-type]  # `- {None}` left strings only
     if not letters:
         raise ExtractionError("no [[A]], [[B]] or [[C]] marker in the reply")
-    return letters.pop()  # type: ignore[return-value]
+    return letters.pop()  # type: ignore[return-value]  # the patterns capture only A, B or C
 
 
 def read_marker(text: str) -> str:
@@ -87,7 +87,7 @@ def read_marker(text: str) -> str:
     opens, closes = text.count("[["), text.count("]]")
     if complete:
         match = _MARKER.search(text)
-        glued = text[match.start() - 1 : match.start()] == "[" or text[match.end() : match.end() + 1] == "]"  # type: ignore[union-attr]
+        glued = text[match.start() - 1 : match.start()] == "[" or text[match.end() : match.end() + 1] == "]"  # type: ignore[union-attr]  # `complete` holds a match
         if opens > 1 or closes > 1 or glued:
             raise ExtractionError(f"a stray or incomplete marker next to [[{complete[0]}]]")
         return _loose_marker(text, complete[0])
@@ -187,9 +187,9 @@ _KEPT = {"A": PairwiseVerdict.A, "B": PairwiseVerdict.B, "C": PairwiseVerdict.TI
 
 def make_round(order: RoundOrder, outcome: UnitOutcome) -> PairwiseRound:
     if outcome.output is not None:
-        marker = outcome.output.marker  # type: ignore[attr-defined]
+        marker = outcome.output.marker  # type: ignore[attr-defined]  # the unit's RoundResponse
         preferred = (_KEPT if order == "AB" else _SWAPPED)[marker]
-        return PairwiseRound(order, PairwiseStatus.VALID, marker, preferred, outcome.output.reply,  # type: ignore[attr-defined]
+        return PairwiseRound(order, PairwiseStatus.VALID, marker, preferred, outcome.output.reply,  # type: ignore[attr-defined]  # the unit's RoundResponse
                              None, outcome.attempts, outcome.usage)
     error = outcome.error
     # A reply without a usable marker is INVALID; a provider or engine failure is ERROR.

@@ -64,14 +64,14 @@ def rank_models(comparisons: Iterable[Comparison], *, include_inconsistent: bool
         if not order_term:
             first.append(model_a)
             second.append(model_b)
-            outcomes.append("TIE" if inconsistent else judgment.verdict.value)  # type: ignore[union-attr]
+            outcomes.append("TIE" if inconsistent else judgment.verdict.value)  # type: ignore[union-attr]  # a usable judgment has a verdict
             continue
         for component in _voting_components(judgment, include_inconsistent):
             for round_ in component.rounds:
                 shown_first, shown_second = (model_a, model_b) if round_.order == "AB" else (model_b, model_a)
                 first.append(shown_first)
                 second.append(shown_second)
-                outcomes.append(_ROUND_OUTCOME[round_.marker])  # type: ignore[index]
+                outcomes.append(_ROUND_OUTCOME[round_.marker])  # type: ignore[index]  # a usable round has a marker
     if not outcomes:
         raise ValueError("no usable pairwise judgments to rank "
                          f"({counts['inconsistent']} inconsistent, {counts[PairwiseStatus.INVALID]} invalid, "

@@ -123,7 +123,7 @@ def status_error(model: str, status: int, headers: Mapping[str, str], body: Any)
     hint = headers.get("x-should-retry")
     if hint in ("true", "false"):
         retryable = hint == "true"
-    return ModelError(kind, message, retryable=retryable, retry_after=retry_after,  # type: ignore[arg-type]
+    return ModelError(kind, message, retryable=retryable, retry_after=retry_after,  # type: ignore[arg-type]  # kind: one of ErrorKind's literals above
                       signature=signature)
 
 

@@ -95,9 +95,8 @@ def scan_ipv6(s: str, out: list[Finding]) -> None:
     pos = 0
     while (m := _IPV6_HINT.search(s, pos)) is not None:
         hint = m.start()
-        # Both patterns match the empty string: never None.
-        left = hint - _IPV6_LEFT_REVERSED.match(s[max(0, hint - 39) : hint][::-1]).end()  # type: ignore[union-attr]
-        right = _IPV6_RIGHT.match(s, hint).end()  # type: ignore[union-attr]
+        left = hint - _IPV6_LEFT_REVERSED.match(s[max(0, hint - 39) : hint][::-1]).end()  # type: ignore[union-attr]  # matches ""
+        right = _IPV6_RIGHT.match(s, hint).end()  # type: ignore[union-attr]  # matches ""
         while right > hint and s[right - 1] in ".:" and s[right - 2 : right] != "::":
             right -= 1
         pos = max(right, m.end() - 1)

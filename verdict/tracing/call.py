@@ -225,7 +225,7 @@ class LLMCall:
             span = self.span
             attrs = self.attrs
             if error is not None or error_type is not None:
-                attrs[sc.ERROR_TYPE] = error_type or sc.error_type(error)  # type: ignore[arg-type]
+                attrs[sc.ERROR_TYPE] = error_type or sc.error_type(error)  # type: ignore[arg-type]  # error is set when error_type is not
                 span.set_status(_ERROR)
             rt = self.rt
             capture = rt.capture_content and self.op.captures_content

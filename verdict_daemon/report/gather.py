@@ -162,9 +162,8 @@ def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: ReviewQu
                 con.execute(statement, {"tenant": tenant})
         finally:
             con.execute(f"DETACH {_A}")
-        # (aggregates: one row each)
-        sampled = con.execute("SELECT coalesce(sum(sampled), 0) FROM sampled_per_cluster").fetchone()[0]  # type: ignore[index]
-        known = con.execute("SELECT (SELECT count(*) FROM spend) + (SELECT count(*) FROM sentinel)").fetchone()[0]  # type: ignore[index]
+        sampled = con.execute("SELECT coalesce(sum(sampled), 0) FROM sampled_per_cluster").fetchone()[0]  # type: ignore[index]  # an aggregate: one row
+        known = con.execute("SELECT (SELECT count(*) FROM spend) + (SELECT count(*) FROM sentinel)").fetchone()[0]  # type: ignore[index]  # an aggregate: one row
         if not (in_lake or sampled or known):
             raise _unknown(tenant, root)
         return ReportData(tenant, at, int(sampled), _sections(con), _sentinel(con), _spend(con), _spend_days(con),
