@@ -13,7 +13,7 @@ from array import array
 from dataclasses import dataclass
 from itertools import accumulate
 
-from collector.schema import SCHEMAS
+from verdict.semconv import SCHEMAS
 
 
 @dataclass(frozen=True)

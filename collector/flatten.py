@@ -19,11 +19,11 @@ import orjson
 
 from collector.dialects import CONTENT_ATTRIBUTES, SpanEvent, normalise
 from collector.redaction import ServerRedaction
+from verdict import semconv as sc
 from verdict.intent import MAX_INTENT_KEY_LENGTH, validate_intent_key
 from verdict.redact import redact_text
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 
-TENANT_ATTRIBUTE = "verdict.tenant_id"
 _NS_PER_DAY = 86_400 * 1_000_000_000
 _MAX_NS = 2**63 - 1
 _KINDS = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
@@ -110,7 +110,7 @@ def _attributes(kvs, cap: int) -> dict:
 
 
 def _claims(resource_attrs: dict, span_attrs: dict) -> set[str]:
-    return {str(c) for c in (resource_attrs.get(TENANT_ATTRIBUTE), span_attrs.get(TENANT_ATTRIBUTE)) if c is not None}
+    return {str(c) for c in (resource_attrs.get(sc.TENANT_ID), span_attrs.get(sc.TENANT_ID)) if c is not None}
 
 
 def _tenant_for(policy: IngestPolicy, claims: set[str]) -> str:
@@ -212,10 +212,10 @@ class ScopeContext:
 
 
 def scope_context(policy: IngestPolicy, resource_attrs: dict, resource_json: bytes, scope) -> ScopeContext:
-    service = resource_attrs.get("service.name")
+    service = resource_attrs.get(sc.SERVICE_NAME)
     redaction = policy.redaction
     return ScopeContext(
-        policy, None if service is None else str(service), resource_json, resource_attrs.get(TENANT_ATTRIBUTE),
+        policy, None if service is None else str(service), resource_json, resource_attrs.get(sc.TENANT_ID),
         resource_attrs, scope.name or None, scope.version or None,
         redaction.content_for_scope(scope.attributes, policy.authenticated) is not redaction.content,
     )
@@ -236,7 +236,7 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
     trace_id, span_id, parent = _ids(span)
     start, end = _times(span)
     attrs, content = _span_attributes(span.attributes, cap)
-    if ctx.resource_claim is None and TENANT_ATTRIBUTE not in attrs:
+    if ctx.resource_claim is None and sc.TENANT_ID not in attrs:
         tenant = policy.tenant  # no claim at all: the common case, no sets built
     else:
         tenant = _tenant_for(policy, _claims(ctx.resource_attrs, attrs))
@@ -244,13 +244,13 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
     raw_events = [SpanEvent(e.name, _attributes(e.attributes, cap)) for e in events] if events else []
     dialect, call = normalise(ctx.scope_name or "", span.name, attrs, content, raw_events)
     get = attrs.get
-    intent_key, intent_key_error = _intent(get("verdict.intent_key"))
+    intent_key, intent_key_error = _intent(get(sc.INTENT_KEY))
     structural = redaction.structural
-    workload, error_type = structural(_str(get("verdict.workload"))), structural(_str(get("error.type")))
+    workload, error_type = structural(_str(get(sc.WORKLOAD))), structural(_str(get(sc.ERROR_TYPE)))
     reasons = call.finish_reasons
     redaction.attributes(attrs)
     if intent_key_error is not None and redaction.mode != "off":  # a refused key may be personal data
-        attrs["verdict.intent_key"] = redaction.value(attrs["verdict.intent_key"])
+        attrs[sc.INTENT_KEY] = redaction.value(attrs[sc.INTENT_KEY])
     kind = span.kind
     status = span.status
     code = status.code

@@ -25,6 +25,7 @@ from collector.flatten import (
     _json,
     _tenant_for,
 )
+from verdict.semconv import SERVICE_NAME
 
 _MAX_NS = 2**63 - 1
 
@@ -55,7 +56,7 @@ def flatten_logs(request, policy: IngestPolicy, received_ns: int | None = None) 
     for r, resource_logs in enumerate(request.resource_logs):
         resource_attrs = _attributes(resource_logs.resource.attributes, cap)
         resource_json = _json(redaction.attributes(dict(resource_attrs)))
-        service = resource_attrs.get("service.name")
+        service = resource_attrs.get(SERVICE_NAME)
         service = None if service is None else str(service)
         for s, scope_logs in enumerate(resource_logs.scope_logs):
             scope = scope_logs.scope

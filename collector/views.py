@@ -24,7 +24,7 @@ from typing import Any
 
 from collector import lake
 from collector.compaction import COMPACTED_PREFIX
-from collector.schema import LOG_COLUMNS, SPAN_COLUMNS
+from verdict.semconv import LOG_COLUMNS, SPAN_COLUMNS
 from verdict.tenancy import validate_tenant_id
 
 _DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "timestamp_ns": "TIMESTAMP_NS", "string_list": "VARCHAR[]"}

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collector.columns import encode_rows, record_batch
-from collector.schema import SPAN_COLUMNS, arrow_schema
+from collector.schema import arrow_schema
+from verdict.semconv import SPAN_COLUMNS
 
 _text = st.text(max_size=12)  # includes multi-byte characters and the empty string
 _values = {

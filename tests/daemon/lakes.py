@@ -11,10 +11,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from collector import lake
-from collector.schema import COLUMN_NAMES, arrow_schema
+from collector.schema import arrow_schema
 from verdict.inject import CorruptionInjector, CorruptionKind
 from verdict.models.base import ModelRequest
 from verdict.models.scripted import ScriptedModel
+from verdict.semconv import COLUMN_NAMES
 
 INJECTOR = CorruptionInjector(seed=7)
 REFUSAL_MARKERS = ("I'm sorry", "I am unable", "I cannot", "As an AI")

@@ -9,7 +9,7 @@ import json
 import openai
 
 import verdict.tracing as vt
-from verdict.tracing.semconv import INTENT_KEY
+from verdict.semconv import INTENT_KEY
 
 QUESTION = [{"role": "user", "content": "Name one colour."}]
 

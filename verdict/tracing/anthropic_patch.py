@@ -12,8 +12,8 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 
+from verdict import semconv as sc
 from verdict.tracing import health
-from verdict.tracing import semconv as sc
 from verdict.tracing.call import (
     Operation,
     StreamAccumulator,

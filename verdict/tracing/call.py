@@ -20,17 +20,19 @@ from opentelemetry import trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from verdict import semconv as sc
 from verdict.tracing import health
-from verdict.tracing import semconv as sc
 from verdict.tracing.content import PARTS, PartBuilder, Redactor, dumps_bounded, redact_content
 from verdict.tracing.context import INTENT_KEY, WORKLOAD
 from verdict.tracing.pipeline import PENDING
 from verdict.tracing.runtime import STATE, Runtime
+from verdict.tracing.semconv import SUPPRESS_LANGUAGE_MODEL_KEY
+from verdict.tracing.semconv import error_type as canonical_error_type
 
 _CLIENT = SpanKind.CLIENT
 _ERROR = Status(StatusCode.ERROR)
 _LEGACY_SUPPRESS_KEY = "suppress_instrumentation"
-_SUPPRESS_LLM = sc.SUPPRESS_LANGUAGE_MODEL_KEY
+_SUPPRESS_LLM = SUPPRESS_LANGUAGE_MODEL_KEY
 
 
 class Operation:
@@ -225,7 +227,7 @@ class LLMCall:
             span = self.span
             attrs = self.attrs
             if error is not None or error_type is not None:
-                attrs[sc.ERROR_TYPE] = error_type or sc.error_type(error)  # type: ignore[arg-type]  # error is set when error_type is not
+                attrs[sc.ERROR_TYPE] = error_type or canonical_error_type(error)  # type: ignore[arg-type]  # error is set when error_type is not
                 span.set_status(_ERROR)
             rt = self.rt
             capture = rt.capture_content and self.op.captures_content

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from verdict.tracing import semconv as sc
+from verdict import semconv as sc
 from verdict.tracing.call import Operation, StreamAccumulator, async_wrapper, sync_wrapper
 from verdict.tracing.content import PartBuilder, field
 

@@ -19,7 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 
-from verdict.tracing import semconv as sc
+from verdict import semconv as sc
 from verdict.tracing.content import Redactor
 from verdict.tracing.context import INTENT_KEY, WORKLOAD
 

@@ -11,12 +11,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from verdict.tracing import semconv as sc
+from verdict import semconv as sc
 from verdict.tracing.config import PROTOCOL_GRPC, TracingConfig, resolve_config
 from verdict.tracing.content import Redactor
 from verdict.tracing.peers import ContextStampProcessor
 from verdict.tracing.pipeline import ContentExporter, VerdictSpanProcessor
 from verdict.tracing.runtime import STATE, Runtime, load_redactor, verdict_tracer
+from verdict.tracing.semconv import emit_deprecated_system
 
 _lock = threading.Lock()
 # One processor for the process: the SDK cannot remove a processor from a provider, so it is
@@ -103,7 +104,7 @@ def init(
             redactor=redactor if config.capture_content else None,
             deferred_content=True,
             deferred_response=owned,
-            dup_system=sc.emit_deprecated_system(),
+            dup_system=emit_deprecated_system(),
         )
         _config.append(config)
     return config

@@ -1,0 +1,161 @@
+"""Names shared by every layer: span attribute names and the span lake's columns.
+
+The attribute names are those of the OpenTelemetry GenAI semantic conventions (latest experimental)
+and Verdict's own; the SDK writes them, the collector reads them and fills the lake's first-class
+columns from them, the views and the daemon read those columns. Stdlib only: the collector's
+decode workers import it without the tracing SDK. Plain string constants, precomputed once: the
+hot paths only do dict stores and lookups with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OPERATION_NAME = "gen_ai.operation.name"
+PROVIDER_NAME = "gen_ai.provider.name"
+SYSTEM = "gen_ai.system"  # deprecated; only with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai/dup
+REQUEST_MODEL = "gen_ai.request.model"
+REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+REQUEST_TOP_P = "gen_ai.request.top_p"
+REQUEST_TOP_K = "gen_ai.request.top_k"
+REQUEST_SEED = "gen_ai.request.seed"
+REQUEST_STOP_SEQUENCES = "gen_ai.request.stop_sequences"
+REQUEST_FREQUENCY_PENALTY = "gen_ai.request.frequency_penalty"
+REQUEST_PRESENCE_PENALTY = "gen_ai.request.presence_penalty"
+REQUEST_CHOICE_COUNT = "gen_ai.request.choice.count"
+REQUEST_STREAM = "gen_ai.request.stream"
+REQUEST_ENCODING_FORMATS = "gen_ai.request.encoding_formats"
+RESPONSE_ID = "gen_ai.response.id"
+RESPONSE_MODEL = "gen_ai.response.model"
+RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+RESPONSE_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
+USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+EMBEDDINGS_DIMENSION_COUNT = "gen_ai.embeddings.dimension.count"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+ERROR_TYPE = "error.type"
+ERROR_TYPE_OTHER = "_OTHER"
+
+OPERATION_CHAT = "chat"
+OPERATION_EMBEDDINGS = "embeddings"
+
+# Verdict's own attributes.
+INTENT_KEY = "verdict.intent_key"
+WORKLOAD = "verdict.workload"
+TENANT_ID = "verdict.tenant_id"
+
+# Resource attributes.
+SERVICE_NAME = "service.name"
+
+# The span lake (collector/schema.py turns these into Arrow schemas).
+#
+# `tenant` and `date` are not stored in the files: they are hive partition keys
+# (`spans/tenant=<t>/date=<YYYY-MM-DD>/`), the standard layout Spark, Trino and DuckDB read.
+# Times are UTC, stored as naive nanosecond timestamps so DuckDB keeps nanosecond precision
+# (`TIMESTAMP_NS`; a tz-aware type would round to microseconds).
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    arrow_type: str  # one of: string, int64, timestamp_ns, string_list
+    doc: str
+
+
+SPAN_COLUMNS: tuple[Column, ...] = (
+    Column("trace_id", "string", "32 lower-case hex digits"),
+    Column("span_id", "string", "16 lower-case hex digits"),
+    Column("parent_span_id", "string", "16 hex digits; NULL for a root span"),
+    Column("trace_state", "string", "W3C trace state; NULL when empty"),
+    Column("name", "string", "span name"),
+    Column("kind", "string", "UNSPECIFIED, INTERNAL, SERVER, CLIENT, PRODUCER or CONSUMER"),
+    Column("start_time", "timestamp_ns", "span start, UTC, nanoseconds"),
+    Column("end_time", "timestamp_ns", "span end, UTC, nanoseconds"),
+    Column("duration_ns", "int64", "end_time - start_time in nanoseconds"),
+    Column("status_code", "string", "UNSET, OK or ERROR"),
+    Column("status_message", "string", "status description; NULL when empty"),
+    Column("service_name", "string", f"resource attribute {SERVICE_NAME}"),
+    Column("scope_name", "string", "instrumentation scope name"),
+    Column("scope_version", "string", "instrumentation scope version"),
+    Column("resource_attributes", "string", "JSON object of all resource attributes"),
+    Column(
+        "attributes",
+        "string",
+        "JSON object of span attributes, typed (string/int/float/bool/list/object; bytes as "
+        "base64); message contents live in their own columns below, not here",
+    ),
+    Column("events", "string", "JSON list of {name, time_unix_nano, attributes}"),
+    Column("links", "string", "JSON list of {trace_id, span_id, trace_state, attributes}"),
+    Column("dropped_counts", "string", "JSON {attributes, events, links} counts dropped by the SDK; NULL when all zero"),
+    # The GenAI columns below are filled by collector.dialects from whichever instrumentation sent
+    # the span (docs/tracing.md, *Dialects*); the attribute named is the OTel GenAI semconv one.
+    Column("operation", "string", f"{OPERATION_NAME} (chat, text_completion, embeddings, ...)"),
+    Column("provider", "string", f"{PROVIDER_NAME} (else {SYSTEM}), normalised to the semconv values"),
+    Column("request_model", "string", REQUEST_MODEL),
+    Column("response_model", "string", RESPONSE_MODEL),
+    Column("response_id", "string", RESPONSE_ID),
+    Column("finish_reasons", "string_list", RESPONSE_FINISH_REASONS),
+    Column("input_tokens", "int64", f"{USAGE_INPUT_TOKENS} (or gen_ai.usage.prompt_tokens)"),
+    Column("output_tokens", "int64", f"{USAGE_OUTPUT_TOKENS} (or gen_ai.usage.completion_tokens)"),
+    Column("cached_input_tokens", "int64", USAGE_CACHE_READ_INPUT_TOKENS),
+    Column("cache_creation_input_tokens", "int64", USAGE_CACHE_CREATION_INPUT_TOKENS),
+    Column(
+        "reasoning_tokens",
+        "int64",
+        f"{USAGE_REASONING_OUTPUT_TOKENS} (or the older gen_ai.usage.reasoning_tokens)",
+    ),
+    Column("intent_key", "string", f"{INTENT_KEY} if valid (verdict.intent.validate_intent_key), else NULL"),
+    Column(
+        "intent_key_error",
+        "string",
+        f"why {INTENT_KEY} was not accepted (redacted); NULL when valid or absent. The sent value stays "
+        "in `attributes`",
+    ),
+    Column("workload", "string", WORKLOAD),
+    Column("error_type", "string", ERROR_TYPE),
+    Column("input_messages", "string", f"{INPUT_MESSAGES} (semconv message JSON, redacted)"),
+    Column("output_messages", "string", f"{OUTPUT_MESSAGES} (semconv message JSON, redacted)"),
+    Column("system_instructions", "string", f"{SYSTEM_INSTRUCTIONS} (semconv parts JSON, redacted)"),
+    Column(
+        "dialect",
+        "string",
+        "the instrumentation dialect recognised (verdict, vercel_ai, openinference, openllmetry, pydantic_ai, "
+        "anthropic, otel_genai); NULL when none",
+    ),
+    Column("received_at", "timestamp_ns", "when the collector accepted the request, UTC"),
+)
+
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in SPAN_COLUMNS)
+
+# OTLP log records (`logs/tenant=<t>/date=<d>/`): GenAI events among them (openai-v2's default
+# mode) carry the messages of the span they belong to; `llm_calls` joins them on (trace_id, span_id).
+LOG_COLUMNS: tuple[Column, ...] = (
+    Column("record_id", "string", "SHA-256 (first 32 hex digits) of the record as sent: retried copies share it"),
+    Column("trace_id", "string", "32 hex digits of the span the record was emitted in; NULL without one"),
+    Column("span_id", "string", "16 hex digits; NULL without one"),
+    Column("time", "timestamp_ns", "event time (time_unix_nano, else observed time, else received), UTC"),
+    Column("observed_time", "timestamp_ns", "observed_time_unix_nano; NULL when unset"),
+    Column("sequence", "int64", "position of the record in its export request (orders events of one instant)"),
+    Column("severity_number", "int64", "1-24; NULL when unset"),
+    Column("severity_text", "string", "severity text; NULL when empty"),
+    Column("event_name", "string", "the record's event_name, else its event.name attribute"),
+    Column("body", "string", "JSON of the body AnyValue (redacted)"),
+    Column("attributes", "string", "JSON object of the record's attributes (redacted)"),
+    Column("service_name", "string", f"resource attribute {SERVICE_NAME}"),
+    Column("scope_name", "string", "instrumentation scope name"),
+    Column("scope_version", "string", "instrumentation scope version"),
+    Column("resource_attributes", "string", "JSON object of all resource attributes (redacted)"),
+    Column("input_messages", "string", "GenAI events: the input messages this record carries (semconv JSON, redacted)"),
+    Column("output_messages", "string", "GenAI events: the output messages this record carries"),
+    Column("system_instructions", "string", "GenAI events: the system instruction parts this record carries"),
+    Column("received_at", "timestamp_ns", "when the collector accepted the request, UTC"),
+)
+SCHEMAS = {"spans": SPAN_COLUMNS, "logs": LOG_COLUMNS}
