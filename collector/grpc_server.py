@@ -22,6 +22,7 @@ import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import cast
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
@@ -92,7 +93,7 @@ class _Receiver:
             message = read.result()
             if message is grpc.aio.EOF:
                 raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, "the call carried no request message")
-            return message
+            return cast(bytes, message)  # the method's request deserializer is None: raw bytes
         if evicted in done:
             raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
                            f"more than {self._limits.receiving_calls} calls waiting for their message; "
@@ -109,10 +110,16 @@ async def _refuse(context: grpc.aio.ServicerContext, refusal: _Refused):
     await context.abort(refusal.code, refusal.message)
 
 
+def _header(context: grpc.aio.ServicerContext, key: str) -> str | None:
+    """A text header of the call (only `-bin` keys carry bytes)."""
+    value = dict(context.invocation_metadata() or ()).get(key)
+    return cast(str | None, value)
+
+
 def _export_handler(service: IngestService, receiver: _Receiver, executor: ThreadPoolExecutor, signal: str):
     async def export(requests, context: grpc.aio.ServicerContext) -> bytes:
         try:
-            tenant, authenticated = service.authenticate(dict(context.invocation_metadata()).get("authorization"))
+            tenant, authenticated = service.authenticate(_header(context, "authorization"))
             payload = await receiver.message(context)
             outcome = await _export_admitted(service, executor, payload, tenant, authenticated, signal)
         except RequestError as exc:
@@ -142,7 +149,7 @@ async def _export_admitted(service, executor, payload: bytes, tenant: str, authe
 def _metrics_handler(service: IngestService):
     async def refuse(requests, context: grpc.aio.ServicerContext) -> bytes:
         peer = context.peer().rsplit(":", 1)[0]
-        agent = dict(context.invocation_metadata()).get("user-agent", "no user-agent")[:80]
+        agent = (_header(context, "user-agent") or "no user-agent")[:80]
         service.refuse_metrics(f"{peer} ({agent})")
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "metrics are not accepted here; only traces and logs")
 

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from verdict_daemon.clustering.active import require_active
 from verdict_daemon.clusters import assign_for
@@ -50,13 +50,14 @@ def build_evaluator(config: EvaluatorConfig) -> Evaluator:
         return build_judge_evaluator(config)
     from verdict.graph import Pipeline
 
-    obj = load_target(config.graph)
+    target = cast(str, config.graph)  # a graph evaluator names one (EvaluatorConfig checks)
+    obj = load_target(target)
     try:
         is_factory = callable(obj) and not isinstance(obj, type | Pipeline)
         pipeline = obj() if is_factory else obj
     except Exception as exc:  # the user's factory failed
-        raise DaemonError("evaluator_error", f"{config.graph!r} raised {type(exc).__name__}: {str(exc)[:300]}") from None
-    return GraphEvaluator(config.name, config.graph, pipeline)
+        raise DaemonError("evaluator_error", f"{target!r} raised {type(exc).__name__}: {str(exc)[:300]}") from None
+    return GraphEvaluator(config.name, target, pipeline)
 
 
 def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: list[Evaluator],

@@ -37,7 +37,7 @@ from verdict_demo.summary import DemoSummary, read_summary
 from verdict_demo.watchdog import JudgeProgress, Watchdog
 
 if TYPE_CHECKING:
-    from verdict_daemon.fake_llm import FakeOpenAI
+    from verdict_demo.fake_llm import FakeOpenAI
 
 MARKER = ".verdict-demo"
 _COLLECTOR_READY = re.compile(r"verdict-collector ready http=[\d.]+:(\d+)")

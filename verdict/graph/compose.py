@@ -24,7 +24,7 @@ class Node:
     """What `>>` links: a Unit (verdict.graph.unit, built on this module) or a Container of them."""
 
     def __rshift__(self, other: Any) -> Block:
-        return chain(self, other)
+        return chain(cast("Unit | Container", self), other)  # a Node is one of the two
 
 
 class Container(Node):
@@ -170,6 +170,7 @@ def chain(left: Unit | Container, right: Any) -> Block:
     so `Block("debate") >> a >> b` is one named block); an anonymous Block on the right is flattened."""
     if not isinstance(right, Node):
         raise ConfigurationError(f"cannot link {type(left).__name__} >> {type(right).__name__}")
+    right = cast("Unit | Container", right)  # a Node is one of the two
     if isinstance(left, Block):  # a (named) Block or Pipeline grows, keeping its type and name
         if left.members:
             link(left.leaves(), right.roots(), left.outer_mode())
@@ -188,7 +189,7 @@ def _flatten(node: Unit | Container) -> list[Unit | Container]:
 
 def _unravel(units: Any) -> list[Unit | Container]:
     if isinstance(units, Node):
-        return [units]
+        return [cast("Unit | Container", units)]  # a Node is one of the two
     if isinstance(units, list | tuple):
         return [m for item in units for m in _unravel(item)]
     raise ConfigurationError(f"a Layer holds units or containers, not {type(units).__name__}")
