@@ -40,6 +40,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import cast
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Drift
@@ -229,7 +230,8 @@ def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift,
             seen = _run_times(con, tenant, fingerprint, since)
         decisions = plan(config, at, seen)
         if not decisions:
-            return done + [_stored_run(store, tenant, run_id) for run_id in _runs_at(store, tenant, fingerprint, at)]
+            return done + [cast(DriftRunReport, _stored_run(store, tenant, run_id))  # listed just now: stored
+                           for run_id in _runs_at(store, tenant, fingerprint, at)]
         table = judgment_table(store, tenant, fingerprint)
         for decision in decisions:
             report = _decide(store, tenant, fingerprint, config, table, decision, (since, seen))

@@ -186,11 +186,11 @@ def _latest_runs(con) -> dict[str, tuple[DriftWindows, DriftWindows | None]]:
     for fp, *row in con.execute(_LATEST_RUNS).fetchall():
         run = DriftWindows(*row)
         (closing if run.closing else looks)[fp] = run
-    out = {}
+    out: dict[str, tuple[DriftWindows, DriftWindows | None]] = {}
     for fp in closing.keys() | looks.keys():
         headline, look = closing.get(fp), looks.get(fp)
         if headline is None:
-            out[fp] = (look, None)
+            out[fp] = (looks[fp], None)  # no closing decision: it has a look
         else:
             out[fp] = (headline, look if look is not None and look.as_of > headline.as_of else None)
     return out
