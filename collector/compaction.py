@@ -158,7 +158,7 @@ def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path]
         # A copy has its original's time: only compacted row groups whose time range meets the
         # step's are read (compacted segments are sorted by it), so a step costs what it merges,
         # not the size of the day's partition.
-        lo, hi = con.execute(f"SELECT min({table.order})::VARCHAR, max({table.order})::VARCHAR FROM {fresh}").fetchone()
+        lo, hi = con.execute(f"SELECT min({table.order})::VARCHAR, max({table.order})::VARCHAR FROM {fresh}").fetchone()  # type: ignore[misc]  # an aggregate: one row
         if compacted and lo is not None:
             already = (
                 f"ANTI JOIN (SELECT {table.key} FROM read_parquet({_file_list(compacted)}, hive_partitioning=false) "

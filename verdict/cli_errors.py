@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Literal, NoReturn, cast, get_args
+from typing import Any, Literal, NoReturn, get_args
 
 ErrorCode = Literal[
     "invalid_config", "tenant_required", "storage_locked", "storage_error", "provider_unavailable",
@@ -82,7 +82,7 @@ def closed(code: str) -> ErrorCode:
     """`code` if it is in the closed set; a ValueError (a bug in the caller) otherwise."""
     if code not in ERROR_CODES:
         raise ValueError(f"unknown error code {code!r}")
-    return cast(ErrorCode, code)  # narrowed by the membership test above
+    return code  # narrowed to ErrorCode by the membership test above
 
 
 class CliError(Exception):

@@ -13,7 +13,7 @@ import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from verdict.models.base import CONFIGURATION_KINDS, Model, Usage
 from verdict_daemon.errors import DaemonError
@@ -25,7 +25,7 @@ JUDGE_WORKLOAD = "judge"  # verdict.workload of the daemon's own judge calls; sa
 # towards the retry limit: an outage says nothing about the trace. `model_config_error` is a server that
 # is up but refuses what the judge asks of it (a parameter it does not support, the same refusal twice):
 # no amount of waiting fixes it, the judge's model options do.
-PROVIDER_UNAVAILABLE = "provider_unavailable"
+PROVIDER_UNAVAILABLE: Final = "provider_unavailable"
 MODEL_CONFIG_ERROR = "model_config_error"
 _OUTAGE_KINDS = ("connection", "timeout", "server_error", "rate_limited", "auth")
 

@@ -105,7 +105,7 @@ def _judge(spec: str, rubric: Any):
     try:
         return Judge(_model(spec), rubric)
     except ConfigurationError as exc:
-        code = "provider_unavailable" if "no API key" in str(exc) else "invalid_config"
+        code: ErrorCode = "provider_unavailable" if "no API key" in str(exc) else "invalid_config"
         raise GateError(code, f"--judge-model {spec!r}: {exc}") from None
 
 

@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from verdict.cli_errors import ErrorCode
 from verdict.models.base import CONFIGURATION_KINDS, ModelErrorKind
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.errors import DaemonError
@@ -194,7 +195,7 @@ def resolve_model_spec(spec: str, base_url: str | None, flag: str) -> Any:
     try:
         return resolve_model(spec, **({"base_url": base_url} if base_url else {}))
     except ValueError as exc:
-        code = "provider_unavailable" if "no API key" in str(exc) else "invalid_config"
+        code: ErrorCode = "provider_unavailable" if "no API key" in str(exc) else "invalid_config"
         raise DaemonError(code, f"{flag} {spec!r}: {exc}") from None
 
 

@@ -22,6 +22,7 @@ import random
 import time
 from pathlib import Path
 
+from verdict.cli_errors import ErrorCode
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.state import MIGRATIONS, STATE_FILE, is_lock_conflict
@@ -89,7 +90,7 @@ def attach_state(con, path: Path, lock_timeout: float) -> None:
         except duckdb.Error as exc:
             left = deadline - time.monotonic()
             if not is_lock_conflict(exc) or left <= 0:
-                code = "storage_locked" if is_lock_conflict(exc) else "storage_error"
+                code: ErrorCode = "storage_locked" if is_lock_conflict(exc) else "storage_error"
                 raise DaemonError(code, f"cannot read {path}: {str(exc).splitlines()[0][:200]}") from None
             time.sleep(min(left, delay * (0.5 + random.random())))
             delay = min(delay * 2, 0.5)
