@@ -60,7 +60,9 @@ class Access:
         return hmac.new(self.secret, session.encode(), hashlib.sha256).hexdigest()
 
     def csrf_ok(self, session: str | None, presented: str | None) -> bool:
-        return bool(session and presented) and hmac.compare_digest(self.csrf_token(session), presented)
+        if not session or not presented:
+            return False
+        return hmac.compare_digest(self.csrf_token(session), presented)
 
 
 def new_session() -> str:

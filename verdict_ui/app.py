@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import cast
 from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
@@ -21,6 +22,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.probes_command import PROBES_DIR
@@ -67,7 +69,7 @@ class Settings:
     lock_timeout: float = 10.0
 
 
-def create_app(settings: Settings) -> Starlette:
+def create_app(settings: Settings) -> ASGIApp:
     snapshots = Snapshots(settings.data_dir, ttl=settings.snapshot_ttl, lock_timeout=settings.lock_timeout)
     store = StateStore(settings.data_dir, lock_timeout=settings.lock_timeout)
     access = settings.access
@@ -136,8 +138,9 @@ def create_app(settings: Settings) -> Starlette:
         t = tenant(request)
         status = params.choice(request.query_params, "status", STATUSES, "pending")
         offset = params.integer(request.query_params, "offset", 0, 0, 10_000_000)
-        listed = list_items(store, t, status=status, limit=50, offset=offset)
-        body = pages.review_list(listed, status, review_counts(store, t), labelling.next_item(store, t),
+        shown = cast(str, status)  # a default is given
+        listed = list_items(store, t, status=shown, limit=50, offset=offset)
+        body = pages.review_list(listed, shown, review_counts(store, t), labelling.next_item(store, t),
                                  pages.agreement(labelling.agreements(store, t)))
         return html(request, "Review queue", body, "/review")
 
@@ -246,7 +249,7 @@ def _handlers(access: Access) -> dict:
             NotAuthenticated: unauthenticated, Exception: unexpected}
 
 
-def _guard(app, access: Access):
+def _guard(app: ASGIApp, access: Access) -> ASGIApp:
     """ASGI wrapper: the session cookie behind CSRF tokens, and security headers on every response."""
     from http.cookies import SimpleCookie
 

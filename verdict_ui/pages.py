@@ -115,8 +115,8 @@ def _filter_form(f: TraceFilter) -> str:
     options = "".join(f'<option value="{v}"{" selected" if f.verdict == v else ""}>{v}</option>'
                       for v in ("", *VERDICTS))
     return ('<form method="get" action="/traces" class="filters" role="search" aria-label="Filter traces">'
-            + _field("from", "From (UTC)", f.since and f.since.isoformat(timespec="minutes"), "datetime-local")
-            + _field("to", "To (UTC)", f.until and f.until.isoformat(timespec="minutes"), "datetime-local")
+            + _field("from", "From (UTC)", f.since.isoformat(timespec="minutes") if f.since else None, "datetime-local")
+            + _field("to", "To (UTC)", f.until.isoformat(timespec="minutes") if f.until else None, "datetime-local")
             + _field("intent", "Intent", f.intent) + _field("cluster", "Cluster", f.cluster)
             + _field("model", "Model", f.model) + _field("dimension", "Dimension", f.dimension)
             + f'<div class="field"><label for="f-verdict">Verdict</label><select id="f-verdict" name="verdict">'

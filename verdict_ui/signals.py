@@ -40,7 +40,7 @@ def signal_detail(cur, signal_id: str) -> SignalDetail | None:
     if row is None:
         return None
     *fields, ids, evaluator, run_id = row
-    signal = Signal(*fields, tuple(json.loads(ids or "[]")))
+    signal = Signal(*fields, tuple(json.loads(ids or "[]")))  # type: ignore[call-arg]  # the columns in field order
     run = DriftWindows(*cur.execute(f"SELECT {RUN_COLUMNS} FROM drift_runs WHERE run_id = $r",
                                     {"r": run_id}).fetchone())
     scored = cur.execute("""SELECT count(score) > 0 AND count(*) FILTER (WHERE value IN ('PASS', 'FAIL', 'UNCLEAR')) = 0

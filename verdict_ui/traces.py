@@ -128,7 +128,8 @@ def trace_page(cur, f: TraceFilter, days: tuple[date, ...]) -> TracePage:
         if len(rows) > f.size:
             break
     verdicts = _verdicts(cur, sorted({r[0] for r in rows[:f.size]}))
-    out = tuple(TraceRow(*r[:10], *verdicts.get(r[0], (None, {})), _last_user_text(r[10])) for r in rows[:f.size])
+    out = tuple(TraceRow(*r[:10], *verdicts.get(r[0], (None, {})), _last_user_text(r[10]))  # type: ignore[call-arg]  # columns in order
+                for r in rows[:f.size])
     more = len(rows) > f.size
     return TracePage(out, f"{rows[f.size - 1][11]}~{rows[f.size - 1][1]}" if more else None)
 
@@ -308,7 +309,7 @@ def trace_detail(cur, trace_id: str, day: date | None) -> TraceDetail | None:
         return None
     return TraceDetail(
         trace_id,
-        tuple(Call(*c[:8], tuple(c[8] or ()), *c[9:12], messages(c[12]), messages(c[13]), messages(c[14]))
+        tuple(Call(*c[:8], tuple(c[8] or ()), *c[9:12], messages(c[12]), messages(c[13]), messages(c[14]))  # type: ignore[call-arg]  # columns in order
               for c in calls),
         tuple(SpanBar(*s[:6]) for s in spans), spans[0][6] if spans else 0,
         tuple(Judgment(*j) for j in judged), tuple(Attempt(*a) for a in attempts))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.model import Panel, ReviewItem, ReviewList, ReviewQueue
@@ -105,7 +106,8 @@ def review_counts(store, tenant: str) -> Panel:
     rows = [("Items", summary["items"]), ("Pending (no label yet)", summary["pending"]),
             ("Labelled", summary["labelled"]), ("Label records", summary["label_records"]),
             ("Reviewers", summary["reviewers"])]
-    rows += [(f"Routed because: {reason.replace('_', ' ')}", n) for reason, n in summary["by_reason"].items()]
+    by_reason = cast(dict[str, int], summary["by_reason"])  # queue_summary's counts per reason
+    rows += [(f"Routed because: {reason.replace('_', ' ')}", n) for reason, n in by_reason.items()]
     return Panel(tuple((label, f"{n:,}") for label, n in rows), ("Measure", "Count"), None)
 
 

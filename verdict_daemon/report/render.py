@@ -136,7 +136,7 @@ def _signals(data: ReportData, links: Links | None) -> str:
 
 
 def _run_signals(e: EvaluatorSection, links: Links | None) -> str:
-    out = _evaluator_heading(e) + _run_block(e, e.run, e.signals, links)
+    out = _evaluator_heading(e) + _run_block(e, cast(DriftWindows, e.run), e.signals, links)  # called with a run only
     return out + (_run_block(e, e.look, e.look_signals, links) if e.look else "")
 
 
