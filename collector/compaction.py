@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,12 +128,16 @@ class _Table:
 _TABLES = {"spans": _Table("trace_id, span_id", "start_time"), "logs": _Table("record_id", "time")}
 
 
-def compact_partition(data_dir: Path, part: Path, min_segments: int, table: str = "spans") -> bool:
-    """Fold the partition's fresh segments into compacted ones if there are at least `min_segments`."""
+def compact_partition(data_dir: Path, part: Path, min_segments: int, table: str = "spans",
+                      seal_after_s: float | None = None) -> bool:
+    """Fold the partition's fresh segments into compacted ones if there are at least `min_segments`, or
+    (with `seal_after_s`) if the oldest has waited that long: only compacted segments are shipped."""
     segments = lake.segments(part)
     inputs = [p for p in segments if not p.name.startswith(COMPACTED_PREFIX)]
     compacted = [p for p in segments if p.name.startswith(COMPACTED_PREFIX)]
-    if len(inputs) < max(min_segments, 1):
+    sealing = seal_after_s is not None and bool(inputs) and (
+        time.time() * 1000 - lake.segment_written_ms(inputs[0].name) >= seal_after_s * 1000)
+    if len(inputs) < max(min_segments, 1) and not sealing:
         return False
     for step in _steps(inputs):
         compacted.append(_merge(data_dir, part, step, compacted, _TABLES[table]))
@@ -190,7 +195,7 @@ def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path]
     return part / output
 
 
-def compact_all(data_dir: Path, min_segments: int) -> int:
+def compact_all(data_dir: Path, min_segments: int, seal_after_s: float | None = None) -> int:
     recover(data_dir)
-    return sum(compact_partition(data_dir, d, min_segments, table)
+    return sum(compact_partition(data_dir, d, min_segments, table, seal_after_s)
                for table in lake.TABLES for _t, _d, d in lake.partitions(data_dir, table))

@@ -49,6 +49,9 @@ class CollectorConfig:
     maintenance_interval_s: float
     log_level: str
     maintenance_once: bool
+    lake_url: str | None = None  # s3://bucket/prefix: finished segments are shipped there (collector.shipping)
+    ship_seal_after_s: float = 60.0
+    ship_delete_after_s: float = 86400.0
     # Test-only: sleep before each segment write to simulate a slow disk (env var only).
     test_write_delay_ms: int = 0
 
@@ -112,6 +115,15 @@ _OPTIONS = (
             "(bounds the fresh segments queries read at moderate rates, where requests are written alone; 0: "
             "interval only)"),
     _Option("maintenance-interval-s", float, 3600.0, "how often retention runs"),
+    _Option("lake-url", str, None,
+            "ship every finished segment to this object store (s3://BUCKET/PREFIX; gs://, az:// alike), "
+            "credentials and endpoint from the standard variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+            "AWS_REGION, AWS_ENDPOINT_URL, ...); needs the `s3` extra"),
+    _Option("ship-seal-after-s", float, 60.0,
+            "with --lake-url: fresh span segments older than this are compacted (sealed) so they can be shipped"),
+    _Option("ship-delete-after-s", float, 86400.0,
+            "with --lake-url: delete a local segment this long after it was shipped and verified (readers take "
+            "it from the store then; compaction deduplicates late exporter retries against local segments only)"),
     _Option("log-level", str, "INFO", "DEBUG, INFO, WARNING or ERROR"),
     _Option("maintenance-once", bool, False,
             "run retention and compaction once, then exit (e.g. from cron while no collector runs)"),
@@ -248,7 +260,18 @@ def validate(config: CollectorConfig) -> None:
     for name in ("read_timeout_s", "body_idle_timeout_s"):
         if getattr(config, name) <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive")
-    for name in ("decode_workers", "retention_days", "min_free_disk_bytes", "compact_min_segments",
+    if config.lake_url is not None:
+        from collector.objectstore import ObjectLake, ObjectStoreError
+
+        try:
+            ObjectLake(config.lake_url)
+        except ObjectStoreError as exc:
+            raise ConfigError(f"--lake-url: {exc}") from None
+        except Exception as exc:  # obstore refuses the URL or the environment's settings
+            raise ConfigError(f"--lake-url {config.lake_url!r}: {type(exc).__name__}: {exc}") from None
+    if config.ship_seal_after_s <= 0:
+        raise ConfigError("--ship-seal-after-s must be positive")
+    for name in ("decode_workers", "retention_days", "ship_delete_after_s", "min_free_disk_bytes", "compact_min_segments",
                  "compact_after_segments"):
         if getattr(config, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must not be negative")

@@ -56,6 +56,11 @@ def segment_name(prefix: str = "") -> str:
     return f"{prefix}{int(time.time() * 1000)}-{uuid.uuid4().hex}{SEGMENT_SUFFIX}"
 
 
+def segment_written_ms(name: str) -> int:
+    """When a segment was published (the milliseconds its name starts with, after any prefix like `c-`)."""
+    return int(name.split("-")[-2])
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:

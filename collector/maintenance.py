@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from collector import compaction, retention
 from collector.config import CollectorConfig
@@ -16,8 +17,11 @@ MAX_BACKOFF_S = 300  # longest wait before retrying failed upkeep (e.g. a full d
 
 
 class Maintenance:
-    def __init__(self, config: CollectorConfig):
+    def __init__(self, config: CollectorConfig, on_compacted: Callable[[], None] = lambda: None):
         self._config = config
+        self._on_compacted = on_compacted  # e.g. Shipper.wake: compacted segments are ready to ship
+        # Shipping ships compacted segments only: fresh ones are sealed once they wait ship_seal_after_s.
+        self._seal_after_s = config.ship_seal_after_s if config.lake_url else None
         self._stopping = False
         self._wake = threading.Event()  # stop, or enough new segments to compact now
         self._lock = threading.Lock()
@@ -42,7 +46,7 @@ class Maintenance:
 
     def run_once(self, stats: Stats | None = None) -> None:
         expired = retention.expire(self._config.data_dir, self._config.retention_days)
-        merged = compaction.compact_all(self._config.data_dir, self._config.compact_min_segments)
+        merged = compaction.compact_all(self._config.data_dir, self._config.compact_min_segments, self._seal_after_s)
         if stats is not None:
             stats.add(compactions=merged, partitions_expired=len(expired))
 
@@ -52,6 +56,8 @@ class Maintenance:
 
     def _loop(self, stats: Stats) -> None:
         compact_every = self._config.compact_interval_s
+        if self._seal_after_s is not None:  # sealing is due at most this late
+            compact_every = min(compact_every or self._seal_after_s, self._seal_after_s / 2)
         retain_every = self._config.maintenance_interval_s
         next_compact = time.monotonic() + compact_every if compact_every > 0 else float("inf")
         next_retain = time.monotonic()
@@ -78,7 +84,8 @@ class Maintenance:
                         self._new_segments = 0
                 if due:
                     stats.add(compactions=compaction.compact_all(
-                        self._config.data_dir, self._config.compact_min_segments))
+                        self._config.data_dir, self._config.compact_min_segments, self._seal_after_s))
+                    self._on_compacted()
                     next_compact = now + compact_every if compact_every > 0 else float("inf")
             except Exception as exc:  # upkeep must never take ingestion down; it retries with backoff
                 backoff = min(max(2 * backoff, 1.0), MAX_BACKOFF_S)

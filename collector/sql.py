@@ -1,7 +1,7 @@
 """`verdict sql`: run SQL over one tenant's span lake; table, CSV or JSON output.
 
-Exit codes: 0 ok; 2 usage; 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied
-(verdict.cli_errors.EXIT_CODES). Errors are the one envelope {"error": {"code": ..., "message": ...}} on
+Exit codes: 0 ok; 2 usage (and invalid_config: a bad --lake-url; storage_error: the object store cannot be
+read); 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied (verdict.cli_errors.EXIT_CODES). Errors are the one envelope {"error": {"code": ..., "message": ...}} on
 stderr; stdout then stays empty (the output is rendered in full before its first byte is written). JSON output is strict JSON: NaN and ±Infinity
 are the strings "NaN", "Infinity" and "-Infinity"; UUIDs and other values without a JSON type are
 their text.
@@ -16,11 +16,14 @@ import decimal
 import io
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from collector.lake_source import LakeSource
+from collector.objectstore import ObjectLake, ObjectStoreError
 from collector.views import open_scoped, view_statements
 from verdict.cli_errors import CliError
 from verdict.cli_runner import add_data_dir, add_tenant
@@ -40,8 +43,8 @@ views: spans (every span once; schema in docs/collector.md) and llm_calls (GenAI
 with typed columns: request_model, input_tokens, intent_key, latency_ms, ...), scoped to --tenant.
 Only SELECT statements run; files outside the tenant's partition directory cannot be read.
 example: verdict sql "SELECT intent_key, count(*) FROM llm_calls GROUP BY 1" --tenant acme
-exit codes: 0 ok, 2 usage, 3 invalid_tenant, 4 no_data_dir, 5 query_error, 6 access_denied
-(error: one line {"error": {"code", "message"}} on stderr).
+exit codes: 0 ok, 2 usage (also a bad --lake-url, or an object store that cannot be read), 3 invalid_tenant,
+4 no_data_dir, 5 query_error, 6 access_denied (error: one line {"error": {"code", "message"}} on stderr).
 """
 
 
@@ -51,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", nargs="?", help="SQL over the views `spans` and `llm_calls`")
     add_data_dir(parser, "span lake directory (default: ./verdict-data)", default="./verdict-data")
     add_tenant(parser, f"tenant whose spans are visible (default: {LOCAL_TENANT})", default=LOCAL_TENANT)
+    parser.add_argument("--lake-url", default=os.environ.get("VERDICT_LAKE_URL"),
+                        help="also read the lake shipped to this object store (s3://BUCKET/PREFIX; credentials and "
+                        "endpoint from AWS_* variables); with it, a missing --data-dir is not an error "
+                        "[env VERDICT_LAKE_URL]")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output format (default: table)")
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="--format json")
@@ -124,7 +131,28 @@ def _require_read_only(con, query: str) -> None:
         raise SqlCommandError("access_denied", f"verdict sql runs SELECT queries only; refused: {', '.join(refused)}")
 
 
-def execute(data_dir: Path, tenant: str, query: str,
+def lake_source(data_dir: Path, lake_url: str | None = None) -> LakeSource:
+    """The lake to read: the data dir, the object store, or both (a missing data dir is an error only alone)."""
+    remote = None
+    if lake_url:
+        try:
+            remote = ObjectLake(lake_url)
+        except ObjectStoreError as exc:
+            raise SqlCommandError("invalid_config", str(exc)) from None
+        except Exception as exc:  # obstore refuses the URL or the environment's settings
+            raise SqlCommandError("invalid_config", f"lake URL {lake_url!r}: {type(exc).__name__}") from None
+    try:
+        exists = data_dir.is_dir()
+    except OSError as exc:  # e.g. a name too long
+        raise _lake_error(exc) from None
+    if not exists:
+        if remote is None:
+            raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
+        return LakeSource(None, remote)
+    return LakeSource(data_dir, remote)
+
+
+def execute(lake: LakeSource | Path, tenant: str, query: str,
             prepare: Callable[[Any], None] | None = None) -> tuple[list[str], list[tuple]]:
     import duckdb
 
@@ -133,11 +161,15 @@ def execute(data_dir: Path, tenant: str, query: str,
     except InvalidTenantError as exc:
         raise SqlCommandError("invalid_tenant", str(exc)) from None
     try:
-        if not data_dir.is_dir():
-            raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
-        con = open_scoped(data_dir, tenant, prepare=prepare)
+        source = lake if isinstance(lake, LakeSource) else lake_source(lake)
+        con = open_scoped(source, tenant, prepare=prepare)
     except (duckdb.Error, OSError) as exc:  # a truncated segment file, a directory without permission
         raise _lake_error(exc) from None
+    except Exception as exc:  # the object store: unreachable, credentials refused
+        if isinstance(exc, SqlCommandError):
+            raise
+        raise SqlCommandError("storage_error", f"cannot read the lake: {type(exc).__name__}: "
+                              + (str(exc).splitlines() or [""])[0][:300]) from None
     try:
         _require_read_only(con, query)
         cursor = con.execute(query)
@@ -158,11 +190,11 @@ def _lake_error(exc: Exception) -> SqlCommandError:
     return SqlCommandError("query_error", "cannot read the span lake: " + (str(exc).splitlines() or [""])[0][:300])
 
 
-def _view_text(data_dir: Path, tenant: str) -> str:
+def _view_text(lake: LakeSource, tenant: str) -> str:
     import duckdb
 
     try:
-        return ";\n\n".join(view_statements(data_dir, tenant)) + ";\n"
+        return ";\n\n".join(view_statements(lake, tenant)) + ";\n"
     except InvalidTenantError as exc:
         raise SqlCommandError("invalid_tenant", str(exc)) from None
     except (duckdb.Error, OSError) as exc:
@@ -171,11 +203,12 @@ def _view_text(data_dir: Path, tenant: str) -> str:
 
 def _output(args: argparse.Namespace, prepare: Callable[[Any], None] | None) -> str:
     """Everything stdout gets, complete, or a SqlCommandError."""
+    lake = lake_source(args.data_dir, args.lake_url)
     if args.print_views:
-        return _view_text(args.data_dir, args.tenant)
+        return _view_text(lake, args.tenant)
     if not args.query:
         raise SqlCommandError("query_error", "no query given (or use --print-views)")
-    columns, rows = execute(args.data_dir, args.tenant, args.query, prepare)
+    columns, rows = execute(lake, args.tenant, args.query, prepare)
     text = io.StringIO()
     render(columns, rows, args.format, text)
     return text.getvalue()

@@ -25,6 +25,10 @@ _COUNTERS = (
     "logs_written",
     "logs_rejected",
     "metrics_refused",
+    "segments_shipped",
+    "bytes_shipped",
+    "segments_deleted_after_ship",
+    "ship_errors",
 )
 MAX_SCOPES = 256  # distinct unrecognised scope names kept; the rest are counted under "(other)"
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from collector import lake
 from collector.compaction import COMPACTED_PREFIX
+from collector.lake_source import LakeSource
 from verdict.semconv import LOG_COLUMNS, SPAN_COLUMNS
 from verdict.tenancy import validate_tenant_id
 
@@ -64,20 +65,6 @@ def _typed_empty(columns=SPAN_COLUMNS) -> str:
     return f"SELECT {typed}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
 
 
-def _partitions(days: Sequence[date] | None) -> list[str]:
-    return ["date=*"] if days is None else [f"date={day.isoformat()}" for day in days]
-
-
-def _globs(directory: Path, pattern: str, days: Sequence[date] | None) -> list[str]:
-    """Globs of the segments matching `pattern` in the chosen date partitions (every one when `days` is
-    None), only those matching a file (DuckDB refuses a glob matching nothing)."""
-    return [f"{directory}/{p}/{pattern}" for p in _partitions(days) if any(directory.glob(f"{p}/{pattern}"))]
-
-
-def _files(directory: Path, pattern: str, days: Sequence[date] | None) -> list[str]:
-    return [str(f) for p in _partitions(days) for f in directory.glob(f"{p}/{pattern}")]
-
-
 def _read(globs: list[str], columns=SPAN_COLUMNS) -> str:
     """The segments of `globs`, always with every schema column (NULL where a file lacks one)."""
     files = "[" + ", ".join(_quote(g) for g in globs) + "]"
@@ -85,9 +72,9 @@ def _read(globs: list[str], columns=SPAN_COLUMNS) -> str:
             "hive_partitioning = true, union_by_name = true, hive_types = {'date': 'DATE'}))")
 
 
-def _logs_view(data_dir: Path, tenant: str, days: Sequence[date] | None) -> str:
+def _logs_view(source: LakeSource, tenant: str, days: Sequence[date] | None) -> str:
     """Log records, each once (exporter retries resend the same record: same record_id)."""
-    globs = _globs(logs_tenant_dir(data_dir, tenant), "*" + lake.SEGMENT_SUFFIX, days)
+    globs = source.read_paths("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days)
     if globs:
         body = (f"SELECT * EXCLUDE (tenant) FROM {_read(globs, LOG_COLUMNS)}\n"
                 "QUALIFY row_number() OVER (PARTITION BY record_id ORDER BY received_at) = 1")
@@ -107,15 +94,13 @@ def _event_messages() -> str:
             f"({' OR '.join(f'{c} IS NOT NULL' for c in MESSAGE_COLUMNS)})\nGROUP BY trace_id, span_id")
 
 
-def _instrumentations(directory: Path, days: Sequence[date] | None) -> int:
+def _instrumentations(source: LakeSource, con, tenant: str, days: Sequence[date] | None) -> int:
     """How many dialects the tenant's spans carry (NULL, for spans written before the column, counts as
     one), from the Parquet footers' statistics: no rows are read."""
-    import duckdb
-
-    files = _files(directory, "*" + lake.SEGMENT_SUFFIX, days)
+    files = source.files("spans", tenant, "*" + lake.SEGMENT_SUFFIX, days)
     if not files:
         return 0
-    stats = duckdb.execute(
+    stats = con.execute(
         "SELECT file_name, stats_min_value, stats_max_value, stats_null_count FROM parquet_metadata(?) "
         "WHERE path_in_schema = 'dialect'", [files]).fetchall()
     values = {v for _f, low, high, _n in stats for v in (low, high)}
@@ -160,21 +145,19 @@ def _llm_calls(with_events: bool, deduplicate: bool) -> str:
     )
 
 
-def _fresh_since(directory: Path, days: Sequence[date] | None) -> str | None:
+def _fresh_since(source: LakeSource, con, tenant: str, days: Sequence[date] | None) -> str | None:
     """Earliest receipt among fresh segments (cheap: one column of a few small files), or None."""
-    import duckdb
-
-    files = _files(directory, FRESH_PATTERN, days)
+    files = source.files("spans", tenant, FRESH_PATTERN, days)
     if not files:
         return None
-    earliest = duckdb.execute(
+    earliest = con.execute(
         "SELECT min(received_at) FROM read_parquet(?, hive_partitioning = false, union_by_name = true)",
         [files],
     ).fetchone()[0]  # type: ignore[index]  # an aggregate returns one row
     return None if earliest is None else str(earliest)
 
 
-def view_statements(data_dir: Path, tenant: str, days: Sequence[date] | None = None) -> list[str]:
+def view_statements(lake_source: LakeSource | Path, tenant: str, days: Sequence[date] | None = None) -> list[str]:
     """CREATE VIEW statements for `spans`, `logs` and `llm_calls`, for the lake as it is now; over the
     date partitions `days` only when given (the daemon's sampler reads its lookback, not the history).
 
@@ -184,15 +167,22 @@ def view_statements(data_dir: Path, tenant: str, days: Sequence[date] | None = N
     statistics). A copy arriving later than that shows until the next compaction removes it.
     """
     tenant = validate_tenant_id(tenant)
-    directory = tenant_dir(data_dir, tenant)
-    compacted = _globs(directory, COMPACTED_PATTERN, days)
-    fresh_since = _fresh_since(directory, days)
+    source = LakeSource.of(lake_source)
+    con = source.connect()  # reads footers and one column for the plan below
+    try:
+        compacted = source.read_paths("spans", tenant, COMPACTED_PATTERN, days)
+        fresh_since = _fresh_since(source, con, tenant, days)
+        # One instrumentation cannot describe a call twice (Vercel's outer spans are no call): the
+        # duplicate rules, which group every call by trace, run only when two or more dialects are present.
+        deduplicate = _instrumentations(source, con, tenant, days) > 1
+    finally:
+        con.close()
     parts = []
     if compacted:
         parts.append(f"SELECT * EXCLUDE (tenant) FROM {_read(compacted)}")
     if fresh_since is not None:
         fresh = (
-            f"SELECT * EXCLUDE (tenant) FROM {_read(_globs(directory, FRESH_PATTERN, days))}\n"
+            f"SELECT * EXCLUDE (tenant) FROM {_read(source.read_paths('spans', tenant, FRESH_PATTERN, days))}\n"
             "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1"
         )
         if compacted:
@@ -206,29 +196,24 @@ def view_statements(data_dir: Path, tenant: str, days: Sequence[date] | None = N
         parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
-    with_events = bool(_globs(logs_tenant_dir(data_dir, tenant), "*" + lake.SEGMENT_SUFFIX, days))
-    # One instrumentation cannot describe a call twice (Vercel's outer spans are no call): the
-    # duplicate rules, which group every call by trace, run only when two or more dialects are present.
-    deduplicate = _instrumentations(directory, days) > 1
-    return [spans, _logs_view(data_dir, tenant, days), _llm_calls(with_events, deduplicate)]
+    with_events = bool(source.read_paths("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days))
+    return [spans, _logs_view(source, tenant, days), _llm_calls(with_events, deduplicate)]
 
 
-def open_scoped(data_dir: Path, tenant: str, extra_views: tuple[str, ...] = (),
+def open_scoped(lake_source: LakeSource | Path, tenant: str, extra_views: tuple[str, ...] = (),
                 prepare: Callable[[Any], None] | None = None):
-    """In-memory DuckDB with the views; user SQL can read only this tenant's partition directory.
-    `prepare(con)` runs before access is locked down (e.g. to copy in the daemon's state tables)."""
-    import duckdb
-
-    con = duckdb.connect(
-        ":memory:",
-        # No spill directory: DuckDB would add it (./.tmp by default) to the readable directories.
-        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False, "temp_directory": ""},
-    )
-    for statement in (*view_statements(data_dir, tenant), *extra_views):
+    """In-memory DuckDB with the views; user SQL can read only this tenant's partition directory (and its
+    prefix in the object store). `prepare(con)` runs before access is locked down (e.g. to copy in the
+    daemon's state tables)."""
+    source = LakeSource.of(lake_source)
+    # No spill directory: DuckDB would add it (./.tmp by default) to the readable directories.
+    con = source.connect(
+        {"autoinstall_known_extensions": False, "autoload_known_extensions": False, "temp_directory": ""})
+    for statement in (*view_statements(source, tenant), *extra_views):
         con.execute(statement)
     if prepare is not None:
         prepare(con)
-    allowed = ", ".join(_quote(f"{d(data_dir, tenant)}/") for d in (tenant_dir, logs_tenant_dir))
+    allowed = ", ".join(_quote(d) for table in lake.TABLES for d in source.allowed_directories(table, tenant))
     con.execute(f"SET allowed_directories = [{allowed}]")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")

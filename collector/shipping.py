@@ -1,0 +1,157 @@
+"""The outbox: every finished segment goes to the object store, exactly once as seen by readers.
+
+The queue is the lake itself. A segment is *finished* when it will never change: a compacted span
+segment (`c-…`; fresh span segments are sealed into one by compaction first, so each span is in one
+shipped object and the store needs no deletes) or a log segment (logs are never compacted). A
+finished segment without a record under <data>/outbox/ is unshipped. Shipping one:
+
+  1. PUT it at `<lake-url>/<same relative path>` (atomic: the object is whole or absent);
+  2. HEAD it: size and ETag (the MD5 we computed) must match, else retry;
+  3. write the record `outbox/<relative path>.json` durably;
+  4. once the record is `delete_after_s` old: delete the local segment, fsync, delete the record.
+
+A crash before 3 re-uploads the same bytes under the same key (idempotent); a crash inside 4 leaves a
+record without its segment, which the next pass removes. Readers take each relative path once,
+whether it is local, remote or both (collector.lake_source), so nothing is counted twice meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from collector import lake
+from collector.compaction import COMPACTED_PREFIX, _crash_point, _write_durably
+from collector.objectstore import ObjectLake
+from collector.stats import Stats
+
+log = logging.getLogger("verdict.collector")
+
+POLL_S = 2.0  # finished segments are also announced by compaction (wake()); this catches log segments
+MAX_BACKOFF_S = 300.0
+
+
+def outbox_dir(data_dir: Path) -> Path:
+    return data_dir / "outbox"
+
+
+@dataclass(frozen=True)
+class Backlog:
+    segments: int  # local segments not shipped yet (fresh span segments included: they are shipped once sealed)
+    oldest_age_s: float | None
+
+
+def _finished(table: str, name: str) -> bool:
+    return table == "logs" or name.startswith(COMPACTED_PREFIX)
+
+
+class Shipper:
+    def __init__(self, data_dir: Path, store: ObjectLake, delete_after_s: float, stats: Stats):
+        self._data_dir = data_dir
+        self._store = store
+        self._delete_after_s = delete_after_s
+        self._stats = stats
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._failure: str | None = None
+
+    def _record(self, segment: Path) -> Path:
+        return outbox_dir(self._data_dir) / f"{segment.relative_to(self._data_dir)}.json"
+
+    def _local_segments(self) -> list[tuple[str, Path]]:
+        return [(table, seg) for table in lake.TABLES for _t, _d, part in lake.partitions(self._data_dir, table)
+                for seg in lake.segments(part)]
+
+    def backlog(self) -> Backlog:
+        unshipped = [seg for _table, seg in self._local_segments() if not self._record(seg).exists()]
+        if not unshipped:
+            return Backlog(0, None)
+        oldest = min(lake.segment_written_ms(seg.name) for seg in unshipped)
+        return Backlog(len(unshipped), round(max(0.0, time.time() - oldest / 1000), 1))
+
+    def failure(self) -> str | None:
+        """Why the last pass failed (for /healthz), or None."""
+        return self._failure
+
+    def ship_once(self) -> int:
+        """Upload every finished, unshipped segment (oldest first); delete shipped ones that are due. Returns
+        the number uploaded. Raises on the first failure (the caller retries with backoff)."""
+        pending = sorted(((seg for table, seg in self._local_segments()
+                           if _finished(table, seg.name) and not self._record(seg).exists())),
+                         key=lambda seg: lake.segment_written_ms(seg.name))
+        shipped = 0
+        for segment in pending:
+            if self._stopping:
+                break
+            if self._ship(segment):
+                shipped += 1
+        self._delete_due()
+        return shipped
+
+    def _ship(self, segment: Path) -> bool:
+        relative = str(segment.relative_to(self._data_dir))
+        try:
+            uploaded = self._store.upload(segment, relative)
+        except FileNotFoundError:  # removed meanwhile by retention: nothing left to ship
+            return False
+        _crash_point("ship-uploaded")
+        record = self._record(segment)
+        lake.ensure_dir(record.parent)
+        _write_durably(record, json.dumps({"key": uploaded.key, "size": uploaded.size, "etag": uploaded.etag,
+                                           "shipped_at": time.time()}).encode())
+        _crash_point("ship-recorded")
+        self._stats.add(segments_shipped=1, bytes_shipped=uploaded.size)
+        return True
+
+    def _delete_due(self) -> None:
+        root = outbox_dir(self._data_dir)
+        now = time.time()
+        for record in sorted(root.rglob("*.json")) if root.exists() else []:
+            segment = self._data_dir / str(record.relative_to(root))[: -len(".json")]
+            if segment.exists():
+                if now - json.loads(record.read_bytes())["shipped_at"] < self._delete_after_s:
+                    continue
+                segment.unlink()
+                lake.fsync_dir(segment.parent)
+                self._stats.add(segments_deleted_after_ship=1)
+                _crash_point("ship-deleted")
+            record.unlink()  # its segment is gone (deleted above, earlier, or by retention)
+            lake.fsync_dir(record.parent)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="shipper", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        backoff = 0.0
+        while not self._stopping:
+            try:
+                self.ship_once()
+            except Exception as exc:  # the store is down, credentials expired: keep the outbox, retry later
+                backoff = min(max(2 * backoff, 1.0), MAX_BACKOFF_S)
+                if self._failure is None:
+                    log.error("shipping to %s failed, retrying with backoff up to %d s: %s: %s", self._store.url,
+                              MAX_BACKOFF_S, type(exc).__name__, exc)
+                self._failure = f"shipping to the object store is failing: {type(exc).__name__}: {exc}"
+                self._stats.add(ship_errors=1)
+            else:
+                if self._failure is not None:
+                    log.info("shipping recovered")
+                self._failure, backoff = None, 0.0
+            self._wake.wait(backoff or POLL_S)
+            self._wake.clear()
+
+    def stop(self) -> None:
+        """Stop after the current upload; what is left is shipped by the next start (the outbox is durable)."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
