@@ -63,9 +63,8 @@ class LakeSource:
         if self.remote is None:
             return [str(f) for f in local]
         shipped = set(remote)
-        root = self.data_dir.resolve()
         return [self.remote.object_url(r) for r in remote] + [
-            str(f) for f in local if str(f.relative_to(root)) not in shipped]
+            str(f) for f in local if f.relative_to(self.data_dir.resolve()).as_posix() not in shipped]
 
     def read_paths(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
         """What `read_parquet` gets: globs over a local-only lake (only those matching a file: DuckDB refuses
