@@ -281,35 +281,48 @@ _SQL_ROW = """
   FROM range({n}) t(i)"""
 
 
+def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench") -> int:
+    """Steady state: 30 days compacted, plus fresh segments of the last hour that include retries. Returns the
+    rows stored."""
+    import duckdb
+
+    days, fresh_segments, fresh_rows = 30, 20, 5_000
+    per_day = (rows - fresh_segments * fresh_rows) // days
+    con = duckdb.connect()
+    for d in range(days):
+        date = f"2026-10-{d + 1:02d}"
+        part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
+        part.mkdir(parents=True)
+        select = _SQL_ROW.format(offset=d * per_day, date=date, step_us=86_400_000_000 // per_day, n=per_day)
+        con.execute(f"COPY ({select} ORDER BY start_time) TO '{part}/c-0-bench.parquet' "
+                    "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)")
+    # Fresh segments of the last day: new spans, and every fourth segment re-sends 1,000 old ones.
+    for k in range(fresh_segments):
+        date = f"2026-10-{days:02d}"
+        offset = (days - 1) * per_day + (per_day - 1_000 if k % 4 == 0 else per_day + k * fresh_rows)
+        select = _SQL_ROW.format(offset=offset, date=date, step_us=1, n=fresh_rows)
+        part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
+        con.execute(f"COPY ({select}) TO '{part}/{k + 1}-fresh.parquet' (FORMAT parquet, COMPRESSION zstd)")
+    return per_day * days + fresh_segments * fresh_rows
+
+
+SQL_QUERY = ("SELECT intent_key, date_trunc('day', start_time) AS day, count(*) AS calls "
+             "FROM llm_calls GROUP BY ALL ORDER BY day, intent_key")
+
+
 def sql_phase(rows: int) -> dict:
-    """Steady state: 30 days compacted, plus fresh segments of the last hour that include retries."""
     import duckdb
 
     with tempfile.TemporaryDirectory(prefix="verdict-bench-sql-") as tmp:
         data_dir = Path(tmp)
-        tenant, days, fresh_segments, fresh_rows = "bench", 30, 20, 5_000
-        per_day = (rows - fresh_segments * fresh_rows) // days
+        tenant = "bench"
         con = duckdb.connect()
         started = time.perf_counter()
-        for d in range(days):
-            date = f"2026-10-{d + 1:02d}"
-            part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
-            part.mkdir(parents=True)
-            select = _SQL_ROW.format(offset=d * per_day, date=date, step_us=86_400_000_000 // per_day, n=per_day)
-            con.execute(f"COPY ({select} ORDER BY start_time) TO '{part}/c-0-bench.parquet' "
-                        "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)")
-        # Fresh segments of the last day: new spans, and every fourth segment re-sends 1,000 old ones.
-        for k in range(fresh_segments):
-            date = f"2026-10-{days:02d}"
-            offset = (days - 1) * per_day + (per_day - 1_000 if k % 4 == 0 else per_day + k * fresh_rows)
-            select = _SQL_ROW.format(offset=offset, date=date, step_us=1, n=fresh_rows)
-            part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
-            con.execute(f"COPY ({select}) TO '{part}/{k + 1}-fresh.parquet' (FORMAT parquet, COMPRESSION zstd)")
+        stored = build_sql_lake(data_dir, rows, tenant)
         generated_s = time.perf_counter() - started
         unique = con.execute(
             f"SELECT count(DISTINCT span_id) FROM read_parquet('{data_dir}/spans/*/*/*.parquet')").fetchone()[0]
-        query = ("SELECT intent_key, date_trunc('day', start_time) AS day, count(*) AS calls "
-                 "FROM llm_calls GROUP BY ALL ORDER BY day, intent_key")
+        query = SQL_QUERY
         timings = []
         for _ in range(3):
             started = time.perf_counter()
@@ -330,7 +343,6 @@ def sql_phase(rows: int) -> dict:
             execute(data_dir, tenant, query)
             in_process.append(time.perf_counter() - started)
         size = sum(p.stat().st_size for p in data_dir.rglob("*.parquet"))
-        stored = per_day * days + fresh_segments * fresh_rows
     return {"rows": stored, "unique": unique, "calls": calls, "median_s": statistics.median(timings),
             "in_process_s": statistics.median(in_process),
             "generate_s": generated_s, "bytes_per_row": size / stored}

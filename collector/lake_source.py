@@ -12,6 +12,7 @@ import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 from pathlib import Path
 
 from collector.objectstore import ObjectLake
@@ -27,6 +28,7 @@ class LakeSource:
     data_dir: Path | None
     remote: ObjectLake | None = None
     _listings: dict = field(default_factory=dict, compare=False, repr=False)  # (table, tenant) -> remote paths
+    _sizes: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> size, for readers
 
     @classmethod
     def of(cls, lake: LakeSource | Path) -> LakeSource:
@@ -49,7 +51,9 @@ class LakeSource:
     def _remote(self, table: str, tenant: str) -> list[str]:
         key = (table, tenant)
         if key not in self._listings:
-            self._listings[key] = sorted(self.remote.list(self.remote_prefix(table, tenant)))
+            listing = self.remote.list(self.remote_prefix(table, tenant))
+            self._sizes.update({self.remote.object_url(r): size for r, size in listing.items()})
+            self._listings[key] = sorted(listing)
         return self._listings[key]
 
     def files(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
@@ -74,11 +78,16 @@ class LakeSource:
         directory = self.local_dir(table, tenant)
         return [f"{directory}/{p}/{pattern}" for p in _partitions(days) if any(directory.glob(f"{p}/{pattern}"))]
 
+    @cached_property
+    def _filesystem(self):
+        """One per source: the view plan and the query share its cache of fetched segments."""
+        return self.remote.read_filesystem(self._sizes)
+
     def connect(self, config: dict | None = None):
         """An in-memory DuckDB that can read this lake (the store's filesystem registered when remote)."""
         import duckdb
 
         con = duckdb.connect(":memory:", config=config or {})
         if self.remote is not None:
-            con.register_filesystem(self.remote.read_filesystem())
+            con.register_filesystem(self._filesystem)
         return con
