@@ -49,7 +49,7 @@ def _sql_seconds(args: list[str], runs: int = 3) -> tuple[float, str]:
                               "--format", "csv", *args], capture_output=True, text=True)
         timings.append(time.perf_counter() - started)
         if out.returncode != 0:
-            raise SystemExit(f"verdict sql failed: {out.stderr}")
+            raise SystemExit(f"verdict sql {' '.join(args)} failed: {out.stderr}")
     return statistics.median(timings), out.stdout
 
 

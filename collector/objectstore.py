@@ -63,11 +63,22 @@ class _BlockCache:
 
 
 class _CachedObjectFile(io.RawIOBase):
-    """A seekable read-only view of one object, served from the block cache."""
+    """A seekable read-only view of one object, served from the block cache. The position is per thread, so
+    a handle used from several of DuckDB's threads (each doing seek() then read()) stays consistent."""
 
     def __init__(self, path: str, size: int, cache: _BlockCache, fetch_range: Callable[[int, int], bytes]):
+        super().__init__()
         self.path, self.size = path, size
-        self._cache, self._fetch_range, self._pos = cache, fetch_range, 0
+        self._cache, self._fetch_range = cache, fetch_range
+        self._local = threading.local()
+
+    @property
+    def _pos(self) -> int:
+        return getattr(self._local, "pos", 0)
+
+    @_pos.setter
+    def _pos(self, value: int) -> None:
+        self._local.pos = value
 
     def readable(self) -> bool:
         return True
@@ -84,17 +95,19 @@ class _CachedObjectFile(io.RawIOBase):
 
     def readinto(self, buffer) -> int:
         view = memoryview(buffer).cast("B")
-        end = min(self.size, self._pos + len(view))
+        pos = self._pos
+        end = min(self.size, pos + len(view))
         done = 0
-        while self._pos < end:
-            index, start = divmod(self._pos, BLOCK_BYTES)
+        while pos < end:
+            index, start = divmod(pos, BLOCK_BYTES)
             first = index * BLOCK_BYTES
             block = self._cache.get((self.path, index), lambda first=first: self._fetch_range(
                 first, min(self.size, first + BLOCK_BYTES)))
-            n = min(len(block) - start, end - self._pos)
+            n = min(len(block) - start, end - pos)
             view[done:done + n] = block[start:start + n]
             done += n
-            self._pos += n
+            pos += n
+        self._pos = pos
         return done
 
 
@@ -196,8 +209,8 @@ class ObjectLake:
                     raise PermissionError(f"the lake is read-only here: {path}")
                 size = size_of(path)
                 if size is not None:
-                    return io.BufferedReader(_CachedObjectFile(path, size, cache, lambda start, end: self.cat_file(
-                        path, start=start, end=end)))
+                    return _CachedObjectFile(path, size, cache, lambda start, end: self.cat_file(
+                        path, start=start, end=end))
                 return super()._open(path, mode, *args, **({"size": size} if size is not None else {}), **kwargs)
 
             async def _info(self, path, **kwargs):
