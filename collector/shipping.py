@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector import lake
+from collector import compaction, lake
 from collector.compaction import COMPACTED_PREFIX, _crash_point, _write_durably
 from collector.objectstore import ObjectLake
 from collector.stats import Stats
@@ -81,8 +81,12 @@ class Shipper:
     def ship_once(self) -> int:
         """Upload every finished, unshipped segment (oldest first); delete shipped ones that are due. Returns
         the number uploaded. Raises on the first failure (the caller retries with backoff)."""
+        # A compacted segment whose journal is still open may be rolled back by recovery: not finished yet.
+        journals = compaction.journal_dir(self._data_dir)
+        merging = {json.loads(j.read_bytes())["output"] for j in journals.glob("*.json")} if journals.exists() else set()
         pending = sorted(((seg for table, seg in self._local_segments()
-                           if _finished(table, seg.name) and not self._record(seg).exists())),
+                           if _finished(table, seg.name) and seg.name not in merging
+                           and not self._record(seg).exists())),
                          key=lambda seg: lake.segment_written_ms(seg.name))
         shipped = 0
         for segment in pending:

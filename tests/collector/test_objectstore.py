@@ -286,3 +286,43 @@ def test_segments_with_many_row_groups_read_the_same_remote_and_local(s3, tmp_pa
              "min(start_time), max(end_time) FROM spans")
     for _ in range(5):
         assert sql.execute(LakeSource(None, remote), "acme", query) == sql.execute(data_dir, "acme", query)
+
+
+def test_a_compaction_interrupted_after_its_rename_is_shipped_once(s3, tmp_path):
+    """The state a crash between compaction's rename and its input deletion leaves (journal, output and
+    inputs on disk): the output is not shipped (nor deleted locally) until recovery has settled the journal,
+    else recovery would roll back and the inputs would be compacted and shipped a second time."""
+    import io
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from collector import compaction, lake
+    from collector.objectstore import ObjectLake
+    from collector.shipping import Shipper
+    from collector.stats import Stats
+
+    data_dir = tmp_path / "data"
+    lake.prepare(data_dir)
+    request = export_request(random.Random(8), 40, time.time_ns())
+    for _ in range(2):
+        land_request(data_dir, request, "acme")
+    (part,) = [d for _t, _d, d in lake.partitions(data_dir)]
+    inputs = lake.segments(part)
+    shutil.copytree(part, tmp_path / "inputs")
+    assert compaction.compact_all(data_dir, 1) == 1
+    (output,) = lake.segments(part)
+    for seg in inputs:
+        shutil.copy(tmp_path / "inputs" / seg.name, seg)
+    lake.ensure_dir(compaction.journal_dir(data_dir))
+    (compaction.journal_dir(data_dir) / "interrupted.json").write_text(json.dumps(
+        {"partition": str(part.relative_to(data_dir)), "inputs": [s.name for s in inputs], "output": output.name}))
+
+    lake_url = f"s3://{s3.new_bucket()}/lake"
+    shipper = Shipper(data_dir, ObjectLake(lake_url), 0.0, Stats())
+    shipper.ship_once()  # before recovery (e.g. compaction is still running in the other thread)
+    compaction.compact_all(data_dir, 1)  # recovery, then compaction of whatever is left
+    shipper.ship_once()
+    stored = [sid for body in _objects(lake_url).values()
+              for sid in pq.read_table(io.BytesIO(body), columns=["span_id"]).column("span_id").to_pylist()]
+    assert sorted(stored) == sorted(span_ids(request))
