@@ -131,6 +131,13 @@ def _require_read_only(con, query: str) -> None:
         raise SqlCommandError("access_denied", f"verdict sql runs SELECT queries only; refused: {', '.join(refused)}")
 
 
+def _valid_tenant(tenant: str) -> str:
+    try:
+        return validate_tenant_id(tenant)
+    except InvalidTenantError as exc:
+        raise SqlCommandError("invalid_tenant", str(exc)) from None
+
+
 def lake_source(data_dir: Path, lake_url: str | None = None) -> LakeSource:
     """The lake to read: the data dir, the object store, or both (a missing data dir is an error only alone)."""
     remote = None
@@ -156,10 +163,7 @@ def execute(lake: LakeSource | Path, tenant: str, query: str,
             prepare: Callable[[Any], None] | None = None) -> tuple[list[str], list[tuple]]:
     import duckdb
 
-    try:
-        tenant = validate_tenant_id(tenant)
-    except InvalidTenantError as exc:
-        raise SqlCommandError("invalid_tenant", str(exc)) from None
+    tenant = _valid_tenant(tenant)
     try:
         source = lake if isinstance(lake, LakeSource) else lake_source(lake)
         con = open_scoped(source, tenant, prepare=prepare)
@@ -203,6 +207,7 @@ def _view_text(lake: LakeSource, tenant: str) -> str:
 
 def _output(args: argparse.Namespace, prepare: Callable[[Any], None] | None) -> str:
     """Everything stdout gets, complete, or a SqlCommandError."""
+    _valid_tenant(args.tenant)  # a bad tenant is reported before a missing lake
     lake = lake_source(args.data_dir, args.lake_url)
     if args.print_views:
         return _view_text(lake, args.tenant)
