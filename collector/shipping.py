@@ -101,8 +101,10 @@ class Shipper:
         relative = str(segment.relative_to(self._data_dir))
         try:
             uploaded = self._store.upload(segment, relative)
-        except FileNotFoundError:  # removed meanwhile by retention: nothing left to ship
-            return False
+        except FileNotFoundError:
+            if segment.exists():  # the store's 404 (no such bucket) is a FileNotFoundError too
+                raise
+            return False  # removed meanwhile by retention: nothing left to ship
         _crash_point("ship-uploaded")
         record = self._record(segment)
         lake.ensure_dir(record.parent)

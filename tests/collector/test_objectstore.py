@@ -326,3 +326,32 @@ def test_a_compaction_interrupted_after_its_rename_is_shipped_once(s3, tmp_path)
     stored = [sid for body in _objects(lake_url).values()
               for sid in pq.read_table(io.BytesIO(body), columns=["span_id"]).column("span_id").to_pylist()]
     assert sorted(stored) == sorted(span_ids(request))
+
+
+def test_an_unreachable_store_delays_shipping_never_ingest(s3, collector_factory, tmp_path):
+    """No bucket yet: spans are still acknowledged, /healthz says why shipping fails, /stats shows the outbox
+    growing old; once the bucket exists the backoff retry ships everything."""
+    import urllib.error
+    import urllib.request
+
+    bucket = f"late-{random.Random().getrandbits(40):x}"
+    lake_url = f"s3://{bucket}/lake"
+    collector = collector_factory("--lake-url", lake_url, *SHIP_FLAGS, env=s3.env)
+    acked = _export(collector.http_port, _provider_spans(50, 7))
+    assert len(acked) == 50
+
+    def degraded() -> dict | None:
+        try:
+            urllib.request.urlopen(f"{collector.url}/healthz", timeout=10)
+        except urllib.error.HTTPError as exc:
+            return json.loads(exc.read())
+        return None
+
+    _wait(lambda: collector.stats()["ship_errors"] > 0 and degraded() is not None, what="shipping to fail")
+    assert any("object store" in reason for reason in degraded()["reasons"])
+    stats = collector.stats()
+    assert stats["outbox_segments"] >= 1 and stats["outbox_oldest_age_s"] >= 0
+    urllib.request.urlopen(urllib.request.Request(f"{s3.endpoint}/{bucket}", method="PUT"), timeout=10).read()
+    _wait(lambda: _shipped_all(collector) and degraded() is None, what="shipping to recover")
+    rows = _sql("SELECT span_id FROM spans", "--lake-url", lake_url, "--data-dir", str(tmp_path / "absent"))
+    assert {r["span_id"] for r in rows} == acked and len(rows) == 50
