@@ -164,14 +164,17 @@ def execute(lake: LakeSource | Path, tenant: str, query: str,
     import duckdb
 
     tenant = _valid_tenant(tenant)
+    source = lake if isinstance(lake, LakeSource) else lake_source(lake)
     try:
-        source = lake if isinstance(lake, LakeSource) else lake_source(lake)
         con = open_scoped(source, tenant, prepare=prepare)
-    except (duckdb.Error, OSError) as exc:  # a truncated segment file, a directory without permission
+    except SqlCommandError:
+        raise
+    except duckdb.Error as exc:  # a truncated segment file
         raise _lake_error(exc) from None
-    except Exception as exc:  # the object store: unreachable, credentials refused
-        if isinstance(exc, SqlCommandError):
-            raise
+    except Exception as exc:
+        if isinstance(exc, OSError) and source.remote is None:  # a directory without permission
+            raise _lake_error(exc) from None
+        # the object store: no such bucket, unreachable, credentials refused
         raise SqlCommandError("storage_error", f"cannot read the lake: {type(exc).__name__}: "
                               + (str(exc).splitlines() or [""])[0][:300]) from None
     try:

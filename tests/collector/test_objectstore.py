@@ -355,3 +355,19 @@ def test_an_unreachable_store_delays_shipping_never_ingest(s3, collector_factory
     _wait(lambda: _shipped_all(collector) and degraded() is None, what="shipping to recover")
     rows = _sql("SELECT span_id FROM spans", "--lake-url", lake_url, "--data-dir", str(tmp_path / "absent"))
     assert {r["span_id"] for r in rows} == acked and len(rows) == 50
+
+
+def test_sql_on_a_missing_bucket_or_a_dead_endpoint_is_storage_error(s3, tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{free.getsockname()[1]}"
+    for env in ({}, {"AWS_ENDPOINT_URL": dead, "AWS_MAX_ATTEMPTS": "1"}):
+        out = subprocess.run([sys.executable, "-m", "verdict_daemon.cli", "sql", "SELECT 1", "--lake-url",
+                              "s3://no-such-bucket-here/lake", "--data-dir", str(tmp_path / "absent"), "--format",
+                              "json"], capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+        assert (out.returncode, out.stdout) == (7, ""), out.stderr
+        assert json.loads(out.stderr)["error"]["code"] == "storage_error" and "Traceback" not in out.stderr
