@@ -168,16 +168,17 @@ def test_kill9_while_shipping_loses_nothing_and_duplicates_nothing(s3, collector
         sent |= {format(s.context.span_id, "016x") for s in spans}
         acked |= _export(collector.http_port, spans)
         if crash_at:
-            assert collector.proc.wait(60) == 137, "".join(collector.log)  # the crash point was reached
+            assert collector.proc.wait(180) == 137, "".join(collector.log)  # the crash point was reached
         else:
             time.sleep(rng.uniform(0.0, 1.0))  # sealing + shipping run every few hundred ms
             collector.kill9()
     final = collector_factory(*flags, data_dir=data_dir, env=s3.env)
     _wait(lambda: _shipped_all(final) and not list((data_dir / "spans").rglob("*.parquet"))
-          and not list((data_dir / "outbox").rglob("*.json")), what="everything shipped and deleted locally")
+          and not list((data_dir / "outbox").rglob("*.json")), timeout=180, what="everything shipped and deleted locally")
     assert final.stop() == 0
 
-    assert len(acked) >= 60 * 4, len(acked)
+    # Rounds that crash at a step may refuse their last requests (the process is gone); the others ack all.
+    assert len(acked) >= 60 * 3, len(acked)
     stored = _objects(lake_url)
     import io
 
