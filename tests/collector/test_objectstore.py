@@ -370,5 +370,5 @@ def test_sql_on_a_missing_bucket_or_a_dead_endpoint_is_storage_error(s3, tmp_pat
         out = subprocess.run([sys.executable, "-m", "verdict_daemon.cli", "sql", "SELECT 1", "--lake-url",
                               "s3://no-such-bucket-here/lake", "--data-dir", str(tmp_path / "absent"), "--format",
                               "json"], capture_output=True, text=True, timeout=300, env={**os.environ, **env})
-        assert (out.returncode, out.stdout) == (7, ""), out.stderr
+        assert (out.returncode, out.stdout) == (2, ""), out.stderr
         assert json.loads(out.stderr)["error"]["code"] == "storage_error" and "Traceback" not in out.stderr
