@@ -1,8 +1,8 @@
 """The outbox: every finished segment goes to the object store, exactly once as seen by readers.
 
 The queue is the lake itself. A segment is *finished* when it will never change: a compacted span
-segment (`c-…`; fresh span segments are sealed into one by compaction first, so each span is in one
-shipped object and the store needs no deletes) or a log segment (logs are never compacted). A
+segment (`c-…`) of spans or logs: fresh segments are sealed into one by compaction first, so each row is in
+one shipped object and the store needs no deletes. A
 finished segment without a record under <data>/outbox/ is unshipped. Shipping one:
 
   1. PUT it at `<lake-url>/<same relative path>` (atomic: the object is whole or absent);
@@ -46,7 +46,7 @@ class Backlog:
 
 
 def _finished(table: str, name: str) -> bool:
-    return table == "logs" or name.startswith(COMPACTED_PREFIX)
+    return name.startswith(COMPACTED_PREFIX)  # spans and logs alike: fresh segments are sealed by compaction
 
 
 class Shipper:
