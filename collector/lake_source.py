@@ -48,27 +48,29 @@ class LakeSource:
         return ([f"{local}/"] if local is not None else []) + (
             [self.remote.object_url(self.remote_prefix(table, tenant))] if self.remote is not None else [])
 
-    def _remote(self, table: str, tenant: str) -> list[str]:
+    def _remote(self, remote: ObjectLake, table: str, tenant: str) -> list[str]:
         key = (table, tenant)
         if key not in self._listings:
-            listing = self.remote.list(self.remote_prefix(table, tenant))
-            self._sizes.update({self.remote.object_url(r): size for r, size in listing.items()})
+            listing: dict[str, int] = remote.list(self.remote_prefix(table, tenant))
+            self._sizes.update({remote.object_url(r): size for r, size in listing.items()})
             self._listings[key] = sorted(listing)
-        return self._listings[key]
+        listed: list[str] = self._listings[key]
+        return listed
 
     def files(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
         """Every segment of the tenant's `table` whose name matches `pattern`, in the date partitions `days`
         (all when None), each relative path once."""
         wanted = [f"{self.remote_prefix(table, tenant)}{p}/{pattern}" for p in _partitions(days)]
-        remote = [r for r in self._remote(table, tenant) if any(fnmatch.fnmatchcase(r, w) for w in wanted)] \
-            if self.remote is not None else []
         local_dir = self.local_dir(table, tenant)
         local = [f for p in _partitions(days) for f in local_dir.glob(f"{p}/{pattern}")] if local_dir else []
-        if self.remote is None:
+        store = self.remote
+        if store is None:
             return [str(f) for f in local]
+        remote = [r for r in self._remote(store, table, tenant) if any(fnmatch.fnmatchcase(r, w) for w in wanted)]
         shipped = set(remote)
-        return [self.remote.object_url(r) for r in remote] + [
-            str(f) for f in local if f.relative_to(self.data_dir.resolve()).as_posix() not in shipped]
+        root = self.data_dir.resolve() if self.data_dir is not None else None  # local is empty without one
+        return [store.object_url(r) for r in remote] + [
+            str(f) for f in local if root is not None and f.relative_to(root).as_posix() not in shipped]
 
     def read_paths(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
         """What `read_parquet` gets: globs over a local-only lake (only those matching a file: DuckDB refuses
@@ -76,18 +78,20 @@ class LakeSource:
         if self.remote is not None:
             return self.files(table, tenant, pattern, days)
         directory = self.local_dir(table, tenant)
+        if directory is None:
+            return []
         return [f"{directory}/{p}/{pattern}" for p in _partitions(days) if any(directory.glob(f"{p}/{pattern}"))]
 
     @cached_property
     def _filesystem(self):
-        """One per source: the view plan and the query share its cache of fetched segments."""
-        return self.remote.read_filesystem(self._sizes)
+        """One per source: the view plan and the query share its cache of fetched segments (None: local only)."""
+        return None if self.remote is None else self.remote.read_filesystem(self._sizes)
 
     def connect(self, config: dict | None = None):
         """An in-memory DuckDB that can read this lake (the store's filesystem registered when remote)."""
         import duckdb
 
         con = duckdb.connect(":memory:", config=config or {})
-        if self.remote is not None:
+        if self._filesystem is not None:
             con.register_filesystem(self._filesystem)
         return con

@@ -9,6 +9,7 @@ read-only fsspec filesystem to register with DuckDB (no httpfs extension is need
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -101,8 +102,8 @@ class _CachedObjectFile(io.RawIOBase):
         while pos < end:
             index, start = divmod(pos, BLOCK_BYTES)
             first = index * BLOCK_BYTES
-            block = self._cache.get((self.path, index), lambda first=first: self._fetch_range(
-                first, min(self.size, first + BLOCK_BYTES)))
+            block = self._cache.get((self.path, index), functools.partial(
+                self._fetch_range, first, min(self.size, first + BLOCK_BYTES)))
             n = min(len(block) - start, end - pos)
             view[done:done + n] = block[start:start + n]
             done += n

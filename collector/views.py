@@ -153,7 +153,7 @@ def _fresh_since(source: LakeSource, con, tenant: str, days: Sequence[date] | No
     earliest = con.execute(
         "SELECT min(received_at) FROM read_parquet(?, hive_partitioning = false, union_by_name = true)",
         [files],
-    ).fetchone()[0]  # type: ignore[index]  # an aggregate returns one row
+    ).fetchone()[0]
     return None if earliest is None else str(earliest)
 
 
