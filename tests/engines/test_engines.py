@@ -12,9 +12,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from collector.schema import SPAN_COLUMNS
 from tests import readme_blocks as rb
 from tests.daemon.lakes import synthetic_days, write_rows
+from verdict.semconv import SPAN_COLUMNS
 
 pytestmark = pytest.mark.engines
 
