@@ -159,10 +159,10 @@ def serve(config: CollectorConfig) -> int:
         )
     )
     maintenance.start(stats)
-    if shipper is not None:
-        shipper.start()
     log.info("verdict-collector ready http=%s grpc=%s data_dir=%s auth=%s lake_url=%s", http_addr, grpc_addr,
              config.data_dir, "tokens" if tokens else "none (local tenant)", config.lake_url or "off")
+    if shipper is not None:  # after "ready": a restart's backlog ships while the collector already serves
+        shipper.start()
     # uvicorn re-raises the signal it caught once it has stopped; with this handler in place that
     # no longer kills the process before the queued spans are flushed below.
     for sig in (signal.SIGTERM, signal.SIGINT):
