@@ -10,6 +10,8 @@ import os
 import signal
 import socket
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from collector import config as collector_config
 from collector import lake
@@ -23,6 +25,12 @@ from collector.stats import Stats
 from collector.writer import SegmentWriter, WriterLimits
 from verdict.cli_errors import CliError
 from verdict.cli_runner import alias_main
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from collector.grpc_server import GrpcReceiver
+    from collector.shipping import Shipper
 
 log = logging.getLogger("verdict.collector")
 
@@ -68,11 +76,100 @@ def maintain_once(config: CollectorConfig) -> int:
     return 0
 
 
-def serve(config: CollectorConfig) -> int:
+def _writer_limits(config: CollectorConfig) -> WriterLimits:
+    return WriterLimits(
+        batch_delay_s=config.batch_delay_ms / 1000,
+        max_batch_spans=config.max_batch_spans,
+        queue_max_bytes=config.queue_max_bytes,
+        min_free_disk_bytes=config.min_free_disk_bytes,
+        test_write_delay_s=config.test_write_delay_ms / 1000,
+    )
+
+
+def _decode_settings(config: CollectorConfig) -> DecodeSettings:
+    return DecodeSettings(
+        max_body_bytes=config.max_body_bytes,
+        max_attribute_chars=config.max_attribute_chars,
+        redact=config.redact,
+        allow_claimed_tenant=config.allow_claimed_tenant,
+        trust_sdk_redaction=config.trust_sdk_redaction,
+        max_spans_per_request=config.max_spans_per_request,
+    )
+
+
+@dataclass(frozen=True)
+class _Status:
+    """What the collector's /health and /stats endpoints report."""
+
+    config: CollectorConfig
+    stats: Stats
+    writer: SegmentWriter
+    service: IngestService
+    shipper: Shipper | None
+
+    def health(self) -> dict:
+        reasons = []
+        try:
+            self.writer.check_admission()
+        except Exception as exc:  # Overloaded: report why, as the endpoint's status
+            reasons.append(str(getattr(exc, "message", exc)))
+        for failure in (self.writer.write_failure(), self.shipper and self.shipper.failure()):
+            if failure:
+                reasons.append(failure)
+        return {"status": "degraded" if reasons else "ok", "reasons": reasons}
+
+    def report(self) -> dict:
+        queued_spans, held_bytes = self.writer.queue_depth()
+        report = {**self.stats.snapshot(), "queue_spans": queued_spans, "queue_bytes": held_bytes,
+                  "inflight_bytes": self.service.inflight_bytes(), "segment_count": _segment_count(self.config)}
+        if self.shipper is not None:
+            backlog = self.shipper.backlog()
+            report |= {"outbox_segments": backlog.segments, "outbox_oldest_age_s": backlog.oldest_age_s}
+        return report
+
+
+def _start_grpc(config: CollectorConfig, service: IngestService) -> tuple[GrpcReceiver | None, str]:
+    """The started gRPC receiver and its address, or (None, "off") when --grpc-port is -1."""
+    if config.grpc_port == -1:
+        return None, "off"
+    from collector import grpc_server
+
+    receiver = grpc_server.GrpcReceiver(service, config.grpc_host, config.grpc_port, grpc_server.GrpcLimits(
+        max_message_bytes=config.max_body_bytes,
+        receive_timeout_s=config.read_timeout_s,
+        receiving_calls=2 * config.grpc_threads,
+        export_threads=config.grpc_threads,
+    ))
+    return receiver, f"{config.grpc_host}:{receiver.start()}"
+
+
+def _http_server(config: CollectorConfig, service: IngestService, status: _Status) -> uvicorn.Server:
     import uvicorn
 
-    from collector import grpc_server, http_server
+    from collector import http_server
 
+    app = http_server.create_app(
+        service,
+        body_limits=http_server.BodyLimits(config.max_body_bytes, config.read_timeout_s, config.body_idle_timeout_s),
+        threads=max(16, config.grpc_threads),
+        health=status.health,
+        stats=status.report,
+    )
+    return uvicorn.Server(
+        uvicorn.Config(
+            app,
+            http=http_server.guarded_protocol(http_server.HeadLimits(config.read_timeout_s)),
+            log_level="warning",
+            access_log=False,
+            timeout_keep_alive=30,
+            timeout_graceful_shutdown=60,
+            limit_concurrency=512,
+            lifespan="on",
+        )
+    )
+
+
+def serve(config: CollectorConfig) -> int:
     tokens = TokenStore.load(config.tokens) if config.tokens else None
     ServerRedaction.create(config.redact, config.trust_sdk_redaction)  # fail here, clearly, rather than in every decode worker
     lock = _open_lake(config)
@@ -86,78 +183,14 @@ def serve(config: CollectorConfig) -> int:
     maintenance = Maintenance(config, on_compacted=shipper.wake if shipper else lambda: None)
     maintenance.recover()
 
-    limits = WriterLimits(
-        batch_delay_s=config.batch_delay_ms / 1000,
-        max_batch_spans=config.max_batch_spans,
-        queue_max_bytes=config.queue_max_bytes,
-        min_free_disk_bytes=config.min_free_disk_bytes,
-        test_write_delay_s=config.test_write_delay_ms / 1000,
-    )
-    writer = SegmentWriter(config.data_dir, limits, stats, on_segments=maintenance.segments_written)
+    writer = SegmentWriter(config.data_dir, _writer_limits(config), stats, on_segments=maintenance.segments_written)
     writer.start()
-    settings = DecodeSettings(
-        max_body_bytes=config.max_body_bytes,
-        max_attribute_chars=config.max_attribute_chars,
-        redact=config.redact,
-        allow_claimed_tenant=config.allow_claimed_tenant,
-        trust_sdk_redaction=config.trust_sdk_redaction,
-        max_spans_per_request=config.max_spans_per_request,
-    )
-    pool = DecoderPool(settings, config.decode_workers)
+    pool = DecoderPool(_decode_settings(config), config.decode_workers)
     service = IngestService(tokens, pool, writer, stats, max_inflight_bytes=config.queue_max_bytes)
-
-    def health() -> dict:
-        reasons = []
-        try:
-            writer.check_admission()
-        except Exception as exc:  # Overloaded: report why, as the endpoint's status
-            reasons.append(str(getattr(exc, "message", exc)))
-        for failure in (writer.write_failure(), shipper and shipper.failure()):
-            if failure:
-                reasons.append(failure)
-        return {"status": "degraded" if reasons else "ok", "reasons": reasons}
-
-    def stats_report() -> dict:
-        queued_spans, held_bytes = writer.queue_depth()
-        report = {**stats.snapshot(), "queue_spans": queued_spans, "queue_bytes": held_bytes,
-                  "inflight_bytes": service.inflight_bytes(), "segment_count": _segment_count(config)}
-        if shipper is not None:
-            backlog = shipper.backlog()
-            report |= {"outbox_segments": backlog.segments, "outbox_oldest_age_s": backlog.oldest_age_s}
-        return report
-
-    grpc_srv = None
-    grpc_addr = "off"
-    if config.grpc_port != -1:
-        grpc_srv = grpc_server.GrpcReceiver(service, config.grpc_host, config.grpc_port, grpc_server.GrpcLimits(
-            max_message_bytes=config.max_body_bytes,
-            receive_timeout_s=config.read_timeout_s,
-            receiving_calls=2 * config.grpc_threads,
-            export_threads=config.grpc_threads,
-        ))
-        grpc_port = grpc_srv.start()
-        grpc_addr = f"{config.grpc_host}:{grpc_port}"
+    grpc_srv, grpc_addr = _start_grpc(config, service)
     sock = _bind(config.http_host, config.http_port)
     http_addr = f"{config.http_host}:{sock.getsockname()[1]}"
-    app = http_server.create_app(
-        service,
-        body_limits=http_server.BodyLimits(config.max_body_bytes, config.read_timeout_s, config.body_idle_timeout_s),
-        threads=max(16, config.grpc_threads),
-        health=health,
-        stats=stats_report,
-    )
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            http=http_server.guarded_protocol(http_server.HeadLimits(config.read_timeout_s)),
-            log_level="warning",
-            access_log=False,
-            timeout_keep_alive=30,
-            timeout_graceful_shutdown=60,
-            limit_concurrency=512,
-            lifespan="on",
-        )
-    )
+    server = _http_server(config, service, _Status(config, stats, writer, service, shipper))
     maintenance.start(stats)
     log.info("verdict-collector ready http=%s grpc=%s data_dir=%s auth=%s lake_url=%s", http_addr, grpc_addr,
              config.data_dir, "tokens" if tokens else "none (local tenant)", config.lake_url or "off")
