@@ -24,3 +24,10 @@ def test_public_names_resolve():
 
     for name in verdict.__all__:
         assert getattr(verdict, name) is not None, name
+
+
+def test_import_verdict_drift_stays_light():
+    """The drift package's modules import numpy, scipy and pyarrow inside functions only."""
+    heavy = ("duckdb", "scipy", "numpy", "pyarrow")
+    assert loaded_after("import verdict.drift", heavy) == []
+    assert loaded_after("from verdict.drift import DriftDetector, DriftReport", heavy) == []

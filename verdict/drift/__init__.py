@@ -1,17 +1,17 @@
 """Drift detection: has a (cluster, dimension) got worse in the last day than in the week before?
 
-`detector` holds `DriftDetector`; the rest of the package is split into `model` (the report's types),
-`input` (reading and encoding the judgment columns) and `analysis` (the per-cell statistics). Importing
-the package loads no numpy, scipy or pyarrow: `detect` does, on first use.
+`detector` holds `DriftDetector`; `model` the report's types, `input` the reading and encoding of the
+judgment columns (their format is described there), `analysis` the per-cell statistics. Importing the
+package loads no numpy, scipy or pyarrow: `DriftDetector.detect` does, on first use.
 """
 
-from verdict.drift.detector import (
-    REQUIRED_COLUMNS,
+from verdict.drift.detector import DriftDetector
+from verdict.drift.input import REQUIRED_COLUMNS
+from verdict.drift.model import (
     CellStatus,
     Coverage,
     CoverageStatus,
     DriftCell,
-    DriftDetector,
     DriftInputError,
     DriftReport,
     MetricKind,

@@ -1,0 +1,225 @@
+"""Reading the judgment columns and encoding them for grouping with numpy.
+
+Input is columnar (a pyarrow Table or RecordBatch, a DuckDB relation, or a mapping of column name
+to numpy array) with one row per judgment:
+
+    started_at   trace start (timestamp; naive values are UTC)
+    trace_id     string, used only to quote examples
+    cluster      string
+    dimension    string
+    value        "PASS" | "FAIL" | "UNCLEAR" | "ERROR"  (or a float column of scores)
+    fingerprint  evaluator fingerprint (string); different fingerprints are never pooled
+    score        optional float; rows whose value is null carry a continuous score here
+
+Rows are grouped with numpy (codes from Arrow dictionary encoding, one np.unique over cell
+codes, one bincount), never with a Python loop over rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, cast
+
+from verdict.drift.model import DriftInputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+REQUIRED_COLUMNS = ("started_at", "trace_id", "cluster", "dimension", "value", "fingerprint")
+# Value codes; counts are kept per code and window.
+PASS, FAIL, UNCLEAR, ERROR, SCORE = range(5)
+_VERDICTS = {"PASS": PASS, "FAIL": FAIL, "UNCLEAR": UNCLEAR, "ERROR": ERROR}
+BASELINE, CURRENT = 0, 1
+
+
+@dataclass(frozen=True)
+class Judgments:
+    """The judgments inside the two windows, one array entry per windowed row, grouped into cells.
+
+    A cell is one (fingerprint, cluster, dimension); cells are numbered in the order of their codes.
+    """
+
+    table: pa.Table
+    rows: np.ndarray  # the table row of each windowed row
+    ts: np.ndarray  # started_at, microseconds since the epoch
+    window: np.ndarray  # BASELINE or CURRENT
+    values: np.ndarray  # value code, PASS ... SCORE
+    scores: np.ndarray  # the score where the value code is SCORE, else NaN
+    cell: np.ndarray  # the row's cell
+    labels: list[tuple[str, str, str]]  # (fingerprint, cluster, dimension) per cell
+    counts: np.ndarray  # judgments per [cell, window, value code]
+    scored: np.ndarray  # per cell: it holds scores (continuous), not verdicts
+
+
+def read_judgments(
+    judgments: Any, baseline: tuple[datetime, datetime], current: tuple[datetime, datetime]
+) -> Judgments:
+    """The judgments whose start lies in [baseline) or [current), encoded; DriftInputError on bad columns."""
+    import numpy as np
+
+    table = _as_table(judgments)
+    ts = _timestamps_us(table.column("started_at"))
+    window = np.full(ts.size, -1, dtype=np.int8)
+    window[(ts >= _us(baseline[0])) & (ts < _us(baseline[1]))] = BASELINE
+    window[(ts >= _us(current[0])) & (ts < _us(current[1]))] = CURRENT
+    rows = np.flatnonzero(window >= 0)
+    fp_codes, fp_names = _codes(table, "fingerprint", rows)
+    cl_codes, cl_names = _codes(table, "cluster", rows)
+    dim_codes, dim_names = _codes(table, "dimension", rows)
+    values, scores = _values(table, rows)
+    win = window[rows]
+
+    cell_code = (fp_codes.astype(np.int64) * len(cl_names) + cl_codes) * len(dim_names) + dim_codes
+    keys, cell = np.unique(cell_code, return_inverse=True)
+    n_cells = keys.size
+    counts = np.bincount(cell * 10 + win * 5 + values, minlength=n_cells * 10).reshape(n_cells, 2, 5)
+    labels = _cell_labels(keys, fp_names, cl_names, dim_names)
+    return Judgments(table=table, rows=rows, ts=ts[rows], window=win, values=values, scores=scores,
+                     cell=cell, labels=labels, counts=counts, scored=_scored(counts, labels))
+
+
+def _us(t: datetime) -> int:
+    return int((t - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
+
+
+def _as_table(judgments: Any) -> pa.Table:
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(judgments, pa.RecordBatch):
+        table = pa.Table.from_batches([judgments])
+    elif isinstance(judgments, pa.Table):
+        table = judgments
+    elif hasattr(judgments, "to_arrow_table"):  # DuckDB relation
+        table = judgments.to_arrow_table()
+    elif isinstance(judgments, Mapping):
+        try:
+            table = pa.table({k: pa.array(np.asarray(v)) for k, v in judgments.items()})
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            raise DriftInputError(f"judgment columns could not be read: {exc}") from None
+    else:
+        raise DriftInputError(
+            f"judgments must be a pyarrow Table/RecordBatch, a DuckDB relation or a mapping of columns, "
+            f"got {type(judgments).__name__}"
+        )
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise DriftInputError(
+            f"judgments lack column(s) {missing}; required: {list(REQUIRED_COLUMNS)}"
+        )
+    return table
+
+
+def _timestamps_us(column: pa.ChunkedArray) -> np.ndarray:
+    import pyarrow as pa
+
+    if not pa.types.is_timestamp(column.type):
+        raise DriftInputError(f"started_at must be a timestamp column, got {column.type}")
+    if column.null_count:
+        raise DriftInputError(f"started_at has {column.null_count} null value(s)")
+    as_us = column.cast(pa.timestamp("us", tz=column.type.tz)).combine_chunks()
+    return as_us.view(pa.int64()).to_numpy()
+
+
+def _codes(table: pa.Table, name: str, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Dictionary codes of a string column at `rows`, with the code -> string list."""
+    import numpy as np
+
+    column = table.column(name)
+    if column.null_count:
+        raise DriftInputError(f"{name} has {column.null_count} null value(s)")
+    encoded = _dictionary(column)
+    if encoded is None:
+        raise DriftInputError(f"{name} must be a string column, got {column.type}")
+    names = cast(list[str], encoded.dictionary.to_pylist())  # a string dictionary, nulls refused above
+    codes = encoded.indices.to_numpy(zero_copy_only=False)[rows]
+    if len(set(names)) != len(names):  # a dictionary may repeat values; merge their codes
+        first = {v: i for i, v in reversed(list(enumerate(names)))}
+        codes = np.array([first[v] for v in names])[codes]
+    return codes, names
+
+
+def _dictionary(column: pa.ChunkedArray) -> pa.DictionaryArray | None:
+    """The column as one dictionary-encoded array, or None if it does not hold strings."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(column.type):
+        if not (
+            pa.types.is_string(column.type.value_type)
+            or pa.types.is_large_string(column.type.value_type)
+        ):
+            return None
+        return cast(  # a dictionary column's chunks are DictionaryArrays, and so is their combination
+            pa.DictionaryArray,
+            column.unify_dictionaries().combine_chunks() if column.num_chunks != 1 else column.chunk(0),
+        )
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return column.combine_chunks().dictionary_encode()
+    return None
+
+
+def _values(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Value code per row (PASS/FAIL/UNCLEAR/ERROR/SCORE) and the score (NaN unless SCORE)."""
+    import numpy as np
+    import pyarrow as pa
+
+    value = table.column("value")
+    score_col = table.column("score").combine_chunks() if "score" in table.column_names else None
+    enc = _dictionary(value)
+    if pa.types.is_floating(value.type) or pa.types.is_integer(value.type):
+        if score_col is not None:
+            raise DriftInputError(
+                "give scores either as a numeric value column or as a score column, not both"
+            )
+        score_col, codes = value.combine_chunks(), np.full(len(rows), -1, dtype=np.int64)
+    elif enc is not None:
+        names = [str(v).upper() for v in enc.dictionary.to_pylist()]
+        unknown = sorted({n for n in names if n not in _VERDICTS})
+        if unknown:
+            raise DriftInputError(
+                f"value holds unknown verdict(s) {unknown}; expected PASS, FAIL, UNCLEAR or ERROR"
+            )
+        lookup = np.array([_VERDICTS[n] for n in names] + [-1], dtype=np.int64)
+        idx = enc.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)
+        codes = lookup[idx[rows]]
+    else:
+        raise DriftInputError(
+            f"value must be a string verdict or a numeric score column, got {value.type}"
+        )
+    scores = np.full(len(rows), np.nan)
+    if score_col is not None:
+        if not (pa.types.is_floating(score_col.type) or pa.types.is_integer(score_col.type)):
+            raise DriftInputError(f"score must be numeric, got {score_col.type}")
+        scores = score_col.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)[rows]
+    # A row without a verdict is a score; a missing or non-finite score is an ERROR judgment.
+    no_verdict = codes < 0
+    codes[no_verdict] = np.where(np.isfinite(scores[no_verdict]), SCORE, ERROR)
+    scores[codes != SCORE] = np.nan
+    return codes, scores
+
+
+def _cell_labels(
+    keys: np.ndarray, fp_names: list[str], cl_names: list[str], dim_names: list[str]
+) -> list[tuple[str, str, str]]:
+    n_cl, n_dim = len(cl_names), len(dim_names)
+    return [
+        (fp_names[k // (n_cl * n_dim)], cl_names[(k // n_dim) % n_cl], dim_names[k % n_dim])
+        for k in keys.tolist()
+    ]
+
+
+def _scored(counts: np.ndarray, labels: list[tuple[str, str, str]]) -> np.ndarray:
+    """Per cell: does it hold scores? A cell holding both scores and PASS/FAIL verdicts is refused."""
+    import numpy as np
+
+    scored: np.ndarray = counts[:, :, SCORE].sum(axis=1) > 0
+    mixed = scored & (counts[:, :, [PASS, FAIL]].sum(axis=(1, 2)) > 0)
+    if mixed.any():
+        fp, cl, dim = labels[int(np.argmax(mixed))]
+        raise DriftInputError(
+            f"dimension {dim!r} of cluster {cl!r} (fingerprint {fp[:12]}) mixes PASS/FAIL verdicts and scores"
+        )
+    return scored
