@@ -129,41 +129,87 @@ def resolve_config(
     export_timeout_seconds: float | None,
     resource_attributes: Mapping[str, Any] | None,
 ) -> TracingConfig:
-    env = os.environ
+    """Each option, else its environment variable, else the default; checked in this order."""
     if service_name is not None and (not isinstance(service_name, str) or not service_name.strip()):
         raise ValueError("service_name must be a non-empty string")
+    tenant = _tenant(tenant_id)
+    resolved_protocol = _protocol(protocol)
+    resolved_endpoint = _endpoint(endpoint, resolved_protocol)
+    merged_headers = _headers(headers, api_key)
+    if capture_content is None:
+        capture_content = capture_content_from_env()
+    elif not isinstance(capture_content, bool):
+        raise ValueError(f"capture_content must be True or False, got {capture_content!r}")
+    content_bytes = _max_content_bytes(max_content_bytes)
+    queue, batch, delay = _batching(max_queue_size, max_export_batch_size, schedule_delay_millis)
+    timeout = _export_timeout(export_timeout_seconds)
+    attrs = dict(resource_attributes or {})
+    for key, value in attrs.items():
+        if not isinstance(key, str) or not isinstance(value, (str, bool, int, float)):
+            raise ValueError(f"resource attribute {key!r} must map a string to a str/bool/int/float")
+
+    return TracingConfig(
+        service_name=service_name,
+        tenant_id=tenant,
+        endpoint=resolved_endpoint,
+        protocol=resolved_protocol,
+        headers=merged_headers,
+        capture_content=capture_content,
+        max_content_bytes=content_bytes,
+        max_queue_size=queue,
+        max_export_batch_size=batch,
+        schedule_delay_millis=delay,
+        export_timeout_seconds=timeout,
+        resource_attributes=attrs,
+    )
+
+
+def _tenant(tenant_id: str | None) -> str | None:
     if tenant_id is None:
         tenant_id = environment.get("VERDICT_TENANT")  # or the deprecated VERDICT_TENANT_ID
     if tenant_id is not None:
         validate_tenant_id(tenant_id)
+    return tenant_id
 
-    proto_source = "protocol"
+
+def _protocol(protocol: str | None) -> str:
+    env = os.environ
+    source = "protocol"
     if protocol is None:
         for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
             if env.get(name):
-                protocol, proto_source = env[name].strip(), name
+                protocol, source = env[name].strip(), name
                 break
         else:
             protocol = PROTOCOL_HTTP
     if protocol == "http":
         protocol = PROTOCOL_HTTP
     if protocol not in _PROTOCOLS:
-        raise ValueError(f"{proto_source}={protocol!r} is not supported; use 'http/protobuf' or 'grpc'")
+        raise ValueError(f"{source}={protocol!r} is not supported; use 'http/protobuf' or 'grpc'")
+    return protocol
 
-    # Explicit endpoint and OTEL_EXPORTER_OTLP_ENDPOINT are base URLs; the traces-specific variable is used as is.
+
+def _endpoint(endpoint: str | None, protocol: str) -> str:
+    """The traces URL. Explicit endpoint and OTEL_EXPORTER_OTLP_ENDPOINT are base URLs; the
+    traces-specific variable is used as is."""
+    env = os.environ
     if endpoint is not None:
         _check_endpoint(endpoint, "endpoint")
-        resolved = _traces_url(endpoint, protocol)
-    elif env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return _traces_url(endpoint, protocol)
+    if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         resolved = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].strip()
         _check_endpoint(resolved, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    elif env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return resolved
+    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         base = env["OTEL_EXPORTER_OTLP_ENDPOINT"].strip()
         _check_endpoint(base, "OTEL_EXPORTER_OTLP_ENDPOINT")
-        resolved = _traces_url(base, protocol)
-    else:
-        resolved = _traces_url(_DEFAULT_ENDPOINTS[protocol], protocol)
+        return _traces_url(base, protocol)
+    return _traces_url(_DEFAULT_ENDPOINTS[protocol], protocol)
 
+
+def _headers(headers: Mapping[str, str] | None, api_key: str | None) -> dict[str, str]:
+    """The OTLP headers of the environment, then `headers`, then the API key as a bearer token."""
+    env = os.environ
     merged: dict[str, str] = {}
     for name in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
         if env.get(name):
@@ -176,17 +222,22 @@ def resolve_config(
         if not isinstance(api_key, str) or not api_key.strip() or any(c in api_key for c in "\r\n "):
             raise ValueError("api_key must be a non-empty string without whitespace")
         merged["authorization"] = f"Bearer {api_key}"
+    return merged
 
-    if capture_content is None:
-        capture_content = capture_content_from_env()
-    elif not isinstance(capture_content, bool):
-        raise ValueError(f"capture_content must be True or False, got {capture_content!r}")
-    if max_content_bytes is None:
-        max_content_bytes = _env_int("VERDICT_MAX_CONTENT_BYTES", DEFAULT_MAX_CONTENT_BYTES)
-    _positive_int(max_content_bytes, "max_content_bytes")
-    if max_content_bytes < 256:
+
+def _max_content_bytes(value: int | None) -> int:
+    if value is None:
+        value = _env_int("VERDICT_MAX_CONTENT_BYTES", DEFAULT_MAX_CONTENT_BYTES)
+    _positive_int(value, "max_content_bytes")
+    if value < 256:
         raise ValueError("max_content_bytes must be at least 256")
+    return value
 
+
+def _batching(
+    max_queue_size: int | None, max_export_batch_size: int | None, schedule_delay_millis: int | None
+) -> tuple[int, int, int]:
+    """The batch span processor's queue size, batch size and delay."""
     queue = _positive_int(max_queue_size, "max_queue_size") if max_queue_size is not None else _env_int(
         "OTEL_BSP_MAX_QUEUE_SIZE", 2048
     )
@@ -202,32 +253,15 @@ def resolve_config(
         if schedule_delay_millis is not None
         else _env_int("OTEL_BSP_SCHEDULE_DELAY", 1000)
     )
-    if export_timeout_seconds is None:
-        export_timeout_seconds = _env_int("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000) / 1000
-    if isinstance(export_timeout_seconds, bool) or not isinstance(export_timeout_seconds, (int, float)) or (
-        export_timeout_seconds <= 0
-    ):
-        raise ValueError(f"export_timeout_seconds must be a positive number, got {export_timeout_seconds!r}")
+    return queue, batch, delay
 
-    attrs = dict(resource_attributes or {})
-    for key, value in attrs.items():
-        if not isinstance(key, str) or not isinstance(value, (str, bool, int, float)):
-            raise ValueError(f"resource attribute {key!r} must map a string to a str/bool/int/float")
 
-    return TracingConfig(
-        service_name=service_name,
-        tenant_id=tenant_id,
-        endpoint=resolved,
-        protocol=protocol,
-        headers=merged,
-        capture_content=capture_content,
-        max_content_bytes=max_content_bytes,
-        max_queue_size=queue,
-        max_export_batch_size=batch,
-        schedule_delay_millis=delay,
-        export_timeout_seconds=float(export_timeout_seconds),
-        resource_attributes=attrs,
-    )
+def _export_timeout(seconds: float | None) -> float:
+    if seconds is None:
+        seconds = _env_int("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000) / 1000
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise ValueError(f"export_timeout_seconds must be a positive number, got {seconds!r}")
+    return float(seconds)
 
 
 def _traces_url(base: str, protocol: str) -> str:
