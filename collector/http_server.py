@@ -32,94 +32,97 @@ class HeadLimits:
 
 
 def guarded_protocol(limits: HeadLimits) -> type:
+    """uvicorn's httptools protocol class with a deadline and a size limit for each request's head."""
+    return type("GuardedProtocol", (_GuardedProtocol,), {"head_limits": limits})
+
+
+class _GuardedProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, plus a deadline and a size limit for each request's head.
 
     uvicorn times out idle keep-alive connections, but any byte cancels that timer, so a client
     dribbling headers would hold its connection (and a `limit_concurrency` slot) forever. Here a
-    connection must complete the headers of its next request within `limits.timeout_s` of opening
+    connection must complete the headers of its next request within `head_limits.timeout_s` of opening
     or of its previous response, else it is closed. httptools itself has no size limit (a header
     without CRLF grows in memory as long as it is sent): beyond `max_bytes` or `max_fields` the
     connection gets 431 and is closed.
     """
 
-    class GuardedProtocol(HttpToolsProtocol):
-        _deadline: asyncio.TimerHandle | None = None
-        _in_head = True  # between requests, or receiving a request's start line and headers
-        _head_bytes = 0
-        _head_fields = 0
-        _field_bytes = 0
-        _heads = 0  # heads completed on this connection
-        _refusal: str | None = None
+    head_limits: HeadLimits  # set by guarded_protocol
+    _deadline: asyncio.TimerHandle | None = None
+    _in_head = True  # between requests, or receiving a request's start line and headers
+    _head_bytes = 0
+    _head_fields = 0
+    _field_bytes = 0
+    _heads = 0  # heads completed on this connection
+    _refusal: str | None = None
 
-        def _arm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-            waiting_since = self.cycle  # a new request replaces the cycle once its headers are parsed
-            self._deadline = self.loop.call_later(limits.timeout_s, self._expire, waiting_since)
+    def _arm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        waiting_since = self.cycle  # a new request replaces the cycle once its headers are parsed
+        self._deadline = self.loop.call_later(self.head_limits.timeout_s, self._expire, waiting_since)
 
-        def _expire(self, waiting_since) -> None:
-            idle = self.cycle is None or self.cycle.response_complete
-            if self.cycle is waiting_since and idle and not self.transport.is_closing():
-                self.transport.close()
-
-        def connection_made(self, transport) -> None:
-            super().connection_made(transport)
-            self._arm()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._arm()
-
-        def connection_lost(self, exc) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            in_head, heads = self._in_head, self._heads
-            super().data_received(data)
-            # Counted after parsing: a chunk that completed a head (and carries body bytes) is not.
-            if in_head and self._heads == heads and not self.transport.is_closing():
-                self._head_bytes += len(data)
-                if self._head_bytes > limits.max_bytes:
-                    self._send_431(f"request headers exceed {limits.max_bytes} bytes")
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            # A whole head can arrive in one chunk, before data_received counts it: count fields too.
-            self._head_fields += 1
-            self._field_bytes += len(name) + len(value)
-            if self._head_fields > limits.max_fields:
-                self._refusal = f"more than {limits.max_fields} request header fields"
-            elif self._field_bytes > limits.max_bytes:
-                self._refusal = f"request headers exceed {limits.max_bytes} bytes"
-            if self._refusal is not None:
-                raise _HeadTooLarge  # httptools stops parsing; uvicorn answers via send_400_response
-            super().on_header(name, value)
-
-        def on_headers_complete(self) -> None:
-            self._in_head = False
-            self._heads += 1
-            super().on_headers_complete()
-
-        def on_message_complete(self) -> None:
-            super().on_message_complete()
-            self._in_head, self._head_bytes, self._head_fields, self._field_bytes = True, 0, 0, 0
-
-        def send_400_response(self, msg: str) -> None:
-            if self._refusal is not None:
-                self._send_431(self._refusal)
-            else:
-                super().send_400_response(msg)
-
-        def _send_431(self, msg: str) -> None:
-            body = msg.encode()
-            self.transport.write(
-                b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
-            )
+    def _expire(self, waiting_since) -> None:
+        idle = self.cycle is None or self.cycle.response_complete
+        if self.cycle is waiting_since and idle and not self.transport.is_closing():
             self.transport.close()
 
-    return GuardedProtocol
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._arm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()
+
+    def connection_lost(self, exc) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        in_head, heads = self._in_head, self._heads
+        super().data_received(data)
+        # Counted after parsing: a chunk that completed a head (and carries body bytes) is not.
+        if in_head and self._heads == heads and not self.transport.is_closing():
+            self._head_bytes += len(data)
+            if self._head_bytes > self.head_limits.max_bytes:
+                self._send_431(f"request headers exceed {self.head_limits.max_bytes} bytes")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        # A whole head can arrive in one chunk, before data_received counts it: count fields too.
+        self._head_fields += 1
+        self._field_bytes += len(name) + len(value)
+        if self._head_fields > self.head_limits.max_fields:
+            self._refusal = f"more than {self.head_limits.max_fields} request header fields"
+        elif self._field_bytes > self.head_limits.max_bytes:
+            self._refusal = f"request headers exceed {self.head_limits.max_bytes} bytes"
+        if self._refusal is not None:
+            raise _HeadTooLarge  # httptools stops parsing; uvicorn answers via send_400_response
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._heads += 1
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_head, self._head_bytes, self._head_fields, self._field_bytes = True, 0, 0, 0
+
+    def send_400_response(self, msg: str) -> None:
+        if self._refusal is not None:
+            self._send_431(self._refusal)
+        else:
+            super().send_400_response(msg)
+
+    def _send_431(self, msg: str) -> None:
+        body = msg.encode()
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
+        )
+        self.transport.close()
 
 
 class _HeadTooLarge(Exception):
