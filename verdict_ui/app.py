@@ -70,23 +70,55 @@ class Settings:
 
 
 def create_app(settings: Settings) -> ASGIApp:
-    snapshots = Snapshots(settings.data_dir, ttl=settings.snapshot_ttl, lock_timeout=settings.lock_timeout)
-    store = StateStore(settings.data_dir, lock_timeout=settings.lock_timeout)
-    access = settings.access
-    assets = {"report.css": stylesheet(),
-              "ui.css": resources.files("verdict_ui").joinpath("assets/ui.css").read_text(encoding="utf-8"),
-              "ui.js": resources.files("verdict_ui").joinpath("assets/ui.js").read_text(encoding="utf-8")}
+    views = _Views(
+        settings,
+        Snapshots(settings.data_dir, ttl=settings.snapshot_ttl, lock_timeout=settings.lock_timeout),
+        StateStore(settings.data_dir, lock_timeout=settings.lock_timeout),
+        _assets(),
+    )
+    app = Starlette(routes=views.routes(), middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))],
+                    exception_handlers=_handlers(settings.access))
+    return _guard(app, settings.access)
 
-    def tenant(request: Request) -> str:
-        return access.tenant_for(request.headers, request.cookies)
 
-    def html(request: Request, title: str, body: str, current: str = "") -> HTMLResponse:
-        return HTMLResponse(pages.page(tenant(request), title, body, current))
+def _assets() -> dict[str, str]:
+    return {"report.css": stylesheet(),
+            "ui.css": resources.files("verdict_ui").joinpath("assets/ui.css").read_text(encoding="utf-8"),
+            "ui.js": resources.files("verdict_ui").joinpath("assets/ui.js").read_text(encoding="utf-8")}
 
-    def csrf(request: Request) -> str:
-        return access.csrf_token(request.state.session)
 
-    async def form(request: Request) -> dict[str, str]:
+@dataclass(frozen=True)
+class _Views:
+    """The request handlers: every read and write is for the request's tenant."""
+
+    settings: Settings
+    snapshots: Snapshots
+    store: StateStore
+    assets: dict[str, str]
+
+    @property
+    def access(self) -> Access:
+        return self.settings.access
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", self.overview), Route("/traces", self.traces), Route("/traces/{trace_id}", self.one_trace),
+            Route("/signals/{signal_id}", self.one_signal), Route("/review", self.review),
+            Route("/review/{item_id}", self.review_item), Route("/review/{item_id}/labels", self.label, methods=["POST"]),
+            Route("/reviewer", self.set_reviewer, methods=["POST"]), Route("/login", self.login_form),
+            Route("/login", self.login, methods=["POST"]), Route("/static/{name}", self.static), Route("/healthz", self.healthz),
+        ]
+
+    def tenant(self, request: Request) -> str:
+        return self.access.tenant_for(request.headers, request.cookies)
+
+    def html(self, request: Request, title: str, body: str, current: str = "") -> HTMLResponse:
+        return HTMLResponse(pages.page(self.tenant(request), title, body, current))
+
+    def csrf(self, request: Request) -> str:
+        return self.access.csrf_token(request.state.session)
+
+    async def form(self, request: Request) -> dict[str, str]:
         """The urlencoded body (bounded), after the CSRF check."""
         body = b""
         async for chunk in request.stream():
@@ -97,83 +129,83 @@ def create_app(settings: Settings) -> ASGIApp:
             fields = dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=200))
         except (UnicodeDecodeError, ValueError):
             raise BadRequest("the form is not valid urlencoded UTF-8") from None
-        if not access.csrf_ok(request.cookies.get(SESSION_COOKIE), fields.get("csrf")):
+        if not self.access.csrf_ok(request.cookies.get(SESSION_COOKIE), fields.get("csrf")):
             raise HTTPException(403, "the form's CSRF token does not match this browser session; reload the page")
         return fields
 
-    def overview(request: Request) -> Response:
-        t = tenant(request)
-        root = settings.data_dir
+    def overview(self, request: Request) -> Response:
+        t = self.tenant(request)
+        root = self.settings.data_dir
         data = gather(root, t, probes=probe_panel([], root / PROBES_DIR, t),
-                      review=ReviewQueue(review_counts(store, t)), lock_timeout=settings.lock_timeout)
-        body = pages.overview(data, pages.agreement(labelling.agreements(store, t)))
-        return html(request, f"Overview — {t}", body, "/")
+                      review=ReviewQueue(review_counts(self.store, t)), lock_timeout=self.settings.lock_timeout)
+        body = pages.overview(data, pages.agreement(labelling.agreements(self.store, t)))
+        return self.html(request, f"Overview — {t}", body, "/")
 
-    def traces(request: Request) -> Response:
+    def traces(self, request: Request) -> Response:
         f = TraceFilter.parse(request.query_params)
-        snapshot = snapshots.get(tenant(request))
+        snapshot = self.snapshots.get(self.tenant(request))
         with snapshot.reading() as con:
             result = trace_page(con, f, snapshot.days)
-        return html(request, "Traces", pages.traces(f, result), "/traces")
+        return self.html(request, "Traces", pages.traces(f, result), "/traces")
 
-    def one_trace(request: Request) -> Response:
+    def one_trace(self, request: Request) -> Response:
         trace_id = params.identifier(request.path_params["trace_id"], "trace id")
         day = params.day(request.query_params, "day")
-        with snapshots.get(tenant(request)).reading() as con:
+        with self.snapshots.get(self.tenant(request)).reading() as con:
             detail = trace_detail(con, trace_id, day)
         if detail is None:
             raise HTTPException(404, f"no trace {trace_id!r} for this tenant")
-        return html(request, f"Trace {trace_id[:16]}", pages.trace(detail))
+        return self.html(request, f"Trace {trace_id[:16]}", pages.trace(detail))
 
-    def one_signal(request: Request) -> Response:
+    def one_signal(self, request: Request) -> Response:
         signal_id = params.identifier(request.path_params["signal_id"], "signal id")
-        with snapshots.get(tenant(request)).reading() as con:
+        with self.snapshots.get(self.tenant(request)).reading() as con:
             detail = signal_detail(con, signal_id)
         if detail is None:
             raise HTTPException(404, f"no signal {signal_id!r} for this tenant")
         s = detail.signal
-        return html(request, f"Signal: {s.kind.replace('_', ' ')} in {s.cluster} × {s.dimension}", pages.signal(detail))
+        return self.html(request, f"Signal: {s.kind.replace('_', ' ')} in {s.cluster} × {s.dimension}", pages.signal(detail))
 
-    def review(request: Request) -> Response:
-        t = tenant(request)
+    def review(self, request: Request) -> Response:
+        t = self.tenant(request)
         status = params.choice(request.query_params, "status", STATUSES, "pending")
         offset = params.integer(request.query_params, "offset", 0, 0, 10_000_000)
         shown = cast(str, status)  # a default is given
-        listed = list_items(store, t, status=shown, limit=50, offset=offset)
-        body = pages.review_list(listed, shown, review_counts(store, t), labelling.next_item(store, t),
-                                 pages.agreement(labelling.agreements(store, t)))
-        return html(request, "Review queue", body, "/review")
+        listed = list_items(self.store, t, status=shown, limit=50, offset=offset)
+        body = pages.review_list(listed, shown, review_counts(self.store, t), labelling.next_item(self.store, t),
+                                 pages.agreement(labelling.agreements(self.store, t)))
+        return self.html(request, "Review queue", body, "/review")
 
-    def review_item(request: Request) -> Response:
-        t = tenant(request)
+    def review_item(self, request: Request) -> Response:
+        t = self.tenant(request)
         item_id = params.identifier(request.path_params["item_id"], "item id")
-        detail = get_item(store, t, item_id)
+        detail = get_item(self.store, t, item_id)
         reviewer = reviewer_from(request.cookies)
         labelled = any(r.reviewer == reviewer for r in detail.labels)
-        agreement = pages.agreement(tuple(a for a in labelling.agreements(store, t)
+        agreement = pages.agreement(tuple(a for a in labelling.agreements(self.store, t)
                                           if a.fingerprint == detail.item.fingerprint)) if labelled else ""
-        body = pages.review_item(detail, reviewer, csrf(request), agreement,
-                                 labelling.next_item(store, t, skip=item_id))
-        return html(request, f"Review item {item_id[:16]}", body, "/review")
+        body = pages.review_item(detail, reviewer, self.csrf(request), agreement,
+                                 labelling.next_item(self.store, t, skip=item_id))
+        return self.html(request, f"Review item {item_id[:16]}", body, "/review")
 
-    async def label(request: Request) -> Response:
-        t = tenant(request)
+    async def label(self, request: Request) -> Response:
+        t = self.tenant(request)
         item_id = params.identifier(request.path_params["item_id"], "item id")
-        fields = await form(request)
+        fields = await self.form(request)
         reviewer = reviewer_from(request.cookies)
         if reviewer is None:
             raise BadRequest("give your reviewer name first (the form on the item's page)")
         labels = {k.removeprefix("label."): v for k, v in fields.items() if k.startswith("label.")}
         try:
-            record_labels(store, t, item_id, labels, critique=fields.get("critique", ""), reviewer=reviewer)
+            record_labels(self.store, t, item_id, labels, critique=fields.get("critique", ""), reviewer=reviewer)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
-        snapshots.invalidate(t)
+        self.snapshots.invalidate(t)
         return RedirectResponse(f"/review/{item_id}#judge", status_code=303)
 
-    async def set_reviewer(request: Request) -> Response:
-        tenant(request)
-        fields = await form(request)
+    async def set_reviewer(self, request: Request) -> Response:
+        self.tenant(request)
+        fields = await self.form(request)
         name = fields.get("reviewer", "").strip()
         if not REVIEWER.match(name):
             raise BadRequest("reviewer: 1-64 characters, letters, digits and . _ @ + - (not starting with one)")
@@ -182,38 +214,27 @@ def create_app(settings: Settings) -> ASGIApp:
         response.set_cookie(REVIEWER_COOKIE, name, httponly=True, samesite="strict", max_age=90 * 86400)
         return response
 
-    def login_form(request: Request) -> Response:
-        return HTMLResponse(pages.login_page(csrf(request)))
+    def login_form(self, request: Request) -> Response:
+        return HTMLResponse(pages.login_page(self.csrf(request)))
 
-    async def login(request: Request) -> Response:
-        fields = await form(request)
+    async def login(self, request: Request) -> Response:
+        fields = await self.form(request)
         token = fields.get("token", "")
-        if access.tokens is None or access.tokens.tenant_for(token) is None:
-            return HTMLResponse(pages.login_page(csrf(request), "That token is not valid here."), status_code=401)
+        if self.access.tokens is None or self.access.tokens.tenant_for(token) is None:
+            return HTMLResponse(pages.login_page(self.csrf(request), "That token is not valid here."), status_code=401)
         response = RedirectResponse("/", 303)
         response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
         return response
 
-    def static(request: Request) -> Response:
+    def static(self, request: Request) -> Response:
         name = request.path_params["name"]
-        if name not in assets:
+        if name not in self.assets:
             raise HTTPException(404, "no such file")
         kind = "text/css" if name.endswith(".css") else "text/javascript"
-        return Response(assets[name], media_type=kind, headers={"Cache-Control": "max-age=300"})
+        return Response(self.assets[name], media_type=kind, headers={"Cache-Control": "max-age=300"})
 
-    def healthz(request: Request) -> Response:
+    def healthz(self, request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
-
-    routes = [
-        Route("/", overview), Route("/traces", traces), Route("/traces/{trace_id}", one_trace),
-        Route("/signals/{signal_id}", one_signal), Route("/review", review),
-        Route("/review/{item_id}", review_item), Route("/review/{item_id}/labels", label, methods=["POST"]),
-        Route("/reviewer", set_reviewer, methods=["POST"]), Route("/login", login_form),
-        Route("/login", login, methods=["POST"]), Route("/static/{name}", static), Route("/healthz", healthz),
-    ]
-    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))],
-                    exception_handlers=_handlers(access))
-    return _guard(app, access)
 
 
 def _page_tenant(access: Access, request: Request) -> str | None:
