@@ -33,6 +33,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,35 +119,42 @@ def _otel_pipeline(exporter):  # pragma: no cover - subprocess
     return provider
 
 
-def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - subprocess
-    """Paired measurement: batches with the mode's instrumentation on and off alternate in this one
-    process, so machine load drifting during the run hits both sides alike. Mode `none` never turns
-    anything on (its added figures measure the noise floor)."""
-    import contextlib
+@dataclass(frozen=True)
+class _Switch:  # pragma: no cover - runs in the subprocess
+    """How a mode turns its instrumentation on and off, scopes one call, and flushes its spans."""
 
-    from opentelemetry.sdk.trace.export import SpanExporter
+    toggle: Callable[[bool], object]
+    scope: Callable[[], AbstractContextManager]
+    flush: Callable[[], object]
 
-    exporter = type("Discard", (_Discard, SpanExporter), {})()
-    scope = contextlib.nullcontext
-    flush = lambda: None  # noqa: E731
-    toggle = lambda on: None  # noqa: E731
+
+def _switch(mode: str, exporter) -> _Switch:  # pragma: no cover - runs in the subprocess
     if mode == "verdict":
         import verdict.tracing as vt
 
         vt.init(service_name="bench", exporter=exporter)
-        toggle = lambda on: vt.instrument() if on else vt.uninstrument()  # noqa: E731
-        scope = lambda: vt.intent_context("billing.v1")  # noqa: E731
-        flush = vt.flush
-    elif mode in ("otel-openai-v2", "openinference"):
+        return _Switch(toggle=lambda on: vt.instrument() if on else vt.uninstrument(),
+                       scope=lambda: vt.intent_context("billing.v1"), flush=vt.flush)
+    if mode in ("otel-openai-v2", "openinference"):
         provider = _otel_pipeline(exporter)
         if mode == "otel-openai-v2":
             from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
         else:
             from openinference.instrumentation.openai import OpenAIInstrumentor
         instrumentor = OpenAIInstrumentor()
-        toggle = (lambda on: instrumentor.instrument(tracer_provider=provider) if on  # noqa: E731
-                  else instrumentor.uninstrument())
-        flush = provider.force_flush
+        return _Switch(toggle=lambda on: instrumentor.instrument(tracer_provider=provider) if on
+                       else instrumentor.uninstrument(), scope=nullcontext, flush=provider.force_flush)
+    return _Switch(toggle=lambda on: None, scope=nullcontext, flush=lambda: None)
+
+
+def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - subprocess
+    """Paired measurement: batches with the mode's instrumentation on and off alternate in this one
+    process, so machine load drifting during the run hits both sides alike. Mode `none` never turns
+    anything on (its added figures measure the noise floor)."""
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    exporter = type("Discard", (_Discard, SpanExporter), {})()
+    switch = _switch(mode, exporter)
 
     import openai
 
@@ -156,47 +166,57 @@ def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - s
 
     def one() -> int:
         start = clock()
-        with scope():
+        with switch.scope():
             chat.create(model="gpt-4o-mini", messages=MESSAGES, temperature=0.2)
         return clock() - start
 
     def stream(n: int) -> int:
         start = clock()
-        with scope():
+        with switch.scope():
             for _ in chat.create(model="gpt-4o-mini", messages=MESSAGES, stream=True, max_tokens=n,
                                  stream_options={"include_usage": True}):
                 pass
         return clock() - start
 
-    toggle(True)
+    samples = _paired_samples(switch, one, stream, calls, streams)
+    return {"mode": mode, **_added(samples), "spans": exporter.count, "openai": openai.__version__}
+
+
+def _paired_samples(switch: _Switch, one: Callable[[], int], stream: Callable[[int], int], calls: int,
+                    streams: int) -> dict:  # pragma: no cover - runs in the subprocess
+    """After a warm-up, alternating batches on and off: per side the call, short and long stream times
+    and the process CPU time of the calls and their export."""
+    switch.toggle(True)
     for _ in range(100):
         one()
         stream(SHORT)
-    flush()
+    switch.flush()
     batches = 25
-    samples = {on: {"call": [], "short": [], "long": [], "cpu": 0.0} for on in (True, False)}
+    samples: dict = {on: {"call": [], "short": [], "long": [], "cpu": 0.0} for on in (True, False)}
     for _ in range(batches):
         for on in (True, False):
-            toggle(on)
+            switch.toggle(on)
             side = samples[on]
             cpu0 = time.process_time()
             side["call"] += [one() for _ in range(max(calls // batches, 1))]
-            flush()  # export work of this batch is charged to it
+            switch.flush()  # export work of this batch is charged to it
             side["cpu"] += time.process_time() - cpu0
             side["short"] += [stream(SHORT) for _ in range(max(streams // batches, 1))]
             side["long"] += [stream(LONG) for _ in range(max(streams // batches, 1))]
-            flush()
+            switch.flush()
+    return samples
+
+
+def _added(samples: dict) -> dict:  # pragma: no cover - runs in the subprocess
+    """Medians of the off side and what the on side adds: per call, per stream chunk, CPU per call."""
     med = {on: {k: statistics.median(v) / 1e3 for k, v in d.items() if k != "cpu"} for on, d in samples.items()}
     per_chunk = {on: (m["long"] - m["short"]) / (LONG - SHORT) for on, m in med.items()}
     n_calls = len(samples[True]["call"])
     return {
-        "mode": mode,
         "base_us": med[False]["call"],
         "added_us": med[True]["call"] - med[False]["call"],
         "added_chunk_us": per_chunk[True] - per_chunk[False],
         "added_cpu_us": (samples[True]["cpu"] - samples[False]["cpu"]) / n_calls * 1e6,
-        "spans": exporter.count,
-        "openai": openai.__version__,
     }
 
 
