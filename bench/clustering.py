@@ -279,83 +279,109 @@ def main() -> int:
         return 0
 
     skip = set(filter(None, args.skip.split(",")))
-    sizes = [int(s) for s in args.fit_sizes.split(",") if s]
     work = Path(tempfile.mkdtemp(prefix="verdict-bench-clustering-"))
     print(f"bench/clustering.py  cpus={os.cpu_count()}  load1={os.getloadavg()[0]:.1f}  repeats={args.repeats}"
           f"  (shared machine: medians; CPU s = all threads of the process)")
     try:
         if "throughput" not in skip:
-            out = run_child("throughput", args.throughput_batch, args.repeats)
-            wall, cpu = med(out["runs"]), med(out["runs"], "cpu_s")
-            print("embedding throughput (all-MiniLM-L6-v2, CPU, max 128 word pieces, batch 16)")
-            line(f"{args.throughput_batch} fresh prompts", f"{args.throughput_batch / wall:8.1f} sent/s", "",
-                 f"median wall {wall:.2f} s, CPU {cpu:.2f} s ({args.throughput_batch / cpu:.1f} sent per CPU-s)")
+            bench_throughput(args)
         caches: dict[int, Path] = {}  # n -> embedding cache of the last end-to-end run of n
         if "fit" not in skip:
-            print("semantic fit, end to end in a fresh process (import + load, embed fresh texts, fit)")
-            for n in sizes:
-                repeats = args.repeats if n <= 5_000 else 1
-                runs = []
-                for r in range(repeats):  # a fresh cache per run: every run embeds all n texts
-                    caches[n] = work / f"cache-{n}-{r}"
-                    runs.append(run_child("fit", n, str(caches[n])))
-                total = statistics.median(r["total"]["wall_s"] for r in runs)
-                target, verdict = "(no target)", ""
-                if n == 5_000:
-                    target = f"target <= {TARGETS['fit_5000_s']:.0f} s"
-                    verdict = "PASS" if total <= TARGETS["fit_5000_s"] else "FAIL"
-                parts = {p: statistics.median(r[p]["wall_s"] for r in runs) for p in ("load", "embed", "fit")}
-                e2e = {"load": parts["load"], "rate": n / parts["embed"]}  # for estimates of bigger n
-                line(f"fit {n:,} candidates ({repeats} run{'s' * (repeats > 1)})", f"{total:10.1f} s",
-                     f"{target} {verdict}", f"load {parts['load']:.1f} s, embed {parts['embed']:.1f} s "
-                     f"({n / parts['embed']:.0f} sent/s), fit {parts['fit']:.2f} s; CPU "
-                     f"{statistics.median(r['total']['cpu_s'] for r in runs):.0f} s; k={runs[0]['k']}, "
-                     f"largest {runs[0]['largest_share']:.1%}, outliers {runs[0]['outlier_share']:.1%}, "
-                     f"RSS {max(r['rss_peak_mib'] for r in runs):.0f} MiB")
-            pool = max(caches)
-            print(f"semantic fit only, embeddings cached (linkage on <= 2,000 + assignment of all; "
-                  f"vectors of the first {pool:,} prompts)")
-            fit_only = {}
-            for n in [int(v) for v in args.fit_only_sizes.split(",") if v]:
-                out = run_child("fit-cached", n, pool, str(caches[pool]), args.repeats)
-                fit_only[n] = med(out["runs"])
-                line(f"fit {n:,} candidates", f"{fit_only[n]:10.2f} s", "",
-                     f"CPU {med(out['runs'], 'cpu_s'):.2f} s, RSS {out['rss_peak_mib']:.0f} MiB")
-            for n in sorted(set(fit_only) - set(sizes)):
-                estimate = e2e["load"] + n / e2e["rate"] + fit_only[n]
-                line(f"fit {n:,} end to end (ESTIMATE, not run)", f"{estimate:10.0f} s", "",
-                     f"= load {e2e['load']:.1f} s + {n:,} / {e2e['rate']:.0f} sent/s + fit {fit_only[n]:.2f} s")
+            sizes = [int(s) for s in args.fit_sizes.split(",") if s]
+            e2e = bench_fit(args, sizes, work, caches)
+            bench_fit_only(args, sizes, caches, e2e)
         if "explicit" not in skip:
-            print(f"explicit-key assignment through the registry API ({args.assign_traces:,} traces)")
-            seed_dir = work / "explicit"
-            prep = run_child("prepare-explicit", str(seed_dir), args.assign_traces)
-            runs = []
-            for r in range(args.repeats):
-                copy = work / f"explicit-{r}"
-                shutil.copytree(seed_dir, copy)
-                runs.append(run_child("assign-explicit", str(copy), prep["version_id"]))
-                shutil.rmtree(copy)
-            wall = med([r["run"] for r in runs])
-            limit = TARGETS["assign_explicit_100000_s"]
-            line(f"assign_version, {runs[0]['assigned']:,} traces", f"{wall:10.2f} s",
-                 f"target <= {limit:.0f} s {'PASS' if wall <= limit else 'FAIL'}",
-                 f"{runs[0]['assigned'] / wall:,.0f} traces/s, CPU {med([r['run'] for r in runs], 'cpu_s'):.2f} s, "
-                 f"{runs[0]['clusters_used']} clusters; setup: lake {prep['lake']['wall_s']:.1f} s, "
-                 f"normalize {prep['normalize']['wall_s']:.1f} s")
+            bench_assign_explicit(args, work)
         if "semantic-assign" not in skip:
-            pool = max(caches, default=5_000)
-            if pool not in caches:  # fit skipped: embed a pool first
-                caches[pool] = work / "cache-pool"
-                run_child("fit", pool, str(caches[pool]))
-            print(f"semantic assignment, cached embeddings ({args.assign_traces:,} traces over {pool:,} prompts)")
-            out = run_child("assign-semantic", args.assign_traces, pool, str(caches[pool]), args.repeats)
-            wall = med(out["runs"])
-            line("embed (cache hits) + assign_semantic", f"{wall:10.2f} s", "",
-                 f"{args.assign_traces / wall:,.0f} traces/s, CPU {med(out['runs'], 'cpu_s'):.2f} s, "
-                 f"outliers {out['outliers'] / args.assign_traces:.1%}")
+            bench_assign_semantic(args, work, caches)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def bench_throughput(args: argparse.Namespace) -> None:
+    out = run_child("throughput", args.throughput_batch, args.repeats)
+    wall, cpu = med(out["runs"]), med(out["runs"], "cpu_s")
+    print("embedding throughput (all-MiniLM-L6-v2, CPU, max 128 word pieces, batch 16)")
+    line(f"{args.throughput_batch} fresh prompts", f"{args.throughput_batch / wall:8.1f} sent/s", "",
+         f"median wall {wall:.2f} s, CPU {cpu:.2f} s ({args.throughput_batch / cpu:.1f} sent per CPU-s)")
+
+
+def bench_fit(args: argparse.Namespace, sizes: list[int], work: Path, caches: dict[int, Path]) -> dict[str, float]:
+    """End-to-end fits of each size; fills `caches`; returns the load time and embedding rate of the
+    last size (for estimates of bigger n)."""
+    print("semantic fit, end to end in a fresh process (import + load, embed fresh texts, fit)")
+    e2e: dict[str, float] = {}
+    for n in sizes:
+        repeats = args.repeats if n <= 5_000 else 1
+        runs = []
+        for r in range(repeats):  # a fresh cache per run: every run embeds all n texts
+            caches[n] = work / f"cache-{n}-{r}"
+            runs.append(run_child("fit", n, str(caches[n])))
+        total = statistics.median(r["total"]["wall_s"] for r in runs)
+        target, verdict = "(no target)", ""
+        if n == 5_000:
+            target = f"target <= {TARGETS['fit_5000_s']:.0f} s"
+            verdict = "PASS" if total <= TARGETS["fit_5000_s"] else "FAIL"
+        parts = {p: statistics.median(r[p]["wall_s"] for r in runs) for p in ("load", "embed", "fit")}
+        e2e = {"load": parts["load"], "rate": n / parts["embed"]}
+        line(f"fit {n:,} candidates ({repeats} run{'s' * (repeats > 1)})", f"{total:10.1f} s",
+             f"{target} {verdict}", f"load {parts['load']:.1f} s, embed {parts['embed']:.1f} s "
+             f"({n / parts['embed']:.0f} sent/s), fit {parts['fit']:.2f} s; CPU "
+             f"{statistics.median(r['total']['cpu_s'] for r in runs):.0f} s; k={runs[0]['k']}, "
+             f"largest {runs[0]['largest_share']:.1%}, outliers {runs[0]['outlier_share']:.1%}, "
+             f"RSS {max(r['rss_peak_mib'] for r in runs):.0f} MiB")
+    return e2e
+
+
+def bench_fit_only(args: argparse.Namespace, sizes: list[int], caches: dict[int, Path],
+                   e2e: dict[str, float]) -> None:
+    """Fits from the cached embeddings; sizes not run end to end get an estimate, printed as such."""
+    pool = max(caches)
+    print(f"semantic fit only, embeddings cached (linkage on <= 2,000 + assignment of all; "
+          f"vectors of the first {pool:,} prompts)")
+    fit_only = {}
+    for n in [int(v) for v in args.fit_only_sizes.split(",") if v]:
+        out = run_child("fit-cached", n, pool, str(caches[pool]), args.repeats)
+        fit_only[n] = med(out["runs"])
+        line(f"fit {n:,} candidates", f"{fit_only[n]:10.2f} s", "",
+             f"CPU {med(out['runs'], 'cpu_s'):.2f} s, RSS {out['rss_peak_mib']:.0f} MiB")
+    for n in sorted(set(fit_only) - set(sizes)):
+        estimate = e2e["load"] + n / e2e["rate"] + fit_only[n]
+        line(f"fit {n:,} end to end (ESTIMATE, not run)", f"{estimate:10.0f} s", "",
+             f"= load {e2e['load']:.1f} s + {n:,} / {e2e['rate']:.0f} sent/s + fit {fit_only[n]:.2f} s")
+
+
+def bench_assign_explicit(args: argparse.Namespace, work: Path) -> None:
+    print(f"explicit-key assignment through the registry API ({args.assign_traces:,} traces)")
+    seed_dir = work / "explicit"
+    prep = run_child("prepare-explicit", str(seed_dir), args.assign_traces)
+    runs = []
+    for r in range(args.repeats):
+        copy = work / f"explicit-{r}"
+        shutil.copytree(seed_dir, copy)
+        runs.append(run_child("assign-explicit", str(copy), prep["version_id"]))
+        shutil.rmtree(copy)
+    wall = med([r["run"] for r in runs])
+    limit = TARGETS["assign_explicit_100000_s"]
+    line(f"assign_version, {runs[0]['assigned']:,} traces", f"{wall:10.2f} s",
+         f"target <= {limit:.0f} s {'PASS' if wall <= limit else 'FAIL'}",
+         f"{runs[0]['assigned'] / wall:,.0f} traces/s, CPU {med([r['run'] for r in runs], 'cpu_s'):.2f} s, "
+         f"{runs[0]['clusters_used']} clusters; setup: lake {prep['lake']['wall_s']:.1f} s, "
+         f"normalize {prep['normalize']['wall_s']:.1f} s")
+
+
+def bench_assign_semantic(args: argparse.Namespace, work: Path, caches: dict[int, Path]) -> None:
+    pool = max(caches, default=5_000)
+    if pool not in caches:  # fit skipped: embed a pool first
+        caches[pool] = work / "cache-pool"
+        run_child("fit", pool, str(caches[pool]))
+    print(f"semantic assignment, cached embeddings ({args.assign_traces:,} traces over {pool:,} prompts)")
+    out = run_child("assign-semantic", args.assign_traces, pool, str(caches[pool]), args.repeats)
+    wall = med(out["runs"])
+    line("embed (cache hits) + assign_semantic", f"{wall:10.2f} s", "",
+         f"{args.assign_traces / wall:,.0f} traces/s, CPU {med(out['runs'], 'cpu_s'):.2f} s, "
+         f"outliers {out['outliers'] / args.assign_traces:.1%}")
 
 
 if __name__ == "__main__":
