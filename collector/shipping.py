@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector import compaction, lake
+from collector import compaction, lake, lake_manifest
 from collector.compaction import COMPACTED_PREFIX, _crash_point, _write_durably
 from collector.objectstore import ObjectLake
 from collector.stats import Stats
@@ -59,6 +59,7 @@ class Shipper:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._failure: str | None = None
+        self._manifests: set[str] = set()  # tenants whose manifest is known to exist
 
     def _record(self, segment: Path) -> Path:
         return outbox_dir(self._data_dir) / f"{segment.relative_to(self._data_dir)}.json"
@@ -99,6 +100,10 @@ class Shipper:
 
     def _ship(self, segment: Path) -> bool:
         relative = str(segment.relative_to(self._data_dir))
+        table, tenant_dir = segment.relative_to(self._data_dir).parts[:2]
+        if table == "spans" and tenant_dir not in self._manifests:  # before the tenant's first object: readers
+            lake_manifest.ensure(self._store, "spans", tenant_dir.removeprefix("tenant="))  # then dedupe writers
+            self._manifests.add(tenant_dir)
         try:
             uploaded = self._store.upload(segment, relative)
         except FileNotFoundError:
