@@ -44,11 +44,12 @@ class Manifest:
     merged: dict[str, int] = field(default_factory=dict)  # relative path -> size
     absorbed: dict[str, float] = field(default_factory=dict)  # relative path -> when it was absorbed
     expired: dict[str, float] = field(default_factory=dict)  # date (YYYY-MM-DD) -> when it expired
+    generation: int = 0  # +1 per commit: every version has its own bytes, so its own ETag
     etag: str | None = None  # of the stored version this was read from (None: not stored yet)
 
     def to_bytes(self) -> bytes:
-        return json.dumps({"version": VERSION, "merged": self.merged, "absorbed": self.absorbed,
-                           "expired": self.expired}, sort_keys=True).encode()
+        return json.dumps({"version": VERSION, "generation": self.generation, "merged": self.merged,
+                           "absorbed": self.absorbed, "expired": self.expired}, sort_keys=True).encode()
 
     def reader_name(self, relative: str) -> str | None:
         """The name the views match `relative` by (`c-…` compacted, digits-first fresh), or None: invisible."""
@@ -75,7 +76,7 @@ def read(remote: ObjectLake, table: str, tenant: str) -> Manifest | None:
     except FileNotFoundError:
         return None
     body = json.loads(bytes(got.bytes()))
-    return Manifest(body["merged"], body["absorbed"], body["expired"], got.meta["e_tag"])
+    return Manifest(body["merged"], body["absorbed"], body["expired"], body["generation"], got.meta["e_tag"])
 
 
 def ensure(remote: ObjectLake, table: str, tenant: str) -> None:
@@ -91,11 +92,12 @@ def commit(remote: ObjectLake, table: str, tenant: str, manifest: Manifest) -> M
     from obstore.exceptions import AlreadyExistsError, PreconditionError
 
     mode = "create" if manifest.etag is None else {"e_tag": manifest.etag}
+    new = replace(manifest, generation=manifest.generation + 1)
     try:
-        put = obstore.put(remote.store, remote.key(manifest_path(table, tenant)), manifest.to_bytes(), mode=mode)
+        put = obstore.put(remote.store, remote.key(manifest_path(table, tenant)), new.to_bytes(), mode=mode)
     except (AlreadyExistsError, PreconditionError):
         raise ManifestConflict(f"{manifest_path(table, tenant)} changed meanwhile") from None
-    return replace(manifest, etag=put["e_tag"])
+    return replace(new, etag=put["e_tag"])
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ class LakeSource:
         return ([f"{local}/"] if local is not None else []) + (
             [self.remote.object_url(self.remote_prefix(table, tenant))] if self.remote is not None else [])
 
-    def _remote(self, remote: ObjectLake, table: str, tenant: str) -> dict[str, str]:
+    def _remote(self, remote: ObjectLake, table: str, tenant: str) -> dict[str, str | None]:
         """Relative path -> the name the views match it by, for every object of the tenant's `table` readers take
         (collector.lake_manifest: with many writers, merged objects are compacted and shipped ones fresh).
         Listed before the manifest is read, so an object the manifest drops is still listed, and one it
@@ -72,7 +72,8 @@ class LakeSource:
                 listing |= {r: size for r, size in manifest.merged.items() if r not in listing}
             self._sizes.update({remote.object_url(r): size for r, size in listing.items()})
             self._listings[key] = (manifest, {r: _reader_path(manifest, r) for r in sorted(listing)})
-        return self._listings[key][1]
+        visible: dict[str, str | None] = self._listings[key][1]
+        return visible
 
     def files(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
         """Every segment of the tenant's `table` whose name matches `pattern`, in the date partitions `days`
@@ -84,7 +85,7 @@ class LakeSource:
             return [str(f) for p in _partitions(days) for f in local_dir.glob(f"{p}/{pattern}")] if local_dir else []
         remote = self._remote(store, table, tenant)
         manifest = self._listings[(table, tenant)][0]
-        candidates = {store.object_url(r): seen for r, seen in remote.items()}
+        candidates: dict[str, str | None] = {store.object_url(r): seen for r, seen in remote.items()}
         if self.data_dir is not None and local_dir is not None:  # local segments not shipped yet
             root = self.data_dir.resolve()
             for f in (f for p in _partitions(days) for f in local_dir.glob(f"{p}/*{SEGMENT_SUFFIX}")):

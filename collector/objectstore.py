@@ -9,6 +9,7 @@ read-only fsspec filesystem to register with DuckDB (no httpfs extension is need
 
 from __future__ import annotations
 
+import builtins
 import functools
 import hashlib
 import io
@@ -195,7 +196,7 @@ class ObjectLake:
                 out[meta["path"][len(root):]] = meta["size"]
         return out
 
-    def list_dirs(self, relative_prefix: str) -> list[str]:
+    def list_dirs(self, relative_prefix: str) -> builtins.list[str]:
         """The names of the 'directories' right under `relative_prefix` (e.g. `tenant=acme` under `spans/`)."""
         import obstore
 
