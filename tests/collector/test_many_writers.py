@@ -157,6 +157,56 @@ def test_a_second_compactor_waits_for_the_lease_and_takes_over_when_it_expires(s
         lake_manifest.commit(remote, "spans", "acme", manifest)
 
 
+class _Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("step", ["lake-uploaded", "lake-committed", "lake-deleted"])
+def test_a_compactor_dying_at_any_step_is_replaced_and_loses_nothing(s3, tmp_path, monkeypatch, step):
+    """The lease holder dies after uploading a merged object (not committed: an orphan), after a commit (inputs
+    not deleted yet) or after deleting one input; another collector takes the lease once it expires and
+    finishes. The reader sees every shipped span once before, at the crash, and after."""
+    from collector import compaction, lake_compactor
+    from collector.lake_compactor import LakeCompactor
+    from collector.objectstore import ObjectLake
+    from collector.stats import Stats
+
+    remote = ObjectLake(f"s3://{s3.new_bucket()}/lake")
+    shipped: set[str] = set()
+    for i, (data_dir, shipper) in enumerate(_writers(tmp_path, remote, 3)):
+        for k in range(2):
+            request = export_request(random.Random(10 * i + k), 15, time.time_ns())
+            shipped |= {span for _t, span in land_request(data_dir, request, "acme")}
+            land_request(tmp_path / f"writer{(i + 1) % 3}", request, "acme")  # also acknowledged by the next one
+        compaction.compact_all(data_dir, 1)
+        shipper.ship_once()
+    for data_dir, shipper in _writers(tmp_path, remote, 3):  # the copies the next writers got
+        compaction.compact_all(data_dir, 1)
+        shipper.ship_once()
+    assert sorted(_read(remote)) == sorted(shipped)
+
+    def crash(name: str) -> None:
+        if name == step:
+            raise _Crash(name)
+
+    monkeypatch.setattr(lake_compactor, "_crash_point", crash)
+    dying = LakeCompactor(tmp_path / "a", remote, 0.1, 0.0, 0, Stats(), holder="a")
+    with pytest.raises(_Crash):
+        dying.run_once()
+    assert sorted(_read(remote)) == sorted(shipped)
+    monkeypatch.setattr(lake_compactor, "_crash_point", lambda name: None)
+    successor = LakeCompactor(tmp_path / "b", remote, 0.1, 0.0, 0, Stats(), holder="b")
+    assert successor.run_once() is None  # the dead holder's lease has not expired yet
+    time.sleep(5.1)  # its TTL (at least 5 s)
+    assert successor.run_once() is not None
+    successor.run_once()  # deletes what the previous pass absorbed
+    assert sorted(_read(remote)) == sorted(shipped)
+    objects = _complete_parquet(remote.url)
+    assert all(name.split("/")[-1].startswith("m-") for name in objects), sorted(objects)
+    stored = [sid for ids in objects.values() for sid in ids]
+    assert sorted(stored) == sorted(shipped)
+
+
 def _complete_parquet(lake_url: str) -> dict[str, list[str]]:
     import pyarrow.parquet as pq
 
