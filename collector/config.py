@@ -52,7 +52,7 @@ class CollectorConfig:
     lake_url: str | None = None  # s3://bucket/prefix: finished segments are shipped there (collector.shipping)
     ship_seal_after_s: float = 60.0
     ship_delete_after_s: float = 86400.0
-    lake_compact_interval_s: float = 60.0
+    lake_compact_interval_s: float = 300.0
     lake_delete_grace_s: float = 600.0
     # Test-only: sleep before each segment write to simulate a slow disk (env var only).
     test_write_delay_ms: int = 0
@@ -126,7 +126,7 @@ _OPTIONS = (
     _Option("ship-delete-after-s", float, 86400.0,
             "with --lake-url: delete a local segment this long after it was shipped and verified (readers take "
             "it from the store then; compaction deduplicates late exporter retries against local segments only)"),
-    _Option("lake-compact-interval-s", float, 60.0,
+    _Option("lake-compact-interval-s", float, 300.0,
             "with --lake-url: how often this collector tries to take the lake compactor's lease and, holding it, "
             "merges every collector's shipped segments (and applies --retention-days to the bucket); 0: never"),
     _Option("lake-delete-grace-s", float, 600.0,

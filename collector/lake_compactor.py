@@ -35,7 +35,7 @@ from collector.stats import Stats
 log = logging.getLogger("verdict.collector")
 
 STEP_MAX_OBJECTS = 64
-STEP_MAX_BYTES = 64 * 1024 * 1024
+STEP_MAX_BYTES = 16 * 1024 * 1024  # as collector.compaction: a step's rows are held to deduplicate and sort them
 ABSORBED_KEEP_S = 86400.0  # absorbed entries outlive their objects this long (a collector may re-ship one)
 MAX_BACKOFF_S = 300.0
 
@@ -159,6 +159,7 @@ class LakeCompactor:
         return committed, wrote
 
     def _write_new_rows(self, target: Path, inputs: list[str], merged: list[str], sizes: dict[str, int]) -> int:
+        """Write the inputs' rows that `merged` does not hold yet, each once, to `target`; returns how many."""
         import duckdb
 
         con = duckdb.connect(config={"threads": 1, "memory_limit": "256MB", "autoinstall_known_extensions": False,
@@ -172,12 +173,11 @@ class LakeCompactor:
                 already = (f"ANTI JOIN (SELECT trace_id, span_id FROM read_parquet({_file_list(merged)}, "
                            f"union_by_name=true, hive_partitioning=false) WHERE start_time BETWEEN TIMESTAMP_NS "
                            f"{_quote(lo)} AND TIMESTAMP_NS {_quote(hi)}) USING (trace_id, span_id) ")
-            con.execute(f"CREATE TEMP TABLE new_rows AS SELECT * FROM {fresh} {already}"
-                        "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1")
-            (rows,) = con.execute("SELECT count(*) FROM new_rows").fetchone()  # type: ignore[misc]  # one row
-            if rows:
-                con.execute(f"COPY (SELECT * FROM new_rows ORDER BY start_time) TO {_quote(str(target))} "
-                            "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)")
+            (rows,) = con.execute(  # type: ignore[misc]  # COPY answers one row: the count written
+                f"COPY (SELECT * FROM {fresh} {already}"
+                "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1 "
+                f"ORDER BY start_time) TO {_quote(str(target))} (FORMAT parquet, COMPRESSION zstd, "
+                "ROW_GROUP_SIZE 131072)").fetchone()
         finally:
             con.close()
         return int(rows)
