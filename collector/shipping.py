@@ -2,7 +2,8 @@
 
 The queue is the lake itself. A segment is *finished* when it will never change: a compacted span
 segment (`c-…`) of spans or logs: fresh segments are sealed into one by compaction first, so each row is in
-one shipped object and the store needs no deletes. A
+one object this collector ships and the shipper never deletes in the store (with several collectors on one
+lake, the lake compactor merges their objects: collector.lake_compactor). A
 finished segment without a record under <data>/outbox/ is unshipped. Shipping one:
 
   1. PUT it at `<lake-url>/<same relative path>` (atomic: the object is whole or absent);
