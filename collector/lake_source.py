@@ -2,8 +2,9 @@
 
 With both, each relative path (`spans/tenant=T/date=D/<name>`) is read once: a segment the collector has
 shipped but not yet deleted locally (collector.shipping) exists in both places with the same bytes, and
-the remote copy is read (it is never deleted by the collector, the local one is). The views get explicit
-file lists then; a local-only lake keeps its globs (valid as files come and go, for --print-views).
+the remote copy is read (it is never deleted by the collector, the local one is). Where a tenant's span
+prefix has a manifest (several collectors on one lake, collector.lake_manifest), it says which objects are
+read and whether as compacted or fresh. The views get explicit file lists then; a local-only lake keeps its globs (valid as files come and go, for --print-views).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _partitions(days: Sequence[date] | None) -> list[str]:
 class LakeSource:
     data_dir: Path | None
     remote: ObjectLake | None = None
-    _listings: dict = field(default_factory=dict, compare=False, repr=False)  # (table, tenant) -> remote paths
+    _listings: dict = field(default_factory=dict, compare=False, repr=False)  # (table, tenant) -> (manifest, names)
     _sizes: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> size, for readers
 
     @classmethod
