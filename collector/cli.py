@@ -180,6 +180,12 @@ def serve(config: CollectorConfig) -> int:
         from collector.shipping import Shipper
 
         shipper = Shipper(config.data_dir, ObjectLake(config.lake_url), config.ship_delete_after_s, stats)
+    lake_compactor = None
+    if config.lake_url is not None and config.lake_compact_interval_s > 0:
+        from collector.lake_compactor import LakeCompactor
+
+        lake_compactor = LakeCompactor(config.data_dir, ObjectLake(config.lake_url), config.lake_compact_interval_s,
+                                       config.lake_delete_grace_s, config.retention_days, stats)
     maintenance = Maintenance(config, on_compacted=shipper.wake if shipper else lambda: None)
     maintenance.recover()
 
@@ -196,6 +202,8 @@ def serve(config: CollectorConfig) -> int:
              config.data_dir, "tokens" if tokens else "none (local tenant)", config.lake_url or "off")
     if shipper is not None:  # after "ready": a restart's backlog ships while the collector already serves
         shipper.start()
+    if lake_compactor is not None:
+        lake_compactor.start()
     # uvicorn re-raises the signal it caught once it has stopped; with this handler in place that
     # no longer kills the process before the queued spans are flushed below.
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -210,6 +218,8 @@ def serve(config: CollectorConfig) -> int:
         maintenance.stop()
         if shipper is not None:
             shipper.stop()
+        if lake_compactor is not None:
+            lake_compactor.stop()
         pool.shutdown()
         lock.release()
         log.info("stopped: %s", stats.snapshot())

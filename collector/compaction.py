@@ -25,6 +25,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _file_list(paths: list[Path]) -> str:
+def _file_list(paths: Sequence[Path | str]) -> str:
     return "[" + ", ".join(_quote(str(p)) for p in paths) + "]"
 
 

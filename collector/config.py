@@ -52,6 +52,8 @@ class CollectorConfig:
     lake_url: str | None = None  # s3://bucket/prefix: finished segments are shipped there (collector.shipping)
     ship_seal_after_s: float = 60.0
     ship_delete_after_s: float = 86400.0
+    lake_compact_interval_s: float = 300.0
+    lake_delete_grace_s: float = 600.0
     # Test-only: sleep before each segment write to simulate a slow disk (env var only).
     test_write_delay_ms: int = 0
 
@@ -124,6 +126,12 @@ _OPTIONS = (
     _Option("ship-delete-after-s", float, 86400.0,
             "with --lake-url: delete a local segment this long after it was shipped and verified (readers take "
             "it from the store then; compaction deduplicates late exporter retries against local segments only)"),
+    _Option("lake-compact-interval-s", float, 300.0,
+            "with --lake-url: how often this collector tries to take the lake compactor's lease and, holding it, "
+            "merges every collector's shipped segments (and applies --retention-days to the bucket); 0: never"),
+    _Option("lake-delete-grace-s", float, 600.0,
+            "with --lake-url: objects the lake compactor merged or expired are deleted this long afterwards "
+            "(a query that listed the lake before may still read them)"),
     _Option("log-level", str, "INFO", "DEBUG, INFO, WARNING or ERROR"),
     _Option("maintenance-once", bool, False,
             "run retention and compaction once, then exit (e.g. from cron while no collector runs)"),
@@ -271,7 +279,8 @@ def validate(config: CollectorConfig) -> None:
             raise ConfigError(f"--lake-url {config.lake_url!r}: {type(exc).__name__}: {exc}") from None
     if config.ship_seal_after_s <= 0:
         raise ConfigError("--ship-seal-after-s must be positive")
-    for name in ("decode_workers", "retention_days", "ship_delete_after_s", "min_free_disk_bytes", "compact_min_segments",
+    for name in ("decode_workers", "retention_days", "ship_delete_after_s", "lake_compact_interval_s",
+                 "lake_delete_grace_s", "min_free_disk_bytes", "compact_min_segments",
                  "compact_after_segments"):
         if getattr(config, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must not be negative")

@@ -2,8 +2,9 @@
 
 With both, each relative path (`spans/tenant=T/date=D/<name>`) is read once: a segment the collector has
 shipped but not yet deleted locally (collector.shipping) exists in both places with the same bytes, and
-the remote copy is read (it is never deleted by the collector, the local one is). The views get explicit
-file lists then; a local-only lake keeps its globs (valid as files come and go, for --print-views).
+the remote copy is read (it is never deleted by the collector, the local one is). Where a tenant's span
+prefix has a manifest (several collectors on one lake, collector.lake_manifest), it says which objects are
+read and whether as compacted or fresh. The views get explicit file lists then; a local-only lake keeps its globs (valid as files come and go, for --print-views).
 """
 
 from __future__ import annotations
@@ -13,10 +14,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from collector import lake_manifest
+from collector.lake import SEGMENT_SUFFIX
 from collector.objectstore import ObjectLake
+from collector.shipping import outbox_dir
 from verdict.tenancy import validate_tenant_id
+
+
+def _reader_path(manifest: lake_manifest.Manifest | None, relative: str) -> str | None:
+    """`relative` with the name the views match it by (None: readers skip it)."""
+    if manifest is None:
+        return relative
+    name = manifest.reader_name(relative)
+    return None if name is None else str(PurePosixPath(relative).with_name(name))
 
 
 def _partitions(days: Sequence[date] | None) -> list[str]:
@@ -27,7 +39,7 @@ def _partitions(days: Sequence[date] | None) -> list[str]:
 class LakeSource:
     data_dir: Path | None
     remote: ObjectLake | None = None
-    _listings: dict = field(default_factory=dict, compare=False, repr=False)  # (table, tenant) -> remote paths
+    _listings: dict = field(default_factory=dict, compare=False, repr=False)  # (table, tenant) -> (manifest, names)
     _sizes: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> size, for readers
 
     @classmethod
@@ -48,29 +60,41 @@ class LakeSource:
         return ([f"{local}/"] if local is not None else []) + (
             [self.remote.object_url(self.remote_prefix(table, tenant))] if self.remote is not None else [])
 
-    def _remote(self, remote: ObjectLake, table: str, tenant: str) -> list[str]:
+    def _remote(self, remote: ObjectLake, table: str, tenant: str) -> dict[str, str | None]:
+        """Relative path -> the name the views match it by, for every object of the tenant's `table` readers take
+        (collector.lake_manifest: with many writers, merged objects are compacted and shipped ones fresh).
+        Listed before the manifest is read, so an object the manifest drops is still listed, and one it
+        adds (a merged object written after the listing) is taken from the manifest with its size."""
         key = (table, tenant)
         if key not in self._listings:
             listing: dict[str, int] = remote.list(self.remote_prefix(table, tenant))
+            manifest = lake_manifest.read(remote, table, tenant) if table == "spans" else None
+            if manifest is not None:
+                listing |= {r: size for r, size in manifest.merged.items() if r not in listing}
             self._sizes.update({remote.object_url(r): size for r, size in listing.items()})
-            self._listings[key] = sorted(listing)
-        listed: list[str] = self._listings[key]
-        return listed
+            self._listings[key] = (manifest, {r: _reader_path(manifest, r) for r in sorted(listing)})
+        visible: dict[str, str | None] = self._listings[key][1]
+        return visible
 
     def files(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
         """Every segment of the tenant's `table` whose name matches `pattern`, in the date partitions `days`
         (all when None), each relative path once."""
         wanted = [f"{self.remote_prefix(table, tenant)}{p}/{pattern}" for p in _partitions(days)]
         local_dir = self.local_dir(table, tenant)
-        local = [f for p in _partitions(days) for f in local_dir.glob(f"{p}/{pattern}")] if local_dir else []
         store = self.remote
         if store is None:
-            return [str(f) for f in local]
-        remote = [r for r in self._remote(store, table, tenant) if any(fnmatch.fnmatchcase(r, w) for w in wanted)]
-        shipped = set(remote)
-        root = self.data_dir.resolve() if self.data_dir is not None else None  # local is empty without one
-        return [store.object_url(r) for r in remote] + [
-            str(f) for f in local if root is not None and f.relative_to(root).as_posix() not in shipped]
+            return [str(f) for p in _partitions(days) for f in local_dir.glob(f"{p}/{pattern}")] if local_dir else []
+        remote = self._remote(store, table, tenant)
+        manifest = self._listings[(table, tenant)][0]
+        candidates: dict[str, str | None] = {store.object_url(r): seen for r, seen in remote.items()}
+        if self.data_dir is not None and local_dir is not None:  # local segments not shipped yet
+            root = self.data_dir.resolve()
+            for f in (f for p in _partitions(days) for f in local_dir.glob(f"{p}/*{SEGMENT_SUFFIX}")):
+                relative = f.relative_to(root).as_posix()
+                if relative not in remote and not (outbox_dir(root) / f"{relative}.json").exists():
+                    candidates[str(f)] = _reader_path(manifest, relative)
+        return [path for path, seen in candidates.items()
+                if seen is not None and any(fnmatch.fnmatchcase(seen, w) for w in wanted)]
 
     def read_paths(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
         """What `read_parquet` gets: globs over a local-only lake (only those matching a file: DuckDB refuses

@@ -9,6 +9,7 @@ read-only fsspec filesystem to register with DuckDB (no httpfs extension is need
 
 from __future__ import annotations
 
+import builtins
 import functools
 import hashlib
 import io
@@ -17,7 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
 SCHEMES = ("s3", "gs", "az")
@@ -154,6 +155,11 @@ class ObjectLake:
         self._client_options = {"allow_http": True} if _endpoint().startswith("http://") else {}
         self._store = from_url(f"{self.scheme}://{self.bucket}", client_options=self._client_options)
 
+    @property
+    def store(self):
+        """The obstore store (bucket root) for calls this class does not wrap (conditional PUTs, deletes)."""
+        return self._store
+
     def key(self, relative: str) -> str:
         return f"{self.prefix}/{relative}" if self.prefix else relative
 
@@ -189,6 +195,18 @@ class ObjectLake:
             for meta in chunk:
                 out[meta["path"][len(root):]] = meta["size"]
         return out
+
+    def list_dirs(self, relative_prefix: str) -> builtins.list[str]:
+        """The names of the 'directories' right under `relative_prefix` (e.g. `tenant=acme` under `spans/`)."""
+        import obstore
+
+        listed = obstore.list_with_delimiter(self._store, self.key(relative_prefix).rstrip("/") + "/")
+        return sorted(PurePosixPath(p).name for p in listed["common_prefixes"])
+
+    def delete(self, relative: str) -> None:
+        import obstore
+
+        obstore.delete(self._store, self.key(relative))
 
     def read_filesystem(self, sizes: dict[str, int] | None = None):
         """A read-only fsspec filesystem for `duckdb.register_filesystem` (protocol = the URL scheme).

@@ -2,7 +2,8 @@
 
 The queue is the lake itself. A segment is *finished* when it will never change: a compacted span
 segment (`c-…`) of spans or logs: fresh segments are sealed into one by compaction first, so each row is in
-one shipped object and the store needs no deletes. A
+one object this collector ships and the shipper never deletes in the store (with several collectors on one
+lake, the lake compactor merges their objects: collector.lake_compactor). A
 finished segment without a record under <data>/outbox/ is unshipped. Shipping one:
 
   1. PUT it at `<lake-url>/<same relative path>` (atomic: the object is whole or absent);
@@ -24,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector import compaction, lake
+from collector import compaction, lake, lake_manifest
 from collector.compaction import COMPACTED_PREFIX, _crash_point, _write_durably
 from collector.objectstore import ObjectLake
 from collector.stats import Stats
@@ -59,6 +60,7 @@ class Shipper:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._failure: str | None = None
+        self._manifests: set[str] = set()  # tenants whose manifest is known to exist
 
     def _record(self, segment: Path) -> Path:
         return outbox_dir(self._data_dir) / f"{segment.relative_to(self._data_dir)}.json"
@@ -99,6 +101,10 @@ class Shipper:
 
     def _ship(self, segment: Path) -> bool:
         relative = str(segment.relative_to(self._data_dir))
+        table, tenant_dir = segment.relative_to(self._data_dir).parts[:2]
+        if table == "spans" and tenant_dir not in self._manifests:  # before the tenant's first object: readers
+            lake_manifest.ensure(self._store, "spans", tenant_dir.removeprefix("tenant="))  # then dedupe writers
+            self._manifests.add(tenant_dir)
         try:
             uploaded = self._store.upload(segment, relative)
         except FileNotFoundError:

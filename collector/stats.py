@@ -29,6 +29,9 @@ _COUNTERS = (
     "bytes_shipped",
     "segments_deleted_after_ship",
     "ship_errors",
+    "lake_merged_objects",
+    "lake_deleted_objects",
+    "lake_compaction_errors",
 )
 MAX_SCOPES = 256  # distinct unrecognised scope names kept; the rest are counted under "(other)"
 
