@@ -24,6 +24,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.probes_command import PROBES_DIR
 from verdict_daemon.report.gather import gather
@@ -77,7 +78,7 @@ def create_app(settings: Settings) -> ASGIApp:
               "ui.css": resources.files("verdict_ui").joinpath("assets/ui.css").read_text(encoding="utf-8"),
               "ui.js": resources.files("verdict_ui").joinpath("assets/ui.js").read_text(encoding="utf-8")}
 
-    def tenant(request: Request) -> str:
+    def tenant(request: Request) -> TenantId:
         return access.tenant_for(request.headers, request.cookies)
 
     def html(request: Request, title: str, body: str, current: str = "") -> HTMLResponse:
