@@ -15,7 +15,7 @@ import hmac
 from dataclasses import dataclass
 from pathlib import Path
 
-from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 
 HASH_PREFIX = "sha256:"
 MIN_TOKEN_CHARS = 16
@@ -31,7 +31,7 @@ def hash_token(token: str) -> str:
 
 @dataclass(frozen=True)
 class TokenStore:
-    digests: tuple[tuple[bytes, str], ...]  # (sha256 digest, tenant)
+    digests: tuple[tuple[bytes, TenantId], ...]  # (sha256 digest, tenant)
 
     @classmethod
     def load(cls, path: Path) -> TokenStore:
@@ -45,22 +45,22 @@ class TokenStore:
             raise TokenFileError(f"token file {path} is not valid YAML: {exc}") from None
         if not isinstance(doc, dict) or not doc:
             raise TokenFileError(f"token file {path} must be a non-empty mapping of token -> tenant")
-        entries: list[tuple[bytes, str]] = []
+        entries: list[tuple[bytes, TenantId]] = []
         for key, tenant in doc.items():
             if not isinstance(key, str):
                 raise TokenFileError(f"token file {path}: every token must be a string")
             try:
-                tenant = validate_tenant_id(tenant, allow_local=False)
+                valid = validate_tenant_id(tenant, allow_local=False)
             except InvalidTenantError as exc:
                 raise TokenFileError(f"token file {path}: {exc}") from None
             digest = _digest(key, path)
-            if any(known == digest and other != tenant for known, other in entries):
+            if any(known == digest and other != valid for known, other in entries):
                 # A token listed plain and hashed for two tenants: which one wins must not be an accident.
-                raise TokenFileError(f"token file {path}: one token is mapped to two tenants ({tenant!r} and another)")
-            entries.append((digest, tenant))
+                raise TokenFileError(f"token file {path}: one token is mapped to two tenants ({valid!r} and another)")
+            entries.append((digest, valid))
         return cls(tuple(entries))
 
-    def tenant_for(self, token: str | None) -> str | None:
+    def tenant_for(self, token: str | None) -> TenantId | None:
         """The token's tenant, or None. Every digest is compared, whatever matches."""
         if not token:
             return None

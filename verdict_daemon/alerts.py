@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Alerts
 from verdict_daemon.state import StateStore
 
@@ -58,10 +58,9 @@ def _post(config: Alerts, payload: dict, token: str | None) -> str | None:
         return f"{type(reason).__name__}"
 
 
-def deliver(store: StateStore, tenant: str, config: Alerts,
+def deliver(store: StateStore, tenant: TenantId, config: Alerts,
             should_stop: Callable[[], bool] = lambda: False) -> AlertReport:
     """Post the due deliveries; on a stop request the rest wait (still pending) for the next start."""
-    tenant = validate_tenant_id(tenant)
     now = datetime.now(UTC).replace(tzinfo=None)
     with store.transaction() as con:
         cursor = con.execute("""

@@ -14,25 +14,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.sampling import UNASSIGNED
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.state import StateStore
+from verdict_daemon.store.clusters import Assignment, ClusterRepository
 
 if TYPE_CHECKING:
     from verdict_daemon.clustering.active import ActiveRegistry
 
 log = logging.getLogger("verdict.daemon")
 
+__all__ = ["Assignment", "AssignReport", "ClusterAssigner", "IntentKeyAssigner", "assign", "assign_for"]
+
 MISSING_INTENT_KEY = "missing_intent_key"
-_COLUMNS = ("tenant_id", "trace_id", "cluster", "method", "reason", "assigned_at")
-
-
-@dataclass(frozen=True)
-class Assignment:
-    trace_id: str
-    cluster: str
-    method: str
-    reason: str | None = None
 
 
 class ClusterAssigner(Protocol):
@@ -56,21 +50,13 @@ class AssignReport:
     missing_intent_key: int
 
 
-def assign(store: StateStore, tenant: str, assigner: ClusterAssigner) -> AssignReport:
+def assign(store: StateStore, tenant: TenantId, assigner: ClusterAssigner) -> AssignReport:
     """Assign the sampled traces that have no cluster yet. Rows a registry version assigned
     (`--registry-mode active`, method `registry:<version>`) are replaced in the same transaction, so
     drift never reads a mix of registry clusters and intent keys."""
-    tenant = validate_tenant_id(tenant)
-    now = datetime.now(UTC).replace(tzinfo=None)
-    with store.transaction() as con:
-        con.execute("DELETE FROM cluster_assignments WHERE tenant_id = ? AND starts_with(method, 'registry:')", [tenant])
-        traces = con.execute(
-            "SELECT s.trace_id, s.intent_key FROM sampled_traces s ANTI JOIN "
-            "(SELECT trace_id FROM cluster_assignments WHERE tenant_id = $t) a USING (trace_id) "
-            "WHERE s.tenant_id = $t ORDER BY s.trace_id", {"t": tenant}).fetchall()
-        assignments = assigner.assign(traces)  # pure computation: fine inside the short transaction
-        insert_rows(con, "cluster_assignments", _COLUMNS,
-                    [(tenant, a.trace_id, a.cluster, a.method, a.reason, now) for a in assignments])
+    with ClusterRepository(store).transaction() as tx:
+        assignments = tx.assign_unclustered(tenant, assigner.assign,
+                                            datetime.now(UTC).replace(tzinfo=None))
     missing = sum(a.reason == MISSING_INTENT_KEY for a in assignments)
     if missing:
         log.warning("assign tenant=%s: %d trace(s) carry no intent key (%s); kept as cluster %r",
@@ -78,7 +64,7 @@ def assign(store: StateStore, tenant: str, assigner: ClusterAssigner) -> AssignR
     return AssignReport(len(assignments), missing)
 
 
-def assign_for(store: StateStore, data_dir: Path, tenant: str, registry: ActiveRegistry | None) -> AssignReport:
+def assign_for(store: StateStore, data_dir: Path, tenant: TenantId, registry: ActiveRegistry | None) -> AssignReport:
     """The cycle's assign step: intent keys (`registry` None, `--registry-mode off`) or the pinned
     active registry version."""
     if registry is None:

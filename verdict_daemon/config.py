@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 from verdict_daemon.errors import DaemonError
 
 # Every number has finite bounds that make sense, checked at start (invalid_config naming the key): a value
@@ -249,11 +249,11 @@ class Retention(_Section):
 
 
 class Tenant(_Section):
-    id: str
+    id: TenantId
 
-    @field_validator("id")
+    @field_validator("id", mode="before")
     @classmethod
-    def _valid(cls, value: str) -> str:
+    def _valid(cls, value: object) -> TenantId:
         try:
             return validate_tenant_id(value)
         except InvalidTenantError as exc:
@@ -278,7 +278,7 @@ class DaemonConfig(_Section):
 
     @model_validator(mode="after")
     def _unique(self) -> DaemonConfig:
-        for label, names in (("tenants", [t.id for t in self.tenants]), ("evaluators", [e.name for e in self.evaluators])):
+        for label, names in (("tenants", [str(t.id) for t in self.tenants]), ("evaluators", [e.name for e in self.evaluators])):
             duplicated = sorted({n for n in names if names.count(n) > 1})
             if duplicated:
                 raise ValueError(f"{label}: duplicate name(s) {duplicated}")

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any, cast
 
+from verdict.tenancy import TenantId
 from verdict_daemon.clustering.active import require_active
 from verdict_daemon.clusters import assign_for
 from verdict_daemon.config import DaemonConfig, EvaluatorConfig
@@ -60,7 +61,7 @@ def build_evaluator(config: EvaluatorConfig) -> Evaluator:
     return GraphEvaluator(config.name, target, pipeline)
 
 
-def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: list[Evaluator],
+def run_cycle(config: DaemonConfig, tenant: TenantId, as_of: datetime, evaluators: list[Evaluator],
               registry_mode: str = "off", should_stop: Callable[[], bool] = lambda: False,
               gate: HealthGate | None = None) -> dict[str, Any]:
     """Run every step once; returns the JSON summary (judged, errors, coverage, signals, ...). With a

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from verdict.pidlock import HeldElsewhere, PidFileLock
+from verdict.tenancy import TenantId
 from verdict_daemon import alerts
 from verdict_daemon.clustering.active import require_active
 from verdict_daemon.clusters import AssignReport, assign_for
@@ -82,7 +83,7 @@ class Daemon:
         self._jobs_changed = threading.Condition()
 
     # --- jobs -----------------------------------------------------------------------------------------
-    def _each_tenant(self, job: str, work: Callable[[str], object]) -> None:
+    def _each_tenant(self, job: str, work: Callable[[TenantId], object]) -> None:
         for tenant in (t.id for t in self.config.tenants):
             if self.stop.is_set():
                 return
@@ -95,7 +96,7 @@ class Daemon:
                 log.error("job=%s tenant=%s error=internal_error: %s", job, tenant, type(exc).__name__,
                           exc_info=log.isEnabledFor(logging.DEBUG))
 
-    def _trusted(self, tenant: str, evaluator) -> bool:
+    def _trusted(self, tenant: TenantId, evaluator) -> bool:
         """True, or `judge_unhealthy` (logged by _each_tenant; the job's next tick checks again)."""
         self.gate.require(self.store, tenant, evaluator)
         return True
@@ -111,7 +112,7 @@ class Daemon:
                 self.store, t, e, self.config.judging, run_id, self.stop.is_set))
         self._each_tenant("review", lambda t: route(self.store, t, self.config.review))
 
-    def _assign_tenant(self, tenant: str) -> AssignReport:
+    def _assign_tenant(self, tenant: TenantId) -> AssignReport:
         """[clustering] registry_mode = "active": the tenant's active version (no_active_registry without one)."""
         registry = require_active(self.store, tenant) if self.config.clustering.registry_mode == "active" else None
         return assign_for(self.store, self.config.data_dir, tenant, registry)
@@ -119,7 +120,7 @@ class Daemon:
     def assign(self) -> None:
         self._each_tenant("assign", self._assign_tenant)
 
-    def _drift_input(self, tenant: str) -> bool:
+    def _drift_input(self, tenant: TenantId) -> bool:
         """In active mode a drift run reads the active version's clusters: assign under it first."""
         if self.config.clustering.registry_mode == "active":
             self._assign_tenant(tenant)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import cast
 
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Drift
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.state import StateStore, insert_rows
@@ -88,7 +88,7 @@ class DriftRunReport:
     reused: bool  # an identical run already existed (same inputs)
 
 
-def judgment_table(store: StateStore, tenant: str, fingerprint: str):
+def judgment_table(store: StateStore, tenant: TenantId, fingerprint: str):
     """Latest attempt per trace as the DriftDetector's columnar input (pyarrow)."""
     with store.transaction() as con:
         return con.sql("""
@@ -121,7 +121,7 @@ def _float(value) -> float | None:
     return None if value is None or value != value else float(value)  # NaN -> None
 
 
-def report_signals(report, tenant: str, period: int) -> list[Signal]:
+def report_signals(report, tenant: TenantId, period: int) -> list[Signal]:
     """The signals of a DriftReport, with ids that dedupe them within alert period `period`."""
     from verdict.drift import CoverageStatus
 
@@ -148,7 +148,7 @@ def report_signals(report, tenant: str, period: int) -> list[Signal]:
     return out
 
 
-def fingerprints(store: StateStore, tenant: str) -> list[str]:
+def fingerprints(store: StateStore, tenant: TenantId) -> list[str]:
     with store.transaction() as con:
         return [r[0] for r in con.execute(
             "SELECT DISTINCT fingerprint FROM judgment_attempts WHERE tenant_id = ? ORDER BY 1", [tenant]).fetchall()]
@@ -200,12 +200,12 @@ _RUN_TIMES = """SELECT as_of FROM drift_runs WHERE tenant_id = $t AND fingerprin
                 UNION SELECT min(as_of) FROM drift_runs WHERE tenant_id = $t AND fingerprint = $fp ORDER BY 1"""
 
 
-def _run_times(con, tenant: str, fingerprint: str, since: datetime) -> list[datetime]:
+def _run_times(con, tenant: TenantId, fingerprint: str, since: datetime) -> list[datetime]:
     return [r[0] for r in con.execute(_RUN_TIMES, {"t": tenant, "fp": fingerprint, "since": since}).fetchall()
             if r[0] is not None]
 
 
-def _runs_at(store: StateStore, tenant: str, fingerprint: str, at: datetime) -> list[str]:
+def _runs_at(store: StateStore, tenant: TenantId, fingerprint: str, at: datetime) -> list[str]:
     with store.transaction() as con:
         return [r[0] for r in con.execute("SELECT run_id FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
                                           "AND as_of = ? ORDER BY completed_at", [tenant, fingerprint, at]).fetchall()]
@@ -216,12 +216,11 @@ def _runs_at(store: StateStore, tenant: str, fingerprint: str, at: datetime) -> 
 _REPLANS = 5
 
 
-def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift,
+def run_drift(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift,
               as_of: datetime) -> list[DriftRunReport]:
     """The runs a look at `as_of` takes (see the module docstring): the closing decisions owed, oldest
     first, then the look, each stored with its signals and their alert deliveries. A look at an `as_of`
     already taken returns the stored run (`reused`)."""
-    tenant = validate_tenant_id(tenant)
     at = as_of.astimezone(UTC).replace(tzinfo=None) if as_of.tzinfo else as_of
     since = lookback(config, at)
     done: list[DriftRunReport] = []
@@ -245,7 +244,7 @@ def run_drift(store: StateStore, tenant: str, fingerprint: str, config: Drift,
                       f"of this fingerprint; the look at {at.isoformat()} was not taken (it is retried next time)")
 
 
-def _decide(store: StateStore, tenant: str, fingerprint: str, config: Drift, table, decision: Decision,
+def _decide(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift, table, decision: Decision,
             planned_on: tuple[datetime, list[datetime]]) -> DriftRunReport | None:
     """Take one decision planned on `(since, runs read from since)`; None (nothing stored) if those runs
     have changed meanwhile."""
@@ -285,7 +284,7 @@ def _decide(store: StateStore, tenant: str, fingerprint: str, config: Drift, tab
                           tuple(signals), False)
 
 
-def _stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport | None:
+def _stored_run(store: StateStore, tenant: TenantId, run_id: str) -> DriftRunReport | None:
     with store.transaction() as con:
         run = con.execute("SELECT fingerprint, as_of, alpha, judgments, cells, tested FROM drift_runs "
                           "WHERE tenant_id = ? AND run_id = ?", [tenant, run_id]).fetchone()
@@ -298,9 +297,8 @@ def _stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport |
     return DriftRunReport(run_id, *run, signals, True)  # type: ignore[call-arg]  # the columns in field order
 
 
-def latest_run(store: StateStore, tenant: str, fingerprint: str) -> DriftRunReport | None:
+def latest_run(store: StateStore, tenant: TenantId, fingerprint: str) -> DriftRunReport | None:
     """The latest completed run of this tenant and fingerprint (what readers report)."""
-    tenant = validate_tenant_id(tenant)
     with store.transaction() as con:
         row = con.execute("SELECT run_id FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
                           "ORDER BY completed_at DESC, as_of DESC LIMIT 1", [tenant, fingerprint]).fetchone()

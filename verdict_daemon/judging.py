@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from verdict.models.base import Usage
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Judging
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import JUDGE_WORKLOAD, PROVIDER_UNAVAILABLE, Evaluator, Outcome
@@ -97,14 +97,14 @@ def attempt_id(tenant: str, trace_id: str, fingerprint: str, attempt_no: int) ->
     return hashlib.sha256(f"{tenant}\0{trace_id}\0{fingerprint}\0{attempt_no}".encode()).hexdigest()[:32]
 
 
-def register_evaluator(store: StateStore, tenant: str, evaluator: Evaluator) -> None:
+def register_evaluator(store: StateStore, tenant: TenantId, evaluator: Evaluator) -> None:
     with store.transaction() as con:
         con.execute("INSERT OR IGNORE INTO evaluators VALUES (?, ?, ?, ?, now()::TIMESTAMP)",
                     [tenant, evaluator.fingerprint, evaluator.name,
                      json.dumps(evaluator.definition, sort_keys=True, default=str)])
 
 
-def pending_work(store: StateStore, tenant: str, fingerprint: str, max_attempts: int,
+def pending_work(store: StateStore, tenant: TenantId, fingerprint: str, max_attempts: int,
                  limit: int) -> list[tuple[Material, int]]:
     """(material, attempt number) to judge, newest traces first (the current drift window matters most)."""
     with store.transaction() as con:
@@ -138,7 +138,7 @@ class _Writer:
     """Buffers finished attempts; a background thread writes them in short transactions, so the
     submitting loop never waits for state.duckdb and the judge pool stays full."""
 
-    def __init__(self, store: StateStore, tenant: str, fingerprint: str, run_id: str) -> None:
+    def __init__(self, store: StateStore, tenant: TenantId, fingerprint: str, run_id: str) -> None:
         self.store, self.tenant, self.fingerprint, self.run_id = store, tenant, fingerprint, run_id
         self._attempts: list[tuple] = []
         self._verdicts: list[tuple] = []
@@ -204,9 +204,8 @@ def _evaluate(evaluator: Evaluator, material: Material) -> Outcome:
         return Outcome(error_code="evaluator_error", error_message=f"{type(exc).__name__}: {str(exc)[:300]}")
 
 
-def judge(store: StateStore, tenant: str, evaluator: Evaluator, config: Judging, run_id: str,
+def judge(store: StateStore, tenant: TenantId, evaluator: Evaluator, config: Judging, run_id: str,
           should_stop: Callable[[], bool] = lambda: False) -> JudgeReport:
-    tenant = validate_tenant_id(tenant)
     register_evaluator(store, tenant, evaluator)
     limit = config.budget.max_calls or 1_000_000
     work = pending_work(store, tenant, evaluator.fingerprint, config.max_attempts, limit)
@@ -281,7 +280,7 @@ def _record_no_content(writer: _Writer, work: list[tuple[Material, int]]) -> int
     return len(empty)
 
 
-def coverage(store: StateStore, tenant: str, fingerprint: str) -> dict[str, float | int]:
+def coverage(store: StateStore, tenant: TenantId, fingerprint: str) -> dict[str, float | int]:
     """Sampled traces and how many have a usable (latest OK) judgment by this fingerprint; `no_content`
     traces had nothing to judge (they stay in the denominator: coverage is what monitoring sees)."""
     with store.transaction() as con:
@@ -291,6 +290,6 @@ def coverage(store: StateStore, tenant: str, fingerprint: str) -> dict[str, floa
             SELECT count(*), count(*) FILTER (WHERE l.status = 'OK'), count(*) FILTER (WHERE l.status = 'ERROR'),
                    count(*) FILTER (WHERE l.status = 'NO_CONTENT')
             FROM sampled_traces s LEFT JOIN latest l USING (trace_id) WHERE s.tenant_id = $t""",
-            {"t": validate_tenant_id(tenant), "fp": fingerprint}).fetchone()
+            {"t": tenant, "fp": fingerprint}).fetchone()
     return {"sampled_traces": sampled, "usable": usable, "error": error, "no_content": no_content,
             "rate": round(usable / sampled, 4) if sampled else 0.0}

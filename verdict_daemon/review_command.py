@@ -33,7 +33,7 @@ from typing import Any
 
 from verdict import environment
 from verdict.cli_runner import add_data_dir, add_tenant
-from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 from verdict_daemon.errors import DaemonError
 
 EXIT_OK, EXIT_FAILING = 0, 1
@@ -154,7 +154,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "(default: exit 0 whatever the status)")
 
 
-def _tenant(args: argparse.Namespace) -> str:
+def _tenant(args: argparse.Namespace) -> TenantId:
     if not args.tenant:
         raise DaemonError("tenant_required", "give --tenant (or set VERDICT_TENANT)")
     try:
@@ -210,7 +210,7 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
     return _correlate(args, tenant, store)
 
 
-def _correlate(args: argparse.Namespace, tenant: str, store) -> dict[str, Any]:
+def _correlate(args: argparse.Namespace, tenant: TenantId, store) -> dict[str, Any]:
     from verdict.correlate import CorrelationError, load_signal_file
     from verdict_daemon.review.correlation import correlate_tenant
 

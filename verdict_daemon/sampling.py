@@ -39,7 +39,7 @@ from pathlib import Path
 
 from collector import lake
 from collector.views import tenant_dir, view_statements
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Sampling
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import JUDGE_WORKLOAD
@@ -90,10 +90,9 @@ def _days(start: datetime, end: datetime) -> list[date]:
     return [start.date() + timedelta(days=n) for n in range((end.date() - start.date()).days + 1)]
 
 
-def sample(store: StateStore, data_dir: Path, tenant: str, config: Sampling, as_of: datetime) -> SampleReport:
+def sample(store: StateStore, data_dir: Path, tenant: TenantId, config: Sampling, as_of: datetime) -> SampleReport:
     import duckdb
 
-    tenant = validate_tenant_id(tenant)
     end = _naive_utc(as_of)
     window = timedelta(hours=config.window_hours)
     start = _window_floor(end - timedelta(days=config.lookback_days), window)  # the oldest window, read whole

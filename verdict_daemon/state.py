@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 
 log = logging.getLogger("verdict.daemon")
@@ -241,16 +241,16 @@ class StateStore:
             return cast(int, con.execute("SELECT max(version) FROM schema_version").fetchone()[0])  # an aggregate: one row
 
     # --- cursors --------------------------------------------------------------------------------
-    def cursor(self, tenant: str, name: str) -> str | None:
+    def cursor(self, tenant: TenantId, name: str) -> str | None:
         with self.transaction() as con:
             row = con.execute("SELECT value FROM cursors WHERE tenant_id = ? AND name = ?",
-                              [validate_tenant_id(tenant), name]).fetchone()
+                              [tenant, name]).fetchone()
         return row[0] if row else None
 
-    def set_cursor(self, tenant: str, name: str, value: str) -> None:
+    def set_cursor(self, tenant: TenantId, name: str, value: str) -> None:
         with self.transaction() as con:
             con.execute("INSERT OR REPLACE INTO cursors VALUES (?, ?, ?, now()::TIMESTAMP)",
-                        [validate_tenant_id(tenant), name, value])
+                        [tenant, name, value])
 
 
 def insert_rows(con, table: str, columns: tuple[str, ...], rows: list[tuple], where: str = "",

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from verdict.cli_errors import ErrorCode
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.state import MIGRATIONS, STATE_FILE, is_lock_conflict
 
@@ -96,10 +96,9 @@ def attach_state(con, path: Path, lock_timeout: float) -> None:
             delay = min(delay * 2, 0.5)
 
 
-def add_state_views(con, data_dir: Path, tenant: str, *, lock_timeout: float = 10.0) -> None:
+def add_state_views(con, data_dir: Path, tenant: TenantId, *, lock_timeout: float = 10.0) -> None:
     """Create the tenant's `judgments`, `drift_runs`, `drift_signals`, `review_items` and `review_labels`
     tables on `con`."""
-    tenant = validate_tenant_id(tenant)
     path = Path(data_dir).resolve() / STATE_FILE
     if path.exists():
         attach_state(con, path, lock_timeout)

@@ -10,9 +10,10 @@ from functools import cache
 from importlib import resources
 
 from verdict.inject import CorruptionKind
+from verdict.tenancy import LOCAL_TENANT
 
 # The collector's tenant when it runs without tokens (loopback): `verdict sql` reads it by default.
-TENANT = "__verdict_local__"
+TENANT = LOCAL_TENANT
 MIN_DAYS = 3  # baseline (>= 1 day) + 24 h gap + 24 h current window
 MIN_PER_DAY = 20  # below, a 60 % regression in one day's traffic can be too few answers to be significant
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from verdict.tenancy import TenantId
 from verdict_daemon.cycle import ADVERSE_KINDS
 from verdict_daemon.drift_runs import DriftRunReport, Signal, fingerprints
 from verdict_daemon.judging import coverage
@@ -85,7 +86,7 @@ def lake_traces(data_dir: Path, tenant: str) -> int:
             [pattern]).fetchone()[0])  # type: ignore[index]  # a count: one row
 
 
-def read_summary(store: StateStore, data_dir: Path, tenant: str, *, judge_model: str, offline: bool,
+def read_summary(store: StateStore, data_dir: Path, tenant: TenantId, *, judge_model: str, offline: bool,
                  closing: Sequence[DriftRunReport], days: int,
                  per_day: int, seed: int, regression: Regression, corrupted: int, report: str | None,
                  report_note: str | None, elapsed: float) -> DemoSummary:

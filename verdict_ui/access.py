@@ -18,6 +18,7 @@ import secrets
 from dataclasses import dataclass
 
 from collector.auth import TokenStore, bearer_token
+from verdict.tenancy import TenantId
 
 SESSION_COOKIE = "verdict_ui_session"
 TOKEN_COOKIE = "verdict_ui_token"
@@ -36,15 +37,15 @@ class NotAuthenticated(Exception):
 
 @dataclass(frozen=True)
 class Access:
-    tenant: str | None  # the tenant served (None: any tenant a token names)
+    tenant: TenantId | None  # the tenant served (None: any tenant a token names)
     tokens: TokenStore | None
     secret: bytes  # per process: CSRF tokens die with the server
 
     @classmethod
-    def create(cls, tenant: str | None, tokens: TokenStore | None) -> Access:
+    def create(cls, tenant: TenantId | None, tokens: TokenStore | None) -> Access:
         return cls(tenant, tokens, secrets.token_bytes(32))
 
-    def tenant_for(self, headers, cookies) -> str:
+    def tenant_for(self, headers, cookies) -> TenantId:
         if self.tokens is None:
             assert self.tenant is not None
             return self.tenant

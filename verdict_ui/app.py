@@ -24,6 +24,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.probes_command import PROBES_DIR
 from verdict_daemon.report.gather import gather
@@ -109,7 +110,7 @@ class _Views:
             Route("/login", self.login, methods=["POST"]), Route("/static/{name}", self.static), Route("/healthz", self.healthz),
         ]
 
-    def tenant(self, request: Request) -> str:
+    def tenant(self, request: Request) -> TenantId:
         return self.access.tenant_for(request.headers, request.cookies)
 
     def html(self, request: Request, title: str, body: str, current: str = "") -> HTMLResponse:

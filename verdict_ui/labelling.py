@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.review import REASONS, list_items, review_agreement
 from verdict_daemon.review.labelled import DimensionAgreement
@@ -19,7 +20,7 @@ class EvaluatorAgreement:
     dimensions: tuple[DimensionAgreement, ...]
 
 
-def next_item(store, tenant: str, skip: str | None = None) -> str | None:
+def next_item(store, tenant: TenantId, skip: str | None = None) -> str | None:
     """The next unlabelled item in routing priority (unclear, split votes, inconsistent, audit), newest
     first within a reason; `skip` (the item just labelled) is passed over."""
     for reason in REASONS:
@@ -29,7 +30,7 @@ def next_item(store, tenant: str, skip: str | None = None) -> str | None:
     return None
 
 
-def agreements(store, tenant: str) -> tuple[EvaluatorAgreement, ...]:
+def agreements(store, tenant: TenantId) -> tuple[EvaluatorAgreement, ...]:
     """Judge–human (and human–human) agreement of every evaluator with labelled items; empty without labels."""
     try:
         fingerprint, dimensions = review_agreement(store, tenant)

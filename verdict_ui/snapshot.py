@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from verdict.tenancy import TenantId
 from verdict_daemon import views
 from verdict_daemon.state import STATE_FILE
 
@@ -40,7 +41,7 @@ CREATE TEMP TABLE attempts (trace_id VARCHAR, attempt_id VARCHAR, attempt_no INT
 
 @dataclass(frozen=True)
 class Snapshot:
-    tenant: str
+    tenant: TenantId
     taken: float  # time.monotonic() when taken
     con: object  # the scoped duckdb connection
     days: tuple[date, ...]  # the tenant's span date partitions, newest first (pages read the newest first)
@@ -52,7 +53,7 @@ class Snapshot:
             yield self.con
 
 
-def take(data_dir: Path, tenant: str, lock_timeout: float) -> Snapshot:
+def take(data_dir: Path, tenant: TenantId, lock_timeout: float) -> Snapshot:
     from collector.views import open_scoped, tenant_dir
 
     def prepare(con) -> None:
@@ -78,16 +79,16 @@ class Snapshots:
 
     def __init__(self, data_dir: Path, *, ttl: float, lock_timeout: float) -> None:
         self.data_dir, self.ttl, self.lock_timeout = data_dir, ttl, lock_timeout
-        self._latest: dict[str, Snapshot] = {}
+        self._latest: dict[TenantId, Snapshot] = {}
         self._lock = threading.Lock()
 
-    def get(self, tenant: str) -> Snapshot:
+    def get(self, tenant: TenantId) -> Snapshot:
         with self._lock:  # one copy of the state at a time; concurrent requests wait for it
             current = self._latest.get(tenant)
             if current is None or time.monotonic() - current.taken > self.ttl:
                 current = self._latest[tenant] = take(self.data_dir, tenant, self.lock_timeout)
             return current
 
-    def invalidate(self, tenant: str) -> None:
+    def invalidate(self, tenant: TenantId) -> None:
         with self._lock:
             self._latest.pop(tenant, None)

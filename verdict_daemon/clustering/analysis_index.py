@@ -23,16 +23,15 @@ from collector import lake
 from collector.views import NOT_INFERENCE, tenant_dir, view_statements
 from verdict.intent import validate_intent_key
 from verdict.redact import redact_text
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.evaluators import JUDGE_WORKLOAD
 from verdict_daemon.material import message_text, parse_messages
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.state import StateStore
+from verdict_daemon.store.clusters import ClusterRepository, IndexRow
 
 MAX_PAGE = 50_000  # hard ceiling of one normalize page (bounded memory and transaction size)
 MAX_MESSAGE_CHARS = 2_000  # the stored first user message is cut here before redaction and hashing
-_COLUMNS = ("tenant_id", "trace_id", "span_id", "started_at", "workload", "intent_key", "key_status",
-            "key_reason", "first_user_message", "content_hash", "indexed_at")
 
 
 # An eligible call: model inference, not judge workload, not failed (the sampler's rule).
@@ -124,16 +123,11 @@ def _lake(data_dir: Path, tenant: str, files: list[str] | None = None):
     return con
 
 
-def _indexed(store: StateStore, tenant: str):
-    with store.transaction() as con:
-        return con.sql("SELECT trace_id FROM analysis_index WHERE tenant_id = ?", params=[tenant]).to_arrow_table()
-
-
-def _unindexed(store: StateStore, data_dir: Path, tenant: str):
+def _unindexed(store: StateStore, data_dir: Path, tenant: TenantId):
     """A lake connection holding TEMP TABLE `todo`: the eligible traces the index lacks."""
     import duckdb
 
-    done = _indexed(store, tenant)
+    done = ClusterRepository(store).indexed_trace_ids(tenant)
     con = _lake(data_dir, tenant)
     try:
         con.register("done", done)
@@ -144,16 +138,15 @@ def _unindexed(store: StateStore, data_dir: Path, tenant: str):
     return con
 
 
-def pending(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime) -> int:
+def pending(store: StateStore, data_dir: Path, tenant: TenantId, cutoff: datetime) -> int:
     """Lake traces started before `cutoff` (naive UTC) that the index does not hold. Reads only the
     few columns it needs from the date partitions up to the cutoff: fit and assign call it every time."""
     import duckdb
 
-    tenant = validate_tenant_id(tenant)
     files = _segments(data_dir, tenant, last=cutoff.date())
     if not files:
         return 0
-    done = _indexed(store, tenant)
+    done = ClusterRepository(store).indexed_trace_ids(tenant)
     con = duckdb.connect(config={"threads": 2})
     try:
         con.register("done", done)
@@ -167,7 +160,7 @@ def pending(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime) ->
         con.close()
 
 
-def require_indexed(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime) -> None:
+def require_indexed(store: StateStore, data_dir: Path, tenant: TenantId, cutoff: datetime) -> None:
     missing = pending(store, data_dir, tenant, cutoff)
     if missing:
         raise ClusterError("analysis_index_pending",
@@ -176,9 +169,8 @@ def require_indexed(store: StateStore, data_dir: Path, tenant: str, cutoff: date
                            {"pending": missing})
 
 
-def normalize(store: StateStore, data_dir: Path, tenant: str, limit: int) -> NormalizeReport:
+def normalize(store: StateStore, data_dir: Path, tenant: TenantId, limit: int) -> NormalizeReport:
     """Index the `limit` oldest traces the index lacks (one page)."""
-    tenant = validate_tenant_id(tenant)
     if not 1 <= limit <= MAX_PAGE:
         raise ClusterError("invalid_config", f"--limit must be between 1 and {MAX_PAGE}, got {limit}")
     con = _unindexed(store, data_dir, tenant)
@@ -192,14 +184,13 @@ def normalize(store: StateStore, data_dir: Path, tenant: str, limit: int) -> Nor
     return NormalizeReport(written, todo - len(rows), total)
 
 
-def index_traces(store: StateStore, data_dir: Path, tenant: str, traces: list[tuple[str, datetime]]) -> int:
+def index_traces(store: StateStore, data_dir: Path, tenant: TenantId, traces: list[tuple[str, datetime]]) -> int:
     """Index these (trace_id, started_at) traces, which the index lacks (the daemon's sampled traces).
     Runs every daemon tick, so it reads only the date partitions from the earliest start on: every
     span of a trace starts at or after the trace's start."""
     import duckdb
     import pyarrow as pa
 
-    tenant = validate_tenant_id(tenant)
     files = _segments(data_dir, tenant, first=min(started for _, started in traces).date()) if traces else []
     if not files:
         return 0
@@ -215,18 +206,11 @@ def index_traces(store: StateStore, data_dir: Path, tenant: str, traces: list[tu
     return _write(store, tenant, rows)[0]
 
 
-def _write(store: StateStore, tenant: str, rows: list[tuple]) -> tuple[int, int]:
+def _write(store: StateStore, tenant: TenantId, rows: list[tuple]) -> tuple[int, int]:
     """(rows added, rows the tenant's index holds now); a row a concurrent writer added first is kept."""
-    now = datetime.now(UTC).replace(tzinfo=None)
     records = []
     for trace_id, span_id, started_at, workload, intent_key, key_error, input_messages in rows:
         text = first_user_message(input_messages)
         key, status, reason = key_status(intent_key, key_error)
-        records.append((tenant, trace_id, span_id, started_at, workload, key, status, reason, text,
-                        content_hash(text), now))
-    count = "SELECT count(*) FROM analysis_index WHERE tenant_id = ?"
-    with store.transaction() as con:
-        (before,), = con.execute(count, [tenant]).fetchall()  # fetchall: insert_rows needs a finished result
-        insert_rows(con, "analysis_index", _COLUMNS, records)  # OR IGNORE
-        (total,), = con.execute(count, [tenant]).fetchall()
-    return total - before, total
+        records.append(IndexRow(trace_id, span_id, started_at, workload, key, status, reason, text, content_hash(text)))
+    return ClusterRepository(store).add_to_index(tenant, records, datetime.now(UTC).replace(tzinfo=None))

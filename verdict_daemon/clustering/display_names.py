@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from verdict.redact import redact_text
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.clustering import events
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.state import StateStore
+from verdict_daemon.store.clusters import ClusterRepository
 
 MAX_DISPLAY_NAME = 80
 MAX_CLUSTER_ID = 200
@@ -34,19 +35,13 @@ def parse_cluster_id(text: str) -> str:
     return text
 
 
-def rename(store: StateStore, tenant: str, actor: str, cluster_id: str, display_name: str) -> dict:
-    tenant = validate_tenant_id(tenant)
+def rename(store: StateStore, tenant: TenantId, actor: str, cluster_id: str, display_name: str) -> dict:
     cluster_id, display_name = parse_cluster_id(cluster_id), parse_display_name(display_name)
-    with store.transaction() as con:
-        known = con.execute("SELECT count(*) FROM registry_clusters WHERE tenant_id = ? AND cluster_id = ?",
-                            [tenant, cluster_id]).fetchone()[0]
-        if not known:
+    with ClusterRepository(store).transaction() as tx:
+        if not tx.knows_cluster(tenant, cluster_id):
             raise ClusterError("unknown_cluster", f"no version of tenant {tenant}'s registry has cluster {cluster_id!r}")
-        before = con.execute("SELECT display_name FROM cluster_display_names WHERE tenant_id = ? AND cluster_id = ?",
-                             [tenant, cluster_id]).fetchone()
-        con.execute("INSERT OR REPLACE INTO cluster_display_names VALUES (?, ?, ?, ?, ?)",
-                    [tenant, cluster_id, display_name, actor, datetime.now(UTC).replace(tzinfo=None)])
-        events.record(con, tenant, None, "renamed", actor,
-                      detail={"cluster_id": cluster_id, "display_name": display_name,
-                              "previous": before[0] if before else None})
-    return {"cluster_id": cluster_id, "display_name": display_name, "previous": before[0] if before else None}
+        before = tx.display_name(tenant, cluster_id)
+        tx.set_display_name(tenant, cluster_id, display_name, actor, datetime.now(UTC).replace(tzinfo=None))
+        events.record(tx, tenant, None, "renamed", actor,
+                      detail={"cluster_id": cluster_id, "display_name": display_name, "previous": before})
+    return {"cluster_id": cluster_id, "display_name": display_name, "previous": before}

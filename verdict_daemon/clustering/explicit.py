@@ -3,7 +3,8 @@
 Fit reads the analysis index before the cutoff: every valid key becomes a cluster whose id is the
 key. Traces without a key are reported as `missing_intent_key`, invalid or unsafe keys as
 `invalid_intent_key` with their (redacted) reasons; neither is folded into a catch-all cluster.
-Assignment is one set-based INSERT … SELECT (a join of the index on the version's clusters).
+Assignment is one set-based INSERT … SELECT joining the index on the version's clusters
+(`RegistryTransaction.assign_explicit` in verdict_daemon.store.clusters).
 """
 
 from __future__ import annotations
@@ -11,39 +12,29 @@ from __future__ import annotations
 from datetime import datetime
 
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.sampling import UNASSIGNED
+from verdict_daemon.store.clusters import EXPLICIT_KIND, KeyCounts, RegistryCluster
 
 PREVIEW_TOP = 10  # clusters and invalid-key reasons listed in a fit preview
-KIND = "intent_key"
-
-# The candidate rows of a fit: the tenant's indexed traces before the cutoff (of the target workload).
-CANDIDATES = ("a.tenant_id = $t AND a.started_at < $cutoff AND ($workload IS NULL OR a.workload = $workload)")
+KIND = EXPLICIT_KIND
 
 
-def key_counts(con, args: dict) -> tuple[list[tuple], dict[str, int], list[tuple]]:
-    """(one cluster per valid key as (cluster_id, kind, intent_key, size), traces per key status,
-    the most frequent invalid-key reasons) over the candidates `args` select."""
-    keys = con.execute(f"SELECT a.intent_key, count(*) FROM analysis_index a WHERE {CANDIDATES} "
-                       "AND a.key_status = 'valid' GROUP BY 1 ORDER BY 1", args).fetchall()
-    statuses = dict(con.execute(f"SELECT a.key_status, count(*) FROM analysis_index a WHERE {CANDIDATES} GROUP BY 1",
-                                args).fetchall())
-    reasons = con.execute(f"SELECT a.key_reason, count(*) AS n FROM analysis_index a WHERE {CANDIDATES} "
-                          "AND a.key_status = 'invalid' GROUP BY 1 ORDER BY n DESC, 1 LIMIT $top",
-                          {**args, "top": PREVIEW_TOP + 1}).fetchall()
-    return [(key, KIND, key, size) for key, size in keys], statuses, reasons
+def clusters_of(counts: KeyCounts) -> list[RegistryCluster]:
+    """One cluster per valid key; its id is the key."""
+    return [RegistryCluster(key, KIND, key, size) for key, size in counts.keys]
 
 
-def fit(con, tenant: str, cutoff: datetime, workload: str | None) -> tuple[list[tuple], dict, dict]:
-    """(clusters as (cluster_id, kind, intent_key, size), definition, preview)."""
-    clusters, statuses, reasons = key_counts(con, {"t": tenant, "cutoff": cutoff, "workload": workload})
+def fit(counts: KeyCounts, cutoff: datetime, workload: str | None) -> tuple[list[RegistryCluster], dict, dict]:
+    """(clusters, definition, preview) from the candidates' key counts (`RegistryTransaction.key_counts`
+    with `top=PREVIEW_TOP + 1`)."""
+    clusters = clusters_of(counts)
     if not clusters:
         raise ClusterError("invalid_config", f"no indexed trace before {cutoff.isoformat()}"
                            + (f" (workload {workload})" if workload else "")
                            + " carries a valid intent key; explicit clustering needs keys (see --strategy hybrid)")
     definition = {"strategy": "explicit",
-                  "clusters": [{"cluster_id": cid, "intent_key": key} for cid, _, key, _ in clusters]}
-    preview = preview_report(sum(statuses.values()), [(cid, size) for cid, _, _, size in clusters],
-                             statuses.get("missing", 0), statuses.get("invalid", 0), reasons)
+                  "clusters": [{"cluster_id": c.cluster_id, "intent_key": c.intent_key} for c in clusters]}
+    preview = preview_report(sum(counts.statuses.values()), [(c.cluster_id, c.size) for c in clusters],
+                             counts.statuses.get("missing", 0), counts.statuses.get("invalid", 0), list(counts.reasons))
     return clusters, definition, preview
 
 
@@ -64,23 +55,3 @@ def preview_report(candidates: int, sizes: list[tuple[str, int]], missing: int, 
         "invalid_reasons_truncated": len(reasons) > PREVIEW_TOP,
         **extra,
     }
-
-
-# Assigns the rows of `scope` (a SQL condition on analysis_index `a`) that the version has not
-# assigned yet. Rows without a known explicit key go to `unassigned` with their reason, or, with
-# `$fallback` (hybrid), are left to the semantic step.
-ASSIGN = f"""
-    INSERT INTO registry_assignments
-    SELECT a.tenant_id, $v, a.trace_id, a.started_at, coalesce(c.cluster_id, '{UNASSIGNED}'), 'explicit',
-           CASE WHEN c.cluster_id IS NOT NULL THEN NULL
-                WHEN a.key_status = 'missing' THEN 'missing_intent_key'
-                WHEN a.key_status = 'invalid' THEN 'invalid_intent_key'
-                ELSE 'unknown_intent_key' END,
-           $now
-    FROM analysis_index a
-    LEFT JOIN registry_clusters c
-      ON c.tenant_id = a.tenant_id AND c.version_id = $v AND c.kind = '{KIND}' AND c.intent_key = a.intent_key
-    ANTI JOIN (SELECT trace_id FROM registry_assignments WHERE tenant_id = $t AND version_id = $v) r
-      ON r.trace_id = a.trace_id
-    WHERE a.tenant_id = $t AND ($workload IS NULL OR a.workload = $workload) AND ({{scope}})
-      AND NOT ($fallback AND a.key_status <> 'valid')"""

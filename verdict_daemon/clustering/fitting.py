@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.clustering import events, explicit, versions
 from verdict_daemon.clustering.analysis_index import require_indexed
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.state import StateStore
+from verdict_daemon.store.clusters import ClusterRepository
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,7 @@ class FitResult:
                 "preview": self.version.preview}
 
 
-def fit(store: StateStore, data_dir: Path, tenant: str, actor: str, request: FitRequest) -> FitResult:
-    tenant = validate_tenant_id(tenant)
+def fit(store: StateStore, data_dir: Path, tenant: TenantId, actor: str, request: FitRequest) -> FitResult:
     if request.strategy not in versions.STRATEGIES:
         raise ClusterError("invalid_config", f"--strategy must be one of {', '.join(versions.STRATEGIES)}")
     if request.cutoff > datetime.now(UTC).replace(tzinfo=None):
@@ -49,8 +49,9 @@ def fit(store: StateStore, data_dir: Path, tenant: str, actor: str, request: Fit
     require_indexed(store, data_dir, tenant, request.cutoff)
     gate = None
     if request.strategy == "explicit":
-        with store.transaction() as con:
-            clusters, definition, preview = explicit.fit(con, tenant, request.cutoff, request.target_workload)
+        with ClusterRepository(store).transaction() as tx:
+            counts = tx.key_counts(tenant, request.cutoff, request.target_workload, explicit.PREVIEW_TOP + 1)
+        clusters, definition, preview = explicit.fit(counts, request.cutoff, request.target_workload)
         params: dict[str, Any] = {}
         identity: dict[str, Any] = {}
     else:
@@ -68,11 +69,11 @@ def fit(store: StateStore, data_dir: Path, tenant: str, actor: str, request: Fit
         status="fitted", cutoff=request.cutoff, target_workload=request.target_workload, params=params,
         definition=definition, definition_fingerprint=fingerprint, preview=preview, gate=gate, validation=None,
         created_by=actor, created_at=datetime.now(UTC).replace(tzinfo=None))
-    with store.transaction() as con:
-        created = versions.insert(con, version, clusters)
+    with ClusterRepository(store).transaction() as tx:
+        created = tx.insert_version(version, clusters)
         if created:
-            events.record(con, tenant, version.version_id, "fitted", actor,
+            events.record(tx, tenant, version.version_id, "fitted", actor,
                           detail={"strategy": version.strategy, "clusters": len(clusters),
                                   **({"quality_gate_passed": gate["passed"]} if gate else {})})
-        stored = versions.load(con, tenant, version.version_id)
+        stored = tx.version(tenant, version.version_id)
     return FitResult(stored, reused=not created)

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
 
+from verdict.tenancy import TenantId
 from verdict_daemon.clustering import explicit
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.clustering.versions import OUTLIER, SEMANTIC_PREFIX, Version
 from verdict_daemon.sampling import UNASSIGNED
 from verdict_daemon.state import StateStore
+from verdict_daemon.store.clusters import (
+    ClusterRepository,
+    KeyCounts,
+    RegistryCluster,
+    Scope,
+    SemanticRecord,
+)
 
 EMBEDDING_CACHE = "embedding_cache"
 KIND = "semantic"
@@ -46,21 +53,18 @@ def _model_path(model_path: Path | None) -> Path:
         raise ClusterError("model_unavailable", str(exc)) from None
 
 
-def fit(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime, workload: str | None,
-        model_path: Path | None, hybrid: bool) -> tuple[list[tuple], dict, dict, dict, dict]:
+def fit(store: StateStore, data_dir: Path, tenant: TenantId, cutoff: datetime, workload: str | None,
+        model_path: Path | None, hybrid: bool) -> tuple[list[RegistryCluster], dict, dict, dict, dict]:
     """(clusters, definition, preview, params, gate result) of a semantic or hybrid fit."""
     from verdict_daemon.clustering.quality_gate import run_quality_gate
     from verdict_daemon.clustering.semantic import SemanticParams, definition_of, fit_semantic
 
     path = _model_path(model_path)
-    args = {"t": tenant, "cutoff": cutoff, "workload": workload}
-    with store.transaction() as con:
-        explicit_clusters, statuses, reasons = explicit.key_counts(con, args) if hybrid else ([], {}, [])
-        rows = con.execute(f"SELECT a.content_hash, a.first_user_message FROM analysis_index a "
-                           f"WHERE {explicit.CANDIDATES} AND a.first_user_message IS NOT NULL "
-                           f"{'AND a.key_status <> $valid' if hybrid else ''} ORDER BY a.started_at, a.trace_id",
-                           {**args, **({"valid": "valid"} if hybrid else {})}).fetchall()
-        candidates = con.execute(f"SELECT count(*) FROM analysis_index a WHERE {explicit.CANDIDATES}", args).fetchone()[0]
+    with ClusterRepository(store).transaction() as tx:
+        counts = tx.key_counts(tenant, cutoff, workload, explicit.PREVIEW_TOP + 1) if hybrid else KeyCounts((), {}, ())
+        rows = tx.candidate_texts(tenant, cutoff, workload, keyless_only=hybrid)
+        candidates = tx.candidates(tenant, cutoff, workload)
+    explicit_clusters, statuses = explicit.clusters_of(counts), counts.statuses
     if not candidates or not (rows or explicit_clusters):
         raise ClusterError("invalid_config", f"no indexed trace before {cutoff.isoformat()} has text to cluster"
                            + (f" (workload {workload})" if workload else ""))
@@ -72,36 +76,31 @@ def fit(store: StateStore, data_dir: Path, tenant: str, cutoff: datetime, worklo
         semantic_part = definition_of(semantic_fit)
         sizes = [(SEMANTIC_PREFIX + c.key, c.size) for c in semantic_fit.clusters]
         outliers = sum(label < 0 for label in semantic_fit.labels)
-    clusters = explicit_clusters + [(cid, KIND, None, size) for cid, size in sizes]
+    clusters = explicit_clusters + [RegistryCluster(cid, KIND, None, size) for cid, size in sizes]
     definition = {"strategy": "hybrid" if hybrid else "semantic", "model_fingerprint": embedder.fingerprint,
-                  "clusters": [{"cluster_id": cid, "intent_key": key} for cid, _, key, _ in explicit_clusters]
+                  "clusters": [{"cluster_id": c.cluster_id, "intent_key": c.intent_key} for c in explicit_clusters]
                   + [{"cluster_id": cid, "semantic_key": cid.removeprefix(SEMANTIC_PREFIX)} for cid, _ in sizes],
                   "semantic": semantic_part}
-    fallback = candidates - sum(size for *_, size in explicit_clusters) if hybrid else candidates
+    fallback = candidates - sum(c.size for c in explicit_clusters) if hybrid else candidates
     preview = explicit.preview_report(
-        candidates, [(cid, size) for cid, _, _, size in clusters], statuses.get("missing", 0),
-        statuses.get("invalid", 0), reasons, semantic_candidates=fallback, outliers=outliers,
+        candidates, [(c.cluster_id, c.size) for c in clusters], statuses.get("missing", 0),
+        statuses.get("invalid", 0), list(counts.reasons), semantic_candidates=fallback, outliers=outliers,
         missing_text=fallback - len(rows))
     gate = run_quality_gate(embedder, params).to_dict()
     return clusters, definition, preview, {"semantic": params.to_dict(), "model_path": str(path)}, gate
 
 
-def assign(store: StateStore, data_dir: Path, version: Version, scope: str, args: dict[str, Any],
-           model_path: Path | None, now: datetime) -> int:
+def assign(store: StateStore, data_dir: Path, version: Version, scope: Scope, model_path: Path | None,
+           now: datetime) -> int:
     """Assign the scope's rows the version has not assigned yet semantically (hybrid: runs after the
     explicit step, so what is left are the traces without a valid key)."""
     import numpy as np
 
     from verdict_daemon.clustering.semantic import assign_semantic, clusters_from_definition
 
-    query_args = {**args, "t": version.tenant_id, "v": version.version_id, "workload": version.target_workload}
-    with store.transaction() as con:
-        rows = con.execute(f"""
-            SELECT a.trace_id, a.started_at, a.first_user_message FROM analysis_index a
-            ANTI JOIN (SELECT trace_id FROM registry_assignments WHERE tenant_id = $t AND version_id = $v) r
-              ON r.trace_id = a.trace_id
-            WHERE a.tenant_id = $t AND ($workload IS NULL OR a.workload = $workload) AND ({scope})
-            ORDER BY a.trace_id""", query_args).fetchall()
+    repository = ClusterRepository(store)
+    with repository.transaction() as tx:
+        rows = [(r.trace_id, r.started_at, r.text) for r in tx.unassigned_texts(version, scope)]
     if not rows:
         return 0
     part = version.definition["semantic"]
@@ -121,20 +120,5 @@ def assign(store: StateStore, data_dir: Path, version: Version, scope: str, args
         chosen = names[labels]  # label -1 picks the last entry: the outlier id
         records += [(trace_id, cid, "semantic_outlier" if cid == OUTLIER else None)
                     for (trace_id, _), cid in zip(with_text, chosen, strict=True)]
-    import pyarrow as pa
-
-    batch = pa.table({"trace_id": pa.array([r[0] for r in records], pa.string()),
-                      "cluster_id": pa.array([r[1] for r in records], pa.string()),
-                      "reason": pa.array([r[2] for r in records], pa.string())})
-    with store.transaction() as con:
-        con.register("_semantic", batch)
-        try:  # only rows the version still lacks: a concurrent assign may have added some meanwhile
-            return cast(int, con.execute("""
-                INSERT INTO registry_assignments
-                SELECT $t, $v, s.trace_id, a.started_at, s.cluster_id, 'semantic', s.reason, $now FROM _semantic s
-                JOIN analysis_index a ON a.tenant_id = $t AND a.trace_id = s.trace_id
-                ANTI JOIN (SELECT trace_id FROM registry_assignments WHERE tenant_id = $t AND version_id = $v) r
-                  ON r.trace_id = s.trace_id""",
-                               {"t": version.tenant_id, "v": version.version_id, "now": now}).fetchone()[0])
-        finally:
-            con.unregister("_semantic")
+    with repository.transaction() as tx:
+        return tx.insert_semantic(version, [SemanticRecord(*r) for r in records], now)

@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verdict.intent import validate_intent_key
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.clustering import events, versions
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.state import StateStore
+from verdict_daemon.store.clusters import ClusterRepository, Coverage, RegistryCluster
 
 MIN_COVERAGE = 0.5  # below this, most traffic would sit in `unassigned`: not a usable registry
 
@@ -35,10 +36,8 @@ class Check:
         return {"check": self.check, "passed": self.passed, "detail": self.detail}
 
 
-def _structure(con, version: versions.Version) -> Check:
-    stored = {row[0]: row[1:] for row in con.execute(
-        "SELECT cluster_id, kind, intent_key FROM registry_clusters WHERE tenant_id = ? AND version_id = ?",
-        [version.tenant_id, version.version_id]).fetchall()}
+def _structure(clusters: list[RegistryCluster], version: versions.Version) -> Check:
+    stored = {c.cluster_id: (c.kind, c.intent_key) for c in clusters}
     defined = version.definition.get("clusters", [])
     ids = [c.get("cluster_id") for c in defined]
     if not ids or len(set(ids)) != len(ids) or set(ids) != set(stored):
@@ -68,16 +67,8 @@ def _structure(con, version: versions.Version) -> Check:
     return Check("structure", True, f"{len(ids)} clusters, ids unique and well formed")
 
 
-def _coverage(con, version: versions.Version) -> Check:
-    total, foreign, covered = con.execute("""
-        SELECT count(*), count(*) FILTER (WHERE c.cluster_id IS NULL AND r.cluster_id NOT IN ($unassigned, $outlier)),
-               count(*) FILTER (WHERE c.cluster_id IS NOT NULL)
-        FROM registry_assignments r
-        LEFT JOIN registry_clusters c USING (tenant_id, version_id, cluster_id)
-        WHERE r.tenant_id = $t AND r.version_id = $v""",
-                                          {"t": version.tenant_id, "v": version.version_id,
-                                           "unassigned": versions.RESERVED_CLUSTERS[0],
-                                           "outlier": versions.RESERVED_CLUSTERS[1]}).fetchone()
+def _coverage(coverage: Coverage) -> Check:
+    total, foreign, covered = coverage.total, coverage.foreign, coverage.covered
     if not total:
         return Check("coverage", False, "the version has no assignments yet (run assign first)")
     if foreign:
@@ -95,23 +86,21 @@ def _gate(version: versions.Version) -> Check:
                  else f"the preregistered quality gate failed ({failed}): experimental clustering stays unvalidated")
 
 
-def validate(store: StateStore, tenant: str, actor: str, version_id: str) -> dict:
-    tenant = validate_tenant_id(tenant)
-    with store.transaction() as con:
-        version = versions.load(con, tenant, version_id)
+def validate(store: StateStore, tenant: TenantId, actor: str, version_id: str) -> dict:
+    with ClusterRepository(store).transaction() as tx:
+        version = tx.version(tenant, version_id)
         fingerprint_ok = versions.fingerprint(version.definition) == version.definition_fingerprint
-        checks = [_structure(con, version),
+        checks = [_structure(tx.clusters(version), version),
                   Check("fingerprint", fingerprint_ok, "definition matches its fingerprint" if fingerprint_ok
                         else "the stored definition no longer matches its fingerprint"),
-                  _coverage(con, version)]
+                  _coverage(tx.coverage(version))]
         if version.experimental:
             checks.append(_gate(version))
         passed = all(c.passed for c in checks)
         status = "validated" if passed else "validation_failed"
         report = {"status": status, "checks": [c.to_dict() for c in checks]}
-        con.execute("UPDATE cluster_versions SET status = ?, validation = ? WHERE tenant_id = ? AND version_id = ?",
-                    [status, versions.canonical(report), tenant, version_id])
-        events.record(con, tenant, version_id, status, actor, detail={"failed": [c.check for c in checks if not c.passed]})
+        tx.set_validation(version, status, report)
+        events.record(tx, tenant, version_id, status, actor, detail={"failed": [c.check for c in checks if not c.passed]})
     if not passed:
         failed = [c for c in checks if not c.passed]
         raise ClusterError("validation_failed", f"version {version_id} failed validation: "

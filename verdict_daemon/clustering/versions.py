@@ -28,10 +28,6 @@ SEMANTIC_PREFIX = "semantic/"
 RESERVED_CLUSTERS = (UNASSIGNED, OUTLIER)
 VERSION_ID = re.compile(r"cv-[0-9a-f]{16}")
 
-_COLUMNS = ("tenant_id", "version_id", "strategy", "experimental", "status", "cutoff", "target_workload", "params",
-            "definition", "definition_fingerprint", "preview", "gate", "validation", "created_by", "created_at")
-
-
 def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
@@ -78,46 +74,6 @@ class Version:
             out["note"] = (f"experimental strategy; quality gate {'passed' if passed else 'FAILED'}"
                            + ("" if passed else ": this version cannot be validated or activated"))
         return out
-
-
-def row(version: Version) -> tuple:
-    return (version.tenant_id, version.version_id, version.strategy, version.experimental, version.status,
-            version.cutoff, version.target_workload, canonical(version.params), canonical(version.definition),
-            version.definition_fingerprint, canonical(version.preview),
-            None if version.gate is None else canonical(version.gate),
-            None if version.validation is None else canonical(version.validation), version.created_by,
-            version.created_at)
-
-
-def _json(value):
-    return None if value is None else json.loads(value)
-
-
-def load(con, tenant: str, version: str) -> Version:
-    """The tenant's version `version`, or `unknown_version` (another tenant's id is unknown too)."""
-    found = con.execute(f"SELECT {', '.join(_COLUMNS)} FROM cluster_versions WHERE tenant_id = ? AND version_id = ?",
-                        [tenant, version]).fetchone()
-    if found is None:
-        raise ClusterError("unknown_version", f"tenant {tenant} has no registry version {version!r}")
-    values = dict(zip(_COLUMNS, found, strict=True))
-    for name in ("params", "definition", "preview", "gate", "validation"):
-        values[name] = _json(values[name])
-    return Version(**values)
-
-
-def insert(con, version: Version, clusters: list[tuple[str, str, str | None, int]]) -> bool:
-    """Store a new version and its clusters (cluster_id, kind, intent_key, size); False if it existed."""
-    from verdict_daemon.state import insert_rows
-
-    exists = con.execute("SELECT 1 FROM cluster_versions WHERE tenant_id = ? AND version_id = ?",
-                         [version.tenant_id, version.version_id]).fetchone()
-    if exists:
-        return False
-    con.execute(f"INSERT INTO cluster_versions ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
-                list(row(version)))
-    insert_rows(con, "registry_clusters", ("tenant_id", "version_id", "cluster_id", "kind", "intent_key", "size"),
-                [(version.tenant_id, version.version_id, *c) for c in clusters])
-    return True
 
 
 def parse_version_id(text: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import cast
 
 from collector.lake import spans_root
-from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 from verdict_daemon import views
 from verdict_daemon.drift_runs import IS_CLOSING, Signal
 from verdict_daemon.errors import DaemonError
@@ -119,7 +119,7 @@ _EXAMPLES = """
     ORDER BY ids.pos"""
 
 
-def checked_tenant(tenant: str | None) -> str:
+def checked_tenant(tenant: str | None) -> TenantId:
     if not tenant:
         raise DaemonError("tenant_required", "give --tenant (or set VERDICT_TENANT)")
     try:

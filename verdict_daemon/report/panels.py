@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.model import Panel, ReviewItem, ReviewList, ReviewQueue
 
@@ -94,7 +95,7 @@ def _probe_row(run) -> tuple[str, ...]:
             str(len(run.warnings)))
 
 
-def review_counts(store, tenant: str) -> Panel:
+def review_counts(store, tenant: TenantId) -> Panel:
     """The queue's figures (`queue_summary`) as a panel, or why the queue is empty."""
     from verdict_daemon.review import queue_summary
 
@@ -111,7 +112,7 @@ def review_counts(store, tenant: str) -> Panel:
     return Panel(tuple((label, f"{n:,}") for label, n in rows), ("Measure", "Count"), None)
 
 
-def review_queue(data_dir: Path, tenant: str, lock_timeout: float) -> ReviewQueue:
+def review_queue(data_dir: Path, tenant: TenantId, lock_timeout: float) -> ReviewQueue:
     """The queue's counts (`review_counts`), then the newest pending and labelled items with their redacted
     conversation, the judge's verdicts and the labels in force (`list_items`, `get_item`; none of these ever
     creates a state file). Clusters are filled in by gather, which reads the tenant's judgments."""

@@ -22,38 +22,24 @@ from verdict.correlate import (
     correlate,
     overall_verdict,
 )
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.review.labelled import choose_fingerprint
 from verdict_daemon.state import StateStore
-
-_JUDGMENTS = """
-WITH latest AS (
-    SELECT attempt_id, trace_id, fingerprint, status FROM judgment_attempts WHERE tenant_id = $t
-    QUALIFY row_number() OVER (PARTITION BY trace_id, fingerprint ORDER BY attempt_no DESC) = 1)
-SELECT l.trace_id, l.fingerprint, e.name, l.status, v.dimension, v.value
-FROM latest l
-LEFT JOIN dimension_verdicts v ON v.tenant_id = $t AND v.attempt_id = l.attempt_id
-LEFT JOIN evaluators e ON e.tenant_id = $t AND e.fingerprint = l.fingerprint
-ORDER BY l.trace_id, v.dimension
-"""
+from verdict_daemon.store.review import ReviewRepository
 
 
-def judge_verdicts(store: StateStore, tenant: str, *, evaluator: str | None = None, fingerprint: str | None = None,
+def judge_verdicts(store: StateStore, tenant: TenantId, *, evaluator: str | None = None, fingerprint: str | None = None,
                    dimension: str | None = None) -> tuple[str, list[JudgeVerdict]]:
     """(chosen fingerprint, one verdict per judged trace); ERROR for a latest attempt that failed."""
-    tenant = validate_tenant_id(tenant)
-    rows = []
-    if store.path.exists():
-        with store.transaction() as con:
-            rows = con.execute(_JUDGMENTS, {"t": tenant}).fetchall()
+    rows = ReviewRepository(store).latest_judgments(tenant)
     if not rows:
         raise DaemonError("storage_error", f"tenant {tenant!r} has no judgments yet (run `verdict pipeline` or the daemon)")
-    chosen = choose_fingerprint({fp: name for _, fp, name, *_ in rows}, evaluator, fingerprint)
-    per_trace: dict[str, tuple[str, dict[str, str | None]]] = {}
-    for trace, fp, _name, status, dim, value in rows:
-        if fp == chosen:
-            per_trace.setdefault(trace, (status, {}))[1][dim] = value
+    chosen = choose_fingerprint({r.fingerprint: r.evaluator for r in rows}, evaluator, fingerprint)
+    per_trace: dict[str, tuple[str, dict[str | None, str | None]]] = {}
+    for r in rows:
+        if r.fingerprint == chosen:
+            per_trace.setdefault(r.trace_id, (r.status, {}))[1][r.dimension] = r.verdict
     verdicts = []
     for trace, (status, values) in per_trace.items():
         if status == "ERROR":
@@ -67,7 +53,7 @@ def judge_verdicts(store: StateStore, tenant: str, *, evaluator: str | None = No
     return chosen, verdicts
 
 
-def lake_signals(data_dir: Path, tenant: str) -> list[UserSignal]:
+def lake_signals(data_dir: Path, tenant: TenantId) -> list[UserSignal]:
     """Every SIGNAL_EVENT span event in the tenant's lake; a kind that is not a string is kept as
     its text and counted as unknown by `correlate`."""
     import duckdb
@@ -75,7 +61,7 @@ def lake_signals(data_dir: Path, tenant: str) -> list[UserSignal]:
     from collector.views import open_scoped
 
     try:
-        con = open_scoped(Path(data_dir), validate_tenant_id(tenant))
+        con = open_scoped(Path(data_dir), tenant)
         try:
             rows = con.execute("SELECT trace_id, events FROM spans WHERE contains(events, $name)",
                                {"name": SIGNAL_EVENT}).fetchall()
@@ -94,7 +80,7 @@ def lake_signals(data_dir: Path, tenant: str) -> list[UserSignal]:
     return signals
 
 
-def correlate_tenant(store: StateStore, data_dir: Path, tenant: str, *, extra_signals: Sequence[UserSignal] = (),
+def correlate_tenant(store: StateStore, data_dir: Path, tenant: TenantId, *, extra_signals: Sequence[UserSignal] = (),
                      evaluator: str | None = None, fingerprint: str | None = None, dimension: str | None = None,
                      **options) -> Correlation:
     """verdict.correlate.correlate over the tenant's judgments and signals (lake events + `extra_signals`)."""

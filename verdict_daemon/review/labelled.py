@@ -18,35 +18,13 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from verdict.redact import redact_text
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.state import StateStore
-
-# Latest label per (item, dimension), with the item's judge verdict and content.
-_LATEST = """
-SELECT l.item_id, i.trace_id, i.fingerprint, e.name, l.dimension, l.label, l.critique, v.value, v.reason,
-       l.labelled_at, l.revision
-FROM review_labels l
-JOIN review_items i ON i.tenant_id = l.tenant_id AND i.item_id = l.item_id
-LEFT JOIN dimension_verdicts v ON v.tenant_id = l.tenant_id AND v.attempt_id = l.item_id AND v.dimension = l.dimension
-LEFT JOIN evaluators e ON e.tenant_id = l.tenant_id AND e.fingerprint = i.fingerprint
-WHERE l.tenant_id = $t
-QUALIFY row_number() OVER (PARTITION BY l.item_id, l.dimension ORDER BY l.revision DESC) = 1
-ORDER BY l.dimension, l.item_id
-"""
-
-
-# Each reviewer's latest label per (item, dimension): the ratings human-human agreement is computed on.
-_BY_REVIEWER = """
-SELECT l.item_id, i.fingerprint, l.dimension, l.reviewer, l.label
-FROM review_labels l
-JOIN review_items i ON i.tenant_id = l.tenant_id AND i.item_id = l.item_id
-WHERE l.tenant_id = $t
-QUALIFY row_number() OVER (PARTITION BY l.item_id, l.dimension, l.reviewer ORDER BY l.revision DESC) = 1
-"""
+from verdict_daemon.store.review import ReviewRepository
 
 
 @dataclass(frozen=True)
@@ -71,13 +49,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _latest_rows(store: StateStore, tenant: str) -> list[tuple]:
-    if not store.path.exists():
-        return []
-    with store.transaction() as con:
-        return cast(list[tuple], con.execute(_LATEST, {"t": tenant}).fetchall())  # DuckDB rows
-
-
 def choose_fingerprint(present: dict[str, str | None], evaluator: str | None, fingerprint: str | None) -> str:
     """The one fingerprint to use among `present` (fingerprint -> evaluator name), by name or fingerprint."""
     if fingerprint is not None:
@@ -97,7 +68,7 @@ def choose_fingerprint(present: dict[str, str | None], evaluator: str | None, fi
     return candidates[0]
 
 
-def review_agreement(store: StateStore, tenant: str, *, evaluator: str | None = None, fingerprint: str | None = None,
+def review_agreement(store: StateStore, tenant: TenantId, *, evaluator: str | None = None, fingerprint: str | None = None,
                      positive: str = "FAIL", confidence: float = 0.95, min_human_ac1: float | None = None,
                      seed: int = 0) -> tuple[str, list[DimensionAgreement]]:
     """(fingerprint, per-dimension agreement of the judge with the latest human labels, and of the
@@ -109,23 +80,21 @@ def review_agreement(store: StateStore, tenant: str, *, evaluator: str | None = 
         evaluate_rater_agreement,
     )
 
-    tenant = validate_tenant_id(tenant)
-    rows = _latest_rows(store, tenant)
+    repository = ReviewRepository(store)
+    rows = repository.latest_labels(tenant)
     if not rows:
         raise DaemonError("no_labels", f"tenant {tenant!r} has no reviewer labels yet")
-    chosen = choose_fingerprint({r[2]: r[3] for r in rows}, evaluator, fingerprint)
+    chosen = choose_fingerprint({r.fingerprint: r.evaluator for r in rows}, evaluator, fingerprint)
     by_dimension: dict[str, list] = {}
-    for item, _trace, fp, _name, dimension, label, critique, value, reason, _at, _rev in rows:
-        if fp == chosen:
-            by_dimension.setdefault(dimension, []).append(
-                LabelledItem(item, label, value if value in ("PASS", "FAIL", "UNCLEAR") else "ERROR",
-                             critique=critique, rationale=redact_text(reason or "")))
-    with store.transaction() as con:
-        ratings = con.execute(_BY_REVIEWER, {"t": tenant}).fetchall()
+    for r in rows:
+        if r.fingerprint == chosen:
+            by_dimension.setdefault(r.dimension, []).append(
+                LabelledItem(r.item_id, r.label, r.verdict if r.verdict in ("PASS", "FAIL", "UNCLEAR") else "ERROR",
+                             critique=r.critique, rationale=redact_text(r.rationale or "")))
     by_reviewer: dict[str, dict[str, dict[str, str]]] = {}
-    for item, fp, dimension, reviewer, label in ratings:
-        if fp == chosen:
-            by_reviewer.setdefault(dimension, {}).setdefault(item, {})[reviewer] = label
+    for rating in repository.reviewer_labels(tenant):
+        if rating.fingerprint == chosen:
+            by_reviewer.setdefault(rating.dimension, {}).setdefault(rating.item_id, {})[rating.reviewer] = rating.label
     threshold = RUBRIC_MIN_AC1 if min_human_ac1 is None else min_human_ac1
     return chosen, [DimensionAgreement(
         d, evaluate_agreement(items, positive=positive, confidence=confidence),
@@ -133,29 +102,26 @@ def review_agreement(store: StateStore, tenant: str, *, evaluator: str | None = 
         for d, items in sorted(by_dimension.items())]
 
 
-def export_sentinel(store: StateStore, tenant: str, out: Path, *, evaluator: str | None = None,
+def export_sentinel(store: StateStore, tenant: TenantId, out: Path, *, evaluator: str | None = None,
                     fingerprint: str | None = None) -> int:
     """Write the tenant's labels as a sentinel JSONL file; returns the number of examples. With an
     evaluator (name or fingerprint), only labels on its items: its rubric's dimensions."""
-    tenant = validate_tenant_id(tenant)
-    rows = _latest_rows(store, tenant)
+    repository = ReviewRepository(store)
+    rows = repository.latest_labels(tenant)
     if not rows:
         raise DaemonError("no_labels", f"tenant {tenant!r} has no reviewer labels yet")
     if evaluator is not None or fingerprint is not None:
-        chosen = choose_fingerprint({r[2]: r[3] for r in rows}, evaluator, fingerprint)
-        rows = [r for r in rows if r[2] == chosen]
+        chosen = choose_fingerprint({r.fingerprint: r.evaluator for r in rows}, evaluator, fingerprint)
+        rows = [r for r in rows if r.fingerprint == chosen]
     labels: dict[str, dict[str, tuple]] = {}
-    for _item, trace, _fp, _name, dimension, label, _c, _v, _r, at, revision in rows:
-        current = labels.setdefault(trace, {}).get(dimension)
-        if current is None or (at, revision) > current[1:]:
-            labels[trace][dimension] = (label, at, revision)
-    with store.transaction() as con:
-        content = {t: (q, r, c) for t, q, r, c in con.execute(
-            "SELECT trace_id, query, response, context FROM sampled_traces WHERE tenant_id = $t AND "
-            "list_contains($traces, trace_id)", {"t": tenant, "traces": sorted(labels)}).fetchall()}
+    for r in rows:
+        current = labels.setdefault(r.trace_id, {}).get(r.dimension)
+        if current is None or (r.labelled_at, r.revision) > current[1:]:
+            labels[r.trace_id][r.dimension] = (r.label, r.labelled_at, r.revision)
+    content = repository.contents(tenant, sorted(labels))
     lines = []
     for trace in sorted(labels):
-        query, response, context = content[trace]
+        query, response, context = content[trace].query, content[trace].response, content[trace].context
         lines.append(json.dumps({
             "id": trace, "query": redact_text(query) if query else None, "response": redact_text(response or ""),
             "context": redact_text(context) if context else None,
