@@ -16,13 +16,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import pointer, versions
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.errors import ERROR_CODES, DaemonError
 from verdict_daemon.state import StateStore
+
+if TYPE_CHECKING:
+    from collector.lake_union import LakeUnion
 
 log = logging.getLogger("verdict.daemon")
 
@@ -63,7 +66,10 @@ def require_active(store: StateStore, tenant: str) -> ActiveRegistry:
     return ActiveRegistry(version.version_id, current.generation, version.strategy)
 
 
-def assign_active(store: StateStore, data_dir: Path, tenant: str, registry: ActiveRegistry) -> ActiveAssignReport:
+def assign_active(store: StateStore, data_dir: Path, tenant: str, registry: ActiveRegistry,
+                  lake: LakeUnion | None = None) -> ActiveAssignReport:
+    """Assign the tenant's sampled traces under `registry`, indexing first the ones the analysis index lacks
+    from `lake` (default: the data dir's own spans); `data_dir` holds the embedding cache."""
     from verdict_daemon.clustering.analysis_index import index_traces
     from verdict_daemon.clustering.assignment import assign_scope
 
@@ -75,7 +81,7 @@ def assign_active(store: StateStore, data_dir: Path, tenant: str, registry: Acti
             unindexed = con.execute(
                 "SELECT trace_id, started_at FROM sampled_traces WHERE tenant_id = ? AND trace_id NOT IN "
                 "(SELECT trace_id FROM analysis_index WHERE tenant_id = ?)", [tenant, tenant]).fetchall()
-        index_traces(store, data_dir, tenant, unindexed)
+        index_traces(store, data_dir if lake is None else lake, tenant, unindexed)
         assign_scope(store, data_dir, version,
                      "a.trace_id IN (SELECT trace_id FROM sampled_traces WHERE tenant_id = $t)", {})
         with store.transaction() as con:
