@@ -254,6 +254,7 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
             FROM llm_calls
             WHERE start_time >= $start AND start_time < $end
               AND span_id IN (SELECT span_id FROM chosen)
+            QUALIFY row_number() OVER (PARTITION BY trace_id, span_id) = 1  -- a span compacted in two lakes
         )
         SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
                x.input_messages, x.output_messages, x.system_instructions

@@ -137,3 +137,16 @@ def test_bad_lake_options_are_closed_errors(tmp_path):
     assert code == 2 and out["error"]["code"] == "invalid_config" and "--lake-url" in out["error"]["message"]
     done = _report("--data-dir", str(data), "--tenant", "acme", "--lake-url", "gs:/x")
     assert done.returncode == 2 and closed_error(done.stderr)["code"] == "invalid_config"
+
+
+def test_a_trace_compacted_into_two_lakes_is_sampled_and_counted_once(tmp_path):
+    """Exporter retries routed to two collectors leave two compacted copies, which the union reads both of."""
+    rows = synthetic_days(NOW, intents=INTENTS[:2], per_day=5, days=3)
+    for zone in ("zone-a", "zone-b"):
+        write_rows(tmp_path / zone, "acme", rows)
+        for f in (tmp_path / zone / "spans").rglob("*.parquet"):
+            f.rename(f.with_name(f"c-{f.name}"))  # as compaction names them; a name per lake
+    store = StateStore(tmp_path / "state")
+    report = sample(store, LakeUnion.open([tmp_path / "zone-a", tmp_path / "zone-b"]), "acme", ALL, NOW)
+    assert report.sampled == report.eligible == len(rows)
+    assert _picks(store, "acme") == {r["trace_id"] for r in rows}
