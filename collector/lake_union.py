@@ -22,11 +22,6 @@ from collector.lake_source import LakeSource
 from collector.objectstore import SCHEMES, ObjectLake
 
 
-def is_url(spec: str | Path) -> bool:
-    """A lake named by `scheme://...` (object store) rather than a local directory."""
-    return isinstance(spec, str) and "://" in spec
-
-
 @dataclass(frozen=True)
 class LakeUnion:
     members: tuple[LakeSource, ...]
@@ -41,15 +36,10 @@ class LakeUnion:
     @classmethod
     def open(cls, dirs: Sequence[Path], urls: Sequence[str] = ()) -> LakeUnion:
         """The lakes in `dirs` (missing ones read as empty) and at `urls` (ObjectStoreError for a bad URL)."""
-        sizes: dict[str, int] = {}
+        sizes: dict[str, int] = {}  # every member's listing fills it: the one filesystem per scheme reads it
         members = [LakeSource(None, ObjectLake(u), _sizes=sizes) for u in dict.fromkeys(urls)]
         members += [LakeSource(Path(d)) for d in dict.fromkeys(Path(d).resolve() for d in dirs)]
         return cls(tuple(members), sizes)
-
-    @property
-    def remote(self) -> bool:
-        """Whether any member is on object storage (its errors are storage errors, not local ones)."""
-        return any(m.remote is not None for m in self.members)
 
     def describe(self) -> str:
         return ", ".join(m.remote.url if m.remote is not None else str(m.data_dir) for m in self.members)
