@@ -150,3 +150,24 @@ def test_a_trace_compacted_into_two_lakes_is_sampled_and_counted_once(tmp_path):
     report = sample(store, LakeUnion.open([tmp_path / "zone-a", tmp_path / "zone-b"]), "acme", ALL, NOW)
     assert report.sampled == report.eligible == len(rows)
     assert _picks(store, "acme") == {r["trace_id"] for r in rows}
+
+
+@pytest.mark.objectstore
+def test_cluster_normalize_indexes_the_tenant_from_every_lake(split, tmp_path):
+    zone_a, zone_b, lake_url, _whole, ids = split
+    state = tmp_path / "state"
+    state.mkdir()
+
+    def normalize(*lakes: str) -> dict:
+        done = subprocess.run([sys.executable, "-m", "verdict_daemon.cli", "cluster", "--data-dir", str(state),
+                               "--tenant", "acme", "--actor", "test", *lakes, "normalize"],
+                              capture_output=True, text=True, env=env(), timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["result"]
+
+    assert normalize("--lake-dir", str(zone_a))["total_indexed"] < len(ids["acme"])
+    result = normalize("--lake-dir", str(zone_b), "--lake-url", lake_url)  # zone A's traces already indexed
+    assert result["complete"] and result["total_indexed"] == len(ids["acme"])
+    with StateStore(state).transaction() as con:
+        indexed = {t for (t,) in con.execute("SELECT trace_id FROM analysis_index WHERE tenant_id = 'acme'").fetchall()}
+    assert indexed == ids["acme"]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import cast
 
 from collector.lake import SEGMENT_SUFFIX
-from collector.lake_union import LakeUnion
+from collector.lake_union import LakeUnion, read_errors
 from collector.views import NOT_INFERENCE, view_statements
 from verdict.intent import validate_intent_key
 from verdict.redact import redact_text
@@ -100,8 +100,12 @@ def _segments(lake: LakeUnion, tenant: str, *, first: date | None = None, last: 
     """The tenant's segment files of the date partitions from `first` through `last` (the collector
     partitions spans by their start date, UTC), over every lake of the union."""
     low, high = (first or date.min).isoformat(), (last or date.max).isoformat()
-    return sorted(f for f in lake.files("spans", tenant, f"*{SEGMENT_SUFFIX}", None)
-                  if low <= f.rsplit("/", 2)[-2].removeprefix("date=") <= high)
+    try:
+        files = lake.files("spans", tenant, f"*{SEGMENT_SUFFIX}", None)
+    except read_errors() as exc:  # a directory without permission; no such bucket, store unreachable
+        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {type(exc).__name__}: "
+                           + (str(exc).splitlines() or [""])[0][:300]) from None
+    return sorted(f for f in files if low <= f.rsplit("/", 2)[-2].removeprefix("date=") <= high)
 
 
 def _lake(lake: LakeUnion, tenant: str, files: list[str] | None = None):
@@ -134,6 +138,7 @@ def _unindexed(store: StateStore, lake: LakeUnion, tenant: str):
     """A lake connection holding TEMP TABLE `todo`: the eligible traces the index lacks."""
     import duckdb
 
+    _segments(lake, tenant)  # lists every lake first (the views reuse the listing): a store error is closed
     done = _indexed(store, tenant)
     con = _lake(lake, tenant)
     try:
