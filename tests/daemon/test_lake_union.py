@@ -171,3 +171,14 @@ def test_cluster_normalize_indexes_the_tenant_from_every_lake(split, tmp_path):
     with StateStore(state).transaction() as con:
         indexed = {t for (t,) in con.execute("SELECT trace_id FROM analysis_index WHERE tenant_id = 'acme'").fetchall()}
     assert indexed == ids["acme"]
+
+
+@pytest.mark.objectstore
+def test_an_unreachable_lake_is_a_storage_error(s3, tmp_path, lake):
+    """A bucket that does not exist: the cycle stops with storage_error before judging, no traceback."""
+    config = write_config(tmp_path / "pipeline.toml", lake)
+    code, out, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", NOW.isoformat(),
+                                 "--lake-url", "s3://no-such-bucket-verdict/lake")
+    assert code == 2 and out["error"]["code"] == "storage_error", stderr
+    assert "span lake of tenant acme" in out["error"]["message"] and "Traceback" not in stderr
+    assert _picks(StateStore(lake), "acme") == set()
