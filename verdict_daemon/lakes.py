@@ -35,7 +35,11 @@ def with_arguments(lake: Lake, args: argparse.Namespace) -> Lake:
 
 def open_lakes(data_dir: Path, lake: Lake) -> LakeUnion:
     """Every lake holding the tenants' spans: `data_dir` and `lake`'s dirs and URLs. Open one per read: a union
-    keeps its listings, so a fresh one sees what landed since."""
+    keeps its listings, so a fresh one sees what landed since. A named dir that is missing is an error, not an
+    empty lake: reading a share of the tenant would be drift on a share."""
+    for directory in lake.dirs:
+        if not directory.is_dir():
+            raise DaemonError("invalid_config", f"lake dir {directory} is not an existing directory")
     try:
         return LakeUnion.open((data_dir, *lake.dirs), lake.urls)
     except ObjectStoreError as exc:  # the `s3` extra is missing

@@ -137,6 +137,9 @@ def test_bad_lake_options_are_closed_errors(tmp_path):
     assert code == 2 and out["error"]["code"] == "invalid_config" and "--lake-url" in out["error"]["message"]
     done = _report("--data-dir", str(data), "--tenant", "acme", "--lake-url", "gs:/x")
     assert done.returncode == 2 and closed_error(done.stderr)["code"] == "invalid_config"
+    code, out, _ = pipeline("--config", str(write_config(tmp_path / "ok.toml", data)), "--tenant", "acme",
+                            "--lake-dir", str(tmp_path / "typo"))
+    assert code == 2 and out["error"]["code"] == "invalid_config" and "typo" in out["error"]["message"]
 
 
 def test_a_trace_compacted_into_two_lakes_is_sampled_and_counted_once(tmp_path):
