@@ -6,12 +6,15 @@ their union. Each member is a `LakeSource`; the union reads each relative path
 (`spans/tenant=T/date=D/<name>`) once, whichever members hold it: segment names are unique (a uuid each), so
 the same relative path in two members is the same bytes (a segment shipped and not yet deleted locally, or a
 copied data dir), and a remote copy is preferred (the collector deletes its local copy, never the remote one).
+A local segment whose outbox record says it was shipped to a store of the union is left to that store (which
+may have merged it into another object by then, with several writers on one lake).
 One fsspec filesystem per URL scheme serves every bucket of that scheme, so all stores of one scheme share the
 credentials and endpoint of the standard variables (AWS_*, ...).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from collector.lake_source import LakeSource
 from collector.objectstore import SCHEMES, ObjectLake
+from collector.shipping import outbox_dir
 
 
 @dataclass(frozen=True)
@@ -54,13 +58,25 @@ class LakeUnion:
         local: dict[str, str] = {}
         for member in self.members:
             prefix = member.remote.object_url("") if member.remote is not None else None
-            root = f"{member.data_dir.resolve()}/" if member.data_dir is not None else None
+            root = member.data_dir.resolve() if member.data_dir is not None else None
             for f in member.files(table, tenant, pattern, days):
                 if prefix is not None and f.startswith(prefix):
                     remote.setdefault(f.removeprefix(prefix), f)
-                elif root is not None:
-                    local.setdefault(f.removeprefix(root), f)
+                elif root is not None and not self._shipped_here(root, relative := f.removeprefix(f"{root}/")):
+                    local.setdefault(relative, f)
         return [*remote.values(), *(f for relative, f in local.items() if relative not in remote)]
+
+    def _shipped_here(self, root: Path, relative: str) -> bool:
+        """Whether the collector of `root` shipped this segment to a store of the union (its outbox record, kept
+        until the local copy is deleted, names the key): that store shows it, or the object that merged it."""
+        record = outbox_dir(root) / f"{relative}.json"
+        if not record.exists():
+            return False
+        try:
+            key = json.loads(record.read_bytes())["key"]
+        except (OSError, ValueError, KeyError, TypeError):  # removed meanwhile, or not a record: read the local copy
+            return False
+        return any(m.remote is not None and m.remote.key(relative) == key for m in self.members)
 
     def read_paths(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
         """What `read_parquet` gets: a single member's own paths (globs when it is local), else explicit files."""

@@ -185,3 +185,40 @@ def test_an_unreachable_lake_is_a_storage_error(s3, tmp_path, lake):
     assert code == 2 and out["error"]["code"] == "storage_error", stderr
     assert "span lake of tenant acme" in out["error"]["message"] and "Traceback" not in stderr
     assert _picks(StateStore(lake), "acme") == set()
+
+
+@pytest.mark.objectstore
+def test_a_segment_shipped_to_a_store_of_the_union_is_read_there_only(s3, tmp_path):
+    """Zone B's local copy of a shipped segment stays on disk for --ship-delete-after-s; once the store has
+    replaced the object (several writers: the lake compactor merges and deletes it) the local copy must not
+    reappear beside the merged object. Without the store in the union, the local copy is the one to read."""
+    from collector.shipping import outbox_dir
+
+    rows = synthetic_days(NOW, intents=INTENTS[:1], per_day=4, days=2)
+    zone_b = tmp_path / "zone-b"
+    write_rows(zone_b, "acme", rows)
+    lake_url = f"s3://{s3.new_bucket()}/lake"
+    remote = ObjectLake(lake_url)
+    for f in sorted((zone_b / "spans").rglob("*.parquet")):
+        relative = f.relative_to(zone_b).as_posix()
+        record = outbox_dir(zone_b) / f"{relative}.json"  # what the collector's shipper records after its PUT
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"key": remote.key(relative), "size": f.stat().st_size, "etag": "x",
+                                      "shipped_at": 0}))
+    # the store holds the merged object only (one for all of B's segments), not the shipped ones
+    merged = tmp_path / "merged"
+    write_rows(merged, "acme", rows)
+    for f in sorted((merged / "spans").rglob("*.parquet")):
+        remote.upload(f, f.relative_to(merged).with_name(f"c-merged-{f.name}").as_posix())
+
+    def traces(lake: LakeUnion) -> list[str]:
+        files = lake.files("spans", "acme", "*.parquet", None)
+        con = lake.connect()
+        try:
+            return sorted(t for (t,) in con.execute("SELECT trace_id FROM read_parquet(?)", [files]).fetchall())
+        finally:
+            con.close()
+
+    expected = sorted(r["trace_id"] for r in rows)
+    assert traces(LakeUnion.open([zone_b], [lake_url])) == expected  # each span once: the merged object
+    assert traces(LakeUnion.open([zone_b])) == expected  # no store read: B's own copies
