@@ -23,7 +23,9 @@ from pathlib import Path
 
 from verdict.cli_runner import add_data_dir, add_tenant, alias_main
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict_daemon import lakes
 from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES, ClusterError
+from verdict_daemon.config import Lake
 
 SCHEMA = "verdict-cluster-v1"
 EXIT_OK = 0
@@ -93,6 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--actor", required=True, help="who runs the command (recorded in the registry's events)")
     parser.add_argument("--lock-timeout", type=float, default=10.0,
                         help="seconds to wait for state.duckdb held by another process (then storage_locked)")
+    lakes.add_arguments(parser)  # normalize, fit and assign read every lake of the tenant, as the daemon does
     sub = parser.add_subparsers(dest="command", metavar="command")
     _commands(sub)
 
@@ -180,15 +183,16 @@ def _run(args: argparse.Namespace) -> dict:
     _check(args)
     store = StateStore(args.data_dir, lock_timeout=args.lock_timeout)
     data_dir, tenant, actor = args.data_dir.resolve(), args.tenant, args.actor
+    lake = lakes.open_lakes(data_dir, lakes.with_arguments(Lake(), args))
     match args.command:
         case "normalize":
-            return analysis_index.normalize(store, data_dir, tenant, args.limit).to_dict()
+            return analysis_index.normalize(store, lake, tenant, args.limit).to_dict()
         case "fit":
             request = fitting.FitRequest(args.strategy, args.cutoff, args.target_workload, args.model_path)
-            return fitting.fit(store, data_dir, tenant, actor, request).to_dict()
+            return fitting.fit(store, data_dir, tenant, actor, request, lake).to_dict()
         case "assign":
             return assignment.assign_version(store, data_dir, tenant, args.version, args.through_cutoff,
-                                             model_path=args.model_path, actor=actor).to_dict()
+                                             model_path=args.model_path, actor=actor, lake=lake).to_dict()
         case "validate":
             return validation.validate(store, tenant, actor, args.version)
         case "activate":

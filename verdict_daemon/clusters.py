@@ -20,6 +20,7 @@ from verdict_daemon.state import StateStore
 from verdict_daemon.store.clusters import Assignment, ClusterRepository
 
 if TYPE_CHECKING:
+    from collector.lake_union import LakeUnion
     from verdict_daemon.clustering.active import ActiveRegistry
 
 log = logging.getLogger("verdict.daemon")
@@ -64,12 +65,13 @@ def assign(store: StateStore, tenant: TenantId, assigner: ClusterAssigner) -> As
     return AssignReport(len(assignments), missing)
 
 
-def assign_for(store: StateStore, data_dir: Path, tenant: TenantId, registry: ActiveRegistry | None) -> AssignReport:
+def assign_for(store: StateStore, data_dir: Path, tenant: TenantId, registry: ActiveRegistry | None,
+               lake: LakeUnion | None = None) -> AssignReport:
     """The cycle's assign step: intent keys (`registry` None, `--registry-mode off`) or the pinned
-    active registry version."""
+    active registry version (traces indexed from `lake`, default the data dir's spans)."""
     if registry is None:
         return assign(store, tenant, IntentKeyAssigner())
     from verdict_daemon.clustering.active import assign_active
 
-    report = assign_active(store, data_dir, tenant, registry)
+    report = assign_active(store, data_dir, tenant, registry, lake)
     return AssignReport(report.assigned, report.missing_intent_key)

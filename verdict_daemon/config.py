@@ -248,6 +248,30 @@ class Retention(_Section):
     compact_min_segments: int = Field(8, ge=2, le=MANY)
 
 
+class Lake(_Section):
+    """Where the tenants' spans are, besides `data_dir`: the data dirs of other collectors and the object
+    stores they ship to. The daemon reads the union, each segment once (collector.lake_union); state stays
+    in `data_dir`."""
+
+    dirs: tuple[Path, ...] = ()
+    urls: tuple[str, ...] = ()  # s3://BUCKET/PREFIX (gs://, az://); credentials from the standard variables
+
+    @field_validator("urls")
+    @classmethod
+    def _schemes(cls, urls: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(lake_url(u) for u in urls)
+
+
+def lake_url(url: str) -> str:
+    """An object-store lake URL, or ValueError saying what is expected."""
+    from collector.objectstore import SCHEMES
+
+    scheme, _, rest = url.partition("://")
+    if scheme not in SCHEMES or not rest.split("/", 1)[0]:
+        raise ValueError(f"{url!r}: expected " + ", ".join(f"{s}://BUCKET[/PREFIX]" for s in SCHEMES))
+    return url
+
+
 class Tenant(_Section):
     id: TenantId
 
@@ -275,6 +299,7 @@ class DaemonConfig(_Section):
     review: Review = Review()
     clustering: Clustering = Clustering()
     probes: Probes | None = None
+    lake: Lake = Lake()
 
     @model_validator(mode="after")
     def _unique(self) -> DaemonConfig:
@@ -313,8 +338,9 @@ def parse_config(data: dict, base_dir: Path | None = None) -> DaemonConfig:
     sentinel = config.sentinel
     if sentinel.file is not None and not sentinel.file.is_absolute():
         sentinel = sentinel.model_copy(update={"file": base_dir / sentinel.file})
+    lake = config.lake.model_copy(update={"dirs": tuple(base_dir / d for d in config.lake.dirs)})
     return config.model_copy(update={"data_dir": base_dir / config.data_dir, "evaluators": evaluators,
-                                     "sentinel": sentinel,
+                                     "sentinel": sentinel, "lake": lake,
                                      "probes": config.probes and config.probes.relative_to(base_dir)})
 
 

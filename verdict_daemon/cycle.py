@@ -19,6 +19,7 @@ from verdict_daemon.errors import DaemonError
 from verdict_daemon.evaluators import Evaluator, GraphEvaluator, load_target
 from verdict_daemon.judge_evaluators import build_judge_evaluator
 from verdict_daemon.judging import coverage, judge
+from verdict_daemon.lakes import open_lakes
 from verdict_daemon.review.routing import route
 from verdict_daemon.sampling import sample
 from verdict_daemon.sentinel_health import HealthGate, summary
@@ -70,11 +71,11 @@ def run_cycle(config: DaemonConfig, tenant: TenantId, as_of: datetime, evaluator
     # Pinned for the whole cycle: a version activated meanwhile is used by the next cycle, never half of this one.
     registry = require_active(store, tenant) if registry_mode == "active" else None
     health = gate.require_all(store, tenant, evaluators) if gate is not None else []
-    sampled = sample(store, config.data_dir, tenant, config.sampling, as_of)
+    sampled = sample(store, open_lakes(config.data_dir, config.lake), tenant, config.sampling, as_of)
     run_id = uuid.uuid4().hex
     judged = [judge(store, tenant, e, config.judging, run_id, should_stop) for e in evaluators]
     routed = route(store, tenant, config.review)  # untrustworthy judgments and the audit sample
-    assigned = assign_for(store, config.data_dir, tenant, registry)
+    assigned = assign_for(store, config.data_dir, tenant, registry, open_lakes(config.data_dir, config.lake))
     names = {e.fingerprint: e.name for e in evaluators}
     runs = [] if should_stop() else [r for e in evaluators for r in run_drift(store, tenant, e.fingerprint,
                                                                                config.drift, as_of)]

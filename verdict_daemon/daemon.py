@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from collector.lake_union import LakeUnion
 from verdict.pidlock import HeldElsewhere, PidFileLock
 from verdict.tenancy import TenantId
 from verdict_daemon import alerts
@@ -29,6 +30,7 @@ from verdict_daemon.cycle import build_evaluators, store_for
 from verdict_daemon.drift_runs import run_drift
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.judging import judge
+from verdict_daemon.lakes import open_lakes
 from verdict_daemon.probes_command import ProbeJob
 from verdict_daemon.review.routing import route
 from verdict_daemon.sampling import sample
@@ -70,6 +72,7 @@ class Daemon:
         self.config = config
         self.clock = clock  # "now" for sampling windows and drift runs
         self.store = store_for(config)
+        self.lakes = open_lakes(config.data_dir, config.lake).describe()  # a bad lake URL stops the start
         self.evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
         config.alerts.token()  # an unset alerts.token_env variable stops the start, not every alert tick
         self.gate = HealthGate(config.sentinel, self.evaluators, config.judging.concurrency)
@@ -81,6 +84,10 @@ class Daemon:
         self._lock = InstanceLock(config.data_dir)
         self._running: set[str] = set()  # jobs executing now (touched only by job threads and run())
         self._jobs_changed = threading.Condition()
+
+    def _lake(self) -> LakeUnion:
+        """The union of the lakes, opened per job run: it keeps its listings, so a fresh one sees new segments."""
+        return open_lakes(self.config.data_dir, self.config.lake)
 
     # --- jobs -----------------------------------------------------------------------------------------
     def _each_tenant(self, job: str, work: Callable[[TenantId], object]) -> None:
@@ -102,7 +109,7 @@ class Daemon:
         return True
 
     def sample(self) -> None:
-        self._each_tenant("sample", lambda t: sample(self.store, self.config.data_dir, t, self.config.sampling,
+        self._each_tenant("sample", lambda t: sample(self.store, self._lake(), t, self.config.sampling,
                                                      self.clock()))
 
     def judge(self) -> None:
@@ -115,7 +122,7 @@ class Daemon:
     def _assign_tenant(self, tenant: TenantId) -> AssignReport:
         """[clustering] registry_mode = "active": the tenant's active version (no_active_registry without one)."""
         registry = require_active(self.store, tenant) if self.config.clustering.registry_mode == "active" else None
-        return assign_for(self.store, self.config.data_dir, tenant, registry)
+        return assign_for(self.store, self.config.data_dir, tenant, registry, self._lake())
 
     def assign(self) -> None:
         self._each_tenant("assign", self._assign_tenant)
@@ -205,8 +212,9 @@ class Daemon:
                 scheduler.add_job(self._tracked, _trigger(probes.schedule), args=("probes",), id="probes",
                                   name="probes", **first)
             scheduler.start()
-            log.info("verdict-daemon ready data_dir=%s tenants=%s jobs=%s", self.config.data_dir,
-                     ",".join(t.id for t in self.config.tenants), ",".join(j.id for j in scheduler.get_jobs()))
+            log.info("verdict-daemon ready data_dir=%s lakes=%s tenants=%s jobs=%s", self.config.data_dir,
+                     self.lakes, ",".join(t.id for t in self.config.tenants),
+                     ",".join(j.id for j in scheduler.get_jobs()))
             while not (self._stop_requested or self.stop.is_set()):
                 time.sleep(0.2)
             self.stop.set()

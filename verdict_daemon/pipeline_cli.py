@@ -18,6 +18,7 @@ from pathlib import Path
 
 from verdict.cli_runner import add_data_dir, add_json, add_tenant, alias_main
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict_daemon import lakes
 from verdict_daemon.config import DaemonConfig, load_config, parse_config
 from verdict_daemon.errors import DaemonError
 
@@ -28,6 +29,7 @@ _EPILOG = """\
 examples:
   verdict pipeline --config verdict.toml --tenant acme --json --fail-on-signal
   verdict pipeline --data-dir ./verdict-data --tenant acme --judge-model openai/gpt-4o-mini
+  verdict pipeline --config verdict.toml --tenant acme --lake-dir /mnt/zone-b/verdict-data --lake-url s3://lake/prod
 """
 
 
@@ -38,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="verdict.toml (evaluators, sampling, judging, drift)")
     add_data_dir(parser, "span lake and state directory (overrides the config)")
     add_tenant(parser, "tenant to run", old_flag="--tenant-id")
+    lakes.add_arguments(parser)
     parser.add_argument("--as-of", help="ISO time the drift windows end at (default: now, UTC)")
     parser.add_argument("--registry-mode", choices=("off", "active"),
                         help="clusters: off = explicit intent keys; active = the tenant's active cluster registry "
@@ -72,6 +75,7 @@ def _as_of(text: str | None) -> datetime:
 
 def _config(args: argparse.Namespace, tenant: str) -> DaemonConfig:
     config = _base_config(args, tenant)
+    config = config.model_copy(update={"lake": lakes.with_arguments(config.lake, args)})
     if args.judge_sentinel_file is not None:
         sentinel = config.sentinel.model_copy(update={"file": args.judge_sentinel_file.resolve()})
         config = config.model_copy(update={"sentinel": sentinel})

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 
 from verdict.cli_runner import add_data_dir, add_json, add_tenant
+from verdict_daemon import lakes
+from verdict_daemon.config import Lake
 
 EXIT_OK = 0
 
@@ -41,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_dir(parser, "required: the data directory of `verdict collector` and the daemon (span lake and "
                  "state.duckdb)")
     add_tenant(parser, "tenant to report on")
+    lakes.add_arguments(parser)
     parser.add_argument("--out", type=Path, default=Path("report.html"), metavar="FILE",
                         help="HTML file to write (default: report.html; its directory must exist)")
     parser.add_argument("--probes", type=Path, action="append", default=[], metavar="RUN_JSON|DIR",
@@ -67,7 +70,8 @@ def _write(args: argparse.Namespace) -> dict:
     from verdict_daemon.report.writer import build_report, checked_out, write_html
 
     checked_out(args.out)  # fail before the work, not after it
-    data = build_report(args.data_dir, args.tenant, probes=args.probes, lock_timeout=args.lock_timeout)
+    lake = lakes.with_arguments(Lake(), args)
+    data = build_report(args.data_dir, args.tenant, probes=args.probes, lock_timeout=args.lock_timeout, lake=lake)
     path = write_html(render(data), args.out)
     return {"report": str(path), "tenant": data.tenant, "evaluators": len(data.evaluators),
             "signals": data.signal_count, "sampled_traces": data.sampled_traces, "bytes": path.stat().st_size}

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from collector import lake
-from collector.views import tenant_dir, view_statements
+from collector.lake import SEGMENT_SUFFIX
+from collector.lake_union import LakeUnion, read_errors
+from collector.views import view_statements
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Sampling
 from verdict_daemon.errors import DaemonError
@@ -90,22 +91,34 @@ def _days(start: datetime, end: datetime) -> list[date]:
     return [start.date() + timedelta(days=n) for n in range((end.date() - start.date()).days + 1)]
 
 
-def sample(store: StateStore, data_dir: Path, tenant: TenantId, config: Sampling, as_of: datetime) -> SampleReport:
-    import duckdb
-
+def sample(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, config: Sampling, as_of: datetime) -> SampleReport:
+    """Sample the tenant's traces from `lake`: a data dir, or the union of every lake that holds the tenant
+    (read once per call: a fresh union sees the segments landed since the last one)."""
+    lake = LakeUnion.of(lake)
     end = _naive_utc(as_of)
     window = timedelta(hours=config.window_hours)
     start = _window_floor(end - timedelta(days=config.lookback_days), window)  # the oldest window, read whole
     days = _days(start - window, end)
-    if not any(any(tenant_dir(data_dir, tenant).glob(f"date={d.isoformat()}/*{lake.SEGMENT_SUFFIX}")) for d in days):
-        return SampleReport(0, 0, 0, False)
+    try:  # the listing, kept by `lake` for the views below
+        if not lake.files("spans", tenant, f"*{SEGMENT_SUFFIX}", days):
+            return SampleReport(0, 0, 0, False)
+    except read_errors() as exc:  # a directory without permission; no such bucket, store unreachable
+        raise DaemonError("storage_error", f"span lake of tenant {tenant}: {type(exc).__name__}: "
+                          + (str(exc).splitlines() or [""])[0][:300]) from None
+    return _sample(store, lake, tenant, config, start, end, days, window)
+
+
+def _sample(store: StateStore, lake: LakeUnion, tenant: str, config: Sampling, start: datetime, end: datetime,
+            days: list[date], window: timedelta) -> SampleReport:
+    import duckdb
+
     with store.transaction() as con:
         done = con.sql(
             "SELECT trace_id, stratum, window_start FROM sampled_traces WHERE tenant_id = ? AND window_start >= ?",
             params=[tenant, start]).to_arrow_table()
-    lake_con = duckdb.connect(config={"threads": 2})
+    lake_con = lake.connect({"threads": 2})
     try:
-        for statement in view_statements(data_dir, tenant, days):  # `spans` and `llm_calls` over the lookback
+        for statement in view_statements(lake, tenant, days):  # `spans` and `llm_calls` over the lookback
             lake_con.execute(statement)
         _candidates(lake_con, start - window, end)
         _inherit_intents(lake_con)
@@ -240,6 +253,7 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
             FROM llm_calls
             WHERE start_time >= $start AND start_time < $end
               AND span_id IN (SELECT span_id FROM chosen)
+            QUALIFY row_number() OVER (PARTITION BY trace_id, span_id) = 1  -- a span compacted in two lakes
         )
         SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
                x.input_messages, x.output_messages, x.system_instructions

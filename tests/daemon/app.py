@@ -8,13 +8,20 @@ offset (relative to now: the last day 12 h ago, inside the windows of a drift lo
 day is exported with that day's offset.
 
     python -m tests.daemon.app COLLECTOR_URL LLM_BASE_URL TENANT PER_DAY INTENT...
+
+COLLECTOR_URL may be `URL+SPLIT_URL,SPLIT_URL...`: every span then goes to URL and, in the same export, to
+one of the SPLIT_URLs chosen by its trace id (as a trace-aware load balancer in front of several
+collectors routes), so one run lands the same traffic whole in one lake and split across others.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from verdict_demo.backdating import NS_PER_HOUR, BackdatingExporter
 
@@ -25,13 +32,39 @@ def query_for(intent: str, day: int, i: int) -> str:
     return f"[{intent} day {day}] How do I change setting {i}?"
 
 
+class TeeByTrace(SpanExporter):
+    """Every span to `whole`; each span also to one of `split`, by its trace id (a trace stays together)."""
+
+    def __init__(self, whole: SpanExporter, split: Sequence[SpanExporter]) -> None:
+        self.whole, self.split = whole, list(split)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        parts: dict[int, list[ReadableSpan]] = {}
+        for s in spans:
+            parts.setdefault(s.context.trace_id % len(self.split), []).append(s)
+        results = [self.whole.export(spans), *(self.split[i].export(part) for i, part in parts.items())]
+        ok = all(r == SpanExportResult.SUCCESS for r in results)
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        for exporter in (self.whole, *self.split):
+            exporter.shutdown()
+
+
+def _otlp(url: str) -> OTLPSpanExporter:
+    return OTLPSpanExporter(endpoint=f"{url}/v1/traces", timeout=30)
+
+
 def main(argv: list[str]) -> int:
-    collector_url, llm_base_url, tenant, per_day, *intents = argv
+    collector_urls, llm_base_url, tenant, per_day, *intents = argv
     import openai
 
     import verdict
 
-    exporter = BackdatingExporter(OTLPSpanExporter(endpoint=f"{collector_url}/v1/traces", timeout=30))
+    collector_url, _, split = collector_urls.partition("+")
+    inner: SpanExporter = TeeByTrace(_otlp(collector_url), [_otlp(u) for u in split.split(",")]) if split \
+        else _otlp(collector_url)
+    exporter = BackdatingExporter(inner)
     verdict.init(service_name="e2e-app", endpoint=collector_url, tenant_id=tenant, exporter=exporter,
                  capture_content=True, schedule_delay_millis=200)
     verdict.instrument()

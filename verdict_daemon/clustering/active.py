@@ -16,12 +16,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.errors import ERROR_CODES, DaemonError
 from verdict_daemon.state import StateStore
 from verdict_daemon.store.clusters import REGISTRY_METHOD_PREFIX, ClusterRepository, Scope
+
+if TYPE_CHECKING:
+    from collector.lake_union import LakeUnion
 
 log = logging.getLogger("verdict.daemon")
 
@@ -61,7 +65,10 @@ def require_active(store: StateStore, tenant: TenantId) -> ActiveRegistry:
     return ActiveRegistry(version.version_id, current.generation, version.strategy)
 
 
-def assign_active(store: StateStore, data_dir: Path, tenant: TenantId, registry: ActiveRegistry) -> ActiveAssignReport:
+def assign_active(store: StateStore, data_dir: Path, tenant: TenantId, registry: ActiveRegistry,
+                  lake: LakeUnion | None = None) -> ActiveAssignReport:
+    """Assign the tenant's sampled traces under `registry`, indexing first the ones the analysis index lacks
+    from `lake` (default: the data dir's own spans); `data_dir` holds the embedding cache."""
     from verdict_daemon.clustering.analysis_index import index_traces
     from verdict_daemon.clustering.assignment import assign_scope
 
@@ -71,7 +78,7 @@ def assign_active(store: StateStore, data_dir: Path, tenant: TenantId, registry:
         with repository.transaction() as tx:
             version = tx.version(tenant, registry.version_id)
             unindexed = tx.unindexed_sampled(tenant)
-        index_traces(store, data_dir, tenant, unindexed)
+        index_traces(store, data_dir if lake is None else lake, tenant, unindexed)
         assign_scope(store, data_dir, version, Scope(sampled_only=True))
         with repository.transaction() as tx:
             added, missing = tx.switch_drift_to_version(tenant, registry.version_id, method,

@@ -19,8 +19,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import cast
 
-from collector import lake
-from collector.views import NOT_INFERENCE, tenant_dir, view_statements
+from collector.lake import SEGMENT_SUFFIX
+from collector.lake_union import LakeUnion, read_errors
+from collector.views import NOT_INFERENCE, view_statements
 from verdict.intent import validate_intent_key
 from verdict.redact import redact_text
 from verdict.tenancy import TenantId
@@ -94,25 +95,29 @@ def key_status(intent_key: str | None, key_error: str | None) -> tuple[str | Non
         return None, "invalid", redact_text(str(exc))
 
 
-def _segments(data_dir: Path, tenant: str, *, first: date | None = None, last: date | None = None) -> list[str]:
+def _segments(lake: LakeUnion, tenant: str, *, first: date | None = None, last: date | None = None) -> list[str]:
     """The tenant's segment files of the date partitions from `first` through `last` (the collector
-    partitions spans by their start date, UTC)."""
+    partitions spans by their start date, UTC), over every lake of the union."""
     low, high = (first or date.min).isoformat(), (last or date.max).isoformat()
-    return [str(f) for f in sorted(tenant_dir(data_dir, tenant).glob(f"date=*/*{lake.SEGMENT_SUFFIX}"))
-            if low <= f.parent.name.removeprefix("date=") <= high]
+    try:
+        files = lake.files("spans", tenant, f"*{SEGMENT_SUFFIX}", None)
+    except read_errors() as exc:  # a directory without permission; no such bucket, store unreachable
+        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {type(exc).__name__}: "
+                           + (str(exc).splitlines() or [""])[0][:300]) from None
+    return sorted(f for f in files if low <= f.rsplit("/", 2)[-2].removeprefix("date=") <= high)
 
 
-def _lake(data_dir: Path, tenant: str, files: list[str] | None = None):
+def _lake(lake: LakeUnion, tenant: str, files: list[str] | None = None):
     """A lake connection with the `llm_calls` view: the whole lake through the collector's views, or
     exactly `files` read as they are. Those may hold exporter-retry copies of a span, which the
     collector's view drops; a copy repeats its span exactly, so the per-trace aggregates and the
     graded span's messages come out the same."""
     import duckdb
 
-    con = duckdb.connect(config={"threads": 2})
+    con = lake.connect({"threads": 2})
     try:
         if files is None:
-            for statement in view_statements(data_dir, tenant):
+            for statement in view_statements(lake, tenant):
                 con.execute(statement)
         else:
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
@@ -123,12 +128,13 @@ def _lake(data_dir: Path, tenant: str, files: list[str] | None = None):
     return con
 
 
-def _unindexed(store: StateStore, data_dir: Path, tenant: TenantId):
+def _unindexed(store: StateStore, lake: LakeUnion, tenant: TenantId):
     """A lake connection holding TEMP TABLE `todo`: the eligible traces the index lacks."""
     import duckdb
 
+    _segments(lake, tenant)  # lists every lake first (the views reuse the listing): a store error is closed
     done = ClusterRepository(store).indexed_trace_ids(tenant)
-    con = _lake(data_dir, tenant)
+    con = _lake(lake, tenant)
     try:
         con.register("done", done)
         con.execute(f"CREATE TEMP TABLE todo AS SELECT t.* FROM ({_traces()}) t ANTI JOIN done USING (trace_id)")
@@ -138,30 +144,31 @@ def _unindexed(store: StateStore, data_dir: Path, tenant: TenantId):
     return con
 
 
-def pending(store: StateStore, data_dir: Path, tenant: TenantId, cutoff: datetime) -> int:
+def pending(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, cutoff: datetime) -> int:
     """Lake traces started before `cutoff` (naive UTC) that the index does not hold. Reads only the
     few columns it needs from the date partitions up to the cutoff: fit and assign call it every time."""
     import duckdb
 
-    files = _segments(data_dir, tenant, last=cutoff.date())
+    lake = LakeUnion.of(lake)
+    files = _segments(lake, tenant, last=cutoff.date())
     if not files:
         return 0
     done = ClusterRepository(store).indexed_trace_ids(tenant)
-    con = duckdb.connect(config={"threads": 2})
+    con = lake.connect({"threads": 2})
     try:
         con.register("done", done)
         return cast(int, con.execute(f"""
             SELECT count(DISTINCT trace_id) FROM read_parquet($files, union_by_name = true)
             WHERE start_time < $cutoff AND {_ELIGIBLE} AND trace_id NOT IN (SELECT trace_id FROM done)""",
-                           {"files": files, "cutoff": cutoff}).fetchone()[0])  # type: ignore[index]  # a count: one row
+                           {"files": files, "cutoff": cutoff}).fetchone()[0])  # a count: one row
     except duckdb.Error as exc:
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
         con.close()
 
 
-def require_indexed(store: StateStore, data_dir: Path, tenant: TenantId, cutoff: datetime) -> None:
-    missing = pending(store, data_dir, tenant, cutoff)
+def require_indexed(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, cutoff: datetime) -> None:
+    missing = pending(store, lake, tenant, cutoff)
     if missing:
         raise ClusterError("analysis_index_pending",
                            f"{missing} trace(s) started before {cutoff.isoformat()} are not in the analysis index "
@@ -169,11 +176,11 @@ def require_indexed(store: StateStore, data_dir: Path, tenant: TenantId, cutoff:
                            {"pending": missing})
 
 
-def normalize(store: StateStore, data_dir: Path, tenant: TenantId, limit: int) -> NormalizeReport:
+def normalize(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, limit: int) -> NormalizeReport:
     """Index the `limit` oldest traces the index lacks (one page)."""
     if not 1 <= limit <= MAX_PAGE:
         raise ClusterError("invalid_config", f"--limit must be between 1 and {MAX_PAGE}, got {limit}")
-    con = _unindexed(store, data_dir, tenant)
+    con = _unindexed(store, LakeUnion.of(lake), tenant)
     try:
         todo = con.execute("SELECT count(*) FROM todo").fetchone()[0]
         rows = con.execute("WITH page AS (SELECT * FROM todo ORDER BY started_at, trace_id LIMIT $limit)"
@@ -184,17 +191,18 @@ def normalize(store: StateStore, data_dir: Path, tenant: TenantId, limit: int) -
     return NormalizeReport(written, todo - len(rows), total)
 
 
-def index_traces(store: StateStore, data_dir: Path, tenant: TenantId, traces: list[tuple[str, datetime]]) -> int:
+def index_traces(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, traces: list[tuple[str, datetime]]) -> int:
     """Index these (trace_id, started_at) traces, which the index lacks (the daemon's sampled traces).
     Runs every daemon tick, so it reads only the date partitions from the earliest start on: every
     span of a trace starts at or after the trace's start."""
     import duckdb
     import pyarrow as pa
 
-    files = _segments(data_dir, tenant, first=min(started for _, started in traces).date()) if traces else []
+    lake = LakeUnion.of(lake)
+    files = _segments(lake, tenant, first=min(started for _, started in traces).date()) if traces else []
     if not files:
         return 0
-    con = _lake(data_dir, tenant, files)
+    con = _lake(lake, tenant, files)
     try:
         con.register("wanted", pa.table({"trace_id": pa.array([t for t, _ in traces], pa.string())}))
         rows = con.execute(f"WITH page AS (SELECT * FROM ({_traces()}) SEMI JOIN wanted USING (trace_id))"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from collector.lake_union import LakeUnion
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering import events, versions
 from verdict_daemon.clustering.analysis_index import require_indexed
@@ -38,15 +39,16 @@ class AssignResult:
 
 
 def assign_version(store: StateStore, data_dir: Path, tenant: TenantId, version_id: str, through_cutoff: datetime, *,
-                   model_path: Path | None = None, actor: str = "api") -> AssignResult:
-    """Assign every indexed trace started before `through_cutoff` (naive UTC) under `version_id`."""
+                   model_path: Path | None = None, actor: str = "api", lake: LakeUnion | None = None) -> AssignResult:
+    """Assign every indexed trace started before `through_cutoff` (naive UTC) under `version_id`; every trace of
+    the tenant's lakes (`lake`, default the data dir's spans) must be indexed."""
     repository = ClusterRepository(store)
     with repository.transaction() as tx:
         version = tx.version(tenant, version_id)
     if model_path is not None and version.strategy not in versions.EXPERIMENTAL:
         raise ClusterError("invalid_config", f"--model-path applies to semantic or hybrid versions; {version_id} "
                            "is explicit")
-    require_indexed(store, data_dir, tenant, through_cutoff)
+    require_indexed(store, data_dir if lake is None else lake, tenant, through_cutoff)
     scope = Scope(before=through_cutoff)
 
     def finish(tx: RegistryTransaction, added: int) -> AssignResult:

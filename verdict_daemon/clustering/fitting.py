@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from collector.lake_union import LakeUnion
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering import events, explicit, versions
 from verdict_daemon.clustering.analysis_index import require_indexed
@@ -38,7 +39,10 @@ class FitResult:
                 "preview": self.version.preview}
 
 
-def fit(store: StateStore, data_dir: Path, tenant: TenantId, actor: str, request: FitRequest) -> FitResult:
+def fit(store: StateStore, data_dir: Path, tenant: TenantId, actor: str, request: FitRequest,
+        lake: LakeUnion | None = None) -> FitResult:
+    """Fit a version on the indexed traces before the cutoff; every trace of the tenant's lakes (`lake`,
+    default the data dir's spans) must be indexed. `data_dir` holds the embedding cache."""
     if request.strategy not in versions.STRATEGIES:
         raise ClusterError("invalid_config", f"--strategy must be one of {', '.join(versions.STRATEGIES)}")
     if request.cutoff > datetime.now(UTC).replace(tzinfo=None):
@@ -46,7 +50,7 @@ def fit(store: StateStore, data_dir: Path, tenant: TenantId, actor: str, request
                            "(a fit may only read traces that can no longer arrive)")
     if request.model_path is not None and request.strategy == "explicit":
         raise ClusterError("invalid_config", "--model-path applies to --strategy semantic or hybrid only")
-    require_indexed(store, data_dir, tenant, request.cutoff)
+    require_indexed(store, data_dir if lake is None else lake, tenant, request.cutoff)
     gate = None
     if request.strategy == "explicit":
         with ClusterRepository(store).transaction() as tx:

@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import cast
 
-from collector.lake import spans_root
+from collector.lake import SEGMENT_SUFFIX
+from collector.lake_union import LakeUnion
 from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 from verdict_daemon import views
 from verdict_daemon.drift_runs import IS_CLOSING, Signal
@@ -140,14 +141,15 @@ def checked_data_dir(data_dir: Path | str | None) -> Path:
 
 
 def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: ReviewQueue, lock_timeout: float = 10.0,
-           generated_at: datetime | None = None) -> ReportData:
-    """The tenant's ReportData; `unknown_tenant` when the data dir has neither spans nor state for it."""
+           generated_at: datetime | None = None, lake: LakeUnion | None = None) -> ReportData:
+    """The tenant's ReportData; `unknown_tenant` when neither its lakes (`lake`, default the data dir's own)
+    hold spans of it nor the data dir's state knows it."""
     import duckdb
 
     tenant = checked_tenant(tenant)
     root = checked_data_dir(data_dir)
     at = generated_at or datetime.now(UTC)
-    in_lake = (spans_root(root) / f"tenant={tenant}").is_dir()
+    in_lake = bool(LakeUnion.of(root if lake is None else lake).files("spans", tenant, f"*{SEGMENT_SUFFIX}", None))
     state = root / STATE_FILE
     if not state.exists():
         if not in_lake:

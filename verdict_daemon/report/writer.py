@@ -10,7 +10,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from collector.lake_union import read_errors
+from verdict_daemon.config import Lake
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.lakes import open_lakes
 from verdict_daemon.probes_command import PROBES_DIR
 from verdict_daemon.report.gather import checked_data_dir, checked_tenant, gather
 from verdict_daemon.report.model import ReportData
@@ -19,8 +22,9 @@ from verdict_daemon.report.render import render
 
 
 def build_report(data_dir: Path | str, tenant: str, *, probes: Sequence[Path | str] = (), lock_timeout: float = 10.0,
-                 generated_at: datetime | None = None) -> ReportData:
-    """The report's data (what `write_report` renders); DaemonError with a closed code on bad input."""
+                 generated_at: datetime | None = None, lake: Lake | None = None) -> ReportData:
+    """The report's data (what `write_report` renders); DaemonError with a closed code on bad input. `lake`: the
+    lakes besides the data dir that hold the tenant's spans."""
     tenant = checked_tenant(tenant)
     root = checked_data_dir(data_dir)
     if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, int | float) or not 0 <= lock_timeout < math.inf:
@@ -28,8 +32,12 @@ def build_report(data_dir: Path | str, tenant: str, *, probes: Sequence[Path | s
     try:
         return gather(root, tenant, probes=probe_panel([Path(p) for p in probes], root / PROBES_DIR, tenant),
                       review=review_queue(root, tenant, lock_timeout), lock_timeout=lock_timeout,
-                      generated_at=generated_at)
-    except OSError as exc:  # e.g. a partition or state.duckdb the user may not read
+                      generated_at=generated_at, lake=open_lakes(root, lake or Lake()))
+    except read_errors() as exc:
+        if not isinstance(exc, OSError):  # the object store: no such bucket, unreachable, credentials refused
+            raise DaemonError("storage_error", f"cannot read the lake: {type(exc).__name__}: "
+                              + (str(exc).splitlines() or [""])[0][:300]) from None
+        # e.g. a partition or state.duckdb the user may not read
         raise DaemonError("storage_error", f"cannot read {exc.filename or root} ({exc.strerror})") from None
 
 

@@ -1,0 +1,48 @@
+"""Which lakes the daemon, `verdict pipeline` and `verdict report` read: the data dir, plus the config's
+[lake] section and the `--lake-dir` / `--lake-url` options (VERDICT_LAKE_URL, as for `verdict sql`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from collector.lake_union import LakeUnion
+from collector.objectstore import ObjectStoreError
+from verdict import environment
+from verdict_daemon.config import Lake, lake_url
+from verdict_daemon.errors import DaemonError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake-dir", type=Path, action="append", default=[], metavar="DIR",
+                        help="also read the span lake in DIR (another collector's data dir); repeat for several")
+    parser.add_argument("--lake-url", action="append", default=[], metavar="URL",
+                        help="also read the lake shipped to this object store (s3://BUCKET/PREFIX; credentials and "
+                        "endpoint from AWS_* variables); repeat for several [env VERDICT_LAKE_URL: one]")
+
+
+def with_arguments(lake: Lake, args: argparse.Namespace) -> Lake:
+    """`lake` (the config's section) with the options' dirs and URLs added (VERDICT_LAKE_URL when no
+    --lake-url is given)."""
+    urls = args.lake_url or [u for u in (environment.get("VERDICT_LAKE_URL"),) if u]
+    try:
+        checked = tuple(lake_url(u) for u in urls)
+    except ValueError as exc:
+        raise DaemonError("invalid_config", f"--lake-url: {exc}") from None
+    return lake.model_copy(update={"dirs": (*lake.dirs, *(d.resolve() for d in args.lake_dir)),
+                                   "urls": (*lake.urls, *checked)})
+
+
+def open_lakes(data_dir: Path, lake: Lake) -> LakeUnion:
+    """Every lake holding the tenants' spans: `data_dir` and `lake`'s dirs and URLs. Open one per read: a union
+    keeps its listings, so a fresh one sees what landed since. A named dir that is missing is an error, not an
+    empty lake: reading a share of the tenant would be drift on a share."""
+    for directory in lake.dirs:
+        if not directory.is_dir():
+            raise DaemonError("invalid_config", f"lake dir {directory} is not an existing directory")
+    try:
+        return LakeUnion.open((data_dir, *lake.dirs), lake.urls)
+    except ObjectStoreError as exc:  # the `s3` extra is missing
+        raise DaemonError("invalid_config", f"lake: {exc}") from None
+    except Exception as exc:  # obstore refuses the URL or the environment's settings
+        raise DaemonError("invalid_config", f"lake: {type(exc).__name__}: {str(exc)[:300]}") from None
