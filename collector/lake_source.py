@@ -28,7 +28,7 @@ class LakeSource:
     data_dir: Path | None
     remote: ObjectLake | None = None
     _listings: dict = field(default_factory=dict, compare=False, repr=False)  # (table, tenant) -> remote paths
-    _sizes: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> size, for readers
+    _known: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> ObjectMeta, for readers
 
     @classmethod
     def of(cls, lake: LakeSource | Path) -> LakeSource:
@@ -51,8 +51,8 @@ class LakeSource:
     def _remote(self, remote: ObjectLake, table: str, tenant: str) -> list[str]:
         key = (table, tenant)
         if key not in self._listings:
-            listing: dict[str, int] = remote.list(self.remote_prefix(table, tenant))
-            self._sizes.update({remote.object_url(r): size for r, size in listing.items()})
+            listing = remote.listing(self.remote_prefix(table, tenant))
+            self._known.update({remote.object_url(r): meta for r, meta in listing.items()})
             self._listings[key] = sorted(listing)
         listed: list[str] = self._listings[key]
         return listed
@@ -85,7 +85,7 @@ class LakeSource:
     @cached_property
     def _filesystem(self):
         """One per source: the view plan and the query share its cache of fetched segments (None: local only)."""
-        return None if self.remote is None else self.remote.read_filesystem(self._sizes)
+        return None if self.remote is None else self.remote.read_filesystem(self._known)
 
     def connect(self, config: dict | None = None):
         """An in-memory DuckDB that can read this lake (the store's filesystem registered when remote)."""

@@ -76,6 +76,28 @@ def test_read_filesystem_refuses_writes(s3):
     assert _objects(f"s3://{bucket}") == {}
 
 
+def test_read_filesystem_answers_from_the_listing(s3, tmp_path):
+    """DuckDB globs each file name and asks its size and modified time on every open: for listed objects the
+    filesystem answers from the listing, with no request (the object is gone from the bucket here, and the
+    answers are still the listing's)."""
+    import obstore
+
+    from collector.objectstore import ObjectLake
+
+    remote = ObjectLake(f"s3://{s3.new_bucket()}/lake")
+    body = tmp_path / "seg.parquet"
+    body.write_bytes(os.urandom(1000))
+    relative = "spans/tenant=a/date=2026-01-01/seg.parquet"
+    remote.upload(body, relative)
+    listing = remote.listing("spans/")
+    url = remote.object_url(relative)
+    fs = remote.read_filesystem({url: listing[relative]})
+    obstore.delete(remote._store, remote.key(relative))
+    assert (fs.size(url), fs.modified(url), fs.glob(url)) == (1000, listing[relative].modified, [url])
+    with pytest.raises(FileNotFoundError):
+        fs.size(url + ".other")
+
+
 def _provider_spans(n: int, batch_seed: int):
     """`n` finished SDK spans (GenAI chat spans with an intent), ready for the real OTLP exporter."""
     from opentelemetry.sdk.resources import Resource
