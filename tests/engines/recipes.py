@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -78,13 +79,24 @@ def s3a_jars() -> Path:
     return S3A_JARS
 
 
-def spark_program(lake: str | S3Lake) -> str:
+def spark_session_code(lake: S3Lake) -> str:
+    """The docs' s3a session block, its jars where `make spark-s3a` put them."""
+    return block("python", "fs.s3a.endpoint").replace(DOC_S3A_JARS, str(s3a_jars()))
+
+
+def spark_query_code(lake: str | S3Lake, dirs: Sequence[str] = ("a", "b")) -> str:
+    """The docs' query block over the lake's collector `dirs` (the docs name two, a and b)."""
+    root = lake if isinstance(lake, str) else f"s3a://{lake.bucket}/{lake.prefix}"
+    code, n = re.subn(r"(?m)^dirs = \[.*\]$", f"dirs = {[f'{root}/{d}/spans' for d in dirs]!r}",
+                      block("python", "calls_per_intent_per_day ="))
+    assert n == 1, code
+    return code
+
+
+def spark_program(lake: str | S3Lake, dirs: Sequence[str] = ("a", "b")) -> str:
     """The docs' Spark code as one program: the s3a session first when the lake is on a bucket."""
-    query = block("python", "calls_per_intent_per_day =")
-    if isinstance(lake, str):
-        return query.replace(DOC_LAKE, lake)
-    session = block("python", "fs.s3a.endpoint").replace(DOC_S3A_JARS, str(s3a_jars()))
-    return session + query.replace(f'"{DOC_LAKE}/', f'"s3a://{lake.bucket}/{lake.prefix}/')
+    query = spark_query_code(lake, dirs)
+    return query if isinstance(lake, str) else spark_session_code(lake) + query
 
 
 def spark_rows_in_new_process(lake: str | S3Lake, env: dict[str, str]) -> list[tuple]:
