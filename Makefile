@@ -9,7 +9,7 @@ TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic,engines,s3
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck browser java clean reference-venvs realmodel-env
+.PHONY: demo test lint typecheck browser java spark-s3a clean reference-venvs realmodel-env
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -44,6 +44,27 @@ java:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; } \
 	  || { echo "could not install a Java runtime (needs root and apt); install 'openjdk-17-jre-headless'" >&2; exit 1; }
 
+# Spark over S3 (tests/engines, docs/scaling.md) needs Hadoop's s3a connector, which pyspark does not
+# ship and Maven (not reachable here) would: hadoop-aws 3.3.1 and the AWS SDK bundle it was built
+# against, from the one PyPI package that carries them (sagemaker_pyspark's sdist), checked by hash.
+S3A_JARS := $(VENV)/spark-s3a
+S3A_SDIST := sagemaker_pyspark-1.4.5
+$(S3A_JARS)/.installed: | $(VENV)/bin/python
+	rm -rf $(S3A_JARS).tmp && mkdir -p $(S3A_JARS).tmp $(S3A_JARS)
+	$(BIN)/pip download --quiet --no-deps --no-build-isolation --no-binary :all: '$(subst -,==,$(S3A_SDIST))' -d $(S3A_JARS).tmp
+	tar -xzf $(S3A_JARS).tmp/$(S3A_SDIST).tar.gz -C $(S3A_JARS).tmp --strip-components=3 \
+	  $(S3A_SDIST)/deps/jars/hadoop-aws-3.3.1.jar $(S3A_SDIST)/deps/jars/aws-java-sdk-bundle-1.11.901.jar
+	cd $(S3A_JARS).tmp && printf '%s  %s\n' \
+	  6be50ad8a8b445d2802381b085b2a3ede5c29d353450a6a21f16b2fefa962b6e hadoop-aws-3.3.1.jar \
+	  b87175b32a16544cc1b37cf40390eb375833e62bed67f8ce6cde4b7ad6429ead aws-java-sdk-bundle-1.11.901.jar \
+	  | sha256sum --check --quiet -
+	mv $(S3A_JARS).tmp/hadoop-aws-3.3.1.jar $(S3A_JARS)/hadoop-aws.jar
+	mv $(S3A_JARS).tmp/aws-java-sdk-bundle-1.11.901.jar $(S3A_JARS)/aws-java-sdk-bundle.jar
+	rm -rf $(S3A_JARS).tmp
+	touch $@
+
+spark-s3a: $(S3A_JARS)/.installed
+
 # Reference implementations whose pins conflict with ours live in side virtualenvs (git-ignored):
 # irrCAC (pins scipy 1.12) checks Gwet's AC1 and Fleiss' kappa with missing labels (tests/stats).
 IRRCAC_VENV := .venv-irrcac
@@ -66,7 +87,7 @@ typecheck: $(TEST_STAMP)
 # the peer instrumentations (`peers`) and reference implementations (`reference-venvs`).
 # pytest exits 5 when it collected nothing: that is a failure, never a silent pass.
 SOAK_SECONDS ?= 600
-test: $(TEST_STAMP) browser java reference-venvs realmodel-env peers
+test: $(TEST_STAMP) browser java spark-s3a reference-venvs realmodel-env peers
 	$(BIN)/ruff check .
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \

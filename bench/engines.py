@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import duckdb  # noqa: E402
 
 from tests.daemon.lakes import synthetic_days, write_rows  # noqa: E402
-from tests.engines.test_engines import DOC_LAKE, _block  # noqa: E402
+from tests.engines import recipes  # noqa: E402
 
 INTENTS = tuple(f"intent{i:02d}.v1" for i in range(20))
 
@@ -66,14 +66,12 @@ def main() -> None:
         build(root, args.spans)
         lake = str(root)
         duck = duckdb.connect()
-        duck_sql = f"""SELECT tenant, intent_key, date, count(*), sum(coalesce(input_tokens, 0)), epoch_ns(min(start_time))
-            FROM (SELECT DISTINCT ON (trace_id, span_id) * FROM read_parquet('{lake}/*/spans/*/*/*.parquet',
-                  hive_partitioning = true)) WHERE intent_key IS NOT NULL GROUP BY ALL ORDER BY ALL"""
+        duck_sql = recipes.duckdb_sql(f"read_parquet('{lake}/*/spans/*/*/*.parquet', hive_partitioning = true)")
         figures = {"DuckDB": timed(lambda: duck.sql(duck_sql).fetchall(), args.runs)}
 
         import chdb
 
-        ch_sql = _block("sql", "use_hive_partitioning").replace(DOC_LAKE, lake)
+        ch_sql = recipes.clickhouse_sql(lake)
         figures["ClickHouse (chDB)"] = timed(lambda: chdb.query(ch_sql, "JSONCompact"), args.runs)
 
         from pyspark.sql import SparkSession
@@ -82,7 +80,7 @@ def main() -> None:
         spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         session_s = time.perf_counter() - start
-        recipe = _block("python", "SparkSession").replace(DOC_LAKE, lake)
+        recipe = recipes.spark_program(lake)
 
         def spark_run() -> None:
             namespace: dict = {}

@@ -6,7 +6,9 @@
 1. `verdict sql` "calls per intent per day" (bench/collector_ingest.py's query and lake: 30 compacted days
    plus fresh segments with retries) over --rows spans on local disk, then the same files shipped to an
    S3-compatible server on loopback (moto's, a Python process on the same cores) and read with
-   `--lake-url` only; target: object store within 3x local disk.
+   `--lake-url` only; target: object store within 3x local disk. Next to it, the same question asked by
+   docs/scaling.md's Spark (s3a, `make spark-s3a`) and ClickHouse (chDB `s3()`) recipes on the same bucket
+   (tests/engines runs them for their answers; Spark's session start is printed apart). --engines 0 skips.
 2. Ingest throughput of the real collector with shipping off, then on (`--lake-url` to the same server,
    sealing every 5 s); target: shipping on stays at or above 25,000 spans/s (bench/collector_ingest.py).
 """
@@ -37,6 +39,7 @@ from bench.collector_ingest import (  # noqa: E402
 from collector.loadgen import export_request  # noqa: E402
 from collector.objectstore import ObjectLake  # noqa: E402
 from tests.collector.s3_server import start_s3_server  # noqa: E402
+from tests.engines import recipes  # noqa: E402
 
 TARGET_READ_RATIO = 3.0
 
@@ -53,12 +56,48 @@ def _sql_seconds(args: list[str], runs: int = 3) -> tuple[float, str]:
     return statistics.median(timings), out.stdout
 
 
-def read_phase(rows: int, server) -> None:
+def _median_s(run, runs: int = 3) -> float:
+    timings = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        run()
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings)
+
+
+def engines_on_s3(lake: recipes.S3Lake, duckdb_s: float) -> None:
+    """docs/scaling.md's Spark and ClickHouse recipes over the bucket, medians next to `verdict sql`'s."""
+    import chdb
+
+    ch_sql = recipes.clickhouse_sql(lake)
+    figures = {"ClickHouse (chDB s3())": _median_s(lambda: chdb.query(ch_sql, "JSONCompact"))}
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
+    started = time.perf_counter()
+    exec(recipes.spark_session_code(lake), {})  # the docs' s3a session; the recipe's getOrCreate() reuses it
+    session_s = time.perf_counter() - started
+    query = recipes.spark_query_code(lake, dirs=("a",))
+
+    def spark_run() -> None:
+        namespace: dict = {}
+        exec(query, namespace)
+        namespace["calls_per_intent_per_day"].collect()
+
+    figures["Spark (s3a, local[*])"] = _median_s(spark_run)
+    SparkSession.builder.getOrCreate().stop()
+    for engine, seconds in figures.items():
+        print(f"[read] {engine:<24} {seconds:6.2f} s  ({seconds / duckdb_s:.1f}x verdict sql on the object store)")
+    print(f"[read] (Spark session start with the s3a jars, once: {session_s:.1f} s)")
+
+
+def read_phase(rows: int, server, engines: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="verdict-bench-lake-") as tmp:
         data_dir = Path(tmp) / "data"
         stored = build_sql_lake(data_dir, rows)
         local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)])
-        lake_url = f"s3://{server.new_bucket()}/lake"
+        bucket = server.new_bucket()
+        lake_url = f"s3://{bucket}/lake/a"  # one collector's dir, as the engines' recipes lay a lake out
         remote = ObjectLake(lake_url)
         started = time.perf_counter()
         files = sorted(data_dir.rglob("*.parquet"))
@@ -67,8 +106,12 @@ def read_phase(rows: int, server) -> None:
         remote_s, remote_out = _sql_seconds(["--lake-url", lake_url, "--data-dir", str(Path(tmp) / "absent")])
     assert remote_out == local_out, "the object store answered differently"
     print(f"[read] {stored:,} spans in {len(files)} files, {size / 1e6:.0f} MB (uploaded in {upload_s:.1f} s)")
-    print(f"[read] verdict sql calls per intent per day: local disk {local_s:.2f} s; object store (loopback) "
-          f"{remote_s:.2f} s; ratio {remote_s / local_s:.2f}x (target <= {TARGET_READ_RATIO:.0f}x)")
+    print(f"[read] verdict sql calls per intent per day (median of 3): local disk {local_s:.2f} s; object store "
+          f"(loopback) {remote_s:.2f} s; ratio {remote_s / local_s:.2f}x (target <= {TARGET_READ_RATIO:.0f}x)")
+    if engines:
+        env = server.env
+        engines_on_s3(recipes.S3Lake(server.endpoint, bucket, "lake", env["AWS_ACCESS_KEY_ID"],
+                                     env["AWS_SECRET_ACCESS_KEY"]), remote_s)
 
 
 def ingest_phases(seconds: float, clients: int, server) -> None:
@@ -93,13 +136,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="spans for the read phase (0: skip)")
     parser.add_argument("--seconds", type=float, default=30.0, help="each ingest phase (0: skip)")
     parser.add_argument("--clients", type=int, default=24)
+    parser.add_argument("--engines", type=int, default=1, help="1: time Spark and ClickHouse too (0: skip)")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     server = start_s3_server()
     os.environ.update(server.env)  # for the collector and `verdict sql` started below
     try:
         if args.rows:
-            read_phase(args.rows, server)
+            read_phase(args.rows, server, bool(args.engines))
         if args.seconds:
             ingest_phases(args.seconds, args.clients, server)
     finally:

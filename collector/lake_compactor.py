@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from collector import lake, lake_manifest
 from collector.compaction import _crash_point, _file_list, _quote
 from collector.lake_manifest import MERGED_PREFIX, SHIPPED_PREFIX, Lease, Manifest, ManifestConflict
-from collector.objectstore import ObjectLake
+from collector.objectstore import ObjectLake, ObjectMeta
 from collector.stats import Stats
 
 log = logging.getLogger("verdict.collector")
@@ -136,10 +136,12 @@ class LakeCompactor:
         merged_here = [r for r in manifest.merged if r.startswith(partition + "/")]
         tmp = lake.tmp_dir(self._data_dir) / f"lake-{uuid.uuid4().hex}.parquet"
         lake.ensure_dir(tmp.parent)
-        sizes = {self._remote.object_url(r): listing.get(r, manifest.merged.get(r, 0)) for r in [*inputs, *merged_here]}
+        stamp = dt.datetime.fromtimestamp(now, dt.UTC)  # objects are immutable: any stable modified time serves
+        known = {self._remote.object_url(r): ObjectMeta(listing.get(r, manifest.merged.get(r, 0)), stamp)
+                 for r in [*inputs, *merged_here]}
         try:
             rows = self._write_new_rows(tmp, [self._remote.object_url(r) for r in inputs],
-                                        [self._remote.object_url(r) for r in merged_here], sizes)
+                                        [self._remote.object_url(r) for r in merged_here], known)
             wrote = 0
             merged = dict(manifest.merged)
             if rows:
@@ -158,14 +160,14 @@ class LakeCompactor:
                  output if wrote else "nothing new")
         return committed, wrote
 
-    def _write_new_rows(self, target: Path, inputs: list[str], merged: list[str], sizes: dict[str, int]) -> int:
+    def _write_new_rows(self, target: Path, inputs: list[str], merged: list[str], known: dict[str, ObjectMeta]) -> int:
         """Write the inputs' rows that `merged` does not hold yet, each once, to `target`; returns how many."""
         import duckdb
 
         con = duckdb.connect(config={"threads": 1, "memory_limit": "256MB", "autoinstall_known_extensions": False,
                                      "autoload_known_extensions": False})
         try:
-            con.register_filesystem(self._remote.read_filesystem(sizes))
+            con.register_filesystem(self._remote.read_filesystem(known))
             fresh = f"read_parquet({_file_list(inputs)}, union_by_name=true, hive_partitioning=false)"
             already = ""
             lo, hi = con.execute(f"SELECT min(start_time)::VARCHAR, max(start_time)::VARCHAR FROM {fresh}").fetchone()  # type: ignore[misc]  # an aggregate: one row

@@ -40,7 +40,7 @@ class LakeSource:
     data_dir: Path | None
     remote: ObjectLake | None = None
     _listings: dict = field(default_factory=dict, compare=False, repr=False)  # (table, tenant) -> (manifest, names)
-    _sizes: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> size, for readers
+    _known: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> ObjectMeta, for readers
 
     @classmethod
     def of(cls, lake: LakeSource | Path) -> LakeSource:
@@ -67,12 +67,13 @@ class LakeSource:
         adds (a merged object written after the listing) is taken from the manifest with its size."""
         key = (table, tenant)
         if key not in self._listings:
-            listing: dict[str, int] = remote.list(self.remote_prefix(table, tenant))
+            listing = remote.listing(self.remote_prefix(table, tenant))
+            self._known.update({remote.object_url(r): meta for r, meta in listing.items()})
+            names = set(listing)
             manifest = lake_manifest.read(remote, table, tenant) if table == "spans" else None
-            if manifest is not None:
-                listing |= {r: size for r, size in manifest.merged.items() if r not in listing}
-            self._sizes.update({remote.object_url(r): size for r, size in listing.items()})
-            self._listings[key] = (manifest, {r: _reader_path(manifest, r) for r in sorted(listing)})
+            if manifest is not None:  # merged after the listing: readers ask its size and time of the store
+                names |= set(manifest.merged)
+            self._listings[key] = (manifest, {r: _reader_path(manifest, r) for r in sorted(names)})
         visible: dict[str, str | None] = self._listings[key][1]
         return visible
 
@@ -109,7 +110,7 @@ class LakeSource:
     @cached_property
     def _filesystem(self):
         """One per source: the view plan and the query share its cache of fetched segments (None: local only)."""
-        return None if self.remote is None else self.remote.read_filesystem(self._sizes)
+        return None if self.remote is None else self.remote.read_filesystem(self._known)
 
     def connect(self, config: dict | None = None):
         """An in-memory DuckDB that can read this lake (the store's filesystem registered when remote)."""

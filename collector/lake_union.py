@@ -22,14 +22,14 @@ from functools import cached_property
 from pathlib import Path
 
 from collector.lake_source import LakeSource
-from collector.objectstore import SCHEMES, ObjectLake
+from collector.objectstore import SCHEMES, ObjectLake, ObjectMeta
 from collector.shipping import outbox_dir
 
 
 @dataclass(frozen=True)
 class LakeUnion:
     members: tuple[LakeSource, ...]
-    sizes: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> size, shared by members
+    known: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> ObjectMeta, shared by members
 
     @classmethod
     def of(cls, lake: LakeUnion | LakeSource | Path) -> LakeUnion:
@@ -40,10 +40,10 @@ class LakeUnion:
     @classmethod
     def open(cls, dirs: Sequence[Path], urls: Sequence[str] = ()) -> LakeUnion:
         """The lakes in `dirs` (missing ones read as empty) and at `urls` (ObjectStoreError for a bad URL)."""
-        sizes: dict[str, int] = {}  # every member's listing fills it: the one filesystem per scheme reads it
-        members = [LakeSource(None, ObjectLake(u), _sizes=sizes) for u in dict.fromkeys(urls)]
+        known: dict[str, ObjectMeta] = {}  # every member's listing fills it: the one filesystem per scheme reads it
+        members = [LakeSource(None, ObjectLake(u), _known=known) for u in dict.fromkeys(urls)]
         members += [LakeSource(Path(d)) for d in dict.fromkeys(Path(d).resolve() for d in dirs)]
-        return cls(tuple(members), sizes)
+        return cls(tuple(members), known)
 
     def describe(self) -> str:
         return ", ".join(m.remote.url if m.remote is not None else str(m.data_dir) for m in self.members)
@@ -91,7 +91,7 @@ class LakeUnion:
         for m in self.members:
             if m.remote is not None:
                 first.setdefault(m.remote.scheme, m.remote)
-        return [first[s].read_filesystem(self.sizes) for s in SCHEMES if s in first]
+        return [first[s].read_filesystem(self.known) for s in SCHEMES if s in first]
 
     def connect(self, config: dict | None = None):
         """An in-memory DuckDB that can read every member."""

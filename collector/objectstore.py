@@ -10,7 +10,6 @@ read-only fsspec filesystem to register with DuckDB (no httpfs extension is need
 from __future__ import annotations
 
 import builtins
-import functools
 import hashlib
 import io
 import os
@@ -18,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
@@ -28,7 +28,9 @@ SINGLE_PUT_MAX_BYTES = 64 * 1024 * 1024
 PART_BYTES = 16 * 1024 * 1024
 # DuckDB opens a segment many times per query (footers, each scan of a view): the ranges it reads are
 # fetched once per reader in blocks and kept (a segment never changes under its name), within a bound.
-BLOCK_BYTES = 2 * 1024 * 1024
+# Small blocks keep projection pushdown (DuckDB reads only the column chunks a query needs; 2 MiB blocks
+# fetched whole segments, 3.4x the bytes needed at 10M spans); a read's missing blocks go in one GET.
+BLOCK_BYTES = 256 * 1024
 CACHE_BYTES = 256 * 1024 * 1024
 
 
@@ -41,32 +43,62 @@ class VerificationError(RuntimeError):
 
 
 class _BlockCache:
-    """Blocks of immutable objects by (path, index), least recently used dropped first past `limit` bytes."""
+    """Blocks of immutable objects by (path, index), least recently used dropped first past `limit` bytes.
+    A block is fetched once even when several of DuckDB's threads want it at the same moment: the others
+    wait for the first one's fetch instead of sending the same GET."""
 
     def __init__(self, limit: int):
         self._limit = limit
         self._held = 0
         self._items: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._pending: dict[tuple[str, int], threading.Event] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, int], fetch: Callable[[], bytes]) -> bytes:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        body = fetch()  # outside the lock: DuckDB reads files from several threads
-        with self._lock:
-            if key not in self._items:
-                self._items[key] = body
-                self._held += len(body)
-            while self._held > self._limit and len(self._items) > 1:
-                self._held -= len(self._items.popitem(last=False)[1])
-        return body
+    def blocks(self, path: str, indices: range, fetch: Callable[[list[int]], list[bytes]]) -> list[bytes]:
+        """The blocks `indices` of `path`; the missing ones that no other thread is fetching are fetched
+        together by `fetch` (given their indices, it returns their bodies in order)."""
+        found: dict[int, bytes] = {}
+        while True:
+            mine, waits = [], []
+            with self._lock:
+                for i in indices:
+                    key = (path, i)
+                    if i in found:
+                        continue
+                    if key in self._items:
+                        self._items.move_to_end(key)
+                        found[i] = self._items[key]
+                    elif key in self._pending:
+                        waits.append(self._pending[key])
+                    else:
+                        self._pending[key] = threading.Event()
+                        mine.append(i)
+            if mine:
+                try:
+                    bodies = fetch(mine)  # outside the lock: DuckDB reads files from several threads
+                finally:
+                    with self._lock:
+                        for i in mine:
+                            self._pending.pop((path, i)).set()
+                with self._lock:
+                    for i, body in zip(mine, bodies, strict=True):
+                        found[i] = body
+                        if (path, i) not in self._items:
+                            self._items[(path, i)] = body
+                            self._held += len(body)
+                    while self._held > self._limit and len(self._items) > 1:
+                        self._held -= len(self._items.popitem(last=False)[1])
+            for event in waits:
+                event.wait()
+            if len(found) == len(indices):
+                return [found[i] for i in indices]
+            # what others fetched may be evicted already, or their fetch failed: take it up again
 
 
 class _CachedObjectFile(io.RawIOBase):
     """A seekable read-only view of one object, served from the block cache. The position is per thread, so
-    a handle used from several of DuckDB's threads (each doing seek() then read()) stays consistent."""
+    a handle used from several of DuckDB's threads (each doing seek() then read()) stays consistent. A read
+    spanning several missing blocks fetches them in one ranged GET per contiguous run."""
 
     def __init__(self, path: str, size: int, cache: _BlockCache, fetch_range: Callable[[int, int], bytes]):
         super().__init__()
@@ -95,22 +127,46 @@ class _CachedObjectFile(io.RawIOBase):
         self._pos = max(0, {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence] + offset)
         return self._pos
 
+    def _fetch(self, indices: list[int]) -> list[bytes]:
+        bodies = []
+        runs: list[list[int]] = []
+        for i in indices:
+            if runs and runs[-1][-1] == i - 1:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        for run in runs:
+            first = run[0] * BLOCK_BYTES
+            body = self._fetch_range(first, min(self.size, (run[-1] + 1) * BLOCK_BYTES))
+            bodies += [body[k * BLOCK_BYTES:(k + 1) * BLOCK_BYTES] for k in range(len(run))]
+        return bodies
+
     def readinto(self, buffer) -> int:
         view = memoryview(buffer).cast("B")
         pos = self._pos
         end = min(self.size, pos + len(view))
+        if pos >= end:
+            return 0
+        first = pos // BLOCK_BYTES
+        blocks = self._cache.blocks(self.path, range(first, (end - 1) // BLOCK_BYTES + 1), self._fetch)
         done = 0
-        while pos < end:
-            index, start = divmod(pos, BLOCK_BYTES)
-            first = index * BLOCK_BYTES
-            block = self._cache.get((self.path, index), functools.partial(
-                self._fetch_range, first, min(self.size, first + BLOCK_BYTES)))
+        for block in blocks:
+            start = pos - (first * BLOCK_BYTES) if done == 0 else 0
             n = min(len(block) - start, end - pos)
             view[done:done + n] = block[start:start + n]
             done += n
             pos += n
         self._pos = pos
         return done
+
+
+@dataclass(frozen=True)
+class ObjectMeta:
+    """What a listing says of one object: readers answer DuckDB's size and last-modified look-ups with it
+    (DuckDB asks both on every open; a HEAD each cost more than the reads themselves on small segments)."""
+
+    size: int
+    modified: datetime
 
 
 @dataclass(frozen=True)
@@ -187,13 +243,17 @@ class ObjectLake:
 
     def list(self, relative_prefix: str) -> dict[str, int]:
         """Relative path (to the lake URL) -> size of every object under `relative_prefix`."""
+        return {relative: meta.size for relative, meta in self.listing(relative_prefix).items()}
+
+    def listing(self, relative_prefix: str) -> dict[str, ObjectMeta]:
+        """Relative path (to the lake URL) -> size and last-modified time of every object under the prefix."""
         import obstore
 
         root = f"{self.prefix}/" if self.prefix else ""
         out = {}
         for chunk in obstore.list(self._store, self.key(relative_prefix)):
             for meta in chunk:
-                out[meta["path"][len(root):]] = meta["size"]
+                out[meta["path"][len(root):]] = ObjectMeta(meta["size"], meta["last_modified"])
         return out
 
     def list_dirs(self, relative_prefix: str) -> builtins.list[str]:
@@ -208,17 +268,18 @@ class ObjectLake:
 
         obstore.delete(self._store, self.key(relative))
 
-    def read_filesystem(self, sizes: dict[str, int] | None = None):
+    def read_filesystem(self, known: dict[str, ObjectMeta] | None = None):
         """A read-only fsspec filesystem for `duckdb.register_filesystem` (protocol = the URL scheme).
-        `sizes` (object URL -> size, from listings) answers DuckDB's many size look-ups without a HEAD each."""
+        `known` (object URL -> metadata, from listings) answers DuckDB's size and modified-time look-ups on
+        every open without a HEAD each."""
         from obstore.fsspec import FsspecStore
 
-        known = {} if sizes is None else sizes
+        listed = {} if known is None else known
         cache = _BlockCache(CACHE_BYTES)
         scheme = f"{self.scheme}://"
 
-        def size_of(path: str) -> int | None:
-            return known.get(path if path.startswith(scheme) else scheme + path)
+        def meta_of(path: str) -> ObjectMeta | None:
+            return listed.get(path if path.startswith(scheme) else scheme + path)
 
         class ReadOnlyStore(FsspecStore):
             """Writes refused below SQL too: `verdict sql` lets no COPY through, and the store could not either."""
@@ -226,17 +287,31 @@ class ObjectLake:
             def _open(self, path, mode="rb", *args, **kwargs):
                 if mode != "rb":
                     raise PermissionError(f"the lake is read-only here: {path}")
-                size = size_of(path)
-                if size is not None:
-                    return _CachedObjectFile(path, size, cache, lambda start, end: self.cat_file(
+                meta = meta_of(path)
+                if meta is not None:
+                    return _CachedObjectFile(path, meta.size, cache, lambda start, end: self.cat_file(
                         path, start=start, end=end))
-                return super()._open(path, mode, *args, **({"size": size} if size is not None else {}), **kwargs)
+                return super()._open(path, mode, *args, **kwargs)
 
             async def _info(self, path, **kwargs):
-                size = size_of(path)
-                if size is None:
+                meta = meta_of(path)
+                if meta is None:
                     return await super()._info(path, **kwargs)
-                return {"name": path, "size": size, "type": "file"}
+                return {"name": path, "size": meta.size, "type": "file"}
+
+            # DuckDB globs every (literal) file name and asks its size on every open: answered here for listed
+            # objects, without a round trip through fsspec's event-loop thread each (~1 ms under load).
+            def glob(self, path, **kwargs):
+                literal = not any(c in path for c in "*?[")
+                return [path] if literal and meta_of(path) is not None else super().glob(path, **kwargs)
+
+            def size(self, path):
+                meta = meta_of(path)
+                return super().size(path) if meta is None else meta.size
+
+            def modified(self, path):
+                meta = meta_of(path)
+                return super().modified(path) if meta is None else meta.modified
 
             async def _refuse(self, path, *args, **kwargs):
                 raise PermissionError(f"the lake is read-only here: {path}")

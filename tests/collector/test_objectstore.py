@@ -81,6 +81,67 @@ def test_read_filesystem_refuses_writes(s3):
     assert _objects(f"s3://{bucket}") == {}
 
 
+def test_read_filesystem_answers_from_the_listing(s3, tmp_path):
+    """DuckDB globs each file name and asks its size and modified time on every open: for listed objects the
+    filesystem answers from the listing, with no request (the object is gone from the bucket here, and the
+    answers are still the listing's)."""
+    import obstore
+
+    from collector.objectstore import ObjectLake
+
+    remote = ObjectLake(f"s3://{s3.new_bucket()}/lake")
+    body = tmp_path / "seg.parquet"
+    body.write_bytes(os.urandom(1000))
+    relative = "spans/tenant=a/date=2026-01-01/seg.parquet"
+    remote.upload(body, relative)
+    listing = remote.listing("spans/")
+    url = remote.object_url(relative)
+    fs = remote.read_filesystem({url: listing[relative]})
+    obstore.delete(remote._store, remote.key(relative))
+    assert (fs.size(url), fs.modified(url), fs.glob(url)) == (1000, listing[relative].modified, [url])
+    with pytest.raises(FileNotFoundError):
+        fs.size(url + ".other")
+
+
+def test_cached_reads_fetch_each_block_once_and_a_read_in_one_get():
+    """Projection pushdown survives the cache (a read fetches its own blocks, not the object), a read over
+    several blocks is one ranged GET, and threads reading the same blocks at once share one fetch."""
+    import threading
+
+    from collector.objectstore import BLOCK_BYTES, _BlockCache, _CachedObjectFile
+
+    body = os.urandom(10 * BLOCK_BYTES + 123)
+    gets: list[tuple[int, int]] = []
+    gate = threading.Event()
+
+    def fetch_range(start: int, end: int) -> bytes:
+        gets.append((start, end))
+        gate.wait(5)  # every reader is waiting on the same blocks before the first GET answers
+        return body[start:end]
+
+    f = _CachedObjectFile("b/seg.parquet", len(body), _BlockCache(1 << 30), fetch_range)
+    start, size = 3 * BLOCK_BYTES + 10, 2 * BLOCK_BYTES  # three blocks: 3, 4, 5
+    out: list[bytes] = []
+
+    def read() -> None:
+        buffer = bytearray(size)
+        f.seek(start)
+        f.readinto(buffer)
+        out.append(bytes(buffer))
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for t in readers:
+        t.start()
+    time.sleep(0.3)
+    gate.set()
+    for t in readers:
+        t.join()
+    assert out == [body[start:start + size]] * 4
+    assert gets == [(3 * BLOCK_BYTES, 6 * BLOCK_BYTES)]
+    f.seek(len(body) - 50)
+    assert f.read(100) == body[-50:] and gets[-1] == (10 * BLOCK_BYTES, len(body))
+
+
 def _provider_spans(n: int, batch_seed: int):
     """`n` finished SDK spans (GenAI chat spans with an intent), ready for the real OTLP exporter."""
     from opentelemetry.sdk.resources import Resource

@@ -1,30 +1,23 @@
 """docs/scaling.md's engine recipes, executed: Spark (pyspark, local mode) and ClickHouse (chDB) read a
-lake of two collector dirs that share some spans and must give DuckDB's answer row for row; the
-Trino DDL (no Trino server runs offline) is checked against the span schema."""
+lake of two collector dirs that share some spans, on local disk and on an S3-compatible server on loopback
+(moto, as tests/collector starts it), and must give DuckDB's answer row for row; the Trino DDL (no Trino
+server runs offline) is checked against the span schema."""
 
 from __future__ import annotations
 
-import json
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from tests import readme_blocks as rb
+from tests.collector.s3_server import start_s3_server
 from tests.daemon.lakes import synthetic_days, write_rows
+from tests.engines import recipes
 from verdict.semconv import SPAN_COLUMNS
 
 pytestmark = pytest.mark.engines
-
-SCALING = rb.ROOT / "docs/scaling.md"
-DOC_LAKE = "/lake"  # the docs' lake root; the tests substitute their own
-
-
-def _block(lang: str, marker: str) -> str:
-    (block,) = [b.code for b in rb.parse(SCALING.read_text()) if b.lang == lang and marker in b.code]
-    return block
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +37,30 @@ def lake(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def s3_lake(lake):
+    """The same two dirs uploaded to a bucket on the loopback S3 server (as the collectors ship them)."""
+    from collector.objectstore import ObjectLake
+
+    server = start_s3_server()
+    try:
+        bucket = server.new_bucket()
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in server.env.items():
+                mp.setenv(name, value)
+            for name in ("a", "b"):
+                remote = ObjectLake(f"s3://{bucket}/lake/{name}")
+                for f in sorted((lake / name).rglob("*.parquet")):
+                    remote.upload(f, f.relative_to(lake / name).as_posix())
+            yield recipes.S3Lake(server.endpoint, bucket, "lake", server.env["AWS_ACCESS_KEY_ID"],
+                                 server.env["AWS_SECRET_ACCESS_KEY"]), server.env
+    finally:
+        server.stop()
+
+
 def _duckdb_answer(lake: Path) -> list[tuple]:
-    return duckdb.sql(f"""
-        SELECT tenant, intent_key, date, count(*), sum(coalesce(input_tokens, 0)), epoch_ns(min(start_time))
-        FROM (SELECT DISTINCT ON (trace_id, span_id) *
-              FROM read_parquet('{lake}/*/spans/*/*/*.parquet', hive_partitioning = true))
-        WHERE intent_key IS NOT NULL
-        GROUP BY ALL ORDER BY ALL""").fetchall()
+    return duckdb.sql(recipes.duckdb_sql(f"read_parquet('{lake}/*/spans/*/*/*.parquet', hive_partitioning = true)"
+                                         )).fetchall()
 
 
 def test_the_reference_answer_sees_the_copies_once(lake):
@@ -60,12 +70,14 @@ def test_the_reference_answer_sees_the_copies_once(lake):
 
 
 def test_clickhouse_recipe_gives_duckdbs_answer(lake):
-    import chdb
+    assert recipes.clickhouse_rows(str(lake)) == _duckdb_answer(lake)
 
-    sql = _block("sql", "use_hive_partitioning").replace(DOC_LAKE, str(lake))
-    result = chdb.query(sql, "JSONCompact")
-    rows = [(t, i, date.fromisoformat(d), int(c), int(s), int(f)) for t, i, d, c, s, f in json.loads(str(result))["data"]]
-    assert rows == _duckdb_answer(lake)
+
+@pytest.mark.objectstore
+def test_clickhouse_recipe_on_object_storage_gives_duckdbs_answer(lake, s3_lake):
+    s3, _ = s3_lake
+    assert "s3('http://127.0.0.1:" in recipes.clickhouse_sql(s3)  # the docs' s3() source, not file()
+    assert recipes.clickhouse_rows(s3) == _duckdb_answer(lake)
 
 
 def test_spark_recipe_gives_duckdbs_answer(lake):
@@ -75,18 +87,26 @@ def test_spark_recipe_gives_duckdbs_answer(lake):
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     try:
         namespace: dict = {}
-        exec(_block("python", "SparkSession").replace(DOC_LAKE, str(lake)), namespace)  # the docs' code as written
+        exec(recipes.spark_program(str(lake)), namespace)  # the docs' code as written
         rows = [tuple(r) for r in namespace["calls_per_intent_per_day"].collect()]
     finally:
         spark.stop()
     assert rows == _duckdb_answer(lake)
 
 
+@pytest.mark.objectstore
+def test_spark_recipe_on_object_storage_gives_duckdbs_answer(lake, s3_lake):
+    """The docs' s3a session and query in a fresh Python (Spark's jars are fixed when its JVM starts)."""
+    s3, env = s3_lake
+    assert "s3a://" in recipes.spark_program(s3)
+    assert recipes.spark_rows_in_new_process(s3, env) == _duckdb_answer(lake)
+
+
 _TRINO_TYPES = {"string": "varchar", "int64": "bigint", "timestamp_ns": "timestamp(9)", "string_list": "array(varchar)"}
 
 
 def test_trino_ddl_matches_the_span_schema():
-    ddl = _block("text", "CREATE TABLE hive.verdict.spans")
+    ddl = recipes.block("text", "CREATE TABLE hive.verdict.spans")
     body = ddl[ddl.index("(") + 1 : ddl.index(")\nWITH")]
     columns = dict(re.findall(r'"?(\w+)"? ([a-z]+(?:\(\d+\))?)', re.sub(r"--[^\n]*", "", body)))
     schema = {c.name: _TRINO_TYPES[c.arrow_type] for c in SPAN_COLUMNS}
