@@ -1,6 +1,7 @@
-"""The redactor's fast path (scanners skipped when their anchor is absent) is exact: on adversarial
-text (numbers, cards, IBANs, keys, JWTs, e-mails, URLs with credentials, IPv6, assignments,
-GenAI message JSON) it finds and replaces exactly what running every scanner finds."""
+"""The redactor's fast paths (scanners and key shapes skipped when their anchor is absent) are
+exact: on adversarial text (numbers, cards, IBANs, keys, JWTs, e-mails, URLs with credentials,
+IPv6, assignments, GenAI message JSON) they find and replace exactly what running every scanner,
+and every key shape, finds."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.redact.strategies import fragment_text
-from verdict.redact import Redactor
+from verdict.redact import Redactor, keys
 from verdict.redact.findings import Finding
 from verdict.redact.redactor import SCANS
 
@@ -68,3 +69,26 @@ def test_the_reference_runs_every_scanner() -> None:
     labels = {f.label for f in _FullRedactor().find(text)}
     assert {"EMAIL", "URL_CREDENTIALS", "IP"} <= labels
     assert Redactor().find(text) == _FullRedactor().find(text)
+
+
+def _every_key_shape(s: str) -> list[Finding]:
+    """scan_keys without its gates: every shape group, PEM, JWT and auth-header scan."""
+    out: list[Finding] = []
+    for shapes in (keys._DASH_KEYS, keys._A_KEYS, keys._UNDERSCORE_KEYS):
+        keys._scan_shapes(s, shapes, out)
+    keys._scan_pem(s, out)
+    keys._scan_jwt(s, out)
+    keys._auth(s, out)
+    return sorted(out)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=adversarial)
+@example(text="Authorization: BEARER abcdefgh12345678")  # upper-case scheme: the R gate
+@example(text="AUTH: BASIC dXNlcjpwYXNz")  # the C gate
+@example(text="id AIza0yA1234567890abcdefghijklmnopqrstuv")  # the z gate (no K, no S)
+@example(text="key ASIAIOSFODNN7EXAMPLE")  # the S gate
+def test_key_scan_gates_find_what_every_key_shape_finds(text: str) -> None:
+    found: list[Finding] = []
+    keys.scan_keys(text, found)
+    assert sorted(found) == _every_key_shape(text)
