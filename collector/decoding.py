@@ -130,6 +130,7 @@ def _snake(json_key: str) -> str:
 def _check_request_size(request, spec: otlp.Signal, max_items: int) -> None:
     """413 before flattening when a request holds more spans / log records or attribute values than memory allows."""
     scopes_field, items_field = _snake(spec.scopes), _snake(spec.items)
+    spans = spec is otlp.TRACES  # only spans have events and links
     items = values = 0
     for resource in getattr(request, _snake(spec.resources)):
         values += len(resource.resource.attributes)
@@ -137,10 +138,13 @@ def _check_request_size(request, spec: otlp.Signal, max_items: int) -> None:
             values += len(scope.scope.attributes)
             batch = getattr(scope, items_field)
             items += len(batch)
+            # Runs for every span before anything else: plain attribute access, no tuples built.
             for item in batch:
                 values += len(item.attributes)
-                for nested in (*getattr(item, "events", ()), *getattr(item, "links", ())):
-                    values += 1 + len(nested.attributes)
+                if spans:
+                    events, links = item.events, item.links
+                    if events or links:
+                        values += sum(1 + len(nested.attributes) for nested in (*events, *links))
     what = "spans" if spec is otlp.TRACES else "log records"
     if items > max_items:
         raise otlp.RequestError(

@@ -87,7 +87,8 @@ def scan_keys(s: str, out: list[Finding]) -> None:
             _scan_shapes(s, _DASH_KEYS, out)
         if "-----BEGIN " in s:
             _scan_pem(s, out)
-    if "A" in s and _A_PREFIXES.search(s) is not None:
+    # The memchr tests: AKIA, ASIA and AIza need a K, an S or a z after their A.
+    if "A" in s and ("K" in s or "S" in s or "z" in s) and _A_PREFIXES.search(s) is not None:
         _scan_shapes(s, _A_KEYS, out)
     if "_" in s and _UNDERSCORE_PREFIXES.search(s) is not None:
         _scan_shapes(s, _UNDERSCORE_KEYS, out)
@@ -151,11 +152,17 @@ def _scan_pem(s: str, out: list[Finding]) -> None:
 def _scan_auth(s: str, out: list[Finding]) -> None:
     # Cheap gate before lower-casing: catches Bearer/bearer/BEARER, Basic/basic/BASIC (after a
     # one-character search for the b both words start with, far cheaper than four word searches;
-    # chained `in` tests, as a generator over the words costs as much as the searches).
+    # chained `in` tests, as a generator over the words costs as much as the searches). The upper-
+    # case words are only searched for when their rarer capital (R, C) is there: text is mostly
+    # lower case, and a one-character search runs at memchr speed.
     if ("b" not in s and "B" not in s) or not (
-        "earer" in s or "EARER" in s or "asic" in s or "ASIC" in s
+        "earer" in s or "asic" in s or ("R" in s and "EARER" in s) or ("C" in s and "ASIC" in s)
     ):
         return
+    _auth(s, out)
+
+
+def _auth(s: str, out: list[Finding]) -> None:
     low = s.lower()
     if len(low) == len(s):
         text, bearer, basic = low, _BEARER, _BASIC

@@ -1,0 +1,94 @@
+"""The redactor's fast paths (scanners and key shapes skipped when their anchor is absent) are
+exact: on adversarial text (numbers, cards, IBANs, keys, JWTs, e-mails, URLs with credentials,
+IPv6, assignments, GenAI message JSON) they find and replace exactly what running every scanner,
+and every key shape, finds."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from tests.redact.strategies import fragment_text
+from verdict.redact import Redactor, keys
+from verdict.redact.findings import Finding
+from verdict.redact.redactor import SCANS
+
+
+class _FullRedactor(Redactor):
+    """The reference: every scanner on every text, as before the fast path."""
+
+    __slots__ = ()
+
+    def _scan(self, s: str) -> list[Finding]:
+        out: list[Finding] = []
+        for scan in SCANS:
+            scan(s, out)
+        return out
+
+
+_ATOMS = [
+    "4111 1111 1111 1111", "4111111111111111", "GB29 NWBK 6016 1331 9268 19", "DE89370400440532013000",
+    "078-05-1120", "+44 20 7946 0958", "(415) 555-0134", "10.0.12.7", "2001:db8::8a2e:370:7334",
+    "fe80::1", "a:b:c:d:e:f:1:2", "2001:db8:85a3:0:0:8a2e:370:7334", "::", ":", "jane.doe@example.com", "@", "postgres://app:s3cret@db:5432/x",
+    "https://user:pa:ss@host/", "://", "sk-proj-" + "a1B2" * 6, "AKIAIOSFODNN7EXAMPLE",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "ghp_" + "x1" * 18, "xoxb-1234567890-abc",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln", "eyJ", "Bearer abc.def-123456", "BEARER ", "Basic dXNlcjpwYXNz",
+    "basic ", "-----BEGIN PRIVATE KEY-----", "password=hunter2", '"api_key": "k-123"', "token: abc",
+    "Authorization: Bearer x1y2z3w4v5", "Cookie: a=1; b=2", "=", "12:34", "Ticket 12345678:", " ", "\n", '"',
+    "İ", "ß", "<EMAIL>", "<SECRET:0123456789ab>",
+]  # fmt: skip
+atom_text = st.lists(st.one_of(st.sampled_from(_ATOMS), st.text(max_size=6)), max_size=14).map("".join)
+
+
+def _message_json(texts: list[str]) -> str:
+    """A GenAI message column as the SDK writes it, around adversarial content."""
+    return json.dumps([{"role": "user", "parts": [{"type": "text", "content": t} for t in texts]}])
+
+
+adversarial = st.one_of(
+    atom_text, fragment_text, st.text(), st.lists(atom_text, min_size=1, max_size=3).map(_message_json)
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=adversarial, mode=st.sampled_from(["redact", "hash", "drop"]))
+@example(text="at 2001:db8:85a3:0:0:8a2e:370:7334 now", mode="redact")  # seven colons, no "::"
+@example(text="mail a@example.com or https://u:p@h/", mode="redact")
+def test_fast_path_finds_and_replaces_exactly_what_every_scanner_does(text: str, mode: str) -> None:
+    secret = b"k" if mode == "hash" else None
+    fast, full = Redactor(mode=mode, secret=secret), _FullRedactor(mode=mode, secret=secret)
+    assert fast.find(text) == full.find(text)
+    assert fast.text(text) == full.text(text)
+
+
+def test_the_reference_runs_every_scanner() -> None:
+    # A finding from each gated scanner, so the comparison above cannot pass vacuously.
+    text = "a@example.com https://u:p@h/ 2001:db8::8a2e:370:7334"
+    labels = {f.label for f in _FullRedactor().find(text)}
+    assert {"EMAIL", "URL_CREDENTIALS", "IP"} <= labels
+    assert Redactor().find(text) == _FullRedactor().find(text)
+
+
+def _every_key_shape(s: str) -> list[Finding]:
+    """scan_keys without its gates: every shape group, PEM, JWT and auth-header scan."""
+    out: list[Finding] = []
+    for shapes in (keys._DASH_KEYS, keys._A_KEYS, keys._UNDERSCORE_KEYS):
+        keys._scan_shapes(s, shapes, out)
+    keys._scan_pem(s, out)
+    keys._scan_jwt(s, out)
+    keys._auth(s, out)
+    return sorted(out)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=adversarial)
+@example(text="Authorization: BEARER abcdefgh12345678")  # upper-case scheme: the R gate
+@example(text="AUTH: BASIC dXNlcjpwYXNz")  # the C gate
+@example(text="id AIza0yA1234567890abcdefghijklmnopqrstuv")  # the z gate (no K, no S)
+@example(text="key ASIAIOSFODNN7EXAMPLE")  # the S gate
+def test_key_scan_gates_find_what_every_key_shape_finds(text: str) -> None:
+    found: list[Finding] = []
+    keys.scan_keys(text, found)
+    assert sorted(found) == _every_key_shape(text)
