@@ -87,6 +87,9 @@ POSITIVE: list[tuple[str, str, str]] = [
     ),
     ("AUTH", "curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA=='", "dXNlcjpwYXNzd29yZA=="),
     ("AUTH", "use bearer abc.def.ghi123 for the call", "abc.def.ghi123"),
+    # auth schemes are case-insensitive (RFC 9110), and a value without digits passes no digit gate
+    ("AUTH", "send BeArEr abcdefgh12345678", "abcdefgh12345678"),
+    ("AUTH", "BaSiC dXNlcjpwYXNz", "dXNlcjpwYXNz"),
     # URLs with credentials (scheme and host stay)
     ("URL_CREDENTIALS", "DSN postgres://app:s3cr3t@db.internal:5432/orders", "app:s3cr3t"),
     ("URL_CREDENTIALS", "https://user:p%40ss@example.com/x", "user:p%40ss"),

@@ -78,6 +78,8 @@ _BEARER, _BASIC = re.compile(_BEARER_PATTERN), re.compile(_BASIC_PATTERN)
 # For the rare text whose length changes when lower-cased ("İ"): case-insensitive on the original.
 _BEARER_ANYCASE = re.compile(_BEARER_PATTERN, re.IGNORECASE)
 _BASIC_ANYCASE = re.compile(_BASIC_PATTERN, re.IGNORECASE)
+# An auth scheme in any case (RFC 9110: "BeArEr" is Bearer); only for texts the cheap gates let by.
+AUTH_WORD_ANYCASE = re.compile(r"b(?:earer|asic)[ \t]", re.IGNORECASE)
 
 
 def scan_keys(s: str, out: list[Finding]) -> None:
@@ -155,8 +157,12 @@ def _scan_auth(s: str, out: list[Finding]) -> None:
     # chained `in` tests, as a generator over the words costs as much as the searches). The upper-
     # case words are only searched for when their rarer capital (R, C) is there: text is mostly
     # lower case, and a one-character search runs at memchr speed.
-    if ("b" not in s and "B" not in s) or not (
-        "earer" in s or "asic" in s or ("R" in s and "EARER" in s) or ("C" in s and "ASIC" in s)
+    # Auth schemes are case-insensitive (RFC 9110): a mixed-case "BeArEr" falls through to one
+    # case-insensitive search, paid only by texts with a b and none of the common spellings.
+    if "b" not in s and "B" not in s:
+        return
+    if not ("earer" in s or "asic" in s or ("R" in s and "EARER" in s) or ("C" in s and "ASIC" in s)) and (
+        AUTH_WORD_ANYCASE.search(s) is None
     ):
         return
     _auth(s, out)

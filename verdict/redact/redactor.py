@@ -26,7 +26,7 @@ from verdict.redact.findings import (
     USER_PRIORITY,
     Finding,
 )
-from verdict.redact.keys import scan_keys
+from verdict.redact.keys import AUTH_WORD_ANYCASE, scan_keys
 from verdict.redact.network import scan_emails, scan_ipv6, scan_url_credentials
 from verdict.redact.numbers import scan_numbers
 
@@ -41,7 +41,8 @@ _SMALL_INT = 10**6  # integers below this cannot hold a phone, card or SSN
 _MAX_PASSES = 4
 _CUT_LOOKBACK = 64  # how far back from max_string a string is cut at a space
 # Something every built-in detector needs (a digit, `@`, `:`, `=`, `_`, `-`, or a key, JWT or
-# auth-scheme literal; see the scanners' own gates): text without any is returned as is.
+# auth-scheme literal, or that scheme in mixed case; see the scanners' own gates): text without any is
+# returned as is.
 _MAYBE_SENSITIVE = re.compile(r"[0-9@:=_\-]|A[KSI]|xox|eyJ|earer|EARER|asic|ASIC")
 _REGROWTH = 4  # a cut string redacted in hash mode stays below this many times max_string
 _TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
@@ -124,7 +125,7 @@ class Redactor:
     def text(self, s: str) -> str:
         """`s` with every finding replaced according to the mode."""
         _require_str(s)
-        if not self._user and _MAYBE_SENSITIVE.search(s) is None:
+        if not self._user and _MAYBE_SENSITIVE.search(s) is None and AUTH_WORD_ANYCASE.search(s) is None:
             return s
         # A replacement glued to a token ("...819<IBAN>GB29...") changes what its neighbours look
         # like to the detectors; rescanning until nothing changes keeps redaction idempotent.
