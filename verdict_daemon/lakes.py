@@ -1,5 +1,6 @@
-"""Which lakes the daemon, `verdict pipeline` and `verdict report` read: the data dir, plus the config's
-[lake] section and the `--lake-dir` / `--lake-url` options (VERDICT_LAKE_URL, as for `verdict sql`)."""
+"""Which lakes the daemon and the commands read (`verdict pipeline`, `report`, `cluster`, `sql`, `review
+correlate`): the data dir, plus the config's [lake] section and the `--lake-dir` / `--lake-url` options
+(VERDICT_LAKE_URL when no --lake-url is given)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ def with_arguments(lake: Lake, args: argparse.Namespace) -> Lake:
         raise DaemonError("invalid_config", f"--lake-url: {exc}") from None
     return lake.model_copy(update={"dirs": (*lake.dirs, *(d.resolve() for d in args.lake_dir)),
                                    "urls": (*lake.urls, *checked)})
+
+
+def from_arguments(data_dir: Path, args: argparse.Namespace) -> LakeUnion:
+    """The union of `data_dir` and the options' lakes, for a command without a config file."""
+    return open_lakes(data_dir, with_arguments(Lake(), args))
 
 
 def open_lakes(data_dir: Path, lake: Lake) -> LakeUnion:
