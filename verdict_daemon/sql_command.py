@@ -10,7 +10,6 @@ import argparse
 from collector import sql
 from collector.lake_union import LakeUnion
 from verdict_daemon import lakes
-from verdict_daemon.config import Lake
 
 _TABLES = """\
 tables from the daemon's state (this tenant's rows, copied at query time; join on trace_id):
@@ -29,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _lakes(args: argparse.Namespace) -> LakeUnion:
     """The data dir and the options' lakes; the data dir read alone must exist (no_data_dir)."""
     sql.valid_tenant(args.tenant)  # a bad tenant is reported before a bad or missing lake
+    from verdict_daemon.config import Lake
+
     lake = lakes.with_arguments(Lake(), args)
     if not (lake.dirs or lake.urls):
         sql.require_data_dir(args.data_dir)
