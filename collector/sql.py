@@ -1,7 +1,9 @@
-"""`verdict sql`: run SQL over one tenant's span lake; table, CSV or JSON output.
+"""`verdict sql`: run SQL over one tenant's span lake, or the union of its lakes (local data dirs and object
+stores, read as collector.lake_union reads them: each segment once); table, CSV or JSON output. The command
+(verdict_daemon.sql_command) builds the union from --data-dir, --lake-dir and --lake-url.
 
-Exit codes: 0 ok; 2 usage (and invalid_config: a bad --lake-url; storage_error: the object store cannot be
-read); 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied (verdict.cli_errors.EXIT_CODES). Errors are the one envelope {"error": {"code": ..., "message": ...}} on
+Exit codes: 0 ok; 2 usage (and invalid_config: a bad --lake-url or a missing --lake-dir; storage_error: the
+object store cannot be read); 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied (verdict.cli_errors.EXIT_CODES). Errors are the one envelope {"error": {"code": ..., "message": ...}} on
 stderr; stdout then stays empty (the output is rendered in full before its first byte is written). JSON output is strict JSON: NaN and ±Infinity
 are the strings "NaN", "Infinity" and "-Infinity"; UUIDs and other values without a JSON type are
 their text.
@@ -16,14 +18,13 @@ import decimal
 import io
 import json
 import math
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from collector.lake_source import LakeSource
-from collector.objectstore import ObjectLake, ObjectStoreError
+from collector.lake_union import LakeUnion, read_errors
 from collector.views import open_scoped, view_statements
 from verdict.cli_errors import CliError
 from verdict.cli_runner import add_data_dir, add_tenant
@@ -41,10 +42,12 @@ class SqlCommandError(CliError):
 _EPILOG = """\
 views: spans (every span once; schema in docs/collector.md) and llm_calls (GenAI inference spans
 with typed columns: request_model, input_tokens, intent_key, latency_ms, ...), scoped to --tenant.
-Only SELECT statements run; files outside the tenant's partition directory cannot be read.
+Only SELECT statements run; files outside the tenant's partition directories (in every lake read)
+cannot be read. --lake-dir and --lake-url add lakes: the query sees their union, each span once.
 example: verdict sql "SELECT intent_key, count(*) FROM llm_calls GROUP BY 1" --tenant acme
-exit codes: 0 ok, 2 usage (also a bad --lake-url, or an object store that cannot be read), 3 invalid_tenant,
-4 no_data_dir, 5 query_error, 6 access_denied (error: one line {"error": {"code", "message"}} on stderr).
+exit codes: 0 ok, 2 usage (also a bad --lake-url or missing --lake-dir, or an object store that cannot be
+read), 3 invalid_tenant, 4 no_data_dir (the data dir, read alone, does not exist), 5 query_error,
+6 access_denied (error: one line {"error": {"code", "message"}} on stderr).
 """
 
 
@@ -54,10 +57,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", nargs="?", help="SQL over the views `spans` and `llm_calls`")
     add_data_dir(parser, "span lake directory (default: ./verdict-data)", default="./verdict-data")
     add_tenant(parser, f"tenant whose spans are visible (default: {LOCAL_TENANT})", default=LOCAL_TENANT)
-    parser.add_argument("--lake-url", default=os.environ.get("VERDICT_LAKE_URL"),
-                        help="also read the lake shipped to this object store (s3://BUCKET/PREFIX; credentials and "
-                        "endpoint from AWS_* variables); with it, a missing --data-dir is not an error "
-                        "[env VERDICT_LAKE_URL]")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output format (default: table)")
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="--format json")
@@ -131,52 +130,36 @@ def _require_read_only(con, query: str) -> None:
         raise SqlCommandError("access_denied", f"verdict sql runs SELECT queries only; refused: {', '.join(refused)}")
 
 
-def _valid_tenant(tenant: str) -> str:
+def valid_tenant(tenant: str) -> str:
     try:
         return validate_tenant_id(tenant)
     except InvalidTenantError as exc:
         raise SqlCommandError("invalid_tenant", str(exc)) from None
 
 
-def lake_source(data_dir: Path, lake_url: str | None = None) -> LakeSource:
-    """The lake to read: the data dir, the object store, or both (a missing data dir is an error only alone)."""
-    remote = None
-    if lake_url:
-        try:
-            remote = ObjectLake(lake_url)
-        except ObjectStoreError as exc:
-            raise SqlCommandError("invalid_config", str(exc)) from None
-        except Exception as exc:  # obstore refuses the URL or the environment's settings
-            raise SqlCommandError("invalid_config", f"lake URL {lake_url!r}: {type(exc).__name__}") from None
+def require_data_dir(data_dir: Path) -> None:
+    """no_data_dir when the data dir, read alone, does not exist (a typo more often than an empty lake)."""
     try:
         exists = data_dir.is_dir()
     except OSError as exc:  # e.g. a name too long
         raise _lake_error(exc) from None
     if not exists:
-        if remote is None:
-            raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
-        return LakeSource(None, remote)
-    return LakeSource(data_dir, remote)
+        raise SqlCommandError("no_data_dir", f"data directory {data_dir} does not exist")
 
 
-def execute(lake: LakeSource | Path, tenant: str, query: str,
+def execute(lake: LakeUnion | LakeSource | Path, tenant: str, query: str,
             prepare: Callable[[Any], None] | None = None) -> tuple[list[str], list[tuple]]:
+    """Run `query` over the tenant's views of `lake` (a data dir must exist: require_data_dir)."""
     import duckdb
 
-    tenant = _valid_tenant(tenant)
-    source = lake if isinstance(lake, LakeSource) else lake_source(lake)
+    tenant = valid_tenant(tenant)
+    if isinstance(lake, Path):
+        require_data_dir(lake)
+    source = LakeUnion.of(lake)
     try:
         con = open_scoped(source, tenant, prepare=prepare)
-    except SqlCommandError:
-        raise
-    except duckdb.Error as exc:  # a truncated segment file
-        raise _lake_error(exc) from None
-    except Exception as exc:
-        if isinstance(exc, OSError) and source.remote is None:  # a directory without permission
-            raise _lake_error(exc) from None
-        # the object store: no such bucket, unreachable, credentials refused
-        raise SqlCommandError("storage_error", f"cannot read the lake: {type(exc).__name__}: "
-                              + (str(exc).splitlines() or [""])[0][:300]) from None
+    except _unreadable() as exc:
+        raise _read_error(exc, source) from None
     try:
         _require_read_only(con, query)
         cursor = con.execute(query)
@@ -197,21 +180,36 @@ def _lake_error(exc: Exception) -> SqlCommandError:
     return SqlCommandError("query_error", "cannot read the span lake: " + (str(exc).splitlines() or [""])[0][:300])
 
 
-def _view_text(lake: LakeSource, tenant: str) -> str:
+def _unreadable() -> tuple[type[Exception], ...]:
+    """What reading a lake raises: DuckDB's errors (a truncated segment), the file system's and the store's."""
     import duckdb
 
+    return (duckdb.Error, *read_errors())
+
+
+def _read_error(exc: Exception, lake: LakeUnion) -> SqlCommandError:
+    """What reading `lake` raised, as a closed error: a local file or directory that cannot be read is
+    query_error; over an object store (no such bucket, unreachable, credentials refused) storage_error."""
+    import duckdb
+
+    local = all(m.remote is None for m in lake.members)
+    if isinstance(exc, duckdb.Error) or (isinstance(exc, OSError) and local):
+        return _lake_error(exc)
+    return SqlCommandError("storage_error", f"cannot read the lake: {type(exc).__name__}: "
+                           + (str(exc).splitlines() or [""])[0][:300])
+
+
+def _view_text(lake: LakeUnion, tenant: str) -> str:
     try:
         return ";\n\n".join(view_statements(lake, tenant)) + ";\n"
     except InvalidTenantError as exc:
         raise SqlCommandError("invalid_tenant", str(exc)) from None
-    except (duckdb.Error, OSError) as exc:
-        raise _lake_error(exc) from None
+    except _unreadable() as exc:
+        raise _read_error(exc, lake) from None
 
 
-def _output(args: argparse.Namespace, prepare: Callable[[Any], None] | None) -> str:
+def _output(args: argparse.Namespace, lake: LakeUnion, prepare: Callable[[Any], None] | None) -> str:
     """Everything stdout gets, complete, or a SqlCommandError."""
-    _valid_tenant(args.tenant)  # a bad tenant is reported before a missing lake
-    lake = lake_source(args.data_dir, args.lake_url)
     if args.print_views:
         return _view_text(lake, args.tenant)
     if not args.query:
@@ -222,9 +220,9 @@ def _output(args: argparse.Namespace, prepare: Callable[[Any], None] | None) -> 
     return text.getvalue()
 
 
-def run(args: argparse.Namespace, prepare: Callable[[Any], None] | None = None) -> int:
-    """Write the output; a failure is a SqlCommandError (nothing written)."""
-    text = _output(args, prepare)
+def run(args: argparse.Namespace, lake: LakeUnion, prepare: Callable[[Any], None] | None = None) -> int:
+    """Write the output of the query over `lake`; a failure is a SqlCommandError (nothing written)."""
+    text = _output(args, lake, prepare)
     out = sys.stdout  # resolved per call, not at import: the process's streams may have been replaced since
     for start in range(0, len(text), WRITE_CHUNK):  # a reader that goes away (`| head`) is noticed: exit 141
         out.write(text[start:start + WRITE_CHUNK])

@@ -26,9 +26,9 @@ VARIABLES: tuple[Variable, ...] = (
              replaces="VERDICT_TENANT_ID"),
     Variable("VERDICT_DATA_DIR", "cli, collector", "`--data-dir`: the span lake and state.duckdb directory",
              replaces="VERDICT_COLLECTOR_DATA_DIR"),
-    Variable("VERDICT_LAKE_URL", "cli", "`--lake-url` of `verdict sql`, `verdict pipeline` and `verdict report`: a lake "
-             "on object storage, s3://BUCKET/PREFIX (the collector's own is VERDICT_COLLECTOR_LAKE_URL; the daemon's "
-             "are `[lake] urls`)"),
+    Variable("VERDICT_LAKE_URL", "cli", "`--lake-url` of `verdict sql`, `pipeline`, `report`, `cluster` and `review "
+             "correlate` when none is given: one lake on object storage, s3://BUCKET/PREFIX (the collector's own is "
+             "VERDICT_COLLECTOR_LAKE_URL; the daemon's are `[lake] urls`)"),
     Variable("VERDICT_DEBUG", "cli", "set (not empty, not 0/false/no): an unexpected error re-raises with its "
              "traceback instead of the closed internal_error"),
     Variable("VERDICT_API_KEY", "sdk", "bearer token the SDK sends to the collector"),

@@ -25,7 +25,6 @@ from verdict.cli_runner import add_data_dir, add_tenant, alias_main
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon import lakes
 from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES, ClusterError
-from verdict_daemon.config import Lake
 
 SCHEMA = "verdict-cluster-v1"
 EXIT_OK = 0
@@ -183,7 +182,7 @@ def _run(args: argparse.Namespace) -> dict:
     _check(args)
     store = StateStore(args.data_dir, lock_timeout=args.lock_timeout)
     data_dir, tenant, actor = args.data_dir.resolve(), args.tenant, args.actor
-    lake = lakes.open_lakes(data_dir, lakes.with_arguments(Lake(), args))
+    lake = lakes.from_arguments(data_dir, args)
     match args.command:
         case "normalize":
             return analysis_index.normalize(store, lake, tenant, args.limit).to_dict()

@@ -1,16 +1,20 @@
-"""Which lakes the daemon, `verdict pipeline` and `verdict report` read: the data dir, plus the config's
-[lake] section and the `--lake-dir` / `--lake-url` options (VERDICT_LAKE_URL, as for `verdict sql`)."""
+"""Which lakes the daemon and the commands read (`verdict pipeline`, `report`, `cluster`, `sql`, `review
+correlate`): the data dir, plus the config's [lake] section and the `--lake-dir` / `--lake-url` options
+(VERDICT_LAKE_URL when no --lake-url is given)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from collector.lake_union import LakeUnion
 from collector.objectstore import ObjectStoreError
 from verdict import environment
-from verdict_daemon.config import Lake, lake_url
 from verdict_daemon.errors import DaemonError
+
+if TYPE_CHECKING:  # the config (pydantic, apscheduler) is imported when lakes are opened, not for every command
+    from verdict_daemon.config import Lake
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def with_arguments(lake: Lake, args: argparse.Namespace) -> Lake:
     """`lake` (the config's section) with the options' dirs and URLs added (VERDICT_LAKE_URL when no
     --lake-url is given)."""
+    from verdict_daemon.config import lake_url
+
     urls = args.lake_url or [u for u in (environment.get("VERDICT_LAKE_URL"),) if u]
     try:
         checked = tuple(lake_url(u) for u in urls)
@@ -31,6 +37,13 @@ def with_arguments(lake: Lake, args: argparse.Namespace) -> Lake:
         raise DaemonError("invalid_config", f"--lake-url: {exc}") from None
     return lake.model_copy(update={"dirs": (*lake.dirs, *(d.resolve() for d in args.lake_dir)),
                                    "urls": (*lake.urls, *checked)})
+
+
+def from_arguments(data_dir: Path, args: argparse.Namespace) -> LakeUnion:
+    """The union of `data_dir` and the options' lakes, for a command without a config file."""
+    from verdict_daemon.config import Lake
+
+    return open_lakes(data_dir, with_arguments(Lake(), args))
 
 
 def open_lakes(data_dir: Path, lake: Lake) -> LakeUnion:

@@ -6,7 +6,8 @@
   agreement        judge vs the latest human labels per dimension: TPR, TNR, kappa, AC1 with intervals;
                    next to it, reviewers among themselves (kappa, AC1, alpha), flagging a vague rubric
   export-sentinel  write the labels as a sentinel set (verdict.sentinel JSONL)
-  correlate        judge verdicts vs user signals (span events and/or a JSONL side file)
+  correlate        judge verdicts vs user signals (span events in every lake of the tenant - the data dir,
+                   --lake-dir, --lake-url - and/or a JSONL side file)
 
 Output is JSON on stdout. Exit codes: 0 ok; 1 `correlate --fail-on` and the status is a failing one
 (the JSON is still printed); 2 bad input, unknown item or storage problem, as the one error envelope
@@ -34,6 +35,7 @@ from typing import Any
 from verdict import environment
 from verdict.cli_runner import add_data_dir, add_tenant
 from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
+from verdict_daemon import lakes
 from verdict_daemon.errors import DaemonError
 
 EXIT_OK, EXIT_FAILING = 0, 1
@@ -139,7 +141,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     corr = actions.add_parser("correlate", parents=[common], help="judge verdicts vs user signals")
     _evaluator_options(corr)
     corr.add_argument("--signals-file", type=Path, help="JSONL side file {trace_id, signal, timestamp?} "
-                      "(added to the span events in the lake)")
+                      "(added to the span events in the lakes)")
+    lakes.add_arguments(corr)  # the signal events are wherever the tenant's spans are, as for the daemon
     corr.add_argument("--dimension", type=_matching(_DIMENSION, "dimension name"),
                       help="correlate this dimension's verdict (default: the overall verdict)")
     corr.add_argument("--min-pairs", type=_int_in(2, None), default=30,
@@ -219,7 +222,8 @@ def _correlate(args: argparse.Namespace, tenant: TenantId, store) -> dict[str, A
     except CorrelationError as exc:
         raise DaemonError("invalid_signals", str(exc)) from None
     try:
-        result = correlate_tenant(store, args.data_dir, tenant, extra_signals=extra, evaluator=args.evaluator,
+        result = correlate_tenant(store, lakes.from_arguments(args.data_dir, args), tenant, extra_signals=extra,
+                                  evaluator=args.evaluator,
                                   fingerprint=args.fingerprint, dimension=args.dimension,
                                   minimum_pairs=args.min_pairs, min_ac1=args.min_ac1, n_resamples=args.resamples,
                                   seed=args.seed)

@@ -1,12 +1,15 @@
-"""`verdict sql` with the daemon's results: the collector's span views (`spans`, `llm_calls`) plus the
-tenant's `judgments`, `drift_runs`, `drift_signals`, `review_items` and `review_labels` copied from
-state.duckdb (verdict_daemon.views)."""
+"""`verdict sql` with the daemon's results: the collector's span views (`spans`, `llm_calls`) over the union of
+the tenant's lakes (--data-dir, --lake-dir, --lake-url: verdict_daemon.lakes, as the daemon's commands read
+them) plus the tenant's `judgments`, `drift_runs`, `drift_signals`, `review_items` and `review_labels` copied
+from state.duckdb (verdict_daemon.views)."""
 
 from __future__ import annotations
 
 import argparse
 
 from collector import sql
+from collector.lake_union import LakeUnion
+from verdict_daemon import lakes
 
 _TABLES = """\
 tables from the daemon's state (this tenant's rows, copied at query time; join on trace_id):
@@ -18,7 +21,19 @@ tables from the daemon's state (this tenant's rows, copied at query time; join o
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sql.add_arguments(parser)
+    lakes.add_arguments(parser)
     parser.epilog = _TABLES + (parser.epilog or "")
+
+
+def _lakes(args: argparse.Namespace) -> LakeUnion:
+    """The data dir and the options' lakes; the data dir read alone must exist (no_data_dir)."""
+    sql.valid_tenant(args.tenant)  # a bad tenant is reported before a bad or missing lake
+    from verdict_daemon.config import Lake
+
+    lake = lakes.with_arguments(Lake(), args)
+    if not (lake.dirs or lake.urls):
+        sql.require_data_dir(args.data_dir)
+    return lakes.open_lakes(args.data_dir, lake)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,4 +46,4 @@ def run(args: argparse.Namespace) -> int:
         except DaemonError as exc:  # storage_locked / storage_error on state.duckdb
             raise sql.SqlCommandError("query_error", f"{exc.code}: {exc.message}") from None
 
-    return sql.run(args, prepare=add_state)
+    return sql.run(args, _lakes(args), prepare=add_state)

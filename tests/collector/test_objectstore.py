@@ -8,6 +8,7 @@ import json
 import os
 import random
 import time
+from pathlib import Path
 
 import pytest
 
@@ -290,40 +291,83 @@ def two_tenants_on_s3(s3, tmp_path_factory):
     return lake_url, tmp_path_factory.mktemp("none") / "absent", {t: set(span_ids(r)) for t, r in requests.items()}
 
 
-def test_sql_on_s3_sees_only_its_tenant_once(two_tenants_on_s3):
-    lake_url, absent, ids = two_tenants_on_s3
+@pytest.fixture(scope="module")
+def two_tenants_in_a_union(s3, tmp_path_factory):
+    """The same two tenants split over two lakes: zone A, a local dir, and zone B, compacted and shipped to a
+    bucket. Each tenant has one request in A only, one in B only, and one in both (an exporter retry routed to
+    the other collector). Returns (`verdict sql` lake options, zone A, lake URL, span ids per tenant)."""
+    from collector import compaction, lake
+    from collector.objectstore import ObjectLake
+    from collector.shipping import Shipper
+    from collector.stats import Stats
+
+    root = tmp_path_factory.mktemp("s3union")
+    zone_a, zone_b = root / "zone-a", root / "zone-b"
+    ids: dict[str, set[str]] = {}
+    for zone in (zone_a, zone_b):
+        lake.prepare(zone)
+    for tenant, seed in (("acme", 10), ("globex", 20)):
+        only_a, only_b, both = (export_request(random.Random(seed + k), 8, time.time_ns()) for k in range(3))
+        for zone, request in ((zone_a, only_a), (zone_b, only_b), (zone_a, both), (zone_b, both)):
+            land_request(zone, request, tenant)
+        ids[tenant] = {i for r in (only_a, only_b, both) for i in span_ids(r)}
+    compaction.compact_all(zone_b, 1)
+    lake_url = f"s3://{s3.new_bucket()}/lake"
+    assert Shipper(zone_b, ObjectLake(lake_url), 0.0, Stats()).ship_once() == 2
+    options = ("--data-dir", str(root / "state"), "--lake-dir", str(zone_a), "--lake-url", lake_url)
+    return options, zone_a, lake_url, ids
+
+
+@pytest.fixture(params=["s3", "union"])
+def two_tenants_read(request) -> tuple[tuple[str, ...], str, str, dict[str, set[str]]]:
+    """(`verdict sql` lake options, a local lake dir the query may name, lake URL, span ids per tenant): the
+    shipped lake alone, or the union of a local dir and a bucket."""
+    if request.param == "s3":
+        lake_url, absent, ids = request.getfixturevalue("two_tenants_on_s3")
+        return ("--lake-url", lake_url, "--data-dir", str(absent)), str(absent), lake_url, ids
+    options, zone_a, lake_url, ids = request.getfixturevalue("two_tenants_in_a_union")
+    return options, str(zone_a), lake_url, ids
+
+
+def test_sql_on_s3_sees_only_its_tenant_once(two_tenants_read):
+    options, _local, _lake_url, ids = two_tenants_read
     for tenant in ("acme", "globex"):
-        rows = _sql("SELECT tenant_id, span_id FROM spans", "--lake-url", lake_url, "--data-dir", str(absent),
-                    "--tenant", tenant)
+        rows = _sql("SELECT tenant_id, span_id FROM spans", *options, "--tenant", tenant)
         assert {r["tenant_id"] for r in rows} == {tenant}
         assert sorted(r["span_id"] for r in rows) == sorted(ids[tenant])
-    assert _sql("SELECT count(*) AS n FROM llm_calls", "--lake-url", lake_url, "--data-dir", str(absent),
-                "--tenant", "nobody") == [{"n": 0}]
+    assert _sql("SELECT count(*) AS n FROM llm_calls", *options, "--tenant", "nobody") == [{"n": 0}]
 
 
 @pytest.mark.parametrize("query", [
     "SELECT * FROM read_parquet('{lake}/spans/tenant=globex/*/*.parquet')",
     "SELECT * FROM read_parquet('{lake}/spans/tenant=acme/../tenant=globex/*/*.parquet')",
     "SELECT * FROM read_parquet('{lake}/spans/*/*/*.parquet')",
+    "SELECT * FROM read_parquet('{local}/spans/tenant=globex/*/*.parquet')",
+    "SELECT * FROM read_parquet('{local}/spans/tenant=acme/../tenant=globex/*/*.parquet')",
     "COPY (SELECT 1) TO '{lake}/spans/tenant=acme/leak.csv'",
+    "COPY (SELECT 1) TO '{local}/spans/tenant=acme/leak.csv'",  # readable, yet never writable
+    "ATTACH '{local}/../other.duckdb'",
     "SELECT * FROM read_csv('/etc/passwd')",
     "SET enable_external_access = true",
 ])
-def test_external_access_on_s3_is_refused(two_tenants_on_s3, query):
-    lake_url, absent, _ = two_tenants_on_s3
+def test_external_access_on_s3_is_refused(two_tenants_read, query):
+    options, local, lake_url, _ = two_tenants_read
     before = _objects(lake_url)
-    out = verdict("sql", query.format(lake=lake_url), "--lake-url", lake_url, "--data-dir", str(absent),
-                  "--tenant", "acme")
+    out = verdict("sql", query.format(lake=lake_url, local=local), *options, "--tenant", "acme")
     assert out.returncode in (5, 6), out.stdout
     assert json.loads(out.stderr)["error"]["code"] in ("query_error", "access_denied")
     assert "Traceback" not in out.stderr
     assert _objects(lake_url) == before
+    assert not list(Path(local).parent.glob("**/leak.csv")) and not (Path(local).parent / "other.duckdb").exists()
 
 
-def test_a_bad_lake_url_is_a_closed_error(tmp_path):
-    for url in ("ftp://bucket/x", "s3://"):
-        out = verdict("sql", "SELECT 1", "--lake-url", url, "--data-dir", str(tmp_path), "--format", "json")
+def test_a_bad_lake_url_or_dir_is_a_closed_error(tmp_path):
+    for lake in (("--lake-url", "ftp://bucket/x"), ("--lake-url", "s3://"), ("--lake-dir", str(tmp_path / "typo"))):
+        out = verdict("sql", "SELECT 1", *lake, "--data-dir", str(tmp_path), "--format", "json")
         assert out.returncode == 2 and json.loads(out.stderr)["error"]["code"] == "invalid_config", out.stderr
+    out = verdict("sql", "SELECT count(*) AS n FROM spans", "--lake-dir", str(tmp_path), "--data-dir",
+                  str(tmp_path / "absent"), "--format", "json")  # another lake is named: no no_data_dir
+    assert out.returncode == 0 and json.loads(out.stdout) == [{"n": 0}], out.stderr
 
 
 def test_collector_refuses_a_bad_lake_url(tmp_path):

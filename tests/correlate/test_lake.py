@@ -116,6 +116,18 @@ def test_correlate_reports_the_hand_computed_table(capsys, judged_with_signals):
     # --fail-on decides the exit code (checked here: building the judged lake is the slow part).
     assert _fail_on_outcomes(capsys, data, signals_file) == FAIL_ON_CASES
 
+    # The span events are read from every lake of the tenant: the spans moved to another collector's data dir
+    # (the data dir keeps state.duckdb) are found with --lake-dir, and only there.
+    elsewhere = data.parent / "zone-b"
+    elsewhere.mkdir()
+    (data / "spans").rename(elsewhere / "spans")
+    code, side_only, _ = review(capsys, "correlate", *base, "--evaluator", "graded")
+    assert code == 0 and side_only["usable"] < result["usable"] and side_only["counts"]["contradictory_traces"] == 0
+    code, union, _ = review(capsys, "correlate", *base, "--evaluator", "graded", "--lake-dir", str(elsewhere))
+    same = ("table", "usable", "counts", "dimension")  # the bootstrap intervals follow the lake's row order
+    assert code == 0 and {k: union[k] for k in same} == {k: result[k] for k in same}
+    assert union["kappa"]["value"] == pytest.approx(result["kappa"]["value"], abs=1e-12)
+
 
 FAIL_ON_CASES = [  # (flags, status, exit code)
     (["--min-ac1", "-1"], "calibrated", 0),  # any AC1 lower bound reaches -1
@@ -137,3 +149,10 @@ def _fail_on_outcomes(capsys, data, signals_file) -> list:
         code, result, err = review(capsys, "correlate", *base, *flags)
         outcomes.append((flags, result["status"], code if err is None else err))
     return outcomes
+
+
+def test_correlate_refuses_a_bad_lake_option(capsys, tmp_path):
+    for lake, says in ((("--lake-url", "ftp://bucket/x"), "expected s3://"),
+                       (("--lake-dir", str(tmp_path / "typo")), "is not an existing directory")):
+        code, _, err = review(capsys, "correlate", "--data-dir", str(tmp_path), "--tenant", "acme", *lake)
+        assert code == 2 and err["error"]["code"] == "invalid_config" and says in err["error"]["message"], err

@@ -1,8 +1,9 @@
-"""User-signal correlation over a data directory: the daemon's judgments against user signals.
+"""User-signal correlation over a data directory and the tenant's lakes: the daemon's judgments against user
+signals.
 
 Judge side: the latest attempt of one evaluator per trace from state.duckdb; the trace's verdict is a
 chosen dimension's, or the overall verdict (verdict.correlate.overall_verdict). Signal side: span
-events named verdict.correlate.SIGNAL_EVENT in the tenant's span lake (any span of the trace), plus
+events named verdict.correlate.SIGNAL_EVENT in the union of the tenant's lakes (any span of the trace), plus
 the rows of an optional JSONL side file. The statistics are verdict.correlate.correlate.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from collector.lake_union import LakeUnion, read_errors
 from verdict.correlate import (
     SIGNAL_EVENT,
     SIGNAL_KIND_ATTRIBUTE,
@@ -53,22 +55,24 @@ def judge_verdicts(store: StateStore, tenant: TenantId, *, evaluator: str | None
     return chosen, verdicts
 
 
-def lake_signals(data_dir: Path, tenant: TenantId) -> list[UserSignal]:
-    """Every SIGNAL_EVENT span event in the tenant's lake; a kind that is not a string is kept as
-    its text and counted as unknown by `correlate`."""
+def lake_signals(lake: LakeUnion | Path, tenant: TenantId) -> list[UserSignal]:
+    """Every SIGNAL_EVENT span event in the tenant's lake (a data dir, or the union of its lakes); a kind
+    that is not a string is kept as its text and counted as unknown by `correlate`."""
     import duckdb
 
     from collector.views import open_scoped
 
     try:
-        con = open_scoped(Path(data_dir), tenant)
+        con = open_scoped(lake, tenant)
         try:
             rows = con.execute("SELECT trace_id, events FROM spans WHERE contains(events, $name)",
                                {"name": SIGNAL_EVENT}).fetchall()
         finally:
             con.close()
-    except duckdb.Error as exc:
-        raise DaemonError("storage_error", f"cannot read the span lake: {str(exc).splitlines()[0][:300]}") from None
+    except duckdb.Error as exc:  # a truncated segment
+        raise _unreadable(exc) from None
+    except read_errors() as exc:  # a directory without permission; no such bucket, store unreachable
+        raise _unreadable(exc) from None
     signals = []
     for trace, events in rows:
         for event in json.loads(events):
@@ -80,10 +84,16 @@ def lake_signals(data_dir: Path, tenant: TenantId) -> list[UserSignal]:
     return signals
 
 
-def correlate_tenant(store: StateStore, data_dir: Path, tenant: TenantId, *, extra_signals: Sequence[UserSignal] = (),
+def _unreadable(exc: Exception) -> DaemonError:
+    return DaemonError("storage_error", f"cannot read the span lake: {type(exc).__name__}: "
+                       + (str(exc).splitlines() or [""])[0][:300])
+
+
+def correlate_tenant(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, *,
+                     extra_signals: Sequence[UserSignal] = (),
                      evaluator: str | None = None, fingerprint: str | None = None, dimension: str | None = None,
                      **options) -> Correlation:
     """verdict.correlate.correlate over the tenant's judgments and signals (lake events + `extra_signals`)."""
     chosen, verdicts = judge_verdicts(store, tenant, evaluator=evaluator, fingerprint=fingerprint,
                                       dimension=dimension)
-    return correlate(verdicts, [*lake_signals(data_dir, tenant), *extra_signals], fingerprint=chosen, **options)
+    return correlate(verdicts, [*lake_signals(lake, tenant), *extra_signals], fingerprint=chosen, **options)
