@@ -18,9 +18,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verdict_daemon import views
 from verdict_daemon.state import STATE_FILE
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 _A = views.STATE_ALIAS
 ATTEMPTS = f"""
@@ -42,12 +46,12 @@ CREATE TEMP TABLE attempts (trace_id VARCHAR, attempt_id VARCHAR, attempt_no INT
 class Snapshot:
     tenant: str
     taken: float  # time.monotonic() when taken
-    con: object  # the scoped duckdb connection
+    con: DuckDBPyConnection  # the scoped connection
     days: tuple[date, ...]  # the tenant's span date partitions, newest first (pages read the newest first)
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[object]:
+    def reading(self) -> Iterator[DuckDBPyConnection]:
         with self.lock:
             yield self.con
 
