@@ -33,7 +33,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT, LONG = 10, 210  # stream lengths (content chunks) for the per-chunk slope
@@ -49,7 +55,7 @@ USER = (
     "because the last invoice seemed to show the monthly price instead of the discounted one. I would "
     "also like a copy of both invoices as PDF. Thank you very much for your help with this issue."
 )
-MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
+MESSAGES: list[ChatCompletionMessageParam] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
 
 
 # -- worker (one mode per process) -------------------------------------------------------------------
@@ -125,9 +131,9 @@ def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - s
     from opentelemetry.sdk.trace.export import SpanExporter
 
     exporter = type("Discard", (_Discard, SpanExporter), {})()
-    scope = contextlib.nullcontext
-    flush = lambda: None  # noqa: E731
-    toggle = lambda on: None  # noqa: E731
+    scope: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
+    flush: Callable[[], object] = lambda: None  # noqa: E731
+    toggle: Callable[[bool], object] = lambda on: None  # noqa: E731
     if mode == "verdict":
         import verdict.tracing as vt
 
@@ -174,7 +180,8 @@ def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - s
         stream(SHORT)
     flush()
     batches = 25
-    samples = {on: {"call": [], "short": [], "long": [], "cpu": 0.0} for on in (True, False)}
+    samples: dict[bool, dict[str, list[int]]] = {on: {"call": [], "short": [], "long": []} for on in (True, False)}
+    cpu = dict.fromkeys((True, False), 0.0)
     for _ in range(batches):
         for on in (True, False):
             toggle(on)
@@ -182,11 +189,11 @@ def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - s
             cpu0 = time.process_time()
             side["call"] += [one() for _ in range(max(calls // batches, 1))]
             flush()  # export work of this batch is charged to it
-            side["cpu"] += time.process_time() - cpu0
+            cpu[on] += time.process_time() - cpu0
             side["short"] += [stream(SHORT) for _ in range(max(streams // batches, 1))]
             side["long"] += [stream(LONG) for _ in range(max(streams // batches, 1))]
             flush()
-    med = {on: {k: statistics.median(v) / 1e3 for k, v in d.items() if k != "cpu"} for on, d in samples.items()}
+    med = {on: {k: statistics.median(v) / 1e3 for k, v in d.items()} for on, d in samples.items()}
     per_chunk = {on: (m["long"] - m["short"]) / (LONG - SHORT) for on, m in med.items()}
     n_calls = len(samples[True]["call"])
     return {
@@ -194,7 +201,7 @@ def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - s
         "base_us": med[False]["call"],
         "added_us": med[True]["call"] - med[False]["call"],
         "added_chunk_us": per_chunk[True] - per_chunk[False],
-        "added_cpu_us": (samples[True]["cpu"] - samples[False]["cpu"]) / n_calls * 1e6,
+        "added_cpu_us": (cpu[True] - cpu[False]) / n_calls * 1e6,
         "spans": exporter.count,
         "openai": openai.__version__,
     }
