@@ -45,7 +45,7 @@ def lake(tmp_path_factory) -> Path:
 
 
 def _duckdb_answer(lake: Path) -> list[tuple]:
-    return duckdb.sql(f"""
+    return duckdb.execute(f"""
         SELECT tenant, intent_key, date, count(*), sum(coalesce(input_tokens, 0)), epoch_ns(min(start_time))
         FROM (SELECT DISTINCT ON (trace_id, span_id) *
               FROM read_parquet('{lake}/*/spans/*/*/*.parquet', hive_partitioning = true))
