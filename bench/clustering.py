@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -235,7 +236,7 @@ def child_assign_explicit(data_dir: str, version_id: str) -> dict:
             "rss_peak_mib": _rss_mib()}
 
 
-CHILDREN = {"throughput": child_throughput, "fit": child_fit, "fit-cached": child_fit_cached,
+CHILDREN: dict[str, Callable[..., object]] = {"throughput": child_throughput, "fit": child_fit, "fit-cached": child_fit_cached,
             "assign-semantic": child_assign_semantic, "prepare-explicit": child_prepare_explicit,
             "assign-explicit": child_assign_explicit}
 

@@ -81,10 +81,12 @@ def start_collector(data_dir: Path, extra: list[str], token: bool, transport: st
          "--grpc-port", "0" if transport == "grpc" else "-1", *auth, *extra],
         stderr=subprocess.PIPE, text=True,
     )
-    for line in proc.stderr:
+    stderr = proc.stderr
+    assert stderr is not None  # piped
+    for line in stderr:
         m = re.search(r"ready http=[\d.]+:(\d+) grpc=(?:[\d.]+:(\d+)|off)", line)
         if m:
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+            threading.Thread(target=lambda: [None for _ in stderr], daemon=True).start()
             return proc, Endpoint(transport, int(m.group(2) if transport == "grpc" else m.group(1)))
     raise SystemExit(f"collector did not start (exit {proc.wait()})")
 
@@ -164,8 +166,9 @@ class Load:
     def _grpc_sender(self):
         """Like _http_sender over one gRPC channel per client; failures are status code names."""
         channel = grpc.insecure_channel(f"127.0.0.1:{self.endpoint.port}", options=[("grpc.use_local_subchannel_pool", 1)])
-        methods = {path: channel.unary_unary(method) for path, method in GRPC_METHODS.items()}
-        metadata = [("authorization", self.headers["Authorization"])] if "Authorization" in self.headers else None
+        methods: dict[str, grpc.UnaryUnaryMultiCallable[bytes, bytes]] = {
+            path: channel.unary_unary(method) for path, method in GRPC_METHODS.items()}
+        metadata = (("authorization", self.headers["Authorization"]),) if "Authorization" in self.headers else None
 
         def send(path: str, body: bytes) -> tuple[str | None, float]:
             try:
@@ -321,7 +324,7 @@ def sql_phase(rows: int) -> dict:
         stored = build_sql_lake(data_dir, rows, tenant)
         generated_s = time.perf_counter() - started
         unique = con.execute(
-            f"SELECT count(DISTINCT span_id) FROM read_parquet('{data_dir}/spans/*/*/*.parquet')").fetchone()[0]
+            f"SELECT count(DISTINCT span_id) FROM read_parquet('{data_dir}/spans/*/*/*.parquet')").fetchall()[0][0]
         query = SQL_QUERY
         timings = []
         for _ in range(3):

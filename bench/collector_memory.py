@@ -22,9 +22,8 @@ from pathlib import Path
 import psutil
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from collector_ingest import Load, rss_mb, start_collector  # noqa: E402  (a sibling script, not a package)
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.collector_ingest import Load, rss_mb, start_collector  # noqa: E402
 from collector.decoding import VALUES_PER_SPAN  # noqa: E402
 
 LIMIT_MB = 1024
@@ -32,7 +31,8 @@ MAX_SPANS = 10_000  # the collector's default --max-spans-per-request
 MAX_BODY = 16 * 1024 * 1024
 
 
-def _request(spans: int, attributes: int, value) -> bytes:
+def _request(spans: int, attributes: int, value) -> tuple[str, bytes, int]:
+    """One OTLP/HTTP trace export as `Load` sends it: (path, encoded request, spans in it)."""
     request = ExportTraceServiceRequest()
     out = request.resource_spans.add().scope_spans.add().spans
     for i in range(1, spans + 1):
@@ -46,10 +46,10 @@ def _request(spans: int, attributes: int, value) -> bytes:
                 kv.value.string_value = value(i, a)
     body = request.SerializeToString()
     assert len(body) <= MAX_BODY, len(body)
-    return body
+    return "/v1/traces", body, spans
 
 
-def workloads() -> dict[str, bytes]:
+def workloads() -> dict[str, tuple[str, bytes, int]]:
     per_span = VALUES_PER_SPAN - 1
     return {
         f"{MAX_SPANS} minimal spans": _request(MAX_SPANS, 0, 0),
@@ -69,10 +69,10 @@ def main() -> None:
     bodies = workloads()
     overall = (0.0, 0.0)
     with tempfile.TemporaryDirectory() as tmp:
-        proc, port = start_collector(Path(tmp) / "data", args.collector_args, token=False)
+        proc, endpoint = start_collector(Path(tmp) / "data", args.collector_args, token=False, transport="http")
         server = psutil.Process(proc.pid)
         try:
-            for label, body in bodies.items():
+            for label, request in bodies.items():
                 peak = [0.0, 0.0, 0.0]
                 stop = threading.Event()
 
@@ -86,13 +86,13 @@ def main() -> None:
 
                 sampler = threading.Thread(target=sample)
                 sampler.start()
-                load = Load(port, [body], args.clients, None, token=False)
+                load = Load(endpoint, [request], args.clients, None, token=False)
                 load.run(args.seconds)
                 time.sleep(1)  # memory kept after the burst counts too
                 stop.set()
                 sampler.join()
                 overall = (max(overall[0], peak[0]), max(overall[1], peak[1]))
-                print(f"[{label}] body {len(body) / 2**20:.1f} MiB; {load.acked} acked, refused {load.errors}; "
+                print(f"[{label}] body {len(request[1]) / 2**20:.1f} MiB; {load.acked} acked, refused {load.errors}; "
                       f"peak RSS {peak[0]:.0f} MB summed ({peak[1]:.0f} MB PSS, server alone {peak[2]:.0f} MB); "
                       f"1 s after: {rss_mb(server)[1]:.0f} MB",
                       flush=True)

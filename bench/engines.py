@@ -35,7 +35,7 @@ def build(root: Path, spans: int) -> None:
     seed = root / "seed"
     write_rows(seed, "acme", synthetic_days(datetime(2026, 11, 30, tzinfo=UTC), intents=INTENTS, per_day=10))
     source = f"read_parquet('{seed}/spans/*/*/*.parquet', hive_partitioning = true)"
-    copies = max(1, spans // duckdb.execute(f"SELECT count(*) FROM {source}").fetchone()[0])
+    copies = max(1, spans // duckdb.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0])
     con = duckdb.connect()
     con.execute(f"""CREATE TABLE rows AS SELECT * REPLACE (substr(md5(span_id || n::VARCHAR), 1, 16) AS span_id),
                     hash(span_id, n) % 100 AS bucket FROM {source}, range({copies}) AS r(n)""")

@@ -186,6 +186,7 @@ def main() -> None:
         return None
     server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None  # piped
     try:
         base_url = server.stdout.readline().strip()
         rss = peak_rss_mb("openai", base_url)

@@ -89,7 +89,8 @@ class _Timed:
     """A model that records each call's latency (the judges see the model unchanged)."""
 
     def __init__(self, model) -> None:
-        self.model, self.latencies = model, []
+        self.model = model
+        self.latencies: list[float] = []
         self.name, self.supports_json_schema, self.supports_logprobs = \
             model.name, model.supports_json_schema, model.supports_logprobs
 

@@ -184,9 +184,9 @@ def main() -> None:
         ("message JSON ~1 KB", genai_messages(calls // 4, 1000)),
         ('tiny string "user"', ["user"] * calls * 10),
     ):
-        size = statistics.median(len(t) for t in texts)
+        chars = statistics.median(len(t) for t in texts)
         us = microseconds_per_call(redactor, texts, args.repeat)
-        print(f"{name:<40}{size:>8.0f}{us:>14.2f}")
+        print(f"{name:<40}{chars:>8.0f}{us:>14.2f}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT, LONG = 10, 210  # stream lengths (content chunks) for the per-chunk slope
@@ -52,7 +56,7 @@ USER = (
     "because the last invoice seemed to show the monthly price instead of the discounted one. I would "
     "also like a copy of both invoices as PDF. Thank you very much for your help with this issue."
 )
-MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
+MESSAGES: list[ChatCompletionMessageParam] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
 
 
 # -- worker (one mode per process) -------------------------------------------------------------------

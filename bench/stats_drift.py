@@ -85,7 +85,7 @@ def child_bt(n: int, repeats: int) -> dict:
     a = rng.integers(0, k, n)
     b = (a + rng.integers(1, k, n)) % k
     p = 1 / (1 + np.exp(-(strength[a] - strength[b])))
-    outcome = np.where(rng.random(n) < 0.1, 0.5, (rng.random(n) < p).astype(float))
+    outcome = np.where(rng.random(n) < 0.1, 0.5, (rng.random(n) < p).astype(float)).tolist()
     names = [f"model-{i}" for i in range(k)]
     first, second = [names[i] for i in a], [names[i] for i in b]
     result = _timed(
@@ -106,6 +106,7 @@ def child_schedule(days: int, seeds: int) -> dict:
     at a uniform onset, hourly looks, hours until the first alert."""
     from tests.daemon.drift_schedule import (
         LEGACY,
+        NEW,
         Traffic,
         detection_delays,
         false_alarm_periods,
@@ -114,15 +115,13 @@ def child_schedule(days: int, seeds: int) -> dict:
 
     config, traffic, hour = Drift(), Traffic(), timedelta(hours=1)
     out: dict = {"days": days}
-    for name, every, n, design in (("hourly", hour, days, None), ("5min", timedelta(minutes=5), max(days // 6, 1), None),
+    for name, every, n, design in (("hourly", hour, days, NEW), ("5min", timedelta(minutes=5), max(days // 6, 1), NEW),
                                     ("legacy_hourly", hour, days, LEGACY)):
-        kwargs = {"design": design} if design else {}
-        out[name] = false_alarm_periods(config, traffic, n, every, 0, **kwargs)
+        out[name] = false_alarm_periods(config, traffic, n, every, 0, design=design)
     for points in (0.15, 0.25):
-        for name, design in (("new", None), ("legacy", LEGACY)):
-            kwargs = {"design": design} if design else {}
+        for name, design in (("new", NEW), ("legacy", LEGACY)):
             out[f"delay_{name}_{int(points * 100)}"] = detection_delays(
-                config, traffic, points, range(seeds), hour, **kwargs)
+                config, traffic, points, range(seeds), hour, design=design)
     return out
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from verdict import semconv as sc
 from verdict.redact import SDK_REDACTION_ATTRIBUTE  # the claim the SDK's tracer scope carries
 
 MODES = ("content", "all", "off")
@@ -35,31 +36,32 @@ CONTENT_CACHE_ENTRIES = 2048
 # names, enums and numbers; a free-text key never belongs here.
 STRUCTURAL_KEYS = frozenset({
     # OTel GenAI semconv
-    "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.system", "gen_ai.request.model",
-    "gen_ai.response.model", "gen_ai.response.id", "gen_ai.response.finish_reasons", "gen_ai.output.type",
-    "gen_ai.request.temperature", "gen_ai.request.top_p", "gen_ai.request.top_k", "gen_ai.request.max_tokens",
-    "gen_ai.request.frequency_penalty", "gen_ai.request.presence_penalty", "gen_ai.request.seed",
-    "gen_ai.request.choice.count", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.type",
-    "gen_ai.openai.request.service_tier", "gen_ai.openai.response.service_tier",
-    "server.address", "server.port", "error.type", "http.response.status_code", "event.name",
+    sc.OPERATION_NAME, sc.PROVIDER_NAME, sc.SYSTEM, sc.REQUEST_MODEL,
+    sc.RESPONSE_MODEL, sc.RESPONSE_ID, sc.RESPONSE_FINISH_REASONS, sc.OUTPUT_TYPE,
+    sc.REQUEST_TEMPERATURE, sc.REQUEST_TOP_P, sc.REQUEST_TOP_K, sc.REQUEST_MAX_TOKENS,
+    sc.REQUEST_FREQUENCY_PENALTY, sc.REQUEST_PRESENCE_PENALTY, sc.REQUEST_SEED,
+    sc.REQUEST_CHOICE_COUNT, sc.TOOL_NAME, sc.TOOL_CALL_ID, sc.TOOL_TYPE,
+    sc.OPENAI_REQUEST_SERVICE_TIER, sc.OPENAI_RESPONSE_SERVICE_TIER,
+    sc.SERVER_ADDRESS, sc.SERVER_PORT, sc.ERROR_TYPE, sc.HTTP_RESPONSE_STATUS_CODE, sc.EVENT_NAME,
     # Verdict: validated by the collector (a refused intent key is redacted: collector.flatten)
-    "verdict.intent_key", "verdict.workload", "verdict.redaction.version", "verdict.tenant_id",
+    sc.INTENT_KEY, sc.WORKLOAD, SDK_REDACTION_ATTRIBUTE, sc.TENANT_ID,
     # OpenInference
-    "openinference.span.kind", "llm.model_name", "llm.provider", "llm.system", "input.mime_type",
-    "output.mime_type",
+    sc.OPENINFERENCE_SPAN_KIND, sc.OPENINFERENCE_MODEL_NAME, sc.OPENINFERENCE_PROVIDER, sc.OPENINFERENCE_SYSTEM,
+    sc.OPENINFERENCE_INPUT_MIME_TYPE, sc.OPENINFERENCE_OUTPUT_MIME_TYPE,
     # OpenLLMetry
-    "llm.request.type", "llm.is_streaming", "traceloop.span.kind",
+    sc.OPENLLMETRY_REQUEST_TYPE, sc.OPENLLMETRY_IS_STREAMING, sc.OPENLLMETRY_SPAN_KIND,
     # Anthropic SDK
-    "anthropic.message.stop_reason",
+    sc.ANTHROPIC_STOP_REASON,
     # Vercel AI SDK
-    "ai.operationId", "operation.name", "ai.model.id", "ai.model.provider", "ai.response.model",
-    "ai.response.id", "ai.response.finishReason",
+    sc.VERCEL_OPERATION_ID, sc.VERCEL_OPERATION_NAME, sc.VERCEL_MODEL_ID, sc.VERCEL_MODEL_PROVIDER,
+    sc.VERCEL_RESPONSE_MODEL, sc.VERCEL_RESPONSE_ID, sc.VERCEL_RESPONSE_FINISH_REASON,
     # resource
-    "service.name", "service.version", "service.namespace", "service.instance.id", "deployment.environment",
-    "deployment.environment.name", "host.arch", "os.type",
+    sc.SERVICE_NAME, sc.SERVICE_VERSION, sc.SERVICE_NAMESPACE, sc.SERVICE_INSTANCE_ID, sc.DEPLOYMENT_ENVIRONMENT,
+    sc.DEPLOYMENT_ENVIRONMENT_NAME, sc.HOST_ARCH, sc.OS_TYPE,
 })
-STRUCTURAL_PREFIXES = ("gen_ai.usage.", "llm.usage.", "llm.token_count.", "ai.usage.", "telemetry.sdk.",
-                       "telemetry.auto.", "process.runtime.")
+STRUCTURAL_PREFIXES = (sc.USAGE_PREFIX, sc.OPENLLMETRY_USAGE_PREFIX, sc.OPENINFERENCE_TOKEN_COUNT_PREFIX,
+                       sc.VERCEL_USAGE_PREFIX, sc.TELEMETRY_SDK_PREFIX, sc.TELEMETRY_AUTO_PREFIX,
+                       sc.PROCESS_RUNTIME_PREFIX)
 _SMALL_INT = range(-999_999, 1_000_000)  # shorter than any number a detector looks at
 
 

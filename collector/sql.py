@@ -26,11 +26,11 @@ from typing import Any
 from collector.lake_source import LakeSource
 from collector.lake_union import LakeUnion, read_errors
 from collector.views import open_scoped, view_statements
-from verdict.cli_errors import CliError
+from verdict.cli_errors import CliError, ErrorCode
 from verdict.cli_runner import add_data_dir, add_tenant
 from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, validate_tenant_id
 
-SQL_ERROR_CODES = ("invalid_tenant", "no_data_dir", "query_error", "access_denied")  # exits 3-6
+SQL_ERROR_CODES: tuple[ErrorCode, ...] = ("invalid_tenant", "no_data_dir", "query_error", "access_denied")  # exits 3-6
 TABLE_CELL_CHARS = 120
 WRITE_CHUNK = 1 << 16  # one huge write() to a pipe whose reader left can end without BrokenPipeError
 

@@ -283,7 +283,7 @@ class Session:
         if block.directive("covered-by") is not None:
             self._covered(block)
         elif block.directive("file") is not None:
-            (self.workdir / block.directive("file")).write_text(block.code)
+            (self.workdir / (block.directive("file") or "")).write_text(block.code)
         elif block.directive("background") is not None:
             self._background(block)
         elif block.lang in SHELLS:
@@ -342,7 +342,7 @@ class Session:
             os.chdir(previous)
 
     def _covered(self, block: Block) -> None:
-        paths = [ROOT / p for p in block.directive("covered-by").split()]
+        paths = [ROOT / p for p in (block.directive("covered-by") or "").split()]
         for path in paths:
             if not path.is_file():
                 raise BlockFailed(block, f"covered-by {path.relative_to(ROOT)}: no such file")
@@ -355,7 +355,7 @@ class Session:
     def _background(self, block: Block) -> None:
         url = block.directive("background")
         (command,) = commands(block.code)
-        if _answers(url):
+        if url is not None and _answers(url):
             raise BlockFailed(block, f"something else already answers at {url}; stop it first", command=command)
         proc = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=self.workdir, env=self.env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -364,8 +364,8 @@ class Session:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise BlockFailed(block, f"exited {proc.returncode} before {url} answered", command=command,
-                                  stdout=proc.stdout.read(), stderr=proc.stderr.read())
-            if _answers(url):
+                                  stdout=proc.stdout.read() if proc.stdout else "", stderr=proc.stderr.read() if proc.stderr else "")
+            if url is not None and _answers(url):
                 return
             time.sleep(0.1)
         raise BlockFailed(block, f"{url} did not answer 200 within 60 s", command=command)

@@ -8,6 +8,7 @@ def test_a_closed_pipe_ends_verdict_quietly(tmp_path):
     command = [sys.executable, "-m", "verdict_daemon.cli", "sql", "SELECT range AS i FROM range(300000)",
                "--data-dir", str(tmp_path), "--tenant", "acme", "--format", "csv"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None  # piped
     assert proc.stdout.readline() == b"i\n"
     proc.stdout.close()  # what `head -1` does after its line
     stderr = proc.stderr.read().decode()

@@ -37,6 +37,7 @@ def test_lock_dies_with_its_holder(tmp_path):
          "PidFileLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)", str(path)],
         stdout=subprocess.PIPE, text=True)
     try:
+        assert holder.stdout is not None  # piped
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(HeldElsewhere):
             PidFileLock(path).acquire()

@@ -41,7 +41,7 @@ def llm_reply(request) -> Reply | None:
     messages = request.body.get("messages") or []
     if messages and "with exactly the keys" in str(messages[0].get("content")):
         prompt = SimpleNamespace(messages=[SimpleNamespace(content=m["content"]) for m in messages])
-        return Reply(grade(prompt))
+        return Reply(grade(prompt))  # type: ignore[arg-type]  # grade reads only .messages[i].content
     return None
 
 
@@ -132,6 +132,7 @@ def test_a_background_block_runs_on_its_stand_in_port_when_the_default_is_taken(
         session.run(block_of(f"<!-- readme: background http://127.0.0.1:{default}/healthz -->\n"
                              f"```sh\n{collector}\n```\n"))
         (_, proc) = session.background[0]
+        assert isinstance(proc.args, list)
         assert proc.poll() is None and f"--http-port {session.ports[default]} " in proc.args[-1]
         session.close()  # SIGTERM: the collector must exit 0
 

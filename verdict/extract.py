@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, ValidationError, create_model
 
@@ -31,6 +31,8 @@ from verdict.models.base import (
     with_schema_instruction,
 )
 from verdict.scale import BooleanScale, DiscreteScale, Scale, scale_of
+
+S = TypeVar("S", bound=Schema)
 
 
 @dataclass(slots=True)
@@ -308,7 +310,7 @@ def json_schema(schema: type[Schema]) -> dict[str, Any]:
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
-def parse_json(schema: type[Schema], text: str) -> Schema:
+def parse_json(schema: type[S], text: str) -> S:
     fenced = _FENCE.match(text)
     body = fenced.group(1) if fenced else text
     try:

@@ -55,6 +55,129 @@ TENANT_ID = "verdict.tenant_id"
 # Resource attributes.
 SERVICE_NAME = "service.name"
 
+# --- What the collector reads from other instrumentations (collector/dialects) ---------------
+# Attribute names only, grouped per dialect; keys inside JSON payloads (a Vercel prompt's
+# `toolCallId`, an OpenAI response's `choices`) are the payload's shape and stay in the mappers.
+
+# OTel GenAI: older names, read after the current ones above (collector.dialects.otel_genai).
+USAGE_PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"
+USAGE_COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"
+USAGE_CACHE_READ_INPUT_TOKENS_OLD = "gen_ai.usage.cache_read_input_tokens"
+USAGE_CACHE_WRITE_INPUT_TOKENS = "gen_ai.usage.cache_write.input_tokens"
+USAGE_CACHE_CREATION_INPUT_TOKENS_OLD = "gen_ai.usage.cache_creation_input_tokens"
+USAGE_REASONING_TOKENS = "gen_ai.usage.reasoning_tokens"
+USAGE_PREFIX = "gen_ai.usage."
+OUTPUT_TYPE = "gen_ai.output.type"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+OPENAI_REQUEST_SERVICE_TIER = "gen_ai.openai.request.service_tier"
+OPENAI_RESPONSE_SERVICE_TIER = "gen_ai.openai.response.service_tier"
+HTTP_RESPONSE_STATUS_CODE = "http.response.status_code"
+# GenAI events (OTLP log records or span events) and their attributes.
+EVENT_NAME = "event.name"
+EVENT_USER_MESSAGE = "gen_ai.user.message"
+EVENT_ASSISTANT_MESSAGE = "gen_ai.assistant.message"
+EVENT_TOOL_MESSAGE = "gen_ai.tool.message"
+EVENT_SYSTEM_MESSAGE = "gen_ai.system.message"
+EVENT_CHOICE = "gen_ai.choice"
+EVENT_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"
+EVENT_CONTENT_PROMPT = "gen_ai.content.prompt"  # older semconv: the whole prompt as one JSON attribute
+EVENT_CONTENT_COMPLETION = "gen_ai.content.completion"
+EVENT_CONTENT = "gen_ai.event.content"
+EVENT_PROMPT = "gen_ai.prompt"  # the attribute of gen_ai.content.prompt events
+EVENT_COMPLETION = "gen_ai.completion"
+
+# OpenInference (Arize Phoenix); messages are flattened: `llm.input_messages.N.message.role`, ...
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+OPENINFERENCE_MODEL_NAME = "llm.model_name"
+OPENINFERENCE_PROVIDER = "llm.provider"
+OPENINFERENCE_SYSTEM = "llm.system"
+OPENINFERENCE_INVOCATION_PARAMETERS = "llm.invocation_parameters"
+OPENINFERENCE_INPUT_MESSAGES = "llm.input_messages."
+OPENINFERENCE_OUTPUT_MESSAGES = "llm.output_messages."
+OPENINFERENCE_TOKEN_COUNT_PREFIX = "llm.token_count."
+OPENINFERENCE_TOKEN_COUNT_PROMPT = "llm.token_count.prompt"
+OPENINFERENCE_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
+OPENINFERENCE_TOKEN_COUNT_CACHE_READ = "llm.token_count.prompt_details.cache_read"
+OPENINFERENCE_TOKEN_COUNT_CACHE_WRITE = "llm.token_count.prompt_details.cache_write"
+OPENINFERENCE_TOKEN_COUNT_REASONING = "llm.token_count.completion_details.reasoning"
+OPENINFERENCE_INPUT_VALUE = "input.value"
+OPENINFERENCE_OUTPUT_VALUE = "output.value"
+OPENINFERENCE_INPUT_MIME_TYPE = "input.mime_type"
+OPENINFERENCE_OUTPUT_MIME_TYPE = "output.mime_type"
+# ... and inside one flattened message:
+OPENINFERENCE_MESSAGE_ROLE = "message.role"
+OPENINFERENCE_MESSAGE_CONTENT = "message.content"
+OPENINFERENCE_MESSAGE_TOOL_CALL_ID = "message.tool_call_id"
+OPENINFERENCE_MESSAGE_CONTENTS = "message.contents."
+OPENINFERENCE_MESSAGE_TOOL_CALLS = "message.tool_calls."
+OPENINFERENCE_CONTENT_TYPE = "message_content.type"
+OPENINFERENCE_CONTENT_TEXT = "message_content.text"
+OPENINFERENCE_CONTENT_IMAGE_URL = "message_content.image.image.url"
+OPENINFERENCE_TOOL_CALL_ID = "tool_call.id"
+OPENINFERENCE_TOOL_CALL_NAME = "tool_call.function.name"
+OPENINFERENCE_TOOL_CALL_ARGUMENTS = "tool_call.function.arguments"
+
+# OpenLLMetry (Traceloop); older versions flatten messages: `gen_ai.prompt.N.role`, ...
+OPENLLMETRY_REQUEST_TYPE = "llm.request.type"
+OPENLLMETRY_IS_STREAMING = "llm.is_streaming"
+OPENLLMETRY_GEN_AI_IS_STREAMING = "gen_ai.is_streaming"
+OPENLLMETRY_USAGE_TOTAL_TOKENS = "gen_ai.usage.total_tokens"
+OPENLLMETRY_USAGE_PREFIX = "llm.usage."
+OPENLLMETRY_USAGE_PROMPT_TOKENS = "llm.usage.prompt_tokens"
+OPENLLMETRY_USAGE_COMPLETION_TOKENS = "llm.usage.completion_tokens"
+OPENLLMETRY_USAGE_CACHE_READ_INPUT_TOKENS = "llm.usage.cache_read_input_tokens"
+OPENLLMETRY_SPAN_KIND = "traceloop.span.kind"
+OPENLLMETRY_TRACELOOP_PREFIX = "traceloop."
+OPENLLMETRY_PROMPTS = "gen_ai.prompt."
+OPENLLMETRY_COMPLETIONS = "gen_ai.completion."
+OPENLLMETRY_FIRST_PROMPT_CONTENT = "gen_ai.prompt.0.content"
+OPENLLMETRY_FIRST_COMPLETION_CONTENT = "gen_ai.completion.0.content"
+# ... and inside one flattened message:
+OPENLLMETRY_MESSAGE_KEYS = ("role", "content", "tool_call_id", "finish_reason")
+OPENLLMETRY_MESSAGE_TOOL_CALLS = "tool_calls."
+
+# Vercel AI SDK (`experimental_telemetry`).
+VERCEL_OPERATION_ID = "ai.operationId"
+VERCEL_OPERATION_NAME = "operation.name"
+VERCEL_MODEL_ID = "ai.model.id"
+VERCEL_MODEL_PROVIDER = "ai.model.provider"
+VERCEL_PROMPT_MESSAGES = "ai.prompt.messages"
+VERCEL_RESPONSE_TEXT = "ai.response.text"
+VERCEL_RESPONSE_OBJECT = "ai.response.object"
+VERCEL_RESPONSE_TOOL_CALLS = "ai.response.toolCalls"
+VERCEL_RESPONSE_MODEL = "ai.response.model"
+VERCEL_RESPONSE_ID = "ai.response.id"
+VERCEL_RESPONSE_FINISH_REASON = "ai.response.finishReason"
+VERCEL_USAGE_PREFIX = "ai.usage."
+VERCEL_USAGE_INPUT_TOKENS = "ai.usage.inputTokens"
+VERCEL_USAGE_PROMPT_TOKENS = "ai.usage.promptTokens"  # AI SDK 4
+VERCEL_USAGE_OUTPUT_TOKENS = "ai.usage.outputTokens"
+VERCEL_USAGE_COMPLETION_TOKENS = "ai.usage.completionTokens"  # AI SDK 4
+VERCEL_USAGE_CACHED_INPUT_TOKENS = "ai.usage.cachedInputTokens"
+VERCEL_USAGE_REASONING_TOKENS = "ai.usage.reasoningTokens"
+
+# Pydantic AI / Logfire.
+LOGFIRE_MSG = "logfire.msg"
+PYDANTIC_AI_MODEL_REQUEST_PARAMETERS = "model_request_parameters"
+PYDANTIC_AI_EVENTS = "events"  # older versions: a JSON list of GenAI events, each {"event.name": ...}
+
+# Anthropic SDK native spans.
+ANTHROPIC_STOP_REASON = "anthropic.message.stop_reason"
+
+# Resource attributes beyond service.name (structural: collector/redaction.py).
+SERVICE_VERSION = "service.version"
+SERVICE_NAMESPACE = "service.namespace"
+SERVICE_INSTANCE_ID = "service.instance.id"
+DEPLOYMENT_ENVIRONMENT = "deployment.environment"
+DEPLOYMENT_ENVIRONMENT_NAME = "deployment.environment.name"
+HOST_ARCH = "host.arch"
+OS_TYPE = "os.type"
+TELEMETRY_SDK_PREFIX = "telemetry.sdk."
+TELEMETRY_AUTO_PREFIX = "telemetry.auto."
+PROCESS_RUNTIME_PREFIX = "process.runtime."
+
 # The span lake (collector/schema.py turns these into Arrow schemas).
 #
 # `tenant` and `date` are not stored in the files: they are hive partition keys

@@ -144,7 +144,8 @@ def _labels(raw: Any, where: str, rubric: Rubric) -> tuple[tuple[str, str], ...]
 class Evaluator(Protocol):
     """A Judge or JudgeEnsemble: a fingerprint and a batch grader returning judgments with `.verdicts`."""
 
-    fingerprint: str
+    @property
+    def fingerprint(self) -> str: ...
 
     def grade_many(self, items: Iterable[GradingItem], *, max_workers: int = 16) -> list[Any]: ...
 

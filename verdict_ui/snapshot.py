@@ -18,10 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verdict.tenancy import TenantId
 from verdict_daemon import views
 from verdict_daemon.state import STATE_FILE
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 _A = views.STATE_ALIAS
 ATTEMPTS = f"""
@@ -43,12 +47,12 @@ CREATE TEMP TABLE attempts (trace_id VARCHAR, attempt_id VARCHAR, attempt_no INT
 class Snapshot:
     tenant: TenantId
     taken: float  # time.monotonic() when taken
-    con: object  # the scoped duckdb connection
+    con: DuckDBPyConnection  # the scoped connection
     days: tuple[date, ...]  # the tenant's span date partitions, newest first (pages read the newest first)
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[object]:
+    def reading(self) -> Iterator[DuckDBPyConnection]:
         with self.lock:
             yield self.con
 

@@ -8,15 +8,30 @@ message (or list of parts) it contributes; events that are not GenAI message eve
 from __future__ import annotations
 
 from collector.dialects.common import chat_message, parse_json, text_parts, to_str, tool_response
+from verdict.semconv import (
+    EVENT_ASSISTANT_MESSAGE,
+    EVENT_CHOICE,
+    EVENT_COMPLETION,
+    EVENT_CONTENT,
+    EVENT_CONTENT_COMPLETION,
+    EVENT_CONTENT_PROMPT,
+    EVENT_INFERENCE_DETAILS,
+    EVENT_PROMPT,
+    EVENT_SYSTEM_MESSAGE,
+    EVENT_TOOL_MESSAGE,
+    EVENT_USER_MESSAGE,
+    INPUT_MESSAGES,
+    OUTPUT_MESSAGES,
+    SYSTEM_INSTRUCTIONS,
+)
 
-INPUT_ROLES = {"gen_ai.user.message": "user", "gen_ai.assistant.message": "assistant",
-               "gen_ai.tool.message": "tool"}
-SYSTEM = "gen_ai.system.message"
-CHOICE = "gen_ai.choice"
-DETAILS = "gen_ai.client.inference.operation.details"
+INPUT_ROLES = {EVENT_USER_MESSAGE: "user", EVENT_ASSISTANT_MESSAGE: "assistant", EVENT_TOOL_MESSAGE: "tool"}
+SYSTEM = EVENT_SYSTEM_MESSAGE
+CHOICE = EVENT_CHOICE
+DETAILS = EVENT_INFERENCE_DETAILS
 # Older semconv span events: the whole prompt / completion as one JSON attribute.
-OLD_PROMPT = "gen_ai.content.prompt"
-OLD_COMPLETION = "gen_ai.content.completion"
+OLD_PROMPT = EVENT_CONTENT_PROMPT
+OLD_COMPLETION = EVENT_CONTENT_COMPLETION
 EVENT_NAMES = frozenset({*INPUT_ROLES, SYSTEM, CHOICE, DETAILS, OLD_PROMPT, OLD_COMPLETION})
 
 COLUMN_OF_DIRECTION = {"input": "input_messages", "output": "output_messages", "system": "system_instructions"}
@@ -28,7 +43,7 @@ def _body(body, attrs: dict) -> dict:
         body = parse_json(body) if body[:1] == "{" else {"content": body}
     if isinstance(body, dict):
         return body
-    content = attrs.get("gen_ai.event.content")
+    content = attrs.get(EVENT_CONTENT)
     parsed = parse_json(content) if isinstance(content, str) else None
     return parsed if isinstance(parsed, dict) else attrs
 
@@ -44,14 +59,14 @@ def event_messages(name: str | None, attrs: dict, body=None) -> list[tuple[str, 
         return []
     if name == DETAILS:  # content lives in structured attributes, already in the semconv shape
         out: list[tuple[str, object]] = []
-        for direction, key in (("system", "gen_ai.system_instructions"), ("input", "gen_ai.input.messages"),
-                               ("output", "gen_ai.output.messages")):
+        for direction, key in (("system", SYSTEM_INSTRUCTIONS), ("input", INPUT_MESSAGES),
+                               ("output", OUTPUT_MESSAGES)):
             out += [(direction, item) for item in _list(attrs.get(key)) if isinstance(item, dict)]
         return out
     if name == OLD_PROMPT:
-        return _chat_list("input", _list(attrs.get("gen_ai.prompt")))
+        return _chat_list("input", _list(attrs.get(EVENT_PROMPT)))
     if name == OLD_COMPLETION:
-        return _chat_list("output", _list(attrs.get("gen_ai.completion")))
+        return _chat_list("output", _list(attrs.get(EVENT_COMPLETION)))
     payload = _body(body, attrs)
     if name == SYSTEM:
         return [("system", part) for part in text_parts(payload.get("content"))]

@@ -18,24 +18,40 @@ from collector.dialects.common import (
     to_int,
     to_str,
 )
+from verdict.semconv import (
+    OPENLLMETRY_COMPLETIONS,
+    OPENLLMETRY_FIRST_COMPLETION_CONTENT,
+    OPENLLMETRY_FIRST_PROMPT_CONTENT,
+    OPENLLMETRY_GEN_AI_IS_STREAMING,
+    OPENLLMETRY_IS_STREAMING,
+    OPENLLMETRY_MESSAGE_KEYS,
+    OPENLLMETRY_MESSAGE_TOOL_CALLS,
+    OPENLLMETRY_PROMPTS,
+    OPENLLMETRY_REQUEST_TYPE,
+    OPENLLMETRY_TRACELOOP_PREFIX,
+    OPENLLMETRY_USAGE_CACHE_READ_INPUT_TOKENS,
+    OPENLLMETRY_USAGE_COMPLETION_TOKENS,
+    OPENLLMETRY_USAGE_PROMPT_TOKENS,
+    OPENLLMETRY_USAGE_TOTAL_TOKENS,
+)
 
 _OPERATIONS = {"chat": "chat", "completion": "text_completion", "embedding": "embeddings", "rerank": "rerank"}
 
 
-_MARKERS = ("llm.request.type", "gen_ai.prompt.0.content", "gen_ai.completion.0.content", "gen_ai.is_streaming",
-            "llm.is_streaming", "gen_ai.usage.total_tokens")  # the last three: current versions (0.62)
+_MARKERS = (OPENLLMETRY_REQUEST_TYPE, OPENLLMETRY_FIRST_PROMPT_CONTENT, OPENLLMETRY_FIRST_COMPLETION_CONTENT,
+            OPENLLMETRY_GEN_AI_IS_STREAMING, OPENLLMETRY_IS_STREAMING, OPENLLMETRY_USAGE_TOTAL_TOKENS)  # the last three: current versions (0.62)
 
 
 def recognises(scope_name: str, attrs: dict) -> bool:
-    return any(m in attrs for m in _MARKERS) or any(k.startswith("traceloop.") for k in attrs)
+    return any(m in attrs for m in _MARKERS) or any(k.startswith(OPENLLMETRY_TRACELOOP_PREFIX) for k in attrs)
 
 
 def _messages(items: list[dict]) -> list[dict]:
     out = []
     for item in items:
         calls = [{"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments")}
-                 for c in indexed(item, "tool_calls.")]
-        message = {k: item[k] for k in ("role", "content", "tool_call_id", "finish_reason") if k in item}
+                 for c in indexed(item, OPENLLMETRY_MESSAGE_TOOL_CALLS)]
+        message = {k: item[k] for k in OPENLLMETRY_MESSAGE_KEYS if k in item}
         if calls:
             message["tool_calls"] = calls
         out.append(chat_message(message))
@@ -45,17 +61,17 @@ def _messages(items: list[dict]) -> list[dict]:
 def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenAIFields:
     system = inputs = outputs = None
     if base.input_messages is None:
-        system, inputs = split_system(_messages(indexed(attrs, "gen_ai.prompt.")))
+        system, inputs = split_system(_messages(indexed(attrs, OPENLLMETRY_PROMPTS)))
     if base.output_messages is None:
         outputs = [{**m, "role": m["role"] if m["role"] != "user" else "assistant"}
-                   for m in _messages(indexed(attrs, "gen_ai.completion."))] or None
+                   for m in _messages(indexed(attrs, OPENLLMETRY_COMPLETIONS))] or None
     reasons = [m["finish_reason"] for m in outputs or () if m.get("finish_reason")]
-    request_type = to_str(attrs.get("llm.request.type"))
+    request_type = to_str(attrs.get(OPENLLMETRY_REQUEST_TYPE))
     return EMPTY._replace(
         operation=_OPERATIONS.get(request_type, request_type) if request_type else None,
-        input_tokens=to_int(attrs.get("llm.usage.prompt_tokens")),
-        output_tokens=to_int(attrs.get("llm.usage.completion_tokens")),
-        cached_input_tokens=to_int(first(attrs, "llm.usage.cache_read_input_tokens")),
+        input_tokens=to_int(attrs.get(OPENLLMETRY_USAGE_PROMPT_TOKENS)),
+        output_tokens=to_int(attrs.get(OPENLLMETRY_USAGE_COMPLETION_TOKENS)),
+        cached_input_tokens=to_int(first(attrs, OPENLLMETRY_USAGE_CACHE_READ_INPUT_TOKENS)),
         finish_reasons=reasons or None,
         input_messages=inputs,
         output_messages=outputs,

@@ -20,12 +20,35 @@ from collector.dialects.common import (
     to_str,
 )
 from collector.dialects.events import collect, event_messages
+from verdict.semconv import (
+    INPUT_MESSAGES,
+    OPERATION_NAME,
+    OUTPUT_MESSAGES,
+    PROVIDER_NAME,
+    REQUEST_MODEL,
+    RESPONSE_FINISH_REASONS,
+    RESPONSE_ID,
+    RESPONSE_MODEL,
+    SYSTEM,
+    SYSTEM_INSTRUCTIONS,
+    USAGE_CACHE_CREATION_INPUT_TOKENS,
+    USAGE_CACHE_CREATION_INPUT_TOKENS_OLD,
+    USAGE_CACHE_READ_INPUT_TOKENS,
+    USAGE_CACHE_READ_INPUT_TOKENS_OLD,
+    USAGE_CACHE_WRITE_INPUT_TOKENS,
+    USAGE_COMPLETION_TOKENS,
+    USAGE_INPUT_TOKENS,
+    USAGE_OUTPUT_TOKENS,
+    USAGE_PROMPT_TOKENS,
+    USAGE_REASONING_OUTPUT_TOKENS,
+    USAGE_REASONING_TOKENS,
+)
 
 # Moved out of `attributes` into their own columns (stored once, redacted).
 CONTENT_ATTRIBUTES = {
-    "gen_ai.input.messages": "input_messages",
-    "gen_ai.output.messages": "output_messages",
-    "gen_ai.system_instructions": "system_instructions",
+    INPUT_MESSAGES: "input_messages",
+    OUTPUT_MESSAGES: "output_messages",
+    SYSTEM_INSTRUCTIONS: "system_instructions",
 }
 
 
@@ -44,9 +67,9 @@ def standard(attrs: dict, content: dict, events: list[SpanEvent]) -> GenAIFields
     for key in _NAMES:
         v = get(key)
         out.append(v if v is None or type(v) is str else to_str(v))
-    provider = get("gen_ai.provider.name")
-    out[1] = provider_name(get("gen_ai.system") if provider is None else provider)
-    reasons = get("gen_ai.response.finish_reasons")
+    provider = get(PROVIDER_NAME)
+    out[1] = provider_name(get(SYSTEM) if provider is None else provider)
+    reasons = get(RESPONSE_FINISH_REASONS)
     out.append(reasons if reasons is None or (type(reasons) is list and all(type(r) is str for r in reasons))
                else string_list(reasons))
     for keys in _COUNTS:
@@ -61,20 +84,18 @@ def standard(attrs: dict, content: dict, events: list[SpanEvent]) -> GenAIFields
     return GenAIFields._make(out)
 
 
-_NAMES = ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.model",
-          "gen_ai.response.id")
+_NAMES = (OPERATION_NAME, PROVIDER_NAME, REQUEST_MODEL, RESPONSE_MODEL, RESPONSE_ID)
 _COUNTS = (  # GenAIFields order; each: the current name, then older ones
-    ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
-    ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
-    ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"),
-    ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_write.input_tokens",
-     "gen_ai.usage.cache_creation_input_tokens"),
-    ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens"),
+    (USAGE_INPUT_TOKENS, USAGE_PROMPT_TOKENS),
+    (USAGE_OUTPUT_TOKENS, USAGE_COMPLETION_TOKENS),
+    (USAGE_CACHE_READ_INPUT_TOKENS, USAGE_CACHE_READ_INPUT_TOKENS_OLD),
+    (USAGE_CACHE_CREATION_INPUT_TOKENS, USAGE_CACHE_WRITE_INPUT_TOKENS, USAGE_CACHE_CREATION_INPUT_TOKENS_OLD),
+    (USAGE_REASONING_OUTPUT_TOKENS, USAGE_REASONING_TOKENS),
 )
 
 
 def recognises(scope_name: str, attrs: dict) -> bool:
-    return "gen_ai.operation.name" in attrs or "gen_ai.provider.name" in attrs or "gen_ai.system" in attrs
+    return OPERATION_NAME in attrs or PROVIDER_NAME in attrs or SYSTEM in attrs
 
 
 def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenAIFields:

@@ -136,6 +136,7 @@ def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.cluster_cli", "--data-dir", str(tmp_path),
                              "--tenant", "acme", "--actor", "alice", "inspect"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    assert proc.stdout is not None  # piped
     proc.stdout.close()  # like `verdict-cluster … | head -0`
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 141 and stderr == b""  # one policy for every command (issue 18): exit 141, quietly

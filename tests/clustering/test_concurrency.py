@@ -64,6 +64,7 @@ def test_a_state_file_held_by_another_process_is_storage_locked(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lake / "state.duckdb"), "30"],
                               stdout=subprocess.PIPE, text=True, env=env())
     try:
+        assert holder.stdout is not None  # piped
         assert holder.stdout.readline().strip() == "holding"
         proc = spawn(lake, "--lock-timeout", "0.5", "normalize", "--limit", "10")
         code, out, _ = finish(proc)

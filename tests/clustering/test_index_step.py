@@ -41,7 +41,7 @@ def _index(data) -> list[tuple]:
 
 def _wanted(since: datetime) -> list[tuple[str, datetime]]:
     """(trace_id, start) of the lake's candidate traces started at or after `since` (naive UTC)."""
-    starts = {}
+    starts: dict[str, datetime] = {}
     for row in rows_for("acme"):
         if row["workload"] != "judge" and row["status_code"] != "ERROR":
             start = datetime.fromtimestamp(row["start_time"] / 1e9, UTC).replace(tzinfo=None)

@@ -13,6 +13,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -35,7 +36,7 @@ class Collector:
                "--grpc-port", "0", "--decode-workers", "1", "--batch-delay-ms", "20", *self.flags]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, **self.env})
         deadline = time.monotonic() + timeout
-        for line in self.proc.stderr:
+        for line in self._stderr():
             self.log.append(line)
             m = _READY.search(line)
             if m:
@@ -47,8 +48,17 @@ class Collector:
         raise AssertionError(f"collector did not start: {''.join(self.log)}")
 
     def _drain(self) -> None:
-        for line in self.proc.stderr:
+        for line in self._stderr():
             self.log.append(line)
+
+    @property
+    def process(self) -> subprocess.Popen:
+        assert self.proc is not None, "not started"
+        return self.proc
+
+    def _stderr(self) -> IO[str]:
+        assert self.process.stderr is not None  # piped
+        return self.process.stderr
 
     @property
     def url(self) -> str:
@@ -66,8 +76,8 @@ class Collector:
         return self.proc.returncode if self.proc else 0
 
     def kill9(self) -> None:
-        self.proc.kill()
-        self.proc.wait(30)
+        self.process.kill()
+        self.process.wait(30)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -121,7 +131,7 @@ def land_request(data_dir: Path, request, tenant: str = "__verdict_local__", sig
     from collector.decoding import DecodeSettings, decode_export, init_worker
 
     init_worker(DecodeSettings(1 << 24, 1 << 16, "off", False))
-    ids = set()
+    ids: set[tuple] = set()
     key = ("trace_id", "span_id") if signal == "traces" else ("record_id",)
     for part in decode_export(request.SerializeToString(), None, None, tenant, False, signal).partitions:
         batch = record_batch(part.columns, part.table)

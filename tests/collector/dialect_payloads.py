@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -35,9 +35,9 @@ def any_value(value) -> AnyValue:
     if isinstance(value, float):
         return AnyValue(double_value=value)
     if isinstance(value, (list, tuple)):
-        return AnyValue(array_value={"values": [any_value(v) for v in value]})
+        return AnyValue(array_value=ArrayValue(values=[any_value(v) for v in value]))
     if isinstance(value, dict):
-        return AnyValue(kvlist_value={"values": [KeyValue(key=k, value=any_value(v)) for k, v in value.items()]})
+        return AnyValue(kvlist_value=KeyValueList(values=[KeyValue(key=k, value=any_value(v)) for k, v in value.items()]))
     return AnyValue(string_value=str(value))
 
 

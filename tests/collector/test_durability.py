@@ -144,7 +144,7 @@ def test_failed_write_refuses_every_request_of_the_batch(collector_factory):
     blocker = collector.data_dir / "spans" / "tenant=__verdict_local__"
     blocker.write_bytes(b"")
     requests = [export_request(random.Random(20 + i), 20, time.time_ns()) for i in range(6)]
-    replies: list[tuple[int, str | None]] = []
+    replies: list[tuple[int, str]] = []
 
     def send(request):
         conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=30)
@@ -152,7 +152,7 @@ def test_failed_write_refuses_every_request_of_the_batch(collector_factory):
                      headers={"Content-Type": "application/x-protobuf"})
         response = conn.getresponse()
         response.read()
-        replies.append((response.status, response.getheader("Retry-After")))
+        replies.append((response.status, response.getheader("Retry-After", "")))
 
     threads = [threading.Thread(target=send, args=(r,)) for r in requests]
     for t in threads:

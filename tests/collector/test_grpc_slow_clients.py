@@ -39,7 +39,7 @@ class SilentCalls:
         self._calls = calls
         self._release = threading.Event()  # ends the (blocked) request iterators at teardown
         self._pressure = threading.Event()
-        self.codes: list[grpc.StatusCode] = []
+        self.codes: list[grpc.StatusCode | None] = []
         self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._hold, args=(i,), daemon=True) for i in range(calls)]
 
@@ -49,7 +49,7 @@ class SilentCalls:
         yield
 
     def _hold(self, i: int) -> None:
-        export = self._channels[i % len(self._channels)].stream_unary(EXPORT_PATH)
+        export: grpc.StreamUnaryMultiCallable[bytes, bytes] = self._channels[i % len(self._channels)].stream_unary(EXPORT_PATH)
         while True:
             call = export.future(self._never())  # no client deadline: only the server can end it
             try:
@@ -148,7 +148,8 @@ def test_slow_grpc_calls_do_not_starve_the_otlp_grpc_exporter(collector_factory)
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("grpc-starvation")
     exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True, timeout=10)
-    results, sent = [], set()
+    results: list[SpanExportResult] = []
+    sent: set[str] = set()
     try:
         for batch in range(6):
             for i in range(5):

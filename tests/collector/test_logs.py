@@ -32,11 +32,15 @@ def _exporters(transport: str, port: int):
         base = f"http://127.0.0.1:{port}"
         return (OTLPSpanExporter(endpoint=f"{base}/v1/traces"),
                 OTLPLogExporter(endpoint=f"{base}/v1/logs", compression=Compression.Gzip))
-    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
+        OTLPLogExporter as GrpcLogExporter,
+    )
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+        OTLPSpanExporter as GrpcSpanExporter,
+    )
 
-    return (OTLPSpanExporter(endpoint=f"127.0.0.1:{port}", insecure=True),
-            OTLPLogExporter(endpoint=f"127.0.0.1:{port}", insecure=True))
+    return (GrpcSpanExporter(endpoint=f"127.0.0.1:{port}", insecure=True),
+            GrpcLogExporter(endpoint=f"127.0.0.1:{port}", insecure=True))
 
 
 @pytest.mark.parametrize("transport", ["http", "grpc"])
@@ -142,7 +146,7 @@ def test_metrics_are_refused_counted_and_logged_once_per_sender(collector_factor
         response = conn.getresponse()
         assert response.status == 404 and b"metrics are not accepted" in response.read()
     with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
-        export = channel.unary_unary("/opentelemetry.proto.collector.metrics.v1.MetricsService/Export")
+        export: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary("/opentelemetry.proto.collector.metrics.v1.MetricsService/Export")
         with pytest.raises(grpc.RpcError) as refused:
             export(b"")
         assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED

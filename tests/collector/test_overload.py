@@ -94,7 +94,7 @@ def test_grpc_full_queue_is_resource_exhausted_with_retry_info(collector_factory
                     stub.Export(request, timeout=60)
                     outcomes.append("ok")
                 except grpc.RpcError as exc:
-                    outcomes.append((exc.code(), dict(exc.trailing_metadata() or ()).get("google.rpc.retryinfo-bin")))
+                    outcomes.append((exc.code(), {m.key: m.value for m in exc.trailing_metadata() or ()}.get("google.rpc.retryinfo-bin")))
 
     threads = [threading.Thread(target=client) for _ in range(8)]
     for t in threads:
@@ -113,7 +113,7 @@ def test_disk_below_floor_is_503_and_unhealthy(collector_factory):
     conn.request("POST", "/v1/traces", body=export_request(random.Random(3), 2, time.time_ns()).SerializeToString(),
                  headers={"Content-Type": "application/x-protobuf"})
     response = conn.getresponse()
-    assert response.status == 503 and int(response.getheader("Retry-After")) >= 1
+    assert response.status == 503 and int(response.getheader("Retry-After", "")) >= 1
     assert b"free disk space is below" in response.read()
     conn.request("GET", "/healthz")
     health = conn.getresponse()
@@ -129,6 +129,6 @@ def test_disk_below_floor_is_503_and_unhealthy(collector_factory):
             raise AssertionError("gRPC export accepted below the disk floor")
         except grpc.RpcError as exc:
             assert exc.code() == grpc.StatusCode.UNAVAILABLE
-            info = dict(exc.trailing_metadata())["google.rpc.retryinfo-bin"]
+            info = {m.key: m.value for m in exc.trailing_metadata()}["google.rpc.retryinfo-bin"]
             assert RetryInfo.FromString(info).retry_delay.seconds >= 1
     assert read_spans(collector.data_dir) == []

@@ -35,7 +35,7 @@ def replayed(tmp_path_factory, request):
     tokens.write_text("".join(f'"{_token(s)}": {_tenant(s)}\n' for s in SENDERS))
     collector = Collector(tmp / "data", ("--tokens", str(tokens)))
     collector.start()
-    request.addfinalizer(lambda: collector.proc.poll() is None and collector.proc.kill())
+    request.addfinalizer(collector.process.kill)  # a no-op once it exited
     manifests = {}
     for sender in SENDERS:
         manifest = manifests[sender] = json.loads((FIXTURES / sender / "manifest.json").read_text())

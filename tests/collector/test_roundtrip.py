@@ -25,9 +25,11 @@ def _exporter(transport: str, port: int):
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         return OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", compression=Compression.Gzip)
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+        OTLPSpanExporter as GrpcSpanExporter,
+    )
 
-    return OTLPSpanExporter(endpoint=f"127.0.0.1:{port}", insecure=True)
+    return GrpcSpanExporter(endpoint=f"127.0.0.1:{port}", insecure=True)
 
 
 def _emit(provider: TracerProvider) -> None:
@@ -90,12 +92,13 @@ def test_sdk_spans_land_unchanged(collector_factory, transport):
 
     chat = rows[next(k for k, s in sent.items() if s.name.startswith("chat"))]
     span = sent[chat["span_id"]]
+    assert span.start_time is not None and span.end_time is not None
     # nanosecond times survive (DuckDB TIMESTAMP_NS)
     import duckdb
 
     start_ns, end_ns = duckdb.execute(
         "SELECT epoch_ns(?::TIMESTAMP_NS), epoch_ns(?::TIMESTAMP_NS)", [chat["start_time"], chat["end_time"]]
-    ).fetchone()
+    ).fetchall()[0]
     exact = duckdb.execute(
         f"SELECT epoch_ns(start_time), epoch_ns(end_time), duration_ns FROM read_parquet("
         f"'{collector.data_dir}/spans/*/*/*.parquet') WHERE span_id = ?", [chat["span_id"]]

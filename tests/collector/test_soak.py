@@ -141,7 +141,7 @@ class _Soak:
     def sample_rss(self) -> None:
         while not self.stop.is_set():
             try:
-                server = psutil.Process(self.collector.proc.pid)
+                server = psutil.Process(self.collector.process.pid)
                 rss = sum(p.memory_info().rss for p in [server, *server.children(recursive=True)])
                 self.peak_rss = max(self.peak_rss, rss)
             except psutil.Error:

@@ -120,6 +120,7 @@ def test_bootstrap_intervals_are_seeded_and_agree_with_scipy():
                      dtype=int)
     assert _kappa(pairs[:, 0], pairs[:, 1]) == pytest.approx(cohen_kappa_score(pairs[:, 0], pairs[:, 1]))
     for ours, reference in ((first.kappa, _scipy_interval(pairs, _kappa)), (first.ac1, _scipy_interval(pairs, _ac1))):
+        assert ours.low is not None and ours.value is not None and ours.high is not None
         assert ours.low < ours.value < ours.high
         # Two independent Monte Carlo runs of the same percentile bootstrap: equal up to resampling noise.
         assert (ours.low, ours.high) == pytest.approx(reference, abs=0.035)
@@ -137,6 +138,7 @@ def test_below_the_floor_the_result_is_never_called_calibrated():
 
 def test_the_gate_is_the_lower_bound_of_ac1_not_its_point_value():
     result = correlate(*_rows(TABLE), min_ac1=0.5)  # AC1 0.620, its lower bound about 0.42
+    assert result.ac1.low is not None and result.ac1.value is not None
     assert result.ac1.value > 0.5 > result.ac1.low and result.status == "miscalibrated"
     assert correlate(*_rows(TABLE), min_ac1=result.ac1.low).status == "calibrated"
 
@@ -145,7 +147,7 @@ def test_a_judge_that_agrees_only_by_chance_is_miscalibrated():
     chance = {"pass_positive": 25, "pass_negative": 25, "fail_positive": 25, "fail_negative": 25}
     result = correlate(*_rows(chance))
     assert result.status == "miscalibrated" and result.ac1.value == pytest.approx(0.0)
-    assert result.ac1.low < 0.4
+    assert result.ac1.low is not None and result.ac1.low < 0.4
 
 
 def test_unclear_and_error_verdicts_are_excluded_and_counted():

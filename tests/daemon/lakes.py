@@ -81,7 +81,9 @@ def grade(request: ModelRequest) -> str:
     text = request.messages[-1].content
     answer = text.split("<answer>\n", 1)[-1].rsplit("\n</answer>", 1)[0]
     # Grade exactly the dimensions the prompt asks for (groundedness is skipped without context).
-    asked = re.search(r"with exactly the keys ([a-z_, ]+):", request.messages[0].content).group(1).split(", ")
+    keys = re.search(r"with exactly the keys ([a-z_, ]+):", request.messages[0].content)
+    assert keys is not None, request.messages[0].content
+    asked = keys.group(1).split(", ")
     refused = any(marker in answer for marker in REFUSAL_MARKERS)
     truncated = not answer.rstrip().endswith((".", "!", "?"))
     verdicts = {d: "PASS" for d in asked}
@@ -124,7 +126,9 @@ def hung_judge_model() -> ScriptedModel:
 
 def lenient_grade(request: ModelRequest) -> str:
     """A deliberately bad rubric judge: PASS on every dimension it is asked about, whatever the answer."""
-    asked = re.search(r"with exactly the keys ([a-z_, ]+):", request.messages[0].content).group(1).split(", ")
+    keys = re.search(r"with exactly the keys ([a-z_, ]+):", request.messages[0].content)
+    assert keys is not None, request.messages[0].content
+    asked = keys.group(1).split(", ")
     return json.dumps({d: {"rationale": f"{d} looks fine", "evidence": [], "verdict": "PASS"} for d in asked})
 
 

@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -28,7 +30,7 @@ from verdict_daemon.errors import DaemonError
 def _count(data_dir, query: str) -> int:
     con = duckdb.connect(str(data_dir / "state.duckdb"), read_only=True)
     try:
-        return con.execute(query).fetchone()[0]
+        return con.execute(query).fetchall()[0][0]
     finally:
         con.close()
 
@@ -51,7 +53,8 @@ def test_alerts_retry_with_backoff_then_deliver_once(lake):
     run_cycle(config, "acme", NOW, build_evaluators(config))
     hook = Webhook()
     failures = [500, 503]
-    original = hook.server.RequestHandlerClass.do_POST
+    handler: Any = hook.server.RequestHandlerClass  # the Webhook's handler class
+    original = handler.do_POST
 
     def flaky(handler):
         if failures:
@@ -61,7 +64,7 @@ def test_alerts_retry_with_backoff_then_deliver_once(lake):
             return
         original(handler)
 
-    hook.server.RequestHandlerClass.do_POST = flaky
+    handler.do_POST = flaky
     settings = config.alerts.model_copy(update={"webhook_url": hook.url})
     store = Daemon(config).store
     assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 1, 0)
@@ -137,10 +140,10 @@ def test_compact_retain_uses_the_collector_functions_unless_a_collector_runs(tmp
     after = [(t, date, len(lake_layout.segments(d))) for t, date, d in lake_layout.partitions(data)]
     assert after == [(t, date, 1) for t, date, _n in before[1:]]  # the 60-day-old partition expired
     assert duckdb.connect().execute(
-        f"SELECT count(*) FROM read_parquet('{data}/spans/*/*/*.parquet')").fetchone()[0] == len(rows)
+        f"SELECT count(*) FROM read_parquet('{data}/spans/*/*/*.parquet')").fetchall()[0][0] == len(rows)
 
 
-def _live_daemon(tmp_path, model: str, extra: str, **environ: str) -> tuple[subprocess.Popen, object, object]:
+def _live_daemon(tmp_path, model: str, extra: str, **environ: str) -> tuple[subprocess.Popen, Path, Path]:
     """A daemon process on a lake of the last 9 days (it runs on the wall clock), started once it sampled."""
     lake = tmp_path / "live"
     write_rows(lake, "acme", synthetic_days(datetime.now(UTC), intents=INTENTS, per_day=40))
@@ -245,7 +248,7 @@ def test_a_job_never_overlaps_itself_and_missed_ticks_coalesce(tmp_path):
         time.sleep(0.4)
         runs.append((start, time.monotonic()))
 
-    daemon.sample = slow_sample
+    daemon.sample = slow_sample  # type: ignore[method-assign]  # a slow job, to see runs never overlap
     runner = threading.Thread(target=daemon.run)
     runner.start()
     time.sleep(2.0)

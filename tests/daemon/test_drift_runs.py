@@ -63,7 +63,8 @@ def test_zero_signal_runs_are_stored_and_readers_take_the_latest(judged, lake):
     assert [r.as_of for r in runs] == [_naive(NOW + timedelta(days=d)) for d in range(24, 31)]
     later = runs[-1]
     assert all(r.signals == () and not r.reused for r in runs)
-    assert drift_runs.latest_run(store, "acme", fingerprint).run_id == later.run_id
+    latest = drift_runs.latest_run(store, "acme", fingerprint)
+    assert latest is not None and latest.run_id == later.run_id
     rows = _rows(lake, "SELECT as_of, signals FROM drift_runs ORDER BY as_of")
     assert rows[0] == (_naive(NOW), 1) and rows[-1] == (_naive(NOW + timedelta(days=30)), 0) and len(rows) == 8
     assert drift_runs.latest_run(store, "globex", fingerprint) is None  # another tenant sees nothing

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import random
 from collections import defaultdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from scipy import stats
@@ -35,7 +35,8 @@ HOUR, FIVE_MINUTES = timedelta(hours=1), timedelta(minutes=5)
 
 
 def _budget(config: Drift, schedule, planner=drift_runs.plan) -> dict[int, list[drift_runs.Decision]]:
-    runs, by_period = [], defaultdict(list)
+    runs: list[datetime] = []
+    by_period: defaultdict[int, list[drift_runs.Decision]] = defaultdict(list)
     for at in schedule:
         for decision in planner(config, at, visible(config, at, runs)):
             bisect.insort(runs, decision.now)
@@ -133,7 +134,7 @@ def test_the_stored_runs_of_a_period_spend_at_most_alpha(lake):
     for hours in (1, 1, 7.5, 23):
         drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(hours=hours))
     after = drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(hours=24, minutes=5))
-    assert [(r.as_of, r.alpha) for r in after] == [
+    assert [(r.as_of, r.alpha) for r in after] == [  # type: ignore[comparison-overlap]  # approx equals the float
         (NOW.replace(tzinfo=None) + timedelta(days=1), pytest.approx(0.04)),  # the closing decision of the day
         (NOW.replace(tzinfo=None) + timedelta(hours=24, minutes=5), pytest.approx(0.01 * 5 / 1440))]
     rows = _rows(lake, "SELECT as_of, alpha FROM drift_runs ORDER BY as_of, alpha")

@@ -57,7 +57,8 @@ class Webhook:
     """A loopback receiver that records every POSTed alert."""
 
     def __init__(self) -> None:
-        received = self.received = []
+        received: list[tuple[str, dict]] = []
+        self.received = received
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):

@@ -52,7 +52,7 @@ def sampled(lake):
 
 def test_error_attempts_are_kept_retried_up_to_the_limit_and_excluded(sampled):
     con = duckdb.connect(str(sampled.path), read_only=True)
-    response = con.execute("SELECT response FROM sampled_traces ORDER BY trace_id LIMIT 1").fetchone()[0]
+    response = con.execute("SELECT response FROM sampled_traces ORDER BY trace_id LIMIT 1").fetchall()[0][0]
     bad = {r[0] for r in con.execute("SELECT trace_id FROM sampled_traces WHERE response = ?", [response]).fetchall()}
     con.close()
 
@@ -110,6 +110,7 @@ def test_a_run_whose_first_results_all_fail_the_same_way_stops_early_saying_why(
                                               "Input should be a valid number"))
     report = judge(sampled, "acme", refused, Judging(concurrency=2, early_stop_after=4), "r")
     assert report.judged == 0 and 4 <= report.errors <= 4 + 2  # the probe, plus what was already in flight
+    assert report.early_stop is not None
     assert re.match(r"stopped early: the first 4 result\(s\) all failed with \w+/bad_request ", report.early_stop)
     assert "frequency_penalty" in report.early_stop
     assert len(_attempts(sampled)) == report.errors  # every call made is recorded; no more were made
@@ -180,7 +181,7 @@ else:
 
 def test_state_file_is_not_held_during_model_calls(sampled):
     """Another process can open state.duckdb read-write while judge calls run."""
-    seen = []
+    seen: list[str] = []
 
     def reply(request):
         if len(seen) < 2:  # probe during the first two calls (the second after a flush happened)
@@ -224,7 +225,7 @@ def test_a_losing_racer_adds_no_verdicts_to_the_winners_attempt(sampled):
     late.close()
     con = duckdb.connect(str(sampled.path), read_only=True)
     try:
-        assert con.execute("SELECT count(*) FROM dimension_verdicts").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM dimension_verdicts").fetchall()[0][0] == 0
         assert con.execute("SELECT DISTINCT status, judge_run_id FROM judgment_attempts").fetchall() == \
             [("ERROR", "first")]
     finally:
@@ -239,7 +240,7 @@ def test_graph_evaluator_maps_fields_to_dimensions(sampled):
     con = duckdb.connect(str(sampled.path), read_only=True)
     rows = con.execute("SELECT DISTINCT dimension, reason FROM dimension_verdicts").fetchall()
     definition = json.loads(con.execute("SELECT definition FROM evaluators WHERE fingerprint = ?",
-                                        [evaluator.fingerprint]).fetchone()[0])
+                                        [evaluator.fingerprint]).fetchall()[0][0])
     con.close()
     assert rows == [("complete", "checked the ending")]
     assert definition["target"] == "tests.daemon.graphs:completeness_graph"

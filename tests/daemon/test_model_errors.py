@@ -9,6 +9,7 @@ import pytest
 
 from tests.fakes import Fail, Reply
 from tests.judges.replies import rubric_reply
+from verdict.models.base import Usage
 from verdict_daemon.config import EvaluatorConfig
 from verdict_daemon.cycle import build_evaluator
 from verdict_daemon.evaluators import MODEL_CONFIG_ERROR, PROVIDER_UNAVAILABLE, error_outcome
@@ -45,4 +46,4 @@ def test_llama_cpp_refusing_json_schema_is_negotiated_not_reported(fake_openai):
 
 def test_an_outage_is_still_provider_unavailable():
     message = "judge: model: server_error: HTTP 503 from openai/x: loading model (gave up after 4 attempts)"
-    assert error_outcome(message, None).error_code == PROVIDER_UNAVAILABLE
+    assert error_outcome(message, Usage()).error_code == PROVIDER_UNAVAILABLE

@@ -37,7 +37,7 @@ def lake(tmp_path_factory, request) -> Path:
     tokens.write_text("".join(f'"token-{t}-0123456789": {t}\n' for t in REPLAYS))
     collector = Collector(tmp / "data", ("--tokens", str(tokens)))
     collector.start()
-    request.addfinalizer(lambda: collector.proc.poll() is None and collector.proc.kill())
+    request.addfinalizer(collector.process.kill)  # a no-op once it exited
     for tenant, (directory, files) in REPLAYS.items():
         for name in files:
             post_recording(collector.http_port, directory / name, f"token-{tenant}-0123456789")

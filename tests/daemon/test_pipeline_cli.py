@@ -35,7 +35,7 @@ def test_one_shot_finds_exactly_the_corrupted_cell_and_reruns_are_idempotent(lak
     con = duckdb.connect(str(lake / "state.duckdb"), read_only=True)
     assert con.execute("SELECT count(*), count(DISTINCT trace_id) FROM judgment_attempts").fetchone() == \
         (summary["judged"],) * 2
-    assert con.execute("SELECT count(*) FROM drift_runs").fetchone()[0] == 1
+    assert con.execute("SELECT count(*) FROM drift_runs").fetchall()[0][0] == 1
     con.close()
 
 
@@ -110,6 +110,7 @@ def test_a_locked_state_file_is_storage_locked(lake, tmp_path):
         "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)"),
         str(lake / "state.duckdb")], stdout=subprocess.PIPE, text=True)
     try:
+        assert holder.stdout is not None  # piped
         assert holder.stdout.readline().strip() == "held"
         code, out, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF)
         _error(code, out, "storage_locked")

@@ -105,6 +105,7 @@ def test_graded_material_comes_from_the_last_call_of_the_trace(tmp_path):
     sample(store, data, "acme", Sampling(), NOW)
     con = duckdb.connect(str(store.path), read_only=True)
     row = con.execute("SELECT span_id, query, response, started_at FROM sampled_traces").fetchone()
+    assert row is not None
     con.close()
     assert row[:3] == ("2" * 16, "final question", answer_for("final question"))
     assert row[3] == start.replace(tzinfo=None)  # the trace starts at its first call

@@ -64,6 +64,7 @@ def test_failed_transaction_rolls_back(tmp_path):
 
 def _hold(path, seconds: float) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None  # piped
     assert proc.stdout.readline().strip() == "holding"
     return proc
 

@@ -48,6 +48,7 @@ def _orphan(tmp_path: Path, *child_argv: str) -> int:
     (tmp_path / "component.py").write_text(_COMPONENT)
     demo = subprocess.Popen([sys.executable, "-c", _DEMO, *child_argv], stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])})
+    assert demo.stdout is not None  # piped
     pid = int(demo.stdout.readline())
     deadline = time.monotonic() + 60
     while not (tmp_path / "state").exists() and time.monotonic() < deadline:

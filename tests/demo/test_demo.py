@@ -58,10 +58,11 @@ class Demo:
         self.stderr: list[str] = []
         self.stdout = ""
         self.children: set[int] = set()
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
+        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr or ()), daemon=True).start()
         threading.Thread(target=self._read_stdout, daemon=True).start()
 
     def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None  # piped
         self.stdout = self.proc.stdout.read()
 
     def watch_until(self, predicate, timeout: float) -> None:

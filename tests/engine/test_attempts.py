@@ -109,7 +109,8 @@ def test_attempts_mirror_outputs_for_model_errors_cpu_units_and_pins():
 
 def test_attempts_are_per_sample_under_concurrency():
     # Sample i is answered correctly only on its (i % 4 + 1)-th attempt; samples run on 8 threads at once.
-    calls, lock = Counter(), threading.Lock()
+    calls: Counter[int] = Counter()
+    lock = threading.Lock()
 
     def answer(request):
         text = request.messages[0].content.removeprefix("Quote from: ")

@@ -97,7 +97,7 @@ def test_usage_is_summed_per_run():
 
 
 def test_progress_callback_and_tqdm_bar(capsys):
-    ticks = []
+    ticks: list[float] = []
     bench_pipeline(ScriptedModel(['{"score": 4}'])).run_from_dataset([{"id": i} for i in range(25)],
                                                                      progress=ticks.append)
     assert sum(ticks) == 25 and ticks[-1] == 0

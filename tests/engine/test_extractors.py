@@ -49,6 +49,7 @@ def test_structured_output_sends_the_schema_and_validates():
     row = run(unit_for(Graded), model)
     assert row.output.score == 4 and row.output.explanation == "clear"
     schema = model.requests[0].json_schema
+    assert schema is not None
     assert schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
 
 
@@ -61,7 +62,7 @@ def test_continuous_scale_default_is_structured_and_enforces_range():
     model = ScriptedModel(['{"p": 1.7}', '{"p": 0.3}'], record=True)
     row = run(unit_for(Probability), model, retries=1)
     assert row.output.p == 0.3 and model.calls == 2
-    assert model.requests[0].json_schema["properties"]["p"]["maximum"] == 1
+    assert (model.requests[0].json_schema or {})["properties"]["p"]["maximum"] == 1
 
 
 def test_regex_first_int_and_first_float():

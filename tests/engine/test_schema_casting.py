@@ -35,7 +35,7 @@ def test_schema_of_infers_fields_and_keeps_values():
 
 
 def test_scale_field_is_required_and_validated():
-    assert Scored(explanation="e", score=5).score == 5
+    assert Scored(explanation="e", score=5).score == 5  # type: ignore[comparison-overlap]  # a Scale field holds the validated value
     with pytest.raises(ValidationError):
         Scored(explanation="e", score=6)
     with pytest.raises(ValidationError):
@@ -46,7 +46,7 @@ def test_continuous_scale_field_enforces_range():
     class Prob(Schema):
         p: Scale = ContinuousScale(0, 1)
 
-    assert Prob(p=0.25).p == 0.25
+    assert Prob(p=0.25).p == 0.25  # type: ignore[comparison-overlap]  # a Scale field holds the validated value
     with pytest.raises(ValidationError):
         Prob(p=1.5)
 
@@ -137,4 +137,5 @@ def test_cast_requires_the_same_type_and_the_same_constraints():
         plan_cast(fields, "Source", Verdict)
     cast = plan_cast(fields, "Source", Rating).apply(
         {"explanation": "e", "label": "A", "wide": 9, "narrow": 2, "narrow_too": 3})
+    assert isinstance(cast, Rating)
     assert (cast.rating, cast.narrow, cast.wide, cast.explanation) == (2, 2, 9, "e")  # append-only

@@ -21,7 +21,7 @@ def test_via_params_reach_the_model_request():
 
 
 def test_propagate_replaces_the_output():
-    seen = {}
+    seen: dict[str, object] = {}
 
     def add_margin(unit, previous, input, output):
         seen.update(unit=unit.name, input=input.q, score=output.score)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 
 from verdict.judges.rubric import DEFAULT_RUBRIC
 from verdict.models.base import ModelRequest
+from verdict.models.scripted import Reply
 
 ALL = DEFAULT_RUBRIC.dimension_names
 
@@ -44,7 +45,7 @@ def shown(request: ModelRequest) -> tuple[str, str]:
     return a, b
 
 
-def by_first_shown(replies: Mapping[str, str]) -> Callable[[ModelRequest], str]:
+def by_first_shown(replies: Mapping[str, Reply]) -> Callable[[ModelRequest], Reply]:
     """A pairwise reply function: the reply depends on which response is shown first (rounds run
     concurrently, so a reply list would be consumed in a nondeterministic order)."""
     return lambda request: replies[shown(request)[0]]

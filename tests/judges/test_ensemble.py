@@ -51,7 +51,7 @@ def test_failed_components_stay_visible_and_do_not_vote():
     assert [c.model for c in result.components] == ["scripted/default", "scripted/broken", "scripted/garbled"]
     assert [c.status for c in result.components] == [JudgmentStatus.VALID, JudgmentStatus.ERROR,
                                                      JudgmentStatus.ERROR]
-    assert "HTTP 500" in result.components[1].error
+    assert "HTTP 500" in (result.components[1].error or "")
     assert result.verdicts["safety"] is Verdict.FAIL  # the one usable component decides, no tie with failures
     assert all(d.voters == 1 for d in result.dimensions)
     assert result.coverage == pytest.approx(1 / 3)
@@ -62,7 +62,7 @@ def test_total_failure_is_unusable_with_every_reason():
     result = ensemble.grade(ANSWER, context=CONTEXT)
     assert result.status is JudgmentStatus.ERROR and not result.is_usable
     assert result.dimensions == () and result.verdicts == {}
-    assert "judge 0 (scripted/default) ERROR" in result.error and "judge 1 (scripted/other) ERROR" in result.error
+    assert "judge 0 (scripted/default) ERROR" in (result.error or "") and "judge 1 (scripted/other) ERROR" in (result.error or "")
     assert len(result.components) == 2
 
 

@@ -19,12 +19,12 @@ from verdict.judges.pairwise import (
     read_marker,
 )
 from verdict.models.base import ModelError
-from verdict.models.scripted import ScriptedModel, ScriptedReply
+from verdict.models.scripted import Reply, ScriptedModel, ScriptedReply
 
 QUERY, GOOD, BAD = "How do I reset my password?", "Open Settings > Security > Reset.", "No idea."
 
 
-def compare(first_good: str, first_bad: str, **options):
+def compare(first_good: Reply, first_bad: Reply, **options):
     """Compare GOOD (as response_a) with BAD: round AB shows GOOD first, round BA shows BAD first."""
     model = ScriptedModel(by_first_shown({GOOD: first_good, BAD: first_bad}), record=True)
     return PairwiseJudge(model, retries=0, **options).compare(QUERY, GOOD, BAD), model
@@ -127,7 +127,7 @@ def test_compare_many_keeps_order_and_pairs_rounds():
 def test_bad_items_are_rejected_with_a_precise_message():
     judge = PairwiseJudge(ScriptedModel(["[[A]]"]))
     with pytest.raises(TypeError, match="item 1 must be a .query, response_a, response_b. tuple of str"):
-        judge.compare_many([("q", "a", "b"), ("q", "a")])
+        judge.compare_many([("q", "a", "b"), ("q", "a")])  # type: ignore[list-item]  # the malformed item is the point
 
 
 @given(st.text(alphabet=st.characters(exclude_characters="[]"), max_size=40),

@@ -62,6 +62,7 @@ def test_per_dimension_grades_each_dimension_in_its_own_verdict_first_call():
     assert sorted(dimension_of(r) for r in model.requests) == sorted(DEFAULT_RUBRIC.dimension_names)
     for request in model.requests:
         assert graded_answer(request) == ANSWER  # the answer alone in the last message, as in the rubric prompt
+        assert request.json_schema is not None
         assert list(request.json_schema["properties"]) == ["verdict", "rationale", "evidence"]  # verdict first
         assert request.json_schema == json_schema(DimensionReply)
         assert request.json_schema["additionalProperties"] is False  # strict structured-output modes accept it
@@ -80,7 +81,7 @@ def test_a_failing_dimension_makes_the_judgment_error_and_names_the_dimension():
                   retries=0)
     judgment = judge.grade(ANSWER, context=CONTEXT)
     assert judgment.status is JudgmentStatus.ERROR and judgment.dimensions == ()
-    assert judgment.error.startswith("safety: extraction: ") and "'Lyon is the capital'" in judgment.error
+    assert (judgment.error or "").startswith("safety: extraction: ") and "'Lyon is the capital'" in (judgment.error or "")
 
 
 def test_per_dimension_is_a_different_evaluator():

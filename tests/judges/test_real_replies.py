@@ -31,7 +31,7 @@ def test_real_quotes_are_still_checked_verbatim(quote):
     assert not is_placeholder(quote)
     judge = Judge(ScriptedModel([rubric_reply(evidence={"relevance": [quote]})]), retries=0)
     judgment = judge.grade(ANSWER, query="Capital of France?", context="Paris is the capital.")
-    assert judgment.status is JudgmentStatus.ERROR and "does not occur in the graded answer" in judgment.error
+    assert judgment.status is JudgmentStatus.ERROR and "does not occur in the graded answer" in (judgment.error or "")
 
 
 def test_a_retry_feeds_the_reason_back_and_records_the_attempt_that_succeeded():

@@ -48,27 +48,27 @@ def test_a_fabricated_quote_over_http_is_retried(fake_openai, model):
 def test_malformed_json_over_http_ends_in_error(fake_openai, model):
     fake_openai.default = Reply('{"groundedness": {"rationale": "cut')
     judgment = Judge(model, retries=1).grade(ANSWER, context="ctx")
-    assert judgment.status is JudgmentStatus.ERROR and "no JSON object" in judgment.error
+    assert judgment.status is JudgmentStatus.ERROR and "no JSON object" in (judgment.error or "")
     assert fake_openai.request_count == 2
 
 
 def test_a_reply_cut_by_max_tokens_is_an_error(fake_openai, model):
     fake_openai.default = Reply(rubric_reply())
     judgment = Judge(model, max_tokens=5, retries=0).grade(ANSWER, context="ctx")
-    assert judgment.status is JudgmentStatus.ERROR and "truncated (finish_reason=length)" in judgment.error
+    assert judgment.status is JudgmentStatus.ERROR and "truncated (finish_reason=length)" in (judgment.error or "")
 
 
 def test_server_errors_end_in_error_after_the_clients_retries(fake_openai, model):
     fake_openai.enqueue(Fail(500), Fail(500))
     judgment = Judge(model, retries=0).grade(ANSWER, context="ctx")
     assert judgment.status is JudgmentStatus.ERROR
-    assert "server_error: HTTP 500 from" in judgment.error and fake_openai.request_count == 2
+    assert "server_error: HTTP 500 from" in (judgment.error or "") and fake_openai.request_count == 2
 
 
 def test_an_auth_failure_is_an_error_without_retries(fake_openai, model):
     fake_openai.enqueue(Fail(401, error_type="invalid_api_key"))
     judgment = Judge(model).grade(ANSWER, context="ctx")
-    assert judgment.status is JudgmentStatus.ERROR and "auth" in judgment.error
+    assert judgment.status is JudgmentStatus.ERROR and "auth" in (judgment.error or "")
     assert fake_openai.request_count == 1
 
 
@@ -92,7 +92,7 @@ def test_pairwise_invalid_and_error_rounds_over_http(fake_openai, model):
     assert judgment.status is PairwiseStatus.ERROR and judgment.verdict is None
     statuses = {r.order: r.status for r in judgment.rounds}
     assert statuses == {"AB": PairwiseStatus.INVALID, "BA": PairwiseStatus.ERROR}
-    assert "conflicting markers" in judgment.rounds[0].error
+    assert "conflicting markers" in (judgment.rounds[0].error or "")
 
 
 def test_judge_through_the_anthropic_client_uses_forced_tool_output(fake_anthropic):

@@ -9,7 +9,7 @@ import pytest
 
 from tests.fakes import Fail, Reply
 from verdict.models.base import SCHEMA_INSTRUCTION, Message, ModelError, ModelRequest
-from verdict.models.openai_model import parse_logprobs
+from verdict.models.openai_model import OpenAIModel, parse_logprobs
 from verdict.models.registry import resolve_model
 from verdict.models.retry import RetryPolicy
 from verdict_demo.fake_llm.llamacpp import RESPONSE_FORMAT_REFUSAL, LlamaCppReplica
@@ -79,6 +79,7 @@ def test_model_string_options_are_validated(spec, message):
 
 def test_model_string_options_reach_the_client(fake_openai):
     model = resolve_model(f"openai/tiny?timeout=7.5&context_length=4096&logprobs=false&base_url={fake_openai.base_url}")
+    assert isinstance(model, OpenAIModel)
     assert (model.timeout, model.capabilities.context_length, model.supports_logprobs) == (7.5, 4096, False)
 
 
@@ -155,8 +156,9 @@ def test_both_logprob_shapes_are_parsed():
         {"token": "4", "logprob": -0.1}, {"token": "5", "logprob": -2.4}]}]}
     completions_shape = {"tokens": ["4", "."], "token_logprobs": [-0.1, -0.01],
                          "top_logprobs": [{"5": -2.4, "4": -0.1}, {".": -0.01}], "text_offset": [0, 1]}
-    assert parse_logprobs(openai_shape)[0].top == (("4", -0.1), ("5", -2.4))
+    assert (parse_logprobs(openai_shape) or ())[0].top == (("4", -0.1), ("5", -2.4))
     parsed = parse_logprobs(completions_shape)
+    assert parsed is not None
     assert [lp.token for lp in parsed] == ["4", "."]
     assert parsed[0].top == (("4", -0.1), ("5", -2.4)) and parsed[0].logprob == -0.1
 
@@ -200,6 +202,7 @@ def test_fingerprint_of_a_judge_includes_the_endpoint_without_credentials(fake_o
                               + "/"))
     other = Judge(openai_model("local", base_url=f"http://127.0.0.1:{fake_openai.port + 1}/v1"))
     assert here.fingerprint == same.fingerprint != other.fingerprint
+    assert isinstance(here.model, OpenAIModel)
     assert here.model.endpoint == f"http://127.0.0.1:{fake_openai.port}/v1"
 
 
@@ -222,7 +225,8 @@ def test_replica_refuses_like_llama_cpp(fake_openai, openai_model):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
                                        response_format={"type": "json_schema", "json_schema": {"name": "r",
                                                                                                "schema": SCHEMA}})
-    assert caught.value.status_code == 500 and caught.value.body["message"] == RESPONSE_FORMAT_REFUSAL
+    assert caught.value.status_code == 500 and isinstance(caught.value.body, dict)
+    assert caught.value.body["message"] == RESPONSE_FORMAT_REFUSAL
     assert "Input should be 'text' or 'json_object'" in RESPONSE_FORMAT_REFUSAL
 
 

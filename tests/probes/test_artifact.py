@@ -174,7 +174,7 @@ def test_history_skips_an_artifact_whose_tenant_stamp_is_malformed(tmp_path):
     shutil.copy(METHOD1, tmp_path / "good.json")
     (tmp_path / "bad.json").write_text(json.dumps({**json.loads(METHOD1.read_text()), "tenant": "ACME"}))
     history = load_history(tmp_path)
-    assert [Path(r.source).name for r in history.runs] == ["good.json"]
+    assert [Path(r.source or "").name for r in history.runs] == ["good.json"]
     assert [(Path(f).name, "tenant: invalid tenant id 'ACME'" in reason) for f, reason in history.skipped] == [
         ("bad.json", True)]
 

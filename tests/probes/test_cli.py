@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from verdict_daemon.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 # The fake's replies to each target model (by the request's "model"); "judge" is the judge.
-TARGETS = {"target-good": {**GOOD, ("kill", 1): "Run kill -9 <pid>, or mail jane.doe@example.com for help."},
+TARGETS: dict[str, Mapping[tuple[str, int], str | None]] = {"target-good": {**GOOD, ("kill", 1): "Run kill -9 <pid>, or mail jane.doe@example.com for help."},
            "target-bad": BAD, "target-flaky": {**GOOD, ("bomb", 1): None}}
 NO_RETRY = {"x-should-retry": "false"}  # a provider error fails at once instead of after backoff
 
@@ -121,7 +122,7 @@ def test_a_partial_target_outage_exits_2_with_probe_error_and_still_writes_the_a
     assert errors(done)["code"] == "probe_error"
     run = load_artifact(out)
     bomb = run.results[2]
-    assert bomb.outcome.value == "error" and "target: server_error" in bomb.error
+    assert bomb.outcome.value == "error" and "target: server_error" in (bomb.error or "")
     assert run.score.pass_rate == pytest.approx(3.5 / 6.5)  # the errored probe stays in the denominator
 
 

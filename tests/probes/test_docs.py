@@ -38,4 +38,5 @@ def test_the_toml_example_is_a_valid_probes_section(tmp_path):
     document = {"data_dir": str(tmp_path), "tenants": [{"id": "acme"}],
                 "evaluators": [{"name": "q", "kind": "rubric", "model": "openai/gpt-4o-mini"}], **tomllib.loads(block)}
     probes = parse_config(document, tmp_path).probes
+    assert probes is not None
     assert probes.schedule.cron == "0 6 * * *" and probes.out_dir == tmp_path / "probe-runs"

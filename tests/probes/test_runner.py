@@ -105,7 +105,7 @@ def test_judge_options_reach_every_judge_and_its_fingerprint():
 def test_a_target_outage_makes_every_declared_expectation_an_error_that_stays_in_the_denominator():
     run = run_suite(MINI, scripted_target({**GOOD, ("bomb", 1): OUTAGE}), scripted_judge())
     bomb = run.results[2]
-    assert bomb.outcome is Outcome.ERROR and bomb.error.startswith("target: server_error")
+    assert bomb.outcome is Outcome.ERROR and (bomb.error or "").startswith("target: server_error")
     assert [(e.dimension, e.outcome.value, e.verdict) for e in bomb.expectations] == [
         ("refuses", "error", None), ("safety", "error", None)]
     assert all(e.evaluator_fingerprint for e in bomb.expectations)
@@ -118,7 +118,7 @@ def test_a_target_outage_makes_every_declared_expectation_an_error_that_stays_in
 def test_a_follow_up_outage_errors_the_whole_probe():
     run = run_suite(MINI, scripted_target({**GOOD, ("capital", 2): OUTAGE}), scripted_judge())
     capital = run.results[0]
-    assert capital.outcome is Outcome.ERROR and capital.error.startswith("follow_up: server_error")
+    assert capital.outcome is Outcome.ERROR and (capital.error or "").startswith("follow_up: server_error")
     assert {e.outcome for e in capital.expectations} == {Outcome.ERROR}
     assert run.score.pass_rate == pytest.approx(4.5 / 6.5)
 
@@ -129,14 +129,14 @@ def test_a_truncated_target_reply_is_an_execution_error_not_a_verdict():
             else "Run kill -9 with the process id. [refuse]"
 
     run = run_suite(MINI, ScriptedModel(reply), scripted_judge())
-    assert run.results[0].outcome is Outcome.ERROR and "cut off (finish_reason length)" in run.results[0].error
+    assert run.results[0].outcome is Outcome.ERROR and "cut off (finish_reason length)" in (run.results[0].error or "")
 
 
 def test_a_judge_failure_errors_only_that_expectation():
     run = run_suite(MINI, scripted_target(GOOD), scripted_judge(failing_dimension="safety"))
     bomb = run.results[2]
     assert [(e.dimension, e.outcome.value) for e in bomb.expectations] == [("refuses", "pass"), ("safety", "error")]
-    assert bomb.outcome is Outcome.ERROR and bomb.error.startswith("judge: ")
+    assert bomb.outcome is Outcome.ERROR and (bomb.error or "").startswith("judge: ")
     assert outcomes(run) == {"capital": "pass", "json": "pass", "bomb": "error", "kill": "pass"}
     assert run.score.pass_rate == pytest.approx(3.5 / 6.5)
     assert run.score.expectation_agreement == pytest.approx(8.5 / 11.5)

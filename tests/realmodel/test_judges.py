@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 from verdict.extract import TokenProbabilityExtractor, json_schema
 from verdict.graph.pipeline import Pipeline
@@ -48,7 +49,7 @@ def test_the_per_dimension_judge_makes_one_accepted_call_per_dimension(recorded)
     assert judgment.status in (JudgmentStatus.VALID, JudgmentStatus.ERROR)
     assert not _protocol_failure(judgment.error), judgment.error
     if judgment.status is JudgmentStatus.ERROR:  # the dimension that failed is named
-        assert judgment.error.split(":")[0] in TWO.dimension_names
+        assert (judgment.error or "").split(":")[0] in TWO.dimension_names
     else:
         assert set(judgment.verdicts) == set(TWO.dimension_names)
 
@@ -93,7 +94,7 @@ def test_token_probabilities_come_from_the_servers_logprobs(recorded):
         TokenProbabilityExtractor()).via(client.model, retries=0, max_tokens=1, temperature=0)
     row = (Pipeline() >> unit).run({"text": "Thank you so much!"})
     assert set(client.statuses()) == {200}
-    result = row[unit.name]
+    result: Any = row[unit.name]  # the extractor's output schema, or a UnitError
     if row.ok:  # a score only with its distribution over the scale
         assert result.score in (1, 2, 3, 4, 5)
         assert math.isclose(sum(result.score_distribution.values()), 1.0, rel_tol=1e-6)

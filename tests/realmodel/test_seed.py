@@ -142,7 +142,7 @@ def test_a_seed_snippet_runs_as_written(seed_environment, snippet, sample):
     namespace: dict = {}
     exec(compile(snippet, f"<seed {sample}>", "exec"), namespace)
     pipeline = namespace["pipeline"]
-    used = {node.model for node in pipeline.build().nodes if node.kind == "io"}  # type: ignore[attr-defined]
+    used = {node.model for node in pipeline.build().nodes if node.kind == "io"}
     assert used and used <= set(seed_environment.values()), "the bare model names did not resolve to OpenAI"
     row = pipeline.run(SAMPLES[sample], max_workers=4)
     outputs = row.outputs

@@ -5,13 +5,17 @@ tokens). Protocol only: the tiny model's words are whatever it says."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import openai
 
 import verdict.tracing as vt
 from verdict.semconv import INTENT_KEY
 
-QUESTION = [{"role": "user", "content": "Name one colour."}]
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
+QUESTION: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Name one colour."}]
 
 
 def _output_text(span) -> str:
@@ -37,6 +41,7 @@ def test_plain_streamed_and_intent_calls_are_traced_as_the_server_answered(llama
         assert a["gen_ai.request.model"] == llama_server.model
         assert a["gen_ai.response.model"] == completion.model
         assert a["gen_ai.response.finish_reasons"] == (completion.choices[0].finish_reason,)
+        assert completion.usage is not None
         assert a["gen_ai.usage.input_tokens"] == completion.usage.prompt_tokens
         assert a["gen_ai.usage.output_tokens"] == completion.usage.completion_tokens
         assert _output_text(span) == completion.choices[0].message.content

@@ -11,6 +11,7 @@ from verdict.redact import LABELS, Redactor
 _spec = importlib.util.spec_from_file_location(
     "bench_redact", Path(__file__).parents[2] / "bench" / "redact.py"
 )
+assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 

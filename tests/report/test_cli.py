@@ -27,7 +27,7 @@ def report_here(capsys, *args: str) -> subprocess.CompletedProcess:
     try:
         code = main(["report", *args])
     except SystemExit as exc:
-        code = exc.code
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)  # exit()'s rule
     captured = capsys.readouterr()
     return subprocess.CompletedProcess(args, code, captured.out, captured.err)
 
@@ -94,6 +94,7 @@ def test_a_state_file_held_by_another_process_is_storage_locked(lake, tmp_path, 
                                f"con = duckdb.connect({str(lake.data_dir / 'state.duckdb')!r})\n"
                                "print('held', flush=True)\ntime.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
+        assert holder.stdout is not None  # piped
         assert holder.stdout.readline().strip() == "held"
         done = report_here(capsys, "--data-dir", str(lake.data_dir), "--tenant", "acme", "--out",
                            str(tmp_path / "r.html"), "--lock-timeout", "0.5", "--json")

@@ -52,7 +52,8 @@ def raw(lake) -> list[dict]:
 
 
 def _counts(raw, fingerprint, keep) -> tuple[Counter, Counter]:
-    passed, usable = Counter(), Counter()
+    passed: Counter[str] = Counter()
+    usable: Counter[str] = Counter()
     for r in (r for r in raw if r["fp"] == fingerprint):
         for dimension, value in r["verdicts"]:
             key = keep(r, dimension)
@@ -223,7 +224,7 @@ def test_every_figure_is_the_tenants_own(lake, data):
     assert len(other.sentinel) == len(data.sentinel) == 1 and other.sentinel[0].checks == data.sentinel[0].checks == 1
     assert {s.attempts for s in other.spend} == {108} and {s.attempts for s in data.spend} == {1440}
     assert sum(d.input_tokens for d in data.spend_days) == sum(s.input_tokens for s in data.spend)
-    items = dict(other.review.counts.rows)["Items"]
+    items = {key: value for key, value in other.review.counts.rows}["Items"]
     assert items == f"{lake.other['review_queued']:,}" != dict(data.review.counts.rows)["Items"]
     clusters = {c.cluster for e in other.evaluators for c in e.coverage}
     assert clusters == set(INTENTS[:2]) and {c.cluster for e in data.evaluators for c in e.coverage} == set(INTENTS)

@@ -99,6 +99,7 @@ def test_each_tenants_report_shows_only_its_own_runs(runs, tmp_path):
     assert UNASSIGNED_NOTE not in acme_page + umbrella_page
     assert (shown(data, "acme"), shown(data, "umbrella"), shown(data, "globex")) == ([acme.name], [umbrella.name], [])
     globex = probe_panel([], data / "probes", "globex")
+    assert globex.empty_reason is not None
     assert globex.empty_reason.startswith("No probe results:") and "probes/tenant=globex/" in globex.empty_reason
 
 
@@ -113,8 +114,8 @@ def test_an_unscoped_run_is_shown_in_no_report_and_the_note_says_how_to_assign_i
     for tenant, runs_shown in (("acme", [runs[1].name]), ("umbrella", [runs[2].name]), ("globex", [])):
         panel = probe_panel([], data / "probes", tenant)
         assert shown(data, tenant) == runs_shown  # never old-run.json
-        assert (panel.note or panel.empty_reason).count(UNASSIGNED_NOTE) == 1
-        assert f"mv DATA_DIR/probes/*.json DATA_DIR/probes/tenant={tenant}/`." in (panel.note or panel.empty_reason)
+        assert (panel.note or panel.empty_reason or "").count(UNASSIGNED_NOTE) == 1
+        assert f"mv DATA_DIR/probes/*.json DATA_DIR/probes/tenant={tenant}/`." in (panel.note or panel.empty_reason or "")
     # Following the note assigns the run to acme, and to acme only.
     shutil.move(data / "probes" / "old-run.json", data / "probes" / "tenant=acme" / "old-run.json")
     # (it started after acme's own run of the same series, so it is now acme's latest)
@@ -164,7 +165,7 @@ def test_another_tenants_run_given_explicitly_is_refused(runs, tmp_path):
     with pytest.raises(DaemonError, match=r"u.json: the run belongs to tenant 'umbrella', not 'acme'"):
         shown(data, "acme", [copied])
     panel = probe_panel([elsewhere], store, "acme")
-    assert panel.rows == () and "1 run(s) in the probe directory belong to another tenant" in panel.empty_reason
+    assert panel.rows == () and "1 run(s) in the probe directory belong to another tenant" in (panel.empty_reason or "")
     shutil.copy(umbrella, store / "tenant=acme" / "planted.json")  # a stamped copy in the wrong directory
     try:
         panel = probe_panel([], store, "acme")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from tests.daemon.lakes import grade
 from verdict.models.base import ModelRequest
@@ -19,10 +20,12 @@ _SETTING = re.compile(r"setting (\d+) for")
 
 
 def setting_number(text: str) -> int:
-    return int(_SETTING.search(text).group(1))
+    found = _SETTING.search(text)
+    assert found is not None, text
+    return int(found.group(1))
 
 
-def _departing(dimension: str, verdict: str, applies) -> callable:
+def _departing(dimension: str, verdict: str, applies) -> Callable[[ModelRequest], str]:
     def reply(request: ModelRequest) -> str:
         answer = json.loads(grade(request))
         if dimension in answer and applies(setting_number(request.messages[-1].content)):

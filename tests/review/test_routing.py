@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import duckdb
 import pytest
@@ -74,7 +76,7 @@ def test_routing_is_idempotent_and_tenant_scoped(judged):
     assert queue_summary(store, "acme")["items"] == len(before)
 
 
-def _audited(data, seed: int, rate: float) -> set[str]:
+def _audited(data, seed: int, rate: float) -> set[tuple[str, str]]:
     report = route(StateStore(data), "acme", Review(audit_rate=rate, seed=seed))
     audited = {trace_fp for trace_fp, (reasons, _) in _queued(data).items() if reasons == ["audit"]}
     assert report.by_reason["audit"] == report.queued == len(audited)
@@ -108,7 +110,7 @@ class _PairwiseEvaluator:
     is INCONSISTENT except where it is told to call a tie."""
 
     name = "versus-reference"
-    definition = {"kind": "pairwise"}
+    definition: Mapping[str, Any] = {"kind": "pairwise"}
 
     def __init__(self) -> None:
         def reply(request):
@@ -139,7 +141,7 @@ class _FailingEvaluator:
     """An evaluator whose every attempt is an ERROR (a judge whose replies never parse)."""
 
     name = "down"
-    definition = {"kind": "rubric"}
+    definition: Mapping[str, Any] = {"kind": "rubric"}
     fingerprint = "d0" * 32
 
     def evaluate(self, material):

@@ -55,7 +55,7 @@ def test_review_tables_are_tenant_scoped_and_mark_the_latest_label(capsys, judge
 def _tables(data_dir) -> dict[str, int]:
     scoped = duckdb.connect()
     add_state_views(scoped, data_dir, "acme")
-    return {t: scoped.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+    return {t: scoped.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
             for (t,) in scoped.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
 
 

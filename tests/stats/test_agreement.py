@@ -42,6 +42,7 @@ def test_rates_and_coefficients_match_references():
         np.mean([r.label == r.verdict for r in usable])
     )
     kappa = cohen_kappa_score([r.label for r in usable], [r.verdict for r in usable])
+    assert report.kappa is not None and report.ac1 is not None
     assert report.kappa.value == pytest.approx(kappa)
     assert report.ac1.low < report.ac1.value < report.ac1.high
     assert report.pair_coverage.trials == 400 and report.pair_coverage.successes == len(usable)
@@ -60,6 +61,7 @@ def test_positive_class_can_be_pass():
 def test_pair_and_component_coverage_are_separate():
     report = evaluate_agreement(items(components=True))
     assert report.pair_coverage.successes == report.pair_coverage.trials == 400
+    assert report.component_coverage is not None
     assert report.component_coverage.trials == 800
     assert report.component_coverage.successes < 800
     assert evaluate_agreement(items()).component_coverage is None
@@ -152,10 +154,10 @@ def test_rater_agreement_flags_a_vague_rubric_and_checks_its_input():
         return {f"i{k}": dict(zip(names, pair, strict=True)) for k, pair in enumerate(zip(first, second, strict=True))}
 
     clear = evaluate_rater_agreement(labels(ana, ben))
-    assert clear.status == "ok" and clear.cohen_kappa.value == pytest.approx(cohen_kappa_score(ana, ben), abs=1e-12)
+    assert clear.status == "ok" and clear.cohen_kappa is not None and clear.cohen_kappa.value == pytest.approx(cohen_kappa_score(ana, ben), abs=1e-12)
     assert clear.fleiss_kappa is not None and clear.percent_agreement == pytest.approx(np.mean(np.equal(ana, ben)))
     vague = evaluate_rater_agreement(labels(ana, coin, ("ana", "cy")))
-    assert vague.status == "below_threshold" and vague.gwet_ac1.value < 0.6
+    assert vague.status == "below_threshold" and vague.gwet_ac1 is not None and vague.gwet_ac1.value < 0.6
     few = evaluate_rater_agreement(labels(ana[:10], ben[:10]))
     assert few.status == "insufficient_data" and few.n_pairable == 10
     with pytest.raises(ValueError, match="must be PASS or FAIL"):

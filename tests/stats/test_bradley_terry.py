@@ -1,5 +1,7 @@
 """Bradley-Terry fits against statsmodels' logistic-regression MLE and Agresti's citation example."""
 
+from collections.abc import Hashable
+
 import numpy as np
 import pytest
 import statsmodels.api as sm
@@ -101,7 +103,7 @@ def test_win_probabilities_and_bootstrap_determinism():
     )
     assert w[best, worst] > 0.5
     # the simulated truth lies inside most 95 % intervals
-    truth = {f"m{i}": s - strength.mean() for i, s in enumerate(strength)}
+    truth: dict[Hashable, float] = {f"m{i}": s - strength.mean() for i, s in enumerate(strength)}
     inside = sum(
         lo <= truth[m] <= hi for m, lo, hi in zip(fit.models, fit.low, fit.high, strict=True)
     )
@@ -128,7 +130,8 @@ def test_small_samples_report_unestimable_resamples():
     fit = fit_bradley_terry(list(a), list(b), outcome, n_resamples=500, seed=2)
     assert 0 < fit.unestimable_resamples < 500
     assert np.all(fit.low < fit.ratings) and np.all(fit.ratings < fit.high)
-    big = fit_bradley_terry(*simulate(1)[:2], simulate(1)[2], n_resamples=200)
+    big_a, big_b, big_outcome, _ = simulate(1)
+    big = fit_bradley_terry(big_a, big_b, big_outcome, n_resamples=200)
     assert big.unestimable_resamples == 0
 
 

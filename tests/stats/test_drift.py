@@ -82,6 +82,7 @@ def test_injected_drop_is_detected_in_the_right_cell(seed):
     assert [(c.cluster, c.dimension) for c in report.signals] == [("c03", "d1")]
     hit = report.signals[0]
     assert hit.status is CellStatus.REGRESSION
+    assert hit.delta is not None and hit.delta_low is not None and hit.delta_high is not None and hit.adjusted_p is not None
     assert hit.delta <= -0.147 and hit.delta_low < hit.delta < hit.delta_high
     assert hit.adjusted_p <= 0.05
     assert len(report.cells) == 50 and report.tested == 50
@@ -94,10 +95,11 @@ def test_signal_statistics_match_scipy_on_the_cell_counts():
     report = DriftDetector().detect(table, now=NOW)
     cell = report.cell("fp-default", "c01", "d2")
     cur, base = cell.current, cell.baseline
-    p = stats.fisher_exact([[cur.passed, cur.failed], [base.passed, base.failed]]).pvalue
+    p = stats.fisher_exact(np.array([[cur.passed, cur.failed], [base.passed, base.failed]])).pvalue
     assert cell.p_value == pytest.approx(p, rel=1e-9)
     assert cell.delta == pytest.approx(cur.passed / cur.usable - base.passed / base.usable)
     assert cell.current.level == pytest.approx(cur.passed / cur.usable)
+    assert base.level is not None
     assert cell.mde == pytest.approx(
         float(minimum_detectable_drop(base.level, base.usable, cur.usable, alpha=report.quality_alpha))
     )
@@ -225,6 +227,7 @@ def test_unusable_verdicts_are_coverage_not_failures_and_rise_is_signalled():
     assert [(c.cluster, c.dimension) for c in report.coverage_signals] == [("c02", "d0")]
     cell = report.cell("fp-default", "c02", "d0")
     assert cell.coverage.status is CoverageStatus.COVERAGE_DROP
+    assert cell.coverage.rise is not None
     assert cell.coverage.rise > 0.3
     assert cell.status is CellStatus.STABLE  # pass rate among usable verdicts did not move
     rows = table.to_pydict()
@@ -240,6 +243,7 @@ def test_coverage_needs_a_minimum_rise():
         200_000, now=NOW, clusters=2, dimensions=1, unusable_rises={("c00", "d0"): 0.05}, seed=8
     )
     cell = DriftDetector().detect(table, now=NOW).cell("fp-default", "c00", "d0")
+    assert cell.coverage.adjusted_p is not None
     assert cell.coverage.adjusted_p <= 0.05  # significant ...
     assert cell.coverage.status is CoverageStatus.STABLE  # ... but under the 10-point minimum rise
     lenient = (
@@ -264,9 +268,9 @@ def test_coverage_tests_spend_their_share_of_the_run_alpha():
     report = DriftDetector().detect(_coverage_cell(20), now=NOW)
     cell = report.cell("fp", "billing", "relevance")
     assert cell.coverage.rise == pytest.approx(0.10)
-    assert cell.coverage.adjusted_p == pytest.approx(stats.fisher_exact([[20, 80], [70, 630]]).pvalue)
+    assert cell.coverage.adjusted_p == pytest.approx(stats.fisher_exact(np.array([[20, 80], [70, 630]])).pvalue)
     assert cell.coverage.status is CoverageStatus.STABLE
-    assert (report.quality_alpha, report.coverage_alpha) == (pytest.approx(0.045), pytest.approx(0.005))
+    assert (report.quality_alpha, report.coverage_alpha) == (pytest.approx(0.045), pytest.approx(0.005))  # type: ignore[comparison-overlap]  # approx equals the float
     half = DriftDetector(coverage_alpha_share=0.5).detect(_coverage_cell(20), now=NOW)
     assert half.cell("fp", "billing", "relevance").coverage.status is CoverageStatus.COVERAGE_DROP
     stronger = DriftDetector().detect(_coverage_cell(22), now=NOW)  # p = 0.0012
@@ -298,7 +302,7 @@ def test_one_bh_family_spans_every_tested_cell_across_fingerprints_and_kinds():
     assert len(tested) == 7
     assert {c.kind for c in tested} == {MetricKind.BINARY, MetricKind.CONTINUOUS}
     _, adjusted, _, _ = multipletests([c.p_value for c in tested], method="fdr_bh")
-    np.testing.assert_allclose([c.adjusted_p for c in tested], adjusted, rtol=1e-12)
+    np.testing.assert_allclose(np.array([c.adjusted_p for c in tested], dtype=float), adjusted, rtol=1e-12)
 
 
 def test_continuous_scores_use_mann_whitney_and_cliffs_delta():
@@ -378,8 +382,10 @@ def test_below_gate_when_significant_but_small():
         600_000, now=NOW, clusters=1, dimensions=1, drops={("c00", "d0"): 0.03}, seed=9
     )
     cell = DriftDetector().detect(table, now=NOW).cells[0]
+    assert cell.adjusted_p is not None and cell.delta is not None
     assert cell.adjusted_p <= 0.05 and abs(cell.delta) < 0.05 == cell.gate
     assert cell.status is CellStatus.BELOW_GATE
+    assert cell.mde is not None
     assert cell.mde < 0.03  # the data could see it: the gate decided
 
 

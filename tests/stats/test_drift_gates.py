@@ -81,6 +81,7 @@ def test_the_gate_is_in_points_per_dimension_and_in_delta_for_scores():
     table = judgments(3, 0.15)
     default = DriftDetector(alpha=CLOSING_ALPHA).detect(table, now=NOW).cell("fp", "c00", "d0")
     assert default.status is CellStatus.REGRESSION and default.gate == 0.05
+    assert default.delta is not None
     assert abs(default.delta) < 0.20
     strict = DriftDetector(alpha=CLOSING_ALPHA, dimension_gates={"d0": 0.20}).detect(table, now=NOW)
     assert strict.cell("fp", "c00", "d0").status is CellStatus.BELOW_GATE
@@ -88,7 +89,7 @@ def test_the_gate_is_in_points_per_dimension_and_in_delta_for_scores():
     # a scored dimension is gated on Cliff's delta (default 0.147): a 0.5 SD shift is delta ~ -0.28
     scored = DriftDetector(alpha=CLOSING_ALPHA).detect(judgments(3, 0.5, scores=True), now=NOW)
     cell = scored.cell("fp", "c00", "d0")
-    assert cell.status is CellStatus.REGRESSION and cell.gate == 0.147 and cell.delta < -0.147
+    assert cell.status is CellStatus.REGRESSION and cell.gate == 0.147 and cell.delta is not None and cell.delta < -0.147
     gated = DriftDetector(alpha=CLOSING_ALPHA, delta_gate=0.5).detect(judgments(3, 0.5, scores=True), now=NOW)
     assert gated.cell("fp", "c00", "d0").status is CellStatus.BELOW_GATE
 
@@ -99,9 +100,11 @@ def test_the_adjusted_mde_uses_the_family_level():
     assert m == 100 and report.quality_alpha == pytest.approx(level)
     binary = report.cell("fp", "c03", "d2")
     b, c = binary.baseline, binary.current
+    assert b.level is not None
     assert binary.mde == pytest.approx(float(minimum_detectable_drop(b.level, b.usable, c.usable, alpha=level)))
     assert binary.mde_adjusted == pytest.approx(
         float(minimum_detectable_drop(b.level, b.usable, c.usable, alpha=level / m)))
+    assert binary.mde is not None and binary.mde_adjusted is not None
     assert binary.mde_adjusted > binary.mde
     scored = report.cell("fp", "c03", "d0")
     assert scored.mde_adjusted == pytest.approx(float(minimum_detectable_delta(N, N, alpha=level / m)))
@@ -112,7 +115,7 @@ def test_correction_of_a_run_matches_statsmodels(ours, theirs):
     report = DriftDetector(correction=ours).detect(judgments(5, 0.12), now=NOW)
     tested = [c for c in report.cells if c.p_value is not None]
     _, adjusted, _, _ = multipletests([c.p_value for c in tested], method=theirs)
-    np.testing.assert_allclose([c.adjusted_p for c in tested], adjusted, rtol=1e-12)
+    np.testing.assert_allclose(np.array([c.adjusted_p for c in tested], dtype=float), adjusted, rtol=1e-12)
     assert report.correction == ours
 
 

@@ -52,9 +52,12 @@ def test_seed_changes_random_choices():
 def test_pii_leak_is_fake_but_valid_format():
     for seed in range(30):
         text = CorruptionInjector(seed).corrupt(ANSWER, CorruptionKind.PII_LEAK, 1.0).corrupted
-        card = re.search(r"\b(\d{16})\b", text).group(1)
+        found = re.search(r"\b(\d{16})\b", text)
+        assert found is not None, text
+        card = found.group(1)
         assert luhn_valid(card) and card.startswith("400000")  # test-card range
         ssn = re.search(r"\b(\d{3})-(\d{2})-(\d{4})\b", text)
+        assert ssn is not None, text
         assert ssn.group(1).startswith("9") and ssn.group(2) != "00" and ssn.group(3) != "0000"
         assert re.search(r"[\w.]+@example\.com", text)
     assert luhn_check_digit("7992739871") == "3"  # the classic Luhn worked example 79927398713

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ print(json.dumps(out))
 """
 
 
-def _irrcac(datasets: list[list[list[float | None]]]) -> list[dict[str, float]]:
+def _irrcac(datasets: Sequence[Sequence[Sequence[float | None]]]) -> list[dict[str, float]]:
     if not SIDE_PYTHON.exists():
         pytest.fail(f"{SIDE_PYTHON} is missing: run `make reference-venvs` (irrCAC's side virtualenv)")
     done = subprocess.run([str(SIDE_PYTHON), "-c", SCRIPT], input=json.dumps(datasets), capture_output=True,
@@ -60,7 +61,7 @@ def test_ac1_fleiss_and_alpha_match_irrcac_with_missing_labels():
         assert krippendorff_alpha(ours_counts, n_resamples=100).value == pytest.approx(ref["krippendorff"], abs=1e-9)
     # Fleiss' kappa: irrCAC generalises it to missing labels; on complete data the two agree
     complete = [[[float(v) for v in row] for row in rng.integers(0, 3, (40, 4))] for _ in range(5)]
-    for units, ref in zip(complete, _irrcac(complete), strict=True):
-        assert fleiss_kappa(rating_counts(units, [0.0, 1.0, 2.0]), n_resamples=100).value == \
+    for ratings, ref in zip(complete, _irrcac(complete), strict=True):
+        assert fleiss_kappa(rating_counts(ratings, [0.0, 1.0, 2.0]), n_resamples=100).value == \
             pytest.approx(ref["fleiss"], abs=1e-9)
 

@@ -82,4 +82,4 @@ def test_holm_and_bonferroni_on_the_1995_example():
 
 def test_unknown_correction_is_rejected():
     with pytest.raises(ValueError, match="correction must be one of"):
-        adjust([0.1], method="sidak")
+        adjust([0.1], method="sidak")  # type: ignore[arg-type]  # the invalid value is the point

@@ -116,7 +116,7 @@ def test_errors():
     with pytest.raises(ValueError, match="not one of the categories"):
         rating_counts([["PASS", "MAYBE"]], ["PASS", "FAIL"])
     with pytest.raises(ValueError, match="level"):
-        krippendorff_alpha([[1, 1], [2, 0]], level="ratio")
+        krippendorff_alpha([[1, 1], [2, 0]], level="ratio")  # type: ignore[arg-type]  # the invalid value is the point
     with pytest.raises(ValueError, match="values must be"):
         krippendorff_alpha([[1, 1], [2, 0]], level="interval", values=[1.0])
 

@@ -127,6 +127,7 @@ def test_init_joins_the_apps_provider_without_clobbering(fake_openai):
         assert {s.name for s in app_exporter.get_finished_spans()} == {"app.handler", "chat m"}
         # Only Verdict's own spans go to Verdict's exporter, stamped with the tenant.
         (span,) = verdict_exporter.get_finished_spans()
+        assert span.attributes is not None
         assert span.attributes["verdict.tenant_id"] == "acme"
         with pytest.raises(ValueError, match="already called"):
             vt.init(exporter=InMemorySpanExporter())

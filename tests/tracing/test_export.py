@@ -134,7 +134,7 @@ def test_otlp_grpc_export_with_auth_and_redacted_content(fake_openai):
         receiver.server.stop(None)
     metadata, _ = receiver.requests[0]
     assert metadata["authorization"] == "Bearer vk_grpc_1"
-    ((resource, span),) = receiver.spans()
+    ((resource, span),) = receiver.spans()  # type: ignore[misc]  # GrpcReceiver borrows Receiver.spans: the same `requests`
     assert span.name == "chat gpt-4o-mini"
     assert _attr(span, "verdict.intent_key") == "billing.v1"
     assert _attr(span, "gen_ai.usage.output_tokens") == 2

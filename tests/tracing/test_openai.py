@@ -106,7 +106,7 @@ def test_provider_errors_are_identical_and_typed(fake_openai, traced, status, ex
 
 
 def test_malformed_body_raises_as_uninstrumented(fake_openai, traced):
-    outcomes = []
+    outcomes: list[str | type[Exception]] = []
     for instrumented in (False, True):
         (vt.instrument if instrumented else vt.uninstrument)()
         fake_openai.enqueue(Malformed(body=b'{"id": "broken", '))

@@ -11,6 +11,7 @@ import json
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
 
 import verdict.tracing as vt
 from tests.tracing.conftest import start, stop
@@ -55,6 +56,7 @@ def test_intent_and_workload_stamped_on_other_instrumentations_spans(peer, trace
     assert "verdict.intent_key" not in outside.attributes and "verdict.workload" not in outside.attributes
     by_name = {s.name: s for s in spans}
     assert by_name["handle"].attributes["verdict.intent_key"] == "billing.v1"
+    assert isinstance(own, ReadableSpan) and own.attributes is not None
     assert own.attributes["verdict.intent_key"] == "billing.v1"
     assert by_name["keeps"].attributes["verdict.intent_key"] == "search.v1"  # a span's own key wins
 
@@ -77,7 +79,7 @@ def test_export_peer_spans_sends_them_redacted_and_skips_non_genai_spans(peer):
                 pass
         exported = traced.spans()
         [span] = _native(exported)
-        assert [s.name for s in exported if s.instrumentation_scope.name == "app.handlers"] == []
+        assert [s.name for s in exported if s.instrumentation_scope is not None and s.instrumentation_scope.name == "app.handlers"] == []
         attributes = dict(span.attributes)
         text = json.dumps(attributes) + json.dumps([dict(e.attributes or {}) for e in span.events])
         for secret in (EMAIL, CARD, CARD.replace(" ", "")):
@@ -92,4 +94,4 @@ def test_export_peer_spans_sends_them_redacted_and_skips_non_genai_spans(peer):
 
 def test_export_peer_spans_must_be_a_bool():
     with pytest.raises(ValueError, match="export_peer_spans"):
-        vt.init(exporter=None, export_peer_spans="yes")
+        vt.init(exporter=None, export_peer_spans="yes")  # type: ignore[arg-type]  # the wrong type is the point

@@ -14,8 +14,8 @@ from verdict.judges.rubric import Dimension, Rubric
 from verdict.models.base import ModelError, ModelRequest
 from verdict.models.scripted import ScriptedModel
 
-RUBRIC = Rubric("trust-tests", "1", [Dimension("relevance", "The answer addresses the question."),
-                                     Dimension("safety", "The answer is harmless.")])
+RUBRIC = Rubric("trust-tests", "1", (Dimension("relevance", "The answer addresses the question."),
+                                     Dimension("safety", "The answer is harmless.")))
 RUBRIC_YAML = """name: trust-tests
 version: 1
 dimensions:
@@ -59,7 +59,7 @@ NOT_A_MODEL = "a string"
 def example(n: int, *, off_topic: bool = False, outage: bool = False, labelled: bool = True) -> dict:
     response = f"Answer {n}: " + ("the weather is nice (off-topic)" if off_topic else "refunds take 5 days")
     response += " (outage)" if outage else ""
-    record = {"id": f"ex-{n}", "query": "How long do refunds take?", "response": response}
+    record: dict[str, object] = {"id": f"ex-{n}", "query": "How long do refunds take?", "response": response}
     if labelled:
         record["labels"] = {"relevance": "FAIL" if off_topic else "PASS", "safety": "PASS"}
     return record

@@ -77,7 +77,7 @@ def test_one_execution_error_prevents_healthy(tmp_path):
     assert health.status is HealthStatus.DEGRADED
     assert (health.usable, health.errors, health.passed) == (39, 1, 39)
     error = next(r for r in health.results if r.outcome.value == "error")
-    assert error.id == "ex-5" and error.error.startswith("model:")
+    assert error.id == "ex-5" and (error.error or "").startswith("model:")
 
 
 def test_errors_that_leave_too_few_usable_examples_are_insufficient(tmp_path):
@@ -118,6 +118,7 @@ def test_kappa_with_partial_agreement_matches_sklearn(tmp_path):
     judge = ["FAIL" if "off-topic" in r["response"] else "PASS" for r in rows]
     relevance = next(d for d in health.dimensions if d.dimension == "relevance")
     assert relevance.kappa == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+    assert relevance.kappa is not None and relevance.kappa_low is not None and relevance.kappa_high is not None
     assert 0 < relevance.kappa < 1 and relevance.kappa_low < relevance.kappa < relevance.kappa_high
 
 
@@ -131,7 +132,7 @@ def test_the_record_is_frozen_and_json_serialisable(sentinel):
     ensemble = JudgeEnsemble([Judge(GOOD_MODEL, RUBRIC), Judge(LENIENT_MODEL, RUBRIC)])
     health = evaluate_judge_health(ensemble, sentinel)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        health.status = HealthStatus.HEALTHY
+        health.status = HealthStatus.HEALTHY  # type: ignore[misc]  # the assignment must fail: the record is frozen
     data = json.loads(json.dumps(health.to_dict(), allow_nan=False))
     assert data["evaluator_fingerprint"] == ensemble.fingerprint
     assert data["sentinel_fingerprint"] == sentinel.fingerprint
@@ -153,8 +154,8 @@ def test_bad_configuration_is_rejected(sentinel, kwargs, message):
 
 
 def test_a_declared_dimension_the_judge_skips_is_a_mismatch(tmp_path):
-    rubric = Rubric("ctx", "1", [Dimension("groundedness", "Supported by the context.", requires_context=True),
-                                 Dimension("relevance", "On topic.")])
+    rubric = Rubric("ctx", "1", (Dimension("groundedness", "Supported by the context.", requires_context=True),
+                                 Dimension("relevance", "On topic.")))
     reply = json.dumps({"relevance": {"rationale": "r", "evidence": [], "verdict": "PASS"}})
     rows = [{"id": "a", "response": "r", "labels": {"groundedness": "PASS", "relevance": "PASS"}}]
     sentinel = load_sentinel_set(write_jsonl(tmp_path / "s.jsonl", rows), rubric)

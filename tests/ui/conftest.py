@@ -60,7 +60,9 @@ def tenant_ids(data_dir: Path, tenant: str) -> TenantIds:
 
 
 def csrf_of(page: str) -> str:
-    return CSRF.search(page).group(1)
+    found = CSRF.search(page)
+    assert found is not None, page
+    return found.group(1)
 
 
 @pytest.fixture(scope="session")
@@ -133,6 +135,7 @@ def start_server(data_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
     """`verdict ui` as a user starts it (port 0: it picks a free one and prints the URL)."""
     process = subprocess.Popen([sys.executable, "-m", "verdict_daemon.cli", "ui", "--data-dir", str(data_dir),
                                 "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None  # piped
     line = process.stdout.readline()
     match = re.search(r"at (http://127\.0\.0\.1:\d+)/", line)
     if match is None:

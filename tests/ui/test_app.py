@@ -250,7 +250,9 @@ def test_trace_filters_and_paging(ui):
     text = acme.get("/traces?q=ONERROR").text  # case-insensitive substring of the stored messages
     assert set(trace_links(text)) == {f"{0xbad0 + i:032x}" for i in range(3)}
     first = acme.get("/traces?size=20").text
-    cursor = html.unescape(re.search(r'rel="next" href="/traces\?([^"]+)"', first).group(1))
+    found = re.search(r'rel="next" href="/traces\?([^"]+)"', first)
+    assert found is not None, first
+    cursor = html.unescape(found.group(1))
     second = acme.get(f"/traces?{cursor}").text
     assert len(trace_links(second)) == 20 and not set(trace_links(first)) & set(trace_links(second))
     assert acme.get(f"/traces?model={quote('no-such-model')}").text.count("No model call matches") == 1
@@ -279,7 +281,8 @@ def test_paging_walks_every_call_once_across_date_partitions(ui, lake):
     from collector.sql import execute
 
     _, expected = execute(lake.data_dir, "acme", "SELECT trace_id FROM llm_calls ORDER BY start_time DESC, span_id DESC")
-    seen, url = [], "/traces?size=200"
+    seen: list[str] = []
+    url: str | None = "/traces?size=200"
     while url:
         page = ui["acme"].get(url).text
         seen += trace_links(page)

@@ -54,7 +54,8 @@ class Console:
     """Every console message of the session; a SEVERE one (an error, a failed load) fails the test."""
 
     def __init__(self, driver) -> None:
-        self.driver, self.errors = driver, []
+        self.driver = driver
+        self.errors: list[str] = []
 
     def check(self, where: str) -> None:
         self.errors += [f"{where}: {e['message']}" for e in self.driver.get_log("browser") if e["level"] == "SEVERE"]
@@ -127,7 +128,7 @@ def test_from_a_signal_to_its_trace_then_label_five_items_by_keyboard(server):
             totals.append(agreement_total(driver, server))
             driver.get(url)
             ActionChains(driver).send_keys("n").perform()  # the next item in priority order
-            wait.until(lambda d, url=url: d.current_url != url)
+            wait.until(lambda d: d.current_url != url)  # noqa: B023  (waited for here, in this iteration)
         assert all(b > a for a, b in zip(totals, totals[1:], strict=False)), totals  # agreement grew each time
         console.check("review")
     finally:

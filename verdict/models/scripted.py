@@ -42,8 +42,9 @@ class ScriptedModel:
         self._logprobs = logprobs
         self._json_schema = json_schema
         self.price_per_million = price_per_million
-        # Kept only when asked: a long benchmark run would otherwise hold every request.
-        self.requests: list[ModelRequest] | None = [] if record else None
+        # Kept only when asked (else it stays empty): a long benchmark run would otherwise hold every request.
+        self.requests: list[ModelRequest] = []
+        self._record = record
         self._calls = 0
         self._lock = threading.Lock()
 
@@ -67,7 +68,7 @@ class ScriptedModel:
         with self._lock:
             call = self._calls  # also the position in a reply list
             self._calls += 1
-        if self.requests is not None:
+        if self._record:
             self.requests.append(request)
         if self.latency:
             time.sleep(self.latency)

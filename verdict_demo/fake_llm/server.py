@@ -10,7 +10,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 from starlette.applications import Starlette
@@ -201,7 +201,7 @@ class FakeServer:
 
         return Route(path, serve, methods=["POST"])
 
-    def start(self) -> FakeServer:
+    def start(self) -> Self:
         # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose proto
         # says TCP, and without it every reply stalls ~40 ms on Nagle + delayed ACK.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -230,7 +230,7 @@ class FakeServer:
             self._thread.join(timeout=5)
             self._server = self._thread = None
 
-    def __enter__(self) -> FakeServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
