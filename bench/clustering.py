@@ -41,6 +41,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from verdict.tenancy import TenantId
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -213,11 +215,11 @@ def child_prepare_explicit(data_dir: str, traces: int) -> dict:
     build_lake(Path(data_dir), traces)
     lake_s = clock.lap()
     store = StateStore(Path(data_dir))
-    while not normalize(store, Path(data_dir), TENANT, MAX_PAGE).complete:
+    while not normalize(store, Path(data_dir), TenantId(TENANT), MAX_PAGE).complete:
         pass
     normalized = clock.lap()
     cutoff = (LAKE_END + timedelta(days=1)).replace(tzinfo=None)
-    result = fit(store, Path(data_dir), TENANT, "bench", FitRequest("explicit", cutoff))
+    result = fit(store, Path(data_dir), TenantId(TENANT), "bench", FitRequest("explicit", cutoff))
     return {"lake": lake_s, "normalize": normalized, "fit": clock.lap(), "version_id": result.version.version_id,
             "clusters": len(result.version.definition.get("clusters", []))}
 
@@ -231,7 +233,7 @@ def child_assign_explicit(data_dir: str, version_id: str) -> dict:
     with store.transaction() as con:  # open and migrate before timing: the daemon holds a warm store
         con.execute("SELECT 1")
     clock = Clock()
-    result = assign_version(store, Path(data_dir), TENANT, version_id, cutoff)
+    result = assign_version(store, Path(data_dir), TenantId(TENANT), version_id, cutoff)
     return {"run": clock.lap(), "assigned": result.assigned, "clusters_used": result.clusters_used,
             "rss_peak_mib": _rss_mib()}
 

@@ -32,6 +32,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from verdict.tenancy import TenantId
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 NOW = datetime(2026, 11, 30, 0, tzinfo=UTC)
@@ -132,7 +134,7 @@ def main() -> int:
         store.schema_version()
 
         started = time.perf_counter()
-        sampled = sum(sample(store, work, t, Sampling(), NOW).sampled for t in TENANTS)
+        sampled = sum(sample(store, work, TenantId(t), Sampling(), NOW).sampled for t in TENANTS)
         sampling_s = time.perf_counter() - started
         print(f"sampling: {sampled} traces sampled in {sampling_s:.2f} s (target <= 5 s)")
 
@@ -140,7 +142,7 @@ def main() -> int:
         evaluator = JudgeEvaluator("bench", Judge(model, retries=0), {"kind": "rubric"})
         config = Judging(concurrency=args.concurrency, budget={"max_calls": args.judged})
         started = time.perf_counter()
-        report = judge(store, TENANTS[0], evaluator, config, "bench")
+        report = judge(store, TenantId(TENANTS[0]), evaluator, config, "bench")
         judge_s = time.perf_counter() - started
         ideal = args.concurrency / args.latency
         rate = report.judged / judge_s
@@ -150,9 +152,9 @@ def main() -> int:
         drift_times = []
         for tenant in TENANTS:
             fill_judgments(store, tenant, evaluator.fingerprint)
-            assign(store, tenant, IntentKeyAssigner())
+            assign(store, TenantId(tenant), IntentKeyAssigner())
             started = time.perf_counter()
-            (run,) = run_drift(store, tenant, evaluator.fingerprint, Drift(), NOW + timedelta(seconds=1))
+            (run,) = run_drift(store, TenantId(tenant), evaluator.fingerprint, Drift(), NOW + timedelta(seconds=1))
             drift_times.append(time.perf_counter() - started)
             print(f"drift {tenant}: {run.judgments} judgments, {run.cells} cells, {run.tested} tested, "
                   f"{len(run.signals)} signals in {drift_times[-1]:.2f} s (target <= 5 s)")

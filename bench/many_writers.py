@@ -69,7 +69,7 @@ def build(root: Path, rows: int) -> tuple[int, int]:
                             f"'{part}/c-{d}{w or 0}00-w{w}.parquet' (FORMAT parquet, COMPRESSION zstd, "
                             "ROW_GROUP_SIZE 131072)")
                 if w is not None:
-                    stored += con.execute(f"SELECT count(*) FROM day WHERE {where}").fetchone()[0]
+                    stored += con.execute(f"SELECT count(*) FROM day WHERE {where}").fetchall()[0][0]
     return per_day * DAYS, stored
 
 
@@ -137,6 +137,7 @@ def commit_phase(server, commits: int) -> None:
         retries = 0
         while True:
             current = lake_manifest.read(remote, "spans", "bench")
+            assert current is not None  # created before the writers start
             entry = f"spans/tenant=bench/date=2026-10-01/m-{w}-{k}.parquet"
             try:
                 lake_manifest.commit(remote, "spans", "bench", lake_manifest.Manifest(
@@ -147,7 +148,7 @@ def commit_phase(server, commits: int) -> None:
 
     _latencies("manifest, conditional PUT", manifest_commit, commits)
     try:
-        import deltalake
+        import deltalake  # type: ignore[import-not-found]  # optional: only this comparison needs it
     except ImportError:
         print("[commit] Delta Lake: `deltalake` is not installed (pip install deltalake): not measured")
         return
@@ -198,7 +199,7 @@ def delta_phase(server, commits: int, deltalake) -> None:
     table = deltalake.DeltaTable(url, storage_options=options)
     started = time.perf_counter()
     dataset = table.to_pyarrow_dataset()  # noqa: F841  (read by DuckDB below, by name)
-    rows = duckdb.connect().execute("SELECT count(*) FROM dataset").fetchone()[0]
+    rows = duckdb.connect().execute("SELECT count(*) FROM dataset").fetchall()[0][0]
     print(f"[delta] {rows:,} rows in {len(table.file_uris())} files after {table.version()} versions; a full scan "
           f"took {time.perf_counter() - started:.2f} s")
 

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from verdict.tenancy import TenantId
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TARGETS = {"trace table, first page": 300.0, "trace detail": 200.0}
@@ -67,17 +69,17 @@ def main() -> int:
         store = StateStore(work)
         judged = {}
         for tenant in TENANTS:
-            sample(store, work, tenant, Sampling(), NOW)
+            sample(store, work, TenantId(tenant), Sampling(), NOW)
             judged[tenant] = fill_judgments(store, tenant, "f" * 64)
         print(f"lake: {args.spans:,} spans, {len(TENANTS)} tenants; judged traces {judged} "
               f"(built in {time.perf_counter() - started:.0f} s)")
         tenant = TENANTS[0]
         started = time.perf_counter()
-        take(work, tenant, 10.0).con.close()
+        take(work, TenantId(tenant), 10.0).con.close()
         print(f"snapshot of {tenant} (views + state copy): {(time.perf_counter() - started) * 1000:.0f} ms "
               "(once per --snapshot-ttl, not per request)")
 
-        client = TestClient(create_app(Settings(work, Access.create(tenant, None), ("testserver",),
+        client = TestClient(create_app(Settings(work, Access.create(TenantId(tenant), None), ("testserver",),
                                                 snapshot_ttl=3600.0)))
         with store.transaction() as con:
             traces = [(t, d) for t, d in con.execute(

@@ -18,7 +18,7 @@ def long_functions(root: Path, packages: tuple[str, ...] = PACKAGES, max_lines: 
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             for node in ast.walk(tree):
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    lines = node.end_lineno - node.lineno + 1
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
                     if lines > max_lines:
                         found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({lines} lines)")
     return found

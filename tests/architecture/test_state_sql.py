@@ -53,8 +53,8 @@ def violations_in(source: str, name: str, tables: set[str]) -> list[str]:
         elif isinstance(node, ast.JoinedStr | ast.Constant) and id(node) not in skip:
             text = "".join(part.value for part in (node.values if isinstance(node, ast.JoinedStr) else [node])
                            if isinstance(part, ast.Constant) and isinstance(part.value, str))
-            if sql.search(text):
-                found.append(f"{name}:{node.lineno}: SQL against state.duckdb: {sql.search(text).group(0)!r}")
+            if (match := sql.search(text)) is not None:
+                found.append(f"{name}:{node.lineno}: SQL against state.duckdb: {match.group(0)!r}")
     return found
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.clustering.lakes import NOW, build, rows_for
 from tests.daemon.lakes import span_row, write_rows
+from verdict.tenancy import TenantId
 from verdict_daemon.clustering.analysis_index import index_traces, normalize
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.state import StateStore
@@ -52,7 +53,7 @@ def _wanted(since: datetime) -> list[tuple[str, datetime]]:
 
 def test_index_step_reads_only_recent_partitions_and_matches_normalize(tmp_path):
     reference = _lake(tmp_path / "reference")
-    assert normalize(StateStore(reference), reference, "acme", 50_000).complete
+    assert normalize(StateStore(reference), reference, TenantId("acme"), 50_000).complete
 
     data = _lake(tmp_path / "daemon")
     partitions = sorted((data / "spans" / "tenant=acme").glob("date=*"))
@@ -63,8 +64,8 @@ def test_index_step_reads_only_recent_partitions_and_matches_normalize(tmp_path)
 
     wanted = _wanted((MIDNIGHT - timedelta(hours=1)).replace(tzinfo=None))
     store = StateStore(data)
-    assert index_traces(store, data, "acme", wanted) == len(wanted)
-    assert index_traces(store, data, "acme", wanted) == 0  # rows are written once; the count says what was added
+    assert index_traces(store, data, TenantId("acme"), wanted) == len(wanted)
+    assert index_traces(store, data, TenantId("acme"), wanted) == 0  # rows are written once; the count says what was added
     expected = [row for row in _index(reference) if row[1] in {t for t, _ in wanted}]
     assert _index(data) == expected and len(expected) == len(wanted)
     crossing = next(row for row in expected if row[1] == "f" * 32)
@@ -73,6 +74,6 @@ def test_index_step_reads_only_recent_partitions_and_matches_normalize(tmp_path)
     # a wanted trace from the old partition makes the step read it: the broken file is reported
     old = [min(_wanted(datetime(2000, 1, 1)), key=lambda trace: trace[1])]
     with pytest.raises(ClusterError) as caught:
-        index_traces(store, data, "acme", old)
+        index_traces(store, data, TenantId("acme"), old)
     assert caught.value.code == "storage_error"
-    assert index_traces(store, data, "acme", []) == 0
+    assert index_traces(store, data, TenantId("acme"), []) == 0

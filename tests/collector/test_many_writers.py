@@ -88,7 +88,7 @@ def test_compaction_and_retention_racing_writers_show_each_span_once_at_every_st
 
         out = real_upload(self, local, relative)
         if not relative.split("/")[-1].startswith("m-"):  # a writer's segment: its spans are readable from now on
-            expected.update(pq.read_table(local, columns=["span_id"]).column("span_id").to_pylist())
+            expected.update(str(s) for s in pq.read_table(local, columns=["span_id"]).column("span_id").to_pylist())
         check(f"uploading {relative}")
         return out
 
@@ -124,6 +124,7 @@ def test_compaction_and_retention_racing_writers_show_each_span_once_at_every_st
     assert compactor_expired[0] and old and expected - old
     assert sorted(_read(remote)) == sorted(expected - old)
     manifest = lake_manifest.read(remote, "spans", "acme")
+    assert manifest is not None
     segments = {r for r in remote.list("spans/") if r.endswith(".parquet")}
     assert segments == set(manifest.merged)  # everything merged, inputs and the expired date deleted
     assert sum(c.startswith("deleting") for c in checks) > 0 and sum(c == "a manifest commit" for c in checks) > 4
@@ -152,6 +153,7 @@ def test_a_second_compactor_waits_for_the_lease_and_takes_over_when_it_expires(s
     assert second.run_once() is not None
     # A stale manifest version cannot be committed (two compactors at once: only one step lands).
     manifest = lake_manifest.read(remote, "spans", "acme")
+    assert manifest is not None
     lake_manifest.commit(remote, "spans", "acme", manifest)
     with pytest.raises(lake_manifest.ManifestConflict):
         lake_manifest.commit(remote, "spans", "acme", manifest)
@@ -210,7 +212,7 @@ def test_a_compactor_dying_at_any_step_is_replaced_and_loses_nothing(s3, tmp_pat
 def _complete_parquet(lake_url: str) -> dict[str, list[str]]:
     import pyarrow.parquet as pq
 
-    return {name: pq.read_table(io.BytesIO(body), columns=["span_id"]).column("span_id").to_pylist()
+    return {name: [str(s) for s in pq.read_table(io.BytesIO(body), columns=["span_id"]).column("span_id").to_pylist()]
             for name, body in _objects(lake_url).items() if name.endswith(".parquet")}
 
 

@@ -19,6 +19,7 @@ from tests.daemon.conftest import INTENTS, NOW
 from tests.daemon.lakes import synthetic_days, write_rows
 from tests.review.cli import review
 from verdict.correlate import record_user_signal
+from verdict.tenancy import TenantId
 from verdict_daemon.config import parse_config
 from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.review.correlation import lake_signals
@@ -41,7 +42,7 @@ def judged_with_signals(tmp_path, collector_factory):
         "judging": {"concurrency": 4},
         "evaluators": [{"name": "graded", "kind": "rubric", "model": "tests.correlate.models:graded"},
                        {"name": "inspecting", "kind": "rubric", "model": "tests.review.models:inspecting"}]})
-    run_cycle(config, "acme", NOW, build_evaluators(config))
+    run_cycle(config, TenantId("acme"), NOW, build_evaluators(config))
     con = duckdb.connect(str(data / "state.duckdb"), read_only=True)
     sampled = con.execute("SELECT trace_id, query FROM sampled_traces ORDER BY trace_id").fetchall()
     con.close()
@@ -111,7 +112,7 @@ def test_correlate_reports_the_hand_computed_table(capsys, judged_with_signals):
     assert safety["usable"] == len(pairs) + unclear and safety["counts"]["unclear_excluded"] == 0
 
     # Tenant scope: the signals landed in acme's partition only.
-    assert lake_signals(data, "acme") and lake_signals(data, "globex") == []
+    assert lake_signals(data, TenantId("acme")) and lake_signals(data, TenantId("globex")) == []
 
     # --fail-on decides the exit code (checked here: building the judged lake is the slow part).
     assert _fail_on_outcomes(capsys, data, signals_file) == FAIL_ON_CASES

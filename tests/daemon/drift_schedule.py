@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from verdict.drift import DriftDetector
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Drift
 from verdict_daemon.drift_runs import Decision, lookback, plan, report_signals
 
@@ -121,7 +122,7 @@ def run_schedule(config: Drift, table: pa.Table, looks: list[datetime], design: 
             lo, hi = np.searchsorted(us, [int((decision.now - history - epoch) / timedelta(microseconds=1)),
                                           int((decision.now - epoch) / timedelta(microseconds=1))])
             report = design.detector(config, decision.alpha).detect(table.slice(lo, hi - lo), now=decision.now)
-            for s in report_signals(report, "sim", decision.period):
+            for s in report_signals(report, TenantId("sim"), decision.period):
                 seen.setdefault(s.signal_id, Alert(at, decision.period, s.cluster, s.dimension, s.kind))
         if any(stop(a) for a in seen.values()):
             break

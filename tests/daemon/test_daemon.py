@@ -21,6 +21,7 @@ from tests.daemon.cli import closed_error, env, write_config
 from tests.daemon.conftest import INTENTS, NOW, make_config
 from tests.daemon.lakes import JUDGE_CALLS_ENV, synthetic_days, write_rows
 from tests.daemon.test_end_to_end import Webhook
+from verdict.tenancy import TenantId
 from verdict_daemon import alerts
 from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.daemon import Daemon, InstanceLock
@@ -44,13 +45,13 @@ def test_one_tenants_broken_lake_does_not_stop_the_others(lake, caplog):
         daemon.sample()
     assert "job=sample tenant=globex error=storage_error" in caplog.text
     assert _count(lake, "SELECT count(*) FROM sampled_traces WHERE tenant_id = 'acme'") > 0
-    assert daemon.store.cursor("acme", "sample.last_success") == NOW.isoformat()
-    assert daemon.store.cursor("globex", "sample.last_success") is None
+    assert daemon.store.cursor(TenantId("acme"), "sample.last_success") == NOW.isoformat()
+    assert daemon.store.cursor(TenantId("globex"), "sample.last_success") is None
 
 
 def test_alerts_retry_with_backoff_then_deliver_once(lake):
     config = make_config(lake)
-    run_cycle(config, "acme", NOW, build_evaluators(config))
+    run_cycle(config, TenantId("acme"), NOW, build_evaluators(config))
     hook = Webhook()
     failures = [500, 503]
     handler: Any = hook.server.RequestHandlerClass  # the Webhook's handler class
@@ -67,19 +68,19 @@ def test_alerts_retry_with_backoff_then_deliver_once(lake):
     handler.do_POST = flaky
     settings = config.alerts.model_copy(update={"webhook_url": hook.url})
     store = Daemon(config).store
-    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 1, 0)
-    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 0, 0)  # not due yet: backoff
+    assert alerts.deliver(store, TenantId("acme"), settings) == alerts.AlertReport(0, 1, 0)
+    assert alerts.deliver(store, TenantId("acme"), settings) == alerts.AlertReport(0, 0, 0)  # not due yet: backoff
     time.sleep(1.1)
-    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 1, 0)  # second failure, 2 s backoff
+    assert alerts.deliver(store, TenantId("acme"), settings) == alerts.AlertReport(0, 1, 0)  # second failure, 2 s backoff
     time.sleep(2.1)
-    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(1, 0, 0)
+    assert alerts.deliver(store, TenantId("acme"), settings) == alerts.AlertReport(1, 0, 0)
     # NOW closed the day before; the regression goes on, so the new day's first look alerts once for
     # the new day, and a later look of the same day raising the same signal is not alerted again
-    run_cycle(config, "acme", NOW + timedelta(minutes=5), build_evaluators(config))
-    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(1, 0, 0)
-    run_cycle(config, "acme", NOW + timedelta(minutes=10), build_evaluators(config))
+    run_cycle(config, TenantId("acme"), NOW + timedelta(minutes=5), build_evaluators(config))
+    assert alerts.deliver(store, TenantId("acme"), settings) == alerts.AlertReport(1, 0, 0)
+    run_cycle(config, TenantId("acme"), NOW + timedelta(minutes=10), build_evaluators(config))
     time.sleep(0.1)
-    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(0, 0, 0)
+    assert alerts.deliver(store, TenantId("acme"), settings) == alerts.AlertReport(0, 0, 0)
     assert [body["dimension"] for _key, body in hook.received] == ["completeness"] * 2
     closing, early = (body for _key, body in hook.received)
     assert (closing["alpha"], closing["current_start"]) == (pytest.approx(0.04), "2026-11-19T00:00:00Z")
@@ -91,21 +92,21 @@ def test_alerts_retry_with_backoff_then_deliver_once(lake):
 def test_alerts_give_up_after_max_attempts(lake, caplog):
     config = make_config(lake, alerts={"webhook_url": "http://127.0.0.1:9/hook", "max_attempts": 1,
                                        "timeout_seconds": 2})
-    run_cycle(config, "acme", NOW, build_evaluators(config))
+    run_cycle(config, TenantId("acme"), NOW, build_evaluators(config))
     with caplog.at_level(logging.ERROR, logger="verdict.daemon"):
-        report = alerts.deliver(Daemon(config).store, "acme", config.alerts)
+        report = alerts.deliver(Daemon(config).store, TenantId("acme"), config.alerts)
     assert report == alerts.AlertReport(0, 0, 1) and "error=webhook_failed" in caplog.text
 
 
 def test_a_stop_request_leaves_due_alerts_pending_for_the_next_start(lake):
     config = make_config(lake)
-    run_cycle(config, "acme", NOW, build_evaluators(config))
+    run_cycle(config, TenantId("acme"), NOW, build_evaluators(config))
     hook = Webhook()
     settings = config.alerts.model_copy(update={"webhook_url": hook.url})
     store = Daemon(config).store
-    assert alerts.deliver(store, "acme", settings, should_stop=lambda: True) == alerts.AlertReport(0, 0, 0)
+    assert alerts.deliver(store, TenantId("acme"), settings, should_stop=lambda: True) == alerts.AlertReport(0, 0, 0)
     assert hook.received == [] and _count(lake, "SELECT count(*) FROM alert_deliveries WHERE status = 'pending'") == 1
-    assert alerts.deliver(store, "acme", settings) == alerts.AlertReport(1, 0, 0)
+    assert alerts.deliver(store, TenantId("acme"), settings) == alerts.AlertReport(1, 0, 0)
 
 
 def test_a_second_instance_on_the_same_data_dir_is_refused(tmp_path):

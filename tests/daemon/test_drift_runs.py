@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from tests.daemon.conftest import NOW, make_config
+from verdict.tenancy import TenantId
 from verdict_daemon import drift_runs
 from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.daemon import Daemon
@@ -31,7 +32,7 @@ def _rows(lake, query: str) -> list[tuple]:
 @pytest.fixture
 def judged(lake):
     config = make_config(lake)
-    summary = run_cycle(config, "acme", NOW, build_evaluators(config))
+    summary = run_cycle(config, TenantId("acme"), NOW, build_evaluators(config))
     assert len(summary["signals"]) == 1
     return config, Daemon(config).store, summary["evaluators"][0]["fingerprint"]
 
@@ -49,7 +50,7 @@ def test_a_failure_while_committing_a_run_leaves_no_trace_of_it(judged, lake, mo
 
     monkeypatch.setattr(drift_runs, "insert_rows", crash_on_signals)
     with pytest.raises(DaemonError) as err:
-        drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(hours=1))
+        drift_runs.run_drift(store, TenantId("acme"), fingerprint, config.drift, NOW + timedelta(hours=1))
     assert err.value.code == "storage_error"
     assert _rows(lake, "SELECT (SELECT count(*) FROM drift_runs), (SELECT count(*) FROM drift_signals), "
                        "(SELECT count(*) FROM alert_deliveries)") == before == [(1, 1, 1)]
@@ -58,16 +59,16 @@ def test_a_failure_while_committing_a_run_leaves_no_trace_of_it(judged, lake, mo
 def test_zero_signal_runs_are_stored_and_readers_take_the_latest(judged, lake):
     config, store, fingerprint = judged
     # 30 days later every judgment is outside the windows: a run with no cells and no signals
-    runs = drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(days=30))
+    runs = drift_runs.run_drift(store, TenantId("acme"), fingerprint, config.drift, NOW + timedelta(days=30))
     # the look also closes the days nobody watched, as far back as catch_up_periods (7), oldest first
     assert [r.as_of for r in runs] == [_naive(NOW + timedelta(days=d)) for d in range(24, 31)]
     later = runs[-1]
     assert all(r.signals == () and not r.reused for r in runs)
-    latest = drift_runs.latest_run(store, "acme", fingerprint)
+    latest = drift_runs.latest_run(store, TenantId("acme"), fingerprint)
     assert latest is not None and latest.run_id == later.run_id
     rows = _rows(lake, "SELECT as_of, signals FROM drift_runs ORDER BY as_of")
     assert rows[0] == (_naive(NOW), 1) and rows[-1] == (_naive(NOW + timedelta(days=30)), 0) and len(rows) == 8
-    assert drift_runs.latest_run(store, "globex", fingerprint) is None  # another tenant sees nothing
+    assert drift_runs.latest_run(store, TenantId("globex"), fingerprint) is None  # another tenant sees nothing
 
 
 def test_the_next_look_closes_the_days_nobody_watched_once(lake, monkeypatch):
@@ -75,7 +76,7 @@ def test_the_next_look_closes_the_days_nobody_watched_once(lake, monkeypatch):
     look. A crash between them (kill -9) keeps what was committed; the rerun finishes, a repeat adds nothing."""
     config = make_config(lake)
     evaluators = build_evaluators(config)
-    first = run_cycle(config, "acme", NOW - timedelta(days=2) + timedelta(hours=5), evaluators)
+    first = run_cycle(config, TenantId("acme"), NOW - timedelta(days=2) + timedelta(hours=5), evaluators)
     assert [r["alpha"] for r in first["drift_runs"]] == [pytest.approx(0.01 * 5 / 24)]  # an early look, then down
     real, calls = drift_runs._decide, []
 
@@ -88,13 +89,13 @@ def test_the_next_look_closes_the_days_nobody_watched_once(lake, monkeypatch):
     monkeypatch.setattr(drift_runs, "_decide", killed_after_the_first_decision)
     back = NOW + timedelta(hours=2)
     with pytest.raises(RuntimeError):
-        run_cycle(config, "acme", back, evaluators)
+        run_cycle(config, TenantId("acme"), back, evaluators)
     monkeypatch.setattr(drift_runs, "_decide", real)
-    again = run_cycle(config, "acme", back, evaluators)
+    again = run_cycle(config, TenantId("acme"), back, evaluators)
     assert [(r["as_of"], r["alpha"]) for r in again["drift_runs"]] == [
         (_naive(NOW).isoformat(), pytest.approx(0.04)), (_naive(back).isoformat(), pytest.approx(0.01 * 2 / 24))]
     assert {(s["cluster"], s["kind"]) for s in again["signals"]} == {("search.v1", "regression")}
-    repeat = run_cycle(config, "acme", back, evaluators)
+    repeat = run_cycle(config, TenantId("acme"), back, evaluators)
     assert all(r["reused"] for r in repeat["drift_runs"])
     rows = _rows(lake, "SELECT as_of, alpha FROM drift_runs ORDER BY as_of")
     assert [(t - _naive(NOW), a) for t, a in rows] == [
@@ -110,17 +111,17 @@ def test_a_pipeline_looking_while_the_daemon_looks_never_spends_the_period_twice
     `verdict-pipeline` (its own store on the same file) takes a look at 10:00. The daemon's commit sees the
     runs changed and plans again: 10:30 spends only the half hour since 10:00."""
     config, store, fingerprint = judged
-    drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(hours=9))
+    drift_runs.run_drift(store, TenantId("acme"), fingerprint, config.drift, NOW + timedelta(hours=9))
     pipeline = StateStore(lake)
     real = drift_runs.judgment_table
 
     def pipeline_commits_meanwhile(*args):
         monkeypatch.setattr(drift_runs, "judgment_table", real)  # once
-        drift_runs.run_drift(pipeline, "acme", fingerprint, config.drift, NOW + timedelta(hours=10))
+        drift_runs.run_drift(pipeline, TenantId("acme"), fingerprint, config.drift, NOW + timedelta(hours=10))
         return real(*args)
 
     monkeypatch.setattr(drift_runs, "judgment_table", pipeline_commits_meanwhile)
-    (look,) = drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(hours=10, minutes=30))
+    (look,) = drift_runs.run_drift(store, TenantId("acme"), fingerprint, config.drift, NOW + timedelta(hours=10, minutes=30))
     assert look.alpha == pytest.approx(0.01 * 0.5 / 24)
     rows = _rows(lake, "SELECT as_of, alpha FROM drift_runs WHERE as_of > ? ORDER BY as_of".replace("?", f"'{_naive(NOW)}'"))
     assert [(t - _naive(NOW), a) for t, a in rows] == [

@@ -26,6 +26,7 @@ from tests.daemon.drift_schedule import (
     visible,
 )
 from tests.daemon.test_drift_runs import _rows
+from verdict.tenancy import TenantId
 from verdict_daemon import drift_runs
 from verdict_daemon.config import Drift
 from verdict_daemon.cycle import build_evaluators, run_cycle
@@ -126,20 +127,20 @@ def test_per_period_false_alarms_at_the_issue_shape(every, config, traffic, peri
 def test_the_stored_runs_of_a_period_spend_at_most_alpha(lake):
     """Through the state store: looks during a day, a repeated look, then the first look after midnight."""
     config = make_config(lake)
-    summary = run_cycle(config, "acme", NOW, build_evaluators(config))  # on the grid: closes the day before
+    summary = run_cycle(config, TenantId("acme"), NOW, build_evaluators(config))  # on the grid: closes the day before
     fingerprint = summary["evaluators"][0]["fingerprint"]
     assert [(r["as_of"], r["alpha"]) for r in summary["drift_runs"]] == [(NOW.replace(tzinfo=None).isoformat(),
                                                                           pytest.approx(0.04))]
     store = Daemon(config).store
     for hours in (1, 1, 7.5, 23):
-        drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(hours=hours))
-    after = drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(hours=24, minutes=5))
+        drift_runs.run_drift(store, TenantId("acme"), fingerprint, config.drift, NOW + timedelta(hours=hours))
+    after = drift_runs.run_drift(store, TenantId("acme"), fingerprint, config.drift, NOW + timedelta(hours=24, minutes=5))
     assert [(r.as_of, r.alpha) for r in after] == [  # type: ignore[comparison-overlap]  # approx equals the float
         (NOW.replace(tzinfo=None) + timedelta(days=1), pytest.approx(0.04)),  # the closing decision of the day
         (NOW.replace(tzinfo=None) + timedelta(hours=24, minutes=5), pytest.approx(0.01 * 5 / 1440))]
     rows = _rows(lake, "SELECT as_of, alpha FROM drift_runs ORDER BY as_of, alpha")
     assert [t.hour for t, _ in rows[1:5]] == [1, 7, 23, 0]  # the repeated look reused its run
-    late = drift_runs.run_drift(store, "acme", fingerprint, config.drift, NOW + timedelta(hours=22))
+    late = drift_runs.run_drift(store, TenantId("acme"), fingerprint, config.drift, NOW + timedelta(hours=22))
     assert [r.alpha for r in late] == [0]  # out of order: nothing left to spend
     day = [a for t, a in rows if NOW.replace(tzinfo=None) < t <= NOW.replace(tzinfo=None) + timedelta(days=1)]
     # 0.01 spread over the 23 h the day's looks covered, plus 0.04 at its close

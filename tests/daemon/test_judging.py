@@ -16,6 +16,7 @@ from tests.daemon.lakes import grade
 from verdict.judges.judge import Judge
 from verdict.models.base import ModelError
 from verdict.models.scripted import ScriptedModel
+from verdict.tenancy import TenantId
 from verdict.tracing import current_workload
 from verdict_daemon.clusters import IntentKeyAssigner, assign
 from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
@@ -46,7 +47,7 @@ def _attempts(store: StateStore) -> list[tuple]:
 @pytest.fixture
 def sampled(lake):
     store = StateStore(lake)
-    sample(store, lake, "acme", Sampling(per_cluster_per_window=2), NOW)  # 4 intents x 9 days x 2 = 72
+    sample(store, lake, TenantId("acme"), Sampling(per_cluster_per_window=2), NOW)  # 4 intents x 9 days x 2 = 72
     return store
 
 
@@ -61,19 +62,19 @@ def test_error_attempts_are_kept_retried_up_to_the_limit_and_excluded(sampled):
 
     evaluator = _evaluator(reply)
     config = Judging(max_attempts=3, concurrency=4)
-    first = judge(sampled, "acme", evaluator, config, "run-1")
+    first = judge(sampled, TenantId("acme"), evaluator, config, "run-1")
     assert (first.pending, first.judged, first.errors) == (72, 72 - len(bad), len(bad))
     for run in ("run-2", "run-3", "run-4"):
-        judge(sampled, "acme", evaluator, config, run)
+        judge(sampled, TenantId("acme"), evaluator, config, run)
     attempts = _attempts(sampled)
     for trace in bad:
         assert [a for a in attempts if a[0] == trace] == [(trace, n, "ERROR", "invalid_reply") for n in (1, 2, 3)]
     assert len(attempts) == 72 - len(bad) + 3 * len(bad)  # every attempt kept; good traces judged once
-    assign(sampled, "acme", IntentKeyAssigner())
-    table = judgment_table(sampled, "acme", evaluator.fingerprint).to_pylist()
+    assign(sampled, TenantId("acme"), IntentKeyAssigner())
+    table = judgment_table(sampled, TenantId("acme"), evaluator.fingerprint).to_pylist()
     assert {r["value"] for r in table if r["trace_id"] in bad} == {"ERROR"}
     assert {r["value"] for r in table if r["trace_id"] not in bad} == {"PASS", "FAIL"}
-    assert coverage(sampled, "acme", evaluator.fingerprint) == {  # what the summary puts next to every rate
+    assert coverage(sampled, TenantId("acme"), evaluator.fingerprint) == {  # what the summary puts next to every rate
         "sampled_traces": 72, "usable": 72 - len(bad), "error": len(bad), "no_content": 0,
         "rate": round((72 - len(bad)) / 72, 4)}
 
@@ -87,28 +88,28 @@ def test_a_later_success_replaces_an_error_as_the_latest_attempt(sampled):
 
     evaluator = _evaluator(flaky)
     every_trace = Judging(concurrency=1, early_stop_after=0)  # a first run that fails throughout, to the end
-    judge(sampled, "acme", evaluator, every_trace, "run-1")
-    second = judge(sampled, "acme", evaluator, every_trace, "run-2")
+    judge(sampled, TenantId("acme"), evaluator, every_trace, "run-1")
+    second = judge(sampled, TenantId("acme"), evaluator, every_trace, "run-2")
     assert second.judged == 72
-    assign(sampled, "acme", IntentKeyAssigner())
-    assert "ERROR" not in {r["value"] for r in judgment_table(sampled, "acme", evaluator.fingerprint).to_pylist()}
+    assign(sampled, TenantId("acme"), IntentKeyAssigner())
+    assert "ERROR" not in {r["value"] for r in judgment_table(sampled, TenantId("acme"), evaluator.fingerprint).to_pylist()}
 
 
 def test_provider_outage_stops_the_run_and_is_not_counted_against_the_limit(sampled):
     down = _evaluator(lambda r: ModelError("connection", "refused"))
     for run in ("a", "b", "c", "d"):
         with pytest.raises(DaemonError) as err:
-            judge(sampled, "acme", down, Judging(max_attempts=2, concurrency=2), run)
+            judge(sampled, TenantId("acme"), down, Judging(max_attempts=2, concurrency=2), run)
         assert err.value.code == "provider_unavailable"
     assert len(_attempts(sampled)) <= 4 * (8 + 2)  # stopped after the probe (+ in flight), not 72 per run
-    healthy = judge(sampled, "acme", _evaluator(grade), Judging(max_attempts=2), "e")
+    healthy = judge(sampled, TenantId("acme"), _evaluator(grade), Judging(max_attempts=2), "e")
     assert healthy.judged == 72
 
 
 def test_a_run_whose_first_results_all_fail_the_same_way_stops_early_saying_why(sampled):
     refused = _evaluator(lambda r: ModelError("bad_request", "HTTP 422 from scripted/test: frequency_penalty: "
                                               "Input should be a valid number"))
-    report = judge(sampled, "acme", refused, Judging(concurrency=2, early_stop_after=4), "r")
+    report = judge(sampled, TenantId("acme"), refused, Judging(concurrency=2, early_stop_after=4), "r")
     assert report.judged == 0 and 4 <= report.errors <= 4 + 2  # the probe, plus what was already in flight
     assert report.early_stop is not None
     assert re.match(r"stopped early: the first 4 result\(s\) all failed with \w+/bad_request ", report.early_stop)
@@ -118,7 +119,7 @@ def test_a_run_whose_first_results_all_fail_the_same_way_stops_early_saying_why(
 
 def test_early_stop_off_judges_everything(sampled):
     refused = _evaluator(lambda r: ModelError("bad_request", "HTTP 422"))
-    report = judge(sampled, "acme", refused, Judging(concurrency=4, early_stop_after=0), "r")
+    report = judge(sampled, TenantId("acme"), refused, Judging(concurrency=4, early_stop_after=0), "r")
     assert (report.errors, report.early_stop) == (72, None)
 
 
@@ -132,7 +133,7 @@ def test_mixed_failures_or_one_success_among_the_first_results_do_not_stop_the_r
             n = calls["n"]
         return ModelError("bad_request", "HTTP 422") if n % 2 else "not json"
 
-    mixed = judge(sampled, "acme", _evaluator(alternating), Judging(concurrency=1, early_stop_after=4), "a")
+    mixed = judge(sampled, TenantId("acme"), _evaluator(alternating), Judging(concurrency=1, early_stop_after=4), "a")
     assert (mixed.errors, mixed.early_stop) == (72, None)
 
     def first_ok(request):
@@ -142,15 +143,15 @@ def test_mixed_failures_or_one_success_among_the_first_results_do_not_stop_the_r
         return grade(request) if n == 1 else ModelError("bad_request", "HTTP 422")
 
     calls["n"] = 0
-    ok_first = judge(sampled, "acme", _evaluator(first_ok, name="scripted/other"),
+    ok_first = judge(sampled, TenantId("acme"), _evaluator(first_ok, name="scripted/other"),
                      Judging(concurrency=1, early_stop_after=4), "b")
     assert (ok_first.judged, ok_first.errors, ok_first.early_stop) == (1, 71, None)
 
 
 def test_budget_caps_calls_and_tokens(sampled):
-    capped = judge(sampled, "acme", _evaluator(grade), Judging(concurrency=4, budget={"max_calls": 10}), "r")
+    capped = judge(sampled, TenantId("acme"), _evaluator(grade), Judging(concurrency=4, budget={"max_calls": 10}), "r")
     assert (capped.judged, capped.budget_exhausted) == (10, True)
-    by_tokens = judge(sampled, "acme", _evaluator(grade), Judging(concurrency=1, budget={"max_tokens": 1}), "s")
+    by_tokens = judge(sampled, TenantId("acme"), _evaluator(grade), Judging(concurrency=1, budget={"max_tokens": 1}), "s")
     assert by_tokens.judged == 1 and by_tokens.budget_exhausted
 
 
@@ -161,7 +162,7 @@ def test_judge_calls_run_in_the_judge_workload(sampled):
         seen.add(current_workload())
         return grade(request)
 
-    judge(sampled, "acme", _evaluator(reply), Judging(concurrency=8, budget={"max_calls": 16}), "r")
+    judge(sampled, TenantId("acme"), _evaluator(reply), Judging(concurrency=8, budget={"max_calls": 16}), "r")
     assert seen == {"judge"}
 
 
@@ -189,7 +190,7 @@ def test_state_file_is_not_held_during_model_calls(sampled):
                                        capture_output=True, text=True, timeout=60).stdout.strip())
         return grade(request)
 
-    report = judge(sampled, "acme", _evaluator(reply), Judging(concurrency=1, budget={"max_calls": 3}), "r")
+    report = judge(sampled, TenantId("acme"), _evaluator(reply), Judging(concurrency=1, budget={"max_calls": 3}), "r")
     assert seen == ["free", "free"] and report.judged == 3
 
 
@@ -201,7 +202,7 @@ def test_two_racing_runs_store_each_judgment_once(sampled):
 
     def go(run_id):
         gate.wait()
-        reports.append(judge(sampled, "acme", evaluator, Judging(concurrency=4), run_id))
+        reports.append(judge(sampled, TenantId("acme"), evaluator, Judging(concurrency=4), run_id))
 
     threads = [threading.Thread(target=go, args=(f"run-{i}",)) for i in range(2)]
     for t in threads:
@@ -211,16 +212,16 @@ def test_two_racing_runs_store_each_judgment_once(sampled):
     assert len(reports) == 2 and sum(r.judged for r in reports) >= 72
     attempts = _attempts(sampled)
     assert len(attempts) == 72 and {a[1] for a in attempts} == {1}
-    assert judge(sampled, "acme", evaluator, Judging(), "again").pending == 0
+    assert judge(sampled, TenantId("acme"), evaluator, Judging(), "again").pending == 0
 
 
 def test_a_losing_racer_adds_no_verdicts_to_the_winners_attempt(sampled):
     """A run that judged attempt 1 while another run stored an ERROR under the same attempt id must
     not attach its verdicts to that ERROR attempt (status and verdicts always come from one run)."""
-    judge(sampled, "acme", _evaluator(lambda _request: "no verdict here"), Judging(), "first")  # invalid_reply
+    judge(sampled, TenantId("acme"), _evaluator(lambda _request: "no verdict here"), Judging(), "first")  # invalid_reply
     evaluator = _evaluator(grade)
-    (material, _), *_ = pending_work(sampled, "acme", evaluator.fingerprint, 3, 1)
-    late = _Writer(sampled, "acme", evaluator.fingerprint, "late")
+    (material, _), *_ = pending_work(sampled, TenantId("acme"), evaluator.fingerprint, 3, 1)
+    late = _Writer(sampled, TenantId("acme"), evaluator.fingerprint, "late")
     late.add(material, 1, evaluator.evaluate(material))  # attempt 1 again: the racer that lost
     late.close()
     con = duckdb.connect(str(sampled.path), read_only=True)
@@ -235,7 +236,7 @@ def test_a_losing_racer_adds_no_verdicts_to_the_winners_attempt(sampled):
 def test_graph_evaluator_maps_fields_to_dimensions(sampled):
     evaluator = build_evaluator(EvaluatorConfig(name="g", kind="graph", graph="tests.daemon.graphs:completeness_graph"))
     assert evaluator.definition["units"][0]["model"] == "scripted/graph"
-    report = judge(sampled, "acme", evaluator, Judging(), "r")
+    report = judge(sampled, TenantId("acme"), evaluator, Judging(), "r")
     assert report.judged == 72
     con = duckdb.connect(str(sampled.path), read_only=True)
     rows = con.execute("SELECT DISTINCT dimension, reason FROM dimension_verdicts").fetchall()
@@ -263,10 +264,10 @@ def test_graph_fingerprint_changes_with_the_prompt():
 def test_ensemble_evaluator_votes_per_dimension(sampled):
     evaluator = build_evaluator(EvaluatorConfig(
         name="panel", kind="ensemble", models=("tests.daemon.lakes:scripted_judge_model",) * 2))
-    report = judge(sampled, "acme", evaluator, Judging(concurrency=4), "r")
+    report = judge(sampled, TenantId("acme"), evaluator, Judging(concurrency=4), "r")
     assert report.judged == 72 and evaluator.definition["kind"] == "ensemble"
-    assign(sampled, "acme", IntentKeyAssigner())
-    table = judgment_table(sampled, "acme", evaluator.fingerprint).to_pylist()
+    assign(sampled, TenantId("acme"), IntentKeyAssigner())
+    table = judgment_table(sampled, TenantId("acme"), evaluator.fingerprint).to_pylist()
     failed = {(r["cluster"], r["dimension"]) for r in table if r["value"] == "FAIL"}
     assert failed == {("search.v1", "completeness")}  # only the truncated last day fails
 
@@ -279,7 +280,7 @@ def test_rubric_file_changes_dimensions_and_fingerprint(sampled, tmp_path):
                                              rubric_file=path))
     default = build_evaluator(EvaluatorConfig(name="q", kind="rubric", model="tests.daemon.lakes:scripted_judge_model"))
     assert custom.fingerprint != default.fingerprint and custom.definition["rubric"]["name"] == "support"
-    judge(sampled, "acme", custom, Judging(), "r")
+    judge(sampled, TenantId("acme"), custom, Judging(), "r")
     con = duckdb.connect(str(sampled.path), read_only=True)
     assert con.execute("SELECT DISTINCT dimension FROM dimension_verdicts").fetchall() == [("completeness",)]
     con.close()

@@ -20,6 +20,7 @@ from tests.collector.s3_server import start_s3_server
 from tests.daemon.cli import closed_error, env, pipeline, write_config
 from tests.daemon.conftest import INTENTS, NOW
 from tests.daemon.lakes import synthetic_days, write_rows
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Sampling
 from verdict_daemon.sampling import sample
 from verdict_daemon.state import StateStore
@@ -73,14 +74,14 @@ def test_sampling_over_the_union_picks_the_whole_tenant_and_nothing_else(split, 
     zone_a, zone_b, lake_url, whole, ids = split
     for tenant in ("acme", "globex"):
         union, alone = StateStore(tmp_path / f"union-{tenant}"), StateStore(tmp_path / f"alone-{tenant}")
-        report = sample(union, LakeUnion.open([zone_a, zone_b], [lake_url]), tenant, ALL, NOW)
-        sample(alone, whole, tenant, ALL, NOW)
+        report = sample(union, LakeUnion.open([zone_a, zone_b], [lake_url]), TenantId(tenant), ALL, NOW)
+        sample(alone, whole, TenantId(tenant), ALL, NOW)
         assert _picks(union, tenant) == _picks(alone, tenant) == ids[tenant]
         assert report.sampled == len(ids[tenant])  # zone B's segments, on disk and in the bucket, read once
         with union.transaction() as con:
             assert con.execute("SELECT DISTINCT tenant_id FROM sampled_traces").fetchall() == [(tenant,)]
     bucket_only = StateStore(tmp_path / "bucket-only")
-    sample(bucket_only, LakeUnion.open([], [lake_url]), "acme", ALL, NOW)
+    sample(bucket_only, LakeUnion.open([], [lake_url]), TenantId("acme"), ALL, NOW)
     assert _picks(bucket_only, "acme") and _picks(bucket_only, "acme") < ids["acme"]
 
 
@@ -150,7 +151,7 @@ def test_a_trace_compacted_into_two_lakes_is_sampled_and_counted_once(tmp_path):
         for f in (tmp_path / zone / "spans").rglob("*.parquet"):
             f.rename(f.with_name(f"c-{f.name}"))  # as compaction names them; a name per lake
     store = StateStore(tmp_path / "state")
-    report = sample(store, LakeUnion.open([tmp_path / "zone-a", tmp_path / "zone-b"]), "acme", ALL, NOW)
+    report = sample(store, LakeUnion.open([tmp_path / "zone-a", tmp_path / "zone-b"]), TenantId("acme"), ALL, NOW)
     assert report.sampled == report.eligible == len(rows)
     assert _picks(store, "acme") == {r["trace_id"] for r in rows}
 

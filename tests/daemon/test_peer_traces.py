@@ -15,6 +15,7 @@ from tests.daemon.conftest import NOW
 from tests.daemon.lakes import answer_for, grade, span_row, write_rows
 from verdict.judges.judge import Judge
 from verdict.models.scripted import ScriptedModel
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Judging, Sampling
 from verdict_daemon.judge_evaluators import JudgeEvaluator
 from verdict_daemon.judging import coverage, judge
@@ -54,7 +55,7 @@ def test_calls_without_content_are_no_content_not_judged_not_paid_and_counted(tm
     rows.append(span_row(f"{200:032x}", START, intent="billing.v1", query="", answer="An answer to nothing."))
     data = _lake(tmp_path, rows)
     store = StateStore(data)
-    assert sample(store, data, "acme", Sampling(per_cluster_per_window=40), NOW).sampled == 8
+    assert sample(store, data, TenantId("acme"), Sampling(per_cluster_per_window=40), NOW).sampled == 8
     seen: list[str] = []
 
     def reply(request):
@@ -62,10 +63,10 @@ def test_calls_without_content_are_no_content_not_judged_not_paid_and_counted(tm
         return grade(request)
 
     evaluator = JudgeEvaluator("quality", Judge(ScriptedModel(reply, name="scripted/peer"), retries=0), {"kind": "rubric"})
-    report = judge(store, "acme", evaluator, Judging(), "run-1")
+    report = judge(store, TenantId("acme"), evaluator, Judging(), "run-1")
     assert (report.judged, report.errors, report.no_content) == (4, 0, 4)
     assert len(seen) == 4  # the judge model saw only the traces with content
-    cov = coverage(store, "acme", evaluator.fingerprint)
+    cov = coverage(store, TenantId("acme"), evaluator.fingerprint)
     assert cov == {"sampled_traces": 8, "usable": 4, "error": 0, "no_content": 4, "rate": 0.5}
     con = duckdb.connect(str(store.path), read_only=True)
     rows_ = con.execute("SELECT status, error_code, coalesce(input_tokens, 0) + coalesce(output_tokens, 0), "
@@ -73,7 +74,7 @@ def test_calls_without_content_are_no_content_not_judged_not_paid_and_counted(tm
                         [f"{100:032x}"]).fetchall()
     con.close()
     assert rows_ == [("NO_CONTENT", "no_content", 0, 0.0)] * 4
-    again = judge(store, "acme", evaluator, Judging(), "run-2")  # never retried, never paid again
+    again = judge(store, TenantId("acme"), evaluator, Judging(), "run-2")  # never retried, never paid again
     assert (again.pending, again.judged, again.no_content) == (0, 0, 0) and len(seen) == 4
 
 
@@ -113,8 +114,8 @@ def test_spans_without_a_recognised_llm_call_warn_naming_scopes(tmp_path):
 def test_a_lake_with_llm_calls_does_not_warn_even_when_all_are_sampled(tmp_path):
     data = _lake(tmp_path, [span_row(f"{1:032x}", START, intent="billing.v1", query="q?", answer="a.")])
     store = StateStore(data)
-    assert sample(store, data, "acme", Sampling(), NOW).warning() is None
-    again = sample(store, data, "acme", Sampling(), NOW)
+    assert sample(store, data, TenantId("acme"), Sampling(), NOW).warning() is None
+    again = sample(store, data, TenantId("acme"), Sampling(), NOW)
     assert again.sampled == 0 and again.warning() is None
 
 
@@ -135,7 +136,7 @@ def test_a_call_inherits_the_intent_key_of_its_nearest_ancestor(tmp_path):
     ]
     data = _lake(tmp_path, rows)
     store = StateStore(data)
-    sample(store, data, "acme", Sampling(per_cluster_per_window=40), NOW)
+    sample(store, data, TenantId("acme"), Sampling(per_cluster_per_window=40), NOW)
     con = duckdb.connect(str(store.path), read_only=True)
     got = dict(con.execute("SELECT trace_id, stratum FROM sampled_traces").fetchall())
     keys = dict(con.execute("SELECT trace_id, intent_key FROM sampled_traces").fetchall())

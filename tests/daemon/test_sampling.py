@@ -10,6 +10,7 @@ import duckdb
 
 from tests.daemon.conftest import INTENTS, NOW
 from tests.daemon.lakes import answer_for, span_row, write_rows
+from verdict.tenancy import TenantId
 from verdict_daemon.clusters import AssignReport, IntentKeyAssigner, assign
 from verdict_daemon.config import Sampling
 from verdict_daemon.material import graded_texts
@@ -29,8 +30,8 @@ def _sampled(store: StateStore, tenant: str = "acme") -> list[tuple]:
 def test_same_lake_same_seed_same_picks_and_per_stratum_target(lake, tmp_path):
     config = Sampling(per_cluster_per_window=10, seed=3)
     a, b = StateStore(tmp_path / "a"), StateStore(tmp_path / "b")
-    report = sample(a, lake, "acme", config, NOW)
-    sample(b, lake, "acme", config, NOW)
+    report = sample(a, lake, TenantId("acme"), config, NOW)
+    sample(b, lake, TenantId("acme"), config, NOW)
     picks = _sampled(a)
     assert picks == _sampled(b)
     assert report.sampled == len(picks) == 4 * 9 * 10  # 4 intents x 9 daily windows x target
@@ -45,24 +46,24 @@ def test_same_lake_same_seed_same_picks_and_per_stratum_target(lake, tmp_path):
     expected = {t for ids in cells.values() for t in sorted(ids, key=lambda t: hashlib.md5(f"3:{t}".encode()).hexdigest())[:10]}
     assert {t for t, *_ in picks} == expected
     other_seed = StateStore(tmp_path / "c")
-    sample(other_seed, lake, "acme", Sampling(per_cluster_per_window=10, seed=4), NOW)
+    sample(other_seed, lake, TenantId("acme"), Sampling(per_cluster_per_window=10, seed=4), NOW)
     assert {t for t, *_ in _sampled(other_seed)} != {t for t, *_ in picks}
 
 
 def test_rerun_tops_up_but_never_resamples(lake, tmp_path):
     store = StateStore(tmp_path / "s")
-    sample(store, lake, "acme", Sampling(per_cluster_per_window=5), NOW)
+    sample(store, lake, TenantId("acme"), Sampling(per_cluster_per_window=5), NOW)
     first = {t for t, *_ in _sampled(store)}
-    again = sample(store, lake, "acme", Sampling(per_cluster_per_window=5), NOW)
+    again = sample(store, lake, TenantId("acme"), Sampling(per_cluster_per_window=5), NOW)
     assert again.sampled == 0
-    sample(store, lake, "acme", Sampling(per_cluster_per_window=8), NOW)
+    sample(store, lake, TenantId("acme"), Sampling(per_cluster_per_window=8), NOW)
     topped = _sampled(store)
     assert first < {t for t, *_ in topped} and set(Counter((s, w) for _t, s, w in topped).values()) == {8}
 
 
 def test_global_budget_is_shared_fairly_across_strata(lake, tmp_path):
     store = StateStore(tmp_path / "s")
-    report = sample(store, lake, "acme", Sampling(per_cluster_per_window=40, max_traces_per_run=72), NOW)
+    report = sample(store, lake, TenantId("acme"), Sampling(per_cluster_per_window=40, max_traces_per_run=72), NOW)
     assert report.sampled == 72 and report.budget_limited
     # 36 (stratum, window) cells: every one gets its first two picks before any gets a third
     assert set(Counter((s, w) for _t, s, w in _sampled(store)).values()) == {2}
@@ -81,13 +82,13 @@ def test_judge_workload_errors_and_other_tenants_are_excluded(tmp_path):
     write_rows(data, "globex", [span_row(f"{400 + i:032x}", start, intent="billing.v1", query="q", answer="a.")
                                 for i in range(7)])
     store = StateStore(data)
-    sample(store, data, "acme", Sampling(), NOW)
+    sample(store, data, TenantId("acme"), Sampling(), NOW)
     picked = _sampled(store)
     assert {int(t, 16) for t, *_ in picked} == {0, 1, 2, 3, 4, 300, 301, 302}
     assert Counter(s for _t, s, _w in picked) == {"billing.v1": 5, "unassigned": 3}
     assert _sampled(store, "globex") == []
     # traces without an intent key are kept and reported, never dropped
-    assert assign(store, "acme", IntentKeyAssigner()) == AssignReport(assigned=8, missing_intent_key=3)
+    assert assign(store, TenantId("acme"), IntentKeyAssigner()) == AssignReport(assigned=8, missing_intent_key=3)
     con = duckdb.connect(str(store.path), read_only=True)
     assert con.execute("SELECT cluster, reason, count(*) FROM cluster_assignments GROUP BY ALL ORDER BY 1").fetchall() \
         == [("billing.v1", None, 5), ("unassigned", "missing_intent_key", 3)]
@@ -102,7 +103,7 @@ def test_graded_material_comes_from_the_last_call_of_the_trace(tmp_path):
                     answer=answer_for("final question"), span_id="2" * 16)
     write_rows(data, "acme", [first, last])
     store = StateStore(data)
-    sample(store, data, "acme", Sampling(), NOW)
+    sample(store, data, TenantId("acme"), Sampling(), NOW)
     con = duckdb.connect(str(store.path), read_only=True)
     row = con.execute("SELECT span_id, query, response, started_at FROM sampled_traces").fetchone()
     assert row is not None
@@ -124,5 +125,5 @@ def test_graded_texts_reads_semconv_messages():
 
 def test_intents_listed_in_fixture_are_all_sampled(lake, tmp_path):
     store = StateStore(tmp_path / "s")
-    sample(store, lake, "acme", Sampling(per_cluster_per_window=1), NOW)
+    sample(store, lake, TenantId("acme"), Sampling(per_cluster_per_window=1), NOW)
     assert {s for _t, s, _w in _sampled(store)} == set(INTENTS)

@@ -22,6 +22,7 @@ from scipy.stats import chisquare
 from tests.daemon.conftest import NOW
 from tests.daemon.lakes import answer_for, span_row, write_rows
 from verdict.stats import fisher_exact
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Sampling
 from verdict_daemon.sampling import CEILING_FACTOR, sample
 from verdict_daemon.state import StateStore
@@ -97,7 +98,7 @@ def test_hourly_runs_give_a_uniform_sample_of_the_closed_day(tmp_path):
     _land(data, [t for hour in reference.values() for t in hour])
     for hour in range(24):  # the daemon runs every hour of the current day as its traces arrive
         _land(data, current.get(hour, []))
-        sample(store, data, "acme", config, current_start + timedelta(hours=hour + 1))
+        sample(store, data, TenantId("acme"), config, current_start + timedelta(hours=hour + 1))
     ref_traces = [t for hour in reference.values() for t in hour]
     cur_traces = [t for hour in current.values() for t in hour]
     ref_sample, cur_sample = _sample_of(store, reference_start), _sample_of(store, current_start)
@@ -119,7 +120,7 @@ def test_hourly_runs_give_a_uniform_sample_of_the_closed_day(tmp_path):
     assert len(cur_sample) == K
     again = StateStore(tmp_path / "again")
     for hour in (5, 23):
-        sample(again, data, "acme", config, current_start + timedelta(hours=hour + 1))
+        sample(again, data, TenantId("acme"), config, current_start + timedelta(hours=hour + 1))
     assert _sample_of(again, current_start) == cur_sample
 
 
@@ -133,7 +134,7 @@ def test_a_traffic_surge_stops_at_the_ceiling_filled_by_draw_not_by_time(tmp_pat
     current = _day(rng, current_start, 1000)  # ten times the previous day's volume: rate 20/100
     arrived = [t for hour in range(23) for t in current.get(hour, [])]
     _land(data, arrived)
-    report = sample(store, data, "acme", config, current_start + timedelta(hours=23))  # the day is open
+    report = sample(store, data, TenantId("acme"), config, current_start + timedelta(hours=23))  # the day is open
     picked = _sample_of(store, current_start)
     assert len(picked) == CEILING_FACTOR * 20 and report.at_ceiling == 1
     # the ceiling is filled by the draw (the bottom-40 of what arrived), not by arrival time
@@ -153,7 +154,7 @@ def test_a_strata_first_open_window_uses_the_volume_extrapolated_from_the_elapse
     arrived = [t for hour in range(12) for t in _day(rng, day_start, 800).get(hour, [])]
     _land(data, arrived)
     store = StateStore(data)
-    sample(store, data, "acme", Sampling(per_cluster_per_window=20, seed=SEED, lookback_days=3),
+    sample(store, data, TenantId("acme"), Sampling(per_cluster_per_window=20, seed=SEED, lookback_days=3),
            day_start + timedelta(hours=12))
     rate = 20 * 0.5 / len(arrived)
     expected = {t for t, _s, _p in arrived if _u_number(t) < rate}

@@ -8,6 +8,7 @@ import sys
 import duckdb
 import pytest
 
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.state import MIGRATIONS, SCHEMA_VERSION, StateStore
 
@@ -48,10 +49,10 @@ def test_a_newer_schema_is_refused_not_downgraded(tmp_path):
 
 def test_cursors_are_scoped_by_tenant(tmp_path):
     store = StateStore(tmp_path)
-    store.set_cursor("acme", "sample.as_of", "a")
-    store.set_cursor("globex", "sample.as_of", "g")
-    assert store.cursor("acme", "sample.as_of") == "a" and store.cursor("globex", "sample.as_of") == "g"
-    assert store.cursor("initech", "sample.as_of") is None  # tenant ids are validated at the edges (TenantId)
+    store.set_cursor(TenantId("acme"), "sample.as_of", "a")
+    store.set_cursor(TenantId("globex"), "sample.as_of", "g")
+    assert store.cursor(TenantId("acme"), "sample.as_of") == "a" and store.cursor(TenantId("globex"), "sample.as_of") == "g"
+    assert store.cursor(TenantId("initech"), "sample.as_of") is None  # tenant ids are validated at the edges (TenantId)
 
 
 def test_failed_transaction_rolls_back(tmp_path):
@@ -59,7 +60,7 @@ def test_failed_transaction_rolls_back(tmp_path):
     with pytest.raises(RuntimeError), store.transaction() as con:
         con.execute("INSERT INTO cursors VALUES ('acme', 'x', '1', now()::TIMESTAMP)")
         raise RuntimeError("boom")
-    assert store.cursor("acme", "x") is None
+    assert store.cursor(TenantId("acme"), "x") is None
 
 
 def _hold(path, seconds: float) -> subprocess.Popen:
@@ -74,7 +75,7 @@ def test_a_file_held_by_another_process_is_storage_locked_after_the_timeout(tmp_
     holder = _hold(tmp_path / "state.duckdb", 30)
     try:
         with pytest.raises(DaemonError) as err:
-            StateStore(tmp_path, lock_timeout=0.5).cursor("acme", "x")
+            StateStore(tmp_path, lock_timeout=0.5).cursor(TenantId("acme"), "x")
         assert err.value.code == "storage_locked" and "held by another process" in err.value.message
     finally:
         holder.kill()
@@ -85,7 +86,7 @@ def test_a_short_hold_is_waited_out_with_backoff(tmp_path):
     StateStore(tmp_path).schema_version()
     holder = _hold(tmp_path / "state.duckdb", 0.5)
     try:
-        StateStore(tmp_path, lock_timeout=20).set_cursor("acme", "x", "done")
+        StateStore(tmp_path, lock_timeout=20).set_cursor(TenantId("acme"), "x", "done")
     finally:
         holder.wait()
-    assert StateStore(tmp_path).cursor("acme", "x") == "done"
+    assert StateStore(tmp_path).cursor(TenantId("acme"), "x") == "done"

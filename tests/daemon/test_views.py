@@ -10,6 +10,7 @@ import duckdb
 from collector.views import view_statements
 from tests.daemon.conftest import NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
+from verdict.tenancy import TenantId
 from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.views import add_state_views
 
@@ -27,7 +28,7 @@ def test_views_join_llm_calls_and_stay_in_their_tenant(lake):
     config = make_config(lake)
     evaluators = build_evaluators(config)
     for tenant in ("acme", "globex"):
-        run_cycle(config, tenant, NOW, evaluators)
+        run_cycle(config, TenantId(tenant), NOW, evaluators)
     con = _scoped(lake, "acme")
     assert con.execute("SELECT DISTINCT tenant_id FROM judgments").fetchall() == [("acme",)]
     per_dimension = con.execute(
@@ -56,7 +57,7 @@ def test_views_exist_before_anything_was_judged(tmp_path):
 
 def test_the_documented_queries_run(lake):
     config = make_config(lake)
-    run_cycle(config, "acme", NOW, build_evaluators(config))
+    run_cycle(config, TenantId("acme"), NOW, build_evaluators(config))
     doc = (Path(__file__).resolve().parents[2] / "docs" / "daemon.md").read_text()
     block = doc.split("```sql\n", 1)[1].split("```", 1)[0]
     queries = [q for q in block.split(";") if q.strip()]
@@ -78,7 +79,7 @@ def test_verdict_sql_command_shows_judgments_and_stays_locked_down(lake):
     import sys
 
     config = make_config(lake)
-    run_cycle(config, "acme", NOW, build_evaluators(config))
+    run_cycle(config, TenantId("acme"), NOW, build_evaluators(config))
 
     def verdict_sql(query, tenant="acme"):
         return subprocess.run(

@@ -12,6 +12,7 @@ import duckdb
 from tests.daemon.conftest import NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
 from tests.review.legacy import VOTES_STEP, create_previous_schema_state
+from verdict.tenancy import TenantId
 from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.state import SCHEMA_VERSION, StateStore
 
@@ -82,7 +83,7 @@ def test_a_daemon_cycle_on_an_upgraded_file_stores_new_ensemble_tallies(tmp_path
         {"name": "single", "kind": "rubric", "model": "tests.daemon.lakes:scripted_judge_model"},
         {"name": "trio", "kind": "ensemble", "models": ["tests.daemon.lakes:scripted_judge_model"] * 3}])
     evaluators = build_evaluators(config)
-    assert run_cycle(config, "acme", NOW, evaluators)["errors"] == 0
+    assert run_cycle(config, TenantId("acme"), NOW, evaluators)["errors"] == 0
     fingerprints = {e.name: e.fingerprint for e in evaluators}
     stored = _verdicts(data / "state.duckdb")
     new = {key: votes for key, votes in stored.items() if key[1] not in LEGACY_ATTEMPTS}

@@ -23,6 +23,7 @@ from tests.daemon.test_sentinel import sentinel_file
 from tests.probes.scripted import BAD, GOOD, MINI, scripted_judge, scripted_target
 from verdict.probes.artifact import write_artifact
 from verdict.probes.runner import run_suite
+from verdict.tenancy import TenantId
 from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.sentinel_health import HealthGate
 
@@ -73,8 +74,8 @@ def lake(tmp_path_factory) -> Lake:
                          sentinel={"file": str(sentinel_file(root / "sentinel.jsonl")), "minimum_examples": 6,
                                    "threshold": 0.5})
     evaluators = build_evaluators(config)
-    summary = run_cycle(config, "acme", NOW, evaluators, gate=HealthGate(config.sentinel, evaluators))
-    other = run_cycle(config, "umbrella", NOW, evaluators, gate=HealthGate(config.sentinel, evaluators))
+    summary = run_cycle(config, TenantId("acme"), NOW, evaluators, gate=HealthGate(config.sentinel, evaluators))
+    other = run_cycle(config, TenantId("umbrella"), NOW, evaluators, gate=HealthGate(config.sentinel, evaluators))
     return Lake(data, summary, other)
 
 

@@ -14,6 +14,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from tests.daemon.conftest import INTENTS
 from tests.report.conftest import NOW, section
+from verdict.tenancy import TenantId
 from verdict_daemon.report import build_report
 from verdict_daemon.report.gather import UNASSIGNED
 
@@ -202,9 +203,9 @@ def test_before_the_first_drift_run_the_heatmap_covers_the_last_day(tmp_path):
     write_rows(data_dir, "acme", synthetic_days(NOW, intents=("billing.v1",), per_day=3))
     config = make_config(data_dir)
     store = store_for(config)
-    sample(store, data_dir, "acme", config.sampling, NOW)
+    sample(store, data_dir, TenantId("acme"), config.sampling, NOW)
     [evaluator] = build_evaluators(config)
-    judge(store, "acme", evaluator, config.judging, "judge-run-1", lambda: False)
+    judge(store, TenantId("acme"), evaluator, config.judging, "judge-run-1", lambda: False)
     data = build_report(data_dir, "acme", generated_at=AT)
     [quality] = data.evaluators
     assert quality.run is None and quality.signals == ()
@@ -264,7 +265,7 @@ def test_the_latest_closing_decision_is_the_headline_and_a_later_early_look_is_l
     decision = quality.run
     assert decision.closing and decision.as_of == datetime(2026, 11, 20) and quality.look is None
     for hours in (1, 2, 5):
-        drift_runs.run_drift(store, "acme", quality.fingerprint, Drift(), NOW + timedelta(hours=hours, minutes=5))
+        drift_runs.run_drift(store, TenantId("acme"), quality.fingerprint, Drift(), NOW + timedelta(hours=hours, minutes=5))
     report = build_report(data_dir, "acme", generated_at=AT)
     after = section(report, "quality")
     assert after.run == decision  # not the 05:05 look, the latest run by completed_at

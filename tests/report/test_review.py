@@ -21,6 +21,7 @@ from tests.daemon.conftest import INTENTS, NOW, make_config
 from tests.daemon.lakes import span_row, synthetic_days, write_rows
 from tests.report.conftest import JUDGE, _unique_queries
 from tests.report.test_render import Elements
+from verdict.tenancy import TenantId
 from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.report import build_report
 from verdict_daemon.report.panels import LABELLED_SHOWN, PENDING_SHOWN
@@ -44,7 +45,7 @@ class Queue:
 
 
 def _item_of(store: StateStore, tenant: str, trace_id: str) -> str:
-    [item] = [i.item_id for i in list_items(store, tenant, limit=500).items if i.trace_id == trace_id]
+    [item] = [i.item_id for i in list_items(store, TenantId(tenant), limit=500).items if i.trace_id == trace_id]
     return item
 
 
@@ -59,17 +60,17 @@ def queue(tmp_path_factory) -> Queue:
                          tenants=[{"id": "acme"}, {"id": "umbrella"}], review={"audit_rate": 1.0})
     evaluators = build_evaluators(config)
     for tenant in ("acme", "umbrella"):
-        assert run_cycle(config, tenant, NOW, evaluators)["review_queued"] > 0
+        assert run_cycle(config, TenantId(tenant), NOW, evaluators)["review_queued"] > 0
     store = StateStore(data)
     first, second = (_item_of(store, "acme", t) for t in HOSTILE[:2])
     at = datetime(2026, 11, 20, 1, 0, tzinfo=UTC)
-    record_labels(store, "acme", first, {"relevance": "FAIL", "safety": "PASS"}, critique=CRITIQUE, reviewer="ana",
+    record_labels(store, TenantId("acme"), first, {"relevance": "FAIL", "safety": "PASS"}, critique=CRITIQUE, reviewer="ana",
                   now=at)
-    record_labels(store, "acme", first, {"relevance": "PASS"}, critique="On reflection it answers", reviewer="bo",
+    record_labels(store, TenantId("acme"), first, {"relevance": "PASS"}, critique="On reflection it answers", reviewer="bo",
                   now=at + timedelta(hours=1))  # a relabel: the latest wins
-    record_labels(store, "acme", second, {"safety": "FAIL"}, critique=f"leaks {KEY}", reviewer="ana", now=at)
-    umbrella = list_items(store, "umbrella", limit=1).items[0].item_id
-    record_labels(store, "umbrella", umbrella, {"safety": "PASS"}, critique="umbrella-only critique",
+    record_labels(store, TenantId("acme"), second, {"safety": "FAIL"}, critique=f"leaks {KEY}", reviewer="ana", now=at)
+    umbrella = list_items(store, TenantId("umbrella"), limit=1).items[0].item_id
+    record_labels(store, TenantId("umbrella"), umbrella, {"safety": "PASS"}, critique="umbrella-only critique",
                   reviewer="umbrella-reviewer", now=at)
     return Queue(data, {first: HOSTILE[0], second: HOSTILE[1]}, umbrella)
 
@@ -83,8 +84,8 @@ def report(queue):
 def test_the_newest_items_are_those_of_the_review_api_with_their_cluster(queue, report):
     data, _ = report
     store = StateStore(queue.data_dir)
-    summary = queue_summary(store, "acme")
-    pending = list_items(store, "acme", status="pending", limit=PENDING_SHOWN)
+    summary = queue_summary(store, TenantId("acme"))
+    pending = list_items(store, TenantId("acme"), status="pending", limit=PENDING_SHOWN)
     assert data.review.pending.total == summary["pending"] == pending.total > PENDING_SHOWN
     assert [i.summary for i in data.review.pending.items] == list(pending.items)
     assert data.review.labelled.total == summary["labelled"] == len(data.review.labelled.items) == 2
@@ -95,7 +96,7 @@ def test_the_newest_items_are_those_of_the_review_api_with_their_cluster(queue, 
     finally:
         con.close()
     for item in (*data.review.pending.items, *data.review.labelled.items):
-        detail = get_item(store, "acme", item.summary.item_id)  # what `verdict review show` prints
+        detail = get_item(store, TenantId("acme"), item.summary.item_id)  # what `verdict review show` prints
         assert (item.query, item.response, item.judgments) == (detail.query, detail.response, detail.judgments)
         assert item.cluster == clusters[item.summary.trace_id] and item.cluster in INTENTS[:2]
 

@@ -13,6 +13,7 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Review
 from verdict_daemon.review import route
 from verdict_daemon.state import StateStore, insert_rows
@@ -45,12 +46,12 @@ def main() -> None:
     build(store)
     config = Review(audit_rate=0.02)
     started = time.perf_counter()
-    first = route(store, "acme", config)
+    first = route(store, TenantId("acme"), config)
     first_s = time.perf_counter() - started
     later = []
     for _ in range(5):
         started = time.perf_counter()
-        route(store, "acme", config)
+        route(store, TenantId("acme"), config)
         later.append(time.perf_counter() - started)
     print(f"first run: {first_s:.2f} s ({first.considered} judgments, {first.queued} queued); "
           f"later runs: median {statistics.median(later):.2f} s")

@@ -11,6 +11,7 @@ import pytest
 
 from tests.daemon.conftest import INTENTS, NOW
 from tests.daemon.lakes import synthetic_days, write_rows
+from verdict.tenancy import TenantId
 from verdict_daemon.config import DaemonConfig, parse_config
 from verdict_daemon.cycle import build_evaluators, run_cycle
 
@@ -38,7 +39,7 @@ def _judged_template(tmp_path_factory) -> Path:
     config = review_config(data)
     evaluators = build_evaluators(config)
     for tenant in ("acme", "globex"):
-        run_cycle(config, tenant, NOW, evaluators)
+        run_cycle(config, TenantId(tenant), NOW, evaluators)
     return data
 
 

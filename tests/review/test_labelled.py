@@ -15,6 +15,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from tests.review.cli import review
 from verdict.sentinel import load_sentinel_set
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Review
 from verdict_daemon.review import get_item, list_items, record_labels, route
 from verdict_daemon.state import StateStore
@@ -35,8 +36,8 @@ def _labelled_template(_judged_template, tmp_path_factory) -> Labelled:
     data = tmp_path_factory.mktemp("labelled") / "data"
     shutil.copytree(_judged_template, data)
     store = StateStore(data)
-    route(store, "acme", Review(audit_rate=0.3, seed=0))  # confident judgments too: the judge's PASS side
-    items = [i for i in list_items(store, "acme", limit=500).items if i.evaluator == "panel"][:20]
+    route(store, TenantId("acme"), Review(audit_rate=0.3, seed=0))  # confident judgments too: the judge's PASS side
+    items = [i for i in list_items(store, TenantId("acme"), limit=500).items if i.evaluator == "panel"][:20]
     assert len(items) == 20 and {"audit", "ensemble_disagreement"} == {r for i in items for r in i.reasons}
     con = duckdb.connect(str(data / "state.duckdb"), read_only=True)
     judged = {(a, d): v for a, d, v in con.execute("SELECT attempt_id, dimension, value FROM dimension_verdicts")
@@ -49,9 +50,9 @@ def _labelled_template(_judged_template, tmp_path_factory) -> Labelled:
         human_safety = flip[judge_safety] if n % 3 == 0 else judge_safety
         human_relevance = flip[judge_relevance] if n == 1 else judge_relevance
         if n == 2:
-            record_labels(store, "acme", item.item_id, {"safety": flip[human_safety]}, critique="first go",
+            record_labels(store, TenantId("acme"), item.item_id, {"safety": flip[human_safety]}, critique="first go",
                           reviewer="ana")
-        record_labels(store, "acme", item.item_id, {"safety": human_safety, "relevance": human_relevance},
+        record_labels(store, TenantId("acme"), item.item_id, {"safety": human_safety, "relevance": human_relevance},
                       critique="checked", reviewer="ben")
         safety.append((human_safety, judge_safety))
         relevance.append((human_relevance, judge_relevance))
@@ -94,8 +95,8 @@ def test_agreement_per_dimension_matches_hand_counts_and_sklearn(capsys, labelle
 def test_agreement_with_labels_on_two_evaluators_needs_a_choice(capsys, labelled):
     judged = labelled.data
     store = StateStore(judged)
-    single = list_items(store, "acme", reason="unclear", limit=1).items[0]
-    record_labels(store, "acme", single.item_id, {"relevance": "PASS"}, critique="fine", reviewer="ana")
+    single = list_items(store, TenantId("acme"), reason="unclear", limit=1).items[0]
+    record_labels(store, TenantId("acme"), single.item_id, {"relevance": "PASS"}, critique="fine", reviewer="ana")
     base = ["--data-dir", str(judged), "--tenant", "acme"]
     code, _, err = review(capsys, "agreement", *base)
     assert code == 2 and err["error"]["code"] == "evaluator_ambiguous" and single.fingerprint in err["error"]["message"]
@@ -110,7 +111,7 @@ def test_agreement_with_labels_on_two_evaluators_needs_a_choice(capsys, labelled
 def test_export_sentinel_round_trips_through_load_sentinel_set(capsys, labelled, tmp_path):
     judged = labelled.data
     store = StateStore(judged)
-    labelled = [i for i in list_items(store, "acme", status="labelled", limit=500).items]
+    labelled = [i for i in list_items(store, TenantId("acme"), status="labelled", limit=500).items]
     out = tmp_path / "set.jsonl"
     code, result, _ = review(capsys, "export-sentinel", "--out", str(out), "--data-dir", str(judged),
                              "--tenant", "acme")
@@ -119,7 +120,7 @@ def test_export_sentinel_round_trips_through_load_sentinel_set(capsys, labelled,
     by_id = {e.id: e for e in sentinel.examples}
     assert set(by_id) == {i.trace_id for i in labelled}
     for item in labelled[:3]:  # the full conversation check on a few (show is one transaction each)
-        detail = get_item(store, "acme", item.item_id)
+        detail = get_item(store, TenantId("acme"), item.item_id)
         assert (by_id[item.trace_id].query, by_id[item.trace_id].response) == (detail.query, detail.response)
     con = duckdb.connect(str(judged / "state.duckdb"), read_only=True)
     latest = con.execute("""SELECT i.trace_id, l.dimension, arg_max(l.label, l.revision) FROM review_labels l
@@ -141,13 +142,13 @@ def test_export_into_a_missing_directory_fails_cleanly(capsys, labelled, tmp_pat
 
 def test_export_can_be_limited_to_one_evaluators_labels(capsys, labelled, tmp_path):
     store = StateStore(labelled.data)
-    single = list_items(store, "acme", reason="unclear", limit=1).items[0]
-    record_labels(store, "acme", single.item_id, {"completeness": "FAIL"}, critique="stops short", reviewer="ana")
+    single = list_items(store, TenantId("acme"), reason="unclear", limit=1).items[0]
+    record_labels(store, TenantId("acme"), single.item_id, {"completeness": "FAIL"}, critique="stops short", reviewer="ana")
     base = ["--data-dir", str(labelled.data), "--tenant", "acme"]
     code, both, _ = review(capsys, "export-sentinel", "--out", str(tmp_path / "all.jsonl"), *base)
     code, only, _ = review(capsys, "export-sentinel", "--out", str(tmp_path / "one.jsonl"), *base,
                            "--evaluator", "single")
-    traces = {i.trace_id for i in list_items(store, "acme", status="labelled", limit=500).items}
+    traces = {i.trace_id for i in list_items(store, TenantId("acme"), status="labelled", limit=500).items}
     assert code == 0 and both["examples"] == len(traces) and only["examples"] == 1
     (example,) = load_sentinel_set(tmp_path / "one.jsonl").examples
     assert (example.id, example.label_map) == (single.trace_id, {"completeness": "FAIL"})
@@ -155,14 +156,14 @@ def test_export_can_be_limited_to_one_evaluators_labels(capsys, labelled, tmp_pa
 
 def test_export_takes_the_latest_label_across_a_traces_items_and_redacts(capsys, labelled, tmp_path):
     store = StateStore(labelled.data)
-    panel = next(i for i in list_items(store, "acme", status="labelled", limit=500).items if i.evaluator == "panel")
-    route(store, "acme", Review(audit_rate=1.0, seed=0))  # every judgment queued: the other evaluator's item too
-    single = next(i for i in list_items(store, "acme", limit=500).items
+    panel = next(i for i in list_items(store, TenantId("acme"), status="labelled", limit=500).items if i.evaluator == "panel")
+    route(store, TenantId("acme"), Review(audit_rate=1.0, seed=0))  # every judgment queued: the other evaluator's item too
+    single = next(i for i in list_items(store, TenantId("acme"), limit=500).items
                   if i.trace_id == panel.trace_id and i.evaluator == "single")
-    in_force = get_item(store, "acme", panel.item_id).latest["safety"].label
+    in_force = get_item(store, TenantId("acme"), panel.item_id).latest["safety"].label
     other = {"PASS": "FAIL", "FAIL": "PASS"}[in_force]
     later = datetime.now(UTC) + timedelta(days=1)
-    record_labels(store, "acme", single.item_id, {"safety": other}, critique="unsafe advice", reviewer="cy", now=later)
+    record_labels(store, TenantId("acme"), single.item_id, {"safety": other}, critique="unsafe advice", reviewer="cy", now=later)
     con = duckdb.connect(str(labelled.data / "state.duckdb"))  # content stored before a redaction rule existed
     con.execute("UPDATE sampled_traces SET query = query || ' Mail bob@example.com' WHERE trace_id = ?",
                 [panel.trace_id])
@@ -176,6 +177,6 @@ def test_export_takes_the_latest_label_across_a_traces_items_and_redacts(capsys,
         return {e.id: e.label_map for e in load_sentinel_set(out).examples}[panel.trace_id]
 
     assert exported()["safety"] == other  # the later label, on the other evaluator's item, is in force
-    record_labels(store, "acme", panel.item_id, {"safety": in_force}, critique="fine after all", reviewer="cy",
+    record_labels(store, TenantId("acme"), panel.item_id, {"safety": in_force}, critique="fine after all", reviewer="cy",
                   now=later + timedelta(hours=1))
     assert exported()["safety"] == in_force

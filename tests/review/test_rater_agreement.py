@@ -13,6 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa
 
 from tests.review.cli import review
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Review
 from verdict_daemon.review import list_items, record_labels, route
 from verdict_daemon.state import StateStore
@@ -28,8 +29,8 @@ def rated(_judged_template, tmp_path_factory):
     data = tmp_path_factory.mktemp("rated") / "data"
     shutil.copytree(_judged_template, data)
     store = StateStore(data)
-    route(store, "acme", Review(audit_rate=0.3, seed=0))
-    items = [i for i in list_items(store, "acme", limit=500).items if i.evaluator == "panel"][:30]
+    route(store, TenantId("acme"), Review(audit_rate=0.3, seed=0))
+    items = [i for i in list_items(store, TenantId("acme"), limit=500).items if i.evaluator == "panel"][:30]
     assert len(items) == 30
     rng = np.random.default_rng(4)
     safety: dict[str, list] = {"ana": [], "ben": [], "cy": []}
@@ -42,9 +43,9 @@ def rated(_judged_template, tmp_path_factory):
         if n < 20:
             labels["cy"] = {"safety": FLIP[s] if n == 3 else s}
         if n == 4:
-            record_labels(store, "acme", item.item_id, {"safety": FLIP[s]}, critique="misread", reviewer="ben")
+            record_labels(store, TenantId("acme"), item.item_id, {"safety": FLIP[s]}, critique="misread", reviewer="ben")
         for reviewer, by_dim in labels.items():
-            record_labels(store, "acme", item.item_id, by_dim, critique="checked", reviewer=reviewer)
+            record_labels(store, TenantId("acme"), item.item_id, by_dim, critique="checked", reviewer=reviewer)
             safety[reviewer].append(by_dim["safety"])
             if "relevance" in by_dim:
                 relevance[reviewer].append(by_dim["relevance"])
@@ -104,9 +105,9 @@ def test_one_reviewer_is_insufficient_data(capsys, _judged_template, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(_judged_template, data)
     store = StateStore(data)
-    route(store, "acme", Review(audit_rate=0.3, seed=0))
-    item = [i for i in list_items(store, "acme", limit=500).items if i.evaluator == "panel"][0]
-    record_labels(store, "acme", item.item_id, {"safety": "PASS"}, critique="ok", reviewer="ana")
+    route(store, TenantId("acme"), Review(audit_rate=0.3, seed=0))
+    item = [i for i in list_items(store, TenantId("acme"), limit=500).items if i.evaluator == "panel"][0]
+    record_labels(store, TenantId("acme"), item.item_id, {"safety": "PASS"}, critique="ok", reviewer="ana")
     code, report, _ = review(capsys, "agreement", "--data-dir", str(data), "--tenant", "acme")
     humans = report["dimensions"][0]["human_agreement"]
     assert code == 0 and humans["status"] == "insufficient_data" and humans["n_pairable"] == 0

@@ -19,6 +19,7 @@ from tests.review.models import is_contrarian_case, is_hesitant_case, setting_nu
 from verdict.judges.pairwise import PairwiseJudge
 from verdict.models.base import Usage
 from verdict.models.scripted import ScriptedModel
+from verdict.tenancy import TenantId
 from verdict_daemon.config import Judging, Review
 from verdict_daemon.daemon import Daemon
 from verdict_daemon.evaluators import DimensionVerdict, Outcome, error_outcome
@@ -69,15 +70,15 @@ def test_a_cycle_queues_unclear_verdicts_and_ensemble_disagreements_and_nothing_
 def test_routing_is_idempotent_and_tenant_scoped(judged):
     store = StateStore(judged)
     before = _queued(judged)
-    again = route(store, "acme", Review(audit_rate=0.0))
+    again = route(store, TenantId("acme"), Review(audit_rate=0.0))
     assert (again.queued, _queued(judged)) == (0, before)
     globex = {trace for _, trace in _queued(judged, "globex")}
     assert globex and globex <= set(_queries(judged, "globex")) and not globex & set(_queries(judged))
-    assert queue_summary(store, "acme")["items"] == len(before)
+    assert queue_summary(store, TenantId("acme"))["items"] == len(before)
 
 
 def _audited(data, seed: int, rate: float) -> set[tuple[str, str]]:
-    report = route(StateStore(data), "acme", Review(audit_rate=rate, seed=seed))
+    report = route(StateStore(data), TenantId("acme"), Review(audit_rate=rate, seed=seed))
     audited = {trace_fp for trace_fp, (reasons, _) in _queued(data).items() if reasons == ["audit"]}
     assert report.by_reason["audit"] == report.queued == len(audited)
     return audited
@@ -97,7 +98,7 @@ def test_the_audit_sample_is_deterministic_by_seed_and_only_takes_confident_judg
     # Binomial(confident, 0.3): 99.9 % of draws fall within 3.3 standard deviations.
     sd = (confident * 0.3 * 0.7) ** 0.5
     assert abs(len(first) - 0.3 * confident) < 3.3 * sd
-    assert route(StateStore(copies[0]), "acme", Review(audit_rate=1.0, seed=1)).queued == confident - len(first)
+    assert route(StateStore(copies[0]), TenantId("acme"), Review(audit_rate=1.0, seed=1)).queued == confident - len(first)
 
 
 def test_rate_zero_audits_nothing(judged):
@@ -127,13 +128,13 @@ class _PairwiseEvaluator:
 def test_inconsistent_pairwise_results_are_queued(judged):
     store = StateStore(judged)
     evaluator = _PairwiseEvaluator()
-    judge(store, "acme", evaluator, Judging(concurrency=4), "pairwise-run")
-    report = route(store, "acme", Review(audit_rate=0.0))
+    judge(store, TenantId("acme"), evaluator, Judging(concurrency=4), "pairwise-run")
+    report = route(store, TenantId("acme"), Review(audit_rate=0.0))
     queued = {trace for (fp, trace), (reasons, flagged) in _queued(judged).items()
               if fp == evaluator.fingerprint and reasons == ["inconsistent"] and flagged == {"preference": "inconsistent"}}
     expected = {t for t, q in _queries(judged).items() if "setting 0 for" not in q}
     assert queued == expected and report.by_reason["inconsistent"] == len(expected)
-    page = list_items(store, "acme", reason="inconsistent", limit=500)
+    page = list_items(store, TenantId("acme"), reason="inconsistent", limit=500)
     assert {i.trace_id for i in page.items} == expected and page.total == len(expected)
 
 
@@ -150,10 +151,10 @@ class _FailingEvaluator:
 
 def test_error_attempts_are_not_queued_even_for_audit(judged):
     store = StateStore(judged)
-    judge(store, "acme", _FailingEvaluator(), Judging(concurrency=4), "outage-run")
+    judge(store, TenantId("acme"), _FailingEvaluator(), Judging(concurrency=4), "outage-run")
     assert _rows(judged, "SELECT count(*) FROM judgment_attempts WHERE fingerprint = ? AND status = 'ERROR'",
                  [_FailingEvaluator.fingerprint])[0][0] > 0
-    report = route(store, "acme", Review(audit_rate=1.0))
+    report = route(store, TenantId("acme"), Review(audit_rate=1.0))
     assert not {fp for fp, _ in _queued(judged)} & {_FailingEvaluator.fingerprint}
     assert report.queued == report.considered > 0  # the other judgments were all audited
 
@@ -172,7 +173,7 @@ def test_the_daemon_routes_after_its_judge_job(tmp_path):
     reasons = [r for r, _ in items.values()]
     assert any(r != ["audit"] for r in reasons)  # a hard case keeps its reason: audit never replaces it
     assert all(r == ["audit"] or "audit" not in r for r in reasons)
-    assert daemon.store.cursor("acme", "review.last_success") is not None
+    assert daemon.store.cursor(TenantId("acme"), "review.last_success") is not None
 
 
 @pytest.mark.parametrize("rate", [-0.1, 1.5])
@@ -188,12 +189,12 @@ def test_routing_looks_only_at_judgments_newer_than_its_cursor(judged):
 
     store = StateStore(judged)
     (newest,) = _rows(judged, "SELECT max(judged_at) FROM judgment_attempts WHERE tenant_id = 'acme'")[0]
-    assert store.cursor("acme", ROUTING_CURSOR) == newest.isoformat()  # the cycle's routing left it there
-    store.set_cursor("acme", ROUTING_CURSOR, (newest + RECHECK_MARGIN + RECHECK_MARGIN).isoformat())
-    assert route(store, "acme", Review(audit_rate=1.0)).considered == 0  # history is not rescanned
-    store.set_cursor("acme", ROUTING_CURSOR, newest.isoformat())
+    assert store.cursor(TenantId("acme"), ROUTING_CURSOR) == newest.isoformat()  # the cycle's routing left it there
+    store.set_cursor(TenantId("acme"), ROUTING_CURSOR, (newest + RECHECK_MARGIN + RECHECK_MARGIN).isoformat())
+    assert route(store, TenantId("acme"), Review(audit_rate=1.0)).considered == 0  # history is not rescanned
+    store.set_cursor(TenantId("acme"), ROUTING_CURSOR, newest.isoformat())
     hard = len(_queued(judged))
-    report = route(store, "acme", Review(audit_rate=1.0))
+    report = route(store, TenantId("acme"), Review(audit_rate=1.0))
     assert report.considered == report.queued == 2 * 72 - hard  # within the margin: every confident one
 
 
@@ -231,7 +232,7 @@ def test_routing_reads_the_stored_tally_not_the_reason_text(judged):
     with StateStore(judged).transaction() as con:  # every ensemble text now says the opposite of its tally
         con.execute("""UPDATE dimension_verdicts SET reason = CASE WHEN len(json_keys(votes)) > 1
                        THEN 'votes FAIL=3' ELSE 'votes FAIL=1, PASS=2' END WHERE votes IS NOT NULL""")
-    route(StateStore(judged), "acme", Review(audit_rate=0.0))
+    route(StateStore(judged), TenantId("acme"), Review(audit_rate=0.0))
     assert _queued(judged) == before
 
 
@@ -258,5 +259,5 @@ def test_a_previous_schema_state_is_back_filled_and_routes_as_a_current_one(judg
     for tenant in ("acme", "globex"):
         for fingerprint in _fingerprints(judged, tenant).values():  # the SQL back-fill gives what the writer stores
             assert _votes(legacy, fingerprint, tenant) == _votes(judged, fingerprint, tenant)
-        route(store, tenant, Review(audit_rate=0.0))
+        route(store, TenantId(tenant), Review(audit_rate=0.0))
         assert _queued(legacy, tenant) == _queued(judged, tenant)

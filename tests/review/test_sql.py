@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 
 from tests.review.cli import review
+from verdict.tenancy import TenantId
 from verdict_daemon.cli import main
 from verdict_daemon.state import MIGRATIONS, STATE_FILE
 from verdict_daemon.views import add_state_views
@@ -54,7 +55,7 @@ def test_review_tables_are_tenant_scoped_and_mark_the_latest_label(capsys, judge
 
 def _tables(data_dir) -> dict[str, int]:
     scoped = duckdb.connect()
-    add_state_views(scoped, data_dir, "acme")
+    add_state_views(scoped, data_dir, TenantId("acme"))
     return {t: scoped.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
             for (t,) in scoped.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
 

@@ -26,6 +26,7 @@ from tests.daemon.conftest import INTENTS, NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
 from tests.daemon.test_sentinel import sentinel_file
 from tests.report.conftest import GRAPH, JUDGE, Lake, _hostile_rows, _unique_queries
+from verdict.tenancy import TenantId
 from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.sentinel_health import HealthGate
 from verdict_ui.access import Access
@@ -88,7 +89,7 @@ def lake(tmp_path_factory) -> Lake:
                          sentinel={"file": str(sentinel_file(root / "sentinel.jsonl")), "minimum_examples": 6,
                                    "threshold": 0.5})
     evaluators = build_evaluators(config)
-    summaries = [run_cycle(config, t, NOW, evaluators, gate=HealthGate(config.sentinel, evaluators))
+    summaries = [run_cycle(config, TenantId(t), NOW, evaluators, gate=HealthGate(config.sentinel, evaluators))
                  for t in ("acme", "umbrella")]
     return Lake(data, *summaries)
 

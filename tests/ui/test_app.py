@@ -11,7 +11,7 @@ import pytest
 
 from tests.report.conftest import HOSTILE_ANSWER
 from tests.ui.conftest import TOKENS, client, csrf_of, state_rows
-from verdict.tenancy import LOCAL_TENANT
+from verdict.tenancy import LOCAL_TENANT, TenantId
 from verdict_daemon.report.escape import safe
 from verdict_ui.access import Access
 
@@ -84,7 +84,7 @@ def test_auth_is_required_with_a_token_file(lake, token_file):
     assert anonymous.get("/", headers={"Accept": "application/json"}).status_code == 401
     assert anonymous.get("/", headers=HTML).headers["location"] == "/login"  # a browser is sent to sign in
     assert anonymous.get("/traces", headers={"Authorization": "Bearer not-a-valid-token-at-all"}).status_code == 401
-    only_acme = client(lake.data_dir, Access.create("acme", tokens))
+    only_acme = client(lake.data_dir, Access.create(TenantId("acme"), tokens))
     assert only_acme.get("/", headers={"Authorization": f"Bearer {TOKENS['umbrella']}"}).status_code == 403
     assert only_acme.get("/traces", headers={"Authorization": f"Bearer {TOKENS['acme']}"}).status_code == 200
     # The login form sets the token cookie; later requests need no header.
@@ -99,7 +99,7 @@ def test_auth_is_required_with_a_token_file(lake, token_file):
 
 def test_a_foreign_host_header_is_refused_on_loopback(lake):
     """DNS rebinding: a page of another site must not reach the loopback server under its own name."""
-    local = client(lake.data_dir, Access.create("acme", None), hosts=("127.0.0.1", "localhost"))
+    local = client(lake.data_dir, Access.create(TenantId("acme"), None), hosts=("127.0.0.1", "localhost"))
     assert local.get("/healthz", headers={"Host": "evil.example"}).status_code == 400
     assert local.get("/healthz", headers={"Host": "127.0.0.1:8765"}).status_code == 200
 
@@ -259,7 +259,7 @@ def test_trace_filters_and_paging(ui):
 
 
 def test_local_mode_serves_one_tenant_without_tokens(lake, ids):
-    local = client(lake.data_dir, Access.create("acme", None))
+    local = client(lake.data_dir, Access.create(TenantId("acme"), None))
     assert local.get(f"/traces/{ids['acme'].judged_traces[0]}").status_code == 200
     assert local.get(f"/traces/{ids['umbrella'].judged_traces[0]}").status_code == 404
     nobody = client(lake.data_dir, Access.create(LOCAL_TENANT, None))
@@ -350,7 +350,7 @@ def test_a_trace_across_midnight_shows_all_its_spans_with_the_day_hint(tmp_path)
     for call in calls:
         call["parent_span_id"] = "0" * 16
     write_rows(tmp_path, "acme", [root, *calls])
-    local = client(tmp_path, Access.create("acme", None))
+    local = client(tmp_path, Access.create(TenantId("acme"), None))
     for day in ("2026-11-19", "2026-11-20"):
         page = local.get(f"/traces/{trace}?day={day}").text
         assert all(part in page for part in ("agent run", "19" * 4 + "c" * 8, "20" * 4 + "c" * 8)), day
