@@ -7,10 +7,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from verdict_daemon.cycle import ADVERSE_KINDS
-from verdict_daemon.drift_runs import DriftRunReport, Signal, fingerprints
-from verdict_daemon.judging import coverage
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.cycle import ADVERSE_KINDS
+from verdict_daemon.service.drift_runs import DriftRunReport, Signal, fingerprints
+from verdict_daemon.service.judging import coverage
+from verdict_daemon.store.state import StateStore
 from verdict_demo.scenario import Regression
 
 

@@ -20,8 +20,8 @@ from tests.daemon.lakes import synthetic_days, write_rows
 from tests.review.cli import review
 from verdict.correlate import record_user_signal
 from verdict_daemon.config import parse_config
-from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.review.correlation import lake_signals
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
 
 
 def _signal_for(verdict: str, k: int) -> str:

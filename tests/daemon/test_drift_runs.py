@@ -9,11 +9,11 @@ import duckdb
 import pytest
 
 from tests.daemon.conftest import NOW, make_config
-from verdict_daemon import drift_runs
-from verdict_daemon.cycle import build_evaluators, run_cycle
-from verdict_daemon.daemon import Daemon
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import StateStore
+from verdict_daemon.service import drift_runs
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.service.daemon import Daemon
+from verdict_daemon.store.state import StateStore
 
 
 def _naive(t):

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import MIGRATIONS, SCHEMA_VERSION, StateStore
+from verdict_daemon.store.state import MIGRATIONS, SCHEMA_VERSION, StateStore
 
 HOLDER = """
 import duckdb, sys, time

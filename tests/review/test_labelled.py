@@ -17,7 +17,7 @@ from tests.review.cli import review
 from verdict.sentinel import load_sentinel_set
 from verdict_daemon.config import Review
 from verdict_daemon.review import get_item, list_items, record_labels, route
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa
 from tests.review.cli import review
 from verdict_daemon.config import Review
 from verdict_daemon.review import list_items, record_labels, route
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 FLIP = {"PASS": "FAIL", "FAIL": "PASS"}
 

@@ -22,7 +22,7 @@ from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import pointer, versions
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.errors import ERROR_CODES, DaemonError
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 log = logging.getLogger("verdict.daemon")
 

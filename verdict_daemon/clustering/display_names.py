@@ -8,7 +8,7 @@ from verdict.redact import redact_text
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import events
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 MAX_DISPLAY_NAME = 80
 MAX_CLUSTER_ID = 200

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.sampling import UNASSIGNED
+from verdict_daemon.service.sampling import UNASSIGNED
 
 PREVIEW_TOP = 10  # clusters and invalid-key reasons listed in a fit preview
 KIND = "intent_key"

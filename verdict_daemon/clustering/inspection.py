@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import pointer, versions
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 # Per list: (default limit, hard ceiling).
 PAGING = {"version": (20, 200), "cluster": (50, 500), "event": (20, 200)}

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import events, versions
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 
 @dataclass(frozen=True)

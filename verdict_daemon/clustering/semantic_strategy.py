@@ -20,8 +20,8 @@ from typing import Any, cast
 from verdict_daemon.clustering import explicit
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.clustering.versions import OUTLIER, SEMANTIC_PREFIX, Version
-from verdict_daemon.sampling import UNASSIGNED
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.sampling import UNASSIGNED
+from verdict_daemon.store.state import StateStore
 
 EMBEDDING_CACHE = "embedding_cache"
 KIND = "semantic"

@@ -20,7 +20,7 @@ from verdict.intent import validate_intent_key
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.clustering import events, versions
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 MIN_COVERAGE = 0.5  # below this, most traffic would sit in `unassigned`: not a usable registry
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.sampling import UNASSIGNED
+from verdict_daemon.service.sampling import UNASSIGNED
 
 STRATEGIES = ("explicit", "semantic", "hybrid")
 EXPERIMENTAL = frozenset({"semantic", "hybrid"})
@@ -107,7 +107,7 @@ def load(con, tenant: str, version: str) -> Version:
 
 def insert(con, version: Version, clusters: list[tuple[str, str, str | None, int]]) -> bool:
     """Store a new version and its clusters (cluster_id, kind, intent_key, size); False if it existed."""
-    from verdict_daemon.state import insert_rows
+    from verdict_daemon.store.state import insert_rows
 
     exists = con.execute("SELECT 1 FROM cluster_versions WHERE tenant_id = ? AND version_id = ?",
                          [version.tenant_id, version.version_id]).fetchone()

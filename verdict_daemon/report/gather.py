@@ -18,8 +18,6 @@ from typing import cast
 
 from collector.lake import spans_root
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
-from verdict_daemon import views
-from verdict_daemon.drift_runs import IS_CLOSING, Signal
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.model import (
     CoverageRow,
@@ -38,7 +36,9 @@ from verdict_daemon.report.model import (
     SpendDay,
     SpendRow,
 )
-from verdict_daemon.state import STATE_FILE
+from verdict_daemon.service.drift_runs import IS_CLOSING, Signal
+from verdict_daemon.store import views
+from verdict_daemon.store.state import STATE_FILE
 
 UNASSIGNED = "(not assigned yet)"  # judged before the assign step gave the trace a cluster
 _A = views.STATE_ALIAS

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.probes_command import PROBES_DIR
+from verdict_daemon.probes import PROBES_DIR
 from verdict_daemon.report.gather import checked_data_dir, checked_tenant, gather
 from verdict_daemon.report.model import ReportData
 from verdict_daemon.report.panels import probe_panel, review_queue

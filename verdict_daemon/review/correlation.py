@@ -25,7 +25,7 @@ from verdict.correlate import (
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.review.labelled import choose_fingerprint
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 _JUDGMENTS = """
 WITH latest AS (

@@ -23,7 +23,7 @@ from typing import Any, cast
 from verdict.redact import redact_text
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 # Latest label per (item, dimension), with the item's judge verdict and content.
 _LATEST = """

@@ -21,7 +21,7 @@ from verdict.redact import redact_text
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.review.routing import REASONS
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.store.state import StateStore, insert_rows
 
 LABELS = ("PASS", "FAIL")
 STATUSES = ("all", "pending", "labelled")  # pending: no label recorded on any dimension yet

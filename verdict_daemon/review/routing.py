@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Review
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.store.state import StateStore, insert_rows
 
 REASONS = ("unclear", "ensemble_disagreement", "inconsistent", "audit")
 ROUTING_CURSOR = "review.routed_through"

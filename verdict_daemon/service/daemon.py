@@ -20,18 +20,18 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from verdict.pidlock import HeldElsewhere, PidFileLock
-from verdict_daemon import alerts
 from verdict_daemon.clustering.active import require_active
-from verdict_daemon.clusters import AssignReport, assign_for
+from verdict_daemon.clustering.assign_step import AssignReport, assign_for
 from verdict_daemon.config import DaemonConfig, Schedule
-from verdict_daemon.cycle import build_evaluators, store_for
-from verdict_daemon.drift_runs import run_drift
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.judging import judge
-from verdict_daemon.probes_command import ProbeJob
 from verdict_daemon.review.routing import route
-from verdict_daemon.sampling import sample
-from verdict_daemon.sentinel_health import HealthGate
+from verdict_daemon.service import alerts
+from verdict_daemon.service.cycle import build_evaluators, store_for
+from verdict_daemon.service.drift_runs import run_drift
+from verdict_daemon.service.judging import judge
+from verdict_daemon.service.probe_job import ProbeJob
+from verdict_daemon.service.sampling import sample
+from verdict_daemon.service.sentinel_health import HealthGate
 
 log = logging.getLogger("verdict.daemon")
 

@@ -1,6 +1,6 @@
 """`verdict sql` with the daemon's results: the collector's span views (`spans`, `llm_calls`) plus the
 tenant's `judgments`, `drift_runs`, `drift_signals`, `review_items` and `review_labels` copied from
-state.duckdb (verdict_daemon.views)."""
+state.duckdb (verdict_daemon.store.views)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     def add_state(con) -> None:
         from verdict_daemon.errors import DaemonError
-        from verdict_daemon.views import add_state_views
+        from verdict_daemon.store.views import add_state_views
 
         try:
             add_state_views(con, args.data_dir, args.tenant)

@@ -18,9 +18,9 @@ from typing import Any, cast
 
 from verdict_daemon.config import Sentinel
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import JUDGE_WORKLOAD, Evaluator
-from verdict_daemon.judge_evaluators import JudgeEvaluator
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.service.evaluators import JUDGE_WORKLOAD, Evaluator
+from verdict_daemon.service.judge_evaluators import JudgeEvaluator
+from verdict_daemon.store.state import StateStore, insert_rows
 
 _COLUMNS = ("tenant_id", "check_id", "evaluator", "fingerprint", "sentinel_fingerprint", "sentinel_file", "status",
             "reason", "examples", "usable", "errors", "passed", "pass_rate", "pass_rate_low", "pass_rate_high",

@@ -42,9 +42,9 @@ from collector.views import tenant_dir, view_statements
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Sampling
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import JUDGE_WORKLOAD
-from verdict_daemon.material import graded_texts
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
+from verdict_daemon.service.material import graded_texts
+from verdict_daemon.store.state import StateStore, insert_rows
 
 log = logging.getLogger("verdict.daemon")
 

@@ -11,17 +11,17 @@ from datetime import datetime
 from typing import Any, cast
 
 from verdict_daemon.clustering.active import require_active
-from verdict_daemon.clusters import assign_for
+from verdict_daemon.clustering.assign_step import assign_for
 from verdict_daemon.config import DaemonConfig, EvaluatorConfig
-from verdict_daemon.drift_runs import run_drift
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import Evaluator, GraphEvaluator, load_target
-from verdict_daemon.judge_evaluators import build_judge_evaluator
-from verdict_daemon.judging import coverage, judge
 from verdict_daemon.review.routing import route
-from verdict_daemon.sampling import sample
-from verdict_daemon.sentinel_health import HealthGate, summary
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.drift_runs import run_drift
+from verdict_daemon.service.evaluators import Evaluator, GraphEvaluator, load_target
+from verdict_daemon.service.judge_evaluators import build_judge_evaluator
+from verdict_daemon.service.judging import coverage, judge
+from verdict_daemon.service.sampling import sample
+from verdict_daemon.service.sentinel_health import HealthGate, summary
+from verdict_daemon.store.state import StateStore
 
 # Signal kinds that mean "got worse" (what --fail-on-signal fails on); improvements are reported only.
 ADVERSE_KINDS = ("regression", "coverage_drop")

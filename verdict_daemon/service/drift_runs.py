@@ -45,7 +45,7 @@ from typing import cast
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Drift
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.store.state import StateStore, insert_rows
 
 log = logging.getLogger("verdict.daemon")
 

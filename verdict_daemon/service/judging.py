@@ -30,9 +30,14 @@ from verdict.models.base import Usage
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Judging
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import JUDGE_WORKLOAD, PROVIDER_UNAVAILABLE, Evaluator, Outcome
-from verdict_daemon.material import Material
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.service.evaluators import (
+    JUDGE_WORKLOAD,
+    PROVIDER_UNAVAILABLE,
+    Evaluator,
+    Outcome,
+)
+from verdict_daemon.service.material import Material
+from verdict_daemon.store.state import StateStore, insert_rows
 
 log = logging.getLogger("verdict.daemon")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from verdict.tenancy import validate_tenant_id
-from verdict_daemon.sampling import UNASSIGNED
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.service.sampling import UNASSIGNED
+from verdict_daemon.store.state import StateStore, insert_rows
 
 if TYPE_CHECKING:
     from verdict_daemon.clustering.active import ActiveRegistry

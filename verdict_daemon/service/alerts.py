@@ -22,7 +22,7 @@ from typing import cast
 
 from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import Alerts
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 log = logging.getLogger("verdict.daemon")
 
