@@ -1,25 +1,33 @@
-"""One monitoring cycle for one tenant: sample → judge → assign → drift. Used by `verdict-pipeline`
-(once) and by the daemon's jobs (each step on its own schedule)."""
+"""The monitoring cycle, defined once: its steps for one tenant, their order, and the one rule for the
+active cluster registry.
+
+`verdict pipeline` runs `Cycle.run` (every step once, in order); the daemon
+(service/daemon.py) runs the same step methods as one scheduled job per step. The registry rule: a
+unit of work (one pipeline run; one daemon assign or drift run for a tenant) pins the tenant's version
+once, at its start (`Cycle.pin`), and a drift run reads the clusters assigned under the version its
+unit pinned. The pipeline's assign step runs right before its drift step; the daemon's drift job, which
+runs apart from the assign job, assigns under its own pin first (`Daemon.drift`).
+"""
 
 from __future__ import annotations
 
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from verdict_daemon.clustering.active import require_active
-from verdict_daemon.clustering.assign_step import assign_for
+from verdict_daemon.clustering.active import ActiveRegistry, require_active
+from verdict_daemon.clustering.assign_step import AssignReport, assign_for
 from verdict_daemon.config import DaemonConfig, EvaluatorConfig
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.review.routing import route
-from verdict_daemon.service.drift_runs import run_drift
+from verdict_daemon.review.routing import RoutingReport, route
+from verdict_daemon.service.drift_runs import DriftRunReport, run_drift
 from verdict_daemon.service.evaluators import Evaluator, GraphEvaluator, load_target
 from verdict_daemon.service.judge_evaluators import build_judge_evaluator
-from verdict_daemon.service.judging import coverage, judge
-from verdict_daemon.service.sampling import sample
+from verdict_daemon.service.judging import JudgeReport, coverage, judge
+from verdict_daemon.service.sampling import SampleReport, sample
 from verdict_daemon.service.sentinel_health import HealthGate, summary
 from verdict_daemon.store.state import StateStore
 
@@ -60,49 +68,88 @@ def build_evaluator(config: EvaluatorConfig) -> Evaluator:
     return GraphEvaluator(config.name, target, pipeline)
 
 
+@dataclass(frozen=True)
+class Cycle:
+    """The steps of one data dir's cycle. Each step takes the tenant and returns its report."""
+
+    config: DaemonConfig
+    store: StateStore
+    evaluators: list[Evaluator]
+    registry_mode: str = "off"  # "active": clusters from the tenant's active registry version
+    gate: HealthGate | None = None  # the sentinel check of the evaluators (None: not checked)
+
+    def pin(self, tenant: str) -> ActiveRegistry | None:
+        """The registry version a unit of work uses throughout: in active mode the tenant's active version
+        (no_active_registry without one), so a version activated meanwhile is used by the next unit, never
+        half of this one; None (the intent keys) otherwise."""
+        return require_active(self.store, tenant) if self.registry_mode == "active" else None
+
+    def sample(self, tenant: str, as_of: datetime) -> SampleReport:
+        return sample(self.store, self.config.data_dir, tenant, self.config.sampling, as_of)
+
+    def judge(self, tenant: str, evaluator: Evaluator, run_id: str, should_stop: Callable[[], bool]) -> JudgeReport:
+        return judge(self.store, tenant, evaluator, self.config.judging, run_id, should_stop)
+
+    def route(self, tenant: str) -> RoutingReport:
+        """After judging: queue untrustworthy judgments and the audit sample for human review."""
+        return route(self.store, tenant, self.config.review)
+
+    def assign(self, tenant: str, registry: ActiveRegistry | None) -> AssignReport:
+        return assign_for(self.store, self.config.data_dir, tenant, registry)
+
+    def drift(self, tenant: str, evaluator: Evaluator, as_of: datetime) -> list[DriftRunReport]:
+        return run_drift(self.store, tenant, evaluator.fingerprint, self.config.drift, as_of)
+
+    def run(self, tenant: str, as_of: datetime, should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+        """Every step once, in order; returns the JSON summary (judged, errors, coverage, signals, ...). With a
+        `gate`, the sentinel check runs first and an unhealthy judge stops the cycle (`judge_unhealthy`)."""
+        registry = self.pin(tenant)  # pinned for the whole cycle
+        health = self.gate.require_all(self.store, tenant, self.evaluators) if self.gate is not None else []
+        sampled = self.sample(tenant, as_of)
+        run_id = uuid.uuid4().hex
+        judged = [self.judge(tenant, e, run_id, should_stop) for e in self.evaluators]
+        routed = self.route(tenant)
+        assigned = self.assign(tenant, registry)
+        runs = [] if should_stop() else [r for e in self.evaluators for r in self.drift(tenant, e, as_of)]
+        return self._summary(tenant, as_of, registry, health, sampled, judged, routed, assigned, runs)
+
+    def _summary(self, tenant: str, as_of: datetime, registry: ActiveRegistry | None, health: list[dict[str, Any]],
+                 sampled: SampleReport, judged: list[JudgeReport], routed: RoutingReport, assigned: AssignReport,
+                 runs: list[DriftRunReport]) -> dict[str, Any]:
+        names = {e.fingerprint: e.name for e in self.evaluators}
+        signals = [{**asdict(s), "evaluator": names[s.fingerprint], "examples": list(s.examples)}
+                   for r in runs for s in r.signals]
+        return {
+            "tenant_id": tenant,
+            "as_of": as_of.isoformat(),
+            "registry_mode": self.registry_mode,
+            "registry_version": registry.version_id if registry else None,
+            "sentinel_health": [summary(h) for h in health],
+            "sampled": sampled.sampled,
+            "budget_limited_sampling": sampled.budget_limited,
+            "judged": sum(j.judged for j in judged),
+            "errors": sum(j.errors for j in judged),
+            "no_content": sum(j.no_content for j in judged),
+            "warnings": [w for w in (sampled.warning(),) if w],
+            "missing_intent_key": assigned.missing_intent_key,
+            "review_queued": routed.queued,
+            "evaluators": [{"name": j.evaluator, "fingerprint": j.fingerprint, "pending": j.pending, "judged": j.judged,
+                            "errors": j.errors, "no_content": j.no_content, "budget_exhausted": j.budget_exhausted, "stopped": j.stopped,
+                            "early_stop": j.early_stop,
+                            "input_tokens": j.usage.input_tokens, "output_tokens": j.usage.output_tokens,
+                            "cost_usd": round(j.usage.cost_usd, 6),
+                            "coverage": coverage(self.store, tenant, j.fingerprint)} for j in judged],
+            "drift_runs": [{"run_id": r.run_id, "evaluator": names[r.fingerprint], "fingerprint": r.fingerprint,
+                            "as_of": r.as_of.isoformat(), "alpha": r.alpha,
+                            "judgments": r.judgments, "cells": r.cells, "tested": r.tested, "signals": len(r.signals),
+                            "reused": r.reused} for r in runs],
+            "signals": signals,
+            "adverse_signals": sum(s["kind"] in ADVERSE_KINDS for s in signals),
+        }
+
+
 def run_cycle(config: DaemonConfig, tenant: str, as_of: datetime, evaluators: list[Evaluator],
               registry_mode: str = "off", should_stop: Callable[[], bool] = lambda: False,
               gate: HealthGate | None = None) -> dict[str, Any]:
-    """Run every step once; returns the JSON summary (judged, errors, coverage, signals, ...). With a
-    `gate`, the sentinel check runs first and an unhealthy judge stops the cycle (`judge_unhealthy`)."""
-    store = store_for(config)
-    # Pinned for the whole cycle: a version activated meanwhile is used by the next cycle, never half of this one.
-    registry = require_active(store, tenant) if registry_mode == "active" else None
-    health = gate.require_all(store, tenant, evaluators) if gate is not None else []
-    sampled = sample(store, config.data_dir, tenant, config.sampling, as_of)
-    run_id = uuid.uuid4().hex
-    judged = [judge(store, tenant, e, config.judging, run_id, should_stop) for e in evaluators]
-    routed = route(store, tenant, config.review)  # untrustworthy judgments and the audit sample
-    assigned = assign_for(store, config.data_dir, tenant, registry)
-    names = {e.fingerprint: e.name for e in evaluators}
-    runs = [] if should_stop() else [r for e in evaluators for r in run_drift(store, tenant, e.fingerprint,
-                                                                               config.drift, as_of)]
-    signals = [{**asdict(s), "evaluator": names[s.fingerprint], "examples": list(s.examples)}
-               for r in runs for s in r.signals]
-    return {
-        "tenant_id": tenant,
-        "as_of": as_of.isoformat(),
-        "registry_mode": registry_mode,
-        "registry_version": registry.version_id if registry else None,
-        "sentinel_health": [summary(h) for h in health],
-        "sampled": sampled.sampled,
-        "budget_limited_sampling": sampled.budget_limited,
-        "judged": sum(j.judged for j in judged),
-        "errors": sum(j.errors for j in judged),
-        "no_content": sum(j.no_content for j in judged),
-        "warnings": [w for w in (sampled.warning(),) if w],
-        "missing_intent_key": assigned.missing_intent_key,
-        "review_queued": routed.queued,
-        "evaluators": [{"name": j.evaluator, "fingerprint": j.fingerprint, "pending": j.pending, "judged": j.judged,
-                        "errors": j.errors, "no_content": j.no_content, "budget_exhausted": j.budget_exhausted, "stopped": j.stopped,
-                        "early_stop": j.early_stop,
-                        "input_tokens": j.usage.input_tokens, "output_tokens": j.usage.output_tokens,
-                        "cost_usd": round(j.usage.cost_usd, 6),
-                        "coverage": coverage(store, tenant, j.fingerprint)} for j in judged],
-        "drift_runs": [{"run_id": r.run_id, "evaluator": names[r.fingerprint], "fingerprint": r.fingerprint,
-                        "as_of": r.as_of.isoformat(), "alpha": r.alpha,
-                        "judgments": r.judgments, "cells": r.cells, "tested": r.tested, "signals": len(r.signals),
-                        "reused": r.reused} for r in runs],
-        "signals": signals,
-        "adverse_signals": sum(s["kind"] in ADVERSE_KINDS for s in signals),
-    }
+    """`Cycle.run` on `config`'s data dir: every step once, in order; the JSON summary."""
+    return Cycle(config, store_for(config), evaluators, registry_mode, gate).run(tenant, as_of, should_stop)
