@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from verdict import environment
 from verdict.pidlock import HeldElsewhere, PidFileLock
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.service.drift_runs import DriftRunReport
+from verdict_daemon.store.drift_runs import DriftRunReport
 from verdict_daemon.store.state import StateStore
 from verdict_demo.judge import NAME as OFFLINE_JUDGE
 from verdict_demo.llm import SupportLLM
@@ -176,7 +176,7 @@ class DaemonProgress:
 
 
 def daemon_progress(store: StateStore) -> DaemonProgress:
-    from verdict_daemon.service.drift_runs import fingerprints, judgment_table
+    from verdict_daemon.store.drift_runs import fingerprints, judgment_table
 
     with store.transaction() as con:
         (sampled, judged, usable, last_error, assigned, last_judged, runs, last_run, last_rows, alerts,
@@ -314,7 +314,8 @@ class DemoRun:
         """The closing decision of the UTC day before `today`, per evaluator fingerprint: a drift look exactly
         on the period grid (`drift_runs.plan`), through the state store the running daemon shares."""
         from verdict_daemon.config import load_config
-        from verdict_daemon.service.drift_runs import fingerprints, run_drift
+        from verdict_daemon.service.drift_runs import run_drift
+        from verdict_daemon.store.drift_runs import fingerprints
 
         store = StateStore(self.data_dir, lock_timeout=30)
         drift = load_config(config).drift

@@ -21,10 +21,10 @@ from verdict_daemon.clustering.assign_step import IntentKeyAssigner, assign
 from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.cycle import build_evaluator
-from verdict_daemon.service.drift_runs import judgment_table
 from verdict_daemon.service.judge_evaluators import JudgeEvaluator
 from verdict_daemon.service.judging import _Writer, coverage, judge, pending_work
 from verdict_daemon.service.sampling import sample
+from verdict_daemon.store.drift_runs import judgment_table
 from verdict_daemon.store.state import StateStore
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from verdict_daemon.review.queue import DimensionJudgment, ItemSummary, LabelRecord
-from verdict_daemon.service.drift_runs import Signal
+from verdict_daemon.store.drift_runs import Signal
 
 
 @dataclass(frozen=True)

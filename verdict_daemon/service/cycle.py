@@ -23,12 +23,13 @@ from verdict_daemon.clustering.assign_step import AssignReport, assign_for
 from verdict_daemon.config import DaemonConfig, EvaluatorConfig
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.review.routing import RoutingReport, route
-from verdict_daemon.service.drift_runs import DriftRunReport, run_drift
+from verdict_daemon.service.drift_runs import run_drift
 from verdict_daemon.service.evaluators import Evaluator, GraphEvaluator, load_target
 from verdict_daemon.service.judge_evaluators import build_judge_evaluator
 from verdict_daemon.service.judging import JudgeReport, coverage, judge
 from verdict_daemon.service.sampling import SampleReport, sample
 from verdict_daemon.service.sentinel_health import HealthGate, summary
+from verdict_daemon.store.drift_runs import DriftRunReport
 from verdict_daemon.store.state import StateStore
 
 # Signal kinds that mean "got worse" (what --fail-on-signal fails on); improvements are reported only.

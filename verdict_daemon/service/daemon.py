@@ -28,10 +28,10 @@ from verdict_daemon.config import DaemonConfig, Schedule
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.service import alerts
 from verdict_daemon.service.cycle import Cycle, build_evaluators, store_for
-from verdict_daemon.service.drift_runs import DriftRunReport
 from verdict_daemon.service.evaluators import Evaluator
 from verdict_daemon.service.probe_job import ProbeJob
 from verdict_daemon.service.sentinel_health import HealthGate
+from verdict_daemon.store.drift_runs import DriftRunReport
 from verdict_daemon.store.state import StateStore
 
 log = logging.getLogger("verdict.daemon")
