@@ -1,4 +1,5 @@
-"""Drift runs and their signals in state.duckdb: the only SQL for them, returning frozen dataclasses.
+"""Drift runs, their signals and the signals' alert deliveries in state.duckdb: the only SQL for them,
+returning frozen dataclasses.
 
 A run, its signals and the pending alert deliveries of those signals are committed in one transaction
 (`commit_run`), and only if the fingerprint's runs are still those the run was planned on
@@ -151,6 +152,54 @@ def commit_run(store: StateStore, run: RunRecord, signals: list[Signal], complet
                     [(run.tenant_id, s.signal_id, run.run_id, "pending", 0, None, completed_at, None)
                      for s in signals])
     return True
+
+
+@dataclass(frozen=True)
+class DueAlert:
+    """A pending delivery whose next attempt is due, with its signal and the run that raised it."""
+
+    signal_id: str
+    run_id: str
+    attempts: int
+    fingerprint: str
+    cluster: str
+    dimension: str
+    kind: str
+    baseline_level: float | None
+    current_level: float | None
+    baseline_n: int
+    current_n: int
+    delta: float | None
+    adjusted_p: float | None
+    examples: str | None  # JSON
+    as_of: datetime  # naive UTC
+    current_start: datetime  # naive UTC
+    alpha: float
+
+
+def due_alerts(store: StateStore, tenant: str, now: datetime) -> list[DueAlert]:
+    """The tenant's pending deliveries due at `now` (naive UTC), oldest due first."""
+    with store.transaction() as con:
+        rows = con.execute("""
+            SELECT d.signal_id, d.run_id, d.attempts, s.fingerprint, s.cluster, s.dimension, s.kind,
+                   s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.adjusted_p, s.examples,
+                   r.as_of, r.current_start, r.alpha
+            FROM alert_deliveries d
+            JOIN drift_signals s ON s.tenant_id = d.tenant_id AND s.run_id = d.run_id AND s.signal_id = d.signal_id
+            JOIN drift_runs r ON r.tenant_id = d.tenant_id AND r.run_id = d.run_id
+            WHERE d.tenant_id = ? AND d.status = 'pending' AND d.next_attempt_at <= ?
+            ORDER BY d.next_attempt_at, d.signal_id""", [tenant, now]).fetchall()
+    return [DueAlert(*row) for row in rows]
+
+
+def record_delivery(store: StateStore, tenant: str, signal_id: str, status: str, attempts: int,
+                    error: str | None, next_attempt_at: datetime | None) -> None:
+    """A delivery attempt's outcome: `delivered` (stamped now), `failed`, or `pending` until `next_attempt_at`."""
+    with store.transaction() as con:
+        con.execute("UPDATE alert_deliveries SET status = ?, attempts = ?, last_error = ?, next_attempt_at = ?, "
+                    "delivered_at = CASE WHEN ? = 'delivered' THEN now()::TIMESTAMP END "
+                    "WHERE tenant_id = ? AND signal_id = ?",
+                    [status, attempts, error, next_attempt_at, status, tenant, signal_id])
 
 
 def stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport | None:
