@@ -209,7 +209,7 @@ def build_lake(data_dir: Path, traces: int) -> None:
 def child_prepare_explicit(data_dir: str, traces: int) -> dict:
     from verdict_daemon.clustering.analysis_index import MAX_PAGE, normalize
     from verdict_daemon.clustering.fitting import FitRequest, fit
-    from verdict_daemon.state import StateStore
+    from verdict_daemon.store.state import StateStore
 
     clock = Clock()
     build_lake(Path(data_dir), traces)
@@ -226,7 +226,7 @@ def child_prepare_explicit(data_dir: str, traces: int) -> dict:
 
 def child_assign_explicit(data_dir: str, version_id: str) -> dict:
     from verdict_daemon.clustering.assignment import assign_version
-    from verdict_daemon.state import StateStore
+    from verdict_daemon.store.state import StateStore
 
     store = StateStore(Path(data_dir))
     cutoff = (LAKE_END + timedelta(days=1)).replace(tzinfo=None)

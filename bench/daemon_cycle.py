@@ -116,13 +116,13 @@ def main() -> int:
 
     from verdict.judges.judge import Judge
     from verdict.models.scripted import ScriptedModel
-    from verdict_daemon.clusters import IntentKeyAssigner, assign
+    from verdict_daemon.clustering.assign_step import IntentKeyAssigner, assign
     from verdict_daemon.config import Drift, Judging, Sampling
-    from verdict_daemon.drift_runs import run_drift
-    from verdict_daemon.judge_evaluators import JudgeEvaluator
-    from verdict_daemon.judging import judge
-    from verdict_daemon.sampling import sample
-    from verdict_daemon.state import StateStore
+    from verdict_daemon.service.drift_runs import run_drift
+    from verdict_daemon.service.judge_evaluators import JudgeEvaluator
+    from verdict_daemon.service.judging import judge
+    from verdict_daemon.service.sampling import sample
+    from verdict_daemon.store.state import StateStore
 
     work = Path(tempfile.mkdtemp(prefix="verdict-bench-"))
     try:

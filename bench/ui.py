@@ -55,8 +55,8 @@ def main() -> int:
     from bench.daemon_cycle import NOW, TENANTS, build_lake, fill_judgments
     from collector.compaction import compact_all
     from verdict_daemon.config import Sampling
-    from verdict_daemon.sampling import sample
-    from verdict_daemon.state import StateStore
+    from verdict_daemon.service.sampling import sample
+    from verdict_daemon.store.state import StateStore
     from verdict_ui.access import Access
     from verdict_ui.app import Settings, create_app
     from verdict_ui.snapshot import take

@@ -1,6 +1,6 @@
 """`verdict sql`: run SQL over one tenant's span lake, or the union of its lakes (local data dirs and object
 stores, read as collector.lake_union reads them: each segment once); table, CSV or JSON output. The command
-(verdict_daemon.sql_command) builds the union from --data-dir, --lake-dir and --lake-url.
+(verdict_daemon.cli.sql) builds the union from --data-dir, --lake-dir and --lake-url.
 
 Exit codes: 0 ok; 2 usage (and invalid_config: a bad --lake-url or a missing --lake-dir; storage_error: the
 object store cannot be read); 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied (verdict.cli_errors.EXIT_CODES). Errors are the one envelope {"error": {"code": ..., "message": ...}} on

@@ -92,11 +92,11 @@ def _main(script: str) -> Callable[[list[str]], int]:
     if script == "verdict-collector":
         from collector.cli import main
     elif script == "verdict-daemon":
-        from verdict_daemon.daemon_cli import main
+        from verdict_daemon.cli.daemon import main
     elif script == "verdict-pipeline":
-        from verdict_daemon.pipeline_cli import main
+        from verdict_daemon.cli.pipeline import main
     elif script == "verdict-cluster":
-        from verdict_daemon.cluster_cli import main
+        from verdict_daemon.cli.cluster import main
     else:
         from verdict_daemon.cli import main
     return main

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.cli import env
+from verdict import semconv
 from verdict.environment import VARIABLES
 
 BIN = Path(sys.executable).parent
@@ -108,6 +109,7 @@ def test_every_environment_variable_is_in_the_one_docs_table_and_in_the_code():
     used = set(re.findall(r"\b((?:VERDICT|OTEL|OPENAI|ANTHROPIC)_[A-Z_]+)\b", code))
     names = {v.name for v in VARIABLES} | {v.replaces for v in VARIABLES if v.replaces}
     not_variables = {"VERDICT_SCOPE", "VERDICT_COLUMNS", "VERDICT_COLLECTOR_", "OTEL_", "ANTHROPIC_OPEN_TELEMETRY"}
+    not_variables |= {name for name in vars(semconv) if name.isupper()}  # attribute names (OPENAI_..., ANTHROPIC_...)
     collector_options = {u for u in used if u.startswith("VERDICT_COLLECTOR_")} - names
     assert used - names - not_variables - collector_options == set()
 

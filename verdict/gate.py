@@ -1,6 +1,6 @@
 """The regression gate: run a judge over a fixed suite of cases and decide against a pass rate.
 
-`evaluate_gate` is what `verdict gate` (verdict_daemon.gate_command) and `verdict.testing.assert_pass_rate`
+`evaluate_gate` is what `verdict gate` (verdict_daemon.cli.gate) and `verdict.testing.assert_pass_rate`
 run. Cases have the sentinel shape (verdict.sentinel); results hold redacted content only.
 """
 

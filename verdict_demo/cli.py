@@ -135,7 +135,7 @@ def render_text(summary) -> str:
 
 def _check_judge_model(judge_model: str) -> None:
     """A bad model string or a missing API key fails here, before anything starts."""
-    from verdict_daemon.evaluators import resolve_judge_model
+    from verdict_daemon.service.evaluators import resolve_judge_model
 
     try:
         resolve_judge_model(judge_model)

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 from verdict import environment
 from verdict.pidlock import HeldElsewhere, PidFileLock
-from verdict_daemon.drift_runs import DriftRunReport
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.drift_runs import DriftRunReport
+from verdict_daemon.store.state import StateStore
 from verdict_demo.judge import NAME as OFFLINE_JUDGE
 from verdict_demo.llm import SupportLLM
 from verdict_demo.processes import Child, ComponentFailed, Interrupted, spawn
@@ -176,7 +176,7 @@ class DaemonProgress:
 
 
 def daemon_progress(store: StateStore) -> DaemonProgress:
-    from verdict_daemon.drift_runs import fingerprints, judgment_table
+    from verdict_daemon.store.drift_runs import fingerprints, judgment_table
 
     with store.transaction() as con:
         (sampled, judged, usable, last_error, assigned, last_judged, runs, last_run, last_rows, alerts,
@@ -260,7 +260,7 @@ class DemoRun:
 
         config = self.data_dir / "verdict.toml"
         config.write_text(daemon_config(self.data_dir, scenario, self.options.judge_model))
-        daemon = self._start("verdict-daemon", ["verdict_daemon.daemon_cli", "--config", str(config)], "daemon.log")
+        daemon = self._start("verdict-daemon", ["verdict_daemon.cli.daemon", "--config", str(config)], "daemon.log")
         # The app starts alongside (its imports take seconds); it sends nothing until told which day it is.
         app = self._start("support-bot app", ["verdict_demo.app", collector_url, self.llm.base_url,
                                               str(scenario.days), str(scenario.per_day), str(scenario.seed),
@@ -314,7 +314,8 @@ class DemoRun:
         """The closing decision of the UTC day before `today`, per evaluator fingerprint: a drift look exactly
         on the period grid (`drift_runs.plan`), through the state store the running daemon shares."""
         from verdict_daemon.config import load_config
-        from verdict_daemon.drift_runs import fingerprints, run_drift
+        from verdict_daemon.service.drift_runs import run_drift
+        from verdict_daemon.store.drift_runs import fingerprints
 
         store = StateStore(self.data_dir, lock_timeout=30)
         drift = load_config(config).drift

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from verdict.tenancy import TenantId
-from verdict_daemon.cycle import ADVERSE_KINDS
-from verdict_daemon.drift_runs import DriftRunReport, Signal, fingerprints
-from verdict_daemon.judging import coverage
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.cycle import ADVERSE_KINDS
+from verdict_daemon.service.judging import coverage
+from verdict_daemon.store.drift_runs import DriftRunReport, Signal, fingerprints
+from verdict_daemon.store.state import StateStore
 from verdict_demo.scenario import Regression
 
 

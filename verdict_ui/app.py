@@ -26,14 +26,14 @@ from starlette.types import ASGIApp
 
 from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.probes_command import PROBES_DIR
+from verdict_daemon.probes import PROBES_DIR
 from verdict_daemon.report.gather import gather
 from verdict_daemon.report.model import ReviewQueue
 from verdict_daemon.report.panels import probe_panel, review_counts
 from verdict_daemon.report.render import stylesheet
 from verdict_daemon.review import get_item, list_items, record_labels
 from verdict_daemon.review.queue import STATUSES
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 from verdict_ui import labelling, pages, params
 from verdict_ui.access import (
     REVIEWER,

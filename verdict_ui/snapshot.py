@@ -1,7 +1,7 @@
 """A tenant's read-only snapshot: the same in-memory DuckDB `verdict sql` opens.
 
 `collector.views.open_scoped` gives the span views (`spans`, `llm_calls`) locked to the tenant's
-partition directory; `verdict_daemon.views.add_state_views` copies the tenant's `judgments`,
+partition directory; `verdict_daemon.store.views.add_state_views` copies the tenant's `judgments`,
 `drift_runs`, `drift_signals`, … from state.duckdb (attached read-only, detached again), and one
 more extract here, `attempts`, holds the tenant's judgment attempts (the trace page lists every one).
 A snapshot is reused for `ttl` seconds, so a page costs queries, not a state copy. Its tables are
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verdict.tenancy import TenantId
-from verdict_daemon import views
-from verdict_daemon.state import STATE_FILE
+from verdict_daemon.store import views
+from verdict_daemon.store.state import STATE_FILE
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection

@@ -16,13 +16,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the review and cluster aggregates are used (modules may move between these; every one that exists is read).
-SCANNED = ("verdict_daemon/review", "verdict_daemon/clustering", "verdict_daemon/clusters.py",
-           "verdict_daemon/cluster_cli.py", "verdict_daemon/review_command.py", "verdict_ui")
+SCANNED = ("verdict_daemon/review", "verdict_daemon/clustering", "verdict_daemon/clustering/assign_step.py",
+           "verdict_daemon/cli/cluster.py", "verdict_daemon/cli/review.py", "verdict_ui")
 # The UI queries its in-memory snapshot, whose tables copy some state tables under the same names (drift_runs,
-# drift_signals, …: verdict_daemon.views); there only the review and cluster tables count.
+# drift_signals, …: verdict_daemon.store.views); there only the review and cluster tables count.
 SNAPSHOT_READERS = ("verdict_ui",)
 AGGREGATE_TABLES = re.compile(r"review_\w+|cluster_\w+|registry_\w+|analysis_index")
-STATE_MODULES = ("verdict_daemon/state.py", "verdict_daemon/store/state.py")
+STATE_MODULES = ("verdict_daemon/store/state.py", "verdict_daemon/store/state.py")
 STATE_CONNECTIONS = {"transaction", "_connect", "_connection"}
 
 
@@ -82,7 +82,7 @@ def test_the_check_sees_state_sql():
     assert {"review_items", "review_labels", "cluster_versions", "registry_pointer", "analysis_index"} <= tables
     source = '''
 """Reads review_items FROM review_items in prose: a docstring, not SQL."""
-from verdict_daemon.state import insert_rows
+from verdict_daemon.store.state import insert_rows
 
 def read(store, tenant):
     with store.transaction() as con:

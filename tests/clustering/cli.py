@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.daemon.cli import env
 from verdict.cli_errors import ERROR_CODES
-from verdict_daemon.cluster_cli import SCHEMA, main
+from verdict_daemon.cli.cluster import SCHEMA, main
 
 
 def run(data_dir: Path, *args: str, tenant: str = "acme", actor: str = "alice") -> tuple[int, dict]:
@@ -42,7 +42,7 @@ def ok(data_dir: Path, *args: str, **kwargs) -> dict:
 
 
 def spawn(data_dir: Path, *args: str, tenant: str = "acme", actor: str = "alice") -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "verdict_daemon.cluster_cli", "--data-dir", str(data_dir),
+    return subprocess.Popen([sys.executable, "-m", "verdict_daemon.cli.cluster", "--data-dir", str(data_dir),
                              "--tenant", tenant, "--actor", actor, *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
 

@@ -12,7 +12,7 @@ import pytest
 from tests.clustering.cli import run
 from tests.clustering.lakes import build
 from tests.daemon.cli import env
-from verdict_daemon.cluster_cli import main
+from verdict_daemon.cli.cluster import main
 from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES
 
 GOOD = "cv-0123456789abcdef"
@@ -104,7 +104,7 @@ def test_data_dir_that_is_a_file_and_missing_globals(tmp_path):
     (tmp_path / "file").write_text("not a directory")
     code, out = run(tmp_path / "file", "inspect")
     assert code == 2 and out["code"] == "invalid_config" and "--data-dir" in out["message"]
-    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cluster_cli", "inspect"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.cluster", "inspect"], capture_output=True,
                           text=True, env=env(), timeout=60)
     document = json.loads(proc.stderr)["error"]
     assert proc.returncode == 2 and document["code"] == "invalid_config" and "--data-dir" in document["message"]
@@ -112,7 +112,7 @@ def test_data_dir_that_is_a_file_and_missing_globals(tmp_path):
 
 
 def test_help_documents_every_command_and_the_error_codes():
-    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cluster_cli", "--help"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.cluster", "--help"], capture_output=True,
                           text=True, env=env(), timeout=60)
     assert proc.returncode == 0
     for word in ("normalize", "fit", "assign", "validate", "activate", "rollback", "rename", "inspect",
@@ -133,7 +133,7 @@ def test_an_unreadable_lake_segment_is_storage_error_not_a_traceback(tmp_path):
 
 
 def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.cluster_cli", "--data-dir", str(tmp_path),
+    proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.cli.cluster", "--data-dir", str(tmp_path),
                              "--tenant", "acme", "--actor", "alice", "inspect"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
     assert proc.stdout is not None  # piped

@@ -15,7 +15,7 @@ from tests.daemon.lakes import span_row, write_rows
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.analysis_index import index_traces, normalize
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 MIDNIGHT = NOW - timedelta(days=1)  # the start of the last day
 

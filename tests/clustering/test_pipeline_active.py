@@ -13,7 +13,7 @@ from tests.clustering.cli import lifecycle, ok
 from tests.daemon.cli import pipeline, write_config
 from tests.daemon.conftest import INTENTS, NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
-from verdict_daemon.daemon import Daemon
+from verdict_daemon.service.daemon import Daemon
 
 AS_OF = NOW.isoformat()
 

@@ -21,8 +21,8 @@ from tests.review.cli import review
 from verdict.correlate import record_user_signal
 from verdict.tenancy import TenantId
 from verdict_daemon.config import parse_config
-from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.review.correlation import lake_signals
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
 
 
 def _signal_for(verdict: str, k: int) -> str:

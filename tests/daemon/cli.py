@@ -29,7 +29,7 @@ def closed_error(stderr: str) -> dict:
 def pipeline(*args: str, timeout: float = 120) -> tuple[int, dict, str]:
     """(exit code, document, stderr) of `verdict-pipeline --json ...`: the summary on stdout, or on exit 2
     nothing on stdout and the error envelope {"error": {...}} from stderr."""
-    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.pipeline_cli", "--json", *args],
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.pipeline", "--json", *args],
                           capture_output=True, text=True, env=env(), timeout=timeout)
     if proc.returncode == 2:
         assert proc.stdout == "", proc.stdout

@@ -26,7 +26,7 @@ import pyarrow as pa
 from verdict.drift import DriftDetector
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Drift
-from verdict_daemon.drift_runs import Decision, lookback, plan, report_signals
+from verdict_daemon.service.drift_runs import Decision, lookback, plan, report_signals
 
 START = datetime(2026, 1, 1)  # naive UTC, a period boundary
 Plan = Callable[[Drift, datetime, list[datetime]], list[Decision]]

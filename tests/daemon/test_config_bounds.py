@@ -12,9 +12,9 @@ import threading
 import pytest
 
 from tests.daemon.cli import closed_error, env
+from verdict_daemon.cli.pipeline import main as pipeline_main
 from verdict_daemon.config import load_config
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.pipeline_cli import main as pipeline_main
 
 # (TOML section, key, a value that used to pass and then broke the daemon: overflow, endless wait, ...)
 UNBOUNDED = [
@@ -63,7 +63,7 @@ def test_schedules_and_lock_timeout_are_bounded(tmp_path, text, top, key):
 
 def test_the_daemon_process_refuses_an_endless_grace_at_start(tmp_path):
     config = _config(tmp_path, "[judging]\nstop_grace_seconds = inf\n")
-    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config", str(config)],
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.daemon", "--config", str(config)],
                           capture_output=True, text=True, env=env(), timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     error = closed_error(proc.stderr)
@@ -92,7 +92,7 @@ def test_as_of_outside_its_range_is_invalid_config(tmp_path, capsys, as_of):
 def test_an_unset_webhook_token_variable_stops_the_start(tmp_path):
     config = _config(tmp_path, '[alerts]\nwebhook_url = "http://127.0.0.1:9/hook"\n'
                      'token_env = "VERDICT_TEST_UNSET_TOKEN"\n')
-    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config", str(config)],
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.daemon", "--config", str(config)],
                           capture_output=True, text=True, env={k: v for k, v in env().items()
                                                               if k != "VERDICT_TEST_UNSET_TOKEN"}, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
@@ -107,7 +107,7 @@ def test_a_failing_daemon_exits_even_with_threads_still_running(tmp_path):
     config = _config(tmp_path, "[judging]\nstop_grace_seconds = -1\n")
     script = ("import sys, threading\n"
               "threading.Thread(target=threading.Event().wait).start()  # never ends, not a daemon thread\n"
-              "from verdict_daemon.daemon_cli import run\n"
+              "from verdict_daemon.cli.daemon import run\n"
               "run(['--config', sys.argv[1]])\n")
     proc = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, env=env(),
                           timeout=60)
@@ -118,7 +118,7 @@ def test_a_failing_daemon_exits_even_with_threads_still_running(tmp_path):
 def test_main_in_process_returns_its_code_while_threads_run(tmp_path):
     """Only the process entry point (`run`) leaves through os._exit: `main` called in-process (a test
     runner, an embedding app) returns its code, whatever threads the host has running."""
-    from verdict_daemon.daemon_cli import main
+    from verdict_daemon.cli.daemon import main
 
     config = _config(tmp_path, "[judging]\nstop_grace_seconds = -1\n")
     stop = threading.Event()

@@ -22,10 +22,10 @@ from tests.daemon.conftest import INTENTS, NOW, make_config
 from tests.daemon.lakes import JUDGE_CALLS_ENV, synthetic_days, write_rows
 from tests.daemon.test_end_to_end import Webhook
 from verdict.tenancy import TenantId
-from verdict_daemon import alerts
-from verdict_daemon.cycle import build_evaluators, run_cycle
-from verdict_daemon.daemon import Daemon, InstanceLock
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.service import alerts
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.service.daemon import Daemon, InstanceLock
 
 
 def _count(data_dir, query: str) -> int:
@@ -154,7 +154,7 @@ def _live_daemon(tmp_path, model: str, extra: str, **environ: str) -> tuple[subp
         "judge = { interval_seconds = 1 }\nassign = { interval_seconds = 60 }\ndrift = { interval_seconds = 60 }\n")
     (tmp_path / "verdict.toml").write_text(config)
     log = tmp_path / "daemon.log"
-    proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config",
+    proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.cli.daemon", "--config",
                              str(tmp_path / "verdict.toml")], stderr=log.open("w"), env=env(**environ))
     deadline = time.monotonic() + 120
     while "sample tenant=acme eligible=" not in log.read_text():
@@ -225,7 +225,7 @@ def test_sigterm_abandons_hung_judge_calls_after_the_grace(tmp_path):
 def test_daemon_start_failures_are_one_line_closed_errors(tmp_path, setup, code, message):
     config = write_config(tmp_path / "verdict.toml", tmp_path / "data")
     setup(config, tmp_path / "data")
-    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config", str(config)],
+    proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.daemon", "--config", str(config)],
                           capture_output=True, text=True, env=env(), timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

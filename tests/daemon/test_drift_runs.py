@@ -10,11 +10,13 @@ import pytest
 
 from tests.daemon.conftest import NOW, make_config
 from verdict.tenancy import TenantId
-from verdict_daemon import drift_runs
-from verdict_daemon.cycle import build_evaluators, run_cycle
-from verdict_daemon.daemon import Daemon
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import StateStore
+from verdict_daemon.service import drift_runs
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.service.daemon import Daemon
+from verdict_daemon.store import drift_runs as drift_store
+from verdict_daemon.store.drift_runs import latest_run
+from verdict_daemon.store.state import StateStore
 
 
 def _naive(t):
@@ -41,14 +43,14 @@ def test_a_failure_while_committing_a_run_leaves_no_trace_of_it(judged, lake, mo
     config, store, fingerprint = judged
     before = _rows(lake, "SELECT (SELECT count(*) FROM drift_runs), (SELECT count(*) FROM drift_signals), "
                          "(SELECT count(*) FROM alert_deliveries)")
-    real = drift_runs.insert_rows
+    real = drift_store.insert_rows
 
     def crash_on_signals(con, table, *args, **kwargs):
         if table == "drift_signals":  # the run row is already inserted in this transaction
             raise duckdb.IOException("disk full")
         real(con, table, *args, **kwargs)
 
-    monkeypatch.setattr(drift_runs, "insert_rows", crash_on_signals)
+    monkeypatch.setattr(drift_store, "insert_rows", crash_on_signals)
     with pytest.raises(DaemonError) as err:
         drift_runs.run_drift(store, TenantId("acme"), fingerprint, config.drift, NOW + timedelta(hours=1))
     assert err.value.code == "storage_error"
@@ -64,11 +66,11 @@ def test_zero_signal_runs_are_stored_and_readers_take_the_latest(judged, lake):
     assert [r.as_of for r in runs] == [_naive(NOW + timedelta(days=d)) for d in range(24, 31)]
     later = runs[-1]
     assert all(r.signals == () and not r.reused for r in runs)
-    latest = drift_runs.latest_run(store, TenantId("acme"), fingerprint)
+    latest = latest_run(store, TenantId("acme"), fingerprint)
     assert latest is not None and latest.run_id == later.run_id
     rows = _rows(lake, "SELECT as_of, signals FROM drift_runs ORDER BY as_of")
     assert rows[0] == (_naive(NOW), 1) and rows[-1] == (_naive(NOW + timedelta(days=30)), 0) and len(rows) == 8
-    assert drift_runs.latest_run(store, TenantId("globex"), fingerprint) is None  # another tenant sees nothing
+    assert latest_run(store, TenantId("globex"), fingerprint) is None  # another tenant sees nothing
 
 
 def test_the_next_look_closes_the_days_nobody_watched_once(lake, monkeypatch):

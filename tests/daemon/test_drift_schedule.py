@@ -27,10 +27,10 @@ from tests.daemon.drift_schedule import (
 )
 from tests.daemon.test_drift_runs import _rows
 from verdict.tenancy import TenantId
-from verdict_daemon import drift_runs
 from verdict_daemon.config import Drift
-from verdict_daemon.cycle import build_evaluators, run_cycle
-from verdict_daemon.daemon import Daemon
+from verdict_daemon.service import drift_runs
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.service.daemon import Daemon
 
 HOUR, FIVE_MINUTES = timedelta(hours=1), timedelta(minutes=5)
 

@@ -132,7 +132,7 @@ webhook_url = "{webhook}"
 
 
 def _start_daemon(config: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "verdict_daemon.daemon_cli", "--config", str(config)],
+    return subprocess.Popen([sys.executable, "-m", "verdict_daemon.cli.daemon", "--config", str(config)],
                             stderr=log.open("a"), env=env())
 
 

@@ -18,15 +18,15 @@ from verdict.models.base import ModelError
 from verdict.models.scripted import ScriptedModel
 from verdict.tenancy import TenantId
 from verdict.tracing import current_workload
-from verdict_daemon.clusters import IntentKeyAssigner, assign
+from verdict_daemon.clustering.assign_step import IntentKeyAssigner, assign
 from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
-from verdict_daemon.cycle import build_evaluator
-from verdict_daemon.drift_runs import judgment_table
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.judge_evaluators import JudgeEvaluator
-from verdict_daemon.judging import _Writer, coverage, judge, pending_work
-from verdict_daemon.sampling import sample
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.cycle import build_evaluator
+from verdict_daemon.service.judge_evaluators import JudgeEvaluator
+from verdict_daemon.service.judging import _Writer, coverage, judge, pending_work
+from verdict_daemon.service.sampling import sample
+from verdict_daemon.store.drift_runs import judgment_table
+from verdict_daemon.store.state import StateStore
 
 
 def _evaluator(reply, name="scripted/test") -> JudgeEvaluator:
@@ -250,7 +250,7 @@ def test_graph_evaluator_maps_fields_to_dimensions(sampled):
 def test_graph_fingerprint_changes_with_the_prompt():
     from tests.daemon.graphs import CompletenessUnit
     from verdict.graph import Pipeline
-    from verdict_daemon.evaluators import GraphEvaluator
+    from verdict_daemon.service.evaluators import GraphEvaluator
 
     def graph(prompt):
         return Pipeline() >> CompletenessUnit().prompt(prompt).via(ScriptedModel(["{}"]))

@@ -22,8 +22,8 @@ from tests.daemon.conftest import INTENTS, NOW
 from tests.daemon.lakes import synthetic_days, write_rows
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Sampling
-from verdict_daemon.sampling import sample
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.sampling import sample
+from verdict_daemon.store.state import StateStore
 
 ALL = Sampling(per_cluster_per_window=1000)  # every eligible trace is picked: the picks are the tenant's traces
 

@@ -11,9 +11,13 @@ from tests.fakes import Fail, Reply
 from tests.judges.replies import rubric_reply
 from verdict.models.base import Usage
 from verdict_daemon.config import EvaluatorConfig
-from verdict_daemon.cycle import build_evaluator
-from verdict_daemon.evaluators import MODEL_CONFIG_ERROR, PROVIDER_UNAVAILABLE, error_outcome
-from verdict_daemon.material import Material
+from verdict_daemon.service.cycle import build_evaluator
+from verdict_daemon.service.evaluators import (
+    MODEL_CONFIG_ERROR,
+    PROVIDER_UNAVAILABLE,
+    error_outcome,
+)
+from verdict_daemon.service.material import Material
 from verdict_demo.fake_llm.llamacpp import LlamaCppReplica
 
 MATERIAL = Material("t1", datetime(2026, 1, 1), "Capital of France?", "Paris.", "Paris is the capital of France.")

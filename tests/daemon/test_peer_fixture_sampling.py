@@ -15,7 +15,7 @@ import pytest
 from collector.views import open_scoped
 from tests.daemon.cli import pipeline, write_config
 from verdict.redact import redact_text
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
 V2 = FIXTURES / "openai-v2-default"

@@ -17,10 +17,10 @@ from verdict.judges.judge import Judge
 from verdict.models.scripted import ScriptedModel
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Judging, Sampling
-from verdict_daemon.judge_evaluators import JudgeEvaluator
-from verdict_daemon.judging import coverage, judge
-from verdict_daemon.sampling import sample
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.judge_evaluators import JudgeEvaluator
+from verdict_daemon.service.judging import coverage, judge
+from verdict_daemon.service.sampling import sample
+from verdict_daemon.store.state import StateStore
 
 START = NOW - timedelta(hours=3)
 
@@ -105,7 +105,7 @@ def test_spans_without_a_recognised_llm_call_warn_naming_scopes(tmp_path):
     assert "openinference.instrumentation.openai (5 spans)" in warning and "ai (2 spans)" in warning
     assert "openinference.instrumentation.openai (5 spans)" in stderr  # logged as a warning too
     # the text summary says it as well
-    text = subprocess.run([sys.executable, "-m", "verdict_daemon.pipeline_cli", "--config", str(config),
+    text = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.pipeline", "--config", str(config),
                            "--tenant", "acme", "--as-of", NOW.isoformat()],
                           capture_output=True, text=True, env=env(), timeout=120)
     assert text.returncode == 0 and "warning: spans but no recognised LLM call" in text.stdout

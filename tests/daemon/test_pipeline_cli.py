@@ -56,7 +56,7 @@ def test_a_judge_refused_on_every_first_call_stops_early_and_the_summary_says_wh
     (evaluator,) = summary["evaluators"]
     assert (evaluator["pending"], evaluator["judged"], evaluator["errors"]) == (36, 0, 3)
     assert re.match(r"stopped early: the first 3 result\(s\) all failed with \w+/bad_request ", evaluator["early_stop"])
-    text = subprocess.run([sys.executable, "-m", "verdict_daemon.pipeline_cli", "--config", str(config),
+    text = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.pipeline", "--config", str(config),
                            "--tenant", "acme", "--as-of", AS_OF], capture_output=True, text=True, env=env(),
                           timeout=120).stdout
     assert re.search(r"stopped early: the first 3 result\(s\) all failed with \w+/bad_request ", text)
@@ -93,7 +93,7 @@ def test_errors_are_closed_codes_without_tracebacks(lake, tmp_path, fake_openai)
         'model = "tests.daemon.lakes:scripted_judge_model"', 'model = "openai/gpt-4o-mini"')
     (tmp_path / "down.toml").write_text(unreachable)
     down = subprocess.run(
-        [sys.executable, "-m", "verdict_daemon.pipeline_cli", "--json", "--config", str(tmp_path / "down.toml"),
+        [sys.executable, "-m", "verdict_daemon.cli.pipeline", "--json", "--config", str(tmp_path / "down.toml"),
          "--tenant", "acme", "--as-of", AS_OF],
         capture_output=True, text=True, timeout=120,
         env={**env(), "OPENAI_API_KEY": "sk-test-not-real",

@@ -11,11 +11,11 @@ import duckdb
 from tests.daemon.conftest import INTENTS, NOW
 from tests.daemon.lakes import answer_for, span_row, write_rows
 from verdict.tenancy import TenantId
-from verdict_daemon.clusters import AssignReport, IntentKeyAssigner, assign
+from verdict_daemon.clustering.assign_step import AssignReport, IntentKeyAssigner, assign
 from verdict_daemon.config import Sampling
-from verdict_daemon.material import graded_texts
-from verdict_daemon.sampling import sample
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.material import graded_texts
+from verdict_daemon.service.sampling import sample
+from verdict_daemon.store.state import StateStore
 
 
 def _sampled(store: StateStore, tenant: str = "acme") -> list[tuple]:

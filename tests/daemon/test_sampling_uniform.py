@@ -24,8 +24,8 @@ from tests.daemon.lakes import answer_for, span_row, write_rows
 from verdict.stats import fisher_exact
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Sampling
-from verdict_daemon.sampling import CEILING_FACTOR, sample
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.sampling import CEILING_FACTOR, sample
+from verdict_daemon.store.state import StateStore
 
 K = 100
 SEED = 5

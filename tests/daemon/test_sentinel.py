@@ -14,8 +14,8 @@ import duckdb
 from tests.daemon.cli import pipeline, write_config
 from tests.daemon.conftest import NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
-from verdict_daemon.daemon import Daemon
 from verdict_daemon.errors import ERROR_CODES
+from verdict_daemon.service.daemon import Daemon
 
 AS_OF = NOW.isoformat()
 GATE = "[sentinel]\nminimum_examples = 6\nthreshold = 0.5\n"

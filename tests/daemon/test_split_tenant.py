@@ -26,7 +26,7 @@ from tests.collector.s3_server import start_s3_server
 from tests.daemon.app import DAYS
 from tests.daemon.cli import env, pipeline, write_config
 from tests.daemon.test_end_to_end import CORRUPTED, INTENTS, MIN_USABLE, PER_DAY, TENANT, llm_answer
-from verdict_daemon.state import STATE_FILE
+from verdict_daemon.store.state import STATE_FILE
 
 pytestmark = pytest.mark.objectstore
 
@@ -173,7 +173,7 @@ def test_tenant_split_across_two_collectors_gives_the_single_collector_drift_ans
     config = _daemon_config(tmp_path / "daemon.toml", daemon_state,
                             f'[lake]\ndirs = ["{zone_a}", "{zone_b}"]\nurls = ["{lake_url}"]\n')
     log = tmp_path / "daemon.log"
-    command = [sys.executable, "-m", "verdict_daemon.daemon_cli", "--config", str(config)]
+    command = [sys.executable, "-m", "verdict_daemon.cli.daemon", "--config", str(config)]
     daemon = subprocess.Popen(command, stderr=log.open("a"), env=env())
     try:
         _wait(lambda: (_state(daemon_state, "SELECT max(judgments) FROM drift_runs") or [(None,)])[0][0] == TOTAL * 4,

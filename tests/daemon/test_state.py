@@ -10,7 +10,7 @@ import pytest
 
 from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import MIGRATIONS, SCHEMA_VERSION, StateStore
+from verdict_daemon.store.state import MIGRATIONS, SCHEMA_VERSION, StateStore
 
 HOLDER = """
 import duckdb, sys, time

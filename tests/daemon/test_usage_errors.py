@@ -127,7 +127,7 @@ def test_the_gate_and_sql_codes_are_in_the_one_closed_set():
     and sql's keep their exits 3-6."""
     from collector.sql import SQL_ERROR_CODES
     from verdict.cli_errors import EXIT_CODES
-    from verdict_daemon.gate_command import ERROR_CODES as GATE_CODES
+    from verdict_daemon.cli.gate import ERROR_CODES as GATE_CODES
 
     assert set(GATE_CODES) <= set(ERROR_CODES) and set(SQL_ERROR_CODES) <= set(ERROR_CODES)
     assert [EXIT_CODES[code] for code in SQL_ERROR_CODES] == [3, 4, 5, 6]

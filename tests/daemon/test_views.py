@@ -11,8 +11,8 @@ from collector.views import view_statements
 from tests.daemon.conftest import NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
 from verdict.tenancy import TenantId
-from verdict_daemon.cycle import build_evaluators, run_cycle
-from verdict_daemon.views import add_state_views
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.store.views import add_state_views
 
 
 def _scoped(data_dir, tenant):

@@ -13,8 +13,8 @@ from tests.daemon.conftest import NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
 from tests.review.legacy import VOTES_STEP, create_previous_schema_state
 from verdict.tenancy import TenantId
-from verdict_daemon.cycle import build_evaluators, run_cycle
-from verdict_daemon.state import SCHEMA_VERSION, StateStore
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.store.state import SCHEMA_VERSION, StateStore
 
 AT = datetime(2026, 11, 19, 12, 0)
 PANEL, SINGLE = "e" * 64, "r" * 64

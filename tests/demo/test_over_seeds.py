@@ -17,7 +17,7 @@ import pytest
 
 from verdict.redact import redact_text
 from verdict_daemon.config import parse_config
-from verdict_daemon.drift_runs import plan
+from verdict_daemon.service.drift_runs import plan
 from verdict_demo.app import SPREAD_HOURS
 from verdict_demo.backdating import day_noon
 from verdict_demo.fake_llm import RecordedRequest

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 from verdict_demo.orchestrator import daemon_progress
 from verdict_demo.processes import ComponentFailed
 from verdict_demo.scenario import TENANT

@@ -14,8 +14,8 @@ import pytest
 from tests.probes.scripted import MINI_YAML
 from verdict.probes.artifact import load_artifact, load_history
 from verdict_daemon.config import Schedules, load_config, parse_config
-from verdict_daemon.daemon import Daemon
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.service.daemon import Daemon
 
 SCRIPTED = "tests.probes.scripted"
 
@@ -116,7 +116,7 @@ def test_a_tenant_whose_directory_cannot_be_written_does_not_stop_the_others(tmp
 
 
 def test_the_probes_job_refuses_an_invalid_tenant_id(tmp_path):
-    from verdict_daemon.probes_command import ProbeJob
+    from verdict_daemon.service.probe_job import ProbeJob
 
     config, data = write_config(tmp_path)
     with pytest.raises(DaemonError) as error:

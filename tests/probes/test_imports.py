@@ -12,5 +12,5 @@ def test_import_verdict_does_not_load_probes():
 
 def test_the_probes_package_and_command_are_light():
     assert loaded_after("import verdict.probes", HEAVY) == ["verdict.probes"]
-    assert loaded_after("import verdict_daemon.probes_command", HEAVY) == []
+    assert loaded_after("import verdict_daemon.cli.probes", HEAVY) == []
     assert loaded_after("from verdict.probes import load_artifact", HEAVY) == ["verdict.probes"]

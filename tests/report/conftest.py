@@ -24,8 +24,8 @@ from tests.probes.scripted import BAD, GOOD, MINI, scripted_judge, scripted_targ
 from verdict.probes.artifact import write_artifact
 from verdict.probes.runner import run_suite
 from verdict.tenancy import TenantId
-from verdict_daemon.cycle import build_evaluators, run_cycle
-from verdict_daemon.sentinel_health import HealthGate
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.service.sentinel_health import HealthGate
 
 JUDGE = "tests.report.judges:report_judge_model"
 # A second evaluator, a user judge graph ({complete: bool}): its results must never pool with the rubric's.

@@ -194,10 +194,10 @@ def test_before_the_first_drift_run_the_heatmap_covers_the_last_day(tmp_path):
     """Judged but neither assigned nor analysed yet (the daemon's assign and drift jobs have not run)."""
     from tests.daemon.conftest import make_config
     from tests.daemon.lakes import synthetic_days, write_rows
-    from verdict_daemon.cycle import build_evaluators, store_for
-    from verdict_daemon.judging import judge
     from verdict_daemon.report.render import render
-    from verdict_daemon.sampling import sample
+    from verdict_daemon.service.cycle import build_evaluators, store_for
+    from verdict_daemon.service.judging import judge
+    from verdict_daemon.service.sampling import sample
 
     data_dir = tmp_path / "data"
     write_rows(data_dir, "acme", synthetic_days(NOW, intents=("billing.v1",), per_day=3))
@@ -253,10 +253,10 @@ def test_the_latest_closing_decision_is_the_headline_and_a_later_early_look_is_l
     report headlines the decision (its signals, its window) and shows the latest look under it, as a look."""
     import shutil
 
-    from verdict_daemon import drift_runs
     from verdict_daemon.config import Drift
     from verdict_daemon.report.render import render
-    from verdict_daemon.state import StateStore
+    from verdict_daemon.service import drift_runs
+    from verdict_daemon.store.state import StateStore
 
     data_dir = tmp_path / "data"
     shutil.copytree(lake.data_dir, data_dir)

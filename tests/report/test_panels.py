@@ -74,7 +74,7 @@ def test_probe_runs_the_daemon_wrote_are_found_in_the_data_dir(lake, probe_runs,
     from tests.probes.scripted import GOOD, MINI, scripted_judge, scripted_target
     from verdict.probes.artifact import write_artifact
     from verdict.probes.runner import run_suite
-    from verdict_daemon.probes_command import PROBES_DIR
+    from verdict_daemon.probes import PROBES_DIR
 
     data = tmp_path / "data"
     shutil.copytree(lake.data_dir, data)

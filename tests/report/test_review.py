@@ -22,12 +22,12 @@ from tests.daemon.lakes import span_row, synthetic_days, write_rows
 from tests.report.conftest import JUDGE, _unique_queries
 from tests.report.test_render import Elements
 from verdict.tenancy import TenantId
-from verdict_daemon.cycle import build_evaluators, run_cycle
 from verdict_daemon.report import build_report
 from verdict_daemon.report.panels import LABELLED_SHOWN, PENDING_SHOWN
 from verdict_daemon.report.render import render
 from verdict_daemon.review import get_item, list_items, queue_summary, record_labels
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.store.state import StateStore
 
 AT = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
 KEY, PHONE = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0AbCdEf", "+1 415 555 0132"

@@ -16,7 +16,7 @@ from pathlib import Path
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Review
 from verdict_daemon.review import route
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.store.state import StateStore, insert_rows
 
 N = 100_000
 DIMENSIONS = ("relevance", "safety", "completeness", "instruction_following")

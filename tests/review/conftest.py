@@ -13,7 +13,7 @@ from tests.daemon.conftest import INTENTS, NOW
 from tests.daemon.lakes import synthetic_days, write_rows
 from verdict.tenancy import TenantId
 from verdict_daemon.config import DaemonConfig, parse_config
-from verdict_daemon.cycle import build_evaluators, run_cycle
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
 
 MODELS = "tests.review.models"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from unittest.mock import patch
 
-from verdict_daemon import state
-from verdict_daemon.state import MIGRATIONS, StateStore
+from verdict_daemon.store import state
+from verdict_daemon.store.state import MIGRATIONS, StateStore
 
 VOTES_STEP = next(i for i, step in enumerate(MIGRATIONS) if any("ADD COLUMN votes" in s for s in step))
 

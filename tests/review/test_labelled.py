@@ -18,7 +18,7 @@ from verdict.sentinel import load_sentinel_set
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Review
 from verdict_daemon.review import get_item, list_items, record_labels, route
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 
 @dataclass(frozen=True)

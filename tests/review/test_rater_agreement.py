@@ -16,7 +16,7 @@ from tests.review.cli import review
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Review
 from verdict_daemon.review import list_items, record_labels, route
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.state import StateStore
 
 FLIP = {"PASS": "FAIL", "FAIL": "PASS"}
 

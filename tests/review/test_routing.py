@@ -21,11 +21,11 @@ from verdict.models.base import Usage
 from verdict.models.scripted import ScriptedModel
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Judging, Review
-from verdict_daemon.daemon import Daemon
-from verdict_daemon.evaluators import DimensionVerdict, Outcome, error_outcome
-from verdict_daemon.judging import judge
 from verdict_daemon.review import list_items, queue_summary, route
-from verdict_daemon.state import SCHEMA_VERSION, StateStore
+from verdict_daemon.service.daemon import Daemon
+from verdict_daemon.service.evaluators import DimensionVerdict, Outcome, error_outcome
+from verdict_daemon.service.judging import judge
+from verdict_daemon.store.state import SCHEMA_VERSION, StateStore
 
 
 def _rows(data, sql, params=()):

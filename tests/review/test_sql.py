@@ -11,8 +11,8 @@ import duckdb
 from tests.review.cli import review
 from verdict.tenancy import TenantId
 from verdict_daemon.cli import main
-from verdict_daemon.state import MIGRATIONS, STATE_FILE
-from verdict_daemon.views import add_state_views
+from verdict_daemon.store.state import MIGRATIONS, STATE_FILE
+from verdict_daemon.store.views import add_state_views
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "review.md"
 

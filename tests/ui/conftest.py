@@ -27,8 +27,8 @@ from tests.daemon.lakes import synthetic_days, write_rows
 from tests.daemon.test_sentinel import sentinel_file
 from tests.report.conftest import GRAPH, JUDGE, Lake, _hostile_rows, _unique_queries
 from verdict.tenancy import TenantId
-from verdict_daemon.cycle import build_evaluators, run_cycle
-from verdict_daemon.sentinel_health import HealthGate
+from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.service.sentinel_health import HealthGate
 from verdict_ui.access import Access
 from verdict_ui.app import Settings, create_app
 

@@ -3,7 +3,7 @@
 Kept light on purpose: importing the package imports nothing; explicit clustering never loads
 torch or numpy-heavy code (`semantic.py` is imported lazily, only for semantic/hybrid versions).
 
-Python API (each takes a `verdict_daemon.state.StateStore` and a validated `verdict.tenancy.TenantId`;
+Python API (each takes a `verdict_daemon.store.state.StateStore` and a validated `verdict.tenancy.TenantId`;
 the SQL is `verdict_daemon.store.clusters`):
 - `analysis_index.normalize(store, data_dir, tenant, limit) -> NormalizeReport` — one backfill page.
 - `fitting.fit(store, data_dir, tenant, actor, FitRequest(...)) -> FitResult` — an immutable version.

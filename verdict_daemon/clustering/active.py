@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.errors import ERROR_CODES, DaemonError
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.clusters import REGISTRY_METHOD_PREFIX, ClusterRepository, Scope
+from verdict_daemon.store.state import StateStore
 
 if TYPE_CHECKING:
     from collector.lake_union import LakeUnion

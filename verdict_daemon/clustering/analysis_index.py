@@ -26,10 +26,10 @@ from verdict.intent import validate_intent_key
 from verdict.redact import redact_text
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.evaluators import JUDGE_WORKLOAD
-from verdict_daemon.material import message_text, parse_messages
-from verdict_daemon.state import StateStore
+from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
+from verdict_daemon.service.material import message_text, parse_messages
 from verdict_daemon.store.clusters import ClusterRepository, IndexRow
+from verdict_daemon.store.state import StateStore
 
 MAX_PAGE = 50_000  # hard ceiling of one normalize page (bounded memory and transaction size)
 MAX_MESSAGE_CHARS = 2_000  # the stored first user message is cut here before redaction and hashing

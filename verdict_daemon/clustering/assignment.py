@@ -17,8 +17,8 @@ from verdict.tenancy import TenantId
 from verdict_daemon.clustering import events, versions
 from verdict_daemon.clustering.analysis_index import require_indexed
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.clusters import ClusterRepository, RegistryTransaction, Scope
+from verdict_daemon.store.state import StateStore
 
 
 @dataclass(frozen=True)

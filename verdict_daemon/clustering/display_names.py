@@ -8,8 +8,8 @@ from verdict.redact import redact_text
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering import events
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.clusters import ClusterRepository
+from verdict_daemon.store.state import StateStore
 
 MAX_DISPLAY_NAME = 80
 MAX_CLUSTER_ID = 200

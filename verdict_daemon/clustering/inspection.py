@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from verdict.tenancy import TenantId
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.clusters import ClusterRepository, ClusterView, Event
+from verdict_daemon.store.state import StateStore
 
 # Per list: (default limit, hard ceiling).
 PAGING = {"version": (20, 200), "cluster": (50, 500), "event": (20, 200)}

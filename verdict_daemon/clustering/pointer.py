@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering import events
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.clusters import ClusterRepository, Pointer, RegistryTransaction
+from verdict_daemon.store.state import StateStore
 
 __all__ = ["Pointer", "activate", "rollback"]
 

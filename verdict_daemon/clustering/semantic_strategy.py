@@ -19,9 +19,7 @@ from pathlib import Path
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering import explicit
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.clustering.versions import OUTLIER, SEMANTIC_PREFIX, Version
-from verdict_daemon.sampling import UNASSIGNED
-from verdict_daemon.state import StateStore
+from verdict_daemon.clustering.versions import OUTLIER, SEMANTIC_PREFIX, UNASSIGNED, Version
 from verdict_daemon.store.clusters import (
     ClusterRepository,
     KeyCounts,
@@ -29,6 +27,7 @@ from verdict_daemon.store.clusters import (
     Scope,
     SemanticRecord,
 )
+from verdict_daemon.store.state import StateStore
 
 EMBEDDING_CACHE = "embedding_cache"
 KIND = "semantic"

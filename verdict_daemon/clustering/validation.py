@@ -20,8 +20,8 @@ from verdict.intent import validate_intent_key
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering import events, versions
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.clusters import ClusterRepository, Coverage, RegistryCluster
+from verdict_daemon.store.state import StateStore
 
 MIN_COVERAGE = 0.5  # below this, most traffic would sit in `unassigned`: not a usable registry
 

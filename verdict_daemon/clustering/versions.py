@@ -19,12 +19,12 @@ from datetime import datetime
 from typing import Any
 
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.sampling import UNASSIGNED
 
 STRATEGIES = ("explicit", "semantic", "hybrid")
 EXPERIMENTAL = frozenset({"semantic", "hybrid"})
 OUTLIER = "semantic/outlier"
 SEMANTIC_PREFIX = "semantic/"
+UNASSIGNED = "unassigned"  # the stratum and cluster of a trace without an intent key or cluster
 RESERVED_CLUSTERS = (UNASSIGNED, OUTLIER)
 VERSION_ID = re.compile(r"cv-[0-9a-f]{16}")
 

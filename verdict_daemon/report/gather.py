@@ -19,8 +19,6 @@ from typing import cast
 from collector.lake import SEGMENT_SUFFIX
 from collector.lake_union import LakeUnion
 from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
-from verdict_daemon import views
-from verdict_daemon.drift_runs import IS_CLOSING, Signal
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.model import (
     CoverageRow,
@@ -39,7 +37,9 @@ from verdict_daemon.report.model import (
     SpendDay,
     SpendRow,
 )
-from verdict_daemon.state import STATE_FILE
+from verdict_daemon.service.drift_runs import IS_CLOSING, Signal
+from verdict_daemon.store import views
+from verdict_daemon.store.state import STATE_FILE
 
 UNASSIGNED = "(not assigned yet)"  # judged before the assign step gave the trace a cluster
 _A = views.STATE_ALIAS

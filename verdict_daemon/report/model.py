@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from verdict_daemon.drift_runs import Signal
 from verdict_daemon.review.queue import DimensionJudgment, ItemSummary, LabelRecord
+from verdict_daemon.store.drift_runs import Signal
 
 
 @dataclass(frozen=True)

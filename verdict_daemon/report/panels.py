@@ -117,7 +117,7 @@ def review_queue(data_dir: Path, tenant: TenantId, lock_timeout: float) -> Revie
     conversation, the judge's verdicts and the labels in force (`list_items`, `get_item`; none of these ever
     creates a state file). Clusters are filled in by gather, which reads the tenant's judgments."""
     from verdict_daemon.review import get_item, list_items
-    from verdict_daemon.state import StateStore
+    from verdict_daemon.store.state import StateStore
 
     store = StateStore(data_dir, lock_timeout=lock_timeout)
     counts = review_counts(store, tenant)

@@ -14,7 +14,7 @@ from collector.lake_union import read_errors
 from verdict_daemon.config import Lake
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.lakes import open_lakes
-from verdict_daemon.probes_command import PROBES_DIR
+from verdict_daemon.probes import PROBES_DIR
 from verdict_daemon.report.gather import checked_data_dir, checked_tenant, gather
 from verdict_daemon.report.model import ReportData
 from verdict_daemon.report.panels import probe_panel, review_queue

@@ -27,8 +27,8 @@ from verdict.correlate import (
 from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.review.labelled import choose_fingerprint
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.review import ReviewRepository
+from verdict_daemon.store.state import StateStore
 
 
 def judge_verdicts(store: StateStore, tenant: TenantId, *, evaluator: str | None = None, fingerprint: str | None = None,

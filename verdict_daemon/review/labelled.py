@@ -23,8 +23,8 @@ from typing import Any
 from verdict.redact import redact_text
 from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.review import ReviewRepository
+from verdict_daemon.store.state import StateStore
 
 
 @dataclass(frozen=True)

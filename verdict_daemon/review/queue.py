@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from verdict.redact import redact_text
 from verdict.tenancy import TenantId
 from verdict_daemon.review.routing import REASONS
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.review import (
     DimensionJudgment,
     ItemSummary,
@@ -27,6 +26,7 @@ from verdict_daemon.store.review import (
     ReviewRepository,
     item_not_found,
 )
+from verdict_daemon.store.state import StateStore
 
 __all__ = ["DimensionJudgment", "ItemDetail", "ItemPage", "ItemSummary", "LabelRecord", "get_item", "list_items",
            "queue_summary", "record_labels"]

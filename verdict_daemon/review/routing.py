@@ -29,8 +29,8 @@ from datetime import UTC, datetime, timedelta
 
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Review
-from verdict_daemon.state import StateStore
 from verdict_daemon.store.review import NewItem, ReviewRepository
+from verdict_daemon.store.state import StateStore
 
 REASONS = ("unclear", "ensemble_disagreement", "inconsistent", "audit")
 ROUTING_CURSOR = "review.routed_through"

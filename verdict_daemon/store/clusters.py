@@ -19,9 +19,8 @@ from typing import Any, cast
 
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.errors import ClusterError
-from verdict_daemon.clustering.versions import RESERVED_CLUSTERS, Version, canonical
-from verdict_daemon.sampling import UNASSIGNED
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.clustering.versions import RESERVED_CLUSTERS, UNASSIGNED, Version, canonical
+from verdict_daemon.store.state import StateStore, insert_rows
 
 _VERSION_COLUMNS = ("tenant_id", "version_id", "strategy", "experimental", "status", "cutoff", "target_workload",
                     "params", "definition", "definition_fingerprint", "preview", "gate", "validation", "created_by",

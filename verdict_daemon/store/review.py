@@ -14,7 +14,7 @@ from datetime import datetime
 
 from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.store.state import StateStore, insert_rows
 
 _ITEM_COLUMNS = ("tenant_id", "item_id", "trace_id", "fingerprint", "reasons", "flagged", "queued_at")
 _LABEL_COLUMNS = ("tenant_id", "item_id", "dimension", "revision", "label", "critique", "reviewer", "labelled_at")

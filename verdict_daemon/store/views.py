@@ -25,7 +25,7 @@ from pathlib import Path
 from verdict.cli_errors import ErrorCode
 from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import MIGRATIONS, STATE_FILE, is_lock_conflict
+from verdict_daemon.store.state import MIGRATIONS, STATE_FILE, is_lock_conflict
 
 STATE_ALIAS = "verdict_state_snapshot"  # where state.duckdb is attached (read-only, detached again)
 

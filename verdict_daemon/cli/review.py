@@ -167,7 +167,7 @@ def _tenant(args: argparse.Namespace) -> TenantId:
 
 
 def _store(args: argparse.Namespace):
-    from verdict_daemon.state import StateStore
+    from verdict_daemon.store.state import StateStore
 
     if not args.data_dir.is_dir():
         raise DaemonError("invalid_config", f"--data-dir: {args.data_dir} is not a directory")

@@ -102,8 +102,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _cycle(args: argparse.Namespace) -> tuple[int, dict]:
-    from verdict_daemon.cycle import build_evaluators, run_cycle
-    from verdict_daemon.sentinel_health import HealthGate
+    from verdict_daemon.service.cycle import build_evaluators, run_cycle
+    from verdict_daemon.service.sentinel_health import HealthGate
 
     if not args.tenant:
         raise DaemonError("tenant_required", "give --tenant (or set VERDICT_TENANT)")

@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 
 from verdict.models.base import CONFIGURATION_KINDS, Model, Usage
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.material import Material
+from verdict_daemon.service.material import Material
 
 VERDICTS = ("PASS", "FAIL", "UNCLEAR", "ERROR")
 JUDGE_WORKLOAD = "judge"  # verdict.workload of the daemon's own judge calls; sampling excludes it

@@ -16,20 +16,18 @@ import logging
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Alerts
-from verdict_daemon.state import StateStore
+from verdict_daemon.store.drift_runs import due_alerts, record_delivery
+from verdict_daemon.store.state import StateStore
 
 log = logging.getLogger("verdict.daemon")
 
 MAX_BACKOFF_SECONDS = 300
-_FIELDS = ("signal_id", "run_id", "attempts", "fingerprint", "cluster", "dimension", "kind", "baseline_level",
-           "current_level", "baseline_n", "current_n", "delta", "adjusted_p", "examples", "as_of", "current_start",
-           "alpha")
 
 
 @dataclass(frozen=True)
@@ -62,17 +60,7 @@ def deliver(store: StateStore, tenant: TenantId, config: Alerts,
             should_stop: Callable[[], bool] = lambda: False) -> AlertReport:
     """Post the due deliveries; on a stop request the rest wait (still pending) for the next start."""
     now = datetime.now(UTC).replace(tzinfo=None)
-    with store.transaction() as con:
-        cursor = con.execute("""
-            SELECT d.signal_id, d.run_id, d.attempts, s.fingerprint, s.cluster, s.dimension, s.kind,
-                   s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.adjusted_p, s.examples,
-                   r.as_of, r.current_start, r.alpha
-            FROM alert_deliveries d
-            JOIN drift_signals s ON s.tenant_id = d.tenant_id AND s.run_id = d.run_id AND s.signal_id = d.signal_id
-            JOIN drift_runs r ON r.tenant_id = d.tenant_id AND r.run_id = d.run_id
-            WHERE d.tenant_id = ? AND d.status = 'pending' AND d.next_attempt_at <= ?
-            ORDER BY d.next_attempt_at, d.signal_id""", [tenant, now])
-        due = [dict(zip(_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+    due = [asdict(alert) for alert in due_alerts(store, tenant, now)]
     token = config.token() if config.webhook_url else None
     delivered = retrying = failed = 0
     for alert in due:
@@ -96,9 +84,5 @@ def deliver(store: StateStore, tenant: TenantId, config: Alerts,
         else:
             status, retrying = "pending", retrying + 1
             next_at = now + timedelta(seconds=min(2 ** (attempts - 1), MAX_BACKOFF_SECONDS))
-        with store.transaction() as con:
-            con.execute("UPDATE alert_deliveries SET status = ?, attempts = ?, last_error = ?, next_attempt_at = ?, "
-                        "delivered_at = CASE WHEN ? = 'delivered' THEN now()::TIMESTAMP END "
-                        "WHERE tenant_id = ? AND signal_id = ?",
-                        [status, attempts, error, next_at, status, tenant, alert["signal_id"]])
+        record_delivery(store, tenant, alert["signal_id"], status, attempts, error, next_at)
     return AlertReport(delivered, retrying, failed)

@@ -41,15 +41,15 @@ from collector.lake import SEGMENT_SUFFIX
 from collector.lake_union import LakeUnion, read_errors
 from collector.views import view_statements
 from verdict.tenancy import TenantId
+from verdict_daemon.clustering.versions import UNASSIGNED
 from verdict_daemon.config import Sampling
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import JUDGE_WORKLOAD
-from verdict_daemon.material import graded_texts
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
+from verdict_daemon.service.material import graded_texts
+from verdict_daemon.store.state import StateStore, insert_rows
 
 log = logging.getLogger("verdict.daemon")
 
-UNASSIGNED = "unassigned"
 CEILING_FACTOR = 2  # a window's picks never exceed this many times per_cluster_per_window
 # u: the first 13 hex digits (52 bits, exact in a double) of the draw, scaled to [0, 1)
 _U = "('0x' || substr({draw}, 1, 13))::BIGINT / 4503599627370496.0"

@@ -8,8 +8,13 @@ from typing import Any, cast
 from verdict.models.base import Usage
 from verdict_daemon.config import EvaluatorConfig
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import DimensionVerdict, Outcome, error_outcome, resolve_judge_model
-from verdict_daemon.material import Material
+from verdict_daemon.service.evaluators import (
+    DimensionVerdict,
+    Outcome,
+    error_outcome,
+    resolve_judge_model,
+)
+from verdict_daemon.service.material import Material
 
 
 class JudgeEvaluator:

@@ -30,9 +30,16 @@ from verdict.models.base import Usage
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Judging
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import JUDGE_WORKLOAD, PROVIDER_UNAVAILABLE, Evaluator, Outcome
-from verdict_daemon.material import Material
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.service.evaluators import (
+    JUDGE_WORKLOAD,
+    PROVIDER_UNAVAILABLE,
+    Evaluator,
+    Outcome,
+)
+from verdict_daemon.service.material import Material
+from verdict_daemon.store import judgments
+from verdict_daemon.store.judgments import Attempt, Verdict
+from verdict_daemon.store.state import StateStore
 
 log = logging.getLogger("verdict.daemon")
 
@@ -40,9 +47,6 @@ FLUSH_EVERY_SECONDS = 0.5
 NO_CONTENT = "no_content"  # the attempt's error_code; its status is NO_CONTENT
 # The model error kind inside an engine error text ("judge: model: unsupported_parameter: HTTP 500 ...").
 _MODEL_KIND = re.compile(r"\bmodel: (\w+)")
-_ATTEMPT_COLUMNS = ("tenant_id", "attempt_id", "trace_id", "fingerprint", "attempt_no", "status", "error_code",
-                    "error_message", "judged_at", "input_tokens", "output_tokens", "cost_usd", "judge_run_id")
-_VERDICT_COLUMNS = ("tenant_id", "attempt_id", "dimension", "value", "score", "reason", "votes")
 
 
 @dataclass(frozen=True)
@@ -98,27 +102,15 @@ def attempt_id(tenant: str, trace_id: str, fingerprint: str, attempt_no: int) ->
 
 
 def register_evaluator(store: StateStore, tenant: TenantId, evaluator: Evaluator) -> None:
-    with store.transaction() as con:
-        con.execute("INSERT OR IGNORE INTO evaluators VALUES (?, ?, ?, ?, now()::TIMESTAMP)",
-                    [tenant, evaluator.fingerprint, evaluator.name,
-                     json.dumps(evaluator.definition, sort_keys=True, default=str)])
+    judgments.register_evaluator(store, tenant, evaluator.fingerprint, evaluator.name,
+                                 json.dumps(evaluator.definition, sort_keys=True, default=str))
 
 
 def pending_work(store: StateStore, tenant: TenantId, fingerprint: str, max_attempts: int,
                  limit: int) -> list[tuple[Material, int]]:
     """(material, attempt number) to judge, newest traces first (the current drift window matters most)."""
-    with store.transaction() as con:
-        rows = con.execute(f"""
-            WITH a AS (
-                SELECT trace_id, count(*) AS n, arg_max(status, attempt_no) AS latest,
-                       count(*) FILTER (WHERE coalesce(error_code, '') <> '{PROVIDER_UNAVAILABLE}') AS counted
-                FROM judgment_attempts WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id)
-            SELECT s.trace_id, s.started_at, s.query, s.response, s.context, coalesce(a.n, 0) + 1
-            FROM sampled_traces s LEFT JOIN a USING (trace_id)
-            WHERE s.tenant_id = $t AND (a.trace_id IS NULL OR (a.latest = 'ERROR' AND a.counted < $max))
-            ORDER BY s.started_at DESC, s.trace_id LIMIT $limit""",
-            {"t": tenant, "fp": fingerprint, "max": max_attempts, "limit": limit}).fetchall()
-    return [(Material(t, started, q or "", r or "", c or ""), n) for t, started, q, r, c, n in rows]
+    return [(Material(p.trace_id, p.started_at, p.query, p.response, p.context), p.attempt_no)
+            for p in judgments.pending_work(store, tenant, fingerprint, max_attempts, limit, PROVIDER_UNAVAILABLE)]
 
 
 class _Budget:
@@ -140,8 +132,8 @@ class _Writer:
 
     def __init__(self, store: StateStore, tenant: TenantId, fingerprint: str, run_id: str) -> None:
         self.store, self.tenant, self.fingerprint, self.run_id = store, tenant, fingerprint, run_id
-        self._attempts: list[tuple] = []
-        self._verdicts: list[tuple] = []
+        self._attempts: list[Attempt] = []
+        self._verdicts: list[Verdict] = []
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._failure: DaemonError | None = None
@@ -151,11 +143,11 @@ class _Writer:
     def add(self, material: Material, attempt_no: int, outcome: Outcome) -> None:
         aid = attempt_id(self.tenant, material.trace_id, self.fingerprint, attempt_no)
         status = "NO_CONTENT" if outcome.error_code == NO_CONTENT else "ERROR" if outcome.error_code else "OK"
-        attempt = (self.tenant, aid, material.trace_id, self.fingerprint, attempt_no, status, outcome.error_code,
-                   outcome.error_message, datetime.now(UTC).replace(tzinfo=None), outcome.usage.input_tokens,
-                   outcome.usage.output_tokens, outcome.usage.cost_usd, self.run_id)
-        verdicts = [(self.tenant, aid, v.dimension, v.value, v.score, v.reason,
-                     None if v.votes is None else json.dumps(v.votes, sort_keys=True)) for v in outcome.verdicts]
+        attempt = Attempt(self.tenant, aid, material.trace_id, self.fingerprint, attempt_no, status,
+                          outcome.error_code, outcome.error_message, datetime.now(UTC).replace(tzinfo=None),
+                          outcome.usage.input_tokens, outcome.usage.output_tokens, outcome.usage.cost_usd, self.run_id)
+        verdicts = [Verdict(self.tenant, aid, v.dimension, v.value, v.score, v.reason,
+                            None if v.votes is None else json.dumps(v.votes, sort_keys=True)) for v in outcome.verdicts]
         with self._lock:
             self._attempts.append(attempt)
             self._verdicts += verdicts
@@ -167,13 +159,7 @@ class _Writer:
             attempts, verdicts = self._attempts, self._verdicts
             self._attempts, self._verdicts = [], []
         if attempts:
-            with self.store.transaction() as con:
-                insert_rows(con, "judgment_attempts", _ATTEMPT_COLUMNS, attempts)
-                # Only under attempts this run stored: when a racing run stored the same attempt id
-                # first, its verdicts stand and ours (perhaps an ERROR's none) must not mix in.
-                insert_rows(con, "dimension_verdicts", _VERDICT_COLUMNS, verdicts, where=(
-                    "attempt_id IN (SELECT attempt_id FROM judgment_attempts WHERE tenant_id = ? AND judge_run_id = ?)"),
-                    params=[self.tenant, self.run_id])
+            judgments.insert_attempts(self.store, self.tenant, self.run_id, attempts, verdicts)
 
     def _loop(self) -> None:
         while not self._closed.wait(FLUSH_EVERY_SECONDS):
@@ -283,13 +269,6 @@ def _record_no_content(writer: _Writer, work: list[tuple[Material, int]]) -> int
 def coverage(store: StateStore, tenant: TenantId, fingerprint: str) -> dict[str, float | int]:
     """Sampled traces and how many have a usable (latest OK) judgment by this fingerprint; `no_content`
     traces had nothing to judge (they stay in the denominator: coverage is what monitoring sees)."""
-    with store.transaction() as con:
-        sampled, usable, error, no_content = con.execute("""
-            WITH latest AS (SELECT trace_id, arg_max(status, attempt_no) AS status FROM judgment_attempts
-                            WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id)
-            SELECT count(*), count(*) FILTER (WHERE l.status = 'OK'), count(*) FILTER (WHERE l.status = 'ERROR'),
-                   count(*) FILTER (WHERE l.status = 'NO_CONTENT')
-            FROM sampled_traces s LEFT JOIN latest l USING (trace_id) WHERE s.tenant_id = $t""",
-            {"t": tenant, "fp": fingerprint}).fetchone()
-    return {"sampled_traces": sampled, "usable": usable, "error": error, "no_content": no_content,
-            "rate": round(usable / sampled, 4) if sampled else 0.0}
+    c = judgments.coverage(store, tenant, fingerprint)
+    return {"sampled_traces": c.sampled_traces, "usable": c.usable, "error": c.error, "no_content": c.no_content,
+            "rate": round(c.usable / c.sampled_traces, 4) if c.sampled_traces else 0.0}

@@ -9,14 +9,14 @@
 Exit codes of `run`: 0 the weighted suite pass rate (and every category, with --min-category-pass-rate)
 is at or above the threshold; 1 below; 2 execution errors (target, follow-up or judge failures) or bad
 input, with one JSON line `{"error": {"code": CODE, "message": ...}}` on stderr and no traceback (VERDICT_DEBUG=1
-shows it). The same run, scheduled, is the daemon's `probes` job (`ProbeJob`, [probes] in verdict.toml).
+shows it). The same run, scheduled, is the daemon's `probes` job (verdict_daemon.service.probe_job, [probes] in
+verdict.toml).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import re
 import sys
@@ -24,16 +24,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from verdict.cli_errors import ErrorCode
 from verdict.models.base import CONFIGURATION_KINDS, ModelErrorKind
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.probes import PROBES_DIR, format_rate, load_suite_spec, resolve_model_spec
 
 EXIT_PASS, EXIT_BELOW = 0, 1
-PROBES_DIR = "probes"  # the data dir's probe store: one tenant=<id>/ directory per tenant (verdict.probes.tenant_dir)
 _MODEL_HELP = ('"openai/<model>", "anthropic/<model>", or "package.module:attribute" naming a verdict Model '
                "(or a function returning one)")
-log = logging.getLogger("verdict.daemon")
 # A provider's outage as the runner words it ("target: server_error: ...", "judge: model: timeout: ..."); a
 # refusal of the request (unsupported_parameter, refused, bad_request) is configuration, not an outage.
 _OUTAGE_KINDS = [k for k in get_args(ModelErrorKind) if k not in CONFIGURATION_KINDS]
@@ -171,34 +169,6 @@ def exit_code(result: Any) -> int:
     return EXIT_PASS if result.gate.passed else EXIT_BELOW
 
 
-def load_suite_spec(spec: str) -> Any:
-    from verdict.probes.suite import SuiteError, resolve_suite
-
-    try:
-        return resolve_suite(spec)
-    except SuiteError as exc:
-        raise DaemonError("invalid_suite", str(exc)) from None
-
-
-def resolve_model_spec(spec: str, base_url: str | None, flag: str) -> Any:
-    """A provider model string (with an optional endpoint) or a 'module:attribute' Model."""
-    from verdict.models.registry import resolve_model
-    from verdict_daemon.evaluators import resolve_judge_model
-
-    if ":" in spec and "/" not in spec.partition(":")[0]:
-        if base_url is not None:
-            raise DaemonError("invalid_config", f"{flag} {spec!r}: a base URL applies to provider model strings only")
-        try:
-            return resolve_judge_model(spec)
-        except DaemonError as exc:
-            raise DaemonError("invalid_config", f"{flag}: {exc.message}") from None
-    try:
-        return resolve_model(spec, **({"base_url": base_url} if base_url else {}))
-    except ValueError as exc:
-        code: ErrorCode = "provider_unavailable" if "no API key" in str(exc) else "invalid_config"
-        raise DaemonError(code, f"{flag} {spec!r}: {exc}") from None
-
-
 def table(result: Any) -> str:
     """One row per probe (failing expectations named), one per category, and the gate line."""
     name_width = max(len("probe"), *(len(r.name) for r in result.results))
@@ -212,20 +182,16 @@ def table(result: Any) -> str:
     lines += ["", f"{'category':<{category_width}}  probes  passed  errors  pass rate  agreement"]
     for category, s in result.categories.items():
         lines.append(f"{category:<{category_width}}  {s.probes:>6}  {s.passed:>6}  {s.errors:>6}  "
-                     f"{_rate(s.pass_rate):>9}  {_rate(s.expectation_agreement):>9}")
+                     f"{format_rate(s.pass_rate):>9}  {format_rate(s.expectation_agreement):>9}")
     s, gate = result.score, result.gate
     threshold = f"pass rate >= {result.min_pass_rate:g}"
     if result.min_category_pass_rate is not None:
         threshold += f", every category >= {result.min_category_pass_rate:g}"
     lines += ["", f"suite {result.suite_name} {result.suite_version} on {result.target_model} (judge "
               f"{result.judge_model}): {s.passed}/{s.probes} probes passed, {s.errors} error(s); weighted pass "
-              f"rate {_rate(s.pass_rate)}, expectation agreement {_rate(s.expectation_agreement)}; gate: "
+              f"rate {format_rate(s.pass_rate)}, expectation agreement {format_rate(s.expectation_agreement)}; gate: "
               f"{threshold} -> {'PASS' if gate.passed else 'FAIL'}"]
     return "\n".join(lines)
-
-
-def _rate(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 # --- list / show ----------------------------------------------------------------------------------------------
@@ -257,52 +223,3 @@ def _show(args: argparse.Namespace) -> int:
         expect = ", ".join(f"{e.dimension}={e.label}" for e in p.expectations)
         print(f"{p.name:<{width}}  {p.category}  weight {p.weight:g}  turns {p.turns}  expect {expect}")
     return EXIT_PASS
-
-
-# --- the daemon's scheduled job ------------------------------------------------------------------------------
-class ProbeJob:
-    """The daemon's `probes` job: the suite and both models are resolved when the daemon starts (a bad
-    [probes] section stops it with invalid_config / invalid_suite). Each run asks the target once (the
-    same model and suite for every tenant) and writes one copy per configured tenant, stamped with it,
-    to `<out_dir>/tenant=<id>/<suite>-<version>-<UTC time>.json`: a report reads only its tenant's
-    directory, and removing a tenant's directory removes its runs. A run never raises."""
-
-    def __init__(self, settings: Any, data_dir: Path, tenants: tuple[str, ...]) -> None:
-        self.settings = settings
-        self.suite = load_suite_spec(str(settings.suite))
-        self.target = resolve_model_spec(settings.target_model, settings.target_base_url, "probes.target_model")
-        self.judge = resolve_model_spec(settings.judge_model, settings.judge_base_url, "probes.judge_model")
-        self.out_dir = settings.out_dir if settings.out_dir is not None else data_dir / PROBES_DIR
-        try:
-            self.tenants = tuple(validate_tenant_id(t) for t in tenants)
-        except InvalidTenantError as exc:
-            raise DaemonError("tenant_required", f"tenants: {exc}") from None
-
-    def __call__(self) -> list[Path]:
-        from verdict.probes.artifact import write_tenant_artifact
-        from verdict.probes.runner import run_suite
-
-        try:
-            result = run_suite(self.suite, self.target, self.judge, min_pass_rate=self.settings.min_pass_rate,
-                               min_category_pass_rate=self.settings.min_category_pass_rate)
-        except Exception as exc:  # a bug must not kill the scheduler thread
-            log.error("job=probes error=internal_error: %s", type(exc).__name__,
-                      exc_info=log.isEnabledFor(logging.DEBUG))
-            return []
-        paths = []
-        for tenant in self.tenants:
-            try:
-                path = write_tenant_artifact(result, self.out_dir, tenant)
-            except OSError as exc:
-                log.error("job=probes tenant=%s error=storage_error: cannot write to %s (%s)", tenant, self.out_dir,
-                          exc.strerror)
-                continue
-            paths.append(path)
-            s = result.score
-            if result.errors:
-                log.error("job=probes tenant=%s error=probe_error: %d of %d probe(s) could not be executed or "
-                          "judged; artifact %s", tenant, result.errors, s.probes, path)
-            else:
-                log.info("job=probes tenant=%s suite=%s-%s pass_rate=%s gate=%s artifact=%s", tenant, self.suite.name,
-                         self.suite.version, _rate(s.pass_rate), "pass" if result.gate.passed else "fail", path)
-        return paths

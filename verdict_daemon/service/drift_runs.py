@@ -45,73 +45,19 @@ from typing import cast
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Drift
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.state import StateStore, insert_rows
+from verdict_daemon.store.drift_runs import (
+    DriftRunReport,
+    RunRecord,
+    Signal,
+    commit_run,
+    judgment_table,
+    run_times,
+    runs_at,
+    stored_run,
+)
+from verdict_daemon.store.state import StateStore
 
 log = logging.getLogger("verdict.daemon")
-
-_SIGNAL_COLUMNS = ("tenant_id", "run_id", "signal_id", "fingerprint", "cluster", "dimension", "kind",
-                   "baseline_level", "current_level", "baseline_n", "current_n", "delta", "delta_low",
-                   "delta_high", "p_value", "adjusted_p", "examples")
-_ALERT_COLUMNS = ("tenant_id", "signal_id", "run_id", "status", "attempts", "last_error", "next_attempt_at",
-                  "delivered_at")
-
-
-@dataclass(frozen=True)
-class Signal:
-    signal_id: str
-    fingerprint: str
-    cluster: str
-    dimension: str
-    kind: str  # regression, improvement, coverage_drop
-    baseline_level: float | None
-    current_level: float | None
-    baseline_n: int
-    current_n: int
-    delta: float | None
-    delta_low: float | None
-    delta_high: float | None
-    p_value: float | None
-    adjusted_p: float | None
-    examples: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class DriftRunReport:
-    run_id: str
-    fingerprint: str
-    as_of: datetime
-    alpha: float  # the level this run decided at (its share of the period's budget)
-    judgments: int
-    cells: int
-    tested: int
-    signals: tuple[Signal, ...]
-    reused: bool  # an identical run already existed (same inputs)
-
-
-def judgment_table(store: StateStore, tenant: TenantId, fingerprint: str):
-    """Latest attempt per trace as the DriftDetector's columnar input (pyarrow)."""
-    with store.transaction() as con:
-        return con.sql("""
-            WITH latest AS (
-                SELECT trace_id, arg_max(attempt_id, attempt_no) AS attempt_id, arg_max(status, attempt_no) AS status
-                FROM judgment_attempts WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id),
-            dims AS (
-                SELECT DISTINCT v.dimension FROM dimension_verdicts v JOIN judgment_attempts a USING (tenant_id, attempt_id)
-                WHERE v.tenant_id = $t AND a.fingerprint = $fp),
-            rows AS (
-                SELECT l.trace_id, l.attempt_id, v.dimension, v.value, v.score
-                FROM latest l JOIN dimension_verdicts v ON v.tenant_id = $t AND v.attempt_id = l.attempt_id
-                WHERE l.status = 'OK'
-                UNION ALL
-                SELECT l.trace_id, l.attempt_id, d.dimension, 'ERROR', NULL
-                FROM latest l CROSS JOIN dims d WHERE l.status = 'ERROR')
-            SELECT s.started_at, r.trace_id, c.cluster, r.dimension, r.value, $fp AS fingerprint, r.score,
-                   r.attempt_id
-            FROM rows r
-            JOIN sampled_traces s ON s.tenant_id = $t AND s.trace_id = r.trace_id
-            JOIN cluster_assignments c ON c.tenant_id = $t AND c.trace_id = r.trace_id
-            ORDER BY r.attempt_id, r.dimension""", params={"t": tenant, "fp": fingerprint}).to_arrow_table()
-
 
 def _digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()[:32]
@@ -146,12 +92,6 @@ def report_signals(report, tenant: TenantId, period: int) -> list[Signal]:
                 adjusted_p=_float(cell.coverage.adjusted_p if coverage else cell.adjusted_p),
                 examples=tuple(cell.coverage.examples if coverage else cell.examples)))
     return out
-
-
-def fingerprints(store: StateStore, tenant: TenantId) -> list[str]:
-    with store.transaction() as con:
-        return [r[0] for r in con.execute(
-            "SELECT DISTINCT fingerprint FROM judgment_attempts WHERE tenant_id = ? ORDER BY 1", [tenant]).fetchall()]
 
 
 _EPOCH = datetime(1970, 1, 1)
@@ -196,21 +136,6 @@ def plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decision]:
     return out
 
 
-_RUN_TIMES = """SELECT as_of FROM drift_runs WHERE tenant_id = $t AND fingerprint = $fp AND as_of >= $since
-                UNION SELECT min(as_of) FROM drift_runs WHERE tenant_id = $t AND fingerprint = $fp ORDER BY 1"""
-
-
-def _run_times(con, tenant: TenantId, fingerprint: str, since: datetime) -> list[datetime]:
-    return [r[0] for r in con.execute(_RUN_TIMES, {"t": tenant, "fp": fingerprint, "since": since}).fetchall()
-            if r[0] is not None]
-
-
-def _runs_at(store: StateStore, tenant: TenantId, fingerprint: str, at: datetime) -> list[str]:
-    with store.transaction() as con:
-        return [r[0] for r in con.execute("SELECT run_id FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
-                                          "AND as_of = ? ORDER BY completed_at", [tenant, fingerprint, at]).fetchall()]
-
-
 # Another process committing a run of this fingerprint between our plan and our commit makes us plan
 # again; a process that keeps losing that race is told so rather than looping.
 _REPLANS = 5
@@ -225,12 +150,11 @@ def run_drift(store: StateStore, tenant: TenantId, fingerprint: str, config: Dri
     since = lookback(config, at)
     done: list[DriftRunReport] = []
     for _ in range(_REPLANS):
-        with store.transaction() as con:
-            seen = _run_times(con, tenant, fingerprint, since)
+        seen = run_times(store, tenant, fingerprint, since)
         decisions = plan(config, at, seen)
         if not decisions:
-            return done + [cast(DriftRunReport, _stored_run(store, tenant, run_id))  # listed just now: stored
-                           for run_id in _runs_at(store, tenant, fingerprint, at)]
+            return done + [cast(DriftRunReport, stored_run(store, tenant, run_id))  # listed just now: stored
+                           for run_id in runs_at(store, tenant, fingerprint, at)]
         table = judgment_table(store, tenant, fingerprint)
         for decision in decisions:
             report = _decide(store, tenant, fingerprint, config, table, decision, (since, seen))
@@ -263,43 +187,12 @@ def _decide(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift
     signals = report_signals(report, tenant, decision.period) if decision.alpha else []
     naive = {name: getattr(report, name).astimezone(UTC).replace(tzinfo=None)
              for name in ("current_start", "baseline_start", "baseline_end")}
-    now = datetime.now(UTC).replace(tzinfo=None)
-    with store.transaction() as con:
-        if _run_times(con, tenant, fingerprint, planned_on[0]) != planned_on[1]:
-            return None  # compare-and-swap: another process took a run meanwhile, the plan is stale
-        con.execute("INSERT INTO drift_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [tenant, run_id, fingerprint, at, naive["current_start"], naive["baseline_start"],
-                     naive["baseline_end"], decision.alpha, report.pass_rate_gate, config.min_usable, table.num_rows,
-                     len(report.cells), report.tested, len(signals), run_id, now])
-        insert_rows(con, "drift_signals", _SIGNAL_COLUMNS,
-                    [(tenant, run_id, s.signal_id, s.fingerprint, s.cluster, s.dimension, s.kind, s.baseline_level,
-                      s.current_level, s.baseline_n, s.current_n, s.delta, s.delta_low, s.delta_high, s.p_value,
-                      s.adjusted_p, json.dumps(list(s.examples))) for s in signals])
-        # One delivery per signal id, however many runs raise it (INSERT OR IGNORE).
-        insert_rows(con, "alert_deliveries", _ALERT_COLUMNS,
-                    [(tenant, s.signal_id, run_id, "pending", 0, None, now, None) for s in signals])
+    run = RunRecord(tenant, run_id, fingerprint, at, naive["current_start"], naive["baseline_start"],
+                    naive["baseline_end"], decision.alpha, report.pass_rate_gate, config.min_usable, table.num_rows,
+                    len(report.cells), report.tested)
+    if not commit_run(store, run, signals, datetime.now(UTC).replace(tzinfo=None), planned_on):
+        return None  # compare-and-swap: another process took a run meanwhile, the plan is stale
     log.info("drift tenant=%s fingerprint=%s run=%s judgments=%d cells=%d tested=%d signals=%d",
              tenant, fingerprint[:12], run_id, table.num_rows, len(report.cells), report.tested, len(signals))
     return DriftRunReport(run_id, fingerprint, at, decision.alpha, table.num_rows, len(report.cells), report.tested,
                           tuple(signals), False)
-
-
-def _stored_run(store: StateStore, tenant: TenantId, run_id: str) -> DriftRunReport | None:
-    with store.transaction() as con:
-        run = con.execute("SELECT fingerprint, as_of, alpha, judgments, cells, tested FROM drift_runs "
-                          "WHERE tenant_id = ? AND run_id = ?", [tenant, run_id]).fetchone()
-        if run is None:
-            return None
-        rows = con.execute(f"SELECT {', '.join(_SIGNAL_COLUMNS[2:])} FROM drift_signals "
-                           "WHERE tenant_id = ? AND run_id = ? ORDER BY cluster, dimension, kind",
-                           [tenant, run_id]).fetchall()
-    signals = tuple(Signal(*row[:-1], tuple(json.loads(row[-1]))) for row in rows)  # type: ignore[call-arg]  # the columns in field order
-    return DriftRunReport(run_id, *run, signals, True)  # type: ignore[call-arg]  # the columns in field order
-
-
-def latest_run(store: StateStore, tenant: TenantId, fingerprint: str) -> DriftRunReport | None:
-    """The latest completed run of this tenant and fingerprint (what readers report)."""
-    with store.transaction() as con:
-        row = con.execute("SELECT run_id FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
-                          "ORDER BY completed_at DESC, as_of DESC LIMIT 1", [tenant, fingerprint]).fetchone()
-    return _stored_run(store, tenant, row[0]) if row else None

@@ -1,5 +1,8 @@
 """The scheduled service: APScheduler jobs sample, judge, assign, drift, alert and compact_retain.
 
+- The first four are the cycle's steps (service/cycle.py, the one definition `verdict pipeline` runs too),
+  each on its own schedule, with the cycle's one rule for the active registry.
+
 - One daemon per data directory (`<data>/daemon.lock`, an flock released by the kernel on any exit).
 - The judge and drift jobs first require a healthy sentinel check of the evaluator ([sentinel]): an
   unhealthy judge is logged as `judge_unhealthy` for that tenant and checked again on the next tick.
@@ -18,23 +21,20 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 
-from collector.lake_union import LakeUnion
 from verdict.pidlock import HeldElsewhere, PidFileLock
 from verdict.tenancy import TenantId
-from verdict_daemon import alerts
-from verdict_daemon.clustering.active import require_active
-from verdict_daemon.clusters import AssignReport, assign_for
 from verdict_daemon.config import DaemonConfig, Schedule
-from verdict_daemon.cycle import build_evaluators, store_for
-from verdict_daemon.drift_runs import run_drift
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.judging import judge
 from verdict_daemon.lakes import open_lakes
-from verdict_daemon.probes_command import ProbeJob
-from verdict_daemon.review.routing import route
-from verdict_daemon.sampling import sample
-from verdict_daemon.sentinel_health import HealthGate
+from verdict_daemon.service import alerts
+from verdict_daemon.service.cycle import Cycle, build_evaluators, store_for
+from verdict_daemon.service.evaluators import Evaluator
+from verdict_daemon.service.probe_job import ProbeJob
+from verdict_daemon.service.sentinel_health import HealthGate
+from verdict_daemon.store.drift_runs import DriftRunReport
+from verdict_daemon.store.state import StateStore
 
 log = logging.getLogger("verdict.daemon")
 
@@ -71,11 +71,12 @@ class Daemon:
     def __init__(self, config: DaemonConfig, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.config = config
         self.clock = clock  # "now" for sampling windows and drift runs
-        self.store = store_for(config)
+        store = store_for(config)
         self.lakes = open_lakes(config.data_dir, config.lake).describe()  # a bad lake URL stops the start
-        self.evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
+        evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
         config.alerts.token()  # an unset alerts.token_env variable stops the start, not every alert tick
-        self.gate = HealthGate(config.sentinel, self.evaluators, config.judging.concurrency)
+        gate = HealthGate(config.sentinel, evaluators, config.judging.concurrency)
+        self.cycle = Cycle(config, store, evaluators, config.clustering.registry_mode, gate)
         # [probes]: suite and models resolved now, so a bad section stops the start, not a 6 a.m. run.
         self.probe_job = ProbeJob(config.probes, config.data_dir, tuple(t.id for t in config.tenants)) \
             if config.probes is not None else None
@@ -85,9 +86,9 @@ class Daemon:
         self._running: set[str] = set()  # jobs executing now (touched only by job threads and run())
         self._jobs_changed = threading.Condition()
 
-    def _lake(self) -> LakeUnion:
-        """The union of the lakes, opened per job run: it keeps its listings, so a fresh one sees new segments."""
-        return open_lakes(self.config.data_dir, self.config.lake)
+    @property
+    def store(self) -> StateStore:
+        return self.cycle.store
 
     # --- jobs -----------------------------------------------------------------------------------------
     def _each_tenant(self, job: str, work: Callable[[TenantId], object]) -> None:
@@ -103,41 +104,41 @@ class Daemon:
                 log.error("job=%s tenant=%s error=internal_error: %s", job, tenant, type(exc).__name__,
                           exc_info=log.isEnabledFor(logging.DEBUG))
 
-    def _trusted(self, tenant: TenantId, evaluator) -> bool:
-        """True, or `judge_unhealthy` (logged by _each_tenant; the job's next tick checks again)."""
-        self.gate.require(self.store, tenant, evaluator)
-        return True
+    def _trusted(self, tenant: TenantId, evaluator: Evaluator) -> None:
+        """`judge_unhealthy` unless the evaluator passes its sentinel check (logged by _each_tenant; the job's
+        next tick checks again)."""
+        if self.cycle.gate is not None:
+            self.cycle.gate.require(self.store, tenant, evaluator)
 
     def sample(self) -> None:
-        self._each_tenant("sample", lambda t: sample(self.store, self._lake(), t, self.config.sampling,
-                                                     self.clock()))
+        self._each_tenant("sample", lambda t: self.cycle.sample(t, self.clock()))
 
     def judge(self) -> None:
         run_id = f"daemon-{self.clock():%Y%m%dT%H%M%S%f}"
-        for evaluator in self.evaluators:
-            self._each_tenant("judge", lambda t, e=evaluator: self._trusted(t, e) and judge(  # type: ignore[misc]  # the default binds the loop's evaluator
-                self.store, t, e, self.config.judging, run_id, self.stop.is_set))
-        self._each_tenant("review", lambda t: route(self.store, t, self.config.review))
+        for evaluator in self.cycle.evaluators:
+            self._each_tenant("judge", partial(self._judge, evaluator=evaluator, run_id=run_id))
+        self._each_tenant("review", self.cycle.route)
 
-    def _assign_tenant(self, tenant: TenantId) -> AssignReport:
-        """[clustering] registry_mode = "active": the tenant's active version (no_active_registry without one)."""
-        registry = require_active(self.store, tenant) if self.config.clustering.registry_mode == "active" else None
-        return assign_for(self.store, self.config.data_dir, tenant, registry, self._lake())
+    def _judge(self, tenant: TenantId, evaluator: Evaluator, run_id: str) -> object:
+        self._trusted(tenant, evaluator)
+        return self.cycle.judge(tenant, evaluator, run_id, self.stop.is_set)
 
     def assign(self) -> None:
-        self._each_tenant("assign", self._assign_tenant)
-
-    def _drift_input(self, tenant: TenantId) -> bool:
-        """In active mode a drift run reads the active version's clusters: assign under it first."""
-        if self.config.clustering.registry_mode == "active":
-            self._assign_tenant(tenant)
-        return True
+        self._each_tenant("assign", lambda t: self.cycle.assign(t, self.cycle.pin(t)))
 
     def drift(self) -> None:
         as_of = self.clock()
-        for evaluator in self.evaluators:
-            self._each_tenant("drift", lambda t, e=evaluator: self._trusted(t, e) and self._drift_input(t) and run_drift(  # type: ignore[misc]  # as above
-                self.store, t, e.fingerprint, self.config.drift, as_of))
+        for evaluator in self.cycle.evaluators:
+            self._each_tenant("drift", partial(self._drift, evaluator=evaluator, as_of=as_of))
+
+    def _drift(self, tenant: TenantId, evaluator: Evaluator, as_of: datetime) -> list[DriftRunReport]:
+        """A drift run apart from the assign job: the cycle's registry rule makes it assign under the version
+        it pins first (in active mode), so it reads that version's clusters."""
+        self._trusted(tenant, evaluator)
+        registry = self.cycle.pin(tenant)
+        if registry is not None:
+            self.cycle.assign(tenant, registry)
+        return self.cycle.drift(tenant, evaluator, as_of)
 
     def alert(self) -> None:
         self._each_tenant("alert", lambda t: alerts.deliver(self.store, t, self.config.alerts, self.stop.is_set))

@@ -30,20 +30,20 @@ class Command:
 COMMANDS: dict[str, Command] = {
     "collector": Command("collector.cli", "receive OTLP traces (HTTP, gRPC) into the durable span lake; "
                          "drain on SIGTERM"),
-    "daemon": Command("verdict_daemon.daemon_cli", "run the scheduled monitoring service (sample, judge, cluster, "
+    "daemon": Command("verdict_daemon.cli.daemon", "run the scheduled monitoring service (sample, judge, cluster, "
                       "drift, alerts) until SIGTERM", run="serve", threads_may_linger=True),
-    "pipeline": Command("verdict_daemon.pipeline_cli", "run one monitoring cycle (sample -> judge -> assign -> "
+    "pipeline": Command("verdict_daemon.cli.pipeline", "run one monitoring cycle (sample -> judge -> assign -> "
                         "drift) for cron and CI (exit 1 with --fail-on-signal and a signal)"),
-    "cluster": Command("verdict_daemon.cluster_cli", "manage a tenant's versioned intent-cluster registry "
+    "cluster": Command("verdict_daemon.cli.cluster", "manage a tenant's versioned intent-cluster registry "
                        "(normalize, fit, assign, validate, activate, rollback, rename, inspect)"),
-    "sql": Command("verdict_daemon.sql_command",
+    "sql": Command("verdict_daemon.cli.sql",
                    "run SQL over one tenant's spans and judgments (spans, llm_calls, judgments, drift_runs, "
                    "drift_signals)"),
-    "report": Command("verdict_daemon.report_command", "write a self-contained HTML report for one tenant"),
-    "review": Command("verdict_daemon.review_command", "list, show and label items in a tenant's human review queue"),
-    "probes": Command("verdict_daemon.probes_command",
+    "report": Command("verdict_daemon.cli.report", "write a self-contained HTML report for one tenant"),
+    "review": Command("verdict_daemon.cli.review", "list, show and label items in a tenant's human review queue"),
+    "probes": Command("verdict_daemon.cli.probes",
                       "run a behaviour-probe suite against a target model (exit 0 pass, 1 below threshold, 2 error)"),
-    "gate": Command("verdict_daemon.gate_command",
+    "gate": Command("verdict_daemon.cli.gate",
                     "gate CI on a judge's pass rate over regression cases (exit 0 pass, 1 below, 2 error)"),
 }
 # Commands of packages above this layer (the demo: `verdict demo`) register a Command under this entry-point
@@ -106,6 +106,3 @@ def run(argv: list[str] | None = None) -> NoReturn:
     command = commands().get(argv[0]) if argv else None
     leave(main(argv), threads_may_linger=command is not None and command.threads_may_linger)
 
-
-if __name__ == "__main__":
-    run()

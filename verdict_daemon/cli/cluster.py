@@ -177,7 +177,7 @@ def _run(args: argparse.Namespace) -> dict:
         pointer,
         validation,
     )
-    from verdict_daemon.state import StateStore
+    from verdict_daemon.store.state import StateStore
 
     _check(args)
     store = StateStore(args.data_dir, lock_timeout=args.lock_timeout)

@@ -3,7 +3,7 @@
 Exit codes: 0 after a clean shutdown; 2 when it cannot start (invalid_config, already_running,
 storage_locked, evaluator_error, ...), as the one error envelope on stderr (docs/cli.md).
 Job failures while running are log lines `job=<name> tenant=<t> error=<code>: <message>`.
-`verdict-daemon` and `python -m verdict_daemon.daemon_cli` are its deprecated aliases (one release).
+`verdict-daemon` and `python -m verdict_daemon.cli.daemon` are its deprecated aliases (one release).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def serve(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # "skipped: maximum number of running instances" is coalescing doing its job, not news.
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
-    from verdict_daemon.daemon import Daemon
+    from verdict_daemon.service.daemon import Daemon
 
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: dump every thread's stack
     daemon = Daemon(load_config(args.config))

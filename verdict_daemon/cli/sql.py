@@ -1,7 +1,7 @@
 """`verdict sql` with the daemon's results: the collector's span views (`spans`, `llm_calls`) over the union of
 the tenant's lakes (--data-dir, --lake-dir, --lake-url: verdict_daemon.lakes, as the daemon's commands read
 them) plus the tenant's `judgments`, `drift_runs`, `drift_signals`, `review_items` and `review_labels` copied
-from state.duckdb (verdict_daemon.views)."""
+from state.duckdb (verdict_daemon.store.views)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _lakes(args: argparse.Namespace) -> LakeUnion:
 def run(args: argparse.Namespace) -> int:
     def add_state(con) -> None:
         from verdict_daemon.errors import DaemonError
-        from verdict_daemon.views import add_state_views
+        from verdict_daemon.store.views import add_state_views
 
         try:
             add_state_views(con, args.data_dir, args.tenant)

@@ -18,13 +18,10 @@ from typing import Any, cast
 
 from verdict_daemon.config import Sentinel
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.evaluators import JUDGE_WORKLOAD, Evaluator
-from verdict_daemon.judge_evaluators import JudgeEvaluator
-from verdict_daemon.state import StateStore, insert_rows
-
-_COLUMNS = ("tenant_id", "check_id", "evaluator", "fingerprint", "sentinel_fingerprint", "sentinel_file", "status",
-            "reason", "examples", "usable", "errors", "passed", "pass_rate", "pass_rate_low", "pass_rate_high",
-            "threshold", "minimum_examples", "dimensions", "results", "checked_at")
+from verdict_daemon.service.evaluators import JUDGE_WORKLOAD, Evaluator
+from verdict_daemon.service.judge_evaluators import JudgeEvaluator
+from verdict_daemon.store.sentinel_health import HealthCheck, insert_check
+from verdict_daemon.store.state import StateStore
 
 
 def load_sets(settings: Sentinel, evaluators: list[Evaluator]) -> dict[str, Any]:
@@ -88,11 +85,12 @@ class HealthGate:
                                            threshold=self.settings.threshold, max_workers=self.concurrency)
         record = {**health.to_dict(), "evaluator": evaluator.name, "sentinel_file": sentinel_set.source,
                   "checked_at": datetime.now(UTC).replace(tzinfo=None)}
-        row = (tenant, uuid.uuid4().hex, evaluator.name, health.evaluator_fingerprint, health.sentinel_fingerprint,
-               sentinel_set.source, *(record[c] for c in _COLUMNS[6:17]), json.dumps(record["dimensions"]),
-               json.dumps(record["results"]), record["checked_at"])
-        with store.transaction() as con:
-            insert_rows(con, "sentinel_health", _COLUMNS, [row])
+        insert_check(store, HealthCheck(
+            tenant, uuid.uuid4().hex, evaluator.name, health.evaluator_fingerprint, health.sentinel_fingerprint,
+            sentinel_set.source, record["status"], record["reason"], record["examples"], record["usable"],
+            record["errors"], record["passed"], record["pass_rate"], record["pass_rate_low"], record["pass_rate_high"],
+            record["threshold"], record["minimum_examples"], json.dumps(record["dimensions"]),
+            json.dumps(record["results"]), record["checked_at"]))
         return record
 
 

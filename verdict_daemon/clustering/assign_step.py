@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from verdict.tenancy import TenantId
-from verdict_daemon.sampling import UNASSIGNED
-from verdict_daemon.state import StateStore
+from verdict_daemon.clustering.versions import UNASSIGNED
 from verdict_daemon.store.clusters import Assignment, ClusterRepository
+from verdict_daemon.store.state import StateStore
 
 if TYPE_CHECKING:
     from collector.lake_union import LakeUnion

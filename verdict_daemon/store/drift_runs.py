@@ -1,0 +1,224 @@
+"""Drift runs, their signals and the signals' alert deliveries in state.duckdb: the only SQL for them,
+returning frozen dataclasses.
+
+A run, its signals and the pending alert deliveries of those signals are committed in one transaction
+(`commit_run`), and only if the fingerprint's runs are still those the run was planned on
+(compare-and-swap: service/drift_runs.py plans, this module stores). The drift input, the latest attempt
+per trace with its verdicts, is read here too (`judgment_table`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, cast
+
+from verdict.tenancy import validate_tenant_id
+from verdict_daemon.store.state import StateStore, insert_rows
+
+if TYPE_CHECKING:
+    import pyarrow
+
+_SIGNAL_COLUMNS = ("tenant_id", "run_id", "signal_id", "fingerprint", "cluster", "dimension", "kind",
+                   "baseline_level", "current_level", "baseline_n", "current_n", "delta", "delta_low",
+                   "delta_high", "p_value", "adjusted_p", "examples")
+_ALERT_COLUMNS = ("tenant_id", "signal_id", "run_id", "status", "attempts", "last_error", "next_attempt_at",
+                  "delivered_at")
+
+
+@dataclass(frozen=True)
+class Signal:
+    signal_id: str
+    fingerprint: str
+    cluster: str
+    dimension: str
+    kind: str  # regression, improvement, coverage_drop
+    baseline_level: float | None
+    current_level: float | None
+    baseline_n: int
+    current_n: int
+    delta: float | None
+    delta_low: float | None
+    delta_high: float | None
+    p_value: float | None
+    adjusted_p: float | None
+    examples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DriftRunReport:
+    run_id: str
+    fingerprint: str
+    as_of: datetime
+    alpha: float  # the level this run decided at (its share of the period's budget)
+    judgments: int
+    cells: int
+    tested: int
+    signals: tuple[Signal, ...]
+    reused: bool  # an identical run already existed (same inputs)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A `drift_runs` row as taken (times naive UTC)."""
+
+    tenant_id: str
+    run_id: str
+    fingerprint: str
+    as_of: datetime
+    current_start: datetime
+    baseline_start: datetime
+    baseline_end: datetime
+    alpha: float
+    effect_gate: float
+    min_usable: int
+    judgments: int
+    cells: int
+    tested: int
+
+
+def judgment_table(store: StateStore, tenant: str, fingerprint: str) -> pyarrow.Table:
+    """Latest attempt per trace as the DriftDetector's columnar input (pyarrow)."""
+    with store.transaction() as con:
+        return cast("pyarrow.Table", con.sql("""
+            WITH latest AS (
+                SELECT trace_id, arg_max(attempt_id, attempt_no) AS attempt_id, arg_max(status, attempt_no) AS status
+                FROM judgment_attempts WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id),
+            dims AS (
+                SELECT DISTINCT v.dimension FROM dimension_verdicts v JOIN judgment_attempts a USING (tenant_id, attempt_id)
+                WHERE v.tenant_id = $t AND a.fingerprint = $fp),
+            rows AS (
+                SELECT l.trace_id, l.attempt_id, v.dimension, v.value, v.score
+                FROM latest l JOIN dimension_verdicts v ON v.tenant_id = $t AND v.attempt_id = l.attempt_id
+                WHERE l.status = 'OK'
+                UNION ALL
+                SELECT l.trace_id, l.attempt_id, d.dimension, 'ERROR', NULL
+                FROM latest l CROSS JOIN dims d WHERE l.status = 'ERROR')
+            SELECT s.started_at, r.trace_id, c.cluster, r.dimension, r.value, $fp AS fingerprint, r.score,
+                   r.attempt_id
+            FROM rows r
+            JOIN sampled_traces s ON s.tenant_id = $t AND s.trace_id = r.trace_id
+            JOIN cluster_assignments c ON c.tenant_id = $t AND c.trace_id = r.trace_id
+            ORDER BY r.attempt_id, r.dimension""", params={"t": tenant, "fp": fingerprint}).to_arrow_table())
+
+
+def fingerprints(store: StateStore, tenant: str) -> list[str]:
+    """The evaluator fingerprints with judgment attempts for this tenant."""
+    with store.transaction() as con:
+        return [r[0] for r in con.execute(
+            "SELECT DISTINCT fingerprint FROM judgment_attempts WHERE tenant_id = ? ORDER BY 1", [tenant]).fetchall()]
+
+
+_RUN_TIMES = """SELECT as_of FROM drift_runs WHERE tenant_id = $t AND fingerprint = $fp AND as_of >= $since
+                UNION SELECT min(as_of) FROM drift_runs WHERE tenant_id = $t AND fingerprint = $fp ORDER BY 1"""
+
+
+def _run_times(con, tenant: str, fingerprint: str, since: datetime) -> list[datetime]:
+    return [r[0] for r in con.execute(_RUN_TIMES, {"t": tenant, "fp": fingerprint, "since": since}).fetchall()
+            if r[0] is not None]
+
+
+def run_times(store: StateStore, tenant: str, fingerprint: str, since: datetime) -> list[datetime]:
+    """The `as_of` of the fingerprint's runs since `since`, and of its first run (what a plan reads)."""
+    with store.transaction() as con:
+        return _run_times(con, tenant, fingerprint, since)
+
+
+def runs_at(store: StateStore, tenant: str, fingerprint: str, at: datetime) -> list[str]:
+    """The ids of the fingerprint's runs as of `at`, in commit order."""
+    with store.transaction() as con:
+        return [r[0] for r in con.execute("SELECT run_id FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
+                                          "AND as_of = ? ORDER BY completed_at", [tenant, fingerprint, at]).fetchall()]
+
+
+def commit_run(store: StateStore, run: RunRecord, signals: list[Signal], completed_at: datetime,
+               planned_on: tuple[datetime, list[datetime]]) -> bool:
+    """Store the run, its signals and one pending delivery per new signal id, in one transaction; False
+    (nothing stored) when the fingerprint's runs since `planned_on[0]` are no longer `planned_on[1]`."""
+    with store.transaction() as con:
+        if _run_times(con, run.tenant_id, run.fingerprint, planned_on[0]) != planned_on[1]:
+            return False  # compare-and-swap: another process took a run meanwhile, the plan is stale
+        con.execute("INSERT INTO drift_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [run.tenant_id, run.run_id, run.fingerprint, run.as_of, run.current_start, run.baseline_start,
+                     run.baseline_end, run.alpha, run.effect_gate, run.min_usable, run.judgments, run.cells,
+                     run.tested, len(signals), run.run_id, completed_at])
+        insert_rows(con, "drift_signals", _SIGNAL_COLUMNS,
+                    [(run.tenant_id, run.run_id, s.signal_id, s.fingerprint, s.cluster, s.dimension, s.kind,
+                      s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.delta_low,
+                      s.delta_high, s.p_value, s.adjusted_p, json.dumps(list(s.examples))) for s in signals])
+        # One delivery per signal id, however many runs raise it (INSERT OR IGNORE).
+        insert_rows(con, "alert_deliveries", _ALERT_COLUMNS,
+                    [(run.tenant_id, s.signal_id, run.run_id, "pending", 0, None, completed_at, None)
+                     for s in signals])
+    return True
+
+
+@dataclass(frozen=True)
+class DueAlert:
+    """A pending delivery whose next attempt is due, with its signal and the run that raised it."""
+
+    signal_id: str
+    run_id: str
+    attempts: int
+    fingerprint: str
+    cluster: str
+    dimension: str
+    kind: str
+    baseline_level: float | None
+    current_level: float | None
+    baseline_n: int
+    current_n: int
+    delta: float | None
+    adjusted_p: float | None
+    examples: str | None  # JSON
+    as_of: datetime  # naive UTC
+    current_start: datetime  # naive UTC
+    alpha: float
+
+
+def due_alerts(store: StateStore, tenant: str, now: datetime) -> list[DueAlert]:
+    """The tenant's pending deliveries due at `now` (naive UTC), oldest due first."""
+    with store.transaction() as con:
+        rows = con.execute("""
+            SELECT d.signal_id, d.run_id, d.attempts, s.fingerprint, s.cluster, s.dimension, s.kind,
+                   s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.adjusted_p, s.examples,
+                   r.as_of, r.current_start, r.alpha
+            FROM alert_deliveries d
+            JOIN drift_signals s ON s.tenant_id = d.tenant_id AND s.run_id = d.run_id AND s.signal_id = d.signal_id
+            JOIN drift_runs r ON r.tenant_id = d.tenant_id AND r.run_id = d.run_id
+            WHERE d.tenant_id = ? AND d.status = 'pending' AND d.next_attempt_at <= ?
+            ORDER BY d.next_attempt_at, d.signal_id""", [tenant, now]).fetchall()
+    return [DueAlert(*row) for row in rows]
+
+
+def record_delivery(store: StateStore, tenant: str, signal_id: str, status: str, attempts: int,
+                    error: str | None, next_attempt_at: datetime | None) -> None:
+    """A delivery attempt's outcome: `delivered` (stamped now), `failed`, or `pending` until `next_attempt_at`."""
+    with store.transaction() as con:
+        con.execute("UPDATE alert_deliveries SET status = ?, attempts = ?, last_error = ?, next_attempt_at = ?, "
+                    "delivered_at = CASE WHEN ? = 'delivered' THEN now()::TIMESTAMP END "
+                    "WHERE tenant_id = ? AND signal_id = ?",
+                    [status, attempts, error, next_attempt_at, status, tenant, signal_id])
+
+
+def stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport | None:
+    with store.transaction() as con:
+        run = con.execute("SELECT fingerprint, as_of, alpha, judgments, cells, tested FROM drift_runs "
+                          "WHERE tenant_id = ? AND run_id = ?", [tenant, run_id]).fetchone()
+        if run is None:
+            return None
+        rows = con.execute(f"SELECT {', '.join(_SIGNAL_COLUMNS[2:])} FROM drift_signals "
+                           "WHERE tenant_id = ? AND run_id = ? ORDER BY cluster, dimension, kind",
+                           [tenant, run_id]).fetchall()
+    signals = tuple(Signal(*row[:-1], tuple(json.loads(row[-1]))) for row in rows)  # type: ignore[call-arg]  # the columns in field order
+    return DriftRunReport(run_id, *run, signals, True)  # type: ignore[call-arg]  # the columns in field order
+
+
+def latest_run(store: StateStore, tenant: str, fingerprint: str) -> DriftRunReport | None:
+    """The latest completed run of this tenant and fingerprint (what readers report)."""
+    tenant = validate_tenant_id(tenant)
+    with store.transaction() as con:
+        row = con.execute("SELECT run_id FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
+                          "ORDER BY completed_at DESC, as_of DESC LIMIT 1", [tenant, fingerprint]).fetchone()
+    return stored_run(store, tenant, row[0]) if row else None

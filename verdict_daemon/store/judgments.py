@@ -1,0 +1,116 @@
+"""Judgment attempts, their dimension verdicts and the evaluators they name, in state.duckdb: the only SQL
+for them, rows as frozen dataclasses (the tables' columns, in order).
+
+An attempt's id is derived from (tenant, trace, fingerprint, attempt number) and inserted with INSERT OR
+IGNORE, so a rerun, a restart or a racing process never stores a judgment twice (service/judging.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass, fields
+from datetime import datetime
+
+from verdict_daemon.store.state import StateStore, insert_rows
+
+
+@dataclass(frozen=True)
+class Attempt:
+    tenant_id: str
+    attempt_id: str
+    trace_id: str
+    fingerprint: str
+    attempt_no: int
+    status: str  # OK, ERROR, NO_CONTENT
+    error_code: str | None
+    error_message: str | None
+    judged_at: datetime  # naive UTC
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    judge_run_id: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    tenant_id: str
+    attempt_id: str
+    dimension: str
+    value: str | None  # None when the dimension is a score
+    score: float | None
+    reason: str | None
+    votes: str | None  # JSON
+
+
+@dataclass(frozen=True)
+class PendingTrace:
+    """A sampled trace to judge, with the number its next attempt takes."""
+
+    trace_id: str
+    started_at: datetime
+    query: str
+    response: str
+    context: str
+    attempt_no: int
+
+
+@dataclass(frozen=True)
+class Coverage:
+    sampled_traces: int
+    usable: int  # latest attempt OK
+    error: int  # latest attempt ERROR
+    no_content: int  # latest attempt NO_CONTENT
+
+
+_ATTEMPT_COLUMNS = tuple(f.name for f in fields(Attempt))
+_VERDICT_COLUMNS = tuple(f.name for f in fields(Verdict))
+
+
+def register_evaluator(store: StateStore, tenant: str, fingerprint: str, name: str, definition: str) -> None:
+    """Record the evaluator a fingerprint stands for (its JSON definition), once."""
+    with store.transaction() as con:
+        con.execute("INSERT OR IGNORE INTO evaluators VALUES (?, ?, ?, ?, now()::TIMESTAMP)",
+                    [tenant, fingerprint, name, definition])
+
+
+def pending_work(store: StateStore, tenant: str, fingerprint: str, max_attempts: int, limit: int,
+                 uncounted_error: str) -> list[PendingTrace]:
+    """Sampled traces without an attempt by this fingerprint, or whose latest is ERROR with fewer than
+    `max_attempts` counted attempts (`uncounted_error` attempts are not counted); newest traces first."""
+    with store.transaction() as con:
+        rows = con.execute("""
+            WITH a AS (
+                SELECT trace_id, count(*) AS n, arg_max(status, attempt_no) AS latest,
+                       count(*) FILTER (WHERE coalesce(error_code, '') <> $uncounted) AS counted
+                FROM judgment_attempts WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id)
+            SELECT s.trace_id, s.started_at, s.query, s.response, s.context, coalesce(a.n, 0) + 1
+            FROM sampled_traces s LEFT JOIN a USING (trace_id)
+            WHERE s.tenant_id = $t AND (a.trace_id IS NULL OR (a.latest = 'ERROR' AND a.counted < $max))
+            ORDER BY s.started_at DESC, s.trace_id LIMIT $limit""",
+            {"t": tenant, "fp": fingerprint, "max": max_attempts, "limit": limit,
+             "uncounted": uncounted_error}).fetchall()
+    return [PendingTrace(t, started, q or "", r or "", c or "", n) for t, started, q, r, c, n in rows]
+
+
+def insert_attempts(store: StateStore, tenant: str, run_id: str, attempts: list[Attempt],
+                    verdicts: list[Verdict]) -> None:
+    """Store a run's finished attempts and their verdicts in one short transaction."""
+    with store.transaction() as con:
+        insert_rows(con, "judgment_attempts", _ATTEMPT_COLUMNS, [astuple(a) for a in attempts])
+        # Only under attempts this run stored: when a racing run stored the same attempt id
+        # first, its verdicts stand and ours (perhaps an ERROR's none) must not mix in.
+        insert_rows(con, "dimension_verdicts", _VERDICT_COLUMNS, [astuple(v) for v in verdicts], where=(
+            "attempt_id IN (SELECT attempt_id FROM judgment_attempts WHERE tenant_id = ? AND judge_run_id = ?)"),
+            params=[tenant, run_id])
+
+
+def coverage(store: StateStore, tenant: str, fingerprint: str) -> Coverage:
+    """Sampled traces by the status of their latest attempt by this fingerprint."""
+    with store.transaction() as con:
+        row = con.execute("""
+            WITH latest AS (SELECT trace_id, arg_max(status, attempt_no) AS status FROM judgment_attempts
+                            WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id)
+            SELECT count(*), count(*) FILTER (WHERE l.status = 'OK'), count(*) FILTER (WHERE l.status = 'ERROR'),
+                   count(*) FILTER (WHERE l.status = 'NO_CONTENT')
+            FROM sampled_traces s LEFT JOIN latest l USING (trace_id) WHERE s.tenant_id = $t""",
+            {"t": tenant, "fp": fingerprint}).fetchone()
+    return Coverage(*row)
