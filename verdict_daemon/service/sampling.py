@@ -46,15 +46,14 @@ from verdict_daemon.config import Sampling
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
 from verdict_daemon.service.material import graded_texts
-from verdict_daemon.store.state import StateStore, insert_rows
+from verdict_daemon.store.samples import SampledTrace, insert_samples, picks_since
+from verdict_daemon.store.state import StateStore
 
 log = logging.getLogger("verdict.daemon")
 
 CEILING_FACTOR = 2  # a window's picks never exceed this many times per_cluster_per_window
 # u: the first 13 hex digits (52 bits, exact in a double) of the draw, scaled to [0, 1)
 _U = "('0x' || substr({draw}, 1, 13))::BIGINT / 4503599627370496.0"
-_SAMPLED_COLUMNS = ("tenant_id", "trace_id", "span_id", "intent_key", "stratum", "window_start", "started_at",
-                    "query", "response", "context", "sampled_at")
 
 
 @dataclass(frozen=True)
@@ -108,14 +107,11 @@ def sample(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, config: 
     return _sample(store, lake, tenant, config, start, end, days, window)
 
 
-def _sample(store: StateStore, lake: LakeUnion, tenant: str, config: Sampling, start: datetime, end: datetime,
+def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampling, start: datetime, end: datetime,
             days: list[date], window: timedelta) -> SampleReport:
     import duckdb
 
-    with store.transaction() as con:
-        done = con.sql(
-            "SELECT trace_id, stratum, window_start FROM sampled_traces WHERE tenant_id = ? AND window_start >= ?",
-            params=[tenant, start]).to_arrow_table()
+    done = picks_since(store, tenant, start)
     lake_con = lake.connect({"threads": 2})
     try:
         for statement in view_statements(lake, tenant, days):  # `spans` and `llm_calls` over the lookback
@@ -129,13 +125,11 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: str, config: Sampling, s
     finally:
         lake_con.close()
     now = datetime.now(UTC).replace(tzinfo=None)
-    records = [(tenant, trace_id, span_id, intent, stratum, window_start, started_at,
-                *graded_texts(inputs, outputs, system), now)
+    records = [SampledTrace(tenant, trace_id, span_id, intent, stratum, window_start, started_at,
+                            *graded_texts(inputs, outputs, system), now)
                for trace_id, span_id, intent, stratum, window_start, started_at, inputs, outputs, system in rows]
-    if records:
-        with store.transaction() as con:
-            insert_rows(con, "sampled_traces", _SAMPLED_COLUMNS, records)
-    strata = len({(r[4], r[5]) for r in records})
+    insert_samples(store, records)
+    strata = len({(r.stratum, r.window_start) for r in records})
     log.info("sample tenant=%s eligible=%d sampled=%d strata=%d", tenant, eligible, len(records), strata)
     report = SampleReport(eligible, len(records), strata, eligible > len(records), at_ceiling, unrecognised)
     if report.warning():

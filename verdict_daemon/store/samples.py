@@ -1,0 +1,55 @@
+"""Sampled traces in state.duckdb: the only SQL for them (service/sampling.py picks, this module stores).
+
+The picks already held are handed to the sampler as an Arrow table, joined there in DuckDB against the
+lake's candidates (no Python row loop); new picks arrive as frozen `SampledTrace`s and are inserted in
+one transaction (INSERT OR IGNORE: a pick is never withdrawn nor stored twice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from operator import attrgetter
+from typing import TYPE_CHECKING, cast
+
+from verdict.tenancy import TenantId
+from verdict_daemon.store.state import StateStore, insert_rows
+
+if TYPE_CHECKING:
+    import pyarrow
+
+
+@dataclass(frozen=True)
+class SampledTrace:
+    """A `sampled_traces` row (its columns, in order; times naive UTC)."""
+
+    tenant_id: TenantId
+    trace_id: str
+    span_id: str
+    intent_key: str | None
+    stratum: str
+    window_start: datetime
+    started_at: datetime
+    query: str
+    response: str
+    context: str
+    sampled_at: datetime
+
+
+_COLUMNS = tuple(f.name for f in fields(SampledTrace))
+_ROW = attrgetter(*_COLUMNS)
+
+
+def picks_since(store: StateStore, tenant: TenantId, since: datetime) -> pyarrow.Table:
+    """(trace_id, stratum, window_start) of the tenant's picks in windows starting at `since` or later."""
+    with store.transaction() as con:
+        return cast("pyarrow.Table", con.sql(
+            "SELECT trace_id, stratum, window_start FROM sampled_traces WHERE tenant_id = ? AND window_start >= ?",
+            params=[tenant, since]).to_arrow_table())
+
+
+def insert_samples(store: StateStore, samples: list[SampledTrace]) -> None:
+    """Store new picks in one short transaction."""
+    if samples:
+        with store.transaction() as con:
+            insert_rows(con, "sampled_traces", _COLUMNS, [_ROW(s) for s in samples])
