@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from verdict_daemon.report.gather import RUN_COLUMNS, SIGNAL_COLUMNS, UNASSIGNED, daily_series, mde
-from verdict_daemon.report.model import DriftWindows, RateSeries
-from verdict_daemon.store.drift_runs import Signal
+from verdict_daemon.report.gather import UNASSIGNED, daily_series, mde
+from verdict_daemon.report.model import RateSeries
+from verdict_daemon.store.drift_runs import RUN_COLUMNS, SIGNAL_COLUMNS, DriftWindows, Signal
 
 MORE_EXAMPLES = 25
 

@@ -10,7 +10,6 @@ except the handful of example traces; everything else arrives aggregated per clu
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -37,51 +36,11 @@ from verdict_daemon.report.model import (
     SpendDay,
     SpendRow,
 )
-from verdict_daemon.service.drift_runs import IS_CLOSING, Signal
 from verdict_daemon.store import views
+from verdict_daemon.store.drift_runs import Signal, evaluator_names_in, latest_runs_in, signals_in
 from verdict_daemon.store.state import STATE_FILE
 
 UNASSIGNED = "(not assigned yet)"  # judged before the assign step gave the trace a cluster
-_A = views.STATE_ALIAS
-SIGNAL_COLUMNS = tuple(f.name for f in dataclasses.fields(Signal))  # drift_signals has them all
-
-# Per-tenant extracts of state tables `add_state_views` does not expose; only aggregates and ids.
-_EXTRACTS = (
-    f"""CREATE TEMP TABLE sampled_per_cluster AS
-        SELECT coalesce(c.cluster, '{UNASSIGNED}') AS cluster, count(*) AS sampled
-        FROM {_A}.sampled_traces s
-        LEFT JOIN {_A}.cluster_assignments c ON c.tenant_id = s.tenant_id AND c.trace_id = s.trace_id
-        WHERE s.tenant_id = $tenant GROUP BY ALL""",
-    f"""CREATE TEMP TABLE spend AS
-        SELECT coalesce(e.name, a.fingerprint[:12]) AS evaluator, a.fingerprint, count(*) AS attempts,
-               count(*) FILTER (WHERE a.status = 'ERROR') AS errors,
-               coalesce(sum(a.input_tokens), 0) AS input_tokens, coalesce(sum(a.output_tokens), 0) AS output_tokens,
-               coalesce(sum(a.cost_usd), 0) AS cost_usd
-        FROM {_A}.judgment_attempts a
-        LEFT JOIN {_A}.evaluators e ON e.tenant_id = a.tenant_id AND e.fingerprint = a.fingerprint
-        WHERE a.tenant_id = $tenant GROUP BY ALL""",
-    f"""CREATE TEMP TABLE spend_days AS
-        SELECT judged_at::DATE AS day, coalesce(sum(input_tokens), 0) AS input_tokens,
-               coalesce(sum(output_tokens), 0) AS output_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
-        FROM {_A}.judgment_attempts WHERE tenant_id = $tenant GROUP BY ALL""",
-    f"""CREATE TEMP TABLE sentinel AS
-        SELECT evaluator, fingerprint, status, reason, examples, usable, errors, passed, pass_rate, pass_rate_low,
-               pass_rate_high, threshold, minimum_examples, sentinel_file, checked_at,
-               count(*) OVER (PARTITION BY fingerprint) AS checks
-        FROM {_A}.sentinel_health WHERE tenant_id = $tenant
-        QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY checked_at DESC) = 1""",
-    f"""CREATE TEMP TABLE example_content AS
-        SELECT trace_id, started_at, query, response FROM {_A}.sampled_traces
-        WHERE tenant_id = $tenant AND trace_id IN (
-            SELECT unnest(from_json(examples, '["VARCHAR"]')) FROM drift_signals)""",
-)
-
-# The latest closing decision and the latest early look of each fingerprint (drift_runs.plan).
-RUN_COLUMNS = ("run_id, as_of, baseline_start, baseline_end, current_start, alpha, effect_gate, min_usable, "
-               f"judgments, cells, tested, signals, {IS_CLOSING} AS closing")  # a DriftWindows
-_LATEST_RUNS = f"""
-    SELECT fingerprint, {RUN_COLUMNS}
-    FROM drift_runs QUALIFY row_number() OVER (PARTITION BY fingerprint, closing ORDER BY as_of DESC, completed_at DESC) = 1"""
 
 # Binary verdict rows only (scores have no pass rate); UNCLEAR/ERROR are excluded from the denominator.
 _DAILY = f"""
@@ -109,7 +68,8 @@ _COVERAGE = f"""
     SELECT coalesce(s.cluster, per.cluster) AS cluster, coalesce(s.sampled, 0), coalesce(per.judged, 0),
            coalesce(per.error_traces, 0), coalesce(per.verdicts, 0), coalesce(per.unclear, 0), coalesce(per.usable, 0),
            coalesce(per.no_content, 0)
-    FROM sampled_per_cluster s FULL JOIN per USING (cluster) ORDER BY 1"""
+    FROM (SELECT coalesce(cluster, '{UNASSIGNED}') AS cluster, sampled FROM sampled_per_cluster) s
+    FULL JOIN per USING (cluster) ORDER BY 1"""
 
 _EXAMPLES = """
     SELECT x.trace_id, x.started_at, x.query, x.response, j.value, j.reason, j.error_code
@@ -158,12 +118,7 @@ def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: ReviewQu
     con = duckdb.connect()
     try:
         views.add_state_views(con, root, tenant, lock_timeout=lock_timeout)
-        views.attach_state(con, state, lock_timeout)
-        try:
-            for statement in _EXTRACTS:
-                con.execute(statement, {"tenant": tenant})
-        finally:
-            con.execute(f"DETACH {_A}")
+        views.add_report_tables(con, state, tenant, lock_timeout)
         sampled = con.execute("SELECT coalesce(sum(sampled), 0) FROM sampled_per_cluster").fetchone()[0]  # type: ignore[index]  # an aggregate: one row
         known = con.execute("SELECT (SELECT count(*) FROM spend) + (SELECT count(*) FROM sentinel)").fetchone()[0]  # type: ignore[index]  # an aggregate: one row
         if not (in_lake or sampled or known):
@@ -185,8 +140,7 @@ def _latest_runs(con) -> dict[str, tuple[DriftWindows, DriftWindows | None]]:
     latest early look taken after it, if any."""
     closing: dict[str, DriftWindows] = {}
     looks: dict[str, DriftWindows] = {}
-    for fp, *row in con.execute(_LATEST_RUNS).fetchall():
-        run = DriftWindows(*row)
+    for fp, run in latest_runs_in(con):
         (closing if run.closing else looks)[fp] = run
     out: dict[str, tuple[DriftWindows, DriftWindows | None]] = {}
     for fp in closing.keys() | looks.keys():
@@ -200,10 +154,7 @@ def _latest_runs(con) -> dict[str, tuple[DriftWindows, DriftWindows | None]]:
 
 def _sections(con) -> tuple[EvaluatorSection, ...]:
     runs = _latest_runs(con)
-    names = dict(con.execute("""
-        SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM judgments GROUP BY fingerprint
-        UNION ALL SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM drift_runs
-        WHERE fingerprint NOT IN (SELECT fingerprint FROM judgments) GROUP BY fingerprint""").fetchall())
+    names = evaluator_names_in(con)
     series = daily_series(con)
     scored = _score_dimensions(con)
     out = []
@@ -283,12 +234,8 @@ def _heatmap(con, fp: str, run: DriftWindows | None, signals: tuple[SignalRow, .
 
 
 def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...]) -> tuple[SignalRow, ...]:
-    rows = con.execute(f"""
-        SELECT {", ".join(SIGNAL_COLUMNS)} FROM drift_signals WHERE run_id = ? AND fingerprint = ?
-        ORDER BY kind, adjusted_p NULLS LAST, cluster, dimension""", [run.run_id, fp]).fetchall()
     out = []
-    for *row, ids in rows:
-        signal = Signal(*row, tuple(json.loads(ids)))  # type: ignore[call-arg]  # the columns in field order
+    for signal in signals_in(con, run.run_id, fp):
         traces = con.execute(_EXAMPLES, {"ids": list(signal.examples), "fp": fp, "dim": signal.dimension}
                              ).fetchall() if signal.examples else []
         out.append(SignalRow(signal, mde(signal, run, score_dimensions), signal.dimension in score_dimensions,

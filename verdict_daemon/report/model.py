@@ -7,27 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from verdict_daemon.review.queue import DimensionJudgment, ItemSummary, LabelRecord
-from verdict_daemon.store.drift_runs import Signal
-
-
-@dataclass(frozen=True)
-class DriftWindows:
-    """A stored drift run of one evaluator fingerprint (its windows and gates): a period's closing decision
-    or an early look inside an open period (drift_runs.plan)."""
-
-    run_id: str
-    as_of: datetime
-    baseline_start: datetime
-    baseline_end: datetime
-    current_start: datetime
-    alpha: float
-    effect_gate: float
-    min_usable: int
-    judgments: int
-    cells: int
-    tested: int
-    signals: int
-    closing: bool
+from verdict_daemon.store.drift_runs import DriftWindows, Signal
 
 
 @dataclass(frozen=True)

@@ -95,9 +95,6 @@ def report_signals(report, tenant: TenantId, period: int) -> list[Signal]:
 
 
 _EPOCH = datetime(1970, 1, 1)
-# SQL over drift_runs: true for a closing decision, the one run whose as_of lies on its period grid (its
-# current window is exactly one period); every other run is an early look.
-IS_CLOSING = "epoch_us(as_of) % (epoch_us(as_of) - epoch_us(current_start)) = 0"
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,26 @@ class DriftRunReport:
 
 
 @dataclass(frozen=True)
+class DriftWindows:
+    """A stored drift run of one evaluator fingerprint (its windows and gates): a period's closing decision
+    or an early look inside an open period (service/drift_runs.plan)."""
+
+    run_id: str
+    as_of: datetime
+    baseline_start: datetime
+    baseline_end: datetime
+    current_start: datetime
+    alpha: float
+    effect_gate: float
+    min_usable: int
+    judgments: int
+    cells: int
+    tested: int
+    signals: int
+    closing: bool
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """A `drift_runs` row as taken (times naive UTC)."""
 
@@ -222,3 +242,37 @@ def latest_run(store: StateStore, tenant: str, fingerprint: str) -> DriftRunRepo
         row = con.execute("SELECT run_id FROM drift_runs WHERE tenant_id = ? AND fingerprint = ? "
                           "ORDER BY completed_at DESC, as_of DESC LIMIT 1", [tenant, fingerprint]).fetchone()
     return stored_run(store, tenant, row[0]) if row else None
+
+
+# The tenant's snapshot (store/views.py: `add_state_views`, the tables `verdict sql` shows) as the report reads it.
+
+# True for a closing decision, the one run whose as_of lies on its period grid (its current window is exactly
+# one period); every other run is an early look.
+IS_CLOSING = "epoch_us(as_of) % (epoch_us(as_of) - epoch_us(current_start)) = 0"
+RUN_COLUMNS = ("run_id, as_of, baseline_start, baseline_end, current_start, alpha, effect_gate, min_usable, "
+               f"judgments, cells, tested, signals, {IS_CLOSING} AS closing")  # a DriftWindows
+SIGNAL_COLUMNS = _SIGNAL_COLUMNS[2:]  # a Signal, examples as JSON
+_LATEST_RUNS = f"""
+    SELECT fingerprint, {RUN_COLUMNS}
+    FROM drift_runs QUALIFY row_number() OVER (PARTITION BY fingerprint, closing ORDER BY as_of DESC, completed_at DESC) = 1"""
+
+
+def latest_runs_in(snapshot) -> list[tuple[str, DriftWindows]]:
+    """Per fingerprint of the snapshot: its latest closing decision and its latest early look (if any)."""
+    return [(fp, DriftWindows(*row)) for fp, *row in snapshot.execute(_LATEST_RUNS).fetchall()]
+
+
+def evaluator_names_in(snapshot) -> dict[str, str]:
+    """The evaluator name of every fingerprint with judgments or drift runs in the snapshot (else its prefix)."""
+    return dict(snapshot.execute("""
+        SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM judgments GROUP BY fingerprint
+        UNION ALL SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM drift_runs
+        WHERE fingerprint NOT IN (SELECT fingerprint FROM judgments) GROUP BY fingerprint""").fetchall())
+
+
+def signals_in(snapshot, run_id: str, fingerprint: str) -> tuple[Signal, ...]:
+    """A run's signals in the snapshot, by kind, then adjusted p."""
+    rows = snapshot.execute(f"""
+        SELECT {", ".join(SIGNAL_COLUMNS)} FROM drift_signals WHERE run_id = ? AND fingerprint = ?
+        ORDER BY kind, adjusted_p NULLS LAST, cluster, dimension""", [run_id, fingerprint]).fetchall()
+    return tuple(Signal(*row[:-1], tuple(json.loads(row[-1]))) for row in rows)  # type: ignore[call-arg]  # the columns in field order

@@ -74,6 +74,48 @@ LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = i.tenant_id AND e.fingerpr
 WHERE l.tenant_id = $tenant
 """
 
+# What a report reads besides the views (verdict_daemon/report/gather.py), per tenant: aggregates and ids only.
+# sampled_per_cluster's cluster is NULL for traces the assign step has not placed yet.
+REPORT_TABLES = (
+    f"""CREATE TEMP TABLE sampled_per_cluster AS
+        SELECT c.cluster, count(*) AS sampled
+        FROM {STATE_ALIAS}.sampled_traces s
+        LEFT JOIN {STATE_ALIAS}.cluster_assignments c ON c.tenant_id = s.tenant_id AND c.trace_id = s.trace_id
+        WHERE s.tenant_id = $tenant GROUP BY ALL""",
+    f"""CREATE TEMP TABLE spend AS
+        SELECT coalesce(e.name, a.fingerprint[:12]) AS evaluator, a.fingerprint, count(*) AS attempts,
+               count(*) FILTER (WHERE a.status = 'ERROR') AS errors,
+               coalesce(sum(a.input_tokens), 0) AS input_tokens, coalesce(sum(a.output_tokens), 0) AS output_tokens,
+               coalesce(sum(a.cost_usd), 0) AS cost_usd
+        FROM {STATE_ALIAS}.judgment_attempts a
+        LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = a.tenant_id AND e.fingerprint = a.fingerprint
+        WHERE a.tenant_id = $tenant GROUP BY ALL""",
+    f"""CREATE TEMP TABLE spend_days AS
+        SELECT judged_at::DATE AS day, coalesce(sum(input_tokens), 0) AS input_tokens,
+               coalesce(sum(output_tokens), 0) AS output_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
+        FROM {STATE_ALIAS}.judgment_attempts WHERE tenant_id = $tenant GROUP BY ALL""",
+    f"""CREATE TEMP TABLE sentinel AS
+        SELECT evaluator, fingerprint, status, reason, examples, usable, errors, passed, pass_rate, pass_rate_low,
+               pass_rate_high, threshold, minimum_examples, sentinel_file, checked_at,
+               count(*) OVER (PARTITION BY fingerprint) AS checks
+        FROM {STATE_ALIAS}.sentinel_health WHERE tenant_id = $tenant
+        QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY checked_at DESC) = 1""",
+    f"""CREATE TEMP TABLE example_content AS
+        SELECT trace_id, started_at, query, response FROM {STATE_ALIAS}.sampled_traces
+        WHERE tenant_id = $tenant AND trace_id IN (
+            SELECT unnest(from_json(examples, '["VARCHAR"]')) FROM drift_signals)""",
+)
+
+
+def add_report_tables(con, state: Path, tenant: TenantId, lock_timeout: float) -> None:
+    """Create the tenant's REPORT_TABLES on `con`, which already holds its `drift_signals` (add_state_views)."""
+    attach_state(con, state, lock_timeout)
+    try:
+        for statement in REPORT_TABLES:
+            con.execute(statement, {"tenant": tenant})
+    finally:
+        con.execute(f"DETACH {STATE_ALIAS}")
+
 
 def attach_state(con, path: Path, lock_timeout: float) -> None:
     """Attach `path` read-only as STATE_ALIAS, retrying while another process holds it (storage_locked past
