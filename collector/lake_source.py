@@ -20,7 +20,7 @@ from collector import lake_manifest
 from collector.lake import SEGMENT_SUFFIX
 from collector.objectstore import ObjectLake
 from collector.shipping import outbox_dir
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 
 
 def _reader_path(manifest: lake_manifest.Manifest | None, relative: str) -> str | None:
@@ -46,21 +46,21 @@ class LakeSource:
     def of(cls, lake: LakeSource | Path) -> LakeSource:
         return lake if isinstance(lake, LakeSource) else cls(Path(lake))
 
-    def local_dir(self, table: str, tenant: str) -> Path | None:
+    def local_dir(self, table: str, tenant: TenantId) -> Path | None:
         if self.data_dir is None:
             return None
-        return self.data_dir.resolve() / table / f"tenant={validate_tenant_id(tenant)}"
+        return self.data_dir.resolve() / table / f"tenant={tenant}"
 
-    def remote_prefix(self, table: str, tenant: str) -> str:
-        return f"{table}/tenant={validate_tenant_id(tenant)}/"
+    def remote_prefix(self, table: str, tenant: TenantId) -> str:
+        return f"{table}/tenant={tenant}/"
 
-    def allowed_directories(self, table: str, tenant: str) -> list[str]:
+    def allowed_directories(self, table: str, tenant: TenantId) -> list[str]:
         """What a query may read of this tenant's `table`: its directory and its prefix in the store."""
         local = self.local_dir(table, tenant)
         return ([f"{local}/"] if local is not None else []) + (
             [self.remote.object_url(self.remote_prefix(table, tenant))] if self.remote is not None else [])
 
-    def _remote(self, remote: ObjectLake, table: str, tenant: str) -> dict[str, str | None]:
+    def _remote(self, remote: ObjectLake, table: str, tenant: TenantId) -> dict[str, str | None]:
         """Relative path -> the name the views match it by, for every object of the tenant's `table` readers take
         (collector.lake_manifest: with many writers, merged objects are compacted and shipped ones fresh).
         Listed before the manifest is read, so an object the manifest drops is still listed, and one it
@@ -77,7 +77,7 @@ class LakeSource:
         visible: dict[str, str | None] = self._listings[key][1]
         return visible
 
-    def files(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
+    def files(self, table: str, tenant: TenantId, pattern: str, days: Sequence[date] | None) -> list[str]:
         """Every segment of the tenant's `table` whose name matches `pattern`, in the date partitions `days`
         (all when None), each relative path once."""
         wanted = [f"{self.remote_prefix(table, tenant)}{p}/{pattern}" for p in _partitions(days)]
@@ -97,7 +97,7 @@ class LakeSource:
         return [path for path, seen in candidates.items()
                 if seen is not None and any(fnmatch.fnmatchcase(seen, w) for w in wanted)]
 
-    def read_paths(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
+    def read_paths(self, table: str, tenant: TenantId, pattern: str, days: Sequence[date] | None) -> list[str]:
         """What `read_parquet` gets: globs over a local-only lake (only those matching a file: DuckDB refuses
         a glob matching nothing), else the explicit file list."""
         if self.remote is not None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from collector.lake_source import LakeSource
 from collector.objectstore import SCHEMES, ObjectLake, ObjectMeta
 from collector.shipping import outbox_dir
+from verdict.tenancy import TenantId
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,10 @@ class LakeUnion:
     def describe(self) -> str:
         return ", ".join(m.remote.url if m.remote is not None else str(m.data_dir) for m in self.members)
 
-    def allowed_directories(self, table: str, tenant: str) -> list[str]:
+    def allowed_directories(self, table: str, tenant: TenantId) -> list[str]:
         return [d for m in self.members for d in m.allowed_directories(table, tenant)]
 
-    def files(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
+    def files(self, table: str, tenant: TenantId, pattern: str, days: Sequence[date] | None) -> list[str]:
         """Every segment of the tenant's `table` matching `pattern` in the partitions `days` (all when None),
         each relative path once over all members, the remote copy first."""
         remote: dict[str, str] = {}
@@ -78,7 +79,7 @@ class LakeUnion:
             return False
         return any(m.remote is not None and m.remote.key(relative) == key for m in self.members)
 
-    def read_paths(self, table: str, tenant: str, pattern: str, days: Sequence[date] | None) -> list[str]:
+    def read_paths(self, table: str, tenant: TenantId, pattern: str, days: Sequence[date] | None) -> list[str]:
         """What `read_parquet` gets: a single member's own paths (globs when it is local), else explicit files."""
         if len(self.members) == 1:
             return self.members[0].read_paths(table, tenant, pattern, days)

@@ -28,7 +28,7 @@ from collector.lake_union import LakeUnion, read_errors
 from collector.views import open_scoped, view_statements
 from verdict.cli_errors import CliError, ErrorCode
 from verdict.cli_runner import add_data_dir, add_tenant
-from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, validate_tenant_id
+from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, TenantId, validate_tenant_id
 
 SQL_ERROR_CODES: tuple[ErrorCode, ...] = ("invalid_tenant", "no_data_dir", "query_error", "access_denied")  # exits 3-6
 TABLE_CELL_CHARS = 120
@@ -130,7 +130,7 @@ def _require_read_only(con, query: str) -> None:
         raise SqlCommandError("access_denied", f"verdict sql runs SELECT queries only; refused: {', '.join(refused)}")
 
 
-def valid_tenant(tenant: str) -> str:
+def valid_tenant(tenant: str) -> TenantId:
     try:
         return validate_tenant_id(tenant)
     except InvalidTenantError as exc:
@@ -152,12 +152,12 @@ def execute(lake: LakeUnion | LakeSource | Path, tenant: str, query: str,
     """Run `query` over the tenant's views of `lake` (a data dir must exist: require_data_dir)."""
     import duckdb
 
-    tenant = valid_tenant(tenant)
+    valid = valid_tenant(tenant)
     if isinstance(lake, Path):
         require_data_dir(lake)
     source = LakeUnion.of(lake)
     try:
-        con = open_scoped(source, tenant, prepare=prepare)
+        con = open_scoped(source, valid, prepare=prepare)
     except _unreadable() as exc:
         raise _read_error(exc, source) from None
     try:
@@ -200,10 +200,9 @@ def _read_error(exc: Exception, lake: LakeUnion) -> SqlCommandError:
 
 
 def _view_text(lake: LakeUnion, tenant: str) -> str:
+    valid = valid_tenant(tenant)
     try:
-        return ";\n\n".join(view_statements(lake, tenant)) + ";\n"
-    except InvalidTenantError as exc:
-        raise SqlCommandError("invalid_tenant", str(exc)) from None
+        return ";\n\n".join(view_statements(lake, valid)) + ";\n"
     except _unreadable() as exc:
         raise _read_error(exc, lake) from None
 

@@ -27,7 +27,7 @@ from collector.compaction import COMPACTED_PREFIX
 from collector.lake_source import LakeSource
 from collector.lake_union import LakeUnion
 from verdict.semconv import LOG_COLUMNS, SPAN_COLUMNS
-from verdict.tenancy import validate_tenant_id
+from verdict.tenancy import TenantId
 
 _DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "timestamp_ns": "TIMESTAMP_NS", "string_list": "VARCHAR[]"}
 
@@ -53,12 +53,12 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def tenant_dir(data_dir: Path, tenant: str) -> Path:
-    return lake.spans_root(data_dir.resolve()) / f"tenant={validate_tenant_id(tenant)}"
+def tenant_dir(data_dir: Path, tenant: TenantId) -> Path:
+    return lake.spans_root(data_dir.resolve()) / f"tenant={tenant}"
 
 
-def logs_tenant_dir(data_dir: Path, tenant: str) -> Path:
-    return lake.logs_root(data_dir.resolve()) / f"tenant={validate_tenant_id(tenant)}"
+def logs_tenant_dir(data_dir: Path, tenant: TenantId) -> Path:
+    return lake.logs_root(data_dir.resolve()) / f"tenant={tenant}"
 
 
 def _typed_empty(columns=SPAN_COLUMNS) -> str:
@@ -73,7 +73,7 @@ def _read(globs: list[str], columns=SPAN_COLUMNS) -> str:
             "hive_partitioning = true, union_by_name = true, hive_types = {'date': 'DATE'}))")
 
 
-def _logs_view(source: LakeUnion, tenant: str, days: Sequence[date] | None) -> str:
+def _logs_view(source: LakeUnion, tenant: TenantId, days: Sequence[date] | None) -> str:
     """Log records, each once (exporter retries resend the same record: same record_id)."""
     globs = source.read_paths("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days)
     if globs:
@@ -95,7 +95,7 @@ def _event_messages() -> str:
             f"({' OR '.join(f'{c} IS NOT NULL' for c in MESSAGE_COLUMNS)})\nGROUP BY trace_id, span_id")
 
 
-def _instrumentations(source: LakeUnion, con, tenant: str, days: Sequence[date] | None) -> int:
+def _instrumentations(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | None) -> int:
     """How many dialects the tenant's spans carry (NULL, for spans written before the column, counts as
     one), from the Parquet footers' statistics: no rows are read."""
     files = source.files("spans", tenant, "*" + lake.SEGMENT_SUFFIX, days)
@@ -146,7 +146,7 @@ def _llm_calls(with_events: bool, deduplicate: bool) -> str:
     )
 
 
-def _fresh_since(source: LakeUnion, con, tenant: str, days: Sequence[date] | None) -> str | None:
+def _fresh_since(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | None) -> str | None:
     """Earliest receipt among fresh segments (cheap: one column of a few small files), or None."""
     files = source.files("spans", tenant, FRESH_PATTERN, days)
     if not files:
@@ -158,7 +158,7 @@ def _fresh_since(source: LakeUnion, con, tenant: str, days: Sequence[date] | Non
     return None if earliest is None else str(earliest)
 
 
-def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: str, days: Sequence[date] | None = None) -> list[str]:
+def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, days: Sequence[date] | None = None) -> list[str]:
     """CREATE VIEW statements for `spans`, `logs` and `llm_calls`, for the lake as it is now; over the
     date partitions `days` only when given (the daemon's sampler reads its lookback, not the history).
 
@@ -167,7 +167,6 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: str, day
     within RETRY_HORIZON before them (a constant here, so DuckDB prunes older files by their
     statistics). A copy arriving later than that shows until the next compaction removes it.
     """
-    tenant = validate_tenant_id(tenant)
     source = LakeUnion.of(lake_source)
     con = source.connect()  # reads footers and one column for the plan below
     try:
@@ -201,7 +200,7 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: str, day
     return [spans, _logs_view(source, tenant, days), _llm_calls(with_events, deduplicate)]
 
 
-def open_scoped(lake_source: LakeUnion | LakeSource | Path, tenant: str, extra_views: tuple[str, ...] = (),
+def open_scoped(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, extra_views: tuple[str, ...] = (),
                 prepare: Callable[[Any], None] | None = None):
     """In-memory DuckDB with the views; user SQL can read only this tenant's partition directory (and its
     prefix in the object store). `prepare(con)` runs before access is locked down (e.g. to copy in the

@@ -71,7 +71,7 @@ class DemoSummary:
         return out
 
 
-def lake_traces(data_dir: Path, tenant: str) -> int:
+def lake_traces(data_dir: Path, tenant: TenantId) -> int:
     import duckdb
 
     from collector.views import tenant_dir

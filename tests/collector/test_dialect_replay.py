@@ -11,6 +11,7 @@ import pytest
 from collector.views import open_scoped
 from tests.collector import dialect_payloads as payloads
 from tests.collector.lake_search import find_secrets
+from verdict.tenancy import LOCAL_TENANT
 
 
 def post(port: int, path: str, request) -> tuple[int, bytes]:
@@ -21,7 +22,7 @@ def post(port: int, path: str, request) -> tuple[int, bytes]:
 
 
 def llm_calls(data_dir, where: str = "true") -> list[dict]:
-    con = open_scoped(data_dir, "__verdict_local__")
+    con = open_scoped(data_dir, LOCAL_TENANT)
     cur = con.execute(f"SELECT * FROM llm_calls WHERE {where} ORDER BY trace_id")
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
@@ -71,7 +72,7 @@ def test_duplicates_keep_tokens_counted_once(collector_factory):
     for case in (payloads.ANTHROPIC_TWICE, payloads.VERCEL, payloads.VERDICT_AND_V2):
         for request in case.traces:
             assert post(collector.http_port, "/v1/traces", request)[0] == 200
-    con = open_scoped(collector.data_dir, "__verdict_local__")
+    con = open_scoped(collector.data_dir, LOCAL_TENANT)
     spans_tokens = con.execute("SELECT sum(input_tokens) FROM spans").fetchone()[0]
     calls, tokens = con.execute("SELECT count(*), sum(input_tokens) FROM llm_calls").fetchone()
     assert (calls, tokens) == (3, 50 + 60 + 40)

@@ -116,8 +116,9 @@ def test_logs_json_and_gzip_with_partial_rejection(collector_factory):
     assert body["partialSuccess"]["rejectedLogRecords"] == "1"
     assert "logRecords[1]: span_id must be empty or 8 bytes" in body["partialSuccess"]["errorMessage"]
     from collector.views import open_scoped
+    from verdict.tenancy import LOCAL_TENANT
 
-    rows = open_scoped(collector.data_dir, "__verdict_local__").execute(
+    rows = open_scoped(collector.data_dir, LOCAL_TENANT).execute(
         "SELECT event_name, span_id, severity_text, body, input_messages FROM logs ORDER BY sequence").fetchall()
     assert [(r[0], r[1], r[2]) for r in rows] == [("gen_ai.user.message", "22" * 8, None), (None, None, "INFO")]
     assert "<EMAIL>" in rows[0][4] and rows[1][3] == '"free text from <EMAIL>"'

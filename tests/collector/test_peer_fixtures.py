@@ -12,6 +12,7 @@ import pytest
 from collector.views import open_scoped
 from tests.collector.lake_search import find_secrets
 from verdict.redact import redact_text
+from verdict.tenancy import TenantId, validate_tenant_id
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
 SENDERS = sorted(p.name for p in FIXTURES.iterdir() if (p / "manifest.json").exists())
@@ -21,8 +22,8 @@ def _token(sender: str) -> str:
     return f"token-for-{sender}-0123456789"
 
 
-def _tenant(sender: str) -> str:
-    return sender.replace(".", "-")
+def _tenant(sender: str) -> TenantId:
+    return validate_tenant_id(sender.replace(".", "-"))
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import pytest
 
 from collector.loadgen import export_request, span_ids
 from tests.collector.conftest import land_request
+from verdict.tenancy import validate_tenant_id
 
 
 def verdict(*args: str) -> subprocess.CompletedProcess:
@@ -75,10 +76,11 @@ def test_only_the_tenant_directory_is_readable(two_tenants):
     from collector.views import logs_tenant_dir, open_scoped, tenant_dir
 
     data_dir, _ = two_tenants
-    con = open_scoped(data_dir, "acme")
+    acme = validate_tenant_id("acme")
+    con = open_scoped(data_dir, acme)
     (allowed,) = con.execute("SELECT value FROM duckdb_settings() WHERE name = 'allowed_directories'").fetchone()
     # the tenant's spans and logs, no spill directory or anything else
-    assert allowed.replace("'", "") == f"[{logs_tenant_dir(data_dir, 'acme')}/, {tenant_dir(data_dir, 'acme')}/]"
+    assert allowed.replace("'", "") == f"[{logs_tenant_dir(data_dir, acme)}/, {tenant_dir(data_dir, acme)}/]"
 
 
 def test_five_documented_queries_run(two_tenants):

@@ -98,7 +98,7 @@ def test_scoped_views_over_a_union_refuse_other_tenants_and_writes(split, query)
     remote = ObjectLake(lake_url)
     before = set(remote.list(""))
     globex_object = remote.object_url(next(r for r in sorted(before) if "tenant=globex" in r))
-    con = open_scoped(LakeUnion.open([zone_a, zone_b], [lake_url]), "acme")
+    con = open_scoped(LakeUnion.open([zone_a, zone_b], [lake_url]), TenantId("acme"))
     try:
         assert {t for (t,) in con.execute("SELECT DISTINCT trace_id FROM spans").fetchall()} == ids["acme"]
         with pytest.raises(duckdb.Error):
@@ -213,7 +213,7 @@ def test_a_segment_shipped_to_a_store_of_the_union_is_read_there_only(s3, tmp_pa
         remote.upload(f, f.relative_to(merged).with_name(f"c-merged-{f.name}").as_posix())
 
     def traces(lake: LakeUnion) -> list[str]:
-        files = lake.files("spans", "acme", "*.parquet", None)
+        files = lake.files("spans", TenantId("acme"), "*.parquet", None)
         con = lake.connect()
         try:
             return sorted(t for (t,) in con.execute("SELECT trace_id FROM read_parquet(?)", [files]).fetchall())

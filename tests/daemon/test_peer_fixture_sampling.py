@@ -15,6 +15,7 @@ import pytest
 from collector.views import open_scoped
 from tests.daemon.cli import pipeline, write_config
 from verdict.redact import redact_text
+from verdict.tenancy import validate_tenant_id
 from verdict_daemon.store.state import StateStore
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
@@ -47,7 +48,7 @@ def lake(tmp_path_factory, request) -> Path:
 
 def _run(tmp_path: Path, data: Path, tenant: str) -> tuple[dict, list[tuple]]:
     """`verdict-pipeline` one hour after the tenant's last span; its summary and sampled_traces rows."""
-    con = open_scoped(data, tenant)
+    con = open_scoped(data, validate_tenant_id(tenant))
     last = con.execute("SELECT max(end_time) FROM spans").fetchone()[0]
     con.close()
     as_of = (last + timedelta(hours=1)).isoformat()
@@ -76,7 +77,7 @@ def test_openai_v2_default_mode_is_judged_from_its_log_events(lake, tmp_path, te
 
 def test_a_call_described_by_two_instrumentations_is_sampled_once(lake, tmp_path):
     manifest = json.loads((NATIVE / "manifest.json").read_text())
-    con = open_scoped(lake, "anthropic-twice")
+    con = open_scoped(lake, validate_tenant_id("anthropic-twice"))
     traces = con.execute("SELECT count(DISTINCT trace_id) FROM spans WHERE operation = 'chat'").fetchone()[0]
     con.close()
     assert traces == 2 * len(manifest["expected_llm_calls"])  # each call is its own root trace twice

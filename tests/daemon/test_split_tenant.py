@@ -26,6 +26,7 @@ from tests.collector.s3_server import start_s3_server
 from tests.daemon.app import DAYS
 from tests.daemon.cli import env, pipeline, write_config
 from tests.daemon.test_end_to_end import CORRUPTED, INTENTS, MIN_USABLE, PER_DAY, TENANT, llm_answer
+from verdict.tenancy import validate_tenant_id
 from verdict_daemon.store.state import STATE_FILE
 
 pytestmark = pytest.mark.objectstore
@@ -53,7 +54,7 @@ def _wait(predicate, timeout: float, what: str) -> None:
 
 def _spans(lake: LakeUnion) -> int:
     """Rows in the tenant's span segments of `lake` (each relative path once)."""
-    files = lake.files("spans", TENANT, "*.parquet", None)
+    files = lake.files("spans", validate_tenant_id(TENANT), "*.parquet", None)
     if not files:
         return 0
     con = lake.connect()

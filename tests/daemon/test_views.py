@@ -103,7 +103,7 @@ def test_views_over_chosen_date_partitions_read_only_those(lake):
     """The sampler's `llm_calls` covers its lookback's partitions only (and a day with no segment binds)."""
     days = sorted({d for (d,) in _scoped(lake, "acme").execute("SELECT DISTINCT date FROM spans").fetchall()})
     con = duckdb.connect()
-    for statement in view_statements(lake, "acme", [days[-2], days[-1], days[-1] + timedelta(days=1)]):
+    for statement in view_statements(lake, TenantId("acme"), [days[-2], days[-1], days[-1] + timedelta(days=1)]):
         con.execute(statement)
     every = _scoped(lake, "acme").execute("SELECT date, count(*) FROM llm_calls GROUP BY 1").fetchall()
     assert sorted(con.execute("SELECT date, count(*) FROM llm_calls GROUP BY 1").fetchall()) == \

@@ -16,9 +16,10 @@ import pytest
 
 from tests.collector.conftest import Collector
 from tests.peers.harness import BY_NAME, SENDERS, USAGE, Sender, _peer, fake_providers, run_sender
+from verdict.tenancy import LOCAL_TENANT
 
 pytestmark = pytest.mark.peers
-TENANT = "__verdict_local__"  # the tokenless collector's scope
+TENANT = LOCAL_TENANT  # the tokenless collector's scope
 PYTHON_SENDERS = [s.name for s in SENDERS if s.family != "vercel"]
 
 

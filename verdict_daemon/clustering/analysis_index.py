@@ -95,7 +95,7 @@ def key_status(intent_key: str | None, key_error: str | None) -> tuple[str | Non
         return None, "invalid", redact_text(str(exc))
 
 
-def _segments(lake: LakeUnion, tenant: str, *, first: date | None = None, last: date | None = None) -> list[str]:
+def _segments(lake: LakeUnion, tenant: TenantId, *, first: date | None = None, last: date | None = None) -> list[str]:
     """The tenant's segment files of the date partitions from `first` through `last` (the collector
     partitions spans by their start date, UTC), over every lake of the union."""
     low, high = (first or date.min).isoformat(), (last or date.max).isoformat()
@@ -107,7 +107,7 @@ def _segments(lake: LakeUnion, tenant: str, *, first: date | None = None, last: 
     return sorted(f for f in files if low <= f.rsplit("/", 2)[-2].removeprefix("date=") <= high)
 
 
-def _lake(lake: LakeUnion, tenant: str, files: list[str] | None = None):
+def _lake(lake: LakeUnion, tenant: TenantId, files: list[str] | None = None):
     """A lake connection with the `llm_calls` view: the whole lake through the collector's views, or
     exactly `files` read as they are. Those may hold exporter-retry copies of a span, which the
     collector's view drops; a copy repeats its span exactly, so the per-trace aggregates and the
