@@ -3,7 +3,8 @@
 The tenant's `judgments`, `drift_runs` and `drift_signals` come from `add_state_views` (the same
 tables `verdict sql` shows, so report figures match what an analyst queries). The few other things
 a report needs (sampled traces per cluster, judge spend, sentinel checks, the content of signal
-example traces) are read in a second read-only attach as small aggregates. Rows never reach Python
+example traces) are read in a second read-only attach as small aggregates (`views.REPORT_TABLES`); the
+SQL naming state tables lives in the store (verdict_daemon/store/). Rows never reach Python
 except the handful of example traces; everything else arrives aggregated per cluster × dimension × day.
 """
 
