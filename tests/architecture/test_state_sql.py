@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Every module of the daemon outside its store, and the UI.
-SCANNED = ("verdict_daemon", "verdict_ui")
+SCANNED = ("verdict_daemon", "verdict_ui", "verdict_demo")
 STORE = "verdict_daemon/store/"
 # The UI queries its in-memory snapshot, whose tables copy some state tables under the same names (drift_runs,
 # drift_signals, …: verdict_daemon.store.views); there only the review and cluster tables count.

@@ -222,6 +222,13 @@ def record_delivery(store: StateStore, tenant: str, signal_id: str, status: str,
                     [status, attempts, error, next_attempt_at, status, tenant, signal_id])
 
 
+def attempted_alerts(store: StateStore, tenant: str) -> int:
+    """How many of the tenant's alerts have been tried at least once (delivered or not)."""
+    with store.transaction() as con:
+        return cast(int, con.execute("SELECT count(*) FROM alert_deliveries WHERE tenant_id = ? AND attempts > 0",
+                                     [tenant]).fetchall()[0][0])
+
+
 def stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport | None:
     with store.transaction() as con:
         run = con.execute("SELECT fingerprint, as_of, alpha, judgments, cells, tested FROM drift_runs "
