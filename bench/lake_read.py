@@ -122,7 +122,7 @@ def ingest_phases(seconds: float, clients: int, server) -> None:
     figures = {}
     for label, extra in (("shipping off", []), ("shipping on", [
             "--lake-url", f"s3://{server.new_bucket()}/lake", "--ship-seal-after-s", "5"])):
-        args = argparse.Namespace(clients=clients, collector_args=extra)
+        args = argparse.Namespace(clients=clients, collector_args=extra, transport="http")
         result = ingest_phase(args, bodies, seconds, None, label, True)
         figures[label] = result["spans_per_s"]
         print(f"[ingest, {label}] {result['spans_per_s']:,.0f} spans/s; ack p99 {result['p99_ms']:.0f} ms; "
