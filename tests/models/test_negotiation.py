@@ -273,3 +273,24 @@ def test_the_timeout_grows_with_the_output_budget_at_the_pace_the_server_showed(
     assert model.attempt_timeout(40) >= 2 * 40 * 0.05
     long = model.complete(ModelRequest(MESSAGES, params={"max_tokens": 40}))
     assert long.usage.output_tokens == 40 and fake_openai.request_count == 2
+
+
+def test_reset_waits_for_a_request_its_client_gave_up_on(fake_openai):
+    """The fake server is shared by the whole session: a request a client abandoned (its timeout) is still
+    being answered when the next test resets it. Reset waits for it, so `max_in_flight` counts only what
+    the next test sends (without the wait, the serial-server test above saw 2 in a full run)."""
+    import http.client
+    import socket
+    from urllib.parse import urlsplit
+
+    fake_openai.handler = LlamaCppReplica(Reply("ok"), latency=1.0)
+    url = urlsplit(fake_openai.base_url)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=0.2)
+    with pytest.raises(socket.timeout):
+        conn.request("POST", f"{url.path}/chat/completions", body=b'{"model": "m", "messages": []}',
+                     headers={"content-type": "application/json"})
+        conn.getresponse()
+    conn.close()
+    assert fake_openai.in_flight == 1  # still being answered
+    fake_openai.reset()
+    assert fake_openai.in_flight == 0 and fake_openai.max_in_flight == 0

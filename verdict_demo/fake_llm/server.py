@@ -21,6 +21,7 @@ from starlette.routing import Route
 from .behaviours import Behaviour, Fail, Handler, Malformed, RecordedRequest, Reply
 
 Endpoint = Callable[[RecordedRequest, Reply], Response]
+RESET_DRAIN_S = 10.0  # how long reset() waits for requests still being answered
 
 
 class StreamAborted(Exception):
@@ -107,7 +108,12 @@ class FakeServer:
             self._queue.extend(behaviours)
 
     def reset(self) -> None:
-        """Forget queued behaviours, the handler, the default reply and recorded requests."""
+        """Forget queued behaviours, the handler, the default reply and recorded requests. Waits (up to
+        RESET_DRAIN_S) for requests still being answered, e.g. ones a client gave up on after its timeout:
+        they belong to whoever sent them, not to the in-flight count of what comes next."""
+        deadline = time.monotonic() + RESET_DRAIN_S
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
         with self._lock:
             self._queue.clear()
             self._requests.clear()
