@@ -8,19 +8,22 @@ DEMO_EXTRAS ?= grpc,openai,anthropic,server
 TEST_EXTRAS ?= dev,grpc,openai,anthropic,server,semantic,engines,s3
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
+# Every environment installs the versions the suite last passed with (`make lock` regenerates them);
+# pyproject.toml keeps ranges for users' installs.
+LOCKS := constraints
 
-.PHONY: demo test lint typecheck browser java spark-s3a clean reference-venvs realmodel-env
+.PHONY: demo test lint typecheck browser java spark-s3a clean reference-venvs realmodel-env lock
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(DEMO_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/pip install --quiet -e '.[$(DEMO_EXTRAS)]'
+$(DEMO_STAMP): pyproject.toml $(LOCKS)/test.txt | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -c $(LOCKS)/test.txt -e '.[$(DEMO_EXTRAS)]'
 	touch $@
 
-$(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/pip install --quiet -e '.[$(TEST_EXTRAS)]'
+$(TEST_STAMP): pyproject.toml $(LOCKS)/test.txt | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -c $(LOCKS)/test.txt -e '.[$(TEST_EXTRAS)]'
 	touch $@
 
 demo: $(DEMO_STAMP)
@@ -68,9 +71,9 @@ spark-s3a: $(S3A_JARS)/.installed
 # Reference implementations whose pins conflict with ours live in side virtualenvs (git-ignored):
 # irrCAC (pins scipy 1.12) checks Gwet's AC1 and Fleiss' kappa with missing labels (tests/stats).
 IRRCAC_VENV := .venv-irrcac
-$(IRRCAC_VENV)/.installed:
+$(IRRCAC_VENV)/.installed: $(LOCKS)/irrcac.txt
 	$(PY) -m venv $(IRRCAC_VENV)
-	$(IRRCAC_VENV)/bin/pip install --quiet 'irrcac==0.4.4'
+	$(IRRCAC_VENV)/bin/pip install --quiet -c $(LOCKS)/irrcac.txt 'irrcac==0.4.4'
 	touch $@
 
 reference-venvs: $(IRRCAC_VENV)/.installed
@@ -115,13 +118,13 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
   -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_WHEELS := .cache/wheels/llama-avx2
 
-$(LLAMA_STAMP):
+$(LLAMA_STAMP): $(LOCKS)/llama.txt
 	$(PY) -m venv $(LLAMA_VENV)
 	$(LLAMA_VENV)/bin/pip install --quiet --upgrade pip
 	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' nice \
 	  $(LLAMA_VENV)/bin/pip wheel --quiet --no-cache-dir --no-deps -w $(LLAMA_WHEELS) '$(LLAMA_PACKAGE)'
 	$(LLAMA_VENV)/bin/pip install --quiet --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl
-	$(LLAMA_VENV)/bin/pip install --quiet '$(LLAMA_PACKAGE)'
+	$(LLAMA_VENV)/bin/pip install --quiet -c $(LOCKS)/llama.txt '$(LLAMA_PACKAGE)'
 	touch $@
 
 $(SMOLLM2_GGUF):
@@ -144,24 +147,24 @@ clean:
 
 # Peer instrumentations (issue 14): each family in its own side venv, since their pins conflict
 # with ours and with each other; the Vercel AI SDK in a node_modules dir. Idempotent (stamps).
-PEER_FAMILIES := openinference openllmetry-old openllmetry openai-v2 pydantic-ai
+PEER_FAMILIES := openinference openllmetry-old openllmetry openai-v2 pydantic-ai  # and in `lock`
 PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
 VERCEL_STAMP := .peer-vercel/.installed
 
 .PHONY: peers peers-record
 
-.venv-peer-%/.installed: tests/peers/requirements/%.txt
+.venv-peer-%/.installed: tests/peers/requirements/%.txt $(LOCKS)/peer-%.txt
 	$(PY) -m venv .venv-peer-$*
 	.venv-peer-$*/bin/pip install --quiet --upgrade pip
-	.venv-peer-$*/bin/pip install --quiet -r $<
+	.venv-peer-$*/bin/pip install --quiet -c $(LOCKS)/peer-$*.txt -r $<
 	# Verdict itself (no deps: its core ones are there), for the docs/tracing.md recipes
-	.venv-peer-$*/bin/pip install --quiet --no-deps -e . 'wrapt>=1.16'
+	.venv-peer-$*/bin/pip install --quiet -c $(LOCKS)/peer-$*.txt --no-deps -e . 'wrapt>=1.16'
 	touch $@
 
-$(VERCEL_STAMP): tests/peers/vercel/package.json
+$(VERCEL_STAMP): tests/peers/vercel/package.json tests/peers/vercel/package-lock.json
 	mkdir -p .peer-vercel
-	cp tests/peers/vercel/package.json .peer-vercel/package.json
-	cd .peer-vercel && npm install --no-audit --no-fund --loglevel=error
+	cp tests/peers/vercel/package.json tests/peers/vercel/package-lock.json .peer-vercel/
+	cd .peer-vercel && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 peers: $(PEER_STAMPS) $(VERCEL_STAMP)
@@ -169,3 +172,31 @@ peers: $(PEER_STAMPS) $(VERCEL_STAMP)
 # Re-record tests/fixtures/dialects/ from the real packages (needs the test venv for the fake LLM).
 peers-record: peers $(TEST_STAMP)
 	$(BIN)/python tests/peers/record.py
+
+# Regenerate $(LOCKS)/ (and the Vercel package-lock.json): every environment resolved afresh from its
+# ranges, without the old pins, in throw-away venvs under .cache/lock; what pip chose is written down.
+# Commit the result once `make test` passes on it.
+LOCK_TMP := .cache/lock
+define freeze_venv
+	rm -rf $(LOCK_TMP)/$(1) && $(PY) -m venv $(LOCK_TMP)/$(1)
+	$(LOCK_TMP)/$(1)/bin/pip install --quiet --upgrade pip
+	$(LOCK_TMP)/$(1)/bin/pip install --quiet $(2)
+	{ echo "# make lock: the versions $(1) installs (generated; do not edit)"; \
+	  $(LOCK_TMP)/$(1)/bin/pip list --format=freeze --exclude verdict-monitor --exclude pip; } > $(LOCKS)/$(1).txt
+endef
+# llama.cpp resolves from the portable wheel the tier builds (a native build takes minutes).
+lock: $(LLAMA_STAMP)
+	mkdir -p $(LOCKS) $(LOCK_TMP)
+	$(call freeze_venv,test,'.[$(TEST_EXTRAS)]')
+	$(call freeze_venv,irrcac,'irrcac==0.4.4')
+	$(call freeze_venv,llama,"$$(ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl)[server]")
+	$(call freeze_venv,peer-openinference,-r tests/peers/requirements/openinference.txt)
+	$(call freeze_venv,peer-openllmetry-old,-r tests/peers/requirements/openllmetry-old.txt)
+	$(call freeze_venv,peer-openllmetry,-r tests/peers/requirements/openllmetry.txt)
+	$(call freeze_venv,peer-openai-v2,-r tests/peers/requirements/openai-v2.txt)
+	$(call freeze_venv,peer-pydantic-ai,-r tests/peers/requirements/pydantic-ai.txt)
+	rm -rf $(LOCK_TMP)/vercel && mkdir -p $(LOCK_TMP)/vercel
+	cp tests/peers/vercel/package.json $(LOCK_TMP)/vercel/
+	cd $(LOCK_TMP)/vercel && npm install --package-lock-only --no-audit --no-fund --loglevel=error
+	cp $(LOCK_TMP)/vercel/package-lock.json tests/peers/vercel/package-lock.json
+	rm -rf $(LOCK_TMP)

@@ -75,3 +75,31 @@ def test_the_registry_codes_are_in_the_one_closed_set():
     from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES
 
     assert set(CLUSTER_ERROR_CODES) <= set(ERROR_CODES) and set(SQL_ERROR_CODES) <= set(ERROR_CODES)
+
+
+BLOCKED_RUN = """
+import sys
+from verdict.cli_errors import EXTRA_OF_MODULE
+for name, extra in EXTRA_OF_MODULE.items():
+    if extra == sys.argv[1]:
+        sys.modules[name] = None  # as if not installed: importing it raises ModuleNotFoundError
+from verdict_daemon.cli import run
+run(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize(("extra", "argv"), [
+    ("server", ["sql", "SELECT 1", "--tenant", "acme", "--data-dir", "."]),
+    ("server", ["collector", "--data-dir", "lake", "--http-port", "0", "--grpc-port", "-1"]),
+    ("server", ["ui", "--data-dir", ".", "--tenant", "acme"]),
+    ("server", ["report", "--data-dir", ".", "--tenant", "acme", "--out", "r.html"]),
+])
+def test_a_missing_extra_names_the_pip_line(tmp_path, extra, argv):
+    """An app-only install (`verdict-monitor[openai]`) has the `verdict` command but not the server
+    packages: each command says missing_extra with the install line, not internal_error."""
+    done = subprocess.run([sys.executable, "-c", BLOCKED_RUN, extra, *argv], capture_output=True, text=True,
+                          env=env(), timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    error = json.loads(done.stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "missing_extra", error
+    assert f"pip install 'verdict-monitor[{extra}]'" in error["message"], error

@@ -35,6 +35,14 @@ def test_the_tree_has_every_tool():
     assert re.findall(r"^    ([a-z]+)\b", listed.stdout, flags=re.MULTILINE) == TREE, listed.stdout
 
 
+def test_version_is_the_installed_distributions():
+    from importlib.metadata import version
+
+    done = run("verdict", "--version")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"verdict {version('verdict-monitor')}\n"
+
+
 @pytest.mark.parametrize("name", TREE)
 def test_every_subcommand_has_its_own_help(name):
     done = run("verdict", name, "--help")

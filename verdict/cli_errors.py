@@ -21,7 +21,7 @@ ErrorCode = Literal[
     "probe_error", "component_failed", "no_active_registry", "model_unavailable", "unknown_version",
     "unknown_cluster", "generation_conflict", "validation_failed", "rollback_target_not_activated",
     "analysis_index_pending", "invalid_cases", "judge_error", "invalid_tenant", "no_data_dir", "query_error",
-    "access_denied", "internal_error",
+    "access_denied", "missing_extra", "internal_error",
 ]
 
 ERROR_CODES: dict[ErrorCode, str] = {
@@ -63,6 +63,7 @@ ERROR_CODES: dict[ErrorCode, str] = {
     "no_data_dir": "verdict sql: the data directory does not exist (exit 4)",
     "query_error": "verdict sql: no query, or the query failed or could not read the span lake (exit 5)",
     "access_denied": "verdict sql: the query is not a SELECT or reads outside the tenant's views (exit 6)",
+    "missing_extra": "the command needs an optional extra that is not installed (the message gives the pip line)",
     "internal_error": "an unexpected failure (a bug); details only with VERDICT_DEBUG=1",
 }
 
@@ -93,6 +94,28 @@ class CliError(Exception):
         self.code: ErrorCode = code
         self.message = message
         self.details = details or {}  # extra JSON-ready fields of the error object
+
+
+# The extra of verdict-monitor (pyproject.toml) that brings each optional module the commands import;
+# a dotted name is matched by its longest listed prefix.
+EXTRA_OF_MODULE: dict[str, str] = {
+    **dict.fromkeys(("duckdb", "pyarrow", "numpy", "scipy", "apscheduler", "starlette", "uvicorn", "httptools",
+                     "uvloop", "orjson", "grpc", "yaml", "tqdm", "google.protobuf", "opentelemetry.proto",
+                     "opentelemetry.exporter.otlp.proto.grpc"), "server"),
+    "obstore": "s3", "fsspec": "s3", "sentence_transformers": "semantic", "torch": "semantic",
+    "openai": "openai", "anthropic": "anthropic",
+}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> CliError | None:
+    """missing_extra naming the pip line, when `exc` is an optional module of a known extra; else None."""
+    parts = (exc.name or "").split(".")
+    for end in range(len(parts), 0, -1):
+        extra = EXTRA_OF_MODULE.get(".".join(parts[:end]))
+        if extra is not None:
+            return CliError("missing_extra", f"this command needs the '{extra}' extra (module {exc.name!r} is "
+                            f"not installed): pip install 'verdict-monitor[{extra}]'", {"extra": extra})
+    return None
 
 
 def internal_error(exc: BaseException) -> CliError:

@@ -25,6 +25,7 @@ from verdict.cli_errors import (
     ArgumentParser,
     CliError,
     internal_error,
+    missing_extra,
     print_error,
 )
 
@@ -49,7 +50,7 @@ def run_command(body: Callable[[], int]) -> int:
     except Exception as exc:
         if environment.debug():
             raise
-        error = internal_error(exc)
+        error = (missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else None) or internal_error(exc)
         print_error(error.code, error.message)
         return EXIT_CODES[error.code]
 

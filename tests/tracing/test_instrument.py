@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import openai
@@ -24,6 +28,43 @@ def test_import_does_not_import_provider_sdks():
 
     code = "import verdict.tracing, verdict\nverdict.tracing.intent_context('a.b')"
     assert loaded_after(code, ("openai", "anthropic", "duckdb", "scipy", "numpy")) == []
+
+
+LAZY_SCRIPT = r"""
+import json, sys
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import verdict.tracing as vt
+exporter = InMemorySpanExporter()
+vt.init(service_name="svc", exporter=exporter)
+vt.instrument()
+vt.instrument()
+if sys.argv[3] == "uninstrument":
+    vt.uninstrument()
+before = sorted(m for m in ("openai", "anthropic") if m in sys.modules)
+import anthropic, openai
+openai.OpenAI(api_key="sk-x", base_url=sys.argv[1], max_retries=0).chat.completions.create(
+    model="gpt-x", messages=[{"role": "user", "content": "hi"}])
+anthropic.Anthropic(api_key="sk-x", base_url=sys.argv[2], max_retries=0).messages.create(
+    model="claude-x", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+vt.flush()
+names = sorted(s.name for s in exporter.get_finished_spans()
+               if s.attributes.get("gen_ai.operation.name") == "chat")
+print(json.dumps({"imported_by_instrument": before, "spans": names,
+                  "hook_left": any(type(f).__name__ == "_PatchOnImport" for f in sys.meta_path)}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["instrument", "uninstrument"])
+def test_instrument_patches_providers_when_the_app_imports_them(fake_openai, fake_anthropic, mode):
+    """instrument() before the app imports openai/anthropic imports neither (an unused SDK costs
+    nothing); each is patched when the app imports it, exactly once; uninstrument() drops the hook."""
+    out = subprocess.run([sys.executable, "-c", LAZY_SCRIPT, fake_openai.base_url, fake_anthropic.base_url, mode],
+                         capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["imported_by_instrument"] == []
+    assert result["hook_left"] is False
+    expected = ["chat claude-x", "chat gpt-x"] if mode == "instrument" else []
+    assert result["spans"] == expected
 
 
 def test_uninstrument_restores_the_class_attributes(traced):

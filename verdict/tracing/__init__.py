@@ -1,7 +1,7 @@
 """Verdict's tracing SDK: `init`, `instrument`, `intent_context` and friends.
 
-Imports only OpenTelemetry, wrapt and the standard library; provider SDKs are patched at
-`instrument()` time, and only when installed.
+Imports only OpenTelemetry, wrapt and the standard library; provider SDKs are patched when the app
+imports them (at once if already imported), never imported by Verdict.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 anthropic 2.x starts its own OpenTelemetry span per call unless ANTHROPIC_OPEN_TELEMETRY=false.
 One call must be one inference span with one token count, so while a Verdict span is current the
 SDK's span is not started (its `start_api_call_span` hook returns None, as it does for requests
-without a span name). `anthropic` is imported only by `targets()`, at `instrument()` time.
+without a span name). `anthropic` is imported only by `targets()`, once the app has imported it (`instrument.py`).
 """
 
 from __future__ import annotations

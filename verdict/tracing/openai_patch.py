@@ -1,6 +1,6 @@
 """OpenAI: chat completions, Responses API and embeddings (sync and async, streams, raw responses).
 
-`openai` is imported only by `patch()` (at `instrument()` time), never when `verdict.tracing` loads.
+`openai` is imported only by the app: `targets()` runs once the app has imported it (`instrument.py`).
 """
 
 from __future__ import annotations

@@ -70,10 +70,20 @@ def commands() -> dict[str, Command]:
     return {**COMMANDS, **{entry.name: entry.load() for entry in entry_points(group=ENTRY_POINT_GROUP)}}
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("verdict-monitor")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser(chosen: str | None, tree: dict[str, Command]) -> tuple[argparse.ArgumentParser, Any]:
     """The tree; only the chosen subcommand's module is imported and given its options."""
     parser = ArgumentParser(prog="verdict", description="Verdict command-line tools: one subcommand per tool.",
                             epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"verdict {_version()}")
     sub = parser.add_subparsers(dest="verdict_command", metavar="COMMAND")  # a command may have its own "command"
     module = None
     for name, command in tree.items():
