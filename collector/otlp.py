@@ -192,8 +192,8 @@ def parse_json(data: bytes, signal: Signal = TRACES):
         doc = json.loads(data, object_pairs_hook=_json_object)
     except (UnicodeDecodeError, ValueError) as exc:
         raise RequestError(400, f"malformed JSON: {exc}") from None
-    doc = _message(doc, signal.request.DESCRIPTOR, "")
     request = signal.request()
+    doc = _message(doc, request.DESCRIPTOR, "")
     try:
         json_format.ParseDict(doc, request, ignore_unknown_fields=True)  # e.g. enum values added later
     except (json_format.ParseError, ValueError, TypeError, AttributeError) as exc:

@@ -145,8 +145,10 @@ def _log_records(trace_id: str) -> list[dict]:
 def _logs_stored(collector: Collector, trace_id: str) -> int:
     import duckdb
 
-    return duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{collector.data_dir}/logs/*/*/*.parquet') "
-                      f"WHERE trace_id = '{trace_id}'").fetchone()[0]
+    [(count,)] = duckdb.connect().execute(
+        f"SELECT count(*) FROM read_parquet('{collector.data_dir}/logs/*/*/*.parquet') WHERE trace_id = ?",
+        [trace_id]).fetchall()
+    return count
 
 
 @pytest.mark.parametrize("level", ["resourceLogs", "scopeLogs", "logRecords"])

@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 import time
+from typing import Any
 
 import duckdb
 import grpc
@@ -57,10 +58,10 @@ def _hex_ids(doc: object) -> object:
             for k, v in doc.items()}
 
 
-def _export(collector: Collector, transport: str, signal: str, request) -> tuple[int, str]:
+def _export(collector: Collector, transport: str, signal: str, request: Any) -> tuple[int, str]:
     """(rejected count, message) of partial_success."""
-    response_type = {"traces": trace_service_pb2.ExportTraceServiceResponse,
-                     "logs": logs_service_pb2.ExportLogsServiceResponse}[signal]
+    response_type: Any = {"traces": trace_service_pb2.ExportTraceServiceResponse,  # either message class
+                          "logs": logs_service_pb2.ExportLogsServiceResponse}[signal]
     if transport == "grpc":
         with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
             stub = (trace_service_pb2_grpc.TraceServiceStub if signal == "traces"
@@ -96,21 +97,16 @@ def test_items_outside_retention_are_refused_on_every_transport_and_never_acknow
         collector_factory):
     collector = collector_factory("--retention-days", str(RETENTION_DAYS))
     now_ns = time.time_ns()
-    kept_spans: set[str] = set()
-    kept_logs: set[str] = set()
+    kept: dict[str, set[str]] = {"traces": set(), "logs": set()}  # span ids, log record bodies
     for seed, transport in enumerate(TRANSPORTS):
-        for signal, build in (("traces", _traces), ("logs", _logs)):
-            request = build(seed, now_ns + seed)
+        traces, logs = _traces(seed, now_ns + seed), _logs(seed, now_ns + seed)
+        kept["traces"].update(s.span_id.hex() for s in traces.resource_spans[0].scope_spans[0].spans[:-1])
+        kept["logs"].update(r.body.string_value for r in logs.resource_logs[0].scope_logs[0].log_records[:-1])
+        for signal, request in (("traces", traces), ("logs", logs)):
             rejected, message = _export(collector, transport, signal, request)
             assert rejected == 1, (transport, signal, message)
             assert "older than the collector's retention of 2 days" in message, message
-            items = ([s for r in request.resource_spans for ss in r.scope_spans for s in ss.spans]
-                     if signal == "traces" else list(request.resource_logs[0].scope_logs[0].log_records))
             assert f"[{len(AGES) - 1}]: dated" in message  # the oldest one
-            if signal == "traces":
-                kept_spans.update(s.span_id.hex() for s in items[:-1])
-            else:
-                kept_logs.update(r.body.string_value for r in items[:-1])
     stats = collector.stats()
     assert stats["spans_outside_retention"] == stats["spans_rejected"] == len(TRANSPORTS)
     assert stats["logs_outside_retention"] == stats["logs_rejected"] == len(TRANSPORTS)
@@ -118,11 +114,11 @@ def test_items_outside_retention_are_refused_on_every_transport_and_never_acknow
     assert collector.stop() == 0
     # One HTTP sender and one gRPC sender, each logged once (the HTTP one sent four requests).
     assert sum("older than --retention-days" in line for line in collector.log) == 2, collector.log
-    assert _stored(collector.data_dir) == (kept_spans, kept_logs)
+    assert _stored(collector.data_dir) == (kept["traces"], kept["logs"])
 
     # What was acknowledged survives the retention run that follows.
     done = subprocess.run([sys.executable, "-m", "collector", "--data-dir", str(collector.data_dir),
                            "--retention-days", str(RETENTION_DAYS), "--maintenance-once"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert _stored(collector.data_dir) == (kept_spans, kept_logs)
+    assert _stored(collector.data_dir) == (kept["traces"], kept["logs"])
