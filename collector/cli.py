@@ -94,6 +94,7 @@ def _decode_settings(config: CollectorConfig) -> DecodeSettings:
         allow_claimed_tenant=config.allow_claimed_tenant,
         trust_sdk_redaction=config.trust_sdk_redaction,
         max_spans_per_request=config.max_spans_per_request,
+        retention_days=config.retention_days,
     )
 
 

@@ -109,7 +109,9 @@ _OPTIONS = (
             "processes decoding OTLP in parallel (0: decode in the server process)"),
     _Option("grpc-threads", int, 16, "gRPC export threads (each waits for its call's decode and fsync); twice as many "
             "calls may wait for their message at once"),
-    _Option("retention-days", int, 0, "delete date partitions older than this many days (0: keep all)"),
+    _Option("retention-days", int, 0, "delete date partitions older than this many days, and refuse spans and log "
+            "records already that old (partial_success) rather than acknowledge what the next run deletes (0: keep "
+            "all)"),
     _Option("compact-interval-s", float, 300.0, "how often small segments are merged (0: only after --compact-after-segments)"),
     _Option("compact-min-segments", int, 8, "merge a partition once it has at least this many segments"),
     _Option("compact-after-segments", int, 1000,

@@ -37,6 +37,7 @@ class DecodeSettings:
     allow_claimed_tenant: bool
     trust_sdk_redaction: str = "authenticated"  # see collector.redaction.TRUST_MODES
     max_spans_per_request: int = 10_000
+    retention_days: int = 0  # > 0: older spans and log records are refused (partial_success)
 
 
 # Decoding memory grows with spans (~5 KB each at peak) and attribute values (~0.15 KB), not
@@ -64,6 +65,7 @@ class Decoded:
     message: str
     dialects: dict[str, int]  # spans per recognised dialect (for /stats)
     unrecognised: dict[str, int]  # spans no dialect recognised, per instrumentation scope
+    outside_retention: int  # of the rejected: older than the retention window
 
 
 _settings: DecodeSettings | None = None
@@ -110,13 +112,14 @@ def decode_export(
         allow_claimed_tenant=_settings.allow_claimed_tenant,
         max_attribute_chars=_settings.max_attribute_chars,
         redaction=_redaction,
+        retention_days=_settings.retention_days,
     )
     table, flatten_request = _TABLES[signal]
     result = flatten_request(request, policy, time.time_ns())
     partitions = [EncodedPartition(table, p.tenant, p.date, encode_rows(p.rows, table))
                   for p in result.partitions.values()]
     decoded = Decoded(kind, partitions, result.accepted, result.rejected, result.message(), result.dialects,
-                      result.unrecognised)
+                      result.unrecognised, result.outside_retention)
     if len(payload) > TRIM_ABOVE_BYTES:
         del request, result
         _release_heap()

@@ -47,6 +47,11 @@ class IngestPolicy:
     allow_claimed_tenant: bool  # tokenless mode only: honour verdict.tenant_id claims
     max_attribute_chars: int
     redaction: ServerRedaction
+    retention_days: int = 0  # > 0: spans older than this are refused, retention would delete them
+
+    def first_kept_day(self, received_ns: int) -> int:
+        """The first day (since the epoch, UTC) retention keeps, as `collector.retention.expire` counts."""
+        return received_ns // _NS_PER_DAY - self.retention_days if self.retention_days > 0 else 0
 
 
 @dataclass
@@ -66,6 +71,7 @@ class FlattenResult:
     reasons: list[str]
     dialects: dict[str, int] = field(default_factory=dict)  # spans per recognised dialect
     unrecognised: dict[str, int] = field(default_factory=dict)  # spans no dialect recognised, per scope name
+    outside_retention: int = 0  # of the rejected: older than the retention window
 
     def message(self) -> str:
         if not self.rejected:
@@ -77,6 +83,13 @@ class FlattenResult:
 
 class SpanRejected(Exception):
     pass
+
+
+def outside_retention(day: int, retention_days: int) -> SpanRejected:
+    """The refusal of an item that retention would delete at its next run: never acknowledged, then deleted."""
+    date = time.strftime("%Y-%m-%d", time.gmtime(day * 86_400))
+    return SpanRejected(f"dated {date}, older than the collector's retention of {retention_days} days "
+                        "(--retention-days): it would be deleted at the next retention run")
 
 
 def _any(value, cap: int):
@@ -314,8 +327,9 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
     day_names: dict[int, str] = {}
     dialects: dict[str, int] = {}
     unrecognised: dict[str, int] = {}
-    accepted = rejected = 0
+    accepted = rejected = outside = 0
     reasons: list[str] = []
+    first_day = policy.first_kept_day(received_ns)
 
     for r, resource_spans in enumerate(request.resource_spans):
         resource_attrs = _attributes(resource_spans.resource.attributes, cap)
@@ -325,6 +339,9 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
             for i, span in enumerate(scope_spans.spans):
                 try:
                     tenant, day, dialect, row = span_row(span, ctx, received_ns)
+                    if day < first_day:
+                        outside += 1
+                        raise outside_retention(day, policy.retention_days)
                 except SpanRejected as exc:
                     rejected += 1
                     if len(reasons) < 20:
@@ -343,7 +360,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
                 else:
                     dialects[dialect] = dialects.get(dialect, 0) + 1
                 accepted += 1
-    return FlattenResult(partitions, accepted, rejected, reasons, dialects, unrecognised)
+    return FlattenResult(partitions, accepted, rejected, reasons, dialects, unrecognised, outside)
 
 
 def _events(raw: list[SpanEvent], events, redaction: ServerRedaction) -> bytes:

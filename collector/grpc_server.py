@@ -116,12 +116,19 @@ def _header(context: grpc.aio.ServicerContext, key: str) -> str | None:
     return cast(str | None, value)
 
 
+def _sender(context: grpc.aio.ServicerContext) -> str:
+    """The client as what is logged once per sender names it: address and user agent."""
+    peer = context.peer().rsplit(":", 1)[0]
+    return f"{peer} ({(_header(context, 'user-agent') or 'no user-agent')[:80]})"
+
+
 def _export_handler(service: IngestService, receiver: _Receiver, executor: ThreadPoolExecutor, signal: str):
     async def export(requests, context: grpc.aio.ServicerContext) -> bytes:
         try:
             tenant, authenticated = service.authenticate(_header(context, "authorization"))
             payload = await receiver.message(context)
-            outcome = await _export_admitted(service, executor, payload, tenant, authenticated, signal)
+            outcome = await _export_admitted(service, executor, payload, tenant, authenticated, signal,
+                                             _sender(context))
         except RequestError as exc:
             await _refuse(context, _Refused(_CODES.get(exc.status, grpc.StatusCode.INVALID_ARGUMENT), exc.message))
         except Overloaded as exc:
@@ -133,14 +140,15 @@ def _export_handler(service: IngestService, receiver: _Receiver, executor: Threa
     return export
 
 
-async def _export_admitted(service, executor, payload: bytes, tenant: str, authenticated: bool, signal: str):
+async def _export_admitted(service, executor, payload: bytes, tenant: str, authenticated: bool, signal: str,
+                           sender: str):
     """Hold the message's bytes of the in-flight budget until its export thread is done, even when the
     call is cancelled meanwhile (the thread still holds the message)."""
     admission = contextlib.ExitStack()
     with admission:
         admission.enter_context(service.admitted()).grow(len(payload))  # the whole message was received
         future = asyncio.get_running_loop().run_in_executor(
-            executor, service.export, payload, None, None, tenant, authenticated, signal)
+            executor, service.export, payload, None, None, tenant, authenticated, signal, sender)
         held = admission.pop_all()
     future.add_done_callback(lambda _: held.close())
     return await asyncio.shield(future)
@@ -148,9 +156,7 @@ async def _export_admitted(service, executor, payload: bytes, tenant: str, authe
 
 def _metrics_handler(service: IngestService):
     async def refuse(requests, context: grpc.aio.ServicerContext) -> bytes:
-        peer = context.peer().rsplit(":", 1)[0]
-        agent = (_header(context, "user-agent") or "no user-agent")[:80]
-        service.refuse_metrics(f"{peer} ({agent})")
+        service.refuse_metrics(_sender(context))
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "metrics are not accepted here; only traces and logs")
 
     return refuse

@@ -166,6 +166,12 @@ async def read_body(request: Request, reservation: Reservation, limits: BodyLimi
         chunks.append(chunk)
 
 
+def _sender(request: Request) -> str:
+    """The client as what is logged once per sender names it: address and user agent."""
+    client = request.client.host if request.client else "unknown"
+    return f"{client} ({request.headers.get('user-agent', 'no user-agent')[:80]})"
+
+
 def _error(kind: str, status: int, message: str, headers: dict | None = None) -> Response:
     return Response(otlp.error_body(kind, status, message), status_code=status, media_type=kind, headers=headers)
 
@@ -198,6 +204,7 @@ def create_app(
                         tenant,
                         authenticated,
                         signal,
+                        _sender(request),
                     )
             except RequestError as exc:
                 return _error(kind, exc.status, exc.message)
@@ -213,8 +220,7 @@ def create_app(
         return export
 
     async def metrics(request: Request) -> Response:
-        client = request.client.host if request.client else "unknown"
-        service.refuse_metrics(f"{client} ({request.headers.get('user-agent', 'no user-agent')[:80]})")
+        service.refuse_metrics(_sender(request))
         return JSONResponse({"code": 12, "message": "metrics are not accepted here; only /v1/traces and /v1/logs"}, 404)
 
     async def healthz(request: Request) -> Response:

@@ -60,7 +60,7 @@ class IngestService:
         self._inflight_lock = threading.Lock()
         self._writer = writer
         self.stats = stats
-        self._metrics_senders: set[str] = set()
+        self._logged: dict[str, set[str]] = {}  # what was logged once per sender: topic -> senders
 
     def authenticate(self, authorization: str | None) -> tuple[str, bool]:
         """(tenant, authenticated). Without a token file everything is the local tenant."""
@@ -100,16 +100,22 @@ class IngestService:
 
     def export(
         self, payload: bytes, content_type: str | None, content_encoding: str | None, tenant: str, authenticated: bool,
-        signal: str = "traces",
+        signal: str, sender: str,
     ) -> ExportOutcome:
-        """Call after authenticate(), inside admitted(); returns once the accepted spans (or log records) are durable."""
+        """Call after authenticate(), inside admitted(); returns once the accepted spans (or log records) are durable.
+
+        `sender` (peer address and user agent) names the client in what is logged once per sender."""
         with self._writer.arriving():
             decoded = self._decode(payload, content_type, content_encoding, tenant, authenticated, signal)
-            if signal == "logs":
-                self.stats.add(logs_received=decoded.accepted, logs_rejected=decoded.rejected)
-            else:
-                self.stats.add(spans_received=decoded.accepted, spans_rejected=decoded.rejected)
+            items = "logs" if signal == "logs" else "spans"
+            self.stats.add(**{f"{items}_received": decoded.accepted, f"{items}_rejected": decoded.rejected,
+                              f"{items}_outside_retention": decoded.outside_retention})
+            if signal == "traces":
                 self.stats.add_spans_by_dialect(decoded.dialects, decoded.unrecognised)
+            if decoded.outside_retention and self._first_time("retention", sender):
+                log.warning("rejecting %s older than --retention-days from %s (tenant %s): retention would delete "
+                            "them at its next run; refused through partial_success (logged once per sender; "
+                            "counted in /stats %s_outside_retention)", items, sender, tenant, items)
             try:  # wraps the workers' buffers (no copy, no allocation): fine in any request thread
                 batches = _to_arrow(decoded.partitions)
             except Exception as exc:  # a value flatten() let through that Arrow cannot hold: a bug, not a 500 loop
@@ -138,14 +144,19 @@ class IngestService:
             self.stats.add(requests_invalid=1)
             raise RequestError(400, f"request could not be decoded ({type(exc).__name__})") from None
 
+    def _first_time(self, topic: str, sender: str) -> bool:
+        """Whether `topic` is to be logged for `sender` now: once per sender, for at most 1024 senders."""
+        with self._inflight_lock:
+            senders = self._logged.setdefault(topic, set())
+            first = sender not in senders and len(senders) < 1024
+            if first:
+                senders.add(sender)
+        return first
+
     def refuse_metrics(self, sender: str) -> None:
         """Metrics are not stored: count each refusal, log once per sender (bounded)."""
         self.stats.add(metrics_refused=1)
-        with self._inflight_lock:
-            first = sender not in self._metrics_senders and len(self._metrics_senders) < 1024
-            if first:
-                self._metrics_senders.add(sender)
-        if first:
+        if self._first_time("metrics", sender):
             log.warning("refusing OTLP metrics from %s: this collector stores traces and logs only "
                         "(logged once per sender; counted in /stats metrics_refused)", sender)
 

@@ -24,6 +24,7 @@ from collector.flatten import (
     _claims,
     _json,
     _tenant_for,
+    outside_retention,
 )
 from verdict.semconv import SERVICE_NAME
 
@@ -51,8 +52,9 @@ def flatten_logs(request, policy: IngestPolicy, received_ns: int | None = None) 
     cap = policy.max_attribute_chars
     redaction = policy.redaction
     partitions: dict[tuple[str, str], Partition] = {}
-    accepted = rejected = sequence = 0
+    accepted = rejected = sequence = outside = 0
     reasons: list[str] = []
+    first_day = policy.first_kept_day(received_ns)
     for r, resource_logs in enumerate(request.resource_logs):
         resource_attrs = _attributes(resource_logs.resource.attributes, cap)
         resource_json = _json(redaction.attributes(dict(resource_attrs)))
@@ -67,12 +69,15 @@ def flatten_logs(request, policy: IngestPolicy, received_ns: int | None = None) 
                     attrs = _attributes(record.attributes, cap)
                     claims = _claims(resource_attrs, attrs)
                     tenant = _tenant_for(policy, claims) if claims else policy.tenant
+                    at = _time(record, received_ns)
+                    if at // _NS_PER_DAY < first_day:
+                        outside += 1
+                        raise outside_retention(at // _NS_PER_DAY, policy.retention_days)
                 except SpanRejected as exc:
                     rejected += 1
                     if len(reasons) < 20:
                         reasons.append(f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{i}]: {exc}")
                     continue
-                at = _time(record, received_ns)
                 date = time.strftime("%Y-%m-%d", time.gmtime(at // _NS_PER_DAY * 86_400))
                 body = _any(record.body, cap) if record.HasField("body") else None
                 event_name = getattr(record, "event_name", "") or attrs.get("event.name")
@@ -103,7 +108,7 @@ def flatten_logs(request, policy: IngestPolicy, received_ns: int | None = None) 
                     received_ns,
                 ))
                 accepted += 1
-    return FlattenResult(partitions, accepted, rejected, reasons)
+    return FlattenResult(partitions, accepted, rejected, reasons, outside_retention=outside)
 
 
 def _message_json(messages: list | None, redaction) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import importlib.util
 import io
 import os
 import threading
@@ -195,6 +196,9 @@ def expected_etag(path: Path, size: int) -> str:
     return f"{hashlib.md5(b''.join(parts), usedforsecurity=False).hexdigest()}-{len(parts)}"
 
 
+_NEEDS_EXTRA = "a lake on object storage needs the `s3` extra (obstore, fsspec): pip install 'verdict-monitor[s3]'"
+
+
 class ObjectLake:
     """One lake URL: uploads with verification, listings, and a filesystem for readers."""
 
@@ -205,7 +209,9 @@ class ObjectLake:
         try:
             from obstore.store import from_url
         except ImportError:
-            raise ObjectStoreError("a lake on object storage needs the `s3` extra: pip install 'verdict[s3]'") from None
+            raise ObjectStoreError(_NEEDS_EXTRA) from None
+        if importlib.util.find_spec("fsspec") is None:  # readers open the lake through obstore.fsspec
+            raise ObjectStoreError(_NEEDS_EXTRA)
         self.url = url.rstrip("/")
         self.scheme, self.bucket, self.prefix = parsed.scheme, parsed.netloc, parsed.path.strip("/")
         self._client_options = {"allow_http": True} if _endpoint().startswith("http://") else {}

@@ -7,12 +7,14 @@ Decoding is done once, with the upb-backed generated messages; every failure bec
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import zlib
 from dataclasses import dataclass
 from typing import cast
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
@@ -117,58 +119,83 @@ def parse_protobuf(data: bytes, signal: Signal = TRACES):
     return request
 
 
-# OTLP JSON encodes ids as hex; protobuf's JSON mapping expects base64 for bytes fields.
-_ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
+# OTLP/JSON (opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding) names a field in lowerCamelCase (its
+# proto JSON name) or as in the .proto, and encodes trace and span ids as hex where protobuf's JSON mapping
+# expects base64. json_format keeps whichever spelling of a field comes last, so a body holding both would
+# be acknowledged with half of it gone: every object is checked here first, against its message type.
+_HEX_FIELDS = frozenset({"trace_id", "span_id", "parent_span_id"})
 
 
-def _hex_ids_to_base64(obj: dict, where: str) -> None:
-    for key in _ID_FIELDS:
-        value = obj.get(key)
-        if value is None or value == "":
+@functools.cache
+def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
+    """Both spellings of every field of a message type -> the field."""
+    return {**{f.name: f for f in descriptor.fields}, **{f.json_name: f for f in descriptor.fields}}
+
+
+def _json_object(pairs: list[tuple[str, object]]) -> dict:
+    """json.loads keeps the last of a repeated key in silence: a body holding one twice is refused."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RequestError(400, f"malformed JSON: key {key[:80]!r} appears twice in one object")
+            seen.add(key)
+    return obj
+
+
+def _path(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _message(obj: object, descriptor: Descriptor, where: str) -> dict:
+    """One JSON object -> the same with proto JSON names and base64 ids; unknown fields dropped (OTLP
+    receivers ignore them)."""
+    if not isinstance(obj, dict):
+        raise RequestError(400, f"{where or 'request body'} must be an object")
+    fields = _fields(descriptor)
+    out: dict = {}
+    spelled: dict[str, str] = {}  # field name -> the key that set it
+    for key, value in obj.items():
+        field = fields.get(key)
+        if field is None:
             continue
+        first = spelled.setdefault(field.name, key)
+        if first != key:
+            raise RequestError(400, f"{where or 'request body'} has both {first!r} and {key!r}: one field, "
+                               "two spellings; send each field once (either spelling)")
+        out[field.json_name] = _value(field, value, _path(where, key))
+    return out
+
+
+def _value(field: FieldDescriptor, value: object, where: str) -> object:
+    if value is None:
+        return None
+    if field.message_type is not None:
+        if not field.is_repeated:
+            return _message(value, field.message_type, where)
+        if not isinstance(value, list):
+            raise RequestError(400, f"{where} must be a list")
+        return [_message(item, field.message_type, f"{where}[{i}]") for i, item in enumerate(value)]
+    if field.name in _HEX_FIELDS and field.type == FieldDescriptor.TYPE_BYTES and value != "":
         if not isinstance(value, str):
-            raise RequestError(400, f"{where}.{key} must be a hex string")
+            raise RequestError(400, f"{where} must be a hex string")
         try:
-            obj[key] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
+            return base64.b64encode(bytes.fromhex(value)).decode("ascii")
         except ValueError:
-            raise RequestError(400, f"{where}.{key} is not valid hex: {value[:40]!r}") from None
-
-
-def _snake(camel: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
-
-
-def _list(obj: dict, camel: str, where: str) -> list:
-    value = obj.get(camel, obj.get(_snake(camel), []))
-    if not isinstance(value, list):
-        raise RequestError(400, f"{where}.{camel} must be a list")
-    return value
-
-
-def _dict(value: object, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise RequestError(400, f"{where} must be an object")
+            raise RequestError(400, f"{where} is not valid hex: {value[:40]!r}") from None
     return value
 
 
 def parse_json(data: bytes, signal: Signal = TRACES):
     try:
-        doc = json.loads(data)
+        doc = json.loads(data, object_pairs_hook=_json_object)
     except (UnicodeDecodeError, ValueError) as exc:
         raise RequestError(400, f"malformed JSON: {exc}") from None
-    doc = _dict(doc, "request body")
-    for r, rs in enumerate(_list(doc, signal.resources, "request")):
-        rs_where = f"{signal.resources}[{r}]"
-        for s, ss in enumerate(_list(_dict(rs, rs_where), signal.scopes, rs_where)):
-            ss_where = f"{rs_where}.{signal.scopes}[{s}]"
-            for i, item in enumerate(_list(_dict(ss, ss_where), signal.items, ss_where)):
-                item_where = f"{ss_where}.{signal.items}[{i}]"
-                _hex_ids_to_base64(_dict(item, item_where), item_where)
-                for k, link in enumerate(_list(item, "links", item_where)):
-                    _hex_ids_to_base64(_dict(link, f"{item_where}.links[{k}]"), f"{item_where}.links[{k}]")
     request = signal.request()
+    doc = _message(doc, request.DESCRIPTOR, "")
     try:
-        json_format.ParseDict(doc, request, ignore_unknown_fields=True)
+        json_format.ParseDict(doc, request, ignore_unknown_fields=True)  # e.g. enum values added later
     except (json_format.ParseError, ValueError, TypeError, AttributeError) as exc:
         raise RequestError(400, f"invalid OTLP JSON: {str(exc)[:300]}") from None
     return request
