@@ -69,6 +69,21 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def write_durably(path: Path, data: bytes) -> None:
+    """Publish a small file (a journal, a record) whole or not at all: temp name beside it, fsync, rename."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # e.g. disk full: a half-written file must not outlive the attempt
+        raise
+    fsync_dir(path.parent)
+
+
 def ensure_dir(path: Path) -> None:
     """mkdir -p, fsyncing each parent whose entry was created so the directory itself is durable."""
     missing = []
