@@ -18,6 +18,7 @@ from collector.lake_source import LakeSource
 from collector.loadgen import export_request, span_ids
 from collector.sql import execute
 from tests.collector.conftest import land_request, read_spans
+from verdict.tenancy import TenantId
 
 TENANT = "__verdict_local__"
 
@@ -138,7 +139,7 @@ def test_retention_drops_only_old_partitions(tmp_path):
     kept = {(t, d) for t in ("acme", "globex") for d in ("2026-11-30", "2026-11-24", "2026-11-23")}
     # Hidden from readers at once; on disk until the grace period is over (a reader that listed them reads them).
     listed = {(t, f.split("/date=")[1][:10]) for t in ("acme", "globex")
-              for f in LakeSource(data_dir).files("spans", t, "*.parquet", None)}
+              for f in LakeSource(data_dir).files("spans", TenantId(t), "*.parquet", None)}
     assert listed == kept and len(lake.partitions(data_dir)) == 10
     assert retention.expire(data_dir, 7, today=today) == []  # retired once
     assert retire.purge(data_dir, grace_s=600) == 0
@@ -187,6 +188,6 @@ def test_many_new_segments_trigger_compaction_before_the_interval(collector_fact
     while (stats := collector.stats())["compactions"] < 1:
         assert time.monotonic() < deadline, f"no compaction after {stats['segments_written']} segments: {stats}"
         time.sleep(0.1)
-    listed = LakeSource(collector.data_dir).files("spans", TENANT, "*.parquet", None)
+    listed = LakeSource(collector.data_dir).files("spans", TenantId(TENANT), "*.parquet", None)
     assert [f.rsplit("/", 1)[1][:2] for f in listed] == ["c-"]  # readers see the four segments as one
     assert {r["span_id"] for r in read_spans(collector.data_dir)} == sent
