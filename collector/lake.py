@@ -6,7 +6,8 @@
 
 A segment is written under tmp/, fsync'd, renamed into its partition (atomic on one
 filesystem), and the partition directory is fsync'd: after that it survives a crash. Readers
-glob `spans/**/*.parquet` and never see a temp file.
+list the partitions (collector.lake_source) and never see a temp file; nothing they listed is
+deleted before the grace period (collector.retire).
 """
 
 from __future__ import annotations
