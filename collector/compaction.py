@@ -11,11 +11,12 @@ Crash-safe by a journal in <data>/compaction/:
   1. journal {partition, inputs, output} is written durably;
   2. inputs are merged and deduplicated into tmp/, fsync'd;
   3. the merged file is renamed into the partition, directory fsync'd;
-  4. inputs are deleted, directory fsync'd;  5. the journal is deleted.
+  4. inputs are retired (collector.retire: hidden from readers listing from now on, deleted after the
+     grace period, so a reader that listed them before still reads them);  5. the journal is deleted.
 `recover()` (at start and before every run) finishes step 4 for any journal whose output exists
 and otherwise drops the journal (the temp output is removed with the other temp files). A crash
-therefore loses nothing; between steps 3 and 4 the merged rows exist twice on disk, which the
-`spans` view never shows (fresh rows already present in recent compacted rows are hidden).
+therefore loses nothing; between steps 3 and 4 the merged rows exist twice for a reader listing then,
+which the `spans` view never shows (fresh rows already present in recent compacted rows are hidden).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector import lake
+from collector import lake, retire
 
 log = logging.getLogger("verdict.collector")
 
@@ -46,26 +47,6 @@ def journal_dir(data_dir: Path) -> Path:
     return data_dir / "compaction"
 
 
-def _write_durably(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # e.g. disk full: a half-written journal must not outlive the attempt
-        raise
-    lake.fsync_dir(path.parent)
-
-
-def _delete(paths: list[Path], directory: Path) -> None:
-    for p in paths:
-        p.unlink(missing_ok=True)
-    lake.fsync_dir(directory)
-
-
 def recover(data_dir: Path) -> int:
     """Finish or roll back interrupted compactions; returns how many journals were resolved."""
     root = journal_dir(data_dir)
@@ -78,7 +59,7 @@ def recover(data_dir: Path) -> int:
         entry = json.loads(journal.read_text())
         part = data_dir / entry["partition"]
         if (part / entry["output"]).exists():
-            _delete([part / name for name in entry["inputs"]], part)
+            retire.retire(data_dir, [part / name for name in entry["inputs"]])
             log.warning("finished interrupted compaction of %s", part)
         else:
             log.warning("rolled back interrupted compaction of %s", part)
@@ -133,7 +114,10 @@ def compact_partition(data_dir: Path, part: Path, min_segments: int, table: str 
                       seal_after_s: float | None = None) -> bool:
     """Fold the partition's fresh segments into compacted ones if there are at least `min_segments`, or
     (with `seal_after_s`) if the oldest has waited that long: only compacted segments are shipped."""
-    segments = lake.segments(part)
+    retired = retire.read(data_dir)
+    if retired.hides(part.relative_to(data_dir).as_posix()):
+        return False  # expired by retention: deleted after the grace period
+    segments = [p for p in lake.segments(part) if not retired.hides(p.relative_to(data_dir).as_posix())]
     inputs = [p for p in segments if not p.name.startswith(COMPACTED_PREFIX)]
     compacted = [p for p in segments if p.name.startswith(COMPACTED_PREFIX)]
     sealing = seal_after_s is not None and bool(inputs) and (
@@ -153,7 +137,7 @@ def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path]
     output = lake.segment_name(COMPACTED_PREFIX)
     journal = journal_dir(data_dir) / f"{uuid.uuid4().hex}.json"
     entry = {"partition": str(part.relative_to(data_dir)), "inputs": [p.name for p in inputs], "output": output}
-    _write_durably(journal, json.dumps(entry).encode())
+    lake.write_durably(journal, json.dumps(entry).encode())
     _crash_point("journal-written")
 
     tmp = lake.tmp_dir(data_dir) / f"{output}.tmp"
@@ -188,8 +172,8 @@ def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path]
     os.rename(tmp, part / output)
     lake.fsync_dir(part)
     _crash_point("renamed")
-    _delete(inputs, part)
-    _crash_point("inputs-deleted")
+    retire.retire(data_dir, inputs)
+    _crash_point("inputs-retired")
     journal.unlink()
     lake.fsync_dir(journal.parent)
     log.info("compacted %d segments of %s into %s", len(inputs), part, output)

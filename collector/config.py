@@ -47,6 +47,7 @@ class CollectorConfig:
     compact_min_segments: int
     compact_after_segments: int
     maintenance_interval_s: float
+    delete_grace_s: float
     log_level: str
     maintenance_once: bool
     lake_url: str | None = None  # s3://bucket/prefix: finished segments are shipped there (collector.shipping)
@@ -119,6 +120,10 @@ _OPTIONS = (
             "(bounds the fresh segments queries read at moderate rates, where requests are written alone; 0: "
             "interval only)"),
     _Option("maintenance-interval-s", float, 3600.0, "how often retention runs"),
+    _Option("delete-grace-s", float, 600.0,
+            "segments compaction replaced, partitions retention expired and segments shipping delivered are hidden "
+            "from new readers at once and deleted this long afterwards (keep it above the longest query: a reader "
+            "that listed them before still reads them)"),
     _Option("lake-url", str, None,
             "ship every finished segment to this object store (s3://BUCKET/PREFIX; gs://, az:// alike), "
             "credentials and endpoint from the standard variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
@@ -282,7 +287,7 @@ def validate(config: CollectorConfig) -> None:
     if config.ship_seal_after_s <= 0:
         raise ConfigError("--ship-seal-after-s must be positive")
     for name in ("decode_workers", "retention_days", "ship_delete_after_s", "lake_compact_interval_s",
-                 "lake_delete_grace_s", "min_free_disk_bytes", "compact_min_segments",
+                 "lake_delete_grace_s", "delete_grace_s", "min_free_disk_bytes", "compact_min_segments",
                  "compact_after_segments"):
         if getattr(config, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must not be negative")

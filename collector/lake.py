@@ -6,7 +6,8 @@
 
 A segment is written under tmp/, fsync'd, renamed into its partition (atomic on one
 filesystem), and the partition directory is fsync'd: after that it survives a crash. Readers
-glob `spans/**/*.parquet` and never see a temp file.
+list the partitions (collector.lake_source) and never see a temp file; nothing they listed is
+deleted before the grace period (collector.retire).
 """
 
 from __future__ import annotations
@@ -67,6 +68,21 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_durably(path: Path, data: bytes) -> None:
+    """Publish a small file (a journal, a record) whole or not at all: temp name beside it, fsync, rename."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # e.g. disk full: a half-written file must not outlive the attempt
+        raise
+    fsync_dir(path.parent)
 
 
 def ensure_dir(path: Path) -> None:

@@ -4,7 +4,13 @@ With both, each relative path (`spans/tenant=T/date=D/<name>`) is read once: a s
 shipped but not yet deleted locally (collector.shipping) exists in both places with the same bytes, and
 the remote copy is read (it is never deleted by the collector, the local one is). Where a tenant's span
 prefix has a manifest (several collectors on one lake, collector.lake_manifest), it says which objects are
-read and whether as compacted or fresh. The views get explicit file lists then; a local-only lake keeps its globs (valid as files come and go, for --print-views).
+read and whether as compacted or fresh.
+
+A source is one reader's snapshot: each listing (the store's prefix, a local partition) is taken once and
+kept, so every view built from one source names one consistent set of files, and the views get those files
+explicitly (never a glob, which DuckDB would expand again at every query). Local segments and partitions that
+compaction, retention or shipping retired are left out (collector.retire: the retired records are read before
+any partition is listed); what the snapshot names stays on disk for the grace period.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from datetime import date
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from collector import lake_manifest
+from collector import lake_manifest, retire
 from collector.lake import SEGMENT_SUFFIX
 from collector.objectstore import ObjectLake
 from collector.shipping import outbox_dir
@@ -41,6 +47,7 @@ class LakeSource:
     remote: ObjectLake | None = None
     _listings: dict = field(default_factory=dict, compare=False, repr=False)  # (table, tenant) -> (manifest, names)
     _known: dict = field(default_factory=dict, compare=False, repr=False)  # object URL -> ObjectMeta, for readers
+    _local: dict = field(default_factory=dict, compare=False, repr=False)  # local listings: see _local_files
 
     @classmethod
     def of(cls, lake: LakeSource | Path) -> LakeSource:
@@ -77,35 +84,49 @@ class LakeSource:
         visible: dict[str, str | None] = self._listings[key][1]
         return visible
 
+    def _local_files(self, table: str, tenant: TenantId, days: Sequence[date] | None) -> list[Path]:
+        """The tenant's local segments of `table` in the partitions `days` (all when None), retired ones left
+        out. The retired records are read first, then the partitions are listed, each once per source."""
+        local_dir = self.local_dir(table, tenant)
+        if self.data_dir is None or local_dir is None:
+            return []
+        root = self.data_dir.resolve()
+        if "retired" not in self._local:
+            self._local["retired"] = retire.read(root)
+        retired: retire.Retired = self._local["retired"]
+        if (table, tenant) not in self._local:
+            self._local[(table, tenant)] = sorted(
+                d.name for d in local_dir.glob("date=*") if d.is_dir() and not retired.hides(d.relative_to(root).as_posix()))
+        wanted = {f"date={day.isoformat()}" for day in days} if days is not None else None
+        files: list[Path] = []
+        for name in self._local[(table, tenant)]:
+            if wanted is not None and name not in wanted:
+                continue
+            if (table, tenant, name) not in self._local:
+                self._local[(table, tenant, name)] = [
+                    f for f in sorted((local_dir / name).glob(f"*{SEGMENT_SUFFIX}"))
+                    if not retired.hides(f.relative_to(root).as_posix())]
+            files += self._local[(table, tenant, name)]
+        return files
+
     def files(self, table: str, tenant: TenantId, pattern: str, days: Sequence[date] | None) -> list[str]:
         """Every segment of the tenant's `table` whose name matches `pattern`, in the date partitions `days`
         (all when None), each relative path once."""
-        wanted = [f"{self.remote_prefix(table, tenant)}{p}/{pattern}" for p in _partitions(days)]
-        local_dir = self.local_dir(table, tenant)
         store = self.remote
         if store is None:
-            return [str(f) for p in _partitions(days) for f in local_dir.glob(f"{p}/{pattern}")] if local_dir else []
+            return [str(f) for f in self._local_files(table, tenant, days) if fnmatch.fnmatchcase(f.name, pattern)]
+        wanted = [f"{self.remote_prefix(table, tenant)}{p}/{pattern}" for p in _partitions(days)]
         remote = self._remote(store, table, tenant)
         manifest = self._listings[(table, tenant)][0]
         candidates: dict[str, str | None] = {store.object_url(r): seen for r, seen in remote.items()}
-        if self.data_dir is not None and local_dir is not None:  # local segments not shipped yet
+        if self.data_dir is not None:  # local segments not shipped yet
             root = self.data_dir.resolve()
-            for f in (f for p in _partitions(days) for f in local_dir.glob(f"{p}/*{SEGMENT_SUFFIX}")):
+            for f in self._local_files(table, tenant, days):
                 relative = f.relative_to(root).as_posix()
                 if relative not in remote and not (outbox_dir(root) / f"{relative}.json").exists():
                     candidates[str(f)] = _reader_path(manifest, relative)
         return [path for path, seen in candidates.items()
                 if seen is not None and any(fnmatch.fnmatchcase(seen, w) for w in wanted)]
-
-    def read_paths(self, table: str, tenant: TenantId, pattern: str, days: Sequence[date] | None) -> list[str]:
-        """What `read_parquet` gets: globs over a local-only lake (only those matching a file: DuckDB refuses
-        a glob matching nothing), else the explicit file list."""
-        if self.remote is not None:
-            return self.files(table, tenant, pattern, days)
-        directory = self.local_dir(table, tenant)
-        if directory is None:
-            return []
-        return [f"{directory}/{p}/{pattern}" for p in _partitions(days) if any(directory.glob(f"{p}/{pattern}"))]
 
     @cached_property
     def _filesystem(self):

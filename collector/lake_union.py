@@ -55,6 +55,8 @@ class LakeUnion:
     def files(self, table: str, tenant: TenantId, pattern: str, days: Sequence[date] | None) -> list[str]:
         """Every segment of the tenant's `table` matching `pattern` in the partitions `days` (all when None),
         each relative path once over all members, the remote copy first."""
+        if len(self.members) == 1:  # nothing to take once across members
+            return self.members[0].files(table, tenant, pattern, days)
         remote: dict[str, str] = {}
         local: dict[str, str] = {}
         for member in self.members:
@@ -78,12 +80,6 @@ class LakeUnion:
         except (OSError, ValueError, KeyError, TypeError):  # removed meanwhile, or not a record: read the local copy
             return False
         return any(m.remote is not None and m.remote.key(relative) == key for m in self.members)
-
-    def read_paths(self, table: str, tenant: TenantId, pattern: str, days: Sequence[date] | None) -> list[str]:
-        """What `read_parquet` gets: a single member's own paths (globs when it is local), else explicit files."""
-        if len(self.members) == 1:
-            return self.members[0].read_paths(table, tenant, pattern, days)
-        return self.files(table, tenant, pattern, days)
 
     @cached_property
     def _filesystems(self) -> list:

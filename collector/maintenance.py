@@ -1,4 +1,5 @@
-"""Background upkeep inside the collector: compaction (periodic, or early after many new segments) and retention."""
+"""Background upkeep inside the collector: compaction (periodic, or early after many new segments), retention,
+and the deletion of what they (and shipping) retired once its grace period is over (collector.retire)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from collector import compaction, retention
+from collector import compaction, retention, retire
 from collector.config import CollectorConfig
 from collector.stats import Stats
 
@@ -47,6 +48,7 @@ class Maintenance:
     def run_once(self, stats: Stats | None = None) -> None:
         expired = retention.expire(self._config.data_dir, self._config.retention_days)
         merged = compaction.compact_all(self._config.data_dir, self._config.compact_min_segments, self._seal_after_s)
+        retire.purge(self._config.data_dir, self._config.delete_grace_s)
         if stats is not None:
             stats.add(compactions=merged, partitions_expired=len(expired))
 
@@ -87,6 +89,7 @@ class Maintenance:
                         self._config.data_dir, self._config.compact_min_segments, self._seal_after_s))
                     self._on_compacted()
                     next_compact = now + compact_every if compact_every > 0 else float("inf")
+                retire.purge(self._config.data_dir, self._config.delete_grace_s)
             except Exception as exc:  # upkeep must never take ingestion down; it retries with backoff
                 backoff = min(max(2 * backoff, 1.0), MAX_BACKOFF_S)
                 self._retry_at = time.monotonic() + backoff

@@ -9,7 +9,8 @@ finished segment without a record under <data>/outbox/ is unshipped. Shipping on
   1. PUT it at `<lake-url>/<same relative path>` (atomic: the object is whole or absent);
   2. HEAD it: size and ETag (the MD5 we computed) must match, else retry;
   3. write the record `outbox/<relative path>.json` durably;
-  4. once the record is `delete_after_s` old: delete the local segment, fsync, delete the record.
+  4. once the record is `delete_after_s` old: retire the local segment (collector.retire: hidden from local
+     readers, deleted after the grace period); once it is gone, delete the record.
 
 A crash before 3 re-uploads the same bytes under the same key (idempotent); a crash inside 4 leaves a
 record without its segment, which the next pass removes. Readers take each relative path once,
@@ -25,8 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector import compaction, lake, lake_manifest
-from collector.compaction import COMPACTED_PREFIX, _crash_point, _write_durably
+from collector import compaction, lake, lake_manifest, retire
+from collector.compaction import COMPACTED_PREFIX, _crash_point
 from collector.objectstore import ObjectLake
 from collector.stats import Stats
 
@@ -66,8 +67,10 @@ class Shipper:
         return outbox_dir(self._data_dir) / f"{segment.relative_to(self._data_dir)}.json"
 
     def _local_segments(self) -> list[tuple[str, Path]]:
+        """Segments readers may still list: retired ones (replaced, expired, shipped) are on their way out."""
+        retired = retire.read(self._data_dir)
         return [(table, seg) for table in lake.TABLES for _t, _d, part in lake.partitions(self._data_dir, table)
-                for seg in lake.segments(part)]
+                for seg in lake.segments(part) if not retired.hides(seg.relative_to(self._data_dir).as_posix())]
 
     def backlog(self) -> Backlog:
         unshipped = [seg for _table, seg in self._local_segments() if not self._record(seg).exists()]
@@ -114,7 +117,7 @@ class Shipper:
         _crash_point("ship-uploaded")
         record = self._record(segment)
         lake.ensure_dir(record.parent)
-        _write_durably(record, json.dumps({"key": uploaded.key, "size": uploaded.size, "etag": uploaded.etag,
+        lake.write_durably(record, json.dumps({"key": uploaded.key, "size": uploaded.size, "etag": uploaded.etag,
                                            "shipped_at": time.time()}).encode())
         _crash_point("ship-recorded")
         self._stats.add(segments_shipped=1, bytes_shipped=uploaded.size)
@@ -123,17 +126,22 @@ class Shipper:
     def _delete_due(self) -> None:
         root = outbox_dir(self._data_dir)
         now = time.time()
+        retired = retire.read(self._data_dir)
+        due = []
         for record in sorted(root.rglob("*.json")) if root.exists() else []:
-            segment = self._data_dir / str(record.relative_to(root))[: -len(".json")]
+            relative = str(record.relative_to(root))[: -len(".json")]
+            segment = self._data_dir / relative
             if segment.exists():
-                if now - json.loads(record.read_bytes())["shipped_at"] < self._delete_after_s:
-                    continue
-                segment.unlink()
-                lake.fsync_dir(segment.parent)
-                self._stats.add(segments_deleted_after_ship=1)
-                _crash_point("ship-deleted")
-            record.unlink()  # its segment is gone (deleted above, earlier, or by retention)
+                if not retired.hides(relative) and (
+                        now - json.loads(record.read_bytes())["shipped_at"] >= self._delete_after_s):
+                    due.append(segment)
+                continue
+            record.unlink()  # its segment is gone (purged after it was retired, or expired by retention)
             lake.fsync_dir(record.parent)
+        retire.retire(self._data_dir, due)
+        self._stats.add(segments_deleted_after_ship=len(due))
+        if due:
+            _crash_point("ship-deleted")
 
     def wake(self) -> None:
         self._wake.set()

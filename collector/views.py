@@ -10,7 +10,9 @@
     Verdict SDK, then earliest start and lowest span_id), so tokens are never counted twice.
 
 Readers see each (trace_id, span_id) once (exporter retries and interrupted compactions can
-leave copies on disk); see `view_statements` for how that stays cheap over millions of spans. `open_scoped()` gives an in-memory DuckDB where user SQL can read only
+leave copies on disk); see `view_statements` for how that stays cheap over millions of spans. The views name
+the files of one listing of the lake (a snapshot: collector.lake_source), which compaction, retention and
+shipping leave on disk for their grace period (collector.retire). `open_scoped()` gives an in-memory DuckDB where user SQL can read only
 the tenant's own partition directory: external access is switched off except for that
 directory, and the configuration is locked so the query cannot switch it back on.
 """
@@ -66,18 +68,18 @@ def _typed_empty(columns=SPAN_COLUMNS) -> str:
     return f"SELECT {typed}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
 
 
-def _read(globs: list[str], columns=SPAN_COLUMNS) -> str:
-    """The segments of `globs`, always with every schema column (NULL where a file lacks one)."""
-    files = "[" + ", ".join(_quote(g) for g in globs) + "]"
+def _read(paths: list[str], columns=SPAN_COLUMNS) -> str:
+    """The segments `paths`, always with every schema column (NULL where a file lacks one)."""
+    files = "[" + ", ".join(_quote(p) for p in paths) + "]"
     return (f"({_typed_empty(columns)}\n  UNION ALL BY NAME\n  SELECT * FROM read_parquet({files}, "
             "hive_partitioning = true, union_by_name = true, hive_types = {'date': 'DATE'}))")
 
 
 def _logs_view(source: LakeUnion, tenant: TenantId, days: Sequence[date] | None) -> str:
     """Log records, each once (exporter retries resend the same record: same record_id)."""
-    globs = source.read_paths("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days)
-    if globs:
-        body = (f"SELECT * EXCLUDE (tenant) FROM {_read(globs, LOG_COLUMNS)}\n"
+    files = source.files("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days)
+    if files:
+        body = (f"SELECT * EXCLUDE (tenant) FROM {_read(files, LOG_COLUMNS)}\n"
                 "QUALIFY row_number() OVER (PARTITION BY record_id ORDER BY received_at) = 1")
     else:
         body = f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty(LOG_COLUMNS)})"
@@ -170,7 +172,7 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     source = LakeUnion.of(lake_source)
     con = source.connect()  # reads footers and one column for the plan below
     try:
-        compacted = source.read_paths("spans", tenant, COMPACTED_PATTERN, days)
+        compacted = source.files("spans", tenant, COMPACTED_PATTERN, days)
         fresh_since = _fresh_since(source, con, tenant, days)
         # One instrumentation cannot describe a call twice (Vercel's outer spans are no call): the
         # duplicate rules, which group every call by trace, run only when two or more dialects are present.
@@ -182,7 +184,7 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
         parts.append(f"SELECT * EXCLUDE (tenant) FROM {_read(compacted)}")
     if fresh_since is not None:
         fresh = (
-            f"SELECT * EXCLUDE (tenant) FROM {_read(source.read_paths('spans', tenant, FRESH_PATTERN, days))}\n"
+            f"SELECT * EXCLUDE (tenant) FROM {_read(source.files('spans', tenant, FRESH_PATTERN, days))}\n"
             "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1"
         )
         if compacted:
@@ -196,7 +198,7 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
         parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
-    with_events = bool(source.read_paths("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days))
+    with_events = bool(source.files("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days))
     return [spans, _logs_view(source, tenant, days), _llm_calls(with_events, deduplicate)]
 
 

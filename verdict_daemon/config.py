@@ -246,6 +246,7 @@ class Clustering(_Section):
 class Retention(_Section):
     days: int = Field(30, ge=0, le=36_600)  # 0 keeps everything
     compact_min_segments: int = Field(8, ge=2, le=MANY)
+    delete_grace_seconds: float = Field(600, ge=0, le=86_400)  # replaced or expired files: hidden, then deleted
 
 
 class Lake(_Section):

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from collector import compaction, lake, retention
+from collector import compaction, lake, retention, retire
+from collector.lake_source import LakeSource
 from collector.loadgen import export_request, span_ids
 from collector.sql import execute
 from tests.collector.conftest import land_request, read_spans
+from verdict.tenancy import TenantId
 
 TENANT = "__verdict_local__"
 
@@ -49,7 +51,7 @@ def _run_maintenance(data_dir: Path, crash_at: str | None = None) -> int:
         env[compaction.CRASH_ENV] = crash_at
     return subprocess.run(
         [sys.executable, "-m", "collector", "--data-dir", str(data_dir), "--maintenance-once",
-         "--compact-min-segments", "1"], env=env, capture_output=True, text=True, timeout=120,
+         "--compact-min-segments", "1", "--delete-grace-s", "0"], env=env, capture_output=True, text=True, timeout=120,
     ).returncode
 
 
@@ -72,6 +74,7 @@ def test_large_partitions_compact_in_bounded_steps_each_span_once(lake_with_dupl
     monkeypatch.setattr(compaction, bound, value)
     (part,) = [d for _, _, d in lake.partitions(data_dir)]
     assert compaction.compact_partition(data_dir, part, min_segments=1)
+    retire.purge(data_dir, grace_s=0)  # the inputs were retired: deleted once the grace period is over
     segments = lake.segments(part)
     assert len(segments) == outputs and all(p.name.startswith(compaction.COMPACTED_PREFIX) for p in segments)
     rows = _rows(data_dir)
@@ -90,6 +93,7 @@ def test_log_segments_are_compacted_each_record_once(tmp_path, monkeypatch):
         land_request(data_dir, request, signal="logs")
     monkeypatch.setattr(compaction, "STEP_MAX_SEGMENTS", 4)  # copies meet their originals in later steps
     assert compaction.compact_all(data_dir, min_segments=2) == 1
+    retire.purge(data_dir, grace_s=0)
     (part,) = [d for _, _, d in lake.partitions(data_dir, "logs")]
     assert all(p.name.startswith(compaction.COMPACTED_PREFIX) for p in lake.segments(part))
     import duckdb
@@ -100,7 +104,7 @@ def test_log_segments_are_compacted_each_record_once(tmp_path, monkeypatch):
     assert sorted(view_rows) == sorted(expected)
 
 
-@pytest.mark.parametrize("step", ["journal-written", "merged", "renamed", "inputs-deleted"])
+@pytest.mark.parametrize("step", ["journal-written", "merged", "renamed", "inputs-retired"])
 def test_crash_at_any_step_loses_nothing_and_shows_no_duplicate(lake_with_duplicates, step):
     data_dir, expected = lake_with_duplicates
     assert _run_maintenance(data_dir, crash_at=step) == 137  # really crashed there
@@ -132,8 +136,15 @@ def test_retention_drops_only_old_partitions(tmp_path):
     removed = retention.expire(data_dir, 7, today=today)
     assert sorted(removed) == sorted(f"tenant={t}/date={d}" for t in ("acme", "globex")
                                      for d in ("2026-11-22", "2026-10-21"))
-    left = {(t, d) for t, d, _ in lake.partitions(data_dir)}
-    assert left == {(t, d) for t in ("acme", "globex") for d in ("2026-11-30", "2026-11-24", "2026-11-23")}
+    kept = {(t, d) for t in ("acme", "globex") for d in ("2026-11-30", "2026-11-24", "2026-11-23")}
+    # Hidden from readers at once; on disk until the grace period is over (a reader that listed them reads them).
+    listed = {(t, f.split("/date=")[1][:10]) for t in ("acme", "globex")
+              for f in LakeSource(data_dir).files("spans", TenantId(t), "*.parquet", None)}
+    assert listed == kept and len(lake.partitions(data_dir)) == 10
+    assert retention.expire(data_dir, 7, today=today) == []  # retired once
+    assert retire.purge(data_dir, grace_s=600) == 0
+    assert retire.purge(data_dir, grace_s=0) == 4
+    assert {(t, d) for t, d, _ in lake.partitions(data_dir)} == kept
     assert retention.expire(data_dir, 0, today=today) == []  # 0 keeps everything
 
 
@@ -177,6 +188,6 @@ def test_many_new_segments_trigger_compaction_before_the_interval(collector_fact
     while (stats := collector.stats())["compactions"] < 1:
         assert time.monotonic() < deadline, f"no compaction after {stats['segments_written']} segments: {stats}"
         time.sleep(0.1)
-    (part,) = [d for _t, _d, d in lake.partitions(collector.data_dir)]
-    assert [p.name[:2] for p in lake.segments(part)] == ["c-"]  # the four segments became one
+    listed = LakeSource(collector.data_dir).files("spans", TenantId(TENANT), "*.parquet", None)
+    assert [f.rsplit("/", 1)[1][:2] for f in listed] == ["c-"]  # readers see the four segments as one
     assert {r["span_id"] for r in read_spans(collector.data_dir)} == sent

@@ -187,7 +187,7 @@ def _wait(predicate, timeout: float = 60.0, what="") -> None:
 
 # One collector here: the lake compactor (tests/collector/test_many_writers.py) stays off, so the bucket holds what
 # this collector shipped, each span once.
-SHIP_FLAGS = ("--ship-seal-after-s", "0.3", "--lake-compact-interval-s", "0")
+SHIP_FLAGS = ("--ship-seal-after-s", "0.3", "--lake-compact-interval-s", "0", "--delete-grace-s", "0")
 
 
 def _shipped_all(collector) -> bool:
@@ -271,7 +271,7 @@ def test_kill9_while_shipping_loses_nothing_and_duplicates_nothing(s3, collector
 @pytest.fixture(scope="module")
 def two_tenants_on_s3(s3, tmp_path_factory):
     """test_sql's two tenants (each span sent twice), compacted, shipped and deleted locally."""
-    from collector import compaction, lake
+    from collector import compaction, lake, retire
     from collector.objectstore import ObjectLake
     from collector.shipping import Shipper
     from collector.stats import Stats
@@ -287,6 +287,7 @@ def two_tenants_on_s3(s3, tmp_path_factory):
     lake_url = f"s3://{s3.new_bucket()}/lake"
     shipper = Shipper(data_dir, ObjectLake(lake_url), 0.0, Stats())
     assert shipper.ship_once() == 2
+    retire.purge(data_dir, grace_s=0)  # replaced and shipped segments were retired: deleted after the grace
     assert not list((data_dir / "spans").rglob("*.parquet"))
     return lake_url, tmp_path_factory.mktemp("none") / "absent", {t: set(span_ids(r)) for t, r in requests.items()}
 
@@ -414,7 +415,7 @@ def test_a_compaction_interrupted_after_its_rename_is_shipped_once(s3, tmp_path)
 
     import pyarrow.parquet as pq
 
-    from collector import compaction, lake
+    from collector import compaction, lake, retire
     from collector.objectstore import ObjectLake
     from collector.shipping import Shipper
     from collector.stats import Stats
@@ -428,6 +429,7 @@ def test_a_compaction_interrupted_after_its_rename_is_shipped_once(s3, tmp_path)
     inputs = lake.segments(part)
     shutil.copytree(part, tmp_path / "inputs")
     assert compaction.compact_all(data_dir, 1) == 1
+    retire.purge(data_dir, grace_s=0)  # the inputs and their record, as if the step had not retired them yet
     (output,) = lake.segments(part)
     for seg in inputs:
         shutil.copy(tmp_path / "inputs" / seg.name, seg)

@@ -127,7 +127,7 @@ def test_compact_retain_uses_the_collector_functions_unless_a_collector_runs(tmp
     for row in rows:  # one segment per row: plenty to compact
         write_rows(data, "acme", [row])
     write_rows(data, "acme", synthetic_days(NOW - timedelta(days=60), intents=("billing.v1",), per_day=1, days=1))
-    config = make_config(data, retention={"days": 30, "compact_min_segments": 2})
+    config = make_config(data, retention={"days": 30, "compact_min_segments": 2, "delete_grace_seconds": 0})
     daemon = Daemon(config)
     before = [(t, date, len(lake_layout.segments(d))) for t, date, d in lake_layout.partitions(data)]
     held = lake_layout.LakeLock(data)

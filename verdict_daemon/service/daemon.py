@@ -149,7 +149,7 @@ class Daemon:
             self.probe_job()
 
     def compact_retain(self) -> None:
-        from collector import compaction, lake, retention
+        from collector import compaction, lake, retention, retire
 
         lake_lock = lake.LakeLock(self.config.data_dir)
         try:
@@ -161,6 +161,7 @@ class Daemon:
             compaction.recover(self.config.data_dir)
             expired = retention.expire(self.config.data_dir, self.config.retention.days)
             merged = compaction.compact_all(self.config.data_dir, self.config.retention.compact_min_segments)
+            retire.purge(self.config.data_dir, self.config.retention.delete_grace_seconds)  # retired by earlier runs
             log.info("job=compact_retain expired=%d compacted=%d", len(expired), merged)
         except OSError as exc:
             log.error("job=compact_retain error=storage_error: %s", type(exc).__name__)
