@@ -95,7 +95,7 @@ class Result:
 
 def _statement_kind(statement) -> str:
     try:
-        return statement.type.name
+        return str(statement.type.name)
     except ValueError:  # a type DuckDB's Python API cannot name (UPDATE EXTENSIONS): its first words
         return " ".join(statement.query.split()[:2]).upper()
 
