@@ -1,7 +1,7 @@
 """`verdict sql`'s output formats (table, CSV, JSON), written batch by batch: Python holds one batch of rows
 at a time, whatever the size of the result.
 
-JSON output is strict JSON: NaN and ±Infinity are the strings "NaN", "Infinity" and "-Infinity"; UUIDs and
+JSON output is an array with one object per line and strict JSON: NaN and ±Infinity are the strings "NaN", "Infinity" and "-Infinity"; UUIDs and
 other values without a JSON type are their text. The table's column widths are those of the first batch
 (a later, wider cell shifts the rest of its line); a cell is cut at TABLE_CELL_CHARS.
 """
