@@ -1,53 +1,66 @@
 """`verdict sql`: run SQL over one tenant's span lake, or the union of its lakes (local data dirs and object
-stores, read as collector.lake_union reads them: each segment once); table, CSV or JSON output. The command
-(verdict_daemon.cli.sql) builds the union from --data-dir, --lake-dir and --lake-url.
+stores, read as collector.lake_union reads them: each segment once); table, CSV or JSON output, streamed
+(collector.sql_output), within the limits of collector.sql_limits. The command (verdict_daemon.cli.sql) builds
+the union from --data-dir, --lake-dir and --lake-url.
 
 Exit codes: 0 ok; 2 usage (and invalid_config: a bad --lake-url or a missing --lake-dir; storage_error: the
-object store cannot be read); 3 invalid_tenant; 4 no_data_dir; 5 query_error; 6 access_denied (verdict.cli_errors.EXIT_CODES). Errors are the one envelope {"error": {"code": ..., "message": ...}} on
-stderr; stdout then stays empty (the output is rendered in full before its first byte is written). JSON output is strict JSON: NaN and ±Infinity
-are the strings "NaN", "Infinity" and "-Infinity"; UUIDs and other values without a JSON type are
-their text.
+object store or the state file cannot be read); 3 invalid_tenant; 4 no_data_dir; 5 query_error (also the
+timeout and running out of memory); 6 access_denied (verdict.cli_errors.EXIT_CODES). Errors are the one
+envelope {"error": {"code": ..., "message": ...}} on stderr. Nothing is written before the query's first
+batch of rows is ready, so a query that fails to plan, bind or run to its first rows leaves stdout empty; a
+failure while later batches stream (the timeout, memory) leaves the rows before it, and the message says so.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime as dt
-import decimal
-import io
-import json
-import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from collector import sql_output
 from collector.lake_source import LakeSource
 from collector.lake_union import LakeUnion, read_errors
+from collector.sql_limits import (
+    DEFAULT_MEMORY_LIMIT,
+    DEFAULT_TIMEOUT_S,
+    QueryLimits,
+    Watchdog,
+    max_rows,
+    memory_limit,
+    timeout_seconds,
+)
 from collector.views import open_scoped, view_statements
 from verdict.cli_errors import CliError, ErrorCode
 from verdict.cli_runner import add_data_dir, add_tenant
 from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, TenantId, validate_tenant_id
 
 SQL_ERROR_CODES: tuple[ErrorCode, ...] = ("invalid_tenant", "no_data_dir", "query_error", "access_denied")  # exits 3-6
-TABLE_CELL_CHARS = 120
-WRITE_CHUNK = 1 << 16  # one huge write() to a pipe whose reader left can end without BrokenPipeError
+BATCH_ROWS = 1024  # rows Python holds at a time
+DEFAULT_LIMITS = QueryLimits()
 
 
 class SqlCommandError(CliError):
     """A `verdict sql` failure: a code of SQL_ERROR_CODES (all in the one closed set) and its message."""
 
 
-_EPILOG = """\
+_EPILOG = f"""\
 views: spans (every span once; schema in docs/collector.md) and llm_calls (GenAI inference spans
 with typed columns: request_model, input_tokens, intent_key, latency_ms, ...), scoped to --tenant.
 Only SELECT statements run; files outside the tenant's partition directories (in every lake read)
 cannot be read. --lake-dir and --lake-url add lakes: the query sees their union, each span once.
+Limits: the query is cancelled after --timeout-s (default {DEFAULT_TIMEOUT_S:g}), DuckDB may use
+--memory-limit (default {DEFAULT_MEMORY_LIMIT} of RAM; no spill to disk) and the output streams, so
+Python's memory stays small for any result; --max-rows N writes the first N rows and says on stderr
+(and in the table's last line) when there were more.
 example: verdict sql "SELECT intent_key, count(*) FROM llm_calls GROUP BY 1" --tenant acme
-exit codes: 0 ok, 2 usage (also a bad --lake-url or missing --lake-dir, or an object store that cannot be
-read), 3 invalid_tenant, 4 no_data_dir (the data dir, read alone, does not exist), 5 query_error,
-6 access_denied (error: one line {"error": {"code", "message"}} on stderr).
+exit codes: 0 ok, 2 usage (also a bad --lake-url or missing --lake-dir, or an object store or the state
+file that cannot be read), 3 invalid_tenant, 4 no_data_dir (the data dir, read alone, does not exist),
+5 query_error (also past --timeout-s or out of memory), 6 access_denied (error: one line
+{{"error": {{"code", "message"}}}} on stderr).
 """
 
 
@@ -60,72 +73,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output format (default: table)")
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="--format json")
+    parser.add_argument("--timeout-s", type=timeout_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"cancel the query after this many seconds, output included "
+                             f"(default: {DEFAULT_TIMEOUT_S:g}): query_error")
+    parser.add_argument("--memory-limit", type=memory_limit, default=DEFAULT_MEMORY_LIMIT, metavar="SIZE",
+                        help=f"DuckDB's memory limit, e.g. 4GB or 25%% of RAM (default: {DEFAULT_MEMORY_LIMIT.replace('%', '%%')}); "
+                             "a query that needs more is query_error")
+    parser.add_argument("--max-rows", type=max_rows, default=None, metavar="N",
+                        help="write at most N rows (default: all); stderr says when the result had more")
     parser.add_argument("--print-views", action="store_true",
                         help="print the CREATE VIEW statements (for plain DuckDB) and exit")
 
 
-_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+@dataclass(frozen=True)
+class Result:
+    """A query's column names and its rows, fetched batch by batch as they are read."""
+
+    columns: list[str]
+    batches: Iterator[list[tuple]]
 
 
-def _plain(value):
-    """A JSON-ready value: every DuckDB result type maps to a JSON type (strict JSON: no NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else _NON_FINITE[value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return _plain(float(value))
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {_key(_plain(k)): _plain(v) for k, v in value.items()}
-    return str(value)  # UUID and anything else without a JSON type: its text
-
-
-def _key(plain) -> str:
-    """A JSON object key for a MAP key of any type (its text; JSON text for numbers, lists, ...)."""
-    return plain if isinstance(plain, str) else json.dumps(plain)
-
-
-def _cell(value) -> str:
-    if value is None:
-        return "NULL"
-    value = _plain(value)
-    text = json.dumps(value) if isinstance(value, list | dict) else str(value)
-    return text if len(text) <= TABLE_CELL_CHARS else text[: TABLE_CELL_CHARS - 1] + "…"
-
-
-def render(columns: list[str], rows: list[tuple], fmt: str, out) -> None:
-    if fmt == "json":
-        json.dump([{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows], out, indent=1,
-                  allow_nan=False)
-        out.write("\n")
-    elif fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow([json.dumps(_plain(v)) if isinstance(v, list | dict) else _plain(v) for v in row])
-    else:
-        cells = [[_cell(v) for v in row] for row in rows]
-        widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-        out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n")
-        out.write("  ".join("-" * w for w in widths) + "\n")
-        for r in cells:
-            out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
-        out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+def _statement_kind(statement) -> str:
+    try:
+        return str(statement.type.name)
+    except ValueError:  # a type DuckDB's Python API cannot name (UPDATE EXTENSIONS): its first words
+        return " ".join(statement.query.split()[:2]).upper()
 
 
 def _require_read_only(con, query: str) -> None:
     """Only SELECT statements: COPY ... TO the tenant's own (readable) directory would write into the lake."""
     import duckdb
 
-    refused = sorted({s.type.name for s in con.extract_statements(query)} - {duckdb.StatementType.SELECT.name})
+    refused = sorted({_statement_kind(s) for s in con.extract_statements(query)} - {duckdb.StatementType.SELECT.name})
     if refused:
         raise SqlCommandError("access_denied", f"verdict sql runs SELECT queries only; refused: {', '.join(refused)}")
 
@@ -148,31 +127,100 @@ def require_data_dir(data_dir: Path) -> None:
 
 
 def execute(lake: LakeUnion | LakeSource | Path, tenant: str, query: str,
-            prepare: Callable[[Any], None] | None = None) -> tuple[list[str], list[tuple]]:
-    """Run `query` over the tenant's views of `lake` (a data dir must exist: require_data_dir)."""
+            prepare: Callable[[Any], None] | None = None,
+            limits: QueryLimits = DEFAULT_LIMITS) -> tuple[list[str], list[tuple]]:
+    """Every row of `query` over the tenant's views of `lake` at once (in-process callers; the command
+    streams: query_result)."""
+    with query_result(lake, tenant, query, prepare, limits) as result:
+        return result.columns, [row for rows in result.batches for row in rows]
+
+
+@contextmanager
+def query_result(lake: LakeUnion | LakeSource | Path, tenant: str, query: str,
+                 prepare: Callable[[Any], None] | None = None,
+                 limits: QueryLimits = DEFAULT_LIMITS) -> Iterator[Result]:
+    """`query` over the tenant's views of `lake` (a data dir must exist: require_data_dir), its rows read
+    while the block runs and within `limits` (timeout, memory). Any failure in the block, the query's or
+    Python running out of memory while writing, is a SqlCommandError."""
+    con = _connect(lake, tenant, prepare, limits)
+    watchdog = Watchdog(con, limits.timeout_s)
+    try:
+        with _query_errors(watchdog, limits):
+            _require_read_only(con, query)
+            cursor = con.execute(query)
+            columns = [d[0] for d in cursor.description or []]
+            yield Result(columns, _batches(cursor) if columns else iter(()))
+    finally:
+        watchdog.stop()  # before close: no interrupt reaches a closed connection
+        con.close()
+
+
+def _connect(lake: LakeUnion | LakeSource | Path, tenant: str, prepare: Callable[[Any], None] | None,
+             limits: QueryLimits):
+    """The tenant's scoped connection with DuckDB's memory limit set (before its configuration is locked)."""
     import duckdb
 
     valid = valid_tenant(tenant)
     if isinstance(lake, Path):
         require_data_dir(lake)
     source = LakeUnion.of(lake)
+
+    def bounded(con) -> None:
+        con.execute(f"SET memory_limit = '{limits.memory_limit}'")  # validated: digits and a unit
+        if prepare is not None:
+            prepare(con)
+
     try:
-        con = open_scoped(source, valid, prepare=prepare)
+        return open_scoped(source, valid, prepare=bounded)
+    except (duckdb.OutOfMemoryException, MemoryError) as exc:
+        raise _out_of_memory(exc, limits) from None
     except _unreadable() as exc:
         raise _read_error(exc, source) from None
+
+
+def _batches(cursor) -> Iterator[list[tuple]]:
+    while True:
+        try:
+            rows = cursor.fetchmany(BATCH_ROWS)
+        except (OverflowError, ValueError) as exc:  # a value Python cannot hold (an INTERVAL of 10^8 years)
+            raise SqlCommandError("query_error", f"a result value has no Python equivalent: {_first_line(exc)}") from None
+        if not rows:
+            return
+        yield rows
+
+
+@contextmanager
+def _query_errors(watchdog: Watchdog, limits: QueryLimits) -> Iterator[None]:
+    """DuckDB's error classes (and Python's MemoryError) as closed errors: PermissionException is
+    access_denied; the watchdog's interrupt, running out of memory and every other error are query_error."""
+    import duckdb
+
     try:
-        _require_read_only(con, query)
-        cursor = con.execute(query)
-        columns = [d[0] for d in cursor.description or []]
-        return columns, cursor.fetchall() if columns else []
+        yield
+    except duckdb.InterruptException:
+        if not watchdog.fired:
+            raise SqlCommandError("query_error", "the query was interrupted") from None
+        raise SqlCommandError("query_error", f"the query ran longer than --timeout-s {limits.timeout_s:g} s and "
+                                             "was cancelled") from None
+    except (duckdb.OutOfMemoryException, MemoryError) as exc:
+        raise _out_of_memory(exc, limits) from None
     except duckdb.PermissionException as exc:
         raise SqlCommandError(
             "access_denied", "queries may read only the views (and this tenant's span files): "
-            + str(exc).splitlines()[0][:300]) from None
+            + _first_line(exc)[:300]) from None
     except duckdb.Error as exc:
-        raise SqlCommandError("query_error", str(exc).splitlines()[0][:500]) from None
-    finally:
-        con.close()
+        raise SqlCommandError("query_error", _first_line(exc)[:500]) from None
+
+
+def _out_of_memory(exc: BaseException, limits: QueryLimits) -> SqlCommandError:
+    where = "Python" if isinstance(exc, MemoryError) else "DuckDB"
+    return SqlCommandError("query_error", f"out of memory ({where}; --memory-limit {limits.memory_limit}): "
+                           f"{_first_line(exc)[:300] or 'MemoryError'}; aggregate more, select fewer columns, or "
+                           "raise --memory-limit")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [""])[0]
 
 
 def _lake_error(exc: Exception) -> SqlCommandError:
@@ -207,23 +255,26 @@ def _view_text(lake: LakeUnion, tenant: str) -> str:
         raise _read_error(exc, lake) from None
 
 
-def _output(args: argparse.Namespace, lake: LakeUnion, prepare: Callable[[Any], None] | None) -> str:
-    """Everything stdout gets, complete, or a SqlCommandError."""
+def run(args: argparse.Namespace, lake: LakeUnion, prepare: Callable[[Any], None] | None = None) -> int:
+    """Write the output of the query over `lake`, batch by batch; a failure is a SqlCommandError (with the
+    number of rows already written, if any)."""
+    out = sys.stdout  # resolved per call, not at import: the process's streams may have been replaced since
     if args.print_views:
-        return _view_text(lake, args.tenant)
+        sql_output.emit(_view_text(lake, args.tenant), out)
+        return 0
     if not args.query:
         raise SqlCommandError("query_error", "no query given (or use --print-views)")
-    columns, rows = execute(lake, args.tenant, args.query, prepare)
-    text = io.StringIO()
-    render(columns, rows, args.format, text)
-    return text.getvalue()
-
-
-def run(args: argparse.Namespace, lake: LakeUnion, prepare: Callable[[Any], None] | None = None) -> int:
-    """Write the output of the query over `lake`; a failure is a SqlCommandError (nothing written)."""
-    text = _output(args, lake, prepare)
-    out = sys.stdout  # resolved per call, not at import: the process's streams may have been replaced since
-    for start in range(0, len(text), WRITE_CHUNK):  # a reader that goes away (`| head`) is noticed: exit 141
-        out.write(text[start:start + WRITE_CHUNK])
-        out.flush()
+    limits = QueryLimits(args.timeout_s, args.memory_limit, args.max_rows)
+    counted: sql_output.Counted | None = None
+    try:
+        with query_result(lake, args.tenant, args.query, prepare, limits) as result:
+            counted = sql_output.Counted(result.batches, limits.max_rows)
+            sql_output.write(result.columns, counted, args.format, out)
+    except SqlCommandError as exc:
+        if counted is None or not counted.written:
+            raise
+        raise SqlCommandError(exc.code, f"{exc.message} (stdout holds the first {counted.written} rows only)") from None
+    if counted.more:
+        sys.stderr.write(f"verdict sql: warning: the result has more rows than the {counted.rows} written "
+                         f"(--max-rows {limits.max_rows})\n")
     return 0

@@ -38,12 +38,8 @@ def _lakes(args: argparse.Namespace) -> LakeUnion:
 
 def run(args: argparse.Namespace) -> int:
     def add_state(con) -> None:
-        from verdict_daemon.errors import DaemonError
         from verdict_daemon.store.views import add_state_views
 
-        try:
-            add_state_views(con, args.data_dir, args.tenant)
-        except DaemonError as exc:  # storage_locked / storage_error on state.duckdb
-            raise sql.SqlCommandError("query_error", f"{exc.code}: {exc.message}") from None
+        add_state_views(con, args.data_dir, args.tenant)  # state.duckdb locked or damaged: its own DaemonError
 
     return sql.run(args, _lakes(args), prepare=add_state)

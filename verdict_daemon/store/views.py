@@ -132,15 +132,19 @@ def attach_state(con, path: Path, lock_timeout: float) -> None:
         except duckdb.Error as exc:
             left = deadline - time.monotonic()
             if not is_lock_conflict(exc) or left <= 0:
-                code: ErrorCode = "storage_locked" if is_lock_conflict(exc) else "storage_error"
-                raise DaemonError(code, f"cannot read {path}: {str(exc).splitlines()[0][:200]}") from None
+                locked = is_lock_conflict(exc)
+                code: ErrorCode = "storage_locked" if locked else "storage_error"
+                why = "" if locked else " (damaged, truncated or unreadable)"
+                raise DaemonError(code, f"cannot read the state file {path}{why}: {str(exc).splitlines()[0][:200]}") from None
             time.sleep(min(left, delay * (0.5 + random.random())))
             delay = min(delay * 2, 0.5)
 
 
 def add_state_views(con, data_dir: Path, tenant: TenantId, *, lock_timeout: float = 10.0) -> None:
     """Create the tenant's `judgments`, `drift_runs`, `drift_signals`, `review_items` and `review_labels`
-    tables on `con`."""
+    tables on `con`; a state file that cannot be attached or read is storage_error naming it."""
+    import duckdb
+
     path = Path(data_dir).resolve() / STATE_FILE
     if path.exists():
         attach_state(con, path, lock_timeout)
@@ -163,5 +167,10 @@ def add_state_views(con, data_dir: Path, tenant: TenantId, *, lock_timeout: floa
         review = (REVIEW_ITEMS, REVIEW_LABELS) if "review_labels" in present else ()
         for statement in (JUDGMENTS, DRIFT_RUNS, DRIFT_SIGNALS, *review):
             con.execute(statement, {"tenant": tenant})
+    except (duckdb.InterruptException, duckdb.OutOfMemoryException):
+        raise  # the reader's limits, not the file's fault
+    except duckdb.Error as exc:  # a block that fails its checksum: attached fine, read fails
+        raise DaemonError("storage_error", f"the state file {path} is damaged (corrupt or truncated): "
+                                           f"{str(exc).splitlines()[0][:200]}") from None
     finally:
         con.execute(f"DETACH {STATE_ALIAS}")
