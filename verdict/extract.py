@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 
-from pydantic import Field, ValidationError, create_model
+from pydantic import Field, TypeAdapter, ValidationError, create_model
 
 from verdict.graph.errors import ConfigurationError, ExtractionError
 from verdict.graph.schema import Schema, describe
@@ -86,10 +86,20 @@ class StructuredExtractor(Extractor):
 
 
 class RegexExtractor(Extractor):
-    """Fields captured by regular expressions (group 1 if the pattern has groups, else the whole match)."""
+    """Fields read by regular expressions (group 1 if the pattern has groups, else the whole match).
 
-    FIRST_INT = r"-?\d+"
-    FIRST_FLOAT = r"-?\d+(?:\.\d+)?"
+    The grammar (docs/engine.md, "Reading rules"): every match of a field's pattern is a candidate; a
+    candidate that is not a valid value of the field (off the scale, out of range) is not one. The reply must
+    hold exactly one distinct candidate per field: several different ones ("On a scale of 1 to 5 ... 4"
+    without the restatement rule, "3-4", "between 3 and 4", "4, maybe 5") are ambiguous, and a candidate
+    negated in its clause ("not a 5", "wouldn't give it 4") makes the reply unreadable: both are
+    ExtractionErrors (retried), never the first number. On a numeric DiscreteScale, restatements of the
+    scale itself are not candidates: "1 to 5" / "1-5" (its two ends) and the denominator of "4/5" or
+    "4 out of 5".
+    """
+
+    FIRST_INT = r"(?<![\w.])-?\d+(?![.,]?\d)"  # a whole integer: not the digits of a word, a decimal or "3-4"'s "-4"
+    FIRST_FLOAT = r"(?<![\w.])-?\d+(?:\.\d+)?(?![.,]?\d)"
 
     def __init__(self, pattern: str | Mapping[str, str] = FIRST_INT) -> None:
         self.patterns = pattern
@@ -113,16 +123,83 @@ class RegexExtractor(Extractor):
 
     def extract(self, job: ExtractionJob) -> Schema:
         text = job.complete().text
-        values: dict[str, Any] = {}
-        for name, pattern in self._targets(job.schema).items():
-            match = pattern.search(text)
-            if match is None:
-                raise ExtractionError(f"no match for {pattern.pattern!r} ({name}) in the reply")
-            captured = match.group(1) if pattern.groups else match.group(0)
-            scale = scale_of(job.schema.model_fields[name])
-            values[name] = _scale_value(scale, captured) if isinstance(scale, DiscreteScale | BooleanScale) \
-                else captured
+        values = {name: read_field(job.schema, name, pattern, text)
+                  for name, pattern in self._targets(job.schema).items()}
         return _validate(job.schema, values)
+
+
+# A negation in the same clause, at most six words before a number, makes the number unreadable.
+_NEGATION = re.compile(r"\b(?:not|no|never|nor|neither|without|cannot)\b|n't\b", re.IGNORECASE)
+_CLAUSE_BREAK = re.compile(r"[.;:,!?\n]|\bbut\b", re.IGNORECASE)
+_NEGATION_WORDS = 6
+
+
+def _negated(text: str, start: int) -> bool:
+    before = _CLAUSE_BREAK.split(text[:start])[-1]
+    return _NEGATION.search(" ".join(before.split()[-_NEGATION_WORDS:])) is not None
+
+
+def _without_scale_restatements(text: str, scale: DiscreteScale) -> str:
+    """The text with "1 to 5", "1-5" and the "/5" of "4/5" or "out of 5" blanked (same length, so match
+    positions hold): they name the scale, not a score."""
+    low, high = (re.escape(str(v)) for v in (min(scale.values), max(scale.values)))  # type: ignore[type-var]  # numeric
+    patterns = (rf"(?<![\w.]){low}\s*(?:-|–|to)\s*{high}(?!\w|\.\d)", rf"(?:/|\bout of)\s*{high}(?!\w|\.\d)")
+    for pattern in patterns:
+        text = re.sub(pattern, lambda m: " " * len(m.group(0)), text, flags=re.IGNORECASE)
+    return text
+
+
+def read_field(schema: type[Schema], name: str, pattern: re.Pattern[str], text: str) -> Any:
+    """The one value `pattern` finds for field `name` in `text` (RegexExtractor's grammar); ExtractionError
+    saying why there is none."""
+    info = schema.model_fields[name]
+    scale = scale_of(info)
+    if isinstance(scale, DiscreteScale) and scale.numeric:
+        text = _without_scale_restatements(text, scale)
+    matches = list(pattern.finditer(text))
+    if not matches:
+        raise ExtractionError(f"no match for {pattern.pattern!r} ({name}) in the reply")
+    found: dict[str, Any] = {}  # the valid values by their text, in reply order
+    negated: list[str] = []
+    for match in matches:
+        captured = match.group(1) if pattern.groups else match.group(0)
+        value = _field_value(scale, info, captured)
+        if value is _INVALID:
+            continue
+        if _negated(text, match.start()):
+            negated.append(captured)
+        found.setdefault(str(value), value)
+    if negated:
+        raise ExtractionError(f"the reply negates {', '.join(dict.fromkeys(negated))} ({name}): say the "
+                              "value itself")
+    if len(found) > 1:
+        raise ExtractionError(f"ambiguous: the reply holds several values for {name} ({', '.join(found)}); "
+                              "give exactly one")
+    if not found:
+        shown = ", ".join(dict.fromkeys(repr(m.group(1) if pattern.groups else m.group(0)) for m in matches))
+        where = f"on the scale ({scale.instruction})" if scale is not None else f"a valid {name}"
+        raise ExtractionError(f"{shown} is not {where}")
+    return next(iter(found.values()))
+
+
+_INVALID = object()
+
+
+def _field_value(scale: Scale | None, info: Any, captured: str) -> Any:
+    """`captured` as a value of the field, or _INVALID."""
+    if isinstance(scale, DiscreteScale | BooleanScale):
+        value = scale.value_of_token(captured)
+        return _INVALID if value is None else value
+    try:
+        return _field_adapter(info.annotation, tuple(info.metadata)).validate_python(captured)
+    except ValidationError:
+        return _INVALID
+
+
+@lru_cache(maxsize=256)
+def _field_adapter(annotation: Any, metadata: tuple[Any, ...]) -> TypeAdapter[Any]:
+    """A validator for one schema field: its type and its constraints."""
+    return TypeAdapter(Annotated[annotation, *metadata] if metadata else annotation)
 
 
 class RawTextExtractor(Extractor):
@@ -344,13 +421,6 @@ def _single_field(schema: type[Schema], who: str) -> str:
     if len(required) != 1:
         raise ConfigurationError(f"{who} fills exactly one field, but {describe(schema)} requires {required}")
     return required[0]
-
-
-def _scale_value(scale: DiscreteScale | BooleanScale, token: str) -> Any:
-    value = scale.value_of_token(token)
-    if value is None:
-        raise ExtractionError(f"{token!r} is not on the scale ({scale.instruction})")
-    return value
 
 
 def _scale_values(scale: Scale) -> tuple[Any, ...]:

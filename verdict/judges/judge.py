@@ -198,6 +198,15 @@ def check_evidence(dimension: str, evidence: Sequence[str], normalised_answer: s
             shown = quote if len(quote) <= 80 else quote[:77] + "..."
             raise ExtractionError(f"{dimension}: the evidence quote {shown!r} does not occur in the graded answer")
 
+def check_rationale(dimension: str, verdict: Verdict, rationale: str) -> None:
+    """ExtractionError (the engine retries) for a rationale that is only another verdict label
+    (`{"verdict": "PASS", "rationale": "FAIL"}`): the reply states two verdicts, so it states none."""
+    said = normalise(rationale).strip(_QUOTE_WRAPPING).upper()
+    if said in Verdict.__members__ and said != verdict.value:
+        raise ExtractionError(f"{dimension}: the verdict is {verdict.value} but the rationale is only "
+                              f"{rationale.strip()!r}, another verdict")
+
+
 # --- output budgets ----------------------------------------------------------------------------------------
 # Sized to what the reply holds, not a flat maximum: a rubric reply needs room per dimension (rationale,
 # quotes, verdict, JSON keys); a verdict-first one-dimension reply needs one short sentence and a quote or two.
@@ -299,8 +308,11 @@ class DimensionUnit(Unit):
         self.dimension = dimension
 
     def process(self, input: Any, response: Schema) -> Schema:
-        """Reject a quote that is not in the graded answer (ExtractionError: the engine retries)."""
-        check_evidence(self.dimension.name, response.evidence, normalise(input.answer))  # type: ignore[attr-defined]  # the unit's DimensionReply
+        """Reject a rationale that is another verdict, or a quote that is not in the graded answer
+        (ExtractionError: the engine retries)."""
+        reply = cast(DimensionReply, response)
+        check_rationale(self.dimension.name, reply.verdict, reply.rationale)
+        check_evidence(self.dimension.name, reply.evidence, normalise(input.answer))
         return response
 
 
@@ -338,13 +350,14 @@ class RubricUnit(Unit):
         self.dimension_names = ", ".join(d.name for d in self.dimensions)
 
     def process(self, input: Any, response: Schema) -> Schema:
-        """Reject (ExtractionError: the engine retries) a reply grading unknown dimensions or quoting evidence
-        that is not in the graded answer, `input.answer` (for a graph's first unit, the sample's answer)."""
+        """Reject (ExtractionError: the engine retries) a reply grading unknown dimensions, giving a rationale
+        that is only another verdict, or quoting evidence that is not in the graded answer, `input.answer` (for a graph's first unit, the sample's answer)."""
         unexpected = sorted(response.__pydantic_extra__ or ())
         if unexpected:
             raise ExtractionError(f"the reply grades unknown dimension(s) {unexpected}")
         normalised = normalise(input.answer)
         for dimension, grade in grades(response).items():
+            check_rationale(dimension, grade.verdict, grade.rationale)
             check_evidence(dimension, grade.evidence, normalised)
         return response
 
