@@ -29,7 +29,8 @@ from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
 from verdict.graph.template import AttributeView
 from verdict.graph.unit import Unit
-from verdict.graph.via import resolve_model
+from verdict.graph.via import check_params
+from verdict.judges.arguments import judge_model
 from verdict.judges.fingerprint import evaluator_fingerprint, model_identity
 from verdict.judges.outcome import unit_outcome
 from verdict.judges.rubric import DEFAULT_RUBRIC, Dimension, Rubric, rubric_text
@@ -373,18 +374,20 @@ class Judge:
     each short enough for small and local models. `max_tokens` defaults to a budget sized to the reply
     (`output_budget`). `retries` is how often a reply that cannot be parsed or validated is asked again
     (transport retries of 429/5xx live in the model client). Extra keyword arguments are sampling
-    parameters for the model.
+    parameters (`SAMPLING_PARAMS`; anything else a server takes goes in `extra_body={...}`); any other keyword
+    is a TypeError naming it. Seed 003's `provider=` and `model=` are understood as `judge_model` says.
     """
 
     kind = "rubric-judge"
 
-    def __init__(self, model: str | Model, rubric: Rubric = DEFAULT_RUBRIC, *, temperature: float = 0.1,
-                 max_tokens: int | None = None, retries: int = 3, prompt: str | type[Prompt] | None = None,
-                 per_dimension: bool = False, skip_context_dependent_when_missing: bool = True,
-                 name: str = "judge", **params: Any) -> None:
+    def __init__(self, model: str | Model | None = None, rubric: Rubric = DEFAULT_RUBRIC, *, provider: Any = None,
+                 temperature: float = 0.1, max_tokens: int | None = None, retries: int = 3,
+                 prompt: str | type[Prompt] | None = None, per_dimension: bool = False,
+                 skip_context_dependent_when_missing: bool = True, name: str = "judge", **params: Any) -> None:
+        check_params(params, "Judge()")
         if not isinstance(rubric, Rubric):
             raise ConfigurationError(f"rubric must be a Rubric, not {type(rubric).__name__}")
-        self.model = resolve_model(model)
+        self.model = judge_model(model, provider, "Judge()")
         self.rubric = rubric
         self.name = name
         self.retries = retries

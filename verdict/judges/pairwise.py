@@ -34,7 +34,8 @@ from verdict.graph.pipeline import Pipeline
 from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
 from verdict.graph.unit import Unit
-from verdict.graph.via import resolve_model
+from verdict.graph.via import check_params
+from verdict.judges.arguments import judge_model
 from verdict.judges.fingerprint import evaluator_fingerprint, model_identity
 from verdict.judges.outcome import UnitOutcome, unit_outcome
 from verdict.judges.voting import Ensemble, plurality
@@ -246,13 +247,19 @@ def combine(first: PairwiseRound, second: PairwiseRound) -> tuple[PairwiseStatus
 
 
 class PairwiseJudge:
-    """`PairwiseJudge(model).compare(query, response_a, response_b)` -> PairwiseJudgment."""
+    """`PairwiseJudge(model).compare(query, response_a, response_b)` -> PairwiseJudgment.
+
+    `model` is a 'provider/name' string or a Model (or seed 003's `provider=` and `model=`: see
+    `judge_model`). Extra keyword arguments are sampling parameters (`SAMPLING_PARAMS`; anything else a server
+    takes goes in `extra_body={...}`); any other keyword is a TypeError naming it."""
 
     kind = "pairwise-judge"
 
-    def __init__(self, model: str | Model, *, temperature: float = 0.1, max_tokens: int = 1024, retries: int = 3,
-                 prompt: str | type[Prompt] = DEFAULT_PAIRWISE_PROMPT, name: str = "pairwise", **params: Any) -> None:
-        self.model = resolve_model(model)
+    def __init__(self, model: str | Model | None = None, *, provider: Any = None, temperature: float = 0.1,
+                 max_tokens: int = 1024, retries: int = 3, prompt: str | type[Prompt] = DEFAULT_PAIRWISE_PROMPT,
+                 name: str = "pairwise", **params: Any) -> None:
+        check_params(params, "PairwiseJudge()")
+        self.model = judge_model(model, provider, "PairwiseJudge()")
         self.name = name
         self.params = {"temperature": temperature, "max_tokens": max_tokens, **params}
         self.prompt_text = prompt.template if isinstance(prompt, type) and issubclass(prompt, Prompt) else str(prompt)
