@@ -142,7 +142,7 @@ def _negated(text: str, start: int) -> bool:
 def _without_scale_restatements(text: str, scale: DiscreteScale) -> str:
     """The text with "1 to 5", "1-5" and the "/5" of "4/5" or "out of 5" blanked (same length, so match
     positions hold): they name the scale, not a score."""
-    low, high = (re.escape(str(v)) for v in (min(scale.values), max(scale.values)))  # type: ignore[type-var]  # numeric
+    low, high = (re.escape(str(v)) for v in (min(scale.values), max(scale.values)))
     patterns = (rf"(?<![\w.]){low}\s*(?:-|–|to)\s*{high}(?!\w|\.\d)", rf"(?:/|\bout of)\s*{high}(?!\w|\.\d)")
     for pattern in patterns:
         text = re.sub(pattern, lambda m: " " * len(m.group(0)), text, flags=re.IGNORECASE)

@@ -87,7 +87,8 @@ def test_provider_as_a_model_with_its_own_name():
 def test_provider_as_a_provider_name(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    assert Judge(provider="openai", model="gpt-4o-mini").model.name == "openai/gpt-4o-mini"
+    judge = Judge(provider="openai", model="gpt-4o-mini")
+    assert judge.model.name == "openai/gpt-4o-mini" and "provider" not in judge.params
 
 
 def test_a_provider_adapter_object_is_refused_saying_what_to_pass():

@@ -96,7 +96,7 @@ def test_an_unreadable_round_keeps_the_reply():
     judgment = judge.compare("q", "one", "two")
     first = judgment.rounds[0]
     assert judgment.status is PairwiseStatus.INVALID and judgment.verdict is None
-    assert first.reply == "Verdict: A tie." and "letter alone" in first.error
+    assert first.reply == "Verdict: A tie." and "letter alone" in str(first.error)
 
 
 # --- integers on a scale ----------------------------------------------------------------------------------
@@ -170,4 +170,4 @@ def test_a_judge_states_a_verdict_only_when_its_rationale_does_not_contradict_it
     if label is verdict:
         assert judgment.status is JudgmentStatus.VALID and set(judgment.verdicts.values()) == {verdict}
     else:
-        assert judgment.status is JudgmentStatus.ERROR and "another verdict" in judgment.error
+        assert judgment.status is JudgmentStatus.ERROR and "another verdict" in str(judgment.error)
