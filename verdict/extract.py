@@ -98,8 +98,9 @@ class RegexExtractor(Extractor):
     "4 out of 5".
     """
 
-    FIRST_INT = r"(?<![\w.])-?\d+(?![.,]?\d)"  # a whole integer: not the digits of a word, a decimal or "3-4"'s "-4"
-    FIRST_FLOAT = r"(?<![\w.])-?\d+(?:\.\d+)?(?![.,]?\d)"
+    # A whole number: not the digits of a word, of a decimal or of "1,000", and "3-4" is 3 and 4, not -4.
+    FIRST_INT = r"(?<![\w.,])-?\d+(?![.,]?\d)"
+    FIRST_FLOAT = r"(?<![\w.,])-?\d+(?:\.\d+)?(?![.,]?\d)"
 
     def __init__(self, pattern: str | Mapping[str, str] = FIRST_INT) -> None:
         self.patterns = pattern
