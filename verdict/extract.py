@@ -9,6 +9,7 @@ ConfigurationError when the pipeline is built.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -389,10 +390,13 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
 def parse_json(schema: type[S], text: str) -> S:
+    """The reply's JSON (the whole reply, a fenced block, or the object inside prose) validated against
+    `schema`. A key repeated in one object (`{"verdict": "PASS", "verdict": "FAIL"}`) states two values: an
+    ExtractionError, never the last one."""
     fenced = _FENCE.match(text)
     body = fenced.group(1) if fenced else text
     try:
-        return schema.model_validate_json(body)
+        return _unique_keys(schema.model_validate_json(body), body)
     except ValidationError as exc:
         if exc.errors()[0]["type"] != "json_invalid":
             raise ExtractionError(_validation_summary(exc)) from None
@@ -400,9 +404,23 @@ def parse_json(schema: type[S], text: str) -> S:
     if start == -1 or end <= start:
         raise ExtractionError("the reply holds no JSON object")
     try:
-        return schema.model_validate_json(body[start : end + 1])
+        return _unique_keys(schema.model_validate_json(body[start : end + 1]), body[start : end + 1])
     except ValidationError as exc:
         raise ExtractionError(_validation_summary(exc)) from None
+
+
+def _unique_keys(parsed: S, body: str) -> S:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        if repeated:
+            raise ExtractionError(f"the reply repeats the key(s) {repeated} in one object")
+        return dict(items)
+
+    # What pydantic's parser accepts and json's does not leaves nothing to compare.
+    with contextlib.suppress(json.JSONDecodeError):
+        json.loads(body, object_pairs_hook=pairs)
+    return parsed
 
 
 def _validate(schema: type[Schema], values: dict[str, Any]) -> Schema:

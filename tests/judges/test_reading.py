@@ -171,3 +171,11 @@ def test_a_judge_states_a_verdict_only_when_its_rationale_does_not_contradict_it
         assert judgment.status is JudgmentStatus.VALID and set(judgment.verdicts.values()) == {verdict}
     else:
         assert judgment.status is JudgmentStatus.ERROR and "another verdict" in str(judgment.error)
+
+
+@settings(max_examples=30)
+@given(st.sampled_from(list(Verdict)), st.sampled_from(list(Verdict)))
+def test_a_reply_stating_a_key_twice_is_refused_whatever_the_values(first, second):
+    reply = f'{{"verdict": "{first.value}", "rationale": "Checked.", "verdict": "{second.value}", "evidence": []}}'
+    judgment = Judge(ScriptedModel([reply]), per_dimension=True, retries=0).grade("An answer.", context="ctx")
+    assert judgment.status is JudgmentStatus.ERROR and "repeats the key(s) ['verdict']" in str(judgment.error)
