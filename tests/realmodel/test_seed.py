@@ -91,8 +91,10 @@ def test_seed_002_prompt_templating_shows_the_rubric_items(seed_environment):
     _defined(row)
     rubric = row["rubric"]
     if not isinstance(rubric, UnitError):  # the judge was shown one numbered line per rubric item
-        shown = seed_environment["openai/gpt-4o-mini"].sent[-1].messages[-1].content
-        assert "\n".join(f"{i + 1}. {item}" for i, item in enumerate(rubric.rubric)) in shown
+        judge_prompts = [m.content for r in seed_environment["openai/gpt-4o-mini"].sent for m in r.messages
+                         if m.role == "user" and "Use the following rubric" in m.content]
+        lines = "\n".join(f"{i + 1}. {item}" for i, item in enumerate(rubric.rubric))
+        assert judge_prompts and all(lines in prompt for prompt in judge_prompts)
 
 
 def test_seed_003_pairwise_gives_what_the_rounds_state_or_refuses(seed_environment):
