@@ -9,6 +9,7 @@ ConfigurationError when the pipeline is built.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 
-from pydantic import Field, ValidationError, create_model
+from pydantic import Field, TypeAdapter, ValidationError, create_model
 
 from verdict.graph.errors import ConfigurationError, ExtractionError
 from verdict.graph.schema import Schema, describe
@@ -86,10 +87,21 @@ class StructuredExtractor(Extractor):
 
 
 class RegexExtractor(Extractor):
-    """Fields captured by regular expressions (group 1 if the pattern has groups, else the whole match)."""
+    """Fields read by regular expressions (group 1 if the pattern has groups, else the whole match).
 
-    FIRST_INT = r"-?\d+"
-    FIRST_FLOAT = r"-?\d+(?:\.\d+)?"
+    The grammar (docs/engine.md, "Reading rules"): every match of a field's pattern is a candidate; a
+    candidate that is not a valid value of the field (off the scale, out of range) is not one. The reply must
+    hold exactly one distinct candidate per field: several different ones ("On a scale of 1 to 5 ... 4"
+    without the restatement rule, "3-4", "between 3 and 4", "4, maybe 5") are ambiguous, and a candidate
+    negated in its clause ("not a 5", "wouldn't give it 4") makes the reply unreadable: both are
+    ExtractionErrors (retried), never the first number. On a numeric DiscreteScale, restatements of the
+    scale itself are not candidates: "1 to 5" / "1-5" (its two ends) and the denominator of "4/5" or
+    "4 out of 5".
+    """
+
+    # A whole number: not the digits of a word, of a decimal or of "1,000", and "3-4" is 3 and 4, not -4.
+    FIRST_INT = r"(?<![\w.,])-?\d+(?![.,]?\d)"
+    FIRST_FLOAT = r"(?<![\w.,])-?\d+(?:\.\d+)?(?![.,]?\d)"
 
     def __init__(self, pattern: str | Mapping[str, str] = FIRST_INT) -> None:
         self.patterns = pattern
@@ -113,16 +125,83 @@ class RegexExtractor(Extractor):
 
     def extract(self, job: ExtractionJob) -> Schema:
         text = job.complete().text
-        values: dict[str, Any] = {}
-        for name, pattern in self._targets(job.schema).items():
-            match = pattern.search(text)
-            if match is None:
-                raise ExtractionError(f"no match for {pattern.pattern!r} ({name}) in the reply")
-            captured = match.group(1) if pattern.groups else match.group(0)
-            scale = scale_of(job.schema.model_fields[name])
-            values[name] = _scale_value(scale, captured) if isinstance(scale, DiscreteScale | BooleanScale) \
-                else captured
+        values = {name: read_field(job.schema, name, pattern, text)
+                  for name, pattern in self._targets(job.schema).items()}
         return _validate(job.schema, values)
+
+
+# A negation in the same clause, at most six words before a number, makes the number unreadable.
+_NEGATION = re.compile(r"\b(?:not|no|never|nor|neither|without|cannot)\b|n't\b", re.IGNORECASE)
+_CLAUSE_BREAK = re.compile(r"[.;:,!?\n]|\bbut\b", re.IGNORECASE)
+_NEGATION_WORDS = 6
+
+
+def _negated(text: str, start: int) -> bool:
+    before = _CLAUSE_BREAK.split(text[:start])[-1]
+    return _NEGATION.search(" ".join(before.split()[-_NEGATION_WORDS:])) is not None
+
+
+def _without_scale_restatements(text: str, scale: DiscreteScale) -> str:
+    """The text with "1 to 5", "1-5" and the "/5" of "4/5" or "out of 5" blanked (same length, so match
+    positions hold): they name the scale, not a score."""
+    low, high = (re.escape(str(v)) for v in (min(scale.values), max(scale.values)))
+    patterns = (rf"(?<![\w.]){low}\s*(?:-|–|to)\s*{high}(?!\w|\.\d)", rf"(?:/|\bout of)\s*{high}(?!\w|\.\d)")
+    for pattern in patterns:
+        text = re.sub(pattern, lambda m: " " * len(m.group(0)), text, flags=re.IGNORECASE)
+    return text
+
+
+def read_field(schema: type[Schema], name: str, pattern: re.Pattern[str], text: str) -> Any:
+    """The one value `pattern` finds for field `name` in `text` (RegexExtractor's grammar); ExtractionError
+    saying why there is none."""
+    info = schema.model_fields[name]
+    scale = scale_of(info)
+    if isinstance(scale, DiscreteScale) and scale.numeric:
+        text = _without_scale_restatements(text, scale)
+    matches = list(pattern.finditer(text))
+    if not matches:
+        raise ExtractionError(f"no match for {pattern.pattern!r} ({name}) in the reply")
+    found: dict[str, Any] = {}  # the valid values by their text, in reply order
+    negated: list[str] = []
+    for match in matches:
+        captured = match.group(1) if pattern.groups else match.group(0)
+        value = _field_value(scale, info, captured)
+        if value is _INVALID:
+            continue
+        if _negated(text, match.start()):
+            negated.append(captured)
+        found.setdefault(str(value), value)
+    if negated:
+        raise ExtractionError(f"the reply negates {', '.join(dict.fromkeys(negated))} ({name}): say the "
+                              "value itself")
+    if len(found) > 1:
+        raise ExtractionError(f"ambiguous: the reply holds several values for {name} ({', '.join(found)}); "
+                              "give exactly one")
+    if not found:
+        shown = ", ".join(dict.fromkeys(repr(m.group(1) if pattern.groups else m.group(0)) for m in matches))
+        where = f"on the scale ({scale.instruction})" if scale is not None else f"a valid {name}"
+        raise ExtractionError(f"{shown} is not {where}")
+    return next(iter(found.values()))
+
+
+_INVALID = object()
+
+
+def _field_value(scale: Scale | None, info: Any, captured: str) -> Any:
+    """`captured` as a value of the field, or _INVALID."""
+    if isinstance(scale, DiscreteScale | BooleanScale):
+        value = scale.value_of_token(captured)
+        return _INVALID if value is None else value
+    try:
+        return _field_adapter(info.annotation, tuple(info.metadata)).validate_python(captured)
+    except ValidationError:
+        return _INVALID
+
+
+@lru_cache(maxsize=256)
+def _field_adapter(annotation: Any, metadata: tuple[Any, ...]) -> TypeAdapter[Any]:
+    """A validator for one schema field: its type and its constraints."""
+    return TypeAdapter(Annotated[annotation, *metadata] if metadata else annotation)
 
 
 class RawTextExtractor(Extractor):
@@ -311,10 +390,13 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
 def parse_json(schema: type[S], text: str) -> S:
+    """The reply's JSON (the whole reply, a fenced block, or the object inside prose) validated against
+    `schema`. A key repeated in one object (`{"verdict": "PASS", "verdict": "FAIL"}`) states two values: an
+    ExtractionError, never the last one."""
     fenced = _FENCE.match(text)
     body = fenced.group(1) if fenced else text
     try:
-        return schema.model_validate_json(body)
+        return _unique_keys(schema.model_validate_json(body), body)
     except ValidationError as exc:
         if exc.errors()[0]["type"] != "json_invalid":
             raise ExtractionError(_validation_summary(exc)) from None
@@ -322,9 +404,23 @@ def parse_json(schema: type[S], text: str) -> S:
     if start == -1 or end <= start:
         raise ExtractionError("the reply holds no JSON object")
     try:
-        return schema.model_validate_json(body[start : end + 1])
+        return _unique_keys(schema.model_validate_json(body[start : end + 1]), body[start : end + 1])
     except ValidationError as exc:
         raise ExtractionError(_validation_summary(exc)) from None
+
+
+def _unique_keys(parsed: S, body: str) -> S:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        if repeated:
+            raise ExtractionError(f"the reply repeats the key(s) {repeated} in one object")
+        return dict(items)
+
+    # What pydantic's parser accepts and json's does not leaves nothing to compare.
+    with contextlib.suppress(json.JSONDecodeError):
+        json.loads(body, object_pairs_hook=pairs)
+    return parsed
 
 
 def _validate(schema: type[Schema], values: dict[str, Any]) -> Schema:
@@ -344,13 +440,6 @@ def _single_field(schema: type[Schema], who: str) -> str:
     if len(required) != 1:
         raise ConfigurationError(f"{who} fills exactly one field, but {describe(schema)} requires {required}")
     return required[0]
-
-
-def _scale_value(scale: DiscreteScale | BooleanScale, token: str) -> Any:
-    value = scale.value_of_token(token)
-    if value is None:
-        raise ExtractionError(f"{token!r} is not on the scale ({scale.instruction})")
-    return value
 
 
 def _scale_values(scale: Scale) -> tuple[Any, ...]:

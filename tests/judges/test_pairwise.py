@@ -133,8 +133,12 @@ def test_bad_items_are_rejected_with_a_precise_message():
 @given(st.text(alphabet=st.characters(exclude_characters="[]"), max_size=40),
        st.sampled_from("ABC"),
        st.text(alphabet=st.characters(exclude_characters="[]"), max_size=40))
-def test_one_complete_marker_amid_any_bracket_free_text_is_read(before, letter, after):
-    assert read_marker(f"{before}[[{letter}]]{after}") == letter
+def test_one_complete_marker_amid_any_bracket_free_text_is_its_letter_or_refused(before, letter, after):
+    # Refused when the text negates the marker ("not [[A]]") or states another letter alone on a line.
+    try:
+        assert read_marker(f"{before}[[{letter}]]{after}") == letter
+    except ExtractionError as error:
+        assert "negated" in str(error) or "conflicting verdicts" in str(error)
 
 
 @given(st.lists(st.sampled_from(["[[A]]", "[[B]]", "[[C]]", "[[", "]]", "x"]), max_size=6))

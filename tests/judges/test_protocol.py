@@ -116,7 +116,7 @@ def test_pairwise_markers_as_real_models_write_them(reply, letter):
 
 
 @pytest.mark.parametrize(("reply", "reason"), [
-    ("[A] is longer but [B] is right", "conflicting verdicts A, B"),
+    ("[A] is longer but [B] is right", "its last line is not the letter alone"),
     ("Verdict: A\nActually, verdict: B", "conflicting verdicts A, B"),
     ("The verdict: a tie, I think", "no [[A]], [[B]] or [[C]] marker"),
     ("[[A]]\nVerdict: B", "conflicting verdicts A, B"),

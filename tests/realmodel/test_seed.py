@@ -1,110 +1,28 @@
-"""The seed library's documented snippets (its README and docs, Haize Labs' `verdict`), run as written —
-imports, bare model strings, `policy_or_name=`, one-argument `.propagate` — against the local server
-standing in for OpenAI (OPENAI_BASE_URL). Only running them uses this engine's API (`run`), since the
-seed's runner returns a pandas frame. Asserted: each snippet builds and every unit lands in a defined state.
+"""The seed documents' code blocks (tests/seed_documents.py: Haize Labs' `verdict` README and docs, the
+`verdict_eval` README), run as written — imports, bare model strings, `policy_or_name=`, one-argument
+`.propagate`, `provider=` — against the local server standing in for OpenAI (OPENAI_BASE_URL). Only running
+the DSL's pipelines uses this engine's API (`run`), since the seed's runner returns a pandas frame. Asserted:
+each block builds, every unit lands in a defined state, and what a result says is what the replies state.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.seed_documents import (
+    DOCS_PROMPT_TEMPLATING,
+    DOCS_QUICKSTART,
+    DOCS_UNIT,
+    EVAL_PAIRWISE,
+    README_HIERARCHICAL,
+    run_block,
+)
+from verdict.graph import Pipeline
 from verdict.graph.errors import UnitError
+from verdict.judges.pairwise import read_marker
+from verdict.judges.units import JudgeUnit
 from verdict.models import registry
 from verdict.models.openai_model import OpenAIModel
-
-# README, "A Simple Example of Hierarchical Reasoning" (its elided prompt filled in from the first snippet).
-README_HIERARCHICAL = '''
-from verdict import Pipeline
-from verdict.common.judge import JudgeUnit
-from verdict.scale import BooleanScale, DiscreteScale
-
-pipeline = Pipeline() \\
-  >> JudgeUnit(DiscreteScale((1, 5)), explanation=True).prompt("""
-    Evaluate the following customer support interaction on politeness.
-
-    {source.conversation}
-
-    Respond with a score between 1 and 5.
-    - 1: Extremely impolite, rude, hostile, or disrespectful
-    - 5: Extremely polite. Consistently respectful, friendly, and courteous.
-  """).via('gpt-4o-mini', retries=3, temperature=0.4) \\
-  >> JudgeUnit(BooleanScale()).prompt("""
-    Check if the given explanation correctly references the source conversation.
-
-    Conversation: {source.conversation}
-    Politeness Score: {previous.score}
-    Explanation: {previous.explanation}
-
-    Return "yes" if the explanation correctly references the source, and "no" otherwise.
-  """).via('gpt-4o-mini', retries=3, temperature=0.0)
-'''
-
-# docs, "Unit".
-DOCS_UNIT = '''
-from verdict import Pipeline
-from verdict.common.judge import JudgeUnit
-from verdict.extract import RegexExtractor
-from verdict.scale import DiscreteScale
-from verdict.schema import Schema
-
-unit = (JudgeUnit(DiscreteScale((1, 5)), name="CXEmpathyJudge")
-    .via('gpt-4o', retries=3, temperature=1.4)
-    .prompt("""
-        Score the following customer support conversation on empathy.
-
-        <conversation>
-        {source.conversation}
-        </conversation>
-    """)
-    .extract(RegexExtractor(pattern=RegexExtractor.FIRST_INT))
-    .propagate(lambda output: Schema.of(score=output.score / 5)))
-pipeline = Pipeline() >> unit
-'''
-
-# docs, "Quickstart" (the judge-then-verify protocol, three times, max-pooled).
-DOCS_QUICKSTART = '''
-from verdict import Block, Layer, Pipeline
-from verdict.common.judge import CategoricalJudgeUnit
-from verdict.prompt import Prompt
-from verdict.scale import DiscreteScale
-from verdict.schema import Schema
-from verdict.transform import MaxPoolUnit
-
-judge_prompt = """
-Determine whether the provided claim is consistent with the corresponding document. Consistency in this context implies that
-all information presented in the claim is substantiated by the document. If not, it should be considered inconsistent.
-Document: {source.doc}
-Claim: {source.claim}
-Please assess the claim’s consistency with the document by responding with either "yes" or "no".
-Answer:
-"""
-
-verify_prompt = """
-Check if the given answer correctly reflects whether the claim is consistent with the corresponding document. Consistency in this context implies that
-all information presented in the claim is substantiated by the document. If not, it should be considered inconsistent. "yes" means the claim is consistent with the document, and "no" means the claim is not consistent with the document.
-
-Document: {source.doc}
-Claim: {source.claim}
-Answer: {previous.choice}
-Answer Justification: {previous.explanation}
-
-If you think the answer is correct, return the answer as is. If it's incorrect, return the opposite (if answer = "yes", return "no", and if answer = "no", return "yes").
-"""
-
-hierarchical_protocol = (
-    Block()
-    >> CategoricalJudgeUnit(
-        name="judge", categories=DiscreteScale(["yes", "no"]), explanation=True
-    )
-    .prompt(judge_prompt)
-    .via(policy_or_name="gpt-4o", retries=3, temperature=0.7)
-    >> CategoricalJudgeUnit(name="verify", categories=DiscreteScale(["yes", "no"]))
-    .prompt(verify_prompt)
-    .via(policy_or_name="gpt-4o", retries=3, temperature=0)
-)
-
-pipeline = Pipeline() >> Layer([hierarchical_protocol], repeat=3) >> MaxPoolUnit()
-'''
 
 SAMPLES = {
     "readme": {"conversation": "Customer: my order is late.\nAgent: Sorry about that! It ships today."},
@@ -118,7 +36,12 @@ class _Capped(OpenAIModel):
     snippets give no max_tokens, and a 135M model at temperature 1.4 would otherwise write until its context
     is full, minutes per call on two cores."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sent: list = []  # the requests, to check what the model was shown
+
     def _attempt(self, request, params):
+        self.sent.append(request)
         return super()._attempt(request, {"max_tokens": REPLY_CAP, **params})
 
 
@@ -140,7 +63,7 @@ def seed_environment(llama_server, monkeypatch):
                                                  (DOCS_QUICKSTART, "quickstart")])
 def test_a_seed_snippet_runs_as_written(seed_environment, snippet, sample):
     namespace: dict = {}
-    exec(compile(snippet, f"<seed {sample}>", "exec"), namespace)
+    run_block(snippet, namespace, sample)
     pipeline = namespace["pipeline"]
     used = {node.model for node in pipeline.build().nodes if node.kind == "io"}
     assert used and used <= set(seed_environment.values()), "the bare model names did not resolve to OpenAI"
@@ -154,3 +77,35 @@ def test_a_seed_snippet_runs_as_written(seed_environment, snippet, sample):
             assert output.kind in ("extraction", "upstream"), f"{path}: {output}"
     if sample == "unit" and row.ok:  # the one-argument propagate turned the 1-5 score into a fraction
         assert 0.2 <= row["CXEmpathyJudge"].score <= 1.0
+
+
+def _defined(row) -> None:
+    for path, output in row.outputs.items():
+        if isinstance(output, UnitError):
+            assert output.kind in ("extraction", "upstream"), f"{path}: {output}"
+
+
+def test_seed_002_prompt_templating_shows_the_rubric_items(seed_environment):
+    graph = run_block(DOCS_PROMPT_TEMPLATING, {"JudgeUnit": JudgeUnit}, "prompt templating")
+    row = (Pipeline() >> graph).via("gpt-4o-mini").run({"support_response": "Sorry for the wait! It ships today."})
+    _defined(row)
+    rubric = row["rubric"]
+    if not isinstance(rubric, UnitError):  # the judge was shown one numbered line per rubric item
+        judge_prompts = [m.content for r in seed_environment["openai/gpt-4o-mini"].sent for m in r.messages
+                         if m.role == "user" and "Use the following rubric" in m.content]
+        lines = "\n".join(f"{i + 1}. {item}" for i, item in enumerate(rubric.rubric))
+        assert judge_prompts and all(lines in prompt for prompt in judge_prompts)
+
+
+def test_seed_003_pairwise_gives_what_the_rounds_state_or_refuses(seed_environment):
+    provider = seed_environment["openai/gpt-4o-mini"]
+    namespace = {"provider": provider, "model": provider.name, "query": "What is the capital of France?",
+                 "response_a": "Paris is the capital of France.", "response_b": "I do not know."}
+    try:
+        run_block(EVAL_PAIRWISE, namespace, "verdict_eval pairwise")
+    except RuntimeError as error:  # the block's own refusal of an unusable comparison
+        assert str(error) == "pairwise comparison was not usable"
+        return
+    assert namespace["winner"] is not None
+    # A usable winner rests on replies that state a marker (re-read here by the documented grammar).
+    assert all(read_marker(r.reply) == r.marker for r in namespace["judgment"].rounds)

@@ -28,6 +28,7 @@ class UnitError:
     kind: UnitErrorKind
     message: str
     attempts: int = 0
+    reply: str | None = None  # the last reply the model gave, when it was unusable ("extraction")
 
     def __str__(self) -> str:
         suffix = f" after {self.attempts} attempt(s)" if self.attempts else ""

@@ -56,7 +56,7 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
         try:
             response = node.extractor.extract(job)  # type: ignore[union-attr]  # and an extractor (build)
         except ExtractionError as exc:
-            failure = UnitError("extraction", str(exc), attempt)
+            failure = UnitError("extraction", str(exc), attempt, job.reply)
         except ModelError as exc:
             # The client already retried transport failures; retry here only what it marks retryable.
             failure, retry = UnitError("model", str(exc), attempt), exc.retryable
@@ -67,7 +67,7 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
             try:
                 return _finish(node, node.unit.process(input, response), previous, input), usage, attempt
             except ExtractionError as exc:  # the unit rejected the reply (e.g. against its input): retry
-                failure = UnitError("extraction", str(exc), attempt)
+                failure = UnitError("extraction", str(exc), attempt, job.reply)
             except Exception as exc:  # user code in process/propagate
                 return UnitError("unit", _short(exc), attempt), usage, attempt
         if not retry:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
+from pydantic import BaseModel
+
 from verdict.graph.errors import TemplateError
 from verdict.models.base import Message, Role
 
@@ -262,9 +264,17 @@ class SameNameGroup(Sequence[Any]):
         return str(self._outputs[0]) if len(self._outputs) == 1 else str(self._outputs)
 
 
+def _has_field(output: Any, name: str) -> bool:
+    if isinstance(output, BaseModel):
+        return name in type(output).model_fields or name in (output.__pydantic_extra__ or {})
+    return False
+
+
 class PreviousView:
     """`previous` in a template: `previous.score` (one dependency), `previous.judge.score` by short
-    name, `previous.judge[2].explanation` by position among same-named ones, `previous[i]` overall."""
+    name, `previous.judge[2].explanation` by position among same-named ones, `previous[i]` overall.
+    With one dependency, a field of its output wins over its short name (`previous.rubric` of a unit named
+    `rubric` with a field `rubric` is the field)."""
 
     __slots__ = ("_names", "_outputs")
 
@@ -272,6 +282,10 @@ class PreviousView:
         self._names, self._outputs = names, outputs
 
     def __getattr__(self, name: str) -> Any:
+        # With one dependency, a field of its output wins over the unit's short name: a `RubricUnit` with a
+        # field `rubric` gives `previous.rubric` = that field (the output itself is `previous[0]`).
+        if len(self._outputs) == 1 and _has_field(self._outputs[0], name):
+            return getattr(self._outputs[0], name)
         group = [o for n, o in zip(self._names, self._outputs, strict=True) if n == name]
         if group:
             return SameNameGroup(name, group)

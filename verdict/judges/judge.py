@@ -29,7 +29,8 @@ from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
 from verdict.graph.template import AttributeView
 from verdict.graph.unit import Unit
-from verdict.graph.via import resolve_model
+from verdict.graph.via import check_params
+from verdict.judges.arguments import judge_model
 from verdict.judges.fingerprint import evaluator_fingerprint, model_identity
 from verdict.judges.outcome import unit_outcome
 from verdict.judges.rubric import DEFAULT_RUBRIC, Dimension, Rubric, rubric_text
@@ -198,6 +199,15 @@ def check_evidence(dimension: str, evidence: Sequence[str], normalised_answer: s
             shown = quote if len(quote) <= 80 else quote[:77] + "..."
             raise ExtractionError(f"{dimension}: the evidence quote {shown!r} does not occur in the graded answer")
 
+def check_rationale(dimension: str, verdict: Verdict, rationale: str) -> None:
+    """ExtractionError (the engine retries) for a rationale that is only another verdict label
+    (`{"verdict": "PASS", "rationale": "FAIL"}`): the reply states two verdicts, so it states none."""
+    said = normalise(rationale).strip(_QUOTE_WRAPPING).upper()
+    if said in Verdict.__members__ and said != verdict.value:
+        raise ExtractionError(f"{dimension}: the verdict is {verdict.value} but the rationale is only "
+                              f"{rationale.strip()!r}, another verdict")
+
+
 # --- output budgets ----------------------------------------------------------------------------------------
 # Sized to what the reply holds, not a flat maximum: a rubric reply needs room per dimension (rationale,
 # quotes, verdict, JSON keys); a verdict-first one-dimension reply needs one short sentence and a quote or two.
@@ -299,8 +309,11 @@ class DimensionUnit(Unit):
         self.dimension = dimension
 
     def process(self, input: Any, response: Schema) -> Schema:
-        """Reject a quote that is not in the graded answer (ExtractionError: the engine retries)."""
-        check_evidence(self.dimension.name, response.evidence, normalise(input.answer))  # type: ignore[attr-defined]  # the unit's DimensionReply
+        """Reject a rationale that is another verdict, or a quote that is not in the graded answer
+        (ExtractionError: the engine retries)."""
+        reply = cast(DimensionReply, response)
+        check_rationale(self.dimension.name, reply.verdict, reply.rationale)
+        check_evidence(self.dimension.name, reply.evidence, normalise(input.answer))
         return response
 
 
@@ -338,13 +351,14 @@ class RubricUnit(Unit):
         self.dimension_names = ", ".join(d.name for d in self.dimensions)
 
     def process(self, input: Any, response: Schema) -> Schema:
-        """Reject (ExtractionError: the engine retries) a reply grading unknown dimensions or quoting evidence
-        that is not in the graded answer, `input.answer` (for a graph's first unit, the sample's answer)."""
+        """Reject (ExtractionError: the engine retries) a reply grading unknown dimensions, giving a rationale
+        that is only another verdict, or quoting evidence that is not in the graded answer, `input.answer` (for a graph's first unit, the sample's answer)."""
         unexpected = sorted(response.__pydantic_extra__ or ())
         if unexpected:
             raise ExtractionError(f"the reply grades unknown dimension(s) {unexpected}")
         normalised = normalise(input.answer)
         for dimension, grade in grades(response).items():
+            check_rationale(dimension, grade.verdict, grade.rationale)
             check_evidence(dimension, grade.evidence, normalised)
         return response
 
@@ -360,18 +374,20 @@ class Judge:
     each short enough for small and local models. `max_tokens` defaults to a budget sized to the reply
     (`output_budget`). `retries` is how often a reply that cannot be parsed or validated is asked again
     (transport retries of 429/5xx live in the model client). Extra keyword arguments are sampling
-    parameters for the model.
+    parameters (`SAMPLING_PARAMS`; anything else a server takes goes in `extra_body={...}`); any other keyword
+    is a TypeError naming it. Seed 003's `provider=` and `model=` are understood as `judge_model` says.
     """
 
     kind = "rubric-judge"
 
-    def __init__(self, model: str | Model, rubric: Rubric = DEFAULT_RUBRIC, *, temperature: float = 0.1,
-                 max_tokens: int | None = None, retries: int = 3, prompt: str | type[Prompt] | None = None,
-                 per_dimension: bool = False, skip_context_dependent_when_missing: bool = True,
-                 name: str = "judge", **params: Any) -> None:
+    def __init__(self, model: str | Model | None = None, rubric: Rubric = DEFAULT_RUBRIC, *, provider: Any = None,
+                 temperature: float = 0.1, max_tokens: int | None = None, retries: int = 3,
+                 prompt: str | type[Prompt] | None = None, per_dimension: bool = False,
+                 skip_context_dependent_when_missing: bool = True, name: str = "judge", **params: Any) -> None:
+        check_params(params, "Judge()")
         if not isinstance(rubric, Rubric):
             raise ConfigurationError(f"rubric must be a Rubric, not {type(rubric).__name__}")
-        self.model = resolve_model(model)
+        self.model = judge_model(model, provider, "Judge()")
         self.rubric = rubric
         self.name = name
         self.retries = retries

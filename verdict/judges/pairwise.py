@@ -2,9 +2,9 @@
 
 Round "AB" shows response_a first (as Assistant A), round "BA" shows response_b first. Each reply must
 contain exactly one complete marker: `[[A]]`, `[[B]]` or `[[C]]` (tie); a reply without any double
-bracket may instead give the letter as real models also write it, `[A]` or `Verdict: A`, when every such
-mark in it names the same letter (a `[X]` or `Verdict: X` naming another letter than the `[[X]]` marker
-makes the reply ambiguous, so INVALID too). Both rounds run as two samples
+bracket may instead end with a line that is the letter alone (`B`, `[B]`, `Verdict: B`). Prose that only
+mentions a letter ("Verdict: A tie.", "A is worse than B") is INVALID, never a preference: see `read_marker`
+for the whole grammar. Both rounds run as two samples
 of one engine run of a one-unit judge graph (`PairwiseJudge.unit`), so `.via()` parameters, rate limits,
 transport retries and extraction retries apply: a reply without a valid marker is asked again, and is
 INVALID only when the last retry fails too.
@@ -34,7 +34,8 @@ from verdict.graph.pipeline import Pipeline
 from verdict.graph.prompt import Prompt
 from verdict.graph.schema import Schema
 from verdict.graph.unit import Unit
-from verdict.graph.via import resolve_model
+from verdict.graph.via import check_params
+from verdict.judges.arguments import judge_model
 from verdict.judges.fingerprint import evaluator_fingerprint, model_identity
 from verdict.judges.outcome import UnitOutcome, unit_outcome
 from verdict.judges.voting import Ensemble, plurality
@@ -58,25 +59,58 @@ RoundOrder = Literal["AB", "BA"]
 _MARKER = re.compile(r"\[\[([ABC])\]\]")
 _EMPTY_MARKER = re.compile(r"\[\[\s*\]\]")
 _OTHER_MARKER = re.compile(r"\[\[([^\[\]]*)\]\]")
-# What real models write instead of [[X]]: a single-bracketed letter, or the letter after "verdict"
-# ("Verdict: A", "Final verdict: **B**", "verdict is [C]", "Verdict: Assistant A"; the letter upper-case).
-_LOOSE_MARKERS = (re.compile(r"(?<!\[)\[([ABC])\](?!\])"),
-                  re.compile(r"\b(?i:verdict)\b\W{0,4}(?:(?i:is)\W{1,4})?(?:(?i:assistant)\s+)?\[?([ABC])\b"))
+# The fallback: a line that is the letter alone, as real models write it instead of [[X]] — "B", "[B]",
+# "**B**", "Assistant B", "B." — after at most a label: "Verdict:", "Final verdict is", "After comparing them:"
+# (a label naming no letter and negating nothing).
+_LETTER_LINE = re.compile(r"(?:(?P<label>[^\n]*?)(?::|\bverdict(?:\s+is)?)\s*)?(?:assistant\s+)?\[?(?P<letter>[ABC])\]?\.?",
+                          re.IGNORECASE)
+_LETTER_WORD = re.compile(r"\b[ABC]\b")
+_EMPHASIS = str.maketrans("", "", "*_`#>")
+_NEGATION = re.compile(r"\b(?:not|no|never|nor|neither)\b|n't\b", re.IGNORECASE)
+# A marker right after a negation ("not [[A]]", "isn't [[B]]") does not state that verdict.
+_NEGATED_MARKER = re.compile(rf"(?:{_NEGATION.pattern})\W*$", re.IGNORECASE)
 
 
-def _loose_marker(text: str, marker: str | None = None) -> str:
-    """The letter of `[X]` / `Verdict: X` marks (and of the `[[X]]` marker, if given) when they all agree;
-    ExtractionError otherwise."""
-    letters = {match for pattern in _LOOSE_MARKERS for match in pattern.findall(text)} | ({marker} - {None})
-    if len(letters) > 1:
-        raise ExtractionError(f"conflicting verdicts {', '.join(sorted(letters))}")  # type: ignore[arg-type]  # `- {None}` left strings only
-    if not letters:
-        raise ExtractionError("no [[A]], [[B]] or [[C]] marker in the reply")
-    return letters.pop()  # type: ignore[return-value]  # the patterns capture only A, B or C
+def _letter_lines(text: str) -> list[tuple[int, str]]:
+    """(line index, letter) of the reply's lines that are the letter alone (fallback grammar)."""
+    found = []
+    for index, line in enumerate(text.splitlines()):
+        match = _LETTER_LINE.fullmatch(line.translate(_EMPHASIS).strip())
+        if match is None:
+            continue
+        label, letter = match.group("label") or "", match.group("letter")
+        # The letter itself is upper-case ("a" or "verdict: c" are words); a label stating a letter or a
+        # negation ("A is worse than B:", "not:") makes the line prose.
+        if letter.isupper() and not _LETTER_WORD.search(label) and not _NEGATION.search(label):
+            found.append((index, letter))
+    return found
+
+
+def _fallback(text: str) -> str:
+    """The letter of a reply without double brackets: its last non-blank line is the letter alone, and no
+    other such line names another letter. ExtractionError otherwise."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    letters = _letter_lines("\n".join(lines))
+    if not letters or letters[-1][0] != len(lines) - 1:
+        raise ExtractionError("no [[A]], [[B]] or [[C]] marker in the reply, and its last line is not the "
+                              "letter alone")
+    return _agreeing(letters[-1][1], letters)
+
+
+def _agreeing(letter: str, letters: list[tuple[int, str]]) -> str:
+    others = sorted({other for _, other in letters} - {letter})
+    if others:
+        raise ExtractionError(f"conflicting verdicts {', '.join(sorted({letter, *others}))}")
+    return letter
 
 
 def read_marker(text: str) -> str:
-    """The single marker letter ('A', 'B' or 'C') of a reply; ExtractionError saying why there is none."""
+    """The verdict letter ('A', 'B' or 'C') of a reply; ExtractionError saying why there is none.
+
+    The grammar (docs/judges.md, "Reading rules"): exactly one complete marker `[[A]]`, `[[B]]` or `[[C]]`,
+    not negated ("not [[A]]"), with no other double bracket and no line stating another letter alone; or,
+    in a reply without any double bracket, a last line that is the letter alone ("B", "[B]", "Verdict: B").
+    Anything else — prose that mentions a letter ("A is worse than B", "Verdict: A tie.") — is unreadable."""
     if not text.strip():
         raise ExtractionError("the reply is empty")
     complete = _MARKER.findall(text)
@@ -90,7 +124,9 @@ def read_marker(text: str) -> str:
         glued = text[match.start() - 1 : match.start()] == "[" or text[match.end() : match.end() + 1] == "]"  # type: ignore[union-attr]  # `complete` holds a match
         if opens > 1 or closes > 1 or glued:
             raise ExtractionError(f"a stray or incomplete marker next to [[{complete[0]}]]")
-        return _loose_marker(text, complete[0])
+        if _NEGATED_MARKER.search(text[: match.start()]):  # type: ignore[union-attr]  # as above
+            raise ExtractionError(f"the marker [[{complete[0]}]] is negated")
+        return _agreeing(complete[0], _letter_lines(text))
     if _EMPTY_MARKER.search(text):
         raise ExtractionError("the marker is empty ([[]])")
     other = _OTHER_MARKER.search(text)
@@ -98,7 +134,7 @@ def read_marker(text: str) -> str:
         raise ExtractionError(f"[[{other.group(1)[:20]}]] is not one of [[A]], [[B]], [[C]]")
     if opens or closes:
         raise ExtractionError("the marker is incomplete (truncated)")
-    return _loose_marker(text)
+    return _fallback(text)
 
 
 DEFAULT_PAIRWISE_PROMPT = """
@@ -149,7 +185,7 @@ class PairwiseRound:
     status: PairwiseStatus
     marker: str | None  # the letter the judge wrote: "A", "B" or "C" (tie)
     preferred: PairwiseVerdict | None  # the marker mapped back to the caller's responses: A, B or TIE
-    reply: str | None
+    reply: str | None  # the model's reply: the one read, or the last unreadable one (INVALID)
     error: str | None
     attempts: int
     usage: Usage
@@ -194,7 +230,8 @@ def make_round(order: RoundOrder, outcome: UnitOutcome) -> PairwiseRound:
     error = outcome.error
     # A reply without a usable marker is INVALID; a provider or engine failure is ERROR.
     status = PairwiseStatus.INVALID if error is not None and error.kind == "extraction" else PairwiseStatus.ERROR
-    return PairwiseRound(order, status, None, None, None, str(error), outcome.attempts, outcome.usage)
+    reply = error.reply if error is not None else None  # an unreadable reply is kept as the model wrote it
+    return PairwiseRound(order, status, None, None, reply, str(error), outcome.attempts, outcome.usage)
 
 
 def combine(first: PairwiseRound, second: PairwiseRound) -> tuple[PairwiseStatus, PairwiseVerdict | None, str | None]:
@@ -210,13 +247,19 @@ def combine(first: PairwiseRound, second: PairwiseRound) -> tuple[PairwiseStatus
 
 
 class PairwiseJudge:
-    """`PairwiseJudge(model).compare(query, response_a, response_b)` -> PairwiseJudgment."""
+    """`PairwiseJudge(model).compare(query, response_a, response_b)` -> PairwiseJudgment.
+
+    `model` is a 'provider/name' string or a Model (or seed 003's `provider=` and `model=`: see
+    `judge_model`). Extra keyword arguments are sampling parameters (`SAMPLING_PARAMS`; anything else a server
+    takes goes in `extra_body={...}`); any other keyword is a TypeError naming it."""
 
     kind = "pairwise-judge"
 
-    def __init__(self, model: str | Model, *, temperature: float = 0.1, max_tokens: int = 1024, retries: int = 3,
-                 prompt: str | type[Prompt] = DEFAULT_PAIRWISE_PROMPT, name: str = "pairwise", **params: Any) -> None:
-        self.model = resolve_model(model)
+    def __init__(self, model: str | Model | None = None, *, provider: Any = None, temperature: float = 0.1,
+                 max_tokens: int = 1024, retries: int = 3, prompt: str | type[Prompt] = DEFAULT_PAIRWISE_PROMPT,
+                 name: str = "pairwise", **params: Any) -> None:
+        check_params(params, "PairwiseJudge()")
+        self.model = judge_model(model, provider, "PairwiseJudge()")
         self.name = name
         self.params = {"temperature": temperature, "max_tokens": max_tokens, **params}
         self.prompt_text = prompt.template if isinstance(prompt, type) and issubclass(prompt, Prompt) else str(prompt)
@@ -227,7 +270,7 @@ class PairwiseJudge:
             kind=self.kind, models=[self.model.name], rubric=None, prompts={"pairwise": self.prompt_text},
             params=self.params, identities=[model_identity(self.model)],
             contract={"reply": "marker", "markers": ["[[A]]", "[[B]]", "[[C]]"], "rule": "exactly-one-complete",
-                      "loose_markers": ["[X]", "verdict: X"], "loose_rule": "no-double-brackets,all-agree",
+                      "fallback": "last-line-letter-alone:X,[X],verdict: X", "negated_marker": "invalid",
                       "rounds": ["AB", "BA"]})
         self.pipeline.build()  # configuration errors surface here, not mid-run
 
