@@ -61,5 +61,5 @@ class Layout:
 
     def other_phases(self, ts: np.ndarray) -> np.ndarray:
         """The rest of those weeks: what the same-weekday rows are checked against."""
-        span = (ts >= self.current_start - self.seasonal_weeks * WEEK_US) & (ts < self.current_start)
+        span: np.ndarray = (ts >= self.current_start - self.seasonal_weeks * WEEK_US) & (ts < self.current_start)
         return span & ~self.seasonal(ts)
