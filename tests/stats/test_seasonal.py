@@ -56,3 +56,14 @@ def test_same_weekday_windows_and_the_reference():
     assert layout.reference(at(now - 30 * day, now - 23 * day - timedelta(microseconds=1))).all()
     assert not layout.reference(at(now - 23 * day, now - 30 * day - timedelta(microseconds=1))).any()
     assert layout.earliest == us(now - 30 * day)
+
+
+def test_a_cell_too_small_to_test_says_which_window_would_test_it():
+    from tests.daemon.drift_schedule import START, Traffic, judgments
+    from verdict.drift import DriftDetector
+
+    table = judgments(Traffic(clusters=1, dimensions=1, per_day=12), 10, 1)
+    report = DriftDetector(seasonality="off").detect(table, now=START + timedelta(days=10))
+    [cell] = report.cells
+    assert cell.p_value is None and 0 < cell.current.usable < 30
+    assert report.window_to_test(cell) == timedelta(days=-(-30 // cell.current.usable))

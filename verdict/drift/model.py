@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 
 class DriftInputError(ValueError):
@@ -139,6 +140,15 @@ class DriftReport:
     @property
     def tested(self) -> int:
         return sum(c.p_value is not None for c in self.cells)
+
+    def window_to_test(self, cell: DriftCell) -> timedelta | None:
+        """For a cell not tested for lack of data: the current window (in whole days, at its present volume)
+        whose judgments would reach `min_usable`; None for a tested cell or one with no current judgments."""
+        if cell.p_value is not None or not cell.current.usable:
+            return None
+        width = self.now - self.current_start
+        days = math.ceil(self.min_usable / cell.current.usable * (width / timedelta(days=1)))
+        return timedelta(days=max(days, 1))
 
     def by_fingerprint(self) -> dict[str, tuple[DriftCell, ...]]:
         out: dict[str, list[DriftCell]] = {}
