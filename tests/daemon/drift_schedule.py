@@ -19,6 +19,7 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -155,8 +156,8 @@ def run_schedule(config: Drift, table: pa.Table, looks: list[datetime], design: 
     """Every alert the looks raise, one per signal id (the first look that raised it), over every evaluator
     fingerprint of the table (each with its own runs, at its share of the tenant's alpha, as the cycle's
     `drift` step); the looks end after the first alert that `stop` accepts."""
-    fingerprint = table.column("fingerprint").combine_chunks()
-    names = fingerprint.dictionary.to_pylist()
+    fingerprint = cast(pa.DictionaryArray, table.column("fingerprint").combine_chunks())  # judgments() encodes it
+    names = [str(n) for n in fingerprint.dictionary.to_pylist()]
     codes = fingerprint.indices.to_numpy(zero_copy_only=False)
     tables = {name: table.take(np.flatnonzero(codes == i)) for i, name in enumerate(names)}
     config = design.share(config, len(names))

@@ -61,5 +61,6 @@ class Layout:
 
     def other_phases(self, ts: np.ndarray) -> np.ndarray:
         """The rest of those weeks: what the same-weekday rows are checked against."""
-        span: np.ndarray = (ts >= self.current_start - self.seasonal_weeks * WEEK_US) & (ts < self.current_start)
-        return span & ~self.seasonal(ts)
+        span = (ts >= self.current_start - self.seasonal_weeks * WEEK_US) & (ts < self.current_start)
+        out: np.ndarray = span & ~self.seasonal(ts)
+        return out
