@@ -160,7 +160,7 @@ class Drift(_Section):
     # Real traffic (docs/statistics.md): weekly patterns and a reference that does not slide.
     seasonality: Literal["off", "weekly", "auto"] = "auto"
     seasonal_weeks: int = Field(3, ge=1, le=52)
-    seasonal_check_alpha: float = Field(0.05, gt=0, lt=1)
+    seasonal_check_alpha: float = Field(0.01, gt=0, lt=1)
     reference_weeks: int = Field(3, ge=0, le=52)
 
     @property

@@ -54,7 +54,7 @@ class DriftDetector:
         max_examples: int = 5,
         seasonality: str = "auto",
         seasonal_weeks: int = 3,
-        seasonal_check_alpha: float = 0.05,
+        seasonal_check_alpha: float = 0.01,
         reference_weeks: int = 3,
     ) -> None:
         if current_window <= timedelta(0) or baseline_window <= timedelta(0):
