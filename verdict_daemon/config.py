@@ -157,10 +157,22 @@ class Drift(_Section):
     delta_gate: float = Field(0.147, ge=0, le=1)
     dimension_gates: dict[str, DimensionGate] = {}
     min_usable: int = Field(30, ge=2, le=MANY)
+    # Real traffic (docs/statistics.md): weekly patterns and a reference that does not slide.
+    seasonality: Literal["off", "weekly", "auto"] = "auto"
+    seasonal_weeks: int = Field(3, ge=1, le=52)
+    seasonal_check_alpha: float = Field(0.01, gt=0, lt=1)
+    reference_weeks: int = Field(3, ge=0, le=52)
 
     @property
     def period(self) -> timedelta:
         return timedelta(hours=self.current_window_hours)
+
+    @property
+    def reach(self) -> timedelta:
+        """How far before its window end a run reads judgments (the reference or the same weekdays)."""
+        recent = self.period + timedelta(hours=self.gap_hours, days=self.baseline_days)
+        return max(recent + timedelta(weeks=self.reference_weeks),
+                   self.period + timedelta(weeks=self.seasonal_weeks if self.seasonality != "off" else 0))
 
     def detector(self, alpha: float | None = None):
         """The DriftDetector of one run at level `alpha` (default: the whole `alpha`, as one lone run)."""
@@ -171,7 +183,9 @@ class Drift(_Section):
                              min_usable=self.min_usable, alpha=alpha or self.alpha, correction=self.correction,
                              coverage_alpha_share=self.coverage_alpha_share,
                              pass_rate_gate=self.pass_rate_gate_points / 100, delta_gate=self.delta_gate,
-                             dimension_gates={k: g.share for k, g in self.dimension_gates.items()})
+                             dimension_gates={k: g.share for k, g in self.dimension_gates.items()},
+                             seasonality=self.seasonality, seasonal_weeks=self.seasonal_weeks,
+                             seasonal_check_alpha=self.seasonal_check_alpha, reference_weeks=self.reference_weeks)
 
 
 class Alerts(_Section):

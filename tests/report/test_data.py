@@ -123,9 +123,12 @@ def test_signals_equal_the_latest_run_with_mde_from_statsmodels_power(lake, data
     for field in ("baseline_level", "current_level", "baseline_n", "current_n", "delta", "delta_low", "delta_high",
                   "p_value", "adjusted_p"):
         assert getattr(signal, field) == pytest.approx(expected[field]), field
-    # MDE: the smallest drop from the baseline rate detected with 80 % power at the run's alpha (arcsine h).
+    # MDE: the smallest drop from the baseline rate detected with 80 % power (arcsine h) at the level the
+    # detector tests a lone cell at: the quality share (0.9) of the run's alpha over its tested cells and
+    # two comparisons each (issue 27: before, the unadjusted run alpha was shown)
+    level = quality.run.alpha * 0.9 / (quality.run.tested * 2)
     h = NormalIndPower().solve_power(nobs1=signal.baseline_n, ratio=signal.current_n / signal.baseline_n,
-                                     alpha=quality.run.alpha, power=0.8)
+                                     alpha=level, power=0.8)
     p1 = signal.baseline_level
     reference = p1 - np.sin(np.arcsin(np.sqrt(p1)) - h / 2) ** 2
     assert row.mde == pytest.approx(reference, rel=1e-4)
@@ -233,7 +236,7 @@ def test_every_figure_is_the_tenants_own(lake, data):
     assert ids and not ids & {x.trace_id for e in other.evaluators for s in e.signals for x in s.examples}
 
 
-def test_the_mde_is_computed_at_the_runs_own_alpha(data):
+def test_the_mde_is_computed_at_the_runs_own_corrected_level(data):
     import dataclasses
 
     from verdict_daemon.report.gather import mde
@@ -243,7 +246,7 @@ def test_the_mde_is_computed_at_the_runs_own_alpha(data):
     signal = row.signal
     strict = mde(signal, dataclasses.replace(quality.run, alpha=0.01), ())
     h = NormalIndPower().solve_power(nobs1=signal.baseline_n, ratio=signal.current_n / signal.baseline_n,
-                                     alpha=0.01, power=0.8)
+                                     alpha=0.01 * 0.9 / (quality.run.tested * 2), power=0.8)
     p1 = signal.baseline_level
     assert strict == pytest.approx(p1 - np.sin(np.arcsin(np.sqrt(p1)) - h / 2) ** 2, rel=1e-4) and strict > row.mde
 

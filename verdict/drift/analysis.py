@@ -8,8 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from verdict.drift.input import BASELINE, CURRENT, ERROR, FAIL, PASS, SCORE, UNCLEAR, Judgments
+from verdict.drift.input import (
+    BASELINE,
+    CURRENT,
+    ERROR,
+    FAIL,
+    PASS,
+    REFERENCE,
+    SCORE,
+    UNCLEAR,
+    Judgments,
+)
 from verdict.drift.model import (
+    Basis,
     CellStatus,
     Coverage,
     CoverageStatus,
@@ -24,6 +35,8 @@ if TYPE_CHECKING:
     from verdict.drift.detector import DriftDetector
 
 _SIGNALS = (CellStatus.REGRESSION, CellStatus.IMPROVEMENT)
+COMPARED = (BASELINE, REFERENCE)  # what the current window is compared with
+BASES = (Basis.RECENT, Basis.REFERENCE)  # the same, named
 
 
 class Analysis:
@@ -41,22 +54,28 @@ class Analysis:
         self.coverage_alpha = det.alpha * det.coverage_alpha_share
         self.counts = data.counts  # [cell, window, value code]
         self.scored = data.scored  # [cell]: continuous?
+        self.seasonal = data.seasonal  # [cell]: compared with the same weekdays
         self.gates = gates  # [cell]: effect gate in the cell's unit
         n = self.counts.shape[0]
         self.usable = self.counts[:, :, [PASS, FAIL, SCORE]].sum(axis=2)  # [cell, window]
-        self.tested = (self.usable >= det.min_usable).all(axis=1)
+        sized = self.usable >= det.min_usable
+        self.compared = sized[:, COMPARED] & sized[:, [CURRENT]]  # [cell, comparison]: tested against it
+        self.tested = self.compared.any(axis=1)
         self.p, self.delta, self.low, self.high = (np.full(n, np.nan) for _ in range(4))
         self.mde, self.mde_adjusted, self.adjusted = (np.full(n, np.nan) for _ in range(3))
-        self.level = np.full((n, 2), np.nan)  # [cell, window]: pass rate or mean score
-        self._test_pass_rates()
-        self._test_scores(data)
+        self.basis = np.zeros(n, dtype=np.int64)  # [cell]: index into COMPARED of the comparison reported
+        self.level = np.full((n, 3), np.nan)  # [cell, window]: pass rate or mean score
+        tests = np.full((4, n, len(COMPARED)), np.nan)  # p, delta, low, high per [cell, comparison]
+        self._test_pass_rates(tests)
+        self._test_scores(data, tests)
+        self._combine(tests)
         self._minimum_detectable_deltas()
         self._adjust()
-        self.cov_tested = (self.counts.sum(axis=2) >= det.min_usable).all(axis=1)
+        self.cov_tested = (self.counts.sum(axis=2)[:, [BASELINE, CURRENT]] >= det.min_usable).all(axis=1)
         self.rise, self.cov_p, self.cov_adjusted = self._test_coverage()
 
-    def _test_pass_rates(self) -> None:
-        """Binary cells: pass rates, and Fisher's exact test with the pass-rate difference on tested ones."""
+    def _test_pass_rates(self, tests: np.ndarray) -> None:
+        """Binary cells: pass rates, and Fisher's exact test with the pass-rate difference per comparison."""
         import numpy as np
 
         from verdict.stats.cliffs_delta import binary_delta
@@ -65,20 +84,17 @@ class Analysis:
         passed, usable, scored = self.counts[:, :, PASS], self.usable, self.scored
         with np.errstate(divide="ignore", invalid="ignore"):
             self.level[~scored] = (passed / usable)[~scored]
-        binary = self.tested & ~scored
-        if binary.any():
-            b = np.flatnonzero(binary)
+        for j, w in enumerate(COMPARED):
+            b = np.flatnonzero(self.compared[:, j] & ~scored)
+            if not b.size:
+                continue
             cur_pass, cur_n = passed[b, CURRENT], usable[b, CURRENT]
-            base_pass, base_n = passed[b, BASELINE], usable[b, BASELINE]
-            self.p[b] = fisher_exact_many(
-                cur_pass, cur_n - cur_pass, base_pass, base_n - base_pass
-            ).p_value
-            self.delta[b], self.low[b], self.high[b] = binary_delta(
-                cur_pass, cur_n, base_pass, base_n
-            )
+            base_pass, base_n = passed[b, w], usable[b, w]
+            tests[0, b, j] = fisher_exact_many(cur_pass, cur_n - cur_pass, base_pass, base_n - base_pass).p_value
+            tests[1, b, j], tests[2, b, j], tests[3, b, j] = binary_delta(cur_pass, cur_n, base_pass, base_n)
 
-    def _test_scores(self, data: Judgments) -> None:
-        """Continuous cells: mean scores, and Mann-Whitney U with Cliff's delta on tested ones."""
+    def _test_scores(self, data: Judgments, tests: np.ndarray) -> None:
+        """Continuous cells: mean scores, and Mann-Whitney U with Cliff's delta per comparison."""
         import numpy as np
 
         from verdict.stats.cliffs_delta import cliffs_delta
@@ -86,40 +102,57 @@ class Analysis:
 
         if not self.scored.any():
             return
-        for c, (base, cur) in _score_samples(data, np.flatnonzero(self.scored)).items():
-            self.level[c] = [
-                base.mean() if base.size else np.nan,
-                cur.mean() if cur.size else np.nan,
-            ]
-            if not self.tested[c]:
-                continue
-            self.p[c] = mann_whitney_u(cur, base).p_value
-            cd = cliffs_delta(cur, base)
-            self.delta[c], self.low[c], self.high[c] = cd.delta, cd.low, cd.high
+        for c, samples in _score_samples(data, np.flatnonzero(self.scored)).items():
+            self.level[c] = [s.mean() if s.size else np.nan for s in samples]
+            for j, w in enumerate(COMPARED):
+                if self.compared[c, j]:
+                    cd = cliffs_delta(samples[CURRENT], samples[w])
+                    tests[:, c, j] = mann_whitney_u(samples[CURRENT], samples[w]).p_value, cd.delta, cd.low, cd.high
+
+    def _combine(self, tests: np.ndarray) -> None:
+        """One p-value per cell: the smallest of its comparisons times their number (Bonferroni within the
+        cell), reported with that comparison's change and interval."""
+        import numpy as np
+
+        t = np.flatnonzero(self.tested)
+        if not t.size:
+            return
+        p = tests[0, t]
+        best = np.nanargmin(p, axis=1)
+        self.basis[t] = best
+        k = self.compared[t].sum(axis=1)
+        self.p[t] = np.minimum(1.0, k * p[np.arange(t.size), best])
+        for out, i in ((self.delta, 1), (self.low, 2), (self.high, 3)):
+            out[t] = tests[i, t, best]
 
     def _minimum_detectable_deltas(self) -> None:
-        """MDE wherever both windows have data, tested or not.
+        """MDE against the reported comparison (the recent baseline unless the reference decided), wherever
+        both windows have data, tested or not.
 
         It tells an `insufficient` cell how far it is from seeing anything, and a tested one whether the
-        gate or the data decides. The adjusted MDE uses quality_alpha/m, the level a lone change must reach
-        under BH, Holm or Bonferroni in a family of m tested cells.
+        gate or the data decides. The adjusted MDE is the one the detector has: at quality_alpha/(m·k), the
+        level a lone change must reach under BH, Holm or Bonferroni in a family of m tested cells, k the
+        cell's comparisons (its p-value is multiplied by k).
         """
         import numpy as np
 
         from verdict.stats.power import minimum_detectable_delta, minimum_detectable_drop
 
-        usable, power = self.usable, self.det.power
-        sized = (usable > 0).all(axis=1)
-        base_n, cur_n = usable[:, BASELINE], usable[:, CURRENT]
+        power, cells = self.det.power, np.arange(self.usable.shape[0])
+        window = np.asarray(COMPARED)[self.basis]
+        base_n, cur_n = self.usable[cells, window], self.usable[:, CURRENT]
+        sized = (base_n > 0) & (cur_n > 0)
         b = np.flatnonzero(sized & ~self.scored)
         scored_cells = np.flatnonzero(sized & self.scored)
-        base_rate = self.counts[b, BASELINE, PASS] / base_n[b]
+        base_rate = self.counts[b, window[b], PASS] / base_n[b]
         family = max(int(self.tested.sum()), 1)
-        for out, level in ((self.mde, self.quality_alpha), (self.mde_adjusted, self.quality_alpha / family)):
-            out[b] = minimum_detectable_drop(base_rate, base_n[b], cur_n[b], alpha=level, power=power)
-            out[scored_cells] = minimum_detectable_delta(
-                base_n[scored_cells], cur_n[scored_cells], alpha=level, power=power
-            )
+        k = np.maximum(self.compared.sum(axis=1), 1)
+        levels = [(self.mde, np.full(k.shape, True), self.quality_alpha)]
+        levels += [(self.mde_adjusted, k == kk, self.quality_alpha / (family * kk)) for kk in np.unique(k).tolist()]
+        for out, at, level in levels:
+            bb, ss = b[at[b]], scored_cells[at[scored_cells]]
+            out[bb] = minimum_detectable_drop(base_rate[at[b]], base_n[bb], cur_n[bb], alpha=level, power=power)
+            out[ss] = minimum_detectable_delta(base_n[ss], cur_n[ss], alpha=level, power=power)
 
     def _adjust(self) -> None:
         """One family over every tested cell of the run, whatever its fingerprint or kind."""
@@ -192,6 +225,9 @@ class Analysis:
             status=status,
             baseline=self._window(i, BASELINE),
             current=self._window(i, CURRENT),
+            reference=self._window(i, REFERENCE),
+            seasonal=bool(self.seasonal[i]),
+            basis=BASES[int(self.basis[i])],
             p_value=_opt(self.p[i]),
             adjusted_p=_opt(self.adjusted[i]),
             delta=_opt(self.delta[i]),
@@ -257,19 +293,20 @@ class Examples:
         return self._pick(cell, lambda v: (v == UNCLEAR) | (v == ERROR))
 
 
-def _score_samples(data: Judgments, cells: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Scores per (cell, window) for the continuous cells, via one sort instead of per-cell masks."""
+def _score_samples(data: Judgments, cells: np.ndarray) -> dict[int, list[np.ndarray]]:
+    """Scores per window (BASELINE, CURRENT, REFERENCE) of each continuous cell, via one sort instead of
+    per-cell masks."""
     import numpy as np
 
     is_score = np.flatnonzero(data.values == SCORE)
-    key = data.cell[is_score] * 2 + data.window[is_score]
+    key = data.cell[is_score] * 3 + data.window[is_score]
     order = np.argsort(key, kind="stable")
     key_sorted = key[order]
     vals = data.scores[is_score][order]
     out = {}
     for c in cells.tolist():
-        lo, mid, hi = np.searchsorted(key_sorted, [2 * c, 2 * c + 1, 2 * c + 2])
-        out[c] = (vals[lo:mid], vals[mid:hi])
+        bounds = np.searchsorted(key_sorted, [3 * c, 3 * c + 1, 3 * c + 2, 3 * c + 3]).tolist()
+        out[c] = [vals[lo:hi] for lo, hi in zip(bounds, bounds[1:], strict=False)]
     return out
 
 

@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from verdict.drift.analysis import Analysis, Examples
-from verdict.drift.input import Judgments, read_judgments
+from verdict.drift.input import Judgments, read_judgments, us
 from verdict.drift.model import DriftReport
+from verdict.drift.seasonal import SEASONALITY, seasonal_cells
+from verdict.drift.windows import Layout
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,6 +27,13 @@ class DriftDetector:
     (`correction` over every tested cell: "bh", "holm" or "bonferroni") and a change of at least the cell's gate, judged on the point estimate: a pass-rate
     difference of `pass_rate_gate` (a share: 0.05 = 5 percentage points) on PASS/FAIL dimensions, a
     |Cliff's delta| of `delta_gate` on scored ones; `dimension_gates` overrides either per dimension.
+
+    Real traffic (docs/statistics.md, "Weekly patterns" and "Slow drift and lasting drops"): a cell with a
+    weekly pattern (`seasonality`, see verdict.drift.seasonal) is compared with the same window of the
+    `seasonal_weeks` weeks before; any other cell also with a reference, its recent baseline
+    `reference_weeks` weeks earlier, so that a slow drift or a drop missed at first is not absorbed when
+    the recent baseline slides over it (0: no reference). A cell's p-value is the smaller of its
+    comparisons times their number.
     """
 
     def __init__(
@@ -43,6 +52,10 @@ class DriftDetector:
         power: float = 0.8,
         coverage_min_rise: float = 0.10,
         max_examples: int = 5,
+        seasonality: str = "auto",
+        seasonal_weeks: int = 3,
+        seasonal_check_alpha: float = 0.01,
+        reference_weeks: int = 3,
     ) -> None:
         if current_window <= timedelta(0) or baseline_window <= timedelta(0):
             raise ValueError("current_window and baseline_window must be positive")
@@ -67,6 +80,8 @@ class DriftDetector:
             raise ValueError(f"correction must be one of {list(CORRECTIONS)}, got {correction!r}")
         if max_examples < 0:
             raise ValueError(f"max_examples must be >= 0, got {max_examples}")
+        _check_real_traffic(seasonality, seasonal_weeks, seasonal_check_alpha, reference_weeks,
+                            current_window, baseline_window)
         self.current_window = current_window
         self.baseline_window = baseline_window
         self.gap = gap
@@ -80,13 +95,21 @@ class DriftDetector:
         self.power = power
         self.coverage_min_rise = coverage_min_rise
         self.max_examples = max_examples
+        self.seasonality = seasonality
+        self.seasonal_weeks = seasonal_weeks
+        self.seasonal_check_alpha = seasonal_check_alpha
+        self.reference_weeks = reference_weeks
 
     def detect(self, judgments: Any, *, now: datetime | None = None) -> DriftReport:
         at = _utc(now or datetime.now(UTC))
         current_start = at - self.current_window
         baseline_end = current_start - self.gap
         baseline_start = baseline_end - self.baseline_window
-        data = read_judgments(judgments, (baseline_start, baseline_end), (current_start, at))
+        layout = Layout(us(at), us(current_start), us(baseline_start), us(baseline_end),
+                        self.seasonal_weeks, self.reference_weeks)
+        history = read_judgments(judgments, layout)
+        seasonal, _ = seasonal_cells(history, self.seasonality, self.min_usable, self.seasonal_check_alpha)
+        data = history.windowed(seasonal)
         analysis = Analysis(self, data, self._gates(data))
         examples = Examples(self.max_examples, data)
         labels = data.labels
@@ -118,3 +141,20 @@ class DriftDetector:
 
 def _utc(t: datetime) -> datetime:
     return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def _check_real_traffic(seasonality: str, seasonal_weeks: int, check_alpha: float, reference_weeks: int,
+                        current_window: timedelta, baseline_window: timedelta) -> None:
+    if seasonality not in SEASONALITY:
+        raise ValueError(f"seasonality must be one of {list(SEASONALITY)}, got {seasonality!r}")
+    if seasonality != "off" and current_window > timedelta(days=7):
+        raise ValueError("seasonality needs a current_window of at most 7 days; set seasonality='off'")
+    if not 1 <= seasonal_weeks <= 52:
+        raise ValueError(f"seasonal_weeks must lie in [1, 52], got {seasonal_weeks}")
+    if not 0 < check_alpha < 1:
+        raise ValueError(f"seasonal_check_alpha must lie in (0, 1), got {check_alpha}")
+    if not 0 <= reference_weeks <= 52:
+        raise ValueError(f"reference_weeks must lie in [0, 52], got {reference_weeks}")
+    if reference_weeks and timedelta(weeks=reference_weeks) < baseline_window:
+        raise ValueError(f"reference_weeks ({reference_weeks}) must span at least baseline_window "
+                         f"({baseline_window}) so the reference and the recent baseline do not overlap; 0 = none")

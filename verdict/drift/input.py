@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from verdict.drift.model import DriftInputError
+from verdict.drift.windows import Layout
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,12 +33,12 @@ REQUIRED_COLUMNS = ("started_at", "trace_id", "cluster", "dimension", "value", "
 # Value codes; counts are kept per code and window.
 PASS, FAIL, UNCLEAR, ERROR, SCORE = range(5)
 _VERDICTS = {"PASS": PASS, "FAIL": FAIL, "UNCLEAR": UNCLEAR, "ERROR": ERROR}
-BASELINE, CURRENT = 0, 1
+BASELINE, CURRENT, REFERENCE = 0, 1, 2
 
 
 @dataclass(frozen=True)
 class Judgments:
-    """The judgments inside the two windows, one array entry per windowed row, grouped into cells.
+    """The judgments inside the windows of a run, one array entry per windowed row, grouped into cells.
 
     A cell is one (fingerprint, cluster, dimension); cells are numbered in the order of their codes.
     """
@@ -45,43 +46,78 @@ class Judgments:
     table: pa.Table
     rows: np.ndarray  # the table row of each windowed row
     ts: np.ndarray  # started_at, microseconds since the epoch
-    window: np.ndarray  # BASELINE or CURRENT
+    window: np.ndarray  # BASELINE, CURRENT or REFERENCE
     values: np.ndarray  # value code, PASS ... SCORE
     scores: np.ndarray  # the score where the value code is SCORE, else NaN
     cell: np.ndarray  # the row's cell
     labels: list[tuple[str, str, str]]  # (fingerprint, cluster, dimension) per cell
     counts: np.ndarray  # judgments per [cell, window, value code]
     scored: np.ndarray  # per cell: it holds scores (continuous), not verdicts
+    seasonal: np.ndarray  # per cell: its baseline is the same-weekday windows (and it has no reference)
 
 
-def read_judgments(
-    judgments: Any, baseline: tuple[datetime, datetime], current: tuple[datetime, datetime]
-) -> Judgments:
-    """The judgments whose start lies in [baseline) or [current), encoded; DriftInputError on bad columns."""
+@dataclass(frozen=True)
+class History:
+    """Every judgment a run may look at (from `layout.earliest` to `now`), encoded, before the windows of
+    each cell are chosen: `windowed` does that once the seasonal cells are known."""
+
+    table: pa.Table
+    layout: Layout
+    rows: np.ndarray
+    ts: np.ndarray
+    values: np.ndarray
+    scores: np.ndarray
+    cell: np.ndarray
+    labels: list[tuple[str, str, str]]
+
+    def counts(self, window: np.ndarray) -> np.ndarray:
+        """Judgments per [cell, value code] among the rows where `window` holds."""
+        import numpy as np
+
+        n = len(self.labels)
+        return np.bincount(self.cell[window] * 5 + self.values[window], minlength=n * 5).reshape(n, 5)
+
+    def windowed(self, seasonal: np.ndarray) -> Judgments:
+        """The rows of the run's windows: a seasonal cell's baseline is its same-weekday windows, any
+        other cell's the recent baseline, with the reference beside it."""
+        import numpy as np
+
+        ts, lay = self.ts, self.layout
+        per_row = seasonal[self.cell]
+        window = np.full(ts.size, -1, dtype=np.int8)
+        window[lay.reference(ts) & ~per_row] = REFERENCE
+        window[np.where(per_row, lay.seasonal(ts), lay.recent(ts))] = BASELINE
+        window[lay.current(ts)] = CURRENT
+        keep = np.flatnonzero(window >= 0)
+        cells, cell = np.unique(self.cell[keep], return_inverse=True)
+        win, values = window[keep], self.values[keep]
+        counts = np.bincount(cell * 15 + win * 5 + values, minlength=cells.size * 15).reshape(cells.size, 3, 5)
+        labels = [self.labels[c] for c in cells.tolist()]
+        return Judgments(table=self.table, rows=self.rows[keep], ts=ts[keep], window=win, values=values,
+                         scores=self.scores[keep], cell=cell, labels=labels, counts=counts,
+                         scored=_scored(counts, labels), seasonal=seasonal[cells])
+
+
+def read_judgments(judgments: Any, layout: Layout) -> History:
+    """The judgments whose start lies in [layout.earliest, layout.now), encoded; DriftInputError on bad
+    columns."""
     import numpy as np
 
     table = _as_table(judgments)
     ts = _timestamps_us(table.column("started_at"))
-    window = np.full(ts.size, -1, dtype=np.int8)
-    window[(ts >= _us(baseline[0])) & (ts < _us(baseline[1]))] = BASELINE
-    window[(ts >= _us(current[0])) & (ts < _us(current[1]))] = CURRENT
-    rows = np.flatnonzero(window >= 0)
+    rows = np.flatnonzero((ts >= layout.earliest) & (ts < layout.now))
     fp_codes, fp_names = _codes(table, "fingerprint", rows)
     cl_codes, cl_names = _codes(table, "cluster", rows)
     dim_codes, dim_names = _codes(table, "dimension", rows)
     values, scores = _values(table, rows)
-    win = window[rows]
-
     cell_code = (fp_codes.astype(np.int64) * len(cl_names) + cl_codes) * len(dim_names) + dim_codes
     keys, cell = np.unique(cell_code, return_inverse=True)
-    n_cells = keys.size
-    counts = np.bincount(cell * 10 + win * 5 + values, minlength=n_cells * 10).reshape(n_cells, 2, 5)
-    labels = _cell_labels(keys, fp_names, cl_names, dim_names)
-    return Judgments(table=table, rows=rows, ts=ts[rows], window=win, values=values, scores=scores,
-                     cell=cell, labels=labels, counts=counts, scored=_scored(counts, labels))
+    return History(table=table, layout=layout, rows=rows, ts=ts[rows], values=values, scores=scores, cell=cell,
+                   labels=_cell_labels(keys, fp_names, cl_names, dim_names))
 
 
-def _us(t: datetime) -> int:
+def us(t: datetime) -> int:
+    """Microseconds since the epoch."""
     return int((t - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 
 class DriftInputError(ValueError):
@@ -22,6 +23,14 @@ class CellStatus(enum.StrEnum):
     BELOW_GATE = "below_gate"  # significant, but the change is under the cell's effect gate
     REGRESSION = "regression"  # signal: significant, |change| >= gate, current worse
     IMPROVEMENT = "improvement"  # signal: significant, |change| >= gate, current better
+
+
+class Basis(enum.StrEnum):
+    """What the current window of a cell was found different from (its p-value is the smaller of the two
+    comparisons times their number)."""
+
+    RECENT = "recent"  # the recent baseline: the days before the gap, or the same weekdays if seasonal
+    REFERENCE = "reference"  # the long-horizon reference: the recent baseline `reference_weeks` earlier
 
 
 class CoverageStatus(enum.StrEnum):
@@ -70,8 +79,11 @@ class DriftCell:
     dimension: str
     kind: MetricKind
     status: CellStatus
-    baseline: WindowCounts
+    baseline: WindowCounts  # the recent baseline (the same weekdays of earlier weeks when `seasonal`)
     current: WindowCounts
+    reference: WindowCounts  # the long-horizon reference; empty for seasonal cells and without one
+    seasonal: bool  # a weekly pattern: compared with the same weekdays (verdict.drift.seasonal)
+    basis: Basis  # the comparison the p-value, change and interval come from
     p_value: float | None  # None when not tested
     adjusted_p: float | None  # the run's correction over every tested cell of the run
     delta: float | None  # Cliff's delta of current over baseline (pass-rate difference on binary)
@@ -79,9 +91,14 @@ class DriftCell:
     delta_high: float | None
     gate: float  # smallest |delta| that is a signal: pass-rate points (binary) or Cliff's delta
     mde: float | None  # smallest |delta| detectable at these sizes at the quality level; None without data
-    mde_adjusted: float | None  # the same at the run's multiplicity-adjusted level quality_alpha/m
+    mde_adjusted: float | None  # the same at the level the detector tests at: quality_alpha/(m·comparisons)
     coverage: Coverage
     examples: tuple[str, ...]  # up to max_examples trace ids from the current window, when a signal
+
+    @property
+    def compared(self) -> WindowCounts:
+        """The window the change is measured against."""
+        return self.reference if self.basis is Basis.REFERENCE else self.baseline
 
     @property
     def is_signal(self) -> bool:
@@ -123,6 +140,15 @@ class DriftReport:
     @property
     def tested(self) -> int:
         return sum(c.p_value is not None for c in self.cells)
+
+    def window_to_test(self, cell: DriftCell) -> timedelta | None:
+        """For a cell not tested for lack of data: the current window (in whole days, at its present volume)
+        whose judgments would reach `min_usable`; None for a tested cell or one with no current judgments."""
+        if cell.p_value is not None or not cell.current.usable:
+            return None
+        width = self.now - self.current_start
+        days = math.ceil(self.min_usable / cell.current.usable * (width / timedelta(days=1)))
+        return timedelta(days=max(days, 1))
 
     def by_fingerprint(self) -> dict[str, tuple[DriftCell, ...]]:
         out: dict[str, list[DriftCell]] = {}

@@ -19,6 +19,7 @@ from typing import cast
 from collector.lake import SEGMENT_SUFFIX
 from collector.lake_union import LakeUnion
 from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
+from verdict_daemon.config import Drift
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.model import (
     CoverageRow,
@@ -245,18 +246,25 @@ def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...])
 
 
 def mde(signal: Signal, run: DriftWindows, score_dimensions: tuple[str, ...]) -> float | None:
-    """Minimum detectable effect at the run's alpha and the detector's default power (0.8), recomputed with
-    verdict.stats.power from the stored sizes as DriftDetector does: a drop in pass rate for PASS/FAIL
-    dimensions, |Cliff's delta| for scores; none for coverage drops (their n counts every outcome)."""
+    """Minimum detectable effect the detector had for this signal's cell, at the detector's default power (0.8),
+    recomputed with verdict.stats.power from the stored sizes as DriftDetector does: at the run's quality level
+    corrected for its `tested` cells and two comparisons per cell (recent baseline and reference), i.e. the
+    level a lone change must reach; a drop in pass rate for PASS/FAIL dimensions, |Cliff's delta| for scores;
+    none for coverage drops (their n counts every outcome). The coverage share is the configured default; with
+    no reference (reference_weeks = 0) the detector's MDE is somewhat smaller than shown."""
     from verdict.stats.power import minimum_detectable_delta, minimum_detectable_drop
 
     base_n, cur_n = signal.baseline_n, signal.current_n
     if signal.kind == "coverage_drop" or not base_n or not cur_n:
         return None
+    level = run.alpha * (1 - _COVERAGE_SHARE) / (max(run.tested, 1) * 2)
     if signal.dimension in score_dimensions:
-        return float(minimum_detectable_delta(base_n, cur_n, alpha=run.alpha))
+        return float(minimum_detectable_delta(base_n, cur_n, alpha=level))
     baseline = cast(float, signal.baseline_level)  # a pass-rate signal has one
-    return float(minimum_detectable_drop(baseline, base_n, cur_n, alpha=run.alpha))
+    return float(minimum_detectable_drop(baseline, base_n, cur_n, alpha=level))
+
+
+_COVERAGE_SHARE = Drift.model_fields["coverage_alpha_share"].default
 
 
 def _coverage(con, fp: str) -> tuple[CoverageRow, ...]:

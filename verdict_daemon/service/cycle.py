@@ -26,7 +26,7 @@ from verdict_daemon.config import DaemonConfig, EvaluatorConfig
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.lakes import open_lakes
 from verdict_daemon.review.routing import RoutingReport, route
-from verdict_daemon.service.drift_runs import run_drift
+from verdict_daemon.service.drift_runs import evaluator_config, run_drift
 from verdict_daemon.service.evaluators import Evaluator, GraphEvaluator, load_target
 from verdict_daemon.service.judge_evaluators import build_judge_evaluator
 from verdict_daemon.service.judging import JudgeReport, coverage, judge
@@ -107,7 +107,8 @@ class Cycle:
         return assign_for(self.store, self.config.data_dir, tenant, registry, self.lake())
 
     def drift(self, tenant: TenantId, evaluator: Evaluator, as_of: datetime) -> list[DriftRunReport]:
-        return run_drift(self.store, tenant, evaluator.fingerprint, self.config.drift, as_of)
+        return run_drift(self.store, tenant, evaluator.fingerprint,
+                         evaluator_config(self.config.drift, len(self.evaluators)), as_of)
 
     def run(self, tenant: TenantId, as_of: datetime, should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
         """Every step once, in order; returns the JSON summary (judged, errors, coverage, signals, ...). With a

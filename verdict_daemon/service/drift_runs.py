@@ -81,9 +81,9 @@ def report_signals(report, tenant: TenantId, period: int) -> list[Signal]:
             out.append(Signal(
                 signal_id=_digest(tenant, cell.fingerprint, cell.cluster, cell.dimension, kind, period),
                 fingerprint=cell.fingerprint, cluster=cell.cluster, dimension=cell.dimension, kind=kind,
-                baseline_level=_float(cell.baseline.unusable_share if coverage else cell.baseline.level),
+                baseline_level=_float(cell.baseline.unusable_share if coverage else cell.compared.level),
                 current_level=_float(cell.current.unusable_share if coverage else cell.current.level),
-                baseline_n=cell.baseline.total if coverage else cell.baseline.usable,
+                baseline_n=cell.baseline.total if coverage else cell.compared.usable,
                 current_n=cell.current.total if coverage else cell.current.usable,
                 delta=_float(cell.coverage.rise if coverage else cell.delta),
                 delta_low=None if coverage else _float(cell.delta_low),
@@ -95,6 +95,13 @@ def report_signals(report, tenant: TenantId, period: int) -> list[Signal]:
 
 
 _EPOCH = datetime(1970, 1, 1)
+
+
+def evaluator_config(config: Drift, evaluators: int) -> Drift:
+    """One evaluator's drift config when a tenant has `evaluators` of them: the tenant's alpha split equally,
+    so that the levels all its fingerprints spend in one alert period add up to at most `alpha` and the
+    per-period promise holds per tenant, not per evaluator (docs/statistics.md, "One alpha per tenant")."""
+    return config.model_copy(update={"alpha": config.alpha / evaluators}) if evaluators > 1 else config
 
 
 @dataclass(frozen=True)

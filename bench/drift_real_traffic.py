@@ -1,0 +1,129 @@
+"""Benchmark: drift on real traffic (issue 27), through the daemon's plan -> detector -> signal ids
+(tests/daemon/drift_schedule.py), the current design next to the one before issue 27 (`BEFORE_27`: the
+recent baseline only, a whole alpha per evaluator). Prints every figure of docs/statistics.md, "Real
+traffic", with its seeds and 95 % Clopper-Pearson intervals; delays as median and 90th percentile.
+
+    .venv/bin/python bench/drift_real_traffic.py [--weeks 8] [--replicates 30] [--seed 0]
+
+Scenarios (default config, alpha 0.05; looks every 6 hours: closing decisions and early looks):
+  weekly      40 intents x 6 dimensions, log-normal volumes (sigma 1, mean 100 a day), pass rate 0.85 on
+              weekdays, 0.78 on weekends, nothing broken: periods with any alert, weekend and weekday
+  stationary  the same without the weekend effect: periods with any alert
+  power       10 clusters x 6 dimensions at 100 a day, a 15-point drop on one cell at a uniform onset:
+              hours to the first alert (hourly looks), within 3 days
+  slow        one cell falls 1 point a day from 0.90 to 0.70 over 20 days, then stays: flagged within 30 days
+  lasting     a 20-point drop on a 60-a-day cell, nobody looks in its first 3 days: flagged in the 7 after
+  evaluators  4 clusters x 5 dimensions, 5 evaluators on one tenant, clean: tenant periods with any alert
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.daemon.drift_schedule
+
+from statsmodels.stats.proportion import proportion_confint  # noqa: E402
+
+from tests.daemon.drift_schedule import (  # noqa: E402
+    BEFORE_27,
+    NEW,
+    START,
+    Traffic,
+    alarmed_periods,
+    detection_delays,
+    drop_at,
+    flagged_looks,
+    is_weekend,
+)
+from verdict_daemon.config import Drift  # noqa: E402
+
+DAY, SIX_HOURS = timedelta(days=1), timedelta(hours=6)
+DESIGNS = (("issue 27", NEW), ("before", BEFORE_27))
+
+
+def rate(hits: int, n: int) -> str:
+    low, high = proportion_confint(hits, n, alpha=0.05, method="beta")
+    return f"{hits:>3}/{n:<3} = {hits / n:5.1%} [{low:.1%}, {high:.1%}]"
+
+
+def weekly(config: Drift, weeks: int, seed: int, weekend: float) -> None:
+    traffic = Traffic(clusters=40, dimensions=6, per_day=100, low=0.85, high=0.85, weekend=weekend,
+                      volume_sigma=1.0)
+    name = "weekly" if weekend else "stationary"
+    for label, design in DESIGNS:
+        alarmed, observed = alarmed_periods(config, traffic, 7 * weeks, SIX_HOURS, seed, design)
+        ends = [p for p in observed if is_weekend(config, p)]
+        days = [p for p in observed if not is_weekend(config, p)]
+        print(f"{name:<11}{label:<10} weekend {rate(sum(p in alarmed for p in ends), len(ends))}   "
+              f"weekday {rate(sum(p in alarmed for p in days), len(days))}   (seed {seed})")
+
+
+def power(config: Drift, replicates: int, seed: int) -> None:
+    traffic = Traffic(clusters=10, dimensions=6, per_day=100)
+    for label, design in DESIGNS:
+        delays = detection_delays(config, traffic, 0.15, range(seed, seed + replicates), timedelta(hours=1), design)
+        found = sorted(d for d in delays if d is not None)
+        q = statistics.quantiles(found, n=10) if len(found) > 1 else [float("nan")] * 9
+        print(f"{'power':<11}{label:<10} 15-point drop found within 3 days {rate(len(found), replicates)}   "
+              f"delay median {statistics.median(found) if found else float('nan'):.0f} h, p90 {q[8]:.0f} h "
+              f"(seeds {seed}..{seed + replicates - 1})")
+
+
+def slow_and_lasting(config: Drift, replicates: int, seed: int) -> None:
+    warm = config.reach / DAY
+    slow = lambda days: -np.clip(days - warm, 0, 20) / 100  # noqa: E731
+    flat, small = Traffic(clusters=10, dimensions=6, per_day=100), Traffic(clusters=10, dimensions=6, per_day=60)
+    for label, design in DESIGNS:
+        days = []
+        for s in range(seed, seed + replicates):
+            looks = flagged_looks(config, flat, warm + 30, s, slow, 0.90, START + config.reach, design=design)
+            days.append((looks[0] - START) / DAY - warm if looks else None)
+        found = sorted(d for d in days if d is not None)
+        median = f"{statistics.median(found):.0f}" if found else "-"
+        print(f"{'slow':<11}{label:<10} flagged within 30 days {rate(len(found), replicates)}   "
+              f"days from onset median {median}")
+    for label, design in DESIGNS:
+        hits = 0
+        for s in range(seed, seed + replicates):
+            onset = START + timedelta(days=warm + np.random.default_rng(s).uniform(0, 1))
+            hits += bool(flagged_looks(config, small, warm + 11, s, drop_at(onset, 0.20), 0.90,
+                                       START + timedelta(days=warm + 4), design=design))
+        print(f"{'lasting':<11}{label:<10} flagged on days 4-10 after onset {rate(hits, replicates)}")
+
+
+def evaluators(weeks: int, seed: int) -> None:
+    config = Drift()
+    traffic = Traffic(clusters=4, dimensions=5, per_day=100, evaluators=5)
+    for label, design in DESIGNS:
+        alarmed, observed = alarmed_periods(config, traffic, 7 * weeks, DAY, seed, design, offset=timedelta(0))
+        print(f"{'evaluators':<11}{label:<10} tenant periods with an alert {rate(len(alarmed), len(observed))}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--weeks", type=int, default=8, help="simulated weeks after warm-up per rate")
+    parser.add_argument("--replicates", type=int, default=30, help="simulated cells per drift scenario")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", choices=("weekly", "stationary", "power", "drift", "evaluators"))
+    args = parser.parse_args()
+    config = Drift()
+    steps = {
+        "weekly": lambda: weekly(config, args.weeks, args.seed, 0.07),
+        "stationary": lambda: weekly(config, args.weeks, args.seed, 0.0),
+        "power": lambda: power(config, args.replicates, args.seed),
+        "drift": lambda: slow_and_lasting(config, args.replicates, args.seed),
+        "evaluators": lambda: evaluators(args.weeks, args.seed),
+    }
+    for name, step in steps.items():
+        if args.only in (None, name):
+            step()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Where each judgment of one run falls: current window, recent baseline, long-horizon reference, and the
+same-weekday windows a seasonal cell is compared with (docs/statistics.md, "Windows").
+
+Times are microseconds since the epoch (int64 arrays); every method returns one boolean mask per row.
+A *phase* is the position of a row in the week relative to the current window: rows whose start lies a
+whole number k of weeks before the current window (and within its length) share its phase, "week k".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+WEEK_US = 7 * 86_400_000_000
+
+
+@dataclass(frozen=True)
+class Layout:
+    now: int
+    current_start: int
+    baseline_start: int
+    baseline_end: int
+    seasonal_weeks: int  # a seasonal cell's baseline: the current window's phase in weeks 1..seasonal_weeks
+    reference_weeks: int  # the reference: the recent baseline this many weeks earlier; 0 = no reference
+
+    @property
+    def earliest(self) -> int:
+        """No window reaches further back than this."""
+        back = self.reference_weeks * WEEK_US
+        return min(self.baseline_start - back, self.current_start - self.seasonal_weeks * WEEK_US)
+
+    def current(self, ts: np.ndarray) -> np.ndarray:
+        return (ts >= self.current_start) & (ts < self.now)
+
+    def recent(self, ts: np.ndarray) -> np.ndarray:
+        return (ts >= self.baseline_start) & (ts < self.baseline_end)
+
+    def reference(self, ts: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        back = self.reference_weeks * WEEK_US
+        if not back:
+            return np.zeros(ts.shape, dtype=bool)
+        return (ts >= self.baseline_start - back) & (ts < self.baseline_end - back)
+
+    def _week(self, ts: np.ndarray) -> np.ndarray:
+        """Per row: k >= 1 if it lies in the current window's phase k weeks back, else 0."""
+        import numpy as np
+
+        offset = ts - self.current_start
+        in_phase = (offset % WEEK_US) < (self.now - self.current_start)
+        return np.where(in_phase & (offset < 0), -(offset // WEEK_US), 0)
+
+    def seasonal(self, ts: np.ndarray) -> np.ndarray:
+        """The same-weekday baseline: the current window's phase in weeks 1..seasonal_weeks."""
+        week = self._week(ts)
+        return (week >= 1) & (week <= self.seasonal_weeks)
+
+    def other_phases(self, ts: np.ndarray) -> np.ndarray:
+        """The rest of those weeks: what the same-weekday rows are checked against."""
+        span = (ts >= self.current_start - self.seasonal_weeks * WEEK_US) & (ts < self.current_start)
+        out: np.ndarray = span & ~self.seasonal(ts)
+        return out
