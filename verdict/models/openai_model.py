@@ -38,6 +38,7 @@ from .base import (
     with_schema_instruction,
 )
 from .errors import malformed, sdk_error
+from .limits import install
 from .provider import DEFAULT_TIMEOUT, ProviderModel, credentials, split_params
 
 MAX_TOP_LOGPROBS = 20  # the OpenAI API's upper bound
@@ -141,6 +142,7 @@ class OpenAIModel(ProviderModel):
             raise ValueError(f"context_length must be >= 1, got {context_length}")
         # Our RetryPolicy replaces the SDK's retries (see retry.py); the timeout is per attempt.
         self._client = client.with_options(max_retries=0, timeout=timeout)
+        install(self._client._client)  # the SDK's HTTP client: whole-reply deadline, size limit, request count
         # json_schema=False starts one level down: json_object carrying the schema, which servers without
         # JSON-schema mode either turn into a grammar (llama.cpp) or refuse (then the next level down).
         self._configured = Capabilities(structured="json_schema" if supports_json_schema else "json_object_schema",
@@ -223,7 +225,7 @@ class OpenAIModel(ProviderModel):
             kwargs = self._kwargs(request, params, caps)
             try:
                 budget = kwargs.get("max_tokens", kwargs.get("max_completion_tokens"))
-                completion = self._client.chat.completions.create(**{"timeout": self.attempt_timeout(budget), **kwargs})
+                completion = self._client.chat.completions.create(**{"timeout": self.start_attempt(budget), **kwargs})
             except Exception as exc:
                 error = sdk_error(exc, openai, self.name)
                 if error is None:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 from .base import ModelError, ModelRequest, ModelResponse, Usage
 from .cache import ResponseCache, request_key
 from .concurrency import shared_gate
+from .limits import DEFAULT_MAX_REPLY_BYTES, call, start_attempt
 from .pricing import Price, PriceTable, price_table
 from .ratelimit import RateLimits, estimate_tokens, shared_limiter
 from .retry import RetryPolicy, call_with_retries
@@ -41,13 +42,17 @@ class ProviderModel:
         cache: ResponseCache | str | os.PathLike[str] | None = None,
         prices: PriceTable | Mapping[str, Price | tuple[float, float]] | None = None,
         max_concurrency: int | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         if not model or model != model.strip():
             raise ValueError(f"{self.provider} model name must be non-empty without surrounding spaces, got {model!r}")
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if max_reply_bytes < 1:
+            raise ValueError(f"max_reply_bytes must be >= 1, got {max_reply_bytes}")
         self.model = model
         self.timeout = timeout
+        self.max_reply_bytes = max_reply_bytes
         self.retry = retry or RetryPolicy()
         self._endpoint = endpoint
         self.endpoint = normalised_endpoint(endpoint)
@@ -84,6 +89,12 @@ class ProviderModel:
             return self.timeout
         return max(self.timeout, 2 * max_output * self._pace)
 
+    def start_attempt(self, max_output: Any) -> float:
+        """The timeout of the attempt starting now, which is also its whole-reply deadline (limits.py)."""
+        seconds = self.attempt_timeout(max_output)
+        start_attempt(seconds)
+        return seconds
+
     def _observe_pace(self, output_tokens: int, seconds: float) -> None:
         if output_tokens >= MIN_PACE_TOKENS:
             pace = seconds / output_tokens
@@ -118,8 +129,12 @@ class ProviderModel:
                 self._observe_pace(response.usage.output_tokens, time.monotonic() - started)
                 return response
 
-        response = call_with_retries(attempt, self.retry, rng=self._rng,
-                                     on_retry_after=limiter.pause if limiter is not None else None)
+        with call(self.max_reply_bytes) as sent:
+            try:
+                response = call_with_retries(attempt, self.retry, rng=self._rng,
+                                             on_retry_after=limiter.pause if limiter is not None else None)
+            except ModelError as error:
+                raise error.after(sent.requests) from None
         tokens = response.usage
         if limiter is not None:
             limiter.settle(estimate, tokens.input_tokens + tokens.output_tokens)
