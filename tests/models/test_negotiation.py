@@ -144,13 +144,6 @@ def test_context_window_is_learnt_from_the_refusal_and_respected(fake_openai, op
     assert fake_openai.request_count == 3  # known now: no second refusal
 
 
-def test_prompt_larger_than_the_context_is_a_clear_error(fake_openai, openai_model):
-    model = openai_model("tinyctx", context_length=16)
-    with pytest.raises(ModelError, match="does not fit .* context of 16 tokens") as caught:
-        model.complete(ModelRequest((Message("user", "word " * 200),), params={"max_tokens": 4}))
-    assert caught.value.kind == "bad_request" and fake_openai.request_count == 0
-
-
 def test_both_logprob_shapes_are_parsed():
     openai_shape = {"content": [{"token": "4", "logprob": -0.1, "top_logprobs": [
         {"token": "4", "logprob": -0.1}, {"token": "5", "logprob": -2.4}]}]}
@@ -294,3 +287,29 @@ def test_reset_waits_for_a_request_its_client_gave_up_on(fake_openai):
     assert fake_openai.in_flight == 1  # still being answered
     fake_openai.reset()
     assert fake_openai.in_flight == 0 and fake_openai.max_in_flight == 0
+
+
+def test_the_character_estimate_never_refuses_a_prompt_the_server_accepts(fake_openai, openai_model):
+    # 200 one-character words: 400 characters, about 133 tokens at 3 characters per token, but the server counts
+    # 200 (one per word) of a 256-token window. The estimate only shrinks max_tokens; the server's count decides.
+    fake_openai.handler = LlamaCppReplica(Reply("fine"), context_length=256)
+    model = openai_model("estimated", context_length=256)
+    prompt = (Message("user", "a " * 200),)
+    assert model.complete(ModelRequest(prompt, params={"max_tokens": 100})).text == "fine"
+    assert fake_openai.request_count == 2  # refused once (200 + 100 > 256), then sent with the room it counted
+    assert fake_openai.last_request.body["max_tokens"] <= 256 - 200
+    assert model.capabilities.chars_per_token == 2.0
+
+
+def test_a_prompt_is_refused_client_side_only_after_the_server_refused_its_size(fake_openai, openai_model):
+    fake_openai.handler = LlamaCppReplica(Reply("fine"), context_length=64)
+    model = openai_model("tinyctx", context_length=64)
+    long = ModelRequest((Message("user", "word " * 100),), params={"max_tokens": 4})
+    with pytest.raises(ModelError) as first:
+        model.complete(long)
+    assert first.value.kind == "bad_request" and "100 in the messages" in first.value.message
+    assert fake_openai.request_count == 1
+    with pytest.raises(ModelError, match="does not fit .* context of 64 tokens: the server counted 100 tokens") as again:
+        model.complete(ModelRequest((Message("user", "word " * 120),), params={"max_tokens": 4}))
+    assert again.value.kind == "bad_request" and fake_openai.request_count == 1  # not sent again
+    assert model.complete(ModelRequest((Message("user", "word " * 10),), params={"max_tokens": 4})).text == "fine"
