@@ -4,6 +4,7 @@ the fake server running a loopback replica of llama-cpp-python's refusals (fake_
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -313,3 +314,28 @@ def test_a_prompt_is_refused_client_side_only_after_the_server_refused_its_size(
         model.complete(ModelRequest((Message("user", "word " * 120),), params={"max_tokens": 4}))
     assert again.value.kind == "bad_request" and fake_openai.request_count == 1  # not sent again
     assert model.complete(ModelRequest((Message("user", "word " * 10),), params={"max_tokens": 4})).text == "fine"
+
+
+def test_an_abandoned_request_holds_the_serial_servers_slot_until_it_is_answered(fake_openai, openai_model):
+    # The server takes 0.4 s a request, the client waits 0.15 s: every attempt times out. The abandoned
+    # request is awaited in the background, so the next one (a retry, or another thread's call) is sent only
+    # once the server is free: never two in flight, each call sends its policy's attempts and no more.
+    from concurrent.futures import ThreadPoolExecutor
+
+    fake_openai.handler = LlamaCppReplica(Reply("ok"), latency=0.4)
+    model = openai_model("serial-slow", max_concurrency=1, timeout=0.15,
+                         retry=RetryPolicy(max_attempts=2, base_delay=0))
+
+    def call(_):
+        with pytest.raises(ModelError) as caught:
+            model.complete(ModelRequest(MESSAGES))
+        return caught.value
+
+    with ThreadPoolExecutor(3) as pool:
+        errors = list(pool.map(call, range(3)))
+    assert all(e.kind == "timeout" and e.requests == 2 for e in errors)
+    assert "holds one of" in errors[0].message
+    held = model._gate
+    while held.in_flight:  # the last abandoned request, still awaited
+        time.sleep(0.01)
+    assert fake_openai.request_count == 6 and fake_openai.max_in_flight == 1

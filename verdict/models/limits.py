@@ -43,6 +43,10 @@ class Call:
 
     max_reply_bytes: int
     deadline: float | None = None  # time.monotonic() by which the current attempt must be answered
+    # How long, in multiples of the attempt's timeout, its HTTP exchange may go on past the deadline (awaited in
+    # the background on a serial server, provider.py), and the time.monotonic() at which it is cut regardless.
+    grace: float = 0.0
+    cutoff: float | None = None
     requests: int = 0
 
 
@@ -60,11 +64,19 @@ def call(max_reply_bytes: int) -> Iterator[Call]:
         _current.reset(token)
 
 
-def start_attempt(seconds: float) -> None:
-    """The attempt starting now must be answered within `seconds` (a no-op outside `call`)."""
+def current() -> Call | None:
+    return _current.get()
+
+
+def start_attempt(seconds: float) -> float:
+    """The attempt starting now must be answered within `seconds`; the SDK timeout for its exchange."""
     state = _current.get()
-    if state is not None:
-        state.deadline = time.monotonic() + seconds
+    if state is None:
+        return seconds
+    now = time.monotonic()
+    exchange = seconds * (1 + state.grace)
+    state.deadline, state.cutoff = now + seconds, now + exchange
+    return exchange
 
 
 def install(http_client: Any) -> None:
@@ -88,11 +100,11 @@ def _on_response(response: Any) -> None:
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > state.max_reply_bytes:
         raise ReplyTooLarge(state.max_reply_bytes, int(length))
-    if state.deadline is not None:
+    if state.cutoff is not None:
         # The body's reads wait at most the time left (httpcore reads this when it starts on the body).
         timeouts = response.request.extensions.get("timeout")
         if isinstance(timeouts, dict):
-            left = max(state.deadline - time.monotonic(), 0.001)
+            left = max(state.cutoff - time.monotonic(), 0.001)
             timeouts["read"] = left if timeouts.get("read") is None else min(timeouts["read"], left)
     response.stream = _BoundedStream(response.stream, state)
 
@@ -110,8 +122,8 @@ class _BoundedStream(http.SyncByteStream):
             seen += len(chunk)
             if seen > self._state.max_reply_bytes:
                 raise ReplyTooLarge(self._state.max_reply_bytes, seen)
-            deadline = self._state.deadline
-            if deadline is not None and time.monotonic() > deadline:
+            cutoff = self._state.cutoff
+            if cutoff is not None and time.monotonic() > cutoff:
                 raise http.ReadTimeout("the reply did not arrive before the call's deadline")
             yield chunk
 
