@@ -275,11 +275,16 @@ Reply with one JSON object and nothing else:
 """ + _MATERIAL
 
 
+# Reply schemas are closed (`additionalProperties: false`): a grammar-constrained model otherwise may add keys
+# (a `title`) that cost it the reply; reading still ignores extra keys.
+_CLOSED = {"additionalProperties": False}
+
+
 class DimensionReply(Schema):
     """A one-dimension reply. Keys other than these three are ignored; the JSON schema closes the object so
     that strict structured-output modes accept it."""
 
-    model_config = ConfigDict(extra="ignore", json_schema_extra={"additionalProperties": False})
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_CLOSED)
 
     # Declared in this order so the JSON schema (and constrained decoding) asks for the verdict first.
     verdict: Verdict
@@ -305,7 +310,7 @@ class DimensionUnit(Unit):
 
 
 class DimensionGrade(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=_CLOSED)
 
     # Declared in this order so the JSON schema asks for the rationale before the verdict.
     rationale: str
@@ -316,7 +321,11 @@ class DimensionGrade(BaseModel):
 def rubric_response_schema(dimensions: Sequence[Dimension]) -> type[Schema]:
     # Aliases keep dimension names free of clashes with pydantic attribute names ("schema", "copy", ...).
     fields_: dict[str, Any] = {f"dimension_{i}": (DimensionGrade, Field(alias=d.name)) for i, d in enumerate(dimensions)}
-    return create_model("RubricResponse", __base__=Schema, **fields_)
+    return create_model("RubricResponse", __base__=_ClosedSchema, **fields_)
+
+
+class _ClosedSchema(Schema):
+    model_config = ConfigDict(json_schema_extra=_CLOSED)
 
 
 def grades(response: BaseModel) -> dict[str, DimensionGrade]:
