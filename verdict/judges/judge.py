@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.config import JsonDict
 
 from verdict.extract import StructuredExtractor, json_schema
 from verdict.graph.compose import Layer
@@ -277,7 +278,7 @@ Reply with one JSON object and nothing else:
 
 # Reply schemas are closed (`additionalProperties: false`): a grammar-constrained model otherwise may add keys
 # (a `title`) that cost it the reply; reading still ignores extra keys.
-_CLOSED = {"additionalProperties": False}
+_CLOSED: JsonDict = {"additionalProperties": False}
 
 
 class DimensionReply(Schema):
