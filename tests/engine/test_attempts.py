@@ -92,7 +92,7 @@ def test_attempts_mirror_outputs_for_model_errors_cpu_units_and_pins():
     class PlainUnit(Unit):
         ResponseSchema = Quote
 
-    pinned_model = ScriptedModel([ModelError("server_error", "HTTP 500", retryable=True), reply("rubric")])
+    pinned_model = ScriptedModel(["not json", reply("rubric")])
     pinned = PlainUnit(name="pinned").prompt("Write a rubric").via(pinned_model, retries=1).pin()
     down = ScriptedModel([ModelError("auth", "HTTP 401")])
     working = PlainUnit(name="up").prompt("{source.text}").via(ScriptedModel([reply("fox")]))

@@ -75,3 +75,30 @@ def test_provider_error_becomes_an_error_row(fake_openai, model):
     rows = (Pipeline() >> JudgeUnit(explanation=True)).via(model, retries=0).run_from_dataset(
         [{"answer": "a"}, {"answer": "b"}], max_workers=1)
     assert rows[0].error.startswith("judge: model: bad_request") and rows[1].output.score == 2
+
+
+def test_a_timed_out_unit_sends_only_the_clients_attempts(fake_openai):
+    from verdict.graph import UnitError
+    from verdict.models.retry import RetryPolicy
+
+    fake_openai.handler = lambda request: Reply("3", latency=0.6)
+    slow = OpenAIModel("gpt-4o-mini", base_url=fake_openai.base_url, api_key="k", rate_limits=None, timeout=0.2,
+                       retry=RetryPolicy(max_attempts=2, base_delay=0))
+    row = (Pipeline() >> JudgeUnit()).via(slow, retries=3).run({"answer": "a"})
+    assert isinstance(row.output, UnitError) and row.output.kind == "model" and row.output.attempts == 1
+    assert "timeout" in row.output.message and "(2 requests sent)" in row.output.message
+    assert fake_openai.request_count == 2  # the engine's retries=3 is for replies it cannot use, not for this
+
+
+def test_every_unit_sends_an_output_budget_by_default(fake_openai, model):
+    from verdict.extract import StructuredExtractor
+    from verdict.graph.build import ANSWER_TOKEN_BUDGET, REPLY_BUDGET
+
+    fake_openai.handler = score_reply
+    (Pipeline() >> JudgeUnit()).via(model).run({"answer": "abc"})  # token probabilities: the answer token
+    assert fake_openai.last_request.body["max_tokens"] == ANSWER_TOKEN_BUDGET
+    fake_openai.handler = lambda request: Reply('{"score": 3}')
+    (Pipeline() >> JudgeUnit().extract(StructuredExtractor())).via(model).run({"answer": "abc"})
+    assert fake_openai.last_request.body["max_tokens"] == REPLY_BUDGET
+    (Pipeline() >> JudgeUnit()).via(model, max_tokens=3).run({"answer": "abc"})  # the user's own wins
+    assert fake_openai.last_request.body["max_tokens"] == 3

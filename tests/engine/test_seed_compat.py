@@ -65,7 +65,7 @@ def test_a_one_argument_propagate_gets_the_output():
 def test_via_takes_the_seeds_policy_or_name_keyword():
     model = ScriptedModel(['{"score": 2}'], record=True)
     row = (Pipeline() >> JudgeUnit().via(policy_or_name=model, retries=0, temperature=0)).run({"q": 1})
-    assert row.output.score == 2 and dict(model.requests[0].params) == {"temperature": 0}
+    assert row.output.score == 2 and dict(model.requests[0].params) == {"temperature": 0, "max_tokens": 1024}
     with pytest.raises(ConfigurationError, match="needs the model once"):
         JudgeUnit().via(model, policy_or_name=model)
     with pytest.raises(ConfigurationError, match="needs the model once"):

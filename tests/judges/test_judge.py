@@ -169,10 +169,11 @@ def test_a_provider_failure_is_an_error_without_retry_when_not_retryable():
     assert judgment.error.startswith("model: auth: HTTP 401") and model.calls == 1 and judgment.attempts == 1
 
 
-def test_a_retryable_provider_failure_is_retried():
+def test_a_retryable_provider_failure_is_left_to_the_client():
+    # The client's RetryPolicy retried it already (ModelError is its final word): the judge does not again.
     judge, model = judge_with([ModelError("server_error", "HTTP 500", retryable=True), rubric_reply()])
     judgment = judge.grade(ANSWER, query=QUERY, context=CONTEXT)
-    assert judgment.status is JudgmentStatus.VALID and judgment.attempts == 2 and model.calls == 2
+    assert judgment.status is JudgmentStatus.ERROR and judgment.attempts == 1 and model.calls == 1
 
 
 def answer_for_asked(request):

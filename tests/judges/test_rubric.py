@@ -72,3 +72,17 @@ def test_importing_the_judges_stays_light():
     code = ("import verdict.judges.judge, verdict.judges.ensemble, verdict.judges.pairwise, "
             "verdict.judges.ranking, verdict.judges.bias")
     assert loaded_after(code, ("numpy", "scipy", "duckdb", "yaml", "openai", "anthropic")) == []
+
+
+def test_the_single_call_rubric_schema_is_closed():
+    # A grammar-constrained model given an open schema added a `title` key and lost the reply (issue 26).
+    from verdict.extract import json_schema
+    from verdict.judges.judge import RubricUnit
+    from verdict.models.openai_model import strict_compatible
+
+    unit = RubricUnit(DEFAULT_RUBRIC, DEFAULT_RUBRIC.dimensions)
+    schema = json_schema(unit.ResponseSchema)
+    assert schema["additionalProperties"] is False
+    objects = [d for d in schema["$defs"].values() if d.get("type") == "object"]
+    assert objects and all(d.get("additionalProperties") is False for d in objects)
+    assert strict_compatible(schema)

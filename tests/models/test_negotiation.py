@@ -4,6 +4,7 @@ the fake server running a loopback replica of llama-cpp-python's refusals (fake_
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -142,13 +143,6 @@ def test_context_window_is_learnt_from_the_refusal_and_respected(fake_openai, op
     assert 0 < sent <= 512 - 5 and fake_openai.request_count == 2
     model.complete(ModelRequest(MESSAGES, params={"max_tokens": 2048}))
     assert fake_openai.request_count == 3  # known now: no second refusal
-
-
-def test_prompt_larger_than_the_context_is_a_clear_error(fake_openai, openai_model):
-    model = openai_model("tinyctx", context_length=16)
-    with pytest.raises(ModelError, match="does not fit .* context of 16 tokens") as caught:
-        model.complete(ModelRequest((Message("user", "word " * 200),), params={"max_tokens": 4}))
-    assert caught.value.kind == "bad_request" and fake_openai.request_count == 0
 
 
 def test_both_logprob_shapes_are_parsed():
@@ -294,3 +288,54 @@ def test_reset_waits_for_a_request_its_client_gave_up_on(fake_openai):
     assert fake_openai.in_flight == 1  # still being answered
     fake_openai.reset()
     assert fake_openai.in_flight == 0 and fake_openai.max_in_flight == 0
+
+
+def test_the_character_estimate_never_refuses_a_prompt_the_server_accepts(fake_openai, openai_model):
+    # 200 one-character words: 400 characters, about 133 tokens at 3 characters per token, but the server counts
+    # 200 (one per word) of a 256-token window. The estimate only shrinks max_tokens; the server's count decides.
+    fake_openai.handler = LlamaCppReplica(Reply("fine"), context_length=256)
+    model = openai_model("estimated", context_length=256)
+    prompt = (Message("user", "a " * 200),)
+    assert model.complete(ModelRequest(prompt, params={"max_tokens": 100})).text == "fine"
+    assert fake_openai.request_count == 2  # refused once (200 + 100 > 256), then sent with the room it counted
+    assert fake_openai.last_request.body["max_tokens"] <= 256 - 200
+    assert model.capabilities.chars_per_token == 2.0
+
+
+def test_a_prompt_is_refused_client_side_only_after_the_server_refused_its_size(fake_openai, openai_model):
+    fake_openai.handler = LlamaCppReplica(Reply("fine"), context_length=64)
+    model = openai_model("tinyctx", context_length=64)
+    long = ModelRequest((Message("user", "word " * 100),), params={"max_tokens": 4})
+    with pytest.raises(ModelError) as first:
+        model.complete(long)
+    assert first.value.kind == "bad_request" and "100 in the messages" in first.value.message
+    assert fake_openai.request_count == 1
+    with pytest.raises(ModelError, match="does not fit .* context of 64 tokens: the server counted 100 tokens") as again:
+        model.complete(ModelRequest((Message("user", "word " * 120),), params={"max_tokens": 4}))
+    assert again.value.kind == "bad_request" and fake_openai.request_count == 1  # not sent again
+    assert model.complete(ModelRequest((Message("user", "word " * 10),), params={"max_tokens": 4})).text == "fine"
+
+
+def test_an_abandoned_request_holds_the_serial_servers_slot_until_it_is_answered(fake_openai, openai_model):
+    # The server takes 0.4 s a request, the client waits 0.15 s: every attempt times out. The abandoned
+    # request is awaited in the background, so the next one (a retry, or another thread's call) is sent only
+    # once the server is free: never two in flight, each call sends its policy's attempts and no more.
+    from concurrent.futures import ThreadPoolExecutor
+
+    fake_openai.handler = LlamaCppReplica(Reply("ok"), latency=0.4)
+    model = openai_model("serial-slow", max_concurrency=1, timeout=0.15,
+                         retry=RetryPolicy(max_attempts=2, base_delay=0))
+
+    def call(_):
+        with pytest.raises(ModelError) as caught:
+            model.complete(ModelRequest(MESSAGES))
+        return caught.value
+
+    with ThreadPoolExecutor(3) as pool:
+        errors = list(pool.map(call, range(3)))
+    assert all(e.kind == "timeout" and e.requests == 2 for e in errors)
+    assert "holds one of" in errors[0].message
+    held = model._gate
+    while held.in_flight:  # the last abandoned request, still awaited
+        time.sleep(0.01)
+    assert fake_openai.request_count == 6 and fake_openai.max_in_flight == 1

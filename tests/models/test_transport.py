@@ -69,14 +69,14 @@ def test_final_error_kind_and_redacted_provider_text(provider, fail, kind, attem
     assert f"HTTP {fail.status}" in text
     assert error.__cause__ is None and error.__suppress_context__
     if kind == "rate_limited":
-        assert f"gave up after {attempts} attempts" in text
+        assert f"({attempts} requests sent)" in text
 
 
 def test_server_text_is_bounded(fake_openai, openai_model):
     fake_openai.handler = lambda request: Fail(400, "x" * 5000)
     with pytest.raises(ModelError) as caught:
         openai_model().complete(REQUEST)
-    assert len(caught.value.message) < 400 and caught.value.message.endswith("...")
+    assert len(caught.value.message) < 400 and caught.value.message.endswith("... (1 request sent)")
 
 
 @pytest.mark.parametrize(("error_type", "shown"), [("rate_limit_exceeded", True), ("sk-ant-api03-Secret", False),

@@ -168,6 +168,8 @@ def _node(i: int, unit: Unit, path: str, inherited: Via | None, index: dict[Unit
         except ConfigurationError as exc:
             raise ConfigurationError(f"{path}: {exc}") from None
     params = dict(via.params) if via else {}
+    if extractor is not None and not {"max_tokens", "max_completion_tokens"} & set(params):
+        params["max_tokens"] = default_output_budget(extractor)
     if isinstance(model, ProviderModel):
         # Salt the response cache with the unit's path: otherwise every member of a repeated Layer sends the
         # same request and, on a rerun, all would get the one cached reply instead of independent samples.
@@ -180,6 +182,21 @@ def _node(i: int, unit: Unit, path: str, inherited: Via | None, index: dict[Unit
         template=template, extractor=extractor, response_schema=response, output_schema=output,
         cast=_cast(path, unit, inputs, [built[d].path for d in deps]),
     )
+
+
+# The output budget (max_tokens) of a unit whose `.via(...)` sets none: without one a reply may run to the
+# server's own limit, and the per-attempt timeout, which follows the budget (ProviderModel.attempt_timeout), has
+# nothing to follow.
+ANSWER_TOKEN_BUDGET = 8  # the answer token, and the next one that may extend it ("12" is not "1")
+REPLY_BUDGET = 1024  # a structured or free-text reply
+
+
+def default_output_budget(extractor: Extractor) -> int:
+    from verdict.extract import TokenProbabilityExtractor
+
+    if isinstance(extractor, TokenProbabilityExtractor) and extractor.marker is None:
+        return ANSWER_TOKEN_BUDGET
+    return REPLY_BUDGET
 
 
 @cache

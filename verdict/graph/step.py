@@ -58,8 +58,9 @@ def _call_model(node: Node, source: Any, previous: PreviousView, input: Any) -> 
         except ExtractionError as exc:
             failure = UnitError("extraction", str(exc), attempt, job.reply)
         except ModelError as exc:
-            # The client already retried transport failures; retry here only what it marks retryable.
-            failure, retry = UnitError("model", str(exc), attempt), exc.retryable
+            # The client's retry policy is the only one for a model call (its message states the requests it
+            # sent); the engine retries only replies it could not use.
+            failure, retry = UnitError("model", str(exc), attempt), False
         else:
             failure = None
         usage = usage + job.usage  # every attempt is paid for, failed or not

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.config import JsonDict
 
 from verdict.extract import StructuredExtractor, json_schema
 from verdict.graph.compose import Layer
@@ -285,11 +286,16 @@ Reply with one JSON object and nothing else:
 """ + _MATERIAL
 
 
+# Reply schemas are closed (`additionalProperties: false`): a grammar-constrained model otherwise may add keys
+# (a `title`) that cost it the reply; reading still ignores extra keys.
+_CLOSED: JsonDict = {"additionalProperties": False}
+
+
 class DimensionReply(Schema):
     """A one-dimension reply. Keys other than these three are ignored; the JSON schema closes the object so
     that strict structured-output modes accept it."""
 
-    model_config = ConfigDict(extra="ignore", json_schema_extra={"additionalProperties": False})
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_CLOSED)
 
     # Declared in this order so the JSON schema (and constrained decoding) asks for the verdict first.
     verdict: Verdict
@@ -318,7 +324,7 @@ class DimensionUnit(Unit):
 
 
 class DimensionGrade(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=_CLOSED)
 
     # Declared in this order so the JSON schema asks for the rationale before the verdict.
     rationale: str
@@ -329,7 +335,11 @@ class DimensionGrade(BaseModel):
 def rubric_response_schema(dimensions: Sequence[Dimension]) -> type[Schema]:
     # Aliases keep dimension names free of clashes with pydantic attribute names ("schema", "copy", ...).
     fields_: dict[str, Any] = {f"dimension_{i}": (DimensionGrade, Field(alias=d.name)) for i, d in enumerate(dimensions)}
-    return create_model("RubricResponse", __base__=Schema, **fields_)
+    return create_model("RubricResponse", __base__=_ClosedSchema, **fields_)
+
+
+class _ClosedSchema(Schema):
+    model_config = ConfigDict(json_schema_extra=_CLOSED)
 
 
 def grades(response: BaseModel) -> dict[str, DimensionGrade]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .base import ModelRequest, ModelResponse, Usage
 from .errors import malformed, sdk_error
+from .limits import install
 from .provider import DEFAULT_TIMEOUT, ProviderModel, credentials, split_params
 
 TOOL_NAME = "respond"
@@ -55,6 +56,7 @@ class AnthropicModel(ProviderModel):
             client = anthropic.Anthropic(api_key=api_key, base_url=base_url)
         # Our RetryPolicy replaces the SDK's retries (see retry.py); the timeout is per attempt.
         self._client = client.with_options(max_retries=0, timeout=timeout)
+        install(self._client._client)  # the SDK's HTTP client: whole-reply deadline, size limit, request count
         self.default_max_tokens = default_max_tokens
         self._accepted = frozenset(inspect.signature(self._client.messages.create).parameters)
         super().__init__(model, endpoint=str(self._client.base_url), timeout=timeout, **options)
@@ -91,7 +93,7 @@ class AnthropicModel(ProviderModel):
                                 "input_schema": input_schema}]
             kwargs["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
         try:
-            message = self._client.messages.create(**{"timeout": self.attempt_timeout(kwargs["max_tokens"]), **kwargs})
+            message = self._client.messages.create(**{"timeout": self.start_attempt(kwargs["max_tokens"]), **kwargs})
         except Exception as exc:
             error = sdk_error(exc, anthropic, self.name)
             if error is None:

@@ -91,6 +91,8 @@ ModelErrorKind = Literal[
     # Configuration errors, never retried: the server refused a request parameter it names, or gave the
     # same error twice for the same request (a deterministic refusal, not an outage).
     "unsupported_parameter", "refused",
+    # The reply passed the client's size limit (`max_reply_bytes`); not retried.
+    "too_large",
 ]
 # Kinds that say the request (model options, parameters) is wrong for this server, not that it is down.
 CONFIGURATION_KINDS: frozenset[str] = frozenset({"unsupported_parameter", "refused", "bad_request"})
@@ -101,11 +103,12 @@ class ModelError(Exception):
 
     `parameter` names the request parameter a server refused (unsupported_parameter); `signature` is the
     HTTP status and the server's (redacted) error text, to tell a deterministic refusal from an outage.
+    `requests` is how many HTTP requests the call sent, retries and negotiation included (None: not counted).
     """
 
     def __init__(self, kind: ModelErrorKind, message: str, *, retryable: bool = False,
                  retry_after: float | None = None, parameter: str | None = None,
-                 signature: str | None = None) -> None:
+                 signature: str | None = None, requests: int | None = None) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
@@ -113,6 +116,14 @@ class ModelError(Exception):
         self.retry_after = retry_after
         self.parameter = parameter
         self.signature = signature
+        self.requests = requests
+
+    def after(self, requests: int) -> ModelError:
+        """This error, its message stating how many requests the failed call sent."""
+        sent = "no request sent" if requests == 0 else f"{requests} request{'s' if requests > 1 else ''} sent"
+        return ModelError(self.kind, f"{self.message} ({sent})", retryable=self.retryable,
+                          retry_after=self.retry_after, parameter=self.parameter, signature=self.signature,
+                          requests=requests)
 
 
 @runtime_checkable

@@ -27,20 +27,27 @@ class ConcurrencyGate:
         self.in_flight = 0
         self._changed = threading.Condition()
 
-    @contextmanager
-    def slot(self) -> Iterator[int]:
-        """Hold one slot for the duration of a call; yields the number of calls in flight with it."""
+    def acquire(self) -> int:
+        """Take one slot (waiting for one); the number of calls in flight with it. Give it back with `release`."""
         with self._changed:
             while self.limit is not None and self.in_flight >= self.limit:
                 self._changed.wait()
             self.in_flight += 1
-            in_flight = self.in_flight
+            return self.in_flight
+
+    def release(self) -> None:
+        with self._changed:
+            self.in_flight -= 1
+            self._changed.notify()
+
+    @contextmanager
+    def slot(self) -> Iterator[int]:
+        """Hold one slot for the duration of a call; yields the number of calls in flight with it."""
+        in_flight = self.acquire()
         try:
             yield in_flight
         finally:
-            with self._changed:
-                self.in_flight -= 1
-                self._changed.notify()
+            self.release()
 
     def timed_out(self, in_flight: int) -> None:
         """A call that had `in_flight` calls in flight (itself included) timed out: the server was likely

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import ModelError
+from .limits import ReplyTooLarge
 from .retry import parse_retry_after
 
 # Identifier-like codes only ("rate_limit_exceeded", "overloaded_error"): nothing key- or text-shaped.
@@ -139,6 +140,10 @@ def sdk_error(exc: BaseException, sdk: ModuleType, model: str) -> ModelError | N
     except ImportError:  # pragma: no cover - older SDKs
         import httpx as http  # type: ignore[no-redef, import-not-found]  # not installed with current SDKs
 
+    too_large = exc if isinstance(exc, ReplyTooLarge) else exc.__cause__
+    if isinstance(too_large, ReplyTooLarge):
+        return ModelError("too_large", f"{model} sent a reply larger than the client's limit of {too_large.limit} "
+                          "bytes (max_reply_bytes); it was not read further")
     if isinstance(exc, sdk.APITimeoutError | http.TimeoutException):
         return ModelError("timeout", f"{model} did not answer within the timeout", retryable=True)
     if isinstance(exc, sdk.APIConnectionError | http.TransportError):

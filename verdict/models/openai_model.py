@@ -38,14 +38,21 @@ from .base import (
     with_schema_instruction,
 )
 from .errors import malformed, sdk_error
+from .limits import install
 from .provider import DEFAULT_TIMEOUT, ProviderModel, credentials, split_params
 
 MAX_TOP_LOGPROBS = 20  # the OpenAI API's upper bound
 STRUCTURED_LEVELS = ("json_schema", "json_object_schema", "json_object", "none")
 log = logging.getLogger("verdict.models")
-# "exceed context window of 2048" (llama.cpp), "maximum context length is 8192 tokens" (OpenAI, vLLM).
-_CONTEXT = re.compile(r"(?:context window of|maximum context length is)\s+(\d+)", re.IGNORECASE)
-_CHARS_PER_TOKEN = 3  # a pessimistic estimate: better a shorter budget than a refused call
+# "exceed context window of 2048" (llama.cpp), "maximum context length is 8192 tokens" (OpenAI, vLLM),
+# "exceeds the available context size (4096 tokens)" (llama.cpp's own server).
+_CONTEXT = re.compile(r"(?:context window of|maximum context length is|available context size \()\s*(\d+)",
+                      re.IGNORECASE)
+# The server's own count of the prompt in such a refusal: "(2811 in the messages, ...)" (OpenAI, vLLM,
+# llama-cpp-python), "request (5000 tokens) exceeds" (llama.cpp).
+_PROMPT_TOKENS = re.compile(r"(\d+) in the messages|request \((\d+) tokens\)", re.IGNORECASE)
+# A pessimistic estimate until a server's count calibrates it: it only ever shrinks max_tokens, never refuses.
+_CHARS_PER_TOKEN = 3.0
 
 
 def strict_compatible(schema: Any) -> bool:
@@ -66,6 +73,10 @@ def _messages(messages: tuple[Message, ...]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
 
+def _characters(messages: Any) -> int:
+    return sum(len(m.get("content") or "") for m in messages)
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """What an endpoint accepts for one model, as configured and then learned from its refusals."""
@@ -77,6 +88,10 @@ class Capabilities:
     seed: bool = True
     stream_options: bool = True
     context_length: int | None = None
+    # Learnt from a context-length refusal that counted the prompt: characters per token of this model, and
+    # (characters, the server's token count) of the shortest prompt refused because it alone does not fit.
+    chars_per_token: float | None = None
+    too_long: tuple[int, int] | None = None
 
 
 # Learned downgrades per (endpoint, model), shared by every client of that pair in this process.
@@ -141,6 +156,7 @@ class OpenAIModel(ProviderModel):
             raise ValueError(f"context_length must be >= 1, got {context_length}")
         # Our RetryPolicy replaces the SDK's retries (see retry.py); the timeout is per attempt.
         self._client = client.with_options(max_retries=0, timeout=timeout)
+        install(self._client._client)  # the SDK's HTTP client: whole-reply deadline, size limit, request count
         # json_schema=False starts one level down: json_object carrying the schema, which servers without
         # JSON-schema mode either turn into a grammar (llama.cpp) or refuse (then the next level down).
         self._configured = Capabilities(structured="json_schema" if supports_json_schema else "json_object_schema",
@@ -175,8 +191,8 @@ class OpenAIModel(ProviderModel):
         sent_names = set(sent) | set(sent.get("extra_body") or ())
         change = _downgrade(caps, error.parameter) if error.parameter in sent_names else None
         window = _CONTEXT.search(error.message)
-        if change is None and window is not None and caps.context_length is None:
-            change = {"context_length": int(window.group(1))}
+        if change is None and window is not None:
+            change = self._size_lesson(caps, int(window.group(1)), error, sent)
         if change is None:
             return False
         with _learned_lock:
@@ -187,6 +203,27 @@ class OpenAIModel(ProviderModel):
         log.warning("%s at %s refused %s; from now on: %s (%s)", self.name, self.endpoint,
                     error.parameter or "the request size", change, error.message)
         return "logprobs" not in change  # without logprobs this call cannot give what was asked
+
+    def _size_lesson(self, caps: Capabilities, window: int, error: ModelError,
+                     sent: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What a context-length refusal teaches: the window, and from the server's count of the prompt, its
+        characters per token. A prompt the server counts at the window or beyond is recorded (later prompts at
+        least as long are refused without a request) and fails now: None, nothing to repeat."""
+        change: dict[str, Any] = {} if caps.context_length == window else {"context_length": window}
+        counted = _PROMPT_TOKENS.search(error.message)
+        if counted is not None:
+            tokens = int(counted.group(1) or counted.group(2))
+            chars = _characters(sent["messages"])
+            if tokens >= window:
+                with _learned_lock:
+                    learned = _learned.setdefault(self._key, {})
+                    learned.setdefault("context_length", window)
+                    if learned.get("too_long") is None or chars < learned["too_long"][0]:
+                        learned["too_long"] = (chars, tokens)
+                return None
+            if tokens:
+                change["chars_per_token"] = chars / tokens
+        return change or None
 
     def _discover_context(self) -> None:
         """Once per endpoint and model: the context window the server reports in `/models` (vLLM's
@@ -223,12 +260,14 @@ class OpenAIModel(ProviderModel):
             kwargs = self._kwargs(request, params, caps)
             try:
                 budget = kwargs.get("max_tokens", kwargs.get("max_completion_tokens"))
-                completion = self._client.chat.completions.create(**{"timeout": self.attempt_timeout(budget), **kwargs})
+                completion = self._client.chat.completions.create(**{"timeout": self.start_attempt(budget), **kwargs})
             except Exception as exc:
                 error = sdk_error(exc, openai, self.name)
                 if error is None:
                     raise
-                if error.kind in ("unsupported_parameter", "bad_request", "server_error") and self._learn(caps, error, kwargs):
+                # Repeated only with something changed (learnt here or by another thread meanwhile).
+                if error.kind in ("unsupported_parameter", "bad_request", "server_error") \
+                        and self._learn(caps, error, kwargs) and self.capabilities != caps:
                     continue
                 raise error from None
             return self._response(completion)
@@ -255,7 +294,7 @@ class OpenAIModel(ProviderModel):
             elif caps.structured == "json_object":
                 params["response_format"] = {"type": "json_object"}
         if caps.context_length is not None:
-            budget = self._fit(messages, budget, caps.context_length)
+            budget = self._fit(messages, budget, caps)
         if budget is not None:
             params[budget_name] = budget
         if request.top_logprobs is not None:
@@ -268,12 +307,20 @@ class OpenAIModel(ProviderModel):
             kwargs["extra_body"] = extra
         return kwargs
 
-    def _fit(self, messages: tuple[Message, ...], budget: Any, context_length: int) -> int:
-        prompt = sum(len(m.content) for m in messages) // _CHARS_PER_TOKEN + 8 * len(messages)
-        room = context_length - prompt
+    def _fit(self, messages: tuple[Message, ...], budget: Any, caps: Capabilities) -> Any:
+        """`budget` cut so that prompt + output fit the context, by an estimate of the prompt's tokens. The
+        estimate never refuses a prompt: only a size the server itself refused is refused here, in its words."""
+        assert caps.context_length is not None
+        chars = sum(len(m.content) for m in messages)
+        if caps.too_long is not None and chars >= caps.too_long[0]:
+            refused_chars, counted = caps.too_long
+            raise ModelError("bad_request", f"the prompt ({chars} characters) does not fit {self.name}'s context of "
+                             f"{caps.context_length} tokens: the server counted {counted} tokens in a prompt of "
+                             f"{refused_chars} characters and refused it; not sent")
+        prompt = int(chars / (caps.chars_per_token or _CHARS_PER_TOKEN)) + 8 * len(messages)
+        room = caps.context_length - prompt
         if room < 1:
-            raise ModelError("bad_request", f"the prompt (about {prompt} tokens) does not fit {self.name}'s "
-                             f"context of {context_length} tokens")
+            return budget  # the estimate says it does not fit: the server, which counts, decides
         return min(budget, room) if isinstance(budget, int) else room
 
     def _response(self, completion: Any) -> ModelResponse:

@@ -61,7 +61,9 @@ OPTIONS: dict[str, Option] = {
     "max_concurrency": Option("max_concurrency", _positive_int, ("openai", "anthropic"),
                               "at most this many calls in flight to this endpoint (1 for a serial local server)"),
     "timeout": Option("timeout", _positive_float, ("openai", "anthropic"),
-                      "seconds per attempt, counted from when the request is sent"),
+                      "seconds per attempt, counted from when the request is sent: a deadline for the whole reply"),
+    "max_reply_bytes": Option("max_reply_bytes", _positive_int, ("openai", "anthropic"),
+                              "the largest reply body read, in bytes (default 8 MiB); a larger one is a too_large error"),
     "base_url": Option("base_url", _url, ("openai", "anthropic"), "the server's base URL"),
 }
 

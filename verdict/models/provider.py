@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import threading
 import time
 from collections.abc import Mapping
+from contextvars import copy_context
 from dataclasses import replace
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
@@ -13,11 +16,17 @@ from urllib.parse import urlsplit, urlunsplit
 from .base import ModelError, ModelRequest, ModelResponse, Usage
 from .cache import ResponseCache, request_key
 from .concurrency import shared_gate
+from .limits import DEFAULT_MAX_REPLY_BYTES, call, current, start_attempt
 from .pricing import Price, PriceTable, price_table
 from .ratelimit import RateLimits, estimate_tokens, shared_limiter
 from .retry import RetryPolicy, call_with_retries
 
 DEFAULT_TIMEOUT = 60.0
+# A request that timed out on an endpoint with a concurrency limit is awaited in the background for up to this
+# many times its timeout (holding its slot), polled every HELD_POLL_S seconds by the caller.
+SERIAL_GRACE = 3.0
+HELD_POLL_S = 0.02
+log = logging.getLogger("verdict.models")
 # Replies shorter than this are dominated by prompt processing and tell little about the generation pace.
 MIN_PACE_TOKENS = 8
 # Part of the cache key, never sent: lets an ensemble draw independent samples of one prompt.
@@ -41,13 +50,17 @@ class ProviderModel:
         cache: ResponseCache | str | os.PathLike[str] | None = None,
         prices: PriceTable | Mapping[str, Price | tuple[float, float]] | None = None,
         max_concurrency: int | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         if not model or model != model.strip():
             raise ValueError(f"{self.provider} model name must be non-empty without surrounding spaces, got {model!r}")
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if max_reply_bytes < 1:
+            raise ValueError(f"max_reply_bytes must be >= 1, got {max_reply_bytes}")
         self.model = model
         self.timeout = timeout
+        self.max_reply_bytes = max_reply_bytes
         self.retry = retry or RetryPolicy()
         self._endpoint = endpoint
         self.endpoint = normalised_endpoint(endpoint)
@@ -84,10 +97,61 @@ class ProviderModel:
             return self.timeout
         return max(self.timeout, 2 * max_output * self._pace)
 
+    def start_attempt(self, max_output: Any) -> float:
+        """Starts the attempt's deadline (its timeout, for the whole reply: limits.py); the SDK timeout of its
+        exchange, longer by the grace of a request awaited in the background (`_held_attempt`)."""
+        return start_attempt(self.attempt_timeout(max_output))
+
     def _observe_pace(self, output_tokens: int, seconds: float) -> None:
         if output_tokens >= MIN_PACE_TOKENS:
             pace = seconds / output_tokens
             self._pace = pace if self._pace is None else 0.7 * self._pace + 0.3 * pace
+
+    def _timed_attempt(self, request: ModelRequest, params: dict[str, Any], in_flight: int) -> ModelResponse:
+        started = time.monotonic()
+        try:
+            response = self._attempt(request, params)
+        except ModelError as error:
+            if error.kind == "timeout":
+                self._gate.timed_out(in_flight)
+            raise
+        self._observe_pace(response.usage.output_tokens, time.monotonic() - started)
+        return response
+
+    def _held_attempt(self, request: ModelRequest, params: dict[str, Any], in_flight: int) -> ModelResponse:
+        """An attempt on an endpoint with a concurrency limit (a serial server computes what it was sent, asked
+        or not): it runs on a worker that keeps the slot until the server has answered, for up to
+        SERIAL_GRACE times the timeout, so no other request reaches a server still computing an abandoned one.
+        The caller still gets its timeout at the deadline."""
+        state = current()
+        assert state is not None  # complete() opened the call
+        state.grace, state.deadline = SERIAL_GRACE, None
+        context = copy_context()
+        outcome: list[ModelResponse | BaseException] = []
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                outcome.append(context.run(self._timed_attempt, request, params, in_flight))
+            except BaseException as exc:  # handed to the caller, or logged when it has left
+                outcome.append(exc)
+                if isinstance(exc, ModelError) and state.deadline is not None and time.monotonic() > state.deadline:
+                    log.warning("%s: a request abandoned at its deadline was dropped after its grace too (%s); "
+                                "the server may still be computing it", self.name, exc.message)
+            finally:
+                self._gate.release()
+                done.set()
+
+        threading.Thread(target=work, name=f"verdict-held-{self.model}", daemon=True).start()
+        while not done.wait(HELD_POLL_S):
+            if state.deadline is not None and time.monotonic() > state.deadline:
+                raise ModelError("timeout", f"{self.name} did not answer within the timeout; the request is left "
+                                 f"to finish and holds one of {self.endpoint}'s {self._gate.limit} slot(s) until "
+                                 "the server answers", retryable=True)
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         # The endpoint is part of the model's identity: two servers may serve different weights under one name.
@@ -105,21 +169,26 @@ class ProviderModel:
 
         def attempt() -> ModelResponse:
             # Waiting for a slot is not part of the attempt's timeout: the SDK's clock starts at send.
-            with self._gate.slot() as in_flight:
+            in_flight = self._gate.acquire()
+            try:
                 if limiter is not None:
                     limiter.acquire(estimate)
-                started = time.monotonic()
-                try:
-                    response = self._attempt(request, params)
-                except ModelError as error:
-                    if error.kind == "timeout":
-                        self._gate.timed_out(in_flight)
-                    raise
-                self._observe_pace(response.usage.output_tokens, time.monotonic() - started)
-                return response
+            except BaseException:
+                self._gate.release()
+                raise
+            if self._gate.limit is not None:
+                return self._held_attempt(request, params, in_flight)
+            try:
+                return self._timed_attempt(request, params, in_flight)
+            finally:
+                self._gate.release()
 
-        response = call_with_retries(attempt, self.retry, rng=self._rng,
-                                     on_retry_after=limiter.pause if limiter is not None else None)
+        with call(self.max_reply_bytes) as sent:
+            try:
+                response = call_with_retries(attempt, self.retry, rng=self._rng,
+                                             on_retry_after=limiter.pause if limiter is not None else None)
+            except ModelError as error:
+                raise error.after(sent.requests) from None
         tokens = response.usage
         if limiter is not None:
             limiter.settle(estimate, tokens.input_tokens + tokens.output_tokens)

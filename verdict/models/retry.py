@@ -101,10 +101,7 @@ def call_with_retries(
             previous = error.signature
             wait = policy.delay(retry, error.retry_after, rng) if error.retryable else None
             if wait is None:
-                if retry == 1:
-                    raise
-                raise ModelError(error.kind, f"{error.message} (gave up after {retry} attempts)",
-                                 retryable=error.retryable, retry_after=error.retry_after) from None
+                raise  # the caller states how many requests were sent (ModelError.after)
             if error.retry_after and on_retry_after is not None:
                 on_retry_after(error.retry_after)
             sleep(wait)

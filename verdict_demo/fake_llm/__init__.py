@@ -21,7 +21,7 @@ Scripting, in order of precedence for each request to a model endpoint:
 
 Behaviours (verdict_demo/fake_llm/behaviours.py):
   * `Reply(text, finish_reason=None, logprobs=None, tool_calls=(), usage=None, cache_read_tokens=0,
-    cache_write_tokens=0, reasoning_tokens=0, model=None, latency=0, chunk_delay=0, abort_after=None,
+    cache_write_tokens=0, reasoning_tokens=0, model=None, latency=0, chunk_delay=0, drip=0, abort_after=None,
     abort_mode="disconnect"|"error_event", headers={})`
     - rendered as the endpoint and the request ask: chat completion (JSON mode/json_schema just return
       the text; `logprobs`/`top_logprobs` honoured, synthesised if not scripted), `stream=True` SSE with
@@ -37,7 +37,8 @@ Behaviours (verdict_demo/fake_llm/behaviours.py):
   * `Fail(status=500, message, retry_after=None, error_type=None, latency=0, headers={})` - the
     provider's error JSON (429 rate limit, 500, 529 overloaded, 401, ...), `Retry-After` header.
   * `Malformed(body=b'{"id": "broken", ...', status=200, content_type="application/json")` - raw body.
-  `latency` (seconds, asyncio sleep on the server) makes a slow reply for timeout tests.
+  `latency` (seconds, asyncio sleep on the server) makes a slow reply for timeout tests; `drip` sends a
+  non-streamed body one byte per `drip` seconds, chunked (a server that never trips a per-read timeout).
 
 Recording: `server.requests` (list of `RecordedRequest(method, path, headers, body, raw, received_at)`,
 `received_at` is `time.monotonic()`), `requests_to("/v1/chat/completions")`, `request_count`,

@@ -49,6 +49,7 @@ class Reply:
     model: str | None = None  # reported model; None = the model the request named
     latency: float = 0.0  # seconds before the response starts
     chunk_delay: float = 0.0  # seconds between stream events
+    drip: float = 0.0  # non-streamed replies: send the body one byte per `drip` seconds (a stalling server)
     # Streams only: stop after this many content chunks, by dropping the connection
     # ("disconnect") or by sending the provider's in-stream error event ("error_event").
     abort_after: int | None = None

@@ -243,8 +243,18 @@ class FakeServer:
         self.stop()
 
 
-def json_response(payload: Any, reply: Reply, extra_headers: dict[str, str]) -> JSONResponse:
-    return JSONResponse(payload, headers={**extra_headers, **reply.headers})
+def json_response(payload: Any, reply: Reply, extra_headers: dict[str, str]) -> Response:
+    headers = {**extra_headers, **reply.headers}
+    if not reply.drip:
+        return JSONResponse(payload, headers=headers)
+    body = json.dumps(payload).encode()
+
+    async def drip() -> AsyncIterator[bytes]:  # one byte at a time, chunked (no content-length)
+        for index in range(len(body)):
+            yield body[index:index + 1]
+            await asyncio.sleep(reply.drip)
+
+    return StreamingResponse(drip(), media_type="application/json", headers=headers)
 
 
 def prompt_text(value: Any) -> str:
