@@ -68,7 +68,8 @@ def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenA
     if base.input_messages is None:
         system, inputs = split_system(_messages(indexed(attrs, OPENLLMETRY_PROMPTS)))
     if base.output_messages is None:
-        outputs = [{**m, "role": m["role"] if m["role"] != "user" else "assistant"}
+        # A completion is the model's: its role is the assistant's whatever was sent (`unknown` when streamed).
+        outputs = [{**m, "role": m["role"] if m["role"] == "tool" else "assistant"}
                    for m in _messages(indexed(attrs, OPENLLMETRY_COMPLETIONS))] or None
     reasons = [m["finish_reason"] for m in outputs or () if m.get("finish_reason")]
     request_type = to_str(attrs.get(OPENLLMETRY_REQUEST_TYPE))
