@@ -74,6 +74,7 @@ def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenA
     reasons = [m["finish_reason"] for m in outputs or () if m.get("finish_reason")]
     request_type = to_str(attrs.get(OPENLLMETRY_REQUEST_TYPE))
     step = attrs.get(OPENLLMETRY_SPAN_KIND)
+    operation: str | None
     if request_type:
         operation = _OPERATIONS.get(request_type, request_type)
     else:

@@ -37,11 +37,12 @@ def messages(column: Messages) -> tuple[Messages, tuple[str, ...]]:
         parsed = parse_json(column)
         if not isinstance(parsed, list):
             return column, tuple(r for r in found if role_name(r) not in ROLES)
-        fixed, unknown = messages(parsed)
-        return orjson.dumps(fixed).decode(), unknown
+        fixed, left = messages(parsed)
+        return orjson.dumps(fixed).decode(), left
     if not isinstance(column, list):
         return column, ()
-    out, unknown = [], []
+    out: list = []
+    unknown = []
     for message in column:
         role = message.get("role") if isinstance(message, dict) else None
         if isinstance(role, str) and role not in ROLES:

@@ -212,7 +212,7 @@ def test_every_call_is_one_row(tmp_path_factory, described):
     """Unrelated calls share ids, models, services and overlap freely; each is described by one to three
     instrumentations in their own traces (the id-less one always with its content): one row per call."""
     data = tmp_path_factory.mktemp("property")
-    specs = {}
+    specs: dict[str, list[payloads.SpanSpec]] = {}
     for n, (start, duration, model, response_id, who, service) in enumerate(described):
         call = Call(n, T0 + start * SECOND // 10, T0 + (start + duration) * SECOND // 10, response_id, model, service)
         made = {"v2": v2_span(call, 3 * n + 1, 3 * n + 1), "openllmetry": openllmetry_span(call, 3 * n + 2, 3 * n + 2),
