@@ -284,7 +284,16 @@ _SQL_ROW = """
   FROM range({n}) t(i)"""
 
 
-def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench") -> int:
+# --two-dialects: half the calls written by a second instrumentation, each with its user message, so that
+# llm_calls' identity rule runs over every call (none of them has a twin: its whole cost, no saving).
+_TWO_DIALECTS = """
+  SELECT *, (['verdict', 'openllmetry'])[1 + (hash(span_id) % 2)::BIGINT] AS dialect,
+         (['verdict.tracing', 'opentelemetry.instrumentation.openai.v1'])[1 + (hash(span_id) % 2)::BIGINT] AS scope_name,
+         '[{{"role": "user", "parts": [{{"type": "text", "content": "question ' || span_id || '"}}]}}]' AS input_messages
+  FROM ({select})"""
+
+
+def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialects: bool = False) -> int:
     """Steady state: 30 days compacted, plus fresh segments of the last hour that include retries. Returns the
     rows stored."""
     import duckdb
@@ -292,18 +301,23 @@ def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench") -> int:
     days, fresh_segments, fresh_rows = 30, 20, 5_000
     per_day = (rows - fresh_segments * fresh_rows) // days
     con = duckdb.connect()
+
+    def rows_of(**fields) -> str:
+        select = _SQL_ROW.format(**fields)
+        return _TWO_DIALECTS.format(select=select) if two_dialects else select
+
     for d in range(days):
         date = f"2026-10-{d + 1:02d}"
         part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
         part.mkdir(parents=True)
-        select = _SQL_ROW.format(offset=d * per_day, date=date, step_us=86_400_000_000 // per_day, n=per_day)
+        select = rows_of(offset=d * per_day, date=date, step_us=86_400_000_000 // per_day, n=per_day)
         con.execute(f"COPY ({select} ORDER BY start_time) TO '{part}/c-0-bench.parquet' "
                     "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)")
     # Fresh segments of the last day: new spans, and every fourth segment re-sends 1,000 old ones.
     for k in range(fresh_segments):
         date = f"2026-10-{days:02d}"
         offset = (days - 1) * per_day + (per_day - 1_000 if k % 4 == 0 else per_day + k * fresh_rows)
-        select = _SQL_ROW.format(offset=offset, date=date, step_us=1, n=fresh_rows)
+        select = rows_of(offset=offset, date=date, step_us=1, n=fresh_rows)
         part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
         con.execute(f"COPY ({select}) TO '{part}/{k + 1}-fresh.parquet' (FORMAT parquet, COMPRESSION zstd)")
     return per_day * days + fresh_segments * fresh_rows

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/lake_read.py                          # 10M spans, 30 s ingest phases
     .venv/bin/python bench/lake_read.py --rows 2000000 --seconds 10   # quick look
+    .venv/bin/python bench/lake_read.py --rows 2000000 --seconds 0 --engines 0 --two-dialects   # identity rule on
 
 1. `verdict sql` "calls per intent per day" (bench/collector_ingest.py's query and lake: 30 compacted days
    plus fresh segments with retries) over --rows spans on local disk, then the same files shipped to an
@@ -91,10 +92,10 @@ def engines_on_s3(lake: recipes.S3Lake, duckdb_s: float) -> None:
     print(f"[read] (Spark session start with the s3a jars, once: {session_s:.1f} s)")
 
 
-def read_phase(rows: int, server, engines: bool) -> None:
+def read_phase(rows: int, server, engines: bool, two_dialects: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="verdict-bench-lake-") as tmp:
         data_dir = Path(tmp) / "data"
-        stored = build_sql_lake(data_dir, rows)
+        stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects)
         local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)])
         bucket = server.new_bucket()
         lake_url = f"s3://{bucket}/lake/a"  # one collector's dir, as the engines' recipes lay a lake out
@@ -137,13 +138,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="each ingest phase (0: skip)")
     parser.add_argument("--clients", type=int, default=24)
     parser.add_argument("--engines", type=int, default=1, help="1: time Spark and ClickHouse too (0: skip)")
+    parser.add_argument("--two-dialects", action="store_true",
+                        help="half the calls from a second instrumentation: llm_calls' identity rule runs on all")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     server = start_s3_server()
     os.environ.update(server.env)  # for the collector and `verdict sql` started below
     try:
         if args.rows:
-            read_phase(args.rows, server, bool(args.engines))
+            read_phase(args.rows, server, bool(args.engines), args.two_dialects)
         if args.seconds:
             ingest_phases(args.seconds, args.clients, server)
     finally:

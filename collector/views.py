@@ -37,8 +37,12 @@ COMPACTED_PATTERN = f"{COMPACTED_PREFIX}*{lake.SEGMENT_SUFFIX}"
 FRESH_PATTERN = f"[0-9]*{lake.SEGMENT_SUFFIX}"  # written by the collector, not yet compacted
 RETRY_HORIZON = "1 DAY"
 
-# Operations that are not model inference calls (GenAI semantic conventions).
-NOT_INFERENCE = ("embeddings", "execute_tool", "create_agent", "invoke_agent")
+# Model inference operations (GenAI semconv names, plus the Responses API's): only these are calls.
+# Embeddings and every framework step (task, workflow, chain, agent, tool, retrieval, memory) stay in `spans`.
+INFERENCE_OPERATIONS = ("chat", "text_completion", "generate_content", "responses")
+
+# Instrumentation scopes of provider SDKs' own spans: they report usage as the provider sent it.
+PROVIDER_SDK_SCOPES = ("anthropic", "com.anthropic", "mistralai")
 
 LLM_CALL_COLUMNS = (
     "tenant_id", "date", "trace_id", "span_id", "parent_span_id", "service_name", "name", "start_time",
@@ -49,6 +53,10 @@ LLM_CALL_COLUMNS = (
     "dialect", "received_at",
 )
 MESSAGE_COLUMNS = ("input_messages", "output_messages", "system_instructions")
+
+# Twins are looked for among calls of one service starting within TWIN_WINDOW_S / 2 of each other (two
+# grids of TWIN_WINDOW_S-second slots, offset by half a slot), and only in slots where two instrumentations wrote.
+TWIN_WINDOW_S = 60
 
 
 def _quote(text: str) -> str:
@@ -98,53 +106,104 @@ def _event_messages() -> str:
 
 
 def _instrumentations(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | None) -> int:
-    """How many dialects the tenant's spans carry (NULL, for spans written before the column, counts as
-    one), from the Parquet footers' statistics: no rows are read."""
+    """How many instrumentations the tenant's spans carry: the most distinct values of `dialect` or of
+    `scope_name` (NULL, for spans written before the column, counts as one), from the Parquet footers'
+    statistics: no rows are read."""
     files = source.files("spans", tenant, "*" + lake.SEGMENT_SUFFIX, days)
     if not files:
         return 0
     stats = con.execute(
-        "SELECT file_name, stats_min_value, stats_max_value, stats_null_count FROM parquet_metadata(?) "
-        "WHERE path_in_schema = 'dialect'", [files]).fetchall()
-    values = {v for _f, low, high, _n in stats for v in (low, high)}
-    if any(n for *_x, n in stats) or len({f for f, *_x in stats}) < len(files):
-        values.add(None)  # NULLs, or files from before the column
-    return len(values)
+        "SELECT path_in_schema, file_name, stats_min_value, stats_max_value, stats_null_count FROM parquet_metadata(?) "
+        "WHERE path_in_schema IN ('dialect', 'scope_name')", [files]).fetchall()
+    counts = []
+    for column in ("dialect", "scope_name"):
+        found = [row[1:] for row in stats if row[0] == column]
+        values = {v for _f, low, high, _n in found for v in (low, high)}
+        if any(n for *_x, n in found) or len({f for f, *_x in found}) < len(files):
+            values.add(None)  # NULLs, or files from before the column
+        counts.append(len(values))
+    return max(counts)
+
+
+# Per contested row: the model named (request, else response model; lower case, without a `provider/` prefix
+# or a trailing release date), a fingerprint of the text of its user messages, and its rank among twins.
+_CALL_MODEL = (r"regexp_replace(lower(coalesce(request_model, response_model)), "
+               r"'^[a-z0-9_.-]+/|-(\d{4}-\d{2}-\d{2}|\d{8})$', '', 'g')")
+_CALL_INPUT = ("md5(CASE WHEN json_valid(input_messages) THEN nullif(array_to_string(flatten(list_transform(list_filter("
+               "json_extract(input_messages, '$[*]'), lambda m: m->>'role' = 'user'), "
+               "lambda m: json_extract_string(m, '$.parts[*].content'))), chr(31)), '') END)")
+_PROVIDER_SDK = " OR ".join(f"scope_name LIKE '{scope}%'" for scope in PROVIDER_SDK_SCOPES)
+_CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT"
+              " + 4 * (input_tokens IS NOT NULL AND output_tokens IS NOT NULL)::INT"
+              f" + 2 * coalesce({_PROVIDER_SDK}, false)::INT + (dialect IS NOT DISTINCT FROM 'verdict')::INT")
+
+
+def _islands(name: str, key: str, valid: str) -> str:
+    """CTEs `name` (call_row -> the call it joins) for the rows sharing `key`, model and service whose
+    [start_time, end_time] overlap, transitively. Such a group is one call only when each instrumentation
+    wrote at most one of its rows and `valid` holds; otherwise (two calls that happen to agree) nothing merges."""
+    part = f"call_service, call_model, {key}"
+    return (
+        f"{name}_rows AS (\n  SELECT *, sum(opens::INT) OVER (PARTITION BY {part} ORDER BY start_time, call_row) AS island\n"
+        f"  FROM (SELECT call_row, call_service, call_model, {key}, instrumentation, response_id, call_input, start_time,\n"
+        f"    coalesce(start_time > max(end_time) OVER (PARTITION BY {part} ORDER BY start_time, call_row\n"
+        "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens\n"
+        f"    FROM contested WHERE {key} IS NOT NULL AND call_model IS NOT NULL)\n),\n"
+        f"{name} AS (\n  SELECT r.call_row, g.call FROM {name}_rows r JOIN (\n"
+        f"    SELECT {part}, island, min(call_row) AS call FROM {name}_rows GROUP BY ALL\n"
+        f"    HAVING count(*) > 1 AND count(DISTINCT instrumentation) = count(*) AND {valid}\n"
+        f"  ) g USING ({part}, island)\n)"
+    )
+
+
+def _contested() -> str:
+    """CTEs `contested_rows` (trace_id, span_id) and `contested`: the calls that can have a twin, i.e. of a
+    service and TWIN_WINDOW_S slot (in either of two offset grids) where two instrumentations wrote calls."""
+    width = TWIN_WINDOW_S * 10**9
+    grids = [f"epoch_ns(start_time) // {width}", f"(epoch_ns(start_time) + {width // 2}) // {width}"]
+    slots = ", ".join(f"{grid} AS slot{i}" for i, grid in enumerate(grids))
+    mixed = "\n  UNION\n".join(
+        f"  SELECT trace_id, span_id FROM slots SEMI JOIN (SELECT call_service, slot{i} FROM slots GROUP BY ALL\n"
+        f"    HAVING min(instrumentation) <> max(instrumentation)) USING (call_service, slot{i})"
+        for i in range(len(grids)))
+    return (
+        f"slots AS (\n  SELECT trace_id, span_id, call_service, instrumentation, {slots} FROM candidates\n),\n"
+        f"contested_rows AS (\n{mixed}\n),\n"
+        f"contested AS (\n  SELECT *, trace_id || ':' || span_id AS call_row, {_CALL_MODEL} AS call_model,\n"
+        f"    {_CALL_INPUT} AS call_input, {_CALL_RANK} AS call_rank\n"
+        "  FROM candidates SEMI JOIN contested_rows USING (trace_id, span_id)\n)"
+    )
 
 
 def _llm_calls(with_events: bool, deduplicate: bool) -> str:
-    not_inference = ", ".join(_quote(op) for op in NOT_INFERENCE)
+    inference = ", ".join(_quote(op) for op in INFERENCE_OPERATIONS)
     if with_events:
         replaced = ", ".join(f"coalesce(s.{c}, e.{c}) AS {c}" for c in MESSAGE_COLUMNS)
         source = (f"SELECT s.* REPLACE ({replaced}) FROM spans s\n"
                   f"  LEFT JOIN ({_event_messages()}) e USING (trace_id, span_id)")
     else:
         source = "SELECT * FROM spans"
-    rank = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT + 4 * (intent_key IS NOT NULL)::INT"
-            " + 2 * (input_tokens IS NOT NULL)::INT + (dialect IS NOT DISTINCT FROM 'verdict')::INT")
     columns = ", ".join(LLM_CALL_COLUMNS)
     if not deduplicate:
-        return (f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM ({source})\n"
-                f"WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})")
-    # Only traces holding two candidate calls, or a response id seen twice, can hold a duplicate:
-    # the rules run on those few rows; every other call passes through (an anti join on a small set).
+        return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM ({source})\nWHERE operation IN ({inference})"
+    # The identity rule (docs/collector.md, *llm_calls*): rows sharing a response id, or (without a shared id)
+    # the user messages' text, with the same model and service and overlapping in time, are one call; the
+    # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is shown.
     return (
         "CREATE OR REPLACE VIEW llm_calls AS\n"
-        f"WITH candidates AS NOT MATERIALIZED (\n  SELECT * FROM ({source})\n"
-        f"  WHERE operation IS NOT NULL AND operation NOT IN ({not_inference})\n),\n"
-        "shared AS (\n  SELECT trace_id FROM candidates GROUP BY trace_id HAVING count(*) > 1\n  UNION\n"
-        "  SELECT trace_id FROM candidates WHERE response_id IN (\n"
-        "    SELECT response_id FROM candidates WHERE response_id IS NOT NULL GROUP BY response_id HAVING count(*) > 1)\n),\n"
-        f"contested AS (\n  SELECT *, coalesce(request_model, response_model) AS call_model, {rank} AS call_rank\n"
-        "  FROM candidates SEMI JOIN shared USING (trace_id)\n"
-        "  QUALIFY response_id IS NULL\n"
-        "    OR row_number() OVER (PARTITION BY response_id ORDER BY call_rank DESC, start_time, span_id) = 1\n)\n"
-        f"SELECT {columns} FROM candidates ANTI JOIN shared USING (trace_id)\nUNION ALL\n"
-        f"SELECT {columns} FROM contested c\n"
-        "WHERE NOT EXISTS (\n  SELECT 1 FROM contested b WHERE b.trace_id = c.trace_id AND b.span_id <> c.span_id\n"
-        "    AND b.call_model = c.call_model AND b.start_time <= c.end_time AND c.start_time <= b.end_time\n"
-        "    AND (b.call_rank > c.call_rank OR (b.call_rank = c.call_rank\n"
-        "      AND (b.start_time < c.start_time OR (b.start_time = c.start_time AND b.span_id < c.span_id)))))"
+        f"WITH candidates AS NOT MATERIALIZED (\n  SELECT *, coalesce(service_name, '') AS call_service,\n"
+        "    coalesce(dialect, '') || '|' || coalesce(scope_name, '') AS instrumentation\n"
+        f"  FROM ({source})\n  WHERE operation IN ({inference})\n),\n"
+        f"{_contested()},\n"
+        f"{_islands('by_id', 'response_id', 'count(DISTINCT call_input) <= 1')},\n"
+        f"{_islands('by_input', 'call_input', 'count(DISTINCT response_id) <= 1')},\n"
+        "linked AS (\n  SELECT c.*, coalesce(i.call, c.call_row) AS id_call, coalesce(n.call, c.call_row) AS input_call\n"
+        "  FROM contested c LEFT JOIN by_id i USING (call_row) LEFT JOIN by_input n USING (call_row)\n),\n"
+        "calls AS (\n  SELECT *, min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
+        "  FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked)\n)\n"
+        f"SELECT {columns} FROM candidates ANTI JOIN contested_rows USING (trace_id, span_id)\nUNION ALL\n"
+        f"SELECT {columns} FROM calls\n"
+        "QUALIFY row_number() OVER (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id) = 1"
     )
 
 
@@ -174,8 +233,8 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     try:
         compacted = source.files("spans", tenant, COMPACTED_PATTERN, days)
         fresh_since = _fresh_since(source, con, tenant, days)
-        # One instrumentation cannot describe a call twice (Vercel's outer spans are no call): the
-        # duplicate rules, which group every call by trace, run only when two or more dialects are present.
+        # One instrumentation describes a call once (Vercel's outer spans are no call): the identity rule
+        # runs only when two or more dialects or instrumentation scopes are present.
         deduplicate = _instrumentations(source, con, tenant, days) > 1
     finally:
         con.close()

@@ -11,7 +11,9 @@ The precedence rule (docs/tracing.md, *Dialects*), per span:
      scope; plain OTel GenAI semconv last); no entry: `dialect` is NULL (counted in /stats);
   2. each column takes the standard OTel GenAI attribute when the span carries it (current
      name, else its older name), and the dialect's own attribute only where no standard one is
-     present. Standard and dialect attributes never add up.
+     present. Standard and dialect attributes never add up;
+  3. one vocabulary for all: message roles in the semconv set, `provider/model` names split
+     (collector.dialects.vocabulary); providers are semconv names already (common.provider_name).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collector.dialects import (
     otel_genai,
     pydantic_ai,
     vercel_ai,
+    vocabulary,
 )
 from collector.dialects.common import EMPTY, GenAIFields, SpanEvent
 from collector.dialects.otel_genai import CONTENT_ATTRIBUTES, standard
@@ -70,11 +73,22 @@ def normalise(
     base = standard(attrs, content, events)
     dialect = detect(scope_name, attrs)
     if dialect is None:
-        return None, base
+        return None, _vocabulary(base)
     extra = dialect.map_span(scope_name, span_name, attrs, base)
     if extra is EMPTY:
-        return dialect.name, base
-    return dialect.name, GenAIFields._make([b if b is not None else d for b, d in zip(base, extra, strict=True)])
+        return dialect.name, _vocabulary(base)
+    merged = GenAIFields._make([b if b is not None else d for b, d in zip(base, extra, strict=True)])
+    return dialect.name, _vocabulary(merged)
+
+
+def _vocabulary(fields: GenAIFields) -> GenAIFields:
+    """Semconv roles in the message columns, `provider/model` names split (collector.dialects.vocabulary)."""
+    if fields.operation is None:
+        return fields  # not a GenAI span: nothing to name
+    inputs, outputs = vocabulary.messages(fields.input_messages)[0], vocabulary.messages(fields.output_messages)[0]
+    if inputs is not fields.input_messages or outputs is not fields.output_messages:
+        fields = fields._replace(input_messages=inputs, output_messages=outputs)
+    return vocabulary.model_and_provider(fields)
 
 
 __all__ = ["CONTENT_ATTRIBUTES", "DIALECT_NAMES", "REGISTRY", "Dialect", "GenAIFields", "SpanEvent", "detect",

@@ -116,10 +116,13 @@ _PROVIDERS = {
     "anthropic": "anthropic", "aws.bedrock": "aws.bedrock", "bedrock": "aws.bedrock", "amazon": "aws.bedrock",
     "google": "gcp.gemini", "gemini": "gcp.gemini", "gcp.gemini": "gcp.gemini", "google.generative-ai": "gcp.gemini",
     "vertex_ai": "gcp.vertex_ai", "vertexai": "gcp.vertex_ai", "gcp.vertex_ai": "gcp.vertex_ai",
-    "google.vertex": "gcp.vertex_ai", "gcp.gen_ai": "gcp.gen_ai", "cohere": "cohere", "mistral": "mistral_ai",
+    "google.vertex": "gcp.vertex_ai", "cohere": "cohere", "mistral": "mistral_ai",
     "mistralai": "mistral_ai", "mistral_ai": "mistral_ai", "groq": "groq", "deepseek": "deepseek",
     "perplexity": "perplexity", "xai": "x_ai", "x_ai": "x_ai", "ibm.watsonx.ai": "ibm.watsonx.ai",
-    "watsonx": "ibm.watsonx.ai",
+    "watsonx": "ibm.watsonx.ai", "aws": "aws.bedrock", "google_genai": "gcp.gemini", "google_genai_vertex": "gcp.vertex_ai",
+    "google_vertexai": "gcp.vertex_ai", "vertex": "gcp.vertex_ai",
+    # Senders that say "some Google GenAI endpoint": Gemini, the common case (Vertex senders name Vertex).
+    "gcp.gen_ai": "gcp.gemini",
 }
 
 
@@ -208,7 +211,8 @@ def openai_tool_calls(calls) -> list[dict]:
 
 
 def chat_message(message: dict) -> dict:
-    """An OpenAI/Vercel/OpenInference-style message dict -> a semconv message."""
+    """An OpenAI/Vercel/OpenInference-style message dict -> a semconv message (roles named by
+    collector.dialects.vocabulary after the mapper)."""
     role = to_str(message.get("role")) or "user"
     if role == "tool" or message.get("tool_call_id") is not None:
         parts = [tool_response(message.get("tool_call_id", message.get("id")), message.get("content"))]

@@ -28,6 +28,7 @@ from verdict.semconv import (
     OPENLLMETRY_MESSAGE_TOOL_CALLS,
     OPENLLMETRY_PROMPTS,
     OPENLLMETRY_REQUEST_TYPE,
+    OPENLLMETRY_SPAN_KIND,
     OPENLLMETRY_TRACELOOP_PREFIX,
     OPENLLMETRY_USAGE_CACHE_READ_INPUT_TOKENS,
     OPENLLMETRY_USAGE_COMPLETION_TOKENS,
@@ -36,6 +37,10 @@ from verdict.semconv import (
 )
 
 _OPERATIONS = {"chat": "chat", "completion": "text_completion", "embedding": "embeddings", "rerank": "rerank"}
+# `traceloop.span.kind` of framework steps (LangChain, LangGraph, @workflow/@task decorators) -> the GenAI
+# operation they are: never a model call, so they stay in `spans` and out of `llm_calls`.
+_FRAMEWORK_STEPS = {"workflow": "invoke_workflow", "task": "execute_task", "agent": "invoke_agent",
+                    "tool": "execute_tool"}
 
 
 _MARKERS = (OPENLLMETRY_REQUEST_TYPE, OPENLLMETRY_FIRST_PROMPT_CONTENT, OPENLLMETRY_FIRST_COMPLETION_CONTENT,
@@ -63,12 +68,19 @@ def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenA
     if base.input_messages is None:
         system, inputs = split_system(_messages(indexed(attrs, OPENLLMETRY_PROMPTS)))
     if base.output_messages is None:
-        outputs = [{**m, "role": m["role"] if m["role"] != "user" else "assistant"}
+        # A completion is the model's: its role is the assistant's whatever was sent (`unknown` when streamed).
+        outputs = [{**m, "role": m["role"] if m["role"] == "tool" else "assistant"}
                    for m in _messages(indexed(attrs, OPENLLMETRY_COMPLETIONS))] or None
     reasons = [m["finish_reason"] for m in outputs or () if m.get("finish_reason")]
     request_type = to_str(attrs.get(OPENLLMETRY_REQUEST_TYPE))
+    step = attrs.get(OPENLLMETRY_SPAN_KIND)
+    operation: str | None
+    if request_type:
+        operation = _OPERATIONS.get(request_type, request_type)
+    else:
+        operation = _FRAMEWORK_STEPS.get(step) if isinstance(step, str) else None
     return EMPTY._replace(
-        operation=_OPERATIONS.get(request_type, request_type) if request_type else None,
+        operation=operation,
         input_tokens=to_int(attrs.get(OPENLLMETRY_USAGE_PROMPT_TOKENS)),
         output_tokens=to_int(attrs.get(OPENLLMETRY_USAGE_COMPLETION_TOKENS)),
         cached_input_tokens=to_int(first(attrs, OPENLLMETRY_USAGE_CACHE_READ_INPUT_TOKENS)),

@@ -70,10 +70,10 @@ class SpanSpec:
 RESOURCE = {"service.name": "support-bot", "enduser.email": EMAIL, "deployment.environment": "test"}
 
 
-def trace_request(*specs: SpanSpec) -> ExportTraceServiceRequest:
+def trace_request(*specs: SpanSpec, resource: dict = RESOURCE) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     rs = request.resource_spans.add()
-    rs.resource.attributes.extend(kvs(RESOURCE))
+    rs.resource.attributes.extend(kvs(resource))
     for spec in specs:
         ss = rs.scope_spans.add()
         ss.scope.name = spec.scope
@@ -257,10 +257,12 @@ OTEL_OLD_EVENTS = Case("otel-semconv-1.26", "otel_genai", (trace_request(
     expect={"operation": "chat", "provider": "openai", "request_model": "gpt-4o-mini", "input_tokens": 33,
             "output_tokens": 8})
 
-# The Verdict SDK's span around a call that openai-v2 also instruments: one call, the SDK's row.
+# The Verdict SDK's span around a call that openai-v2 also instruments (both record the response id, as the
+# real SDK does): one call, the SDK's row.
 VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
     SpanSpec("verdict.tracing", "chat gpt-4o-mini", {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.response.id": "chatcmpl-v28",
         "gen_ai.usage.input_tokens": 40, "gen_ai.usage.output_tokens": 11, "verdict.intent_key": "billing.refund",
         **_semconv_messages()}, trace=0x81, span=0x81),
     SpanSpec("opentelemetry.instrumentation.openai_v2", "chat gpt-4o-mini",

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collector.dialects import REGISTRY, GenAIFields, SpanEvent, normalise
+from collector.dialects import REGISTRY, GenAIFields, SpanEvent, normalise, vocabulary
 from collector.dialects.common import provider_name
 from collector.flatten import IngestPolicy, flatten
 from collector.redaction import ServerRedaction
@@ -51,9 +52,10 @@ def test_openinference_tool_calls_and_non_llm_kinds():
 
 def test_provider_names_are_normalised_to_semconv_values():
     assert [provider_name(v) for v in ("OpenAI", "openai.chat", "Anthropic", "anthropic.messages", "azure",
-                                       "amazon-bedrock", "google.generative-ai", "MistralAI", "acme")] == [
+                                       "amazon-bedrock", "google.generative-ai", "MistralAI", "acme", "aws", "gcp.gen_ai",
+                                       "google_genai", "mistralai")] == [
         "openai", "openai", "anthropic", "anthropic", "azure.ai.openai", "aws.bedrock", "gcp.gemini", "mistral_ai",
-        "acme"]
+        "acme", "aws.bedrock", "gcp.gemini", "gcp.gemini", "mistral_ai"]
 
 
 def test_every_registered_dialect_is_covered_by_a_payload():
@@ -121,3 +123,49 @@ def test_flattened_rows_hold_no_planted_secret(scope, attrs):
     text = " ".join(v.decode() if isinstance(v, bytes) else str(v) for v in row)
     assert not [s for s in payloads.SECRETS if s in text]
     assert "custom.note" in text  # what no mapper reads stays in `attributes` (redacted)
+
+
+def _roles(column) -> list[str]:
+    assert isinstance(column, list), column
+    return [m["role"] for m in column]
+
+
+def test_roles_are_named_in_the_semconv_set_and_unknown_ones_kept():
+    """OpenInference google-genai answers as `model`; LangChain says `human`/`ai`; OpenLLMetry's streamed
+    LangChain completion says `unknown`: the judge reads a user question and an assistant answer."""
+    gemini = {"openinference.span.kind": "LLM", "llm.provider": "google", "llm.model_name": "gemini-2.0-flash",
+              "llm.input_messages.0.message.role": "Human", "llm.input_messages.0.message.content": "q",
+              "llm.input_messages.1.message.role": "critic", "llm.input_messages.1.message.content": "c",
+              "llm.output_messages.0.message.role": "model", "llm.output_messages.0.message.content": "a"}
+    call = normalise("openinference.instrumentation.google_genai", "generate", gemini, {}, [])[1]
+    assert _roles(call.input_messages) == ["user", "critic"]
+    assert _roles(call.output_messages) == ["assistant"] and call.provider == "gcp.gemini"
+    streamed = {"llm.request.type": "chat", "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "q",
+                "gen_ai.completion.0.role": "unknown", "gen_ai.completion.0.content": "a"}
+    call = normalise("opentelemetry.instrumentation.langchain", "ChatOpenAI.chat", streamed, {}, [])[1]
+    assert _roles(call.output_messages) == ["assistant"]
+
+
+def test_semconv_message_text_is_rewritten_only_when_a_role_needs_a_name():
+    sent = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "q"}]}])
+    answer = json.dumps([{"role": "model", "parts": [{"type": "text", "content": "a"}]}])
+    attrs = {"gen_ai.operation.name": "generate_content", "gen_ai.system": "gcp.gen_ai"}
+    call = normalise("opentelemetry.instrumentation.google_genai", "generate_content", attrs,
+                     {"input_messages": sent, "output_messages": answer}, [])[1]
+    assert call.input_messages is sent  # stored as sent: no parse, no re-serialisation
+    assert isinstance(call.output_messages, str)
+    assert json.loads(call.output_messages)[0]["role"] == "assistant" and call.provider == "gcp.gemini"
+    assert vocabulary.messages(json.dumps([{"role": "critic", "parts": []}]))[1] == ("critic",)
+
+
+@pytest.mark.parametrize(("sent", "provider", "model"), [
+    ({"llm.provider": "litellm", "llm.model_name": "openai/gpt-4o-mini"}, "openai", "gpt-4o-mini"),
+    ({"llm.model_name": "anthropic/claude-sonnet-4"}, "anthropic", "claude-sonnet-4"),
+    ({"llm.provider": "aws", "llm.model_name": "bedrock/anthropic.claude-3-haiku"}, "aws.bedrock",
+     "anthropic.claude-3-haiku"),
+    ({"llm.provider": "huggingface", "llm.model_name": "meta-llama/Llama-3-8b"}, "huggingface", "meta-llama/Llama-3-8b"),
+])
+def test_router_model_names_are_split_into_provider_and_model(sent, provider, model):
+    attrs = {"openinference.span.kind": "LLM", **sent}
+    call = normalise("openinference.instrumentation.litellm", "completion", attrs, {}, [])[1]
+    assert (call.provider, call.request_model, call.response_model) == (provider, model, model)

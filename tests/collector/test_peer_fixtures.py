@@ -74,3 +74,19 @@ def test_no_planted_secret_anywhere(replayed):
     secrets = sorted({s for m in manifests.values() for s in m["planted_secrets"]})
     assert find_secrets(collector.data_dir, secrets, "".join(collector.log)) == []
     assert stats["unrecognised_scopes"] == {}  # every span of every sender was recognised by some dialect
+
+
+@pytest.mark.parametrize("sender", SENDERS)
+def test_the_judge_reads_the_question_and_the_answer(replayed, sender):
+    """What the sampler hands the judge (verdict_daemon.service.material.graded_texts): the question from a
+    `user` message, the answer from an `assistant` message, for every call of every recorded sender."""
+    from verdict_daemon.service.material import graded_texts
+
+    collector, manifests, _ = replayed
+    con = open_scoped(collector.data_dir, _tenant(sender))
+    rows = con.execute("SELECT input_messages, output_messages, system_instructions FROM llm_calls "
+                       "ORDER BY start_time").fetchall()
+    for (inputs, outputs, system), call in zip(rows, manifests[sender]["expected_llm_calls"], strict=True):
+        query, response, _context = graded_texts(inputs, outputs, system)
+        assert query and redact_text(call["question"]) in query, (sender, query)
+        assert response and redact_text(call["answer"]) in response, (sender, response)

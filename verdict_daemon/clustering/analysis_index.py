@@ -21,7 +21,7 @@ from typing import cast
 
 from collector.lake import SEGMENT_SUFFIX
 from collector.lake_union import LakeUnion, read_errors
-from collector.views import NOT_INFERENCE, view_statements
+from collector.views import INFERENCE_OPERATIONS, view_statements
 from verdict.intent import validate_intent_key
 from verdict.redact import redact_text
 from verdict.tenancy import TenantId
@@ -36,7 +36,7 @@ MAX_MESSAGE_CHARS = 2_000  # the stored first user message is cut here before re
 
 
 # An eligible call: model inference, not judge workload, not failed (the sampler's rule).
-_ELIGIBLE = (f"operation IS NOT NULL AND operation NOT IN ({', '.join(repr(op) for op in NOT_INFERENCE)}) "
+_ELIGIBLE = (f"operation IN ({', '.join(repr(op) for op in INFERENCE_OPERATIONS)}) "
              f"AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL")
 
 
