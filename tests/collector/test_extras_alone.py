@@ -1,7 +1,8 @@
-"""The `s3` extra works on its own: the repository installed with only the extras `verdict sql --lake-url`
-needs (`server` for DuckDB and Arrow, `s3` for the store) into a fresh venv reads a lake shipped to the
-S3-compatible server on loopback; without fsspec it names the extra to install instead of failing with
-`internal_error ModuleNotFoundError`."""
+"""Extras that work alone, each installed into a fresh venv (with the repo's constraints). The `s3` extra:
+the repository installed with only the extras `verdict sql --lake-url` needs (`server` for DuckDB and
+Arrow, `s3` for the store) reads a lake shipped to the S3-compatible server on loopback; without fsspec it
+names the extra to install instead of failing with `internal_error ModuleNotFoundError`. The app-only
+`openai` extra: the SDK instruments, and the server commands name the `server` extra."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("verdict", "collector", "verdict_daemon", "verdict_ui", "verdict_demo")
 
 
-def _fresh_venv(root: Path) -> Path:
-    """A venv holding the repository installed as a user would, with `[server,s3]` only. The sources are
+def _fresh_venv(root: Path, extras: str) -> Path:
+    """A venv holding the repository installed as a user would, with `[extras]` only. The sources are
     copied first: a build in place would leave build/ and *.egg-info in the checkout."""
     src = root / "src"
     src.mkdir()
@@ -37,7 +38,8 @@ def _fresh_venv(root: Path) -> Path:
         shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", f"{src}[server,s3]"],
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                          "-c", str(REPO / "constraints" / "test.txt"), f"{src}[{extras}]"],
                          capture_output=True, text=True, timeout=1200, env=_without_checkout())
     assert pip.returncode == 0, pip.stderr[-4000:]
     return venv
@@ -54,7 +56,7 @@ def test_verdict_sql_reads_a_shipped_lake_with_only_the_s3_and_server_extras(tmp
     from collector.shipping import Shipper
     from collector.stats import Stats
 
-    venv = _fresh_venv(tmp_path)
+    venv = _fresh_venv(tmp_path, "server,s3")
     server = start_s3_server()
     try:
         for name, value in server.env.items():  # for the shipping below
@@ -86,3 +88,30 @@ def test_verdict_sql_reads_a_shipped_lake_with_only_the_s3_and_server_extras(tmp
         assert error["code"] == "invalid_config" and "verdict-monitor[s3]" in error["message"], error
     finally:
         server.stop()
+
+
+APP = """
+import verdict
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+verdict.init(service_name="app", exporter=InMemorySpanExporter())
+verdict.instrument()
+import openai
+from openai.resources.chat.completions import Completions
+print(type(vars(Completions)["create"]).__name__)
+"""
+
+
+def test_an_app_only_install_instruments_and_its_server_commands_name_the_extra(tmp_path):
+    venv = _fresh_venv(tmp_path, "openai")
+    app = subprocess.run([str(venv / "bin" / "python"), "-c", APP], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env=_without_checkout())
+    assert app.returncode == 0, app.stderr
+    assert app.stdout.strip() == "FunctionWrapper", app.stdout  # patched when the app imported openai
+    for argv in (["sql", "SELECT 1", "--tenant", "acme", "--data-dir", "."],
+                 ["collector", "--data-dir", "lake", "--http-port", "0", "--grpc-port", "-1"],
+                 ["ui", "--data-dir", ".", "--tenant", "acme"]):
+        out = subprocess.run([str(venv / "bin" / "verdict"), *argv], capture_output=True, text=True, timeout=120,
+                             cwd=tmp_path, env=_without_checkout())
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        error = json.loads(out.stderr.strip().splitlines()[-1])["error"]
+        assert error["code"] == "missing_extra" and "verdict-monitor[server]" in error["message"], (argv, error)
