@@ -222,7 +222,7 @@ class StateStore:
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=read_only)
+                con = duckdb.connect(str(self.path), read_only=read_only)
             except duckdb.Error as exc:
                 if not is_lock_conflict(exc):  # nothing else that keeps a file from opening goes away by itself
                     raise StateFileBroken(self.path, f"cannot be opened ({_first_line(exc)}); {_MEND}") from None
@@ -234,6 +234,13 @@ class StateStore:
                     ) from None
                 time.sleep(min(left, delay * (0.5 + random.random())))  # jitter: waiters do not retry in step
                 delay = min(delay * 2, 0.5)
+                continue
+            try:
+                self._require_same_file()  # deleted between the check above and the connect
+            except StateFileBroken:
+                con.close()
+                raise
+            return con
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
