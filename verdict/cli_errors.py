@@ -21,7 +21,7 @@ ErrorCode = Literal[
     "probe_error", "component_failed", "no_active_registry", "model_unavailable", "unknown_version",
     "unknown_cluster", "generation_conflict", "validation_failed", "rollback_target_not_activated",
     "analysis_index_pending", "invalid_cases", "judge_error", "invalid_tenant", "no_data_dir", "query_error",
-    "access_denied", "missing_extra", "internal_error",
+    "access_denied", "missing_extra", "state_corrupt", "internal_error",
 ]
 
 ERROR_CODES: dict[ErrorCode, str] = {
@@ -64,6 +64,9 @@ ERROR_CODES: dict[ErrorCode, str] = {
     "query_error": "verdict sql: no query, or the query failed or could not read the span lake (exit 5)",
     "access_denied": "verdict sql: the query is not a SELECT or reads outside the tenant's views (exit 6)",
     "missing_extra": "the command needs an optional extra that is not installed (the message gives the pip line)",
+    "state_corrupt": "state.duckdb is corrupt, truncated, not a Verdict state file, or was deleted or replaced while "
+                     "in use (the message and the `file` field name it); nothing was recreated: restore it from a "
+                     "backup, or move it away to start with an empty state",
     "internal_error": "an unexpected failure (a bug); details only with VERDICT_DEBUG=1",
 }
 

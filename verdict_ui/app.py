@@ -57,7 +57,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 _BACK = re.compile(r"^/review(/[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})?$")  # where the name form may return to
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-STATUS = {"item_not_found": 404, "unknown_tenant": 404, "invalid_config": 400, "storage_locked": 503,
+STATUS = {"item_not_found": 404, "unknown_tenant": 404, "invalid_config": 400, "storage_locked": 503, "state_corrupt": 503,
           "tenant_required": 400}
 
 

@@ -44,7 +44,10 @@ def trace_url(trace_id: str, day=None) -> str:
 
 
 def page(tenant: str, title: str, body: str, current: str = "") -> str:
+    """The page around `body` (HTML built by this module); `tenant` and `title` are text, escaped here: a
+    title may hold stored values (a cluster id is any printable text), and `current` only picks a nav link."""
     nav = "".join(f'<li><a href="{href}"{_CURRENT if href == current else ""}>{label}</a></li>' for href, label in NAV)
+    title = safe(title)
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<title>{title} — Verdict</title><link rel="icon" href="data:,">'

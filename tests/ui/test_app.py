@@ -7,6 +7,7 @@ import html
 import re
 from urllib.parse import quote
 
+import duckdb
 import pytest
 
 from tests.report.conftest import HOSTILE_ANSWER
@@ -355,3 +356,24 @@ def test_a_trace_across_midnight_shows_all_its_spans_with_the_day_hint(tmp_path)
         page = local.get(f"/traces/{trace}?day={day}").text
         assert all(part in page for part in ("agent run", "19" * 4 + "c" * 8, "20" * 4 + "c" * 8)), day
     assert local.get(f"/traces/{trace}?day=2026-11-01").status_code == 200  # a wrong hint: every partition
+
+
+def test_a_stored_cluster_id_in_a_page_title_is_escaped(data_dir, server):
+    """A signal whose cluster id is markup (parse_cluster_id admits any printable text): the real server's
+    signal page carries it escaped in <title> and <h1>, never as markup."""
+    import urllib.request
+
+    con = duckdb.connect(str(data_dir / "state.duckdb"))
+    try:
+        columns = [c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() "
+                                             "WHERE table_name = 'drift_signals' ORDER BY column_index").fetchall()]
+        chosen = ", ".join({"signal_id": "'sig-hostile'", "cluster": "'<script>alert(1)</script>'"}.get(c, c)
+                           for c in columns)
+        con.execute(f"INSERT INTO drift_signals SELECT {chosen} FROM drift_signals WHERE tenant_id = 'acme' LIMIT 1")
+    finally:
+        con.close()
+    with urllib.request.urlopen(f"{server}/signals/sig-hostile", timeout=60) as response:
+        text = response.read().decode()
+    assert "<script>alert(1)</script>" not in text
+    title = re.search(r"<title>(.*?)</title>", text, re.S)
+    assert title is not None and "&lt;script&gt;alert(1)&lt;/script&gt;" in title.group(1)

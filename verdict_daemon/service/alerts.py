@@ -7,14 +7,17 @@ are due; a 2xx marks one delivered, anything else schedules a retry with exponen
 `webhook_failed`). A crash between the POST and the commit re-sends it: receivers dedupe on the
 `signal_id` field (also sent as the `Idempotency-Key` header). `alpha` is the level of the drift run
 that raised it: the closing decision of an alert period or a (much smaller) early look, see drift_runs.
+
+A POST goes to the configured URL only (no redirect is followed: a 3xx is a failed attempt) and
+`timeout_seconds` bounds the whole request (service/webhook.py). An attempt that runs out of time ends
+the tenant's turn: its other due alerts wait, still due, for the next tick, so a receiver that stalls
+costs one deadline per tick; the daemon runs tenants side by side, so it never delays another tenant.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,6 +25,7 @@ from typing import cast
 
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Alerts
+from verdict_daemon.service import webhook
 from verdict_daemon.store.drift_runs import due_alerts, record_delivery
 from verdict_daemon.store.state import StateStore
 
@@ -37,23 +41,13 @@ class AlertReport:
     failed: int
 
 
-def _post(config: Alerts, payload: dict, token: str | None) -> str | None:
-    """None on a 2xx; otherwise a short reason (no response body: it may echo secrets)."""
+def _post(config: Alerts, payload: dict, token: str | None) -> webhook.Attempt:
     headers = {"Content-Type": "application/json", "Idempotency-Key": payload["signal_id"],
                "User-Agent": "verdict-daemon"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     url = cast(str, config.webhook_url)  # deliver() posts only when one is set
-    request = urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers,
-                                     method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=config.timeout_seconds) as response:
-            return None if 200 <= response.status < 300 else f"HTTP {response.status}"
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
-    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return f"{type(reason).__name__}"
+    return webhook.post(url, json.dumps(payload).encode(), headers, config.timeout_seconds)
 
 
 def deliver(store: StateStore, tenant: TenantId, config: Alerts,
@@ -73,7 +67,8 @@ def deliver(store: StateStore, tenant: TenantId, config: Alerts,
                         alert["current_level"], alert["adjusted_p"], alert["signal_id"])
         payload = {"tenant_id": tenant, **alert, "examples": json.loads(alert["examples"] or "[]"),
                    "as_of": alert["as_of"].isoformat() + "Z", "current_start": alert["current_start"].isoformat() + "Z"}
-        error = _post(config, payload, token) if config.webhook_url else None
+        attempt = _post(config, payload, token) if config.webhook_url else webhook.Attempt(None)
+        error = attempt.error
         attempts += 1
         if error is None:
             status, next_at, delivered = "delivered", None, delivered + 1
@@ -85,4 +80,6 @@ def deliver(store: StateStore, tenant: TenantId, config: Alerts,
             status, retrying = "pending", retrying + 1
             next_at = now + timedelta(seconds=min(2 ** (attempts - 1), MAX_BACKOFF_SECONDS))
         record_delivery(store, tenant, alert["signal_id"], status, attempts, error, next_at)
+        if attempt.timed_out:
+            break  # the receiver stalls: the rest stay due for the next tick
     return AlertReport(delivered, retrying, failed)

@@ -6,8 +6,11 @@
 - One daemon per data directory (`<data>/daemon.lock`, an flock released by the kernel on any exit).
 - The judge and drift jobs first require a healthy sentinel check of the evaluator ([sentinel]): an
   unhealthy judge is logged as `judge_unhealthy` for that tenant and checked again on the next tick.
-- Each job runs every tenant in turn; a tenant's failure is logged with a closed error code and does
-  not stop the others. Failed work is simply picked up by the next tick.
+- Each job runs every tenant in turn (the alert job side by side); a tenant's failure is logged with a
+  closed error code and does not stop the others. Failed work is simply picked up by the next tick.
+- Each job starts with the state file's integrity check (StateStore.check; the start reads it in full):
+  a broken state file (StateFileBroken: corrupt, deleted or replaced) is no tenant's failure and no
+  tick mends it, so the daemon stops and `run` raises it (`state_corrupt`, the file named).
 - Missed ticks are coalesced into one run, and a job never overlaps itself.
 - SIGTERM/SIGINT: no new work is started, the judge job stops submitting calls and writes what has
   finished, and the scheduler waits for running jobs. A drift run is one transaction, so an
@@ -20,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
 
@@ -34,13 +38,14 @@ from verdict_daemon.service.evaluators import Evaluator
 from verdict_daemon.service.probe_job import ProbeJob
 from verdict_daemon.service.sentinel_health import HealthGate
 from verdict_daemon.store.drift_runs import DriftRunReport
-from verdict_daemon.store.state import StateStore
+from verdict_daemon.store.state import StateFileBroken, StateStore
 
 log = logging.getLogger("verdict.daemon")
 
 # How long shutdown waits for running jobs beyond the judge calls' own grace (writing what finished,
 # a webhook POST, a storage lock retry).
 JOB_STOP_SLACK_SECONDS = 15.0
+ALERT_WORKERS = 16  # tenants whose alerts are posted at once
 JOBS = ("sample", "judge", "assign", "drift", "alert", "compact_retain")
 
 
@@ -85,6 +90,7 @@ class Daemon:
         self._lock = InstanceLock(config.data_dir)
         self._running: set[str] = set()  # jobs executing now (touched only by job threads and run())
         self._jobs_changed = threading.Condition()
+        self.broken: StateFileBroken | None = None  # why the daemon stopped itself
 
     @property
     def store(self) -> StateStore:
@@ -93,16 +99,21 @@ class Daemon:
     # --- jobs -----------------------------------------------------------------------------------------
     def _each_tenant(self, job: str, work: Callable[[TenantId], object]) -> None:
         for tenant in (t.id for t in self.config.tenants):
-            if self.stop.is_set():
-                return
-            try:
-                work(tenant)
-                self.store.set_cursor(tenant, f"{job}.last_success", self.clock().isoformat())
-            except DaemonError as exc:
-                log.error("job=%s tenant=%s error=%s: %s", job, tenant, exc.code, exc.message)
-            except Exception as exc:  # a bug must not kill the scheduler thread or the other tenants
-                log.error("job=%s tenant=%s error=internal_error: %s", job, tenant, type(exc).__name__,
-                          exc_info=log.isEnabledFor(logging.DEBUG))
+            self._for_tenant(job, work, tenant)
+
+    def _for_tenant(self, job: str, work: Callable[[TenantId], object], tenant: TenantId) -> None:
+        if self.stop.is_set():
+            return
+        try:
+            work(tenant)
+            self.store.set_cursor(tenant, f"{job}.last_success", self.clock().isoformat())
+        except StateFileBroken:
+            raise  # not this tenant's failure: the daemon stops (_tracked)
+        except DaemonError as exc:
+            log.error("job=%s tenant=%s error=%s: %s", job, tenant, exc.code, exc.message)
+        except Exception as exc:  # a bug must not kill the scheduler thread or the other tenants
+            log.error("job=%s tenant=%s error=internal_error: %s", job, tenant, type(exc).__name__,
+                      exc_info=log.isEnabledFor(logging.DEBUG))
 
     def _trusted(self, tenant: TenantId, evaluator: Evaluator) -> None:
         """`judge_unhealthy` unless the evaluator passes its sentinel check (logged by _each_tenant; the job's
@@ -141,7 +152,14 @@ class Daemon:
         return self.cycle.drift(tenant, evaluator, as_of)
 
     def alert(self) -> None:
-        self._each_tenant("alert", lambda t: alerts.deliver(self.store, t, self.config.alerts, self.stop.is_set))
+        """Every tenant's deliveries side by side (at most ALERT_WORKERS at once): a receiver that stalls on
+        one tenant's alerts costs that tenant its deadline, never another tenant its turn."""
+        tenants = [t.id for t in self.config.tenants]
+        deliver = partial(self._for_tenant, "alert",
+                          lambda t: alerts.deliver(self.store, t, self.config.alerts, self.stop.is_set))
+        with ThreadPoolExecutor(min(len(tenants), ALERT_WORKERS), thread_name_prefix="alert") as pool:
+            for _ in pool.map(deliver, tenants):  # raises a worker's StateFileBroken
+                pass
 
     def probes(self) -> None:
         """Behaviour probes of the target model: one run, a copy per tenant under probes/tenant=<id>/."""
@@ -173,7 +191,12 @@ class Daemon:
         with self._jobs_changed:
             self._running.add(name)
         try:
+            self.store.check()
             getattr(self, name)()
+        except StateFileBroken as exc:
+            log.error("job=%s error=%s: %s; verdict-daemon stops", name, exc.code, exc.message)
+            self.broken = exc
+            self.stop.set()
         finally:
             with self._jobs_changed:
                 self._running.discard(name)
@@ -202,6 +225,8 @@ class Daemon:
         scheduler = BackgroundScheduler(timezone="UTC", job_defaults={
             "coalesce": True, "max_instances": 1, "misfire_grace_time": 3600})
         try:
+            self.store.check()  # creates and migrates a new file
+            self.store.verify()  # every block read once: a broken file stops the start
             for name in JOBS:
                 schedule: Schedule = getattr(self.config.schedules, name)
                 if schedule.enabled:
@@ -228,3 +253,5 @@ class Daemon:
         finally:
             self._lock.release()
         log.info("verdict-daemon stopped")
+        if self.broken is not None:
+            raise self.broken

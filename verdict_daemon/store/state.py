@@ -4,13 +4,20 @@ DuckDB lets one process hold a database file at a time, so the store never keeps
 operation is one short transaction (connect, work, commit, close), and no transaction spans a model
 call. A file locked by another process is retried with backoff until `lock_timeout`, then
 `DaemonError("storage_locked")`. Every table has `tenant_id` and every read takes a tenant.
+
+A broken file is `StateFileBroken` (`state_corrupt`), never retried and never mended: one that does not
+open, fails a checksum, lacks the schema, or (once this store has opened it) was deleted or replaced.
+The store creates the file only on its first open, so a file deleted under a running process is not
+silently recreated empty over the history the rest of the data dir still refers to.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -149,6 +156,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})
+
+# What DuckDB says when a file's bytes are not what it wrote (header, block checksums, length).
+_CORRUPTION = ("Corrupt database file", "not a valid DuckDB database file", "Could not read enough bytes")
 
 # DuckDB resolves concurrent in-process transactions optimistically (a conflicting INSERT OR IGNORE
 # fails instead of waiting), so transactions on one file are serialised within the process.
@@ -166,6 +177,20 @@ def is_lock_conflict(exc: Exception) -> bool:
     return "Could not set lock" in text or "Conflicting lock" in text
 
 
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+
+
+class StateFileBroken(DaemonError):
+    """The state file is corrupt, not Verdict's, or gone: no retry mends it (the daemon stops)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__("state_corrupt", f"state file {path} {reason}", {"file": str(path)})
+
+
+_MEND = "nothing was recreated: restore it from a backup, or move it away to start with an empty state"
+
+
 class StateStore:
     """Short transactions over `<data_dir>/state.duckdb`; see the module docstring."""
 
@@ -173,19 +198,34 @@ class StateStore:
         self.path = Path(data_dir) / STATE_FILE
         self.lock_timeout = lock_timeout
         self._migrated = False
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file this store opened
 
-    def _connect(self):
+    def _require_same_file(self) -> None:
+        """Once opened, the file must stay: connecting to a deleted one would create it empty."""
+        if self._identity is None:
+            return
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            raise StateFileBroken(self.path, f"was deleted while in use; {_MEND}") from None
+        except OSError as exc:
+            raise StateFileBroken(self.path, f"cannot be examined ({exc.strerror})") from None
+        if (stat.st_dev, stat.st_ino) != self._identity:
+            raise StateFileBroken(self.path, "was replaced by another file while in use; restart to use the new one")
+
+    def _connect(self, *, read_only: bool = False):
         import duckdb
 
+        self._require_same_file()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                con = duckdb.connect(str(self.path), read_only=read_only)
             except duckdb.Error as exc:
-                if not is_lock_conflict(exc):
-                    raise DaemonError("storage_error", f"cannot open {self.path}: {str(exc).splitlines()[0][:200]}") from None
+                if not is_lock_conflict(exc):  # nothing else that keeps a file from opening goes away by itself
+                    raise StateFileBroken(self.path, f"cannot be opened ({_first_line(exc)}); {_MEND}") from None
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise DaemonError(
@@ -194,6 +234,13 @@ class StateStore:
                     ) from None
                 time.sleep(min(left, delay * (0.5 + random.random())))  # jitter: waiters do not retry in step
                 delay = min(delay * 2, 0.5)
+                continue
+            try:
+                self._require_same_file()  # deleted between the check above and the connect
+            except StateFileBroken:
+                con.close()
+                raise
+            return con
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -210,6 +257,8 @@ class StateStore:
             if not self._migrated:
                 self._migrate(con)
                 self._migrated = True
+                stat = os.stat(self.path)
+                self._identity = (stat.st_dev, stat.st_ino)
             con.execute("BEGIN TRANSACTION")
             try:
                 yield con
@@ -218,9 +267,14 @@ class StateStore:
                 con.execute("ROLLBACK")
                 raise
         except duckdb.Error as exc:
-            raise DaemonError("storage_error", f"{self.path}: {str(exc).splitlines()[0][:300]}") from None
+            raise self._storage_error(exc) from None
         finally:
             con.close()
+
+    def _storage_error(self, exc: Exception) -> DaemonError:
+        if any(marker in str(exc) for marker in _CORRUPTION):
+            return StateFileBroken(self.path, f"is corrupt ({_first_line(exc)}); {_MEND}")
+        return DaemonError("storage_error", f"{self.path}: {_first_line(exc)}")
 
     def _migrate(self, con) -> None:
         con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMP NOT NULL)")
@@ -235,6 +289,45 @@ class StateStore:
             con.execute("INSERT INTO schema_version VALUES (?, now()::TIMESTAMP)", [version + 1])
             con.execute("COMMIT")
             log.info("state: migrated %s to schema version %d", self.path, version + 1)
+
+    def check(self) -> int:
+        """The integrity check each daemon job starts with, cheap (no table is read): the file this store
+        opened is still there, it opens (DuckDB verifies its header and catalog checksums), and it holds
+        this version's schema with every table. A bad block in a table shows when it is read, as
+        StateFileBroken too. Returns the schema version."""
+        with self.transaction() as con:
+            return self._schema(con)
+
+    def verify(self) -> int:
+        """check(), then every table read in full (every block's checksum), on a read-only connection: the
+        daemon's start and `verdict daemon --check`. It never creates or migrates the file."""
+        import duckdb
+
+        if self._identity is None and not self.path.is_file():
+            raise StateFileBroken(self.path, "does not exist (the daemon creates it when it first starts)")
+        with _file_lock(self.path):
+            con = self._connect(read_only=True)
+        try:
+            version = self._schema(con)
+            for table in sorted(TABLES):
+                con.execute(f"SELECT bit_xor(hash({table})) FROM {table}").fetchall()
+            return version
+        except duckdb.Error as exc:
+            raise self._storage_error(exc) from None
+        finally:
+            con.close()
+
+    def _schema(self, con) -> int:
+        tables = {name for (name,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+        if "schema_version" not in tables:
+            raise StateFileBroken(self.path, f"is not a Verdict state file (no schema_version table); {_MEND}")
+        version = cast(int, con.execute("SELECT max(version) FROM schema_version").fetchone()[0])
+        if version != SCHEMA_VERSION:
+            raise StateFileBroken(self.path, f"has schema version {version}; this verdict expects {SCHEMA_VERSION}")
+        if missing := TABLES - tables:
+            raise StateFileBroken(self.path, f"lacks the table(s) {', '.join(sorted(missing))}; {_MEND}")
+        return version
 
     def schema_version(self) -> int:
         with self.transaction() as con:
