@@ -3,7 +3,8 @@
 - Tenant. Without a token file (loopback binds only, like the collector) every request reads the one
   tenant given on the command line. With a token file (`collector.auth.TokenStore`, the collector's
   format: token -> tenant) a request reads the tenant of its token, presented as `Authorization: Bearer`
-  or in the cookie set by the login form; `--tenant` then admits only that tenant's tokens.
+  or through the sign-in id the login form's cookie holds (verdict_ui.sign_in); `--tenant` then admits
+  only that tenant's tokens.
 - CSRF. Each browser gets a random session cookie; forms carry HMAC(secret, session), and a POST whose
   field does not match its own cookie is refused (403). Cookies are SameSite=Strict and HttpOnly.
 - Reviewer. The name a reviewer typed (validated like `verdict review label --reviewer`), in a cookie.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from collector.auth import TokenStore, bearer_token
 from verdict.tenancy import TenantId
+from verdict_ui.sign_in import LoginThrottle, SignIns
 
 SESSION_COOKIE = "verdict_ui_session"
 TOKEN_COOKIE = "verdict_ui_token"
@@ -40,16 +42,19 @@ class Access:
     tenant: TenantId | None  # the tenant served (None: any tenant a token names)
     tokens: TokenStore | None
     secret: bytes  # per process: CSRF tokens die with the server
+    secure_cookies: bool  # cookies marked Secure (a non-loopback bind; TLS requests get it anyway)
+    sign_ins: SignIns
+    throttle: LoginThrottle
 
     @classmethod
-    def create(cls, tenant: TenantId | None, tokens: TokenStore | None) -> Access:
-        return cls(tenant, tokens, secrets.token_bytes(32))
+    def create(cls, tenant: TenantId | None, tokens: TokenStore | None, *, secure_cookies: bool = False) -> Access:
+        return cls(tenant, tokens, secrets.token_bytes(32), secure_cookies, SignIns(), LoginThrottle())
 
     def tenant_for(self, headers, cookies) -> TenantId:
         if self.tokens is None:
             assert self.tenant is not None
             return self.tenant
-        token = bearer_token(headers.get("authorization")) or cookies.get(TOKEN_COOKIE)
+        token = bearer_token(headers.get("authorization")) or self.sign_ins.token_for(cookies.get(TOKEN_COOKIE))
         tenant = self.tokens.tenant_for(token)
         if tenant is None:
             raise NotAuthenticated(401, "sign in with a token of the token file")

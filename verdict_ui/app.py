@@ -8,6 +8,7 @@ through verdict_daemon.review with that tenant, so another tenant's id is simply
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -46,6 +47,7 @@ from verdict_ui.access import (
     reviewer_from,
 )
 from verdict_ui.params import BadRequest
+from verdict_ui.sign_in import SIGN_IN_SECONDS
 from verdict_ui.signals import signal_detail
 from verdict_ui.snapshot import Snapshots
 from verdict_ui.traces import TraceFilter, trace_detail, trace_page
@@ -220,11 +222,20 @@ class _Views:
 
     async def login(self, request: Request) -> Response:
         fields = await self.form(request)
+        address = request.client.host if request.client else "unknown"
+        wait = self.access.throttle.wait_seconds(address)
+        if wait > 0:  # not even checked: guessing tokens from one address is slow
+            seconds = math.ceil(wait)
+            return HTMLResponse(pages.login_page(self.csrf(request), f"Too many wrong tokens: try again in {seconds} s."),
+                                status_code=429, headers={"Retry-After": str(seconds)})
         token = fields.get("token", "")
         if self.access.tokens is None or self.access.tokens.tenant_for(token) is None:
+            self.access.throttle.failed(address)
             return HTMLResponse(pages.login_page(self.csrf(request), "That token is not valid here."), status_code=401)
+        self.access.throttle.succeeded(address)
         response = RedirectResponse("/", 303)
-        response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+        response.set_cookie(TOKEN_COOKIE, self.access.sign_ins.add(token), max_age=SIGN_IN_SECONDS, httponly=True,
+                            samesite="strict", secure=self.access.secure_cookies or request.url.scheme == "https")
         return response
 
     def static(self, request: Request) -> Response:
@@ -297,8 +308,9 @@ def _guard(app: ASGIApp, access: Access) -> ASGIApp:
                 if not any(k == b"cache-control" for k, _ in headers):
                     headers.append((b"cache-control", b"no-store"))
                 if fresh:
+                    secure = "; Secure" if access.secure_cookies or scope.get("scheme") == "https" else ""
                     headers.append((b"set-cookie", f"{SESSION_COOKIE}={scope['state']['session']}; Path=/; "
-                                                   "HttpOnly; SameSite=Strict".encode()))
+                                                   f"HttpOnly; SameSite=Strict{secure}".encode()))
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -94,7 +94,7 @@ def prepare(args: argparse.Namespace):
     except OSError as exc:
         raise DaemonError("invalid_config", f"cannot listen on {args.host}:{args.port} ({exc.strerror})") from None
     hosts = LOOPBACK_HOSTS if loopback else ("*",)  # off loopback every request needs a token anyway
-    return Settings(root, Access.create(tenant, tokens), hosts, lock_timeout=args.lock_timeout), sock
+    return Settings(root, Access.create(tenant, tokens, secure_cookies=not loopback), hosts, lock_timeout=args.lock_timeout), sock
 
 
 def serve(settings, sock: socket.socket) -> int:

@@ -98,6 +98,46 @@ def test_auth_is_required_with_a_token_file(lake, token_file):
     assert bad.post("/login", data={"csrf": csrf_of(page.text), "token": "wrong-token-0123456789"}).status_code == 401
 
 
+@pytest.mark.parametrize("secure", [False, True])
+def test_the_login_cookie_holds_a_sign_in_id_not_the_token(lake, token_file, secure):
+    from collector.auth import TokenStore
+
+    browser = client(lake.data_dir, Access.create(None, TokenStore.load(token_file), secure_cookies=secure))
+    browser.base_url = "https://testserver" if secure else browser.base_url  # a client sends Secure cookies over TLS only
+    signed = browser.post("/login", data={"csrf": csrf_of(browser.get("/login").text), "token": TOKENS["acme"]})
+    assert signed.status_code == 303
+    cookie = next(c for c in signed.headers.get_list("set-cookie") if c.startswith("verdict_ui_token="))
+    value = cookie.split(";")[0].split("=", 1)[1]
+    assert TOKENS["acme"] not in cookie and len(value) >= 32
+    attributes = {a.strip().split("=")[0].lower() for a in cookie.split(";")[1:]}
+    assert {"max-age", "httponly", "samesite"} <= attributes
+    assert ("secure" in attributes) == secure
+    assert browser.get("/traces").status_code == 200  # the id signs the browser in
+    stranger = client(lake.data_dir, Access.create(None, TokenStore.load(token_file)))
+    stranger.cookies.set("verdict_ui_token", value)  # an id is this server's only: another process knows none
+    assert stranger.get("/traces", headers={"Accept": "application/json"}).status_code == 401
+
+
+def test_wrong_tokens_from_one_address_back_off(lake, token_file, monkeypatch):
+    from collector.auth import TokenStore
+    from verdict_ui import sign_in
+
+    monkeypatch.setattr(sign_in, "FIRST_BACKOFF_SECONDS", 60.0)  # a back-off no slow machine outlasts
+    browser = client(lake.data_dir, Access.create(None, TokenStore.load(token_file)))
+
+    def attempt(token: str):
+        return browser.post("/login", data={"csrf": csrf_of(browser.get("/login").text), "token": token})
+
+    for _ in range(sign_in.FREE_FAILURES - 1):
+        assert attempt("wrong-token-0123456789").status_code == 401
+    assert attempt(TOKENS["acme"]).status_code == 303  # a right token clears the address's record
+    for _ in range(sign_in.FREE_FAILURES):
+        assert attempt("wrong-token-0123456789").status_code == 401
+    refused = attempt(TOKENS["acme"])  # not even checked during the back-off
+    assert refused.status_code == 429 and 1 <= int(refused.headers["retry-after"]) <= 60
+    assert "try again" in refused.text
+
+
 def test_a_foreign_host_header_is_refused_on_loopback(lake):
     """DNS rebinding: a page of another site must not reach the loopback server under its own name."""
     local = client(lake.data_dir, Access.create(TenantId("acme"), None), hosts=("127.0.0.1", "localhost"))
