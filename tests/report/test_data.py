@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -14,9 +15,11 @@ from statsmodels.stats.proportion import proportion_confint
 
 from tests.daemon.conftest import INTENTS
 from tests.report.conftest import NOW, section
+from verdict.drift.model import window_to_reach
 from verdict.tenancy import TenantId
 from verdict_daemon.report import build_report
 from verdict_daemon.report.gather import UNASSIGNED
+from verdict_daemon.report.render import render
 
 AT = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
 
@@ -279,3 +282,25 @@ def test_the_latest_closing_decision_is_the_headline_and_a_later_early_look_is_l
     html = render(report)
     headline = html.index("Closing decision for the period 2026-11-19")
     assert headline < html.index("Early look as of 2026-11-20 05:05 UTC, inside the open period")
+
+
+def test_cells_below_min_usable_are_marked_not_tested_with_the_window_that_would_test_them(lake):
+    """umbrella has 6 traces a day over two intents: its cells stay below min_usable (30) in the one-day
+    current window, so the detector tests none. Each heatmap cell says so, with the window that
+    verdict.drift's own DriftReport.window_to_test extrapolates from the cell's volume."""
+    other = build_report(lake.data_dir, "umbrella", generated_at=AT)
+    quality = section(other, "quality")
+    run = quality.run
+    assert run.tested == 0 and run.cells > 0
+    lo, hi = quality.heat_period
+    small = [c for c in quality.heatmap if c.usable]
+    assert small and all(c.not_tested and c.min_usable == run.min_usable == 30 for c in small)
+    for c in small:
+        assert c.window_to_test == window_to_reach(30, c.usable, hi - lo)
+        assert c.window_to_test.days == math.ceil(30 / c.usable * (hi - lo).days) > 1
+    html = render(other)
+    for c in small:
+        assert (f"not tested: n={c.usable} &lt; min_usable 30; a {c.window_to_test.days}-day window would reach it"
+                in html)
+    assert (f"0 of {run.cells} cells tested" in html and f"; {run.cells} not tested for fewer than 30 usable "
+            "judgments in the current window or in the windows it is compared against" in html)

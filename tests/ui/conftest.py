@@ -94,6 +94,18 @@ def lake(tmp_path_factory) -> Lake:
     return Lake(data, *summaries)
 
 
+@pytest.fixture(scope="session")
+def small_lake(tmp_path_factory) -> Path:
+    """A data dir whose tenant umbrella has 6 traces a day over two intents: every drift cell stays below
+    min_usable (30) in the one-day current window."""
+    data = tmp_path_factory.mktemp("ui-small") / "data"
+    write_rows(data, "umbrella", _unique_queries(synthetic_days(NOW, intents=INTENTS[:2], per_day=6, seed=5)))
+    config = make_config(data, evaluators=[{"name": "quality", "kind": "rubric", "model": JUDGE}],
+                         tenants=[{"id": "umbrella"}])
+    run_cycle(config, TenantId("umbrella"), NOW, build_evaluators(config))
+    return data
+
+
 @pytest.fixture
 def data_dir(lake, tmp_path) -> Path:
     """A copy of the lake for a test that writes labels (the session's lake stays as built)."""

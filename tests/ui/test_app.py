@@ -417,3 +417,14 @@ def test_a_stored_cluster_id_in_a_page_title_is_escaped(data_dir, server):
     assert "<script>alert(1)</script>" not in text
     title = re.search(r"<title>(.*?)</title>", text, re.S)
     assert title is not None and "&lt;script&gt;alert(1)&lt;/script&gt;" in title.group(1)
+
+
+def test_the_overview_marks_cells_below_min_usable_as_not_tested(small_lake):
+    """The overview shows the report's heatmap: a cell with fewer usable judgments in the current window than
+    the run's min_usable (30) says it was not tested, with the window that would make it testable, and the
+    run line says why its other cells were not tested."""
+    overview = client(small_lake, Access.create(TenantId("umbrella"), None)).get("/")
+    assert overview.status_code == 200
+    marks = re.findall(r"not tested: n=(\d+) &lt; min_usable 30; a (\d+)-day window would reach it", overview.text)
+    assert marks and all(int(n) < 30 and int(days) > 1 for n, days in marks)
+    assert "not tested for fewer than 30 usable judgments in the current window" in overview.text

@@ -105,6 +105,15 @@ class DriftCell:
         return self.status in (CellStatus.REGRESSION, CellStatus.IMPROVEMENT)
 
 
+def window_to_reach(min_usable: int, usable: int, width: timedelta) -> timedelta | None:
+    """The window (in whole days, at least one) whose judgments would reach `min_usable`, extrapolating the
+    `usable` judgments seen over `width`; None when there were none to extrapolate from."""
+    if not usable:
+        return None
+    days = math.ceil(min_usable / usable * (width / timedelta(days=1)))
+    return timedelta(days=max(days, 1))
+
+
 @dataclass(frozen=True)
 class DriftReport:
     now: datetime
@@ -144,11 +153,9 @@ class DriftReport:
     def window_to_test(self, cell: DriftCell) -> timedelta | None:
         """For a cell not tested for lack of data: the current window (in whole days, at its present volume)
         whose judgments would reach `min_usable`; None for a tested cell or one with no current judgments."""
-        if cell.p_value is not None or not cell.current.usable:
+        if cell.p_value is not None:
             return None
-        width = self.now - self.current_start
-        days = math.ceil(self.min_usable / cell.current.usable * (width / timedelta(days=1)))
-        return timedelta(days=max(days, 1))
+        return window_to_reach(self.min_usable, cell.current.usable, self.now - self.current_start)
 
     def by_fingerprint(self) -> dict[str, tuple[DriftCell, ...]]:
         out: dict[str, list[DriftCell]] = {}

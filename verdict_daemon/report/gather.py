@@ -18,6 +18,7 @@ from typing import cast
 
 from collector.lake import SEGMENT_SUFFIX
 from collector.lake_union import LakeUnion
+from verdict.drift.model import window_to_reach
 from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 from verdict_daemon.config import Drift
 from verdict_daemon.errors import DaemonError
@@ -229,10 +230,21 @@ def _heatmap(con, fp: str, run: DriftWindows | None, signals: tuple[SignalRow, .
         lo = datetime(last.year, last.month, last.day)
         hi = lo + timedelta(days=1)
     flagged = {(s.signal.cluster, s.signal.dimension): s.signal.kind for s in signals}
-    cells = tuple(HeatCell(cluster, dimension, passed, usable, passed / usable if usable else None,
-                           flagged.get((cluster, dimension)))
+    cells = tuple(_heat_cell(run, (lo, hi), cluster, dimension, passed, usable, flagged.get((cluster, dimension)))
                   for cluster, dimension, passed, usable in con.execute(_HEAT, {"fp": fp, "lo": lo, "hi": hi}).fetchall())
     return (lo, hi), cells
+
+
+def _heat_cell(run: DriftWindows | None, period: tuple[datetime, datetime], cluster: str, dimension: str,
+               passed: int, usable: int, signal: str | None) -> HeatCell:
+    """A heatmap cell; under a run, one below its `min_usable` carries the window that would make it testable
+    (verdict.drift's own extrapolation, as DriftReport.window_to_test)."""
+    rate = passed / usable if usable else None
+    if run is None or usable >= run.min_usable:
+        return HeatCell(cluster, dimension, passed, usable, rate, signal,
+                       None if run is None else run.min_usable)
+    return HeatCell(cluster, dimension, passed, usable, rate, signal, run.min_usable,
+                    window_to_reach(run.min_usable, usable, period[1] - period[0]))
 
 
 def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...]) -> tuple[SignalRow, ...]:

@@ -4,7 +4,7 @@ newest review-queue items)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from verdict_daemon.review.queue import DimensionJudgment, ItemSummary, LabelRecord
 from verdict_daemon.store.drift_runs import DriftWindows, Signal
@@ -39,6 +39,14 @@ class HeatCell:
     usable: int
     rate: float | None  # None: no usable verdict in that period
     signal: str | None  # regression / improvement / coverage_drop raised on this cell by the latest run
+    min_usable: int | None = None  # the latest run's minimum per window; None before any run
+    window_to_test: timedelta | None = None  # a not-tested cell: the current window that would reach min_usable
+
+    @property
+    def not_tested(self) -> bool:
+        """Below the run's `min_usable` in the current window: the detector did not test it (a cell above it
+        may still be untested for a thin baseline, which the heatmap does not show)."""
+        return self.min_usable is not None and self.usable < self.min_usable
 
 
 @dataclass(frozen=True)

@@ -146,16 +146,29 @@ def _run_block(e: EvaluatorSection, r: DriftWindows, signals: tuple[SignalRow, .
     meta = (f'<p class="run"><strong>{what}</strong> (run <code>{safe(r.run_id[:12])}</code>): baseline '
             f"{when(r.baseline_start)} to {when(r.baseline_end)}, current {when(r.current_start)} to {when(r.as_of)}; "
             f"{r.judgments:,} judgments, {r.tested} of {r.cells} cells tested (alpha {r.alpha:g}, effect gate "
-            f"{r.effect_gate:g}, at least {r.min_usable} usable per window).</p>")
+            f"{r.effect_gate:g}, at least {r.min_usable} usable per window){_untested(e, r)}.</p>")
     if not signals:
         return meta + empty(
             f"No signals in this run: none of the {r.tested} tested cells changed significantly with an effect above "
-            "the gate. Cells with too few judgments are not tested; see the minimum detectable effect in the docs.")
+            "the gate. Cells with too few judgments are not tested (marked in the heatmap with the window that "
+            "would make them testable); see the minimum detectable effect in the docs.")
     headers = ("Cluster", "Dimension", "Kind", "Baseline → current (n)", "Cliff's δ [95 % CI]", "p", "Adjusted p",
                "MDE", "Examples")
     kind = "closing decision" if r.closing else "early look"
     return meta + table(f"Signals of evaluator {safe(e.name)}, {kind}", headers,
                          (_signal_row(s, links) for s in signals), "signals")
+
+
+def _untested(e: EvaluatorSection, r: DriftWindows) -> str:
+    """Why the run's other cells were not tested (the detector tests a cell whose current window and a window
+    it is compared against both hold `min_usable` usable judgments), and how many the heatmap marks."""
+    if r.tested >= r.cells:
+        return ""
+    marked = sum(c.not_tested and c.usable > 0 for c in e.heatmap) if r is e.run else 0
+    return (f"; {r.cells - r.tested} not tested for fewer than {r.min_usable} usable judgments in the current "
+            f"window or in the windows it is compared against"
+            + (f", {marked} of them marked in the heatmap with the window that would make them testable"
+               if marked else ""))
 
 
 def _level(row: SignalRow, value: float | None) -> str:
@@ -230,8 +243,19 @@ def _heat_cell(cell: HeatCell | None) -> str:
     label = f"{safe(cell.cluster)} × {safe(cell.dimension)}: {pct(cell.rate)} of {cell.usable}"
     if cell.signal:
         label += f", {safe(cell.signal)} signal"
+    untested = f"<small class=\"not-tested\">{_not_tested(cell)}</small>" if cell.not_tested else ""
+    if untested:
+        label += f", {_not_tested(cell)}"
     return (f'<td class="heat-cell" style="background:{colour};color:{text_on(colour)}" title="{label}" '
-            f'aria-label="{label}">{mark}{pct(cell.rate, 0)}<small>n={cell.usable}</small></td>')
+            f'aria-label="{label}">{mark}{pct(cell.rate, 0)}<small>n={cell.usable}</small>{untested}</td>')
+
+
+def _not_tested(cell: HeatCell) -> str:
+    """Why the detector did not test a cell, and the current window that would make it testable."""
+    reason = f"not tested: n={cell.usable} &lt; min_usable {cell.min_usable}"
+    if cell.window_to_test is None:
+        return reason
+    return f"{reason}; a {cell.window_to_test.days}-day window would reach it"
 
 
 # --- pass rate over time -------------------------------------------------------------------------
