@@ -127,9 +127,10 @@ def test_signals_equal_the_latest_run_with_mde_from_statsmodels_power(lake, data
                   "p_value", "adjusted_p"):
         assert getattr(signal, field) == pytest.approx(expected[field]), field
     # MDE: the smallest drop from the baseline rate detected with 80 % power (arcsine h) at the level the
-    # detector tests a lone cell at: the quality share (0.9) of the run's alpha over its tested cells and
-    # two comparisons each (issue 27: before, the unadjusted run alpha was shown)
-    level = quality.run.alpha * 0.9 / (quality.run.tested * 2)
+    # detector tests a lone cell at: the quality share (0.9) of the run's alpha over its tested cells and the
+    # cell's comparisons, here one (the lake's history is too short for a reference window; the figure the
+    # report recomputed before drift_signals.mde assumed two, and showed a larger MDE than the detector had)
+    level = quality.run.alpha * 0.9 / quality.run.tested
     h = NormalIndPower().solve_power(nobs1=signal.baseline_n, ratio=signal.current_n / signal.baseline_n,
                                      alpha=level, power=0.8)
     p1 = signal.baseline_level
@@ -247,7 +248,8 @@ def test_the_mde_is_computed_at_the_runs_own_corrected_level(data):
     quality = section(data, "quality")
     [row] = quality.signals
     signal = row.signal
-    strict = mde(signal, dataclasses.replace(quality.run, alpha=0.01), ())
+    # a signal stored before drift_signals.mde: recomputed at the stored run's level
+    strict = mde(dataclasses.replace(signal, mde=None), dataclasses.replace(quality.run, alpha=0.01), ())
     h = NormalIndPower().solve_power(nobs1=signal.baseline_n, ratio=signal.current_n / signal.baseline_n,
                                      alpha=0.01 * 0.9 / (quality.run.tested * 2), power=0.8)
     p1 = signal.baseline_level
@@ -304,3 +306,18 @@ def test_cells_below_min_usable_are_marked_not_tested_with_the_window_that_would
                 in html)
     assert (f"0 of {run.cells} cells tested" in html and f"; {run.cells} not tested for fewer than 30 usable "
             "judgments in the current window or in the windows it is compared against" in html)
+
+
+def test_the_mde_shown_is_the_detectors_own(lake, data):
+    """The signal stores DriftCell.mde_adjusted of the run: the same detector (the daemon's drift config at
+    the run's alpha) over the same judgment table at the run's as_of gives exactly the figure shown."""
+    from tests.daemon.conftest import make_config
+    from verdict_daemon.store.drift_runs import judgment_table
+    from verdict_daemon.store.state import StateStore
+
+    quality = section(data, "quality")
+    [row], run = quality.signals, quality.run
+    table = judgment_table(StateStore(lake.data_dir), "acme", quality.fingerprint).drop_columns(["attempt_id"])
+    report = make_config(lake.data_dir).drift.detector(run.alpha).detect(table, now=run.as_of.replace(tzinfo=UTC))
+    cell = report.cell(quality.fingerprint, row.signal.cluster, row.signal.dimension)
+    assert row.signal.mde is not None and row.mde == row.signal.mde == pytest.approx(cell.mde_adjusted, rel=1e-12)

@@ -258,14 +258,18 @@ def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...])
 
 
 def mde(signal: Signal, run: DriftWindows, score_dimensions: tuple[str, ...]) -> float | None:
-    """Minimum detectable effect the detector had for this signal's cell, at the detector's default power (0.8),
-    recomputed with verdict.stats.power from the stored sizes as DriftDetector does: at the run's quality level
-    corrected for its `tested` cells and two comparisons per cell (recent baseline and reference), i.e. the
-    level a lone change must reach; a drop in pass rate for PASS/FAIL dimensions, |Cliff's delta| for scores;
-    none for coverage drops (their n counts every outcome). The coverage share is the configured default; with
-    no reference (reference_weeks = 0) the detector's MDE is somewhat smaller than shown."""
+    """Minimum detectable effect the detector had for this signal's cell: the detector's own figure, stored
+    with the signal (DriftCell.mde_adjusted: at the quality share of the run's alpha corrected for its tested
+    cells and the cell's comparisons, i.e. the level a lone change must reach; a drop in pass rate for
+    PASS/FAIL dimensions, |Cliff's delta| for scores); none for coverage drops (their n counts every outcome).
+    A signal stored before that column has it recomputed with verdict.stats.power from the stored sizes at
+    the detector's default power (0.8), assuming two comparisons per cell (recent baseline and reference) and
+    the configured default coverage share; with no reference that figure is somewhat larger than the
+    detector's."""
     from verdict.stats.power import minimum_detectable_delta, minimum_detectable_drop
 
+    if signal.mde is not None:
+        return signal.mde
     base_n, cur_n = signal.baseline_n, signal.current_n
     if signal.kind == "coverage_drop" or not base_n or not cur_n:
         return None

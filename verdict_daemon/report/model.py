@@ -67,7 +67,7 @@ class SignalRow:
     """A stored drift signal and what the report adds to it."""
 
     signal: Signal
-    mde: float | None  # computed with verdict.stats.power (not stored); None for coverage drops
+    mde: float | None  # the detector's, stored with the signal (gather.mde); None for coverage drops
     scored: bool  # a score dimension: levels are mean scores, not pass rates
     examples: tuple[ExampleTrace, ...]  # signal.examples (trace ids) with their content
 

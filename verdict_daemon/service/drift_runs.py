@@ -90,6 +90,7 @@ def report_signals(report, tenant: TenantId, period: int) -> list[Signal]:
                 delta_high=None if coverage else _float(cell.delta_high),
                 p_value=_float(cell.coverage.p_value if coverage else cell.p_value),
                 adjusted_p=_float(cell.coverage.adjusted_p if coverage else cell.adjusted_p),
+                mde=None if coverage else _float(cell.mde_adjusted),
                 examples=tuple(cell.coverage.examples if coverage else cell.examples)))
     return out
 

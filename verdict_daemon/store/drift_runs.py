@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _SIGNAL_COLUMNS = ("tenant_id", "run_id", "signal_id", "fingerprint", "cluster", "dimension", "kind",
                    "baseline_level", "current_level", "baseline_n", "current_n", "delta", "delta_low",
-                   "delta_high", "p_value", "adjusted_p", "examples")
+                   "delta_high", "p_value", "adjusted_p", "mde", "examples")
 _ALERT_COLUMNS = ("tenant_id", "signal_id", "run_id", "status", "attempts", "last_error", "next_attempt_at",
                   "delivered_at")
 
@@ -43,6 +43,7 @@ class Signal:
     delta_high: float | None
     p_value: float | None
     adjusted_p: float | None
+    mde: float | None  # the detector's MDE at the level a lone change had to reach; None for coverage drops
     examples: tuple[str, ...]
 
 
@@ -166,7 +167,7 @@ def commit_run(store: StateStore, run: RunRecord, signals: list[Signal], complet
         insert_rows(con, "drift_signals", _SIGNAL_COLUMNS,
                     [(run.tenant_id, run.run_id, s.signal_id, s.fingerprint, s.cluster, s.dimension, s.kind,
                       s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.delta_low,
-                      s.delta_high, s.p_value, s.adjusted_p, json.dumps(list(s.examples))) for s in signals])
+                      s.delta_high, s.p_value, s.adjusted_p, s.mde, json.dumps(list(s.examples))) for s in signals])
         # One delivery per signal id, however many runs raise it (INSERT OR IGNORE).
         insert_rows(con, "alert_deliveries", _ALERT_COLUMNS,
                     [(run.tenant_id, s.signal_id, run.run_id, "pending", 0, None, completed_at, None)

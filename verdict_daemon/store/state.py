@@ -154,6 +154,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 WHERE a.tenant_id = dimension_verdicts.tenant_id AND a.attempt_id = dimension_verdicts.attempt_id
                   AND e.definition->>'kind' = 'ensemble')""",
     ),
+    (  # the detector's own MDE per signal (DriftCell.mde_adjusted); NULL for signals stored before it and for
+        # coverage drops, whose MDE the report recomputes or leaves out (verdict_daemon.report.gather.mde)
+        "ALTER TABLE drift_signals ADD COLUMN mde DOUBLE",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})
