@@ -49,7 +49,7 @@ def test_every_verdict_usage_error_is_one_closed_json_error_on_stderr(argv, mess
     assert error["error"]["message"].startswith(message), error
 
 
-@pytest.mark.parametrize(("argv", "usage"), [(["--help"], "usage: verdict [-h] COMMAND"),
+@pytest.mark.parametrize(("argv", "usage"), [(["--help"], "usage: verdict [-h] [--version] COMMAND"),
                                              (["sql", "--help"], "usage: verdict sql "),
                                              (["gate", "-h"], "usage: verdict gate ")])
 def test_help_stays_plain_text_with_exit_0(argv, usage):

@@ -54,9 +54,14 @@ def test_a_prompt_beyond_the_context_teaches_the_window(recorded, llama_server):
     client = recorded()
     with pytest.raises(ModelError) as caught:
         client.model.complete(ModelRequest((Message("user", "word " * 2500),), params={"max_tokens": 2}))
-    assert caught.value.kind == "bad_request" and "does not fit" in caught.value.message
-    assert chat(client) == [400]  # the server's refusal taught the window; the retry was not even sent
+    # The server's own words name the window; the refusal taught it and the retry was not even sent.
+    assert caught.value.kind == "bad_request" and str(llama_server.context_tokens) in caught.value.message
+    assert chat(client) == [400]
     assert client.model.capabilities.context_length == llama_server.context_tokens
+    with pytest.raises(ModelError) as again:  # a prompt as long as the refused one is refused here, unsent
+        client.model.complete(ModelRequest((Message("user", "word " * 2600),), params={"max_tokens": 2}))
+    assert again.value.kind == "bad_request" and "does not fit" in again.value.message
+    assert chat(client) == [400]
 
 
 def test_json_schema_false_sends_no_json_schema(recorded):
