@@ -39,3 +39,35 @@ json_values = st.recursive(
     ),
     max_leaves=25,
 )
+
+# Ordinary chat prose: nearly every sentence has a "b", some the words "basic" and "bearer", some
+# a number, a colon or a dash that opens a scanner's gate without being a secret.
+PROSE = [
+    "Thanks for bearing with us while we looked into the billing problem.",
+    "The basic plan covers one workspace; the business plan adds single sign-on.",
+    "She was the bearer of bad news: the build broke before the board meeting.",
+    "Basically, a bigger batch size made the job about twice as fast.",
+    "We booked the table for the 14th, but the band cancelled.",
+    "Both branches were rebased last week and nobody objected.",
+    "The basics: be brief, be kind and cite the invoice number.",
+    "Could you double-check whether the subscription renews in February?",
+    "Über die Abrechnung: bitte bis Freitag bestätigen.",
+    "İstanbul'daki ofisimiz pazartesi açık, basit bir soru için yazabilirsiniz.",
+    "Le forfait de base coûte 9 euros par mois.",
+    "",
+]
+# One secret of every detector's class, in ordinary spellings and a few odd cases.
+SECRETS = sorted({text for _, text, _ in POSITIVE} | {
+    "Authorization: BeArEr abcdefgh12345678", "bAsIc dXNlcjpwYXNz", "İ bearer abc.def-123456",
+    "İ basıc dXNlcjpwYXNz", "BASIC dXNlcjpwYXNz",
+})  # fmt: skip
+
+
+natural_text = st.lists(st.sampled_from(PROSE), min_size=1, max_size=8).map(" ".join)
+# The same prose with one to three secrets planted among its sentences.
+planted_text = (
+    st.tuples(st.lists(st.sampled_from(PROSE), min_size=1, max_size=6),
+              st.lists(st.sampled_from(SECRETS), min_size=1, max_size=3))
+    .flatmap(lambda pieces: st.permutations(pieces[0] + pieces[1]))
+    .map(" ".join)
+)  # fmt: skip
