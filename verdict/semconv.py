@@ -51,6 +51,8 @@ OPERATION_EMBEDDINGS = "embeddings"
 INTENT_KEY = "verdict.intent_key"
 WORKLOAD = "verdict.workload"
 TENANT_ID = "verdict.tenant_id"
+# Why a span that would carry content has none (the SDK shed it: see docs/tracing.md, overload).
+CONTENT_OMITTED = "verdict.content_omitted"
 
 # Resource attributes.
 SERVICE_NAME = "service.name"

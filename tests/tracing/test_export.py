@@ -202,3 +202,50 @@ def test_memory_is_bounded_when_the_exporter_is_stuck(fake_openai):
     finally:
         exporter.release.set()
         stop()
+
+
+class _GatedExporter(SpanExporter):
+    """Holds its first export until released (a slow collector), then keeps every span it gets."""
+
+    def __init__(self) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.spans: list[Any] = []
+
+    def export(self, spans):
+        self.entered.set()
+        self.release.wait(10)
+        self.spans += spans
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.release.set()
+
+
+def test_a_backlog_sheds_content_not_spans_and_says_so(fake_openai):
+    # Queue 8, batches of 2: while the first export is held, six more calls queue up. The batch
+    # popped with four still waiting (half the queue) goes out without content; the rest with it.
+    exporter = _GatedExporter()
+    _global_provider()
+    vt.init(exporter=exporter, max_queue_size=8, max_export_batch_size=2, schedule_delay_millis=60_000)
+    vt.instrument()
+    try:
+        client = fake_openai.client()
+        for _ in range(2):
+            client.chat.completions.create(model="m", messages=MSG)
+        assert exporter.entered.wait(10)
+        for _ in range(6):
+            client.chat.completions.create(model="m", messages=MSG)
+        exporter.release.set()
+        assert vt.flush(timeout_seconds=10)
+        s = vt.stats()
+        assert (s.spans_ended, s.spans_exported, s.spans_dropped) == (8, 8, 0)
+        assert s.content_omitted == {"export_backlog": 2}
+        shed = [span for span in exporter.spans if span.attributes.get("verdict.content_omitted")]
+        assert [span.attributes["verdict.content_omitted"] for span in shed] == ["export_backlog"] * 2
+        assert all("gen_ai.input.messages" not in span.attributes for span in shed)
+        assert all(span.attributes["gen_ai.request.model"] == "m" for span in shed)  # the call is still there
+        kept = [span for span in exporter.spans if span not in shed]
+        assert len(kept) == 6 and all("<EMAIL>" in span.attributes["gen_ai.input.messages"] for span in kept)
+    finally:
+        exporter.release.set()
+        stop()

@@ -144,6 +144,8 @@ def test_redaction_bug_does_not_break_the_call_nor_leak_content(fake_openai):
         assert "gen_ai.input.messages" not in span.attributes
         assert span.attributes["gen_ai.response.finish_reasons"] == ("stop",)
         assert vt.stats().errors["content_capture"] == 1
+        assert vt.stats().content_omitted == {"content_error": 1}
+        assert span.attributes["verdict.content_omitted"] == "content_error"
     finally:
         stop()
 

@@ -14,6 +14,7 @@ log = logging.getLogger("verdict.tracing")
 _lock = threading.Lock()
 _errors: Counter[str] = Counter()
 _events: Counter[str] = Counter()
+_omitted: Counter[str] = Counter()  # spans exported without their content, by reason
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class TracingStats:
     spans_dropped: int
     export_failures: int
     errors: Mapping[str, int] = field(default_factory=dict)
+    # Spans exported without their content, by reason ("export_backlog": shed under overload).
+    content_omitted: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def error_count(self) -> int:
@@ -49,6 +52,11 @@ def count(event: str, n: int = 1) -> None:
         _events[event] += n
 
 
+def content_omitted(reason: str, n: int = 1) -> None:
+    with _lock:
+        _omitted[reason] += n
+
+
 def stats() -> TracingStats:
     with _lock:
         return TracingStats(
@@ -58,6 +66,7 @@ def stats() -> TracingStats:
             spans_dropped=_events["spans_dropped"],
             export_failures=_events["export_failures"],
             errors=MappingProxyType(dict(_errors)),
+            content_omitted=MappingProxyType(dict(_omitted)),
         )
 
 
@@ -66,3 +75,4 @@ def reset_stats() -> None:
     with _lock:
         _errors.clear()
         _events.clear()
+        _omitted.clear()

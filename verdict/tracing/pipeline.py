@@ -6,11 +6,16 @@ exported without content (never unredacted). Only Verdict's own spans are export
 `init()` joined an app's provider: other instrumentations' spans may carry unredacted data. The
 exception is `init(export_peer_spans=True)`: other instrumentations' GenAI spans are exported too,
 every string value redacted (verdict.tracing.peers).
+
+Under overload the content is what gives way, not the span: while more than half of the queue waits
+behind the batch being exported, that batch's spans are exported without content (a fraction of the
+cost), marked `verdict.content_omitted` and counted in `stats().content_omitted`. Spans are dropped
+only when even that cannot keep up and the queue is full (docs/tracing.md, "Under overload").
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry.context import Context
@@ -18,6 +23,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from verdict import semconv as sc
 from verdict.tracing import health
 from verdict.tracing.content import Redactor
 from verdict.tracing.peers import is_genai_span, redact_peer_span
@@ -28,21 +34,30 @@ PENDING_CONTENT = "_verdict_content"
 # span_id -> pending content, from the call's end until the processor sees the finished span (the SDK
 # hands processors a fresh ReadableSpan, so the pending content cannot ride on the live span).
 PENDING: dict[int, Any] = {}
+# Reasons a span is exported without the content it would carry (`stats().content_omitted`).
+EXPORT_BACKLOG = "export_backlog"  # shed: the export queue was more than half full
+CONTENT_ERROR = "content_error"  # building it failed (counted in `errors` as well)
 
 
 def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int,
-                resource: Resource | None = None) -> ReadableSpan:
-    """The span with its pending content attributes added and, when given, Verdict's resource (or the
-    span itself when neither applies)."""
+                resource: Resource | None = None, shed: bool = False) -> ReadableSpan:
+    """The span with its pending attributes added (without content when `shed`) and, when given,
+    Verdict's resource (or the span itself when neither applies)."""
     content: dict[str, Any] = {}
     pending = span.__dict__.get(PENDING_CONTENT)
     if pending is not None:
+        capturing = redactor is not None and pending.op.captures_content
+        reason = EXPORT_BACKLOG if shed and capturing else None
         try:
-            content = pending.attributes(redactor, max_bytes)
+            content = pending.attributes(None if reason else redactor, max_bytes)
         except Exception as exc:  # a redaction, serializer or recording bug: export without them,
             # keeping the attributes the call itself recorded
             health.record_error("content_capture", exc)
             content = dict(pending.recorded)
+            reason = CONTENT_ERROR if capturing else reason
+        if reason is not None:
+            content[sc.CONTENT_OMITTED] = reason
+            health.content_omitted(reason)
     if not content and resource is None:
         return span
     return ReadableSpan(
@@ -61,6 +76,10 @@ def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int,
     )
 
 
+def _no_backlog() -> int:
+    return 0
+
+
 def _is_verdict_span(span: ReadableSpan) -> bool:
     return span.instrumentation_scope is not None and span.instrumentation_scope.name == SCOPE
 
@@ -77,10 +96,16 @@ class ContentExporter(SpanExporter):
         self._max_bytes = max_bytes
         self._resource = resource
         self._peer_redactor = peer_redactor
+        self._backlog: Callable[[], int] = _no_backlog
+        self._shed_at = 0
 
-    def _ready(self, span: ReadableSpan) -> ReadableSpan | None:
+    def shed_content_above(self, backlog: Callable[[], int], limit: int) -> None:
+        """Export batches without content while `backlog()` (spans still queued) is at least `limit`."""
+        self._backlog, self._shed_at = backlog, limit
+
+    def _ready(self, span: ReadableSpan, shed: bool) -> ReadableSpan | None:
         if _is_verdict_span(span):
-            return materialize(span, self._redactor, self._max_bytes, self._resource)
+            return materialize(span, self._redactor, self._max_bytes, self._resource, shed)
         if self._peer_redactor is None:
             return None  # never export another instrumentation's span unredacted
         try:
@@ -90,7 +115,9 @@ class ContentExporter(SpanExporter):
             return None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        ready = [r for r in map(self._ready, spans) if r is not None]
+        # Checked once a batch: what waits behind it is what content work would delay further.
+        shed = self._shed_at > 0 and self._backlog() >= self._shed_at
+        ready = [r for r in (self._ready(span, shed) for span in spans) if r is not None]
         try:
             result = self._inner.export(ready)
         except Exception as exc:
@@ -130,6 +157,11 @@ class VerdictSpanProcessor(SpanProcessor):
         # The SDK's internal deque, looked up once (None if a future SDK renames it: no early drop).
         self._queue = getattr(getattr(batch, "_batch_processor", None), "_queue", None)
         self._queue_limit = max_queue_size
+
+    def backlog(self) -> int:
+        """Spans waiting in the batch processor's queue (0 when it cannot be seen)."""
+        queue = self._queue
+        return 0 if queue is None else len(queue)
 
     def detach(self) -> BatchSpanProcessor | None:
         batch, self.batch, self._queue = self.batch, None, None

@@ -87,15 +87,18 @@ def init(
             provider.add_span_processor(ContextStampProcessor())
             provider.add_span_processor(_processor)
             _joined.append(provider)
+        content_exporter = ContentExporter(
+            span_exporter, redactor if config.capture_content else None, config.max_content_bytes,
+            None if owned else provider.resource.merge(_resource(config)),
+            peer_redactor=redactor if export_peer_spans else None)
         batch = BatchSpanProcessor(
-            ContentExporter(span_exporter, redactor if config.capture_content else None, config.max_content_bytes,
-                            None if owned else provider.resource.merge(_resource(config)),
-                            peer_redactor=redactor if export_peer_spans else None),
+            content_exporter,
             max_queue_size=config.max_queue_size,
             max_export_batch_size=config.max_export_batch_size,
             schedule_delay_millis=config.schedule_delay_millis,
         )
         _processor.attach(batch, config.max_queue_size, peer_spans=export_peer_spans)
+        content_exporter.shed_content_above(_processor.backlog, max(config.max_queue_size // 2, 1))
         STATE.current = Runtime(
             tracer=verdict_tracer(provider, builtin_redaction),
             tenant_id=config.tenant_id,
