@@ -22,6 +22,13 @@ so per-call costs cancel out), and whole-process CPU added per call including ba
 toggles nothing: its figures are the noise floor.
 
   python bench/sdk_overhead.py [--rounds 3] [--calls 2000] [--peer-python /tmp/peer-venv/bin/python]
+
+With --rates (calls per second, e.g. 250,500,1000,2000) it instead measures sustained load: one thread
+calls at each rate for --rate-seconds (paced, non-streamed, instrumentation on), then flushes, and the
+table gives per mode the share of calls whose span was exported, and in brackets the share exported
+with its content (Verdict sheds content before it drops spans: docs/tracing.md, "Under overload").
+Every mode keeps its default batch processor settings. --openinference-python runs OpenInference from
+another venv than --peer-python.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT, LONG = 10, 210  # stream lengths (content chunks) for the per-chunk slope
+# The input content attribute of each mode's spans: GenAI semconv (Verdict, otel-openai-v2), OpenInference.
+CONTENT_KEYS = frozenset({"gen_ai.input.messages", "input.value", "llm.input_messages.0.message.content"})
 
 SYSTEM = "You are the billing assistant of Acme Corp. Answer briefly, cite the invoice number, never guess amounts."
 USER = (
@@ -98,11 +107,13 @@ class _Discard:  # pragma: no cover - subprocess
 
     def __init__(self):
         self.count = 0
+        self.with_content = 0
 
     def export(self, spans):
         from opentelemetry.sdk.trace.export import SpanExportResult
 
         self.count += len(spans)
+        self.with_content += sum(any(key in CONTENT_KEYS for key in span.attributes or ()) for span in spans)
         return SpanExportResult.SUCCESS
 
     def shutdown(self):
@@ -224,14 +235,41 @@ def _added(samples: dict) -> dict:  # pragma: no cover - runs in the subprocess
     }
 
 
+def rate_worker(mode: str, rate: float, seconds: float) -> dict:  # pragma: no cover - subprocess
+    """One thread calling at `rate` per second for `seconds` (paced by sleeping), then a flush: how many
+    spans were exported, and how many with content."""
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    exporter = type("Discard", (_Discard, SpanExporter), {})()
+    switch = _switch(mode, exporter)
+    import openai
+
+    chat = openai.OpenAI(api_key="sk-bench", base_url="http://bench.local/v1", http_client=_transport()).chat.completions
+    switch.toggle(True)
+    calls = int(rate * seconds)
+    start = time.perf_counter()
+    for i in range(calls):
+        delay = start + i / rate - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        with switch.scope():
+            chat.create(model="gpt-4o-mini", messages=MESSAGES, temperature=0.2)
+    achieved = calls / (time.perf_counter() - start)
+    switch.flush()
+    return {"mode": mode, "calls": calls, "achieved": achieved, "exported": exporter.count,
+            "with_content": exporter.with_content}
+
+
 # -- driver ----------------------------------------------------------------------------------------
 
 
-def run_mode(python: str, mode: str, calls: int, streams: int) -> dict:
+def run_mode(python: str, mode: str, calls: int, streams: int, rate: tuple[float, float] | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
+    args = ["--calls", str(calls), "--streams", str(streams)] if rate is None else [
+        "--rate", str(rate[0]), "--rate-seconds", str(rate[1])]
     proc = subprocess.run(
-        [python, str(Path(__file__).resolve()), "--worker", mode, "--calls", str(calls), "--streams", str(streams)],
+        [python, str(Path(__file__).resolve()), "--worker", mode, *args],
         capture_output=True, text=True, env=env, timeout=900,
     )
     if proc.returncode != 0:
@@ -246,15 +284,24 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=100, help="streams per length per side")
     parser.add_argument("--rounds", type=int, default=3, help="subprocesses per mode")
     parser.add_argument("--peer-python", default="/tmp/peer-venv/bin/python")
+    parser.add_argument("--openinference-python", help="OpenInference's venv python (default: --peer-python)")
+    parser.add_argument("--rates", help="sustained-load mode: calls per second, comma-separated")
+    parser.add_argument("--rate", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--rate-seconds", type=float, default=5.0, help="seconds of calls per rate")
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.calls, args.streams)))
+        result = (worker(args.worker, args.calls, args.streams) if args.rate is None
+                  else rate_worker(args.worker, args.rate, args.rate_seconds))
+        print(json.dumps(result))
         return
 
     plan = [("none", sys.executable), ("verdict", sys.executable)]
     peers_available = Path(args.peer_python).exists()
     if peers_available:
-        plan += [("otel-openai-v2", args.peer_python), ("openinference", args.peer_python)]
+        plan += [("otel-openai-v2", args.peer_python), ("openinference", args.openinference_python or args.peer_python)]
+    if args.rates:
+        _print_rates(plan[1:], [float(r) for r in args.rates.split(",")], args.rate_seconds)
+        return
     results: dict[str, list[dict]] = {}
     for _ in range(args.rounds):  # rounds interleave modes so drift in machine load hits all of them
         for mode, python in plan:
@@ -293,6 +340,21 @@ def main() -> None:
             verdict_line += (f", below every working peer (cheapest {best:.1f} µs, ratio {added / best:.2f}): "
                              f"{'PASS' if added < best else 'FAIL'}")
         print(verdict_line)
+
+
+def _print_rates(plan: list[tuple[str, str]], rates: list[float], seconds: float) -> None:
+    print(f"sdk_overhead --rates: one thread calling at each rate for {seconds:g} s (real openai client, mock "
+          f"transport), then a flush; spans exported per call, in brackets exported with content, then the "
+          f"call rate the mode reached; load "
+          f"{os.getloadavg()[0]:.1f}")
+    print(f"{'calls/s':>8}" + "".join(f"{mode:>30}" for mode, _ in plan))
+    for rate in rates:
+        cells = []
+        for mode, python in plan:
+            r = run_mode(python, mode, 0, 0, (rate, seconds))
+            cells.append("FAILED" if "error" in r else f"{r['exported'] / r['calls']:.1%} "
+                         f"({r['with_content'] / r['calls']:.1%}) {r['achieved']:.0f}/s")
+        print(f"{rate:>8g}" + "".join(f"{c:>30}" for c in cells))
 
 
 def _first(results: dict[str, list[dict]], key: str) -> str:
