@@ -33,6 +33,7 @@ instrumentation scopes and their span counts (`SampleReport.unrecognised_scopes`
 from __future__ import annotations
 
 import logging
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -112,7 +113,10 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
     import duckdb
 
     done = picks_since(store, tenant, start)
-    lake_con = lake.connect({"threads": 2})
+    # Capped: past the limit DuckDB spills the per-trace work to a directory of this run's own, so the
+    # sampler's memory does not grow with the lookback's volume (docs/daemon.md, "Tests and figures").
+    spill = tempfile.TemporaryDirectory(prefix="verdict-sample-")
+    lake_con = lake.connect({"threads": 2, "preserve_insertion_order": False, "memory_limit": f"{config.memory_limit_mb}MB", "temp_directory": spill.name})
     try:
         for statement in view_statements(lake, tenant, days):  # `spans` and `llm_calls` over the lookback
             lake_con.execute(statement)
@@ -124,6 +128,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
         lake_con.close()
+        spill.cleanup()
     now = datetime.now(UTC).replace(tzinfo=None)
     records = [SampledTrace(tenant, trace_id, span_id, intent, stratum, window_start, started_at,
                             *graded_texts(inputs, outputs, system), now)
@@ -138,11 +143,14 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
 
 
 def _candidates(lake_con, start: datetime, end: datetime) -> None:
-    """TEMP TABLE candidates: the `llm_calls` rows starting in [start, end), without their messages.
+    """TEMP TABLE candidates: the `llm_calls` rows starting in [start, end), reduced to what the draw reads
+    (`gradable`: neither judge workload nor an error; a parent only where the intent key is to inherit).
     Evaluated once: with two dialects in the lake the view's duplicate rules are its costly part."""
-    lake_con.execute("""
+    lake_con.execute(f"""
         CREATE OR REPLACE TEMP TABLE candidates AS
-        SELECT trace_id, span_id, parent_span_id, start_time, end_time, intent_key, workload, status_code, error_type
+        SELECT trace_id, span_id, CASE WHEN intent_key IS NULL THEN parent_span_id END AS parent_span_id,
+               start_time, end_time, intent_key,
+               coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL AS gradable
         FROM llm_calls WHERE start_time >= $start AND start_time < $end""", {"start": start, "end": end})
 
 
@@ -152,8 +160,9 @@ def _inherit_intents(lake_con) -> None:
     may start before the window, so only the date partitions bound them)."""
     lake_con.execute("""
         CREATE OR REPLACE TEMP TABLE inherited_intent AS
-        WITH RECURSIVE tree AS (
+        WITH RECURSIVE tree AS (  -- the spans of the traces with a call to resolve, not of every trace
             SELECT trace_id, span_id, parent_span_id, intent_key FROM spans
+            SEMI JOIN (SELECT trace_id FROM candidates WHERE intent_key IS NULL) USING (trace_id)
         ),
         up(trace_id, span_id, parent, depth, key) AS (
             SELECT trace_id, span_id, parent_span_id, 0, NULL::VARCHAR
@@ -179,34 +188,47 @@ def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tupl
         GROUP BY ALL ORDER BY n DESC, scope_name LIMIT 20""", window).fetchall())
 
 
-def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
-          config: Sampling) -> tuple[list[tuple], int, int]:
-    """The new picks with their content, how many unsampled eligible traces there were, and how many
-    cells reached the ceiling. Calls come from `candidates`, their content from `llm_calls`: log-event
-    messages attached, a call described by two instrumentations seen once (collector/views.py)."""
+def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
+    """TEMP TABLE shortlist: per (stratum, window) of `candidates`, its trace count `n` and its `depth` traces of lowest draw. Every pick comes from there: a cell's picks are a prefix of its traces
+    by draw less the held ones, and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so
+    one more row shows a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held
+    past the per-trace aggregation (which spills past the limit) is O(cells * depth), whatever the volume."""
     lake_con.register("done", done)
-    u = _U.format(draw="md5($seed || ':' || trace_id)")
+    (most_held,) = lake_con.execute(
+        "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM done GROUP BY stratum, window_start)").fetchone()
+    depth = CEILING_FACTOR * config.per_cluster_per_window + 1 + most_held
     lake_con.execute(f"""
-        CREATE TEMP TABLE picked AS
+        CREATE TEMP TABLE shortlist AS
         WITH calls AS (
             SELECT trace_id, span_id, start_time, end_time, coalesce(s.intent_key, i.intent_key) AS intent_key
             FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
-            WHERE coalesce(workload, '') <> '{JUDGE_WORKLOAD}'
-              AND status_code <> 'ERROR' AND error_type IS NULL
+            WHERE gradable
         ),
         traces AS (
             SELECT trace_id, arg_max(span_id, end_time) AS span_id, min(start_time) AS started_at,
                    arg_max(intent_key, end_time) AS intent_key
             FROM calls GROUP BY trace_id
-        ),
-        all_traces AS (
-            SELECT t.*, coalesce(t.intent_key, '{UNASSIGNED}') AS stratum,
-                   to_timestamp(floor(epoch(t.started_at) / $w) * $w)::TIMESTAMP AS window_start,
-                   md5($seed || ':' || t.trace_id) AS draw, {u} AS u
-            FROM traces t
-        ),
-        volume AS (SELECT stratum, window_start, count(*) AS n FROM all_traces GROUP BY ALL),
-        held AS (SELECT stratum, window_start, count(*) AS n, max({u}) AS max_u FROM done GROUP BY ALL),
+        )
+        SELECT coalesce(intent_key, '{UNASSIGNED}') AS stratum,
+               to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start, count(*) AS n,
+               arg_min(struct_pack(trace_id, span_id, started_at, intent_key, draw := md5($seed || ':' || trace_id)),
+                       md5($seed || ':' || trace_id), {depth}) AS bottom
+        FROM traces GROUP BY ALL
+        """, {"w": window_s, "seed": str(config.seed)})
+
+
+def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
+          config: Sampling) -> tuple[list[tuple], int, int]:
+    """The new picks with their content, how many unsampled eligible traces there were, and how many
+    cells reached the ceiling. Calls come from `candidates`, their content from `llm_calls`: log-event
+    messages attached, a call described by two instrumentations seen once (collector/views.py)."""
+    _shortlist(lake_con, done, window_s, config)
+    u = _U.format(draw="s.draw")
+    lake_con.execute(f"""
+        CREATE TEMP TABLE picked AS
+        WITH volume AS (SELECT stratum, window_start, n FROM shortlist),
+        held AS (SELECT stratum, window_start, count(*) AS n, max({_U.format(draw="md5($seed || ':' || trace_id)")})
+                 AS max_u FROM done GROUP BY ALL),
         cells AS (
             SELECT v.stratum, v.window_start, v.n, coalesce(h.n, 0) AS held, coalesce(h.max_u, -1.0) AS held_max_u,
                    v.window_start + to_seconds($w) <= $end AS closed,
@@ -219,9 +241,10 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
             WHERE v.window_start >= $start
         ),
         ranked AS (
-            SELECT a.*, c.held, c.held_max_u, c.closed, c.rate,
-                   row_number() OVER (PARTITION BY a.stratum, a.window_start ORDER BY a.draw) AS rank
-            FROM all_traces a JOIN cells c USING (stratum, window_start)
+            SELECT s.*, {u} AS u, c.held, c.held_max_u, c.closed, c.rate,
+                   row_number() OVER (PARTITION BY s.stratum, s.window_start ORDER BY s.draw) AS rank
+            FROM (SELECT stratum, window_start, unnest(bottom, recursive := true) FROM shortlist) s
+            JOIN cells c USING (stratum, window_start)
         ),
         wanted AS (
             SELECT r.*, row_number() OVER (PARTITION BY r.stratum, r.window_start ORDER BY r.draw) AS pick
