@@ -116,14 +116,16 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
     # Capped: past the limit DuckDB spills the per-trace work to a directory of this run's own, so the
     # sampler's memory does not grow with the lookback's volume (docs/daemon.md, "Tests and figures").
     spill = tempfile.TemporaryDirectory(prefix="verdict-sample-")
-    lake_con = lake.connect({"threads": 2, "preserve_insertion_order": False, "memory_limit": f"{config.memory_limit_mb}MB", "temp_directory": spill.name})
+    lake_con = lake.connect({"threads": 2, "preserve_insertion_order": False,
+                             "memory_limit": f"{config.memory_limit_mb}MB", "temp_directory": spill.name})
     try:
         for statement in view_statements(lake, tenant, days):  # `spans` and `llm_calls` over the lookback
             lake_con.execute(statement)
         _candidates(lake_con, start - window, end)
         _inherit_intents(lake_con)
-        rows, eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
+        eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
         unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
+        rows = _content(lake_con, lake, tenant)
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
@@ -149,7 +151,7 @@ def _candidates(lake_con, start: datetime, end: datetime) -> None:
     lake_con.execute(f"""
         CREATE OR REPLACE TEMP TABLE candidates AS
         SELECT trace_id, span_id, CASE WHEN intent_key IS NULL THEN parent_span_id END AS parent_span_id,
-               start_time, end_time, intent_key,
+               start_time, end_time, intent_key, date,
                coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL AS gradable
         FROM llm_calls WHERE start_time >= $start AND start_time < $end""", {"start": start, "end": end})
 
@@ -157,7 +159,14 @@ def _candidates(lake_con, start: datetime, end: datetime) -> None:
 def _inherit_intents(lake_con) -> None:
     """TEMP TABLE inherited_intent(trace_id, span_id, intent_key): for each LLM call in the window
     without a key, the key of its nearest ancestor span that has one (at most 64 levels up; ancestors
-    may start before the window, so only the date partitions bound them)."""
+    may start before the window, so only the date partitions bound them). Without such a call, `spans` is
+    not read: reading it holds its fresh rows for deduplication."""
+    (orphans,) = lake_con.execute(
+        "SELECT count(*) FROM candidates WHERE intent_key IS NULL AND parent_span_id IS NOT NULL").fetchone()
+    if not orphans:
+        lake_con.execute("CREATE OR REPLACE TEMP TABLE inherited_intent "
+                         "(trace_id VARCHAR, span_id VARCHAR, intent_key VARCHAR)")
+        return
     lake_con.execute("""
         CREATE OR REPLACE TEMP TABLE inherited_intent AS
         WITH RECURSIVE tree AS (  -- the spans of the traces with a call to resolve, not of every trace
@@ -200,28 +209,26 @@ def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
     lake_con.execute(f"""
         CREATE TEMP TABLE shortlist AS
         WITH calls AS (
-            SELECT trace_id, span_id, start_time, end_time, coalesce(s.intent_key, i.intent_key) AS intent_key
+            SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key
             FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
             WHERE gradable
         ),
         traces AS (
-            SELECT trace_id, arg_max(span_id, end_time) AS span_id, min(start_time) AS started_at,
-                   arg_max(intent_key, end_time) AS intent_key
+            SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
+                   min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key
             FROM calls GROUP BY trace_id
         )
         SELECT coalesce(intent_key, '{UNASSIGNED}') AS stratum,
                to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start, count(*) AS n,
-               arg_min(struct_pack(trace_id, span_id, started_at, intent_key, draw := md5($seed || ':' || trace_id)),
+               arg_min(struct_pack(trace_id, span_id, call_date, started_at, intent_key, draw := md5($seed || ':' || trace_id)),
                        md5($seed || ':' || trace_id), {depth}) AS bottom
         FROM traces GROUP BY ALL
         """, {"w": window_s, "seed": str(config.seed)})
 
 
-def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
-          config: Sampling) -> tuple[list[tuple], int, int]:
-    """The new picks with their content, how many unsampled eligible traces there were, and how many
-    cells reached the ceiling. Calls come from `candidates`, their content from `llm_calls`: log-event
-    messages attached, a call described by two instrumentations seen once (collector/views.py)."""
+def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, config: Sampling) -> tuple[int, int]:
+    """TEMP TABLE chosen: this run's new picks, within the global budget, fairly shared. Returns how many
+    unsampled eligible traces there were and how many cells reached the ceiling."""
     _shortlist(lake_con, done, window_s, config)
     u = _U.format(draw="s.draw")
     lake_con.execute(f"""
@@ -251,7 +258,7 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
             FROM ranked r ANTI JOIN done d ON d.trace_id = r.trace_id
             WHERE CASE WHEN r.closed THEN r.rank <= $target OR r.u <= r.held_max_u ELSE r.u < r.rate END
         )
-        SELECT trace_id, span_id, started_at::TIMESTAMP AS started_at, intent_key, stratum, window_start,
+        SELECT trace_id, span_id, call_date, started_at::TIMESTAMP AS started_at, intent_key, stratum, window_start,
                pick, draw, pick + held > $ceiling AS over_ceiling
         FROM wanted
         """, {"start": start, "end": end, "w": window_s, "seed": str(config.seed),
@@ -263,18 +270,29 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
         log.warning("sample: %d (stratum, window) cell(s) reached the ceiling of %d picks (traffic well above the "
                     "previous window's); their further traces are not sampled", over,
                     CEILING_FACTOR * config.per_cluster_per_window)
-    rows = lake_con.execute(f"""
-        WITH chosen AS (SELECT * FROM picked WHERE NOT over_ceiling ORDER BY pick, draw LIMIT {config.max_traces_per_run}),
-        content AS (
-            SELECT trace_id, span_id, input_messages, output_messages, system_instructions
-            FROM llm_calls
-            WHERE start_time >= $start AND start_time < $end
-              AND span_id IN (SELECT span_id FROM chosen)
+    lake_con.execute(f"""CREATE TEMP TABLE chosen AS
+        SELECT * FROM picked WHERE NOT over_ceiling ORDER BY pick, draw LIMIT {config.max_traces_per_run}""")
+    return eligible, over
+
+
+def _content(lake_con, lake: LakeUnion, tenant: TenantId) -> list[tuple]:
+    """The `chosen` picks with their messages from `llm_calls` (log-event messages attached, a call described by
+    two instrumentations seen once), read one date partition at a time: the views deduplicate a partition's
+    fresh segments by holding its rows, messages included, so a day's rows are held at a time, not the
+    lookback's. A call's partition is its start day; its log events may land on the next."""
+    lake_con.execute("""CREATE TEMP TABLE content (trace_id VARCHAR, span_id VARCHAR, input_messages VARCHAR,
+                        output_messages VARCHAR, system_instructions VARCHAR)""")
+    for (day,) in lake_con.execute("SELECT DISTINCT call_date FROM chosen ORDER BY 1").fetchall():
+        for statement in view_statements(lake, tenant, [day, day + timedelta(days=1)]):
+            lake_con.execute(statement)
+        lake_con.execute("""
+            INSERT INTO content
+            SELECT trace_id, span_id, input_messages, output_messages, system_instructions FROM llm_calls
+            WHERE date = $day AND span_id IN (SELECT span_id FROM chosen WHERE call_date = $day)
             QUALIFY row_number() OVER (PARTITION BY trace_id, span_id) = 1  -- a span compacted in two lakes
-        )
+            """, {"day": day})
+    return lake_con.execute("""
         SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
                x.input_messages, x.output_messages, x.system_instructions
         FROM chosen c JOIN content x USING (trace_id, span_id)
-        ORDER BY c.pick, c.draw
-        """, {"start": start, "end": end}).fetchall()
-    return rows, eligible, over
+        ORDER BY c.pick, c.draw""").fetchall()
