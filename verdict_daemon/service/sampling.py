@@ -28,6 +28,11 @@ that has one (another instrumentation's LLM span under the app's span stamped by
 
 A tenant with spans in the lookback but no recognised LLM call gets a warning naming the
 instrumentation scopes and their span counts (`SampleReport.unrecognised_scopes`), never a silent 0.
+
+Memory is bounded whatever the lookback's volume: DuckDB runs under `memory_limit_mb` and spills past it to a
+private temp directory; the calls are kept with only the columns the draw reads; per (stratum, window) the draw
+keeps a top-n of the lowest draws (O(k) rows) instead of ranking every trace; messages are read for the picks
+only, one date partition at a time.
 """
 
 from __future__ import annotations
