@@ -1,22 +1,25 @@
 """Benchmark: one daemon cycle at scale — sampling, judging throughput, drift run, memory.
 
     .venv/bin/python bench/daemon_cycle.py [--traces 100000] [--judged 3000] [--latency 0.2] [--concurrency 64]
-                                           [--two-dialects]
+                                           [--two-dialects] [--baseline DIR]
 
 The lake holds `--traces` traces over 9 days in 20 clusters (intent keys) and 2 tenants, written as
 the collector writes them (one segment per tenant and day). Then, against a fresh state.duckdb:
 
-- sampling: both tenants, default targets (100 per cluster and day, 10,000 per run); with
-  `--two-dialects` half the spans are labelled OpenLLMetry, so `llm_calls`' duplicate rules run;
+- sampling: both tenants, default targets (100 per cluster and day, 10,000 per run), in a child process
+  whose peak RSS is the sampler's alone; with `--two-dialects` half the spans are labelled OpenLLMetry, so
+  `llm_calls`' duplicate rules run; `--baseline DIR` first runs the same child on the code of DIR (e.g.
+  `git worktree add --detach /tmp/main-wt main`) over the same lake and says whether the picks are the same;
 - judging: the rubric Judge (5 dimensions, one call per trace) on a scripted model with `--latency`
   per call and `--concurrency` calls in flight, over `--judged` sampled traces; ideal = concurrency /
   latency traces per second;
 - drift: every sampled trace is given a judgment (inserted directly: judging all of them at 320/s
   would take minutes), then one drift run per tenant is timed, load from state.duckdb and commit
   included;
-- RSS: this process's peak resident memory.
+- RSS: this process's peak resident memory (lake builder, judging, drift), and the sampler's.
 
-Targets (issue 6): sampling ≤ 5 s, drift ≤ 5 s, throughput ≥ 80 % of ideal, RSS ≤ 600 MB. The
+Targets (issue 6): sampling ≤ 5 s, drift ≤ 5 s, throughput ≥ 80 % of ideal, RSS ≤ 600 MB; the sampler
+≤ 500 MB at 1 M traces and flat beyond (issue 31). The
 machine is shared: read the ratios, and rerun when a figure is close.
 """
 
@@ -61,23 +64,64 @@ def build_lake(data_dir: Path, traces: int, two_dialects: bool = False) -> None:
     lake.prepare(data_dir)
     for t, tenant in enumerate(TENANTS):
         start = now_ns - rng.integers(1, DAYS * 86_400 * 10**9, size=per_tenant)
+        intent = rng.integers(0, CLUSTERS, size=per_tenant)
         day = start // (86_400 * 10**9)
-        ids = [f"{t:02x}{i:030x}" for i in range(per_tenant)]
-        columns = {name: pa.nulls(per_tenant, schema.field(name).type) for name in schema.names}
-        columns.update(
-            trace_id=pa.array(ids), span_id=pa.array([i[16:] for i in ids]), name=pa.array(["chat"] * per_tenant),
-            kind=pa.array(["CLIENT"] * per_tenant), start_time=pa.array(start, pa.timestamp("ns")),
-            end_time=pa.array(start + 50_000_000, pa.timestamp("ns")), status_code=pa.array(["UNSET"] * per_tenant),
-            operation=pa.array(["chat"] * per_tenant),
-            intent_key=pa.array([f"intent-{c:02d}.v1" for c in rng.integers(0, CLUSTERS, size=per_tenant)]),
-            input_messages=pa.array([inputs] * per_tenant), output_messages=pa.array([outputs] * per_tenant),
-            received_at=pa.array(start + 60_000_000, pa.timestamp("ns")))
-        if two_dialects:
-            columns["dialect"] = pa.array(["verdict", "openllmetry"] * (per_tenant // 2) + ["verdict"] * (per_tenant % 2))
-        table = pa.table([columns[n] for n in schema.names], schema=schema)
-        for d in np.unique(day):
+        for d in np.unique(day):  # one day's rows at a time: the builder's memory is a day's, not the lake's
+            rows = np.flatnonzero(day == d)
+            n = len(rows)
+            ids = [f"{t:02x}{i:030x}" for i in rows]
+            columns = {name: pa.nulls(n, schema.field(name).type) for name in schema.names}
+            columns.update(
+                trace_id=pa.array(ids), span_id=pa.array([i[16:] for i in ids]), name=pa.array(["chat"] * n),
+                kind=pa.array(["CLIENT"] * n), start_time=pa.array(start[rows], pa.timestamp("ns")),
+                end_time=pa.array(start[rows] + 50_000_000, pa.timestamp("ns")), status_code=pa.array(["UNSET"] * n),
+                operation=pa.array(["chat"] * n),
+                intent_key=pa.array([f"intent-{c:02d}.v1" for c in intent[rows]]),
+                input_messages=pa.array([inputs] * n), output_messages=pa.array([outputs] * n),
+                received_at=pa.array(start[rows] + 60_000_000, pa.timestamp("ns")))
+            if two_dialects:
+                columns["dialect"] = pa.array(np.where(rows % 2 == 0, "verdict", "openllmetry").tolist())
             date = datetime.fromtimestamp(int(d) * 86_400, UTC).date().isoformat()
-            lake.write_segment(data_dir, tenant, date, table.filter(pa.array(day == d)))
+            lake.write_segment(data_dir, tenant, date, pa.table([columns[n] for n in schema.names], schema=schema))
+
+
+# Sampling runs in a child process of its own, so its peak RSS is the sampler's alone; `--baseline` runs the
+# same child on another checkout's code (argv: code dir or "", lake dir, state dir).
+_SAMPLE_CHILD = """
+import hashlib, json, resource, sys, time
+if sys.argv[1]:
+    sys.path.insert(0, sys.argv[1])
+from datetime import datetime
+from pathlib import Path
+import duckdb
+from verdict.tenancy import TenantId
+from verdict_daemon.config import Sampling
+from verdict_daemon.service.sampling import sample
+from verdict_daemon.store.state import StateStore
+store = StateStore(Path(sys.argv[3]))
+store.schema_version()
+started = time.perf_counter()
+sampled = sum(sample(store, Path(sys.argv[2]), TenantId(t), Sampling(), datetime.fromisoformat(sys.argv[4])).sampled
+              for t in sys.argv[5:])
+seconds = time.perf_counter() - started
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+con = duckdb.connect(str(store.path), read_only=True)
+picks = con.execute("SELECT string_agg(tenant_id || trace_id, ',' ORDER BY tenant_id, trace_id) FROM sampled_traces")
+print(json.dumps({"sampled": sampled, "seconds": seconds, "peak_rss_mib": rss,
+                  "picks_md5": hashlib.md5((picks.fetchone()[0] or "").encode()).hexdigest()}))
+"""
+
+
+def sample_in_child(code: Path | None, data_dir: Path, state_dir: Path) -> dict:
+    """Both tenants sampled by a fresh interpreter (`code`: another checkout to import the sampler from)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(code or Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", _SAMPLE_CHILD, str(code or ""), str(data_dir), str(state_dir),
+                           NOW.isoformat(), *TENANTS], env=env, capture_output=True, text=True, check=True)
+    last = done.stdout.splitlines()[-1]
+    return json.loads(last[last.rindex("{"):])  # after DuckDB's progress bar, if it drew one
 
 
 def _reply(request) -> str:
@@ -112,16 +156,17 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--two-dialects", action="store_true", help="sample with the duplicate rules active")
+    parser.add_argument("--baseline", type=Path, help="a checkout (e.g. a `git worktree` of main) whose sampler "
+                        "runs first on the same lake: its peak RSS and time, and whether the picks are the same")
     args = parser.parse_args()
 
     from verdict.judges.judge import Judge
     from verdict.models.scripted import ScriptedModel
     from verdict_daemon.clustering.assign_step import IntentKeyAssigner, assign
-    from verdict_daemon.config import Drift, Judging, Sampling
+    from verdict_daemon.config import Drift, Judging
     from verdict_daemon.service.drift_runs import run_drift
     from verdict_daemon.service.judge_evaluators import JudgeEvaluator
     from verdict_daemon.service.judging import judge
-    from verdict_daemon.service.sampling import sample
     from verdict_daemon.store.state import StateStore
 
     work = Path(tempfile.mkdtemp(prefix="verdict-bench-"))
@@ -133,10 +178,15 @@ def main() -> int:
         store = StateStore(work)
         store.schema_version()
 
-        started = time.perf_counter()
-        sampled = sum(sample(store, work, TenantId(t), Sampling(), NOW).sampled for t in TENANTS)
-        sampling_s = time.perf_counter() - started
-        print(f"sampling: {sampled} traces sampled in {sampling_s:.2f} s (target <= 5 s)")
+        if args.baseline:
+            before = sample_in_child(args.baseline, work, work / "baseline-state")
+            print(f"sampling, baseline ({args.baseline}): {before['sampled']} traces sampled in "
+                  f"{before['seconds']:.2f} s, peak RSS {before['peak_rss_mib']:.0f} MiB (own process)")
+        after = sample_in_child(None, work, work)
+        sampled, sampling_s, sampler_rss = after["sampled"], after["seconds"], after["peak_rss_mib"]
+        print(f"sampling: {sampled} traces sampled in {sampling_s:.2f} s (target <= 5 s at 100k traces), peak RSS "
+              f"{sampler_rss:.0f} MiB (own process; target <= 500 MB)"
+              + (f"; same picks as the baseline: {after['picks_md5'] == before['picks_md5']}" if args.baseline else ""))
 
         model = ScriptedModel(_reply, name="scripted/bench", latency=args.latency)
         evaluator = JudgeEvaluator("bench", Judge(model, retries=0), {"kind": "rubric"})
@@ -159,10 +209,14 @@ def main() -> int:
             print(f"drift {tenant}: {run.judgments} judgments, {run.cells} cells, {run.tested} tested, "
                   f"{len(run.signals)} signals in {drift_times[-1]:.2f} s (target <= 5 s)")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"peak RSS: {rss:.0f} MiB (target <= 600 MB)")
+        print(f"peak RSS: {rss:.0f} MiB (lake builder, judging, drift; target <= 600 MB)")
         print(json.dumps({"traces": args.traces, "sampling_s": round(sampling_s, 3), "judged_per_s": round(rate, 1),
                           "ideal_per_s": ideal, "throughput_ratio": round(rate / ideal, 3),
-                          "drift_s_max": round(max(drift_times), 3), "peak_rss_mib": round(rss)}))
+                          "drift_s_max": round(max(drift_times), 3), "peak_rss_mib": round(rss),
+                          "sampler_peak_rss_mib": round(sampler_rss)}
+                         | ({"baseline_sampler_peak_rss_mib": round(before["peak_rss_mib"]),
+                             "baseline_sampling_s": round(before["seconds"], 3),
+                             "same_picks": after["picks_md5"] == before["picks_md5"]} if args.baseline else {})))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -65,6 +65,8 @@ class Sampling(_Section):
     per_cluster_per_window: int = Field(100, ge=1, le=MANY)
     max_traces_per_run: int = Field(10_000, ge=1, le=MANY)
     lookback_days: float = Field(9, gt=0, le=3660)
+    # DuckDB's memory cap for a sample run; past it the run spills to a private temp directory
+    memory_limit_mb: int = Field(256, ge=128, le=1_048_576)
 
 
 class Budget(_Section):

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from datetime import timedelta
 
 import duckdb
+import pyarrow as pa
 
+from collector.lake import write_segment
+from collector.schema import arrow_schema
 from tests.daemon.conftest import INTENTS, NOW
 from tests.daemon.lakes import answer_for, span_row, write_rows
+from verdict.semconv import LOG_COLUMNS
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.assign_step import AssignReport, IntentKeyAssigner, assign
 from verdict_daemon.config import Sampling
@@ -127,3 +132,30 @@ def test_intents_listed_in_fixture_are_all_sampled(lake, tmp_path):
     store = StateStore(tmp_path / "s")
     sample(store, lake, TenantId("acme"), Sampling(per_cluster_per_window=1), NOW)
     assert {s for _t, s, _w in _sampled(store)} == set(INTENTS)
+
+
+def test_messages_from_log_events_landed_in_the_next_date_partition_are_read(tmp_path):
+    """The sampler reads messages one date partition at a time: a call starting just before midnight whose
+    GenAI log events carry its messages and are dated just after it (the next `logs` partition) is still
+    judged from them."""
+    data = tmp_path / "data"
+    start = NOW - timedelta(days=1, seconds=1)  # 23:59:59 the day before NOW's
+    span = span_row("e" * 32, start, intent="billing.v1", query="", answer="")
+    span.update(input_messages=None, output_messages=None)
+    write_rows(data, "acme", [span])
+    event_ns = int((start + timedelta(seconds=2)).timestamp() * 1e9)  # 00:00:01: the next day's partition
+    record = dict.fromkeys(c.name for c in LOG_COLUMNS)
+    record.update(record_id="1" * 32, trace_id="e" * 32, span_id="e" * 16, time=event_ns, sequence=0,
+                  received_at=event_ns, event_name="gen_ai.client.inference.operation.details",
+                  input_messages=json.dumps([{"role": "user", "parts": [{"type": "text", "content": "late question"}]}]),
+                  output_messages=json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "late answer."}],
+                                               "finish_reason": "stop"}]))
+    write_segment(data, "acme", (NOW - timedelta(days=1) + timedelta(seconds=1)).date().isoformat(),
+                       pa.Table.from_pylist([record], schema=arrow_schema("logs")), table_name="logs")
+    store = StateStore(data)
+    assert sample(store, data, TenantId("acme"), Sampling(), NOW + timedelta(hours=1)).sampled == 1
+    con = duckdb.connect(str(store.path), read_only=True)
+    try:
+        assert con.execute("SELECT query, response FROM sampled_traces").fetchall() == [("late question", "late answer.")]
+    finally:
+        con.close()

@@ -28,11 +28,17 @@ that has one (another instrumentation's LLM span under the app's span stamped by
 
 A tenant with spans in the lookback but no recognised LLM call gets a warning naming the
 instrumentation scopes and their span counts (`SampleReport.unrecognised_scopes`), never a silent 0.
+
+Memory is bounded whatever the lookback's volume: DuckDB runs under `memory_limit_mb` and spills past it to a
+private temp directory; the calls are kept with only the columns the draw reads; per (stratum, window) the draw
+keeps a top-n of the lowest draws (O(k) rows) instead of ranking every trace; messages are read for the picks
+only, one date partition at a time.
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -112,18 +118,24 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
     import duckdb
 
     done = picks_since(store, tenant, start)
-    lake_con = lake.connect({"threads": 2})
+    # Capped: past the limit DuckDB spills the per-trace work to a directory of this run's own, so the
+    # sampler's memory does not grow with the lookback's volume (docs/daemon.md, "Tests and figures").
+    spill = tempfile.TemporaryDirectory(prefix="verdict-sample-")
+    lake_con = lake.connect({"threads": 2, "preserve_insertion_order": False,
+                             "memory_limit": f"{config.memory_limit_mb}MB", "temp_directory": spill.name})
     try:
         for statement in view_statements(lake, tenant, days):  # `spans` and `llm_calls` over the lookback
             lake_con.execute(statement)
         _candidates(lake_con, start - window, end)
         _inherit_intents(lake_con)
-        rows, eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
+        eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
         unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
+        rows = _content(lake_con, lake, tenant)
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
         lake_con.close()
+        spill.cleanup()
     now = datetime.now(UTC).replace(tzinfo=None)
     records = [SampledTrace(tenant, trace_id, span_id, intent, stratum, window_start, started_at,
                             *graded_texts(inputs, outputs, system), now)
@@ -138,22 +150,33 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
 
 
 def _candidates(lake_con, start: datetime, end: datetime) -> None:
-    """TEMP TABLE candidates: the `llm_calls` rows starting in [start, end), without their messages.
+    """TEMP TABLE candidates: the `llm_calls` rows starting in [start, end), reduced to what the draw reads
+    (`gradable`: neither judge workload nor an error; a parent only where the intent key is to inherit).
     Evaluated once: with two dialects in the lake the view's duplicate rules are its costly part."""
-    lake_con.execute("""
+    lake_con.execute(f"""
         CREATE OR REPLACE TEMP TABLE candidates AS
-        SELECT trace_id, span_id, parent_span_id, start_time, end_time, intent_key, workload, status_code, error_type
+        SELECT trace_id, span_id, CASE WHEN intent_key IS NULL THEN parent_span_id END AS parent_span_id,
+               start_time, end_time, intent_key, date,
+               coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL AS gradable
         FROM llm_calls WHERE start_time >= $start AND start_time < $end""", {"start": start, "end": end})
 
 
 def _inherit_intents(lake_con) -> None:
     """TEMP TABLE inherited_intent(trace_id, span_id, intent_key): for each LLM call in the window
     without a key, the key of its nearest ancestor span that has one (at most 64 levels up; ancestors
-    may start before the window, so only the date partitions bound them)."""
+    may start before the window, so only the date partitions bound them). Without such a call, `spans` is
+    not read: reading it holds its fresh rows for deduplication."""
+    (orphans,) = lake_con.execute(
+        "SELECT count(*) FROM candidates WHERE intent_key IS NULL AND parent_span_id IS NOT NULL").fetchone()
+    if not orphans:
+        lake_con.execute("CREATE OR REPLACE TEMP TABLE inherited_intent "
+                         "(trace_id VARCHAR, span_id VARCHAR, intent_key VARCHAR)")
+        return
     lake_con.execute("""
         CREATE OR REPLACE TEMP TABLE inherited_intent AS
-        WITH RECURSIVE tree AS (
+        WITH RECURSIVE tree AS (  -- the spans of the traces with a call to resolve, not of every trace
             SELECT trace_id, span_id, parent_span_id, intent_key FROM spans
+            SEMI JOIN (SELECT trace_id FROM candidates WHERE intent_key IS NULL) USING (trace_id)
         ),
         up(trace_id, span_id, parent, depth, key) AS (
             SELECT trace_id, span_id, parent_span_id, 0, NULL::VARCHAR
@@ -179,34 +202,45 @@ def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tupl
         GROUP BY ALL ORDER BY n DESC, scope_name LIMIT 20""", window).fetchall())
 
 
-def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
-          config: Sampling) -> tuple[list[tuple], int, int]:
-    """The new picks with their content, how many unsampled eligible traces there were, and how many
-    cells reached the ceiling. Calls come from `candidates`, their content from `llm_calls`: log-event
-    messages attached, a call described by two instrumentations seen once (collector/views.py)."""
+def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
+    """TEMP TABLE shortlist: per (stratum, window) of `candidates`, its trace count `n` and its `depth` traces of lowest draw. Every pick comes from there: a cell's picks are a prefix of its traces
+    by draw less the held ones, and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so
+    one more row shows a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held
+    past the per-trace aggregation (which spills past the limit) is O(cells * depth), whatever the volume."""
     lake_con.register("done", done)
-    u = _U.format(draw="md5($seed || ':' || trace_id)")
+    (most_held,) = lake_con.execute(
+        "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM done GROUP BY stratum, window_start)").fetchone()
+    depth = CEILING_FACTOR * config.per_cluster_per_window + 1 + most_held
     lake_con.execute(f"""
-        CREATE TEMP TABLE picked AS
+        CREATE TEMP TABLE shortlist AS
         WITH calls AS (
-            SELECT trace_id, span_id, start_time, end_time, coalesce(s.intent_key, i.intent_key) AS intent_key
+            SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key
             FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
-            WHERE coalesce(workload, '') <> '{JUDGE_WORKLOAD}'
-              AND status_code <> 'ERROR' AND error_type IS NULL
+            WHERE gradable
         ),
         traces AS (
-            SELECT trace_id, arg_max(span_id, end_time) AS span_id, min(start_time) AS started_at,
-                   arg_max(intent_key, end_time) AS intent_key
+            SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
+                   min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key
             FROM calls GROUP BY trace_id
-        ),
-        all_traces AS (
-            SELECT t.*, coalesce(t.intent_key, '{UNASSIGNED}') AS stratum,
-                   to_timestamp(floor(epoch(t.started_at) / $w) * $w)::TIMESTAMP AS window_start,
-                   md5($seed || ':' || t.trace_id) AS draw, {u} AS u
-            FROM traces t
-        ),
-        volume AS (SELECT stratum, window_start, count(*) AS n FROM all_traces GROUP BY ALL),
-        held AS (SELECT stratum, window_start, count(*) AS n, max({u}) AS max_u FROM done GROUP BY ALL),
+        )
+        SELECT coalesce(intent_key, '{UNASSIGNED}') AS stratum,
+               to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start, count(*) AS n,
+               arg_min(struct_pack(trace_id, span_id, call_date, started_at, intent_key, draw := md5($seed || ':' || trace_id)),
+                       md5($seed || ':' || trace_id), {depth}) AS bottom
+        FROM traces GROUP BY ALL
+        """, {"w": window_s, "seed": str(config.seed)})
+
+
+def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, config: Sampling) -> tuple[int, int]:
+    """TEMP TABLE chosen: this run's new picks, within the global budget, fairly shared. Returns how many
+    unsampled eligible traces there were and how many cells reached the ceiling."""
+    _shortlist(lake_con, done, window_s, config)
+    u = _U.format(draw="s.draw")
+    lake_con.execute(f"""
+        CREATE TEMP TABLE picked AS
+        WITH volume AS (SELECT stratum, window_start, n FROM shortlist),
+        held AS (SELECT stratum, window_start, count(*) AS n, max({_U.format(draw="md5($seed || ':' || trace_id)")})
+                 AS max_u FROM done GROUP BY ALL),
         cells AS (
             SELECT v.stratum, v.window_start, v.n, coalesce(h.n, 0) AS held, coalesce(h.max_u, -1.0) AS held_max_u,
                    v.window_start + to_seconds($w) <= $end AS closed,
@@ -219,16 +253,17 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
             WHERE v.window_start >= $start
         ),
         ranked AS (
-            SELECT a.*, c.held, c.held_max_u, c.closed, c.rate,
-                   row_number() OVER (PARTITION BY a.stratum, a.window_start ORDER BY a.draw) AS rank
-            FROM all_traces a JOIN cells c USING (stratum, window_start)
+            SELECT s.*, {u} AS u, c.held, c.held_max_u, c.closed, c.rate,
+                   row_number() OVER (PARTITION BY s.stratum, s.window_start ORDER BY s.draw) AS rank
+            FROM (SELECT stratum, window_start, unnest(bottom, recursive := true) FROM shortlist) s
+            JOIN cells c USING (stratum, window_start)
         ),
         wanted AS (
             SELECT r.*, row_number() OVER (PARTITION BY r.stratum, r.window_start ORDER BY r.draw) AS pick
             FROM ranked r ANTI JOIN done d ON d.trace_id = r.trace_id
             WHERE CASE WHEN r.closed THEN r.rank <= $target OR r.u <= r.held_max_u ELSE r.u < r.rate END
         )
-        SELECT trace_id, span_id, started_at::TIMESTAMP AS started_at, intent_key, stratum, window_start,
+        SELECT trace_id, span_id, call_date, started_at::TIMESTAMP AS started_at, intent_key, stratum, window_start,
                pick, draw, pick + held > $ceiling AS over_ceiling
         FROM wanted
         """, {"start": start, "end": end, "w": window_s, "seed": str(config.seed),
@@ -240,18 +275,29 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float,
         log.warning("sample: %d (stratum, window) cell(s) reached the ceiling of %d picks (traffic well above the "
                     "previous window's); their further traces are not sampled", over,
                     CEILING_FACTOR * config.per_cluster_per_window)
-    rows = lake_con.execute(f"""
-        WITH chosen AS (SELECT * FROM picked WHERE NOT over_ceiling ORDER BY pick, draw LIMIT {config.max_traces_per_run}),
-        content AS (
-            SELECT trace_id, span_id, input_messages, output_messages, system_instructions
-            FROM llm_calls
-            WHERE start_time >= $start AND start_time < $end
-              AND span_id IN (SELECT span_id FROM chosen)
+    lake_con.execute(f"""CREATE TEMP TABLE chosen AS
+        SELECT * FROM picked WHERE NOT over_ceiling ORDER BY pick, draw LIMIT {config.max_traces_per_run}""")
+    return eligible, over
+
+
+def _content(lake_con, lake: LakeUnion, tenant: TenantId) -> list[tuple]:
+    """The `chosen` picks with their messages from `llm_calls` (log-event messages attached, a call described by
+    two instrumentations seen once), read one date partition at a time: the views deduplicate a partition's
+    fresh segments by holding its rows, messages included, so a day's rows are held at a time, not the
+    lookback's. A call's partition is its start day; its log events may land on the next."""
+    lake_con.execute("""CREATE TEMP TABLE content (trace_id VARCHAR, span_id VARCHAR, input_messages VARCHAR,
+                        output_messages VARCHAR, system_instructions VARCHAR)""")
+    for (day,) in lake_con.execute("SELECT DISTINCT call_date FROM chosen ORDER BY 1").fetchall():
+        for statement in view_statements(lake, tenant, [day, day + timedelta(days=1)]):
+            lake_con.execute(statement)
+        lake_con.execute("""
+            INSERT INTO content
+            SELECT trace_id, span_id, input_messages, output_messages, system_instructions FROM llm_calls
+            WHERE date = $day AND span_id IN (SELECT span_id FROM chosen WHERE call_date = $day)
             QUALIFY row_number() OVER (PARTITION BY trace_id, span_id) = 1  -- a span compacted in two lakes
-        )
+            """, {"day": day})
+    return lake_con.execute("""
         SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
                x.input_messages, x.output_messages, x.system_instructions
         FROM chosen c JOIN content x USING (trace_id, span_id)
-        ORDER BY c.pick, c.draw
-        """, {"start": start, "end": end}).fetchall()
-    return rows, eligible, over
+        ORDER BY c.pick, c.draw""").fetchall()
