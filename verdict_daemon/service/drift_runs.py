@@ -112,6 +112,25 @@ class Decision:
     now: datetime  # naive UTC
     alpha: float
     period: int
+    small_cells: bool = False  # the weekly decision: cells under min_usable are tested over small_cell_weeks
+
+
+# Small-cell windows end on this grid (Monday 00:00 UTC, every `small_cell_weeks` weeks).
+_MONDAY = datetime(1970, 1, 5)
+
+
+def closing_decision(config: Drift, end: datetime, closing: float, period: int) -> Decision:
+    """The decision on the period that ends at `end`; it is the weekly decision (small cells tested over the
+    `small_cell_weeks` before `end`, in the same run and family, at the same level) when its period holds a
+    boundary of the small-cell grid: for daily periods, Sunday's, taken at Monday 00:00 UTC."""
+    width = config.small_cell_window
+    weekly = bool(width) and (end - _MONDAY) // width != (end - config.period - _MONDAY) // width
+    return Decision(end, closing, period, weekly)
+
+
+def decision_detector(config: Drift, decision: Decision):
+    """The DriftDetector a decision runs (a look with nothing left to spend is run at alpha for its counts)."""
+    return config.detector(decision.alpha or config.alpha, small_cells=decision.small_cells)
 
 
 def lookback(config: Drift, at: datetime) -> datetime:
@@ -132,10 +151,10 @@ def plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decision]:
     if at in runs:  # this as_of was decided already: decide once, even on more data
         return []
     first = min(runs, default=at)  # no period before the first run is owed a decision
-    out = [Decision(end, closing, index - k - 1) for k in range(config.catch_up_periods - 1, -1, -1)
+    out = [closing_decision(config, end, closing, index - k - 1) for k in range(config.catch_up_periods - 1, -1, -1)
            if first < (end := start - k * width) < at and end not in runs]
     if at == start:  # on the grid: this look is the closing decision of the period that just ended
-        return [*out, Decision(at, closing, index - 1)]
+        return [*out, closing_decision(config, at, closing, index - 1)]
     spent = max((r for r in runs if start < r < start + width), default=start)  # later runs too: out of order
     out.append(Decision(at, config.early_alpha_share * config.alpha * max((at - spent) / width, 0.0), index))
     return out
@@ -185,8 +204,8 @@ def _decide(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift
     run_id = _digest(tenant, fingerprint, at.isoformat(), decision.alpha, params,
                      table.column("attempt_id").to_pylist(), table.column("cluster").to_pylist())
     try:  # a look with nothing left to spend (alpha 0) is stored for its counts, without signals
-        report = config.detector(decision.alpha or config.alpha).detect(table.drop_columns(["attempt_id"]),
-                                                        now=at.replace(tzinfo=UTC))
+        report = decision_detector(config, decision).detect(table.drop_columns(["attempt_id"]),
+                                                            now=at.replace(tzinfo=UTC))
     except DriftInputError as exc:
         raise DaemonError("drift_input_error", f"fingerprint {fingerprint[:12]}: {exc}") from None
     signals = report_signals(report, tenant, decision.period) if decision.alpha else []
