@@ -91,6 +91,7 @@ def report_signals(report, tenant: TenantId, period: int) -> list[Signal]:
                 p_value=_float(cell.coverage.p_value if coverage else cell.p_value),
                 adjusted_p=_float(cell.coverage.adjusted_p if coverage else cell.adjusted_p),
                 mde=None if coverage else _float(cell.mde_adjusted),
+                small_cell=cell.small_cell,
                 examples=tuple(cell.coverage.examples if coverage else cell.examples)))
     return out
 
@@ -211,9 +212,10 @@ def _decide(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift
     signals = report_signals(report, tenant, decision.period) if decision.alpha else []
     naive = {name: getattr(report, name).astimezone(UTC).replace(tzinfo=None)
              for name in ("current_start", "baseline_start", "baseline_end")}
+    small_start = report.small_cell_start and report.small_cell_start.astimezone(UTC).replace(tzinfo=None)
     run = RunRecord(tenant, run_id, fingerprint, at, naive["current_start"], naive["baseline_start"],
                     naive["baseline_end"], decision.alpha, report.pass_rate_gate, config.min_usable, table.num_rows,
-                    len(report.cells), report.tested)
+                    len(report.cells), report.tested, small_start)
     if not commit_run(store, run, signals, datetime.now(UTC).replace(tzinfo=None), planned_on):
         return None  # compare-and-swap: another process took a run meanwhile, the plan is stale
     log.info("drift tenant=%s fingerprint=%s run=%s judgments=%d cells=%d tested=%d signals=%d",
