@@ -82,7 +82,8 @@ def test_small_cells_are_tested_once_a_week_inside_one_closing_decision():
     closing decision at a Monday 00:00, exactly one per week, and each period's levels still add up to alpha."""
     config = Drift()
     schedule = [at for at in looks(START + timedelta(minutes=5), START + timedelta(days=28), timedelta(hours=1))
-                if not START + timedelta(days=11, hours=23) <= at < START + timedelta(days=12, hours=2)]
+                if not START + timedelta(days=10, hours=23) <= at < START + timedelta(days=11, hours=2)]
+    assert (START + timedelta(days=11)).weekday() == 0  # down from Sunday 23:00 to Monday 02:00
     runs: list[datetime] = []
     spent: dict[int, float] = {}
     weekly = []

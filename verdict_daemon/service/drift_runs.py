@@ -19,6 +19,10 @@ schedule, so by the union bound P(a period raises any false alarm) <= alpha:
   `catch_up_periods` that ended after the fingerprint's first run and has no decision yet, oldest
   first, so days the daemon did not watch (down at midnight, or all day) are still decided; older
   ones stay undecided (bounded work per look);
+- the **weekly decision**: the closing decision whose period holds a Monday 00:00 UTC (every
+  `small_cell_weeks` weeks; for daily periods Sunday's, taken at Monday 00:00) also tests the small cells,
+  those under `min_usable` in its period, over the `small_cell_weeks` weeks before it, in the same run, the
+  same family and at the same level: a small cell gets one test per such window and no look of its own;
 - **early looks** inside the open period: the window ending at the look, at
   `early_alpha_share·alpha·(t - t_prev)`, t the elapsed share of the period and t_prev that of the
   period's latest earlier run. A look with nothing left to spend (an `as_of` earlier than the period's
