@@ -27,6 +27,7 @@ from tests.daemon.drift_schedule import (
     looks,
     visible,
 )
+from tests.daemon.test_drift_real_traffic import _interval
 from verdict.drift import CellStatus
 from verdict_daemon.config import Drift
 from verdict_daemon.service.drift_runs import decision_detector, plan
@@ -35,11 +36,6 @@ DAY = timedelta(days=1)
 # A low-volume intent: c00 has 8 traces a day (56 a week), the nine others 100.
 LOW = Traffic(clusters=10, dimensions=3, per_day=100, small=8)
 REPLICATES = 8
-
-
-def _interval(hits: int, n: int) -> str:
-    low, high = proportion_confint(hits, n, alpha=0.05, method="beta")
-    return f"{hits}/{n} [{low:.2f}, {high:.2f}]"
 
 
 def _flagged(config: Drift, seed: int) -> list[datetime]:

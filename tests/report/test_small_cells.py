@@ -21,6 +21,8 @@ from verdict.tenancy import TenantId
 from verdict_daemon.report import build_report
 from verdict_daemon.report.render import render
 from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.store.drift_runs import due_alerts
+from verdict_daemon.store.state import StateStore
 
 MONDAY = datetime(2026, 11, 23, tzinfo=UTC)
 WEEK_START = MONDAY - timedelta(weeks=1)
@@ -71,6 +73,9 @@ def test_the_weekly_decision_reports_a_small_cell_tested_over_the_week(data_dir)
     assert "tested over 7 days (2026-11-16 00:00 UTC to 2026-11-23 00:00 UTC)" in html
     assert f"({signal.signal.current_n}) <small>over 7 days (small cell)</small>" in html
     assert '<small class="small-cell">tested over 7 days</small>' in html
+    alerts = {a.cluster: a for a in due_alerts(StateStore(data), "initech", datetime(2100, 1, 1))
+              if a.dimension == "completeness"}
+    assert alerts["search.v1"].current_start == WEEK_START.replace(tzinfo=None)  # the webhook's window: the week
 
 
 def test_the_next_days_report_still_shows_the_weekly_decision(data_dir):

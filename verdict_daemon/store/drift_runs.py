@@ -198,7 +198,7 @@ class DueAlert:
     adjusted_p: float | None
     examples: str | None  # JSON
     as_of: datetime  # naive UTC
-    current_start: datetime  # naive UTC
+    current_start: datetime  # naive UTC; a small cell's signal: the start of the small-cell window it was tested over
     alpha: float
 
 
@@ -208,7 +208,7 @@ def due_alerts(store: StateStore, tenant: str, now: datetime) -> list[DueAlert]:
         rows = con.execute("""
             SELECT d.signal_id, d.run_id, d.attempts, s.fingerprint, s.cluster, s.dimension, s.kind,
                    s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.adjusted_p, s.examples,
-                   r.as_of, r.current_start, r.alpha
+                   r.as_of, CASE WHEN s.small_cell THEN r.small_cell_start ELSE r.current_start END, r.alpha
             FROM alert_deliveries d
             JOIN drift_signals s ON s.tenant_id = d.tenant_id AND s.run_id = d.run_id AND s.signal_id = d.signal_id
             JOIN drift_runs r ON r.tenant_id = d.tenant_id AND r.run_id = d.run_id
