@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import duckdb
 import pytest
 
 from tests.daemon.conftest import make_config
@@ -23,9 +24,12 @@ from verdict_daemon.report.render import render
 from verdict_daemon.service.cycle import build_evaluators, run_cycle
 from verdict_daemon.store.drift_runs import due_alerts
 from verdict_daemon.store.state import StateStore
+from verdict_daemon.store.views import add_state_views
+from verdict_ui.signals import signal_detail
 
 MONDAY = datetime(2026, 11, 23, tzinfo=UTC)
 WEEK_START = MONDAY - timedelta(weeks=1)
+DAY = timedelta(days=1)
 
 
 def _truncated_last_week(rows: list[dict]) -> list[dict]:
@@ -73,6 +77,11 @@ def test_the_weekly_decision_reports_a_small_cell_tested_over_the_week(data_dir)
     assert "tested over 7 days (2026-11-16 00:00 UTC to 2026-11-23 00:00 UTC)" in html
     assert f"({signal.signal.current_n}) <small>over 7 days (small cell)</small>" in html
     assert '<small class="small-cell">tested over 7 days</small>' in html
+    con = duckdb.connect()
+    add_state_views(con, data, TenantId("initech"))
+    detail = signal_detail(con, signal.signal.signal_id)
+    con.close()
+    assert detail is not None and min(t.started_at for t in detail.window) < MONDAY.replace(tzinfo=None) - DAY
     alerts = {a.cluster: a for a in due_alerts(StateStore(data), "initech", datetime(2100, 1, 1))
               if a.dimension == "completeness"}
     assert alerts["search.v1"].current_start == WEEK_START.replace(tzinfo=None)  # the webhook's window: the week
