@@ -164,20 +164,38 @@ class Drift(_Section):
     seasonal_weeks: int = Field(3, ge=1, le=52)
     seasonal_check_alpha: float = Field(0.01, gt=0, lt=1)
     reference_weeks: int = Field(3, ge=0, le=52)
+    # Cells under min_usable in the alert period are tested over this many weeks, once per that many weeks.
+    small_cell_weeks: int = Field(1, ge=0, le=4)
+
+    @model_validator(mode="after")
+    def _small_cells_span_more_than_a_period(self) -> Drift:
+        if self.small_cell_weeks and self.small_cell_window <= self.period:
+            raise ValueError(f"small_cell_weeks ({self.small_cell_weeks}) must span more than the alert period "
+                             f"(current_window_hours = {self.current_window_hours:g}); 0 turns it off")
+        return self
 
     @property
     def period(self) -> timedelta:
         return timedelta(hours=self.current_window_hours)
 
     @property
+    def small_cell_window(self) -> timedelta:
+        return timedelta(weeks=self.small_cell_weeks)
+
+    @property
     def reach(self) -> timedelta:
         """How far before its window end a run reads judgments (the reference or the same weekdays)."""
-        recent = self.period + timedelta(hours=self.gap_hours, days=self.baseline_days)
-        return max(recent + timedelta(weeks=self.reference_weeks),
-                   self.period + timedelta(weeks=self.seasonal_weeks if self.seasonality != "off" else 0))
+        from verdict.drift.windows import SMALL_CELL_BASELINE
 
-    def detector(self, alpha: float | None = None):
-        """The DriftDetector of one run at level `alpha` (default: the whole `alpha`, as one lone run)."""
+        gap = timedelta(hours=self.gap_hours)
+        recent = self.period + gap + timedelta(days=self.baseline_days)
+        return max(recent + timedelta(weeks=self.reference_weeks),
+                   self.period + timedelta(weeks=self.seasonal_weeks if self.seasonality != "off" else 0),
+                   (1 + SMALL_CELL_BASELINE) * self.small_cell_window + gap)
+
+    def detector(self, alpha: float | None = None, small_cells: bool = False):
+        """The DriftDetector of one run at level `alpha` (default: the whole `alpha`, as one lone run); with
+        `small_cells` (the weekly decision, drift_runs.plan) it tests small cells over `small_cell_window`."""
         from verdict.drift import DriftDetector
 
         return DriftDetector(current_window=self.period,
@@ -187,7 +205,8 @@ class Drift(_Section):
                              pass_rate_gate=self.pass_rate_gate_points / 100, delta_gate=self.delta_gate,
                              dimension_gates={k: g.share for k, g in self.dimension_gates.items()},
                              seasonality=self.seasonality, seasonal_weeks=self.seasonal_weeks,
-                             seasonal_check_alpha=self.seasonal_check_alpha, reference_weeks=self.reference_weeks)
+                             seasonal_check_alpha=self.seasonal_check_alpha, reference_weeks=self.reference_weeks,
+                             small_cell_window=self.small_cell_window if small_cells else timedelta(0))
 
 
 class Alerts(_Section):

@@ -1,7 +1,7 @@
 """Simulating the drift job on a schedule: per-period false alarms and detection delay.
 
 Each look runs the daemon's own decision path: `drift_runs.plan` (which runs a look takes, at which
-level, for which alert period, given the runs already taken), `Drift.detector(level)` and
+level, for which alert period, given the runs already taken), `drift_runs.decision_detector` and
 `drift_runs.report_signals` (signal ids, deduplicated per alert period as `alert_deliveries` does).
 Only the state store is left out: the runs taken so far are kept in a list, as `as_of` values, which
 is all `plan` reads from `drift_runs` (`visible`). Traffic is the sampler's shape: `per_day` judged
@@ -29,6 +29,7 @@ from verdict.tenancy import TenantId
 from verdict_daemon.config import Drift
 from verdict_daemon.service.drift_runs import (
     Decision,
+    decision_detector,
     evaluator_config,
     lookback,
     plan,
@@ -43,15 +44,16 @@ def legacy_plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decis
     return [Decision(at, config.alpha, (at - datetime(1970, 1, 1)) // config.period)]
 
 
-def legacy_detector(config: Drift, alpha: float) -> DriftDetector:
+def legacy_detector(config: Drift, decision: Decision) -> DriftDetector:
     """Quality and coverage tests each a family at `alpha` (two halves of 2·alpha), the recent baseline only."""
     return config.model_copy(update={"coverage_alpha_share": 0.5, "seasonality": "off",
-                                     "reference_weeks": 0}).detector(2 * alpha)
+                                     "reference_weeks": 0}).detector(2 * decision.alpha)
 
 
-def recent_only(config: Drift, alpha: float) -> DriftDetector:
-    """The detector before issue 27: the recent baseline only, no weekly patterns, no reference."""
-    return config.model_copy(update={"seasonality": "off", "reference_weeks": 0}).detector(alpha)
+def recent_only(config: Drift, decision: Decision) -> DriftDetector:
+    """The detector before issue 27: the recent baseline only, no weekly patterns, no reference, no small-cell
+    windows."""
+    return config.model_copy(update={"seasonality": "off", "reference_weeks": 0}).detector(decision.alpha)
 
 
 def per_evaluator(config: Drift, evaluators: int) -> Drift:
@@ -65,11 +67,11 @@ class Design:
     tenant has several."""
 
     plan: Plan
-    detector: Callable[[Drift, float], DriftDetector]
+    detector: Callable[[Drift, Decision], DriftDetector]
     share: Callable[[Drift, int], Drift] = evaluator_config
 
 
-NEW = Design(plan, Drift.detector)
+NEW = Design(plan, decision_detector)
 BEFORE_27 = Design(plan, recent_only, per_evaluator)  # issue 17's design: the code before issue 27
 LEGACY = Design(legacy_plan, legacy_detector, per_evaluator)  # before issue 17
 
@@ -85,6 +87,7 @@ class Traffic:
     volume_sigma: float = 0.0  # cluster volumes log-normal with this sigma (mean per_day); 0 = all equal
     weekend: float = 0.0  # every pass rate this much lower on Saturdays and Sundays (UTC)
     evaluators: int = 1  # fingerprints judging every trace, independently
+    small: float | None = None  # cluster c00's traces per day (a low-volume intent); None: as the others
 
 
 Shift = Callable[[np.ndarray], np.ndarray]  # days since START -> pass-rate change of cell c00/d0
@@ -103,6 +106,10 @@ def judgments(traffic: Traffic, days: float, seed: int, drop: tuple[datetime, fl
     rng = np.random.default_rng(seed)
     weights = rng.lognormal(0, traffic.volume_sigma, traffic.clusters)
     n = int(traffic.clusters * traffic.per_day * days)
+    if traffic.small is not None:
+        weights = np.full(traffic.clusters, float(traffic.per_day))
+        weights[0] = traffic.small
+        n = int(weights.sum() * days)
     t = np.sort(rng.uniform(0, days * 86_400e6, n)).astype(np.int64)
     cluster = rng.choice(traffic.clusters, n, p=weights / weights.sum())
     rates = rng.uniform(traffic.low, traffic.high, (traffic.clusters, traffic.dimensions))
@@ -182,7 +189,7 @@ def _look(config: Drift, table: pa.Table, at: datetime, runs: list[datetime], de
             continue
         lo, hi = np.searchsorted(us, [int((decision.now - config.reach - epoch) / timedelta(microseconds=1)),
                                       int((decision.now - epoch) / timedelta(microseconds=1))])
-        report = design.detector(config, decision.alpha).detect(table.slice(lo, hi - lo), now=decision.now)
+        report = design.detector(config, decision).detect(table.slice(lo, hi - lo), now=decision.now)
         for s in report_signals(report, TenantId("sim"), decision.period):
             seen.setdefault(s.signal_id, Alert(at, decision.period, s.cluster, s.dimension, s.kind, s.fingerprint))
 

@@ -22,6 +22,8 @@ def _error(doc: dict) -> str:
     ({"tenants": [{"id": "Bad Tenant"}]}, "tenants[0].id: invalid tenant id 'Bad Tenant'"),
     ({"tenants": []}, "tenants: Tuple should have at least 1 item"),
     ({"drift": {"alpha": 1.5}}, "drift.alpha: Input should be less than 1"),
+    ({"drift": {"current_window_hours": 168}},
+     "drift: small_cell_weeks (1) must span more than the alert period (current_window_hours = 168); 0 turns it off"),
     ({"judging": {"concurrency": 0}}, "judging.concurrency: Input should be greater than or equal to 1"),
     ({"schedules": {"drift": {"cron": "61 * * * *"}}}, "schedules.drift: invalid cron expression '61 * * * *'"),
     ({"schedules": {"judge": {"interval_seconds": 5, "cron": "* * * * *"}}},

@@ -24,7 +24,7 @@ def _insert(store: StateStore, *, traces: int, ok: int, failed: int, runs: int) 
                                             "c": error[0], "m": error[1]})
         for n in range(runs):
             con.execute("INSERT OR IGNORE INTO drift_runs VALUES ($t, $r, 'fp', now(), now(), now(), now(), 0.05, 0.1, "
-                        "10, 0, 0, 0, 0, 'd', now())", {"t": TENANT, "r": f"run{n}"})
+                        "10, 0, 0, 0, 0, 'd', now(), NULL)", {"t": TENANT, "r": f"run{n}"})
 
 
 def test_failed_attempts_and_drift_runs_are_not_progress(tmp_path):

@@ -55,6 +55,7 @@ class Analysis:
         self.counts = data.counts  # [cell, window, value code]
         self.scored = data.scored  # [cell]: continuous?
         self.seasonal = data.seasonal  # [cell]: compared with the same weekdays
+        self.small = data.small  # [cell]: over the small-cell windows
         self.gates = gates  # [cell]: effect gate in the cell's unit
         n = self.counts.shape[0]
         self.usable = self.counts[:, :, [PASS, FAIL, SCORE]].sum(axis=2)  # [cell, window]
@@ -244,6 +245,7 @@ class Analysis:
                 examples=examples.unusable(i) if cov_status is CoverageStatus.COVERAGE_DROP else (),
             ),
             examples=examples.for_signal(i, kind, status) if status in _SIGNALS else (),
+            small_cell=bool(self.small[i]),
         )
 
     def _window(self, i: int, w: int) -> WindowCounts:

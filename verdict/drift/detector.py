@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from verdict.drift.analysis import Analysis, Examples
-from verdict.drift.input import Judgments, read_judgments, us
+from verdict.drift.input import FAIL, PASS, SCORE, History, Judgments, read_judgments, us
 from verdict.drift.model import DriftReport
 from verdict.drift.seasonal import SEASONALITY, seasonal_cells
 from verdict.drift.windows import Layout
@@ -34,6 +34,11 @@ class DriftDetector:
     `reference_weeks` weeks earlier, so that a slow drift or a drop missed at first is not absorbed when
     the recent baseline slides over it (0: no reference). A cell's p-value is the smaller of its
     comparisons times their number.
+
+    Small cells (docs/statistics.md, "Small cells"): with a `small_cell_window` (longer than the current
+    window; the daemon passes one only to its weekly decision), a cell with fewer than `min_usable` usable
+    judgments in the current window is tested over that window instead, against the 3 times as long
+    baseline a gap before it, in the run's one family.
     """
 
     def __init__(
@@ -56,6 +61,7 @@ class DriftDetector:
         seasonal_weeks: int = 3,
         seasonal_check_alpha: float = 0.01,
         reference_weeks: int = 3,
+        small_cell_window: timedelta = timedelta(0),
     ) -> None:
         if current_window <= timedelta(0) or baseline_window <= timedelta(0):
             raise ValueError("current_window and baseline_window must be positive")
@@ -82,6 +88,9 @@ class DriftDetector:
             raise ValueError(f"max_examples must be >= 0, got {max_examples}")
         _check_real_traffic(seasonality, seasonal_weeks, seasonal_check_alpha, reference_weeks,
                             current_window, baseline_window)
+        if small_cell_window and small_cell_window <= current_window:
+            raise ValueError(f"small_cell_window ({small_cell_window}) must be longer than current_window "
+                             f"({current_window}); 0 = none")
         self.current_window = current_window
         self.baseline_window = baseline_window
         self.gap = gap
@@ -99,6 +108,7 @@ class DriftDetector:
         self.seasonal_weeks = seasonal_weeks
         self.seasonal_check_alpha = seasonal_check_alpha
         self.reference_weeks = reference_weeks
+        self.small_cell_window = small_cell_window
 
     def detect(self, judgments: Any, *, now: datetime | None = None) -> DriftReport:
         at = _utc(now or datetime.now(UTC))
@@ -106,10 +116,11 @@ class DriftDetector:
         baseline_end = current_start - self.gap
         baseline_start = baseline_end - self.baseline_window
         layout = Layout(us(at), us(current_start), us(baseline_start), us(baseline_end),
-                        self.seasonal_weeks, self.reference_weeks)
+                        self.seasonal_weeks, self.reference_weeks, self.small_cell_window // timedelta(microseconds=1))
         history = read_judgments(judgments, layout)
         seasonal, _ = seasonal_cells(history, self.seasonality, self.min_usable, self.seasonal_check_alpha)
-        data = history.windowed(seasonal)
+        small = self._small(history)
+        data = history.windowed(seasonal & ~small, small)
         analysis = Analysis(self, data, self._gates(data))
         examples = Examples(self.max_examples, data)
         labels = data.labels
@@ -129,7 +140,19 @@ class DriftDetector:
             correction=self.correction,
             min_usable=self.min_usable,
             cells=cells,
+            small_cell_start=at - self.small_cell_window if self.small_cell_window else None,
         )
+
+    def _small(self, history: History) -> np.ndarray:
+        """Per cell: tested over the small-cell window, having fewer than `min_usable` usable judgments in the
+        current window (counts, not verdicts, choose it: the choice leaves the test's level alone)."""
+        import numpy as np
+
+        if not self.small_cell_window:
+            return np.zeros(len(history.labels), dtype=bool)
+        counts = history.counts(history.layout.current(history.ts))
+        small: np.ndarray = counts[:, [PASS, FAIL, SCORE]].sum(axis=1) < self.min_usable
+        return small
 
     def _gates(self, data: Judgments) -> np.ndarray:
         """Per cell, the smallest |change| that is a signal, in the cell's unit."""

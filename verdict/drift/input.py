@@ -54,6 +54,7 @@ class Judgments:
     counts: np.ndarray  # judgments per [cell, window, value code]
     scored: np.ndarray  # per cell: it holds scores (continuous), not verdicts
     seasonal: np.ndarray  # per cell: its baseline is the same-weekday windows (and it has no reference)
+    small: np.ndarray  # per cell: tested over the small-cell windows (too few judgments in the current one)
 
 
 @dataclass(frozen=True)
@@ -77,17 +78,22 @@ class History:
         n = len(self.labels)
         return np.bincount(self.cell[window] * 5 + self.values[window], minlength=n * 5).reshape(n, 5)
 
-    def windowed(self, seasonal: np.ndarray) -> Judgments:
+    def windowed(self, seasonal: np.ndarray, small: np.ndarray) -> Judgments:
         """The rows of the run's windows: a seasonal cell's baseline is its same-weekday windows, any
-        other cell's the recent baseline, with the reference beside it."""
+        other cell's the recent baseline, with the reference beside it; a `small` cell (not seasonal) is
+        compared over the layout's small-cell windows alone."""
         import numpy as np
 
         ts, lay = self.ts, self.layout
-        per_row = seasonal[self.cell]
+        per_row, small_row = seasonal[self.cell], small[self.cell]
         window = np.full(ts.size, -1, dtype=np.int8)
         window[lay.reference(ts) & ~per_row] = REFERENCE
         window[np.where(per_row, lay.seasonal(ts), lay.recent(ts))] = BASELINE
         window[lay.current(ts)] = CURRENT
+        if small.any():
+            window[small_row] = -1
+            window[small_row & lay.small_baseline(ts)] = BASELINE
+            window[small_row & lay.small_current(ts)] = CURRENT
         keep = np.flatnonzero(window >= 0)
         cells, cell = np.unique(self.cell[keep], return_inverse=True)
         win, values = window[keep], self.values[keep]
@@ -95,7 +101,7 @@ class History:
         labels = [self.labels[c] for c in cells.tolist()]
         return Judgments(table=self.table, rows=self.rows[keep], ts=ts[keep], window=win, values=values,
                          scores=self.scores[keep], cell=cell, labels=labels, counts=counts,
-                         scored=_scored(counts, labels), seasonal=seasonal[cells])
+                         scored=_scored(counts, labels), seasonal=seasonal[cells], small=small[cells])
 
 
 def read_judgments(judgments: Any, layout: Layout) -> History:

@@ -94,6 +94,7 @@ class DriftCell:
     mde_adjusted: float | None  # the same at the level the detector tests at: quality_alpha/(m·comparisons)
     coverage: Coverage
     examples: tuple[str, ...]  # up to max_examples trace ids from the current window, when a signal
+    small_cell: bool = False  # too few judgments in the current window: tested over the small-cell windows
 
     @property
     def compared(self) -> WindowCounts:
@@ -127,6 +128,7 @@ class DriftReport:
     correction: str
     min_usable: int
     cells: tuple[DriftCell, ...]  # every (fingerprint, cluster, dimension) seen in either window
+    small_cell_start: datetime | None = None  # the small cells' current window starts here; None: no such window
 
     @property
     def quality_alpha(self) -> float:
@@ -152,10 +154,12 @@ class DriftReport:
 
     def window_to_test(self, cell: DriftCell) -> timedelta | None:
         """For a cell not tested for lack of data: the current window (in whole days, at its present volume)
-        whose judgments would reach `min_usable`; None for a tested cell or one with no current judgments."""
+        whose judgments would reach `min_usable`; None for a tested cell or one with no current judgments.
+        A small cell's current window is the small-cell window."""
         if cell.p_value is not None:
             return None
-        return window_to_reach(self.min_usable, cell.current.usable, self.now - self.current_start)
+        start = self.small_cell_start if cell.small_cell and self.small_cell_start else self.current_start
+        return window_to_reach(self.min_usable, cell.current.usable, self.now - start)
 
     def by_fingerprint(self) -> dict[str, tuple[DriftCell, ...]]:
         out: dict[str, list[DriftCell]] = {}

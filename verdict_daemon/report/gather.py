@@ -40,7 +40,13 @@ from verdict_daemon.report.model import (
     SpendRow,
 )
 from verdict_daemon.store import views
-from verdict_daemon.store.drift_runs import Signal, evaluator_names_in, latest_runs_in, signals_in
+from verdict_daemon.store.drift_runs import (
+    Signal,
+    evaluator_names_in,
+    latest_runs_in,
+    latest_weekly_in,
+    signals_in,
+)
 from verdict_daemon.store.state import STATE_FILE
 
 UNASSIGNED = "(not assigned yet)"  # judged before the assign step gave the trace a cluster
@@ -55,7 +61,9 @@ _DAILY = f"""
 _HEAT = f"""
     SELECT coalesce(cluster, '{UNASSIGNED}') AS cluster, dimension,
            count(*) FILTER (WHERE value = 'PASS' AND started_at >= $lo AND started_at < $hi) AS passed,
-           count(*) FILTER (WHERE value IN ('PASS', 'FAIL') AND started_at >= $lo AND started_at < $hi) AS usable
+           count(*) FILTER (WHERE value IN ('PASS', 'FAIL') AND started_at >= $lo AND started_at < $hi) AS usable,
+           count(*) FILTER (WHERE value = 'PASS' AND started_at >= $small AND started_at < $hi) AS small_passed,
+           count(*) FILTER (WHERE value IN ('PASS', 'FAIL') AND started_at >= $small AND started_at < $hi) AS small_usable
     FROM judgments WHERE fingerprint = $fp AND value IN ('PASS', 'FAIL', 'UNCLEAR')
     GROUP BY ALL ORDER BY cluster, dimension"""
 
@@ -157,6 +165,7 @@ def _latest_runs(con) -> dict[str, tuple[DriftWindows, DriftWindows | None]]:
 
 def _sections(con) -> tuple[EvaluatorSection, ...]:
     runs = _latest_runs(con)
+    weekly = latest_weekly_in(con)
     names = evaluator_names_in(con)
     series = daily_series(con)
     scored = _score_dimensions(con)
@@ -165,9 +174,12 @@ def _sections(con) -> tuple[EvaluatorSection, ...]:
         run, look = runs.get(fp, (None, None))
         signals = _signals(con, fp, run, scored.get(fp, ())) if run else ()
         period, cells = _heatmap(con, fp, run, signals)
+        week = weekly.get(fp)
+        week = week if week is not None and run is not None and week.run_id != run.run_id else None
         out.append(EvaluatorSection(name, fp, run, series.get(fp, ()), cells, period, signals,
                                     _coverage(con, fp), scored.get(fp, ()), look,
-                                    _signals(con, fp, look, scored.get(fp, ())) if look else ()))
+                                    _signals(con, fp, look, scored.get(fp, ())) if look else (), week,
+                                    _signals(con, fp, week, scored.get(fp, ())) if week else ()))
     return tuple(out)
 
 
@@ -230,21 +242,29 @@ def _heatmap(con, fp: str, run: DriftWindows | None, signals: tuple[SignalRow, .
         lo = datetime(last.year, last.month, last.day)
         hi = lo + timedelta(days=1)
     flagged = {(s.signal.cluster, s.signal.dimension): s.signal.kind for s in signals}
-    cells = tuple(_heat_cell(run, (lo, hi), cluster, dimension, passed, usable, flagged.get((cluster, dimension)))
-                  for cluster, dimension, passed, usable in con.execute(_HEAT, {"fp": fp, "lo": lo, "hi": hi}).fetchall())
+    small = run.small_cell_start if run is not None and run.small_cell_start else lo
+    rows = con.execute(_HEAT, {"fp": fp, "lo": lo, "hi": hi, "small": small}).fetchall()
+    cells = tuple(_heat_cell(run, (lo, hi), cluster, dimension, counts, flagged.get((cluster, dimension)))
+                  for cluster, dimension, *counts in rows)
     return (lo, hi), cells
 
 
 def _heat_cell(run: DriftWindows | None, period: tuple[datetime, datetime], cluster: str, dimension: str,
-               passed: int, usable: int, signal: str | None) -> HeatCell:
+               counts: list[int], signal: str | None) -> HeatCell:
     """A heatmap cell; under a run, one below its `min_usable` carries the window that would make it testable
-    (verdict.drift's own extrapolation, as DriftReport.window_to_test)."""
+    (verdict.drift's own extrapolation, as DriftReport.window_to_test). Under a run that tested small cells over
+    a longer window (the weekly decision), such a cell shows its counts over that window, as it was tested."""
+    passed, usable, small_passed, small_usable = counts
+    lo, hi = period
+    small = None
+    if run is not None and run.small_cell_start is not None and usable < run.min_usable:
+        passed, usable, lo, small = small_passed, small_usable, run.small_cell_start, hi - run.small_cell_start
     rate = passed / usable if usable else None
     if run is None or usable >= run.min_usable:
         return HeatCell(cluster, dimension, passed, usable, rate, signal,
-                       None if run is None else run.min_usable)
+                       None if run is None else run.min_usable, small_cell=small)
     return HeatCell(cluster, dimension, passed, usable, rate, signal, run.min_usable,
-                    window_to_reach(run.min_usable, usable, period[1] - period[0]))
+                    window_to_reach(run.min_usable, usable, hi - lo), small)
 
 
 def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...]) -> tuple[SignalRow, ...]:

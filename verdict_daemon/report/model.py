@@ -41,6 +41,7 @@ class HeatCell:
     signal: str | None  # regression / improvement / coverage_drop raised on this cell by the latest run
     min_usable: int | None = None  # the latest run's minimum per window; None before any run
     window_to_test: timedelta | None = None  # a not-tested cell: the current window that would reach min_usable
+    small_cell: timedelta | None = None  # under min_usable in the run's window: counts over this small-cell window
 
     @property
     def not_tested(self) -> bool:
@@ -113,6 +114,8 @@ class EvaluatorSection:
     score_dimensions: tuple[str, ...]  # numeric dimensions: in the signals table, not in pass-rate charts
     look: DriftWindows | None = None  # the latest early look after `run` (`run` is the latest closing decision)
     look_signals: tuple[SignalRow, ...] = ()
+    weekly: DriftWindows | None = None  # the latest run that tested small cells over their longer window, if not `run`
+    weekly_signals: tuple[SignalRow, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -137,12 +137,17 @@ def _signals(data: ReportData, links: Links | None) -> str:
 
 def _run_signals(e: EvaluatorSection, links: Links | None) -> str:
     out = _evaluator_heading(e) + _run_block(e, cast(DriftWindows, e.run), e.signals, links)  # called with a run only
-    return out + (_run_block(e, e.look, e.look_signals, links) if e.look else "")
+    out += _run_block(e, e.look, e.look_signals, links) if e.look else ""
+    return out + (_run_block(e, e.weekly, e.weekly_signals, links) if e.weekly else "")
 
 
 def _run_block(e: EvaluatorSection, r: DriftWindows, signals: tuple[SignalRow, ...], links: Links | None) -> str:
     what = (f"Closing decision for the period {when(r.current_start)} to {when(r.as_of)}" if r.closing else
             f"Early look as of {when(r.as_of)}, inside the open period" + ("" if e.look else " (no period closed yet)"))
+    if r.small_cell_start is not None:
+        what = (("Latest weekly decision: " if r is e.weekly else "Weekly decision: ") + what
+                + f"; cells under {r.min_usable} usable judgments in it tested over {_days(r)} days "
+                  f"({when(r.small_cell_start)} to {when(r.as_of)})")
     meta = (f'<p class="run"><strong>{what}</strong> (run <code>{safe(r.run_id[:12])}</code>): baseline '
             f"{when(r.baseline_start)} to {when(r.baseline_end)}, current {when(r.current_start)} to {when(r.as_of)}; "
             f"{r.judgments:,} judgments, {r.tested} of {r.cells} cells tested (alpha {r.alpha:g}, effect gate "
@@ -156,7 +161,7 @@ def _run_block(e: EvaluatorSection, r: DriftWindows, signals: tuple[SignalRow, .
                "MDE", "Examples")
     kind = "closing decision" if r.closing else "early look"
     return meta + table(f"Signals of evaluator {safe(e.name)}, {kind}", headers,
-                         (_signal_row(s, links) for s in signals), "signals")
+                         (_signal_row(s, links, r) for s in signals), "signals")
 
 
 def _untested(e: EvaluatorSection, r: DriftWindows) -> str:
@@ -176,8 +181,14 @@ def _level(row: SignalRow, value: float | None) -> str:
     return _num(value) if row.scored and row.signal.kind != "coverage_drop" else pct(value)
 
 
-def _signal_row(row: SignalRow, links: Links | None) -> str:
+def _days(r: DriftWindows) -> int:
+    """The length of a weekly decision's small-cell window, in days."""
+    return (r.as_of - cast(datetime, r.small_cell_start)).days
+
+
+def _signal_row(row: SignalRow, links: Links | None, run: DriftWindows) -> str:
     s = row.signal
+    window = f" <small>over {_days(run)} days (small cell)</small>" if s.small_cell and run.small_cell_start else ""
     delta = "—" if s.delta is None else f"{s.delta:+.3f}"
     if s.delta_low is not None and s.delta_high is not None:
         delta += f" [{s.delta_low:+.3f}, {s.delta_high:+.3f}]"
@@ -188,7 +199,7 @@ def _signal_row(row: SignalRow, links: Links | None) -> str:
     if links is not None:
         cluster = f'<a class="signal-link" href="{safe(links.signal(s.signal_id))}">{cluster}</a>'
     cells = (cluster, safe(s.dimension), f'<span class="kind kind-{safe(s.kind)}">{KIND_LABELS.get(s.kind, safe(s.kind))}</span>',
-             f"{_level(row, s.baseline_level)} ({s.baseline_n}) → {_level(row, s.current_level)} ({s.current_n})",
+             f"{_level(row, s.baseline_level)} ({s.baseline_n}) → {_level(row, s.current_level)} ({s.current_n}){window}",
              delta, _num(s.p_value), _num(s.adjusted_p), "n/a" if row.mde is None else f"{row.mde:.3f}", examples)
     return f'<tr class="signal-row">{"".join(f"<td>{c}</td>" for c in cells)}</tr>'
 
@@ -244,7 +255,10 @@ def _heat_cell(cell: HeatCell | None) -> str:
     if cell.signal:
         label += f", {safe(cell.signal)} signal"
     untested = f"<small class=\"not-tested\">{_not_tested(cell)}</small>" if cell.not_tested else ""
-    if untested:
+    if cell.small_cell and not cell.not_tested:
+        untested = f'<small class="small-cell">tested over {cell.small_cell.days} days</small>'
+        label += f", tested over {cell.small_cell.days} days (small cell)"
+    elif untested:
         label += f", {_not_tested(cell)}"
     return (f'<td class="heat-cell" style="background:{colour};color:{text_on(colour)}" title="{label}" '
             f'aria-label="{label}">{mark}{pct(cell.rate, 0)}<small>n={cell.usable}</small>{untested}</td>')
@@ -252,7 +266,8 @@ def _heat_cell(cell: HeatCell | None) -> str:
 
 def _not_tested(cell: HeatCell) -> str:
     """Why the detector did not test a cell, and the current window that would make it testable."""
-    reason = f"not tested: n={cell.usable} &lt; min_usable {cell.min_usable}"
+    over = f" over {cell.small_cell.days} days" if cell.small_cell else ""
+    reason = f"not tested: n={cell.usable}{over} &lt; min_usable {cell.min_usable}"
     if cell.window_to_test is None:
         return reason
     return f"{reason}; a {cell.window_to_test.days}-day window would reach it"

@@ -19,6 +19,10 @@ schedule, so by the union bound P(a period raises any false alarm) <= alpha:
   `catch_up_periods` that ended after the fingerprint's first run and has no decision yet, oldest
   first, so days the daemon did not watch (down at midnight, or all day) are still decided; older
   ones stay undecided (bounded work per look);
+- the **weekly decision**: the closing decision whose period holds a Monday 00:00 UTC (every
+  `small_cell_weeks` weeks; for daily periods Sunday's, taken at Monday 00:00) also tests the small cells,
+  those under `min_usable` in its period, over the `small_cell_weeks` weeks before it, in the same run, the
+  same family and at the same level: a small cell gets one test per such window and no look of its own;
 - **early looks** inside the open period: the window ending at the look, at
   `early_alpha_share·alpha·(t - t_prev)`, t the elapsed share of the period and t_prev that of the
   period's latest earlier run. A look with nothing left to spend (an `as_of` earlier than the period's
@@ -91,6 +95,7 @@ def report_signals(report, tenant: TenantId, period: int) -> list[Signal]:
                 p_value=_float(cell.coverage.p_value if coverage else cell.p_value),
                 adjusted_p=_float(cell.coverage.adjusted_p if coverage else cell.adjusted_p),
                 mde=None if coverage else _float(cell.mde_adjusted),
+                small_cell=cell.small_cell,
                 examples=tuple(cell.coverage.examples if coverage else cell.examples)))
     return out
 
@@ -112,6 +117,25 @@ class Decision:
     now: datetime  # naive UTC
     alpha: float
     period: int
+    small_cells: bool = False  # the weekly decision: cells under min_usable are tested over small_cell_weeks
+
+
+# Small-cell windows end on this grid (Monday 00:00 UTC, every `small_cell_weeks` weeks).
+_MONDAY = datetime(1970, 1, 5)
+
+
+def closing_decision(config: Drift, end: datetime, closing: float, period: int) -> Decision:
+    """The decision on the period that ends at `end`; it is the weekly decision (small cells tested over the
+    `small_cell_weeks` before `end`, in the same run and family, at the same level) when its period holds a
+    boundary of the small-cell grid: for daily periods, Sunday's, taken at Monday 00:00 UTC."""
+    width = config.small_cell_window
+    weekly = bool(width) and (end - _MONDAY) // width != (end - config.period - _MONDAY) // width
+    return Decision(end, closing, period, weekly)
+
+
+def decision_detector(config: Drift, decision: Decision):
+    """The DriftDetector a decision runs (a look with nothing left to spend is run at alpha for its counts)."""
+    return config.detector(decision.alpha or config.alpha, small_cells=decision.small_cells)
 
 
 def lookback(config: Drift, at: datetime) -> datetime:
@@ -132,10 +156,10 @@ def plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decision]:
     if at in runs:  # this as_of was decided already: decide once, even on more data
         return []
     first = min(runs, default=at)  # no period before the first run is owed a decision
-    out = [Decision(end, closing, index - k - 1) for k in range(config.catch_up_periods - 1, -1, -1)
+    out = [closing_decision(config, end, closing, index - k - 1) for k in range(config.catch_up_periods - 1, -1, -1)
            if first < (end := start - k * width) < at and end not in runs]
     if at == start:  # on the grid: this look is the closing decision of the period that just ended
-        return [*out, Decision(at, closing, index - 1)]
+        return [*out, closing_decision(config, at, closing, index - 1)]
     spent = max((r for r in runs if start < r < start + width), default=start)  # later runs too: out of order
     out.append(Decision(at, config.early_alpha_share * config.alpha * max((at - spent) / width, 0.0), index))
     return out
@@ -185,16 +209,17 @@ def _decide(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift
     run_id = _digest(tenant, fingerprint, at.isoformat(), decision.alpha, params,
                      table.column("attempt_id").to_pylist(), table.column("cluster").to_pylist())
     try:  # a look with nothing left to spend (alpha 0) is stored for its counts, without signals
-        report = config.detector(decision.alpha or config.alpha).detect(table.drop_columns(["attempt_id"]),
-                                                        now=at.replace(tzinfo=UTC))
+        report = decision_detector(config, decision).detect(table.drop_columns(["attempt_id"]),
+                                                            now=at.replace(tzinfo=UTC))
     except DriftInputError as exc:
         raise DaemonError("drift_input_error", f"fingerprint {fingerprint[:12]}: {exc}") from None
     signals = report_signals(report, tenant, decision.period) if decision.alpha else []
     naive = {name: getattr(report, name).astimezone(UTC).replace(tzinfo=None)
              for name in ("current_start", "baseline_start", "baseline_end")}
+    small_start = report.small_cell_start and report.small_cell_start.astimezone(UTC).replace(tzinfo=None)
     run = RunRecord(tenant, run_id, fingerprint, at, naive["current_start"], naive["baseline_start"],
                     naive["baseline_end"], decision.alpha, report.pass_rate_gate, config.min_usable, table.num_rows,
-                    len(report.cells), report.tested)
+                    len(report.cells), report.tested, small_start)
     if not commit_run(store, run, signals, datetime.now(UTC).replace(tzinfo=None), planned_on):
         return None  # compare-and-swap: another process took a run meanwhile, the plan is stale
     log.info("drift tenant=%s fingerprint=%s run=%s judgments=%d cells=%d tested=%d signals=%d",

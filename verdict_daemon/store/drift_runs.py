@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _SIGNAL_COLUMNS = ("tenant_id", "run_id", "signal_id", "fingerprint", "cluster", "dimension", "kind",
                    "baseline_level", "current_level", "baseline_n", "current_n", "delta", "delta_low",
-                   "delta_high", "p_value", "adjusted_p", "mde", "examples")
+                   "delta_high", "p_value", "adjusted_p", "mde", "small_cell", "examples")
 _ALERT_COLUMNS = ("tenant_id", "signal_id", "run_id", "status", "attempts", "last_error", "next_attempt_at",
                   "delivered_at")
 
@@ -44,6 +44,7 @@ class Signal:
     p_value: float | None
     adjusted_p: float | None
     mde: float | None  # the detector's MDE at the level a lone change had to reach; None for coverage drops
+    small_cell: bool | None  # tested over the run's small-cell window (None: stored before that column)
     examples: tuple[str, ...]
 
 
@@ -78,6 +79,7 @@ class DriftWindows:
     tested: int
     signals: int
     closing: bool
+    small_cell_start: datetime | None = None  # the small cells' current window started here (the weekly decision)
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class RunRecord:
     judgments: int
     cells: int
     tested: int
+    small_cell_start: datetime | None = None  # the weekly decision: small cells tested from here to as_of
 
 
 def judgment_table(store: StateStore, tenant: str, fingerprint: str) -> pyarrow.Table:
@@ -160,14 +163,15 @@ def commit_run(store: StateStore, run: RunRecord, signals: list[Signal], complet
     with store.transaction() as con:
         if _run_times(con, run.tenant_id, run.fingerprint, planned_on[0]) != planned_on[1]:
             return False  # compare-and-swap: another process took a run meanwhile, the plan is stale
-        con.execute("INSERT INTO drift_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        con.execute("INSERT INTO drift_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [run.tenant_id, run.run_id, run.fingerprint, run.as_of, run.current_start, run.baseline_start,
                      run.baseline_end, run.alpha, run.effect_gate, run.min_usable, run.judgments, run.cells,
-                     run.tested, len(signals), run.run_id, completed_at])
+                     run.tested, len(signals), run.run_id, completed_at, run.small_cell_start])
         insert_rows(con, "drift_signals", _SIGNAL_COLUMNS,
                     [(run.tenant_id, run.run_id, s.signal_id, s.fingerprint, s.cluster, s.dimension, s.kind,
                       s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.delta_low,
-                      s.delta_high, s.p_value, s.adjusted_p, s.mde, json.dumps(list(s.examples))) for s in signals])
+                      s.delta_high, s.p_value, s.adjusted_p, s.mde, s.small_cell, json.dumps(list(s.examples)))
+                     for s in signals])
         # One delivery per signal id, however many runs raise it (INSERT OR IGNORE).
         insert_rows(con, "alert_deliveries", _ALERT_COLUMNS,
                     [(run.tenant_id, s.signal_id, run.run_id, "pending", 0, None, completed_at, None)
@@ -194,7 +198,7 @@ class DueAlert:
     adjusted_p: float | None
     examples: str | None  # JSON
     as_of: datetime  # naive UTC
-    current_start: datetime  # naive UTC
+    current_start: datetime  # naive UTC; a small cell's signal: the start of the small-cell window it was tested over
     alpha: float
 
 
@@ -204,7 +208,7 @@ def due_alerts(store: StateStore, tenant: str, now: datetime) -> list[DueAlert]:
         rows = con.execute("""
             SELECT d.signal_id, d.run_id, d.attempts, s.fingerprint, s.cluster, s.dimension, s.kind,
                    s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.adjusted_p, s.examples,
-                   r.as_of, r.current_start, r.alpha
+                   r.as_of, CASE WHEN s.small_cell THEN r.small_cell_start ELSE r.current_start END, r.alpha
             FROM alert_deliveries d
             JOIN drift_signals s ON s.tenant_id = d.tenant_id AND s.run_id = d.run_id AND s.signal_id = d.signal_id
             JOIN drift_runs r ON r.tenant_id = d.tenant_id AND r.run_id = d.run_id
@@ -258,7 +262,7 @@ def latest_run(store: StateStore, tenant: str, fingerprint: str) -> DriftRunRepo
 # one period); every other run is an early look.
 IS_CLOSING = "epoch_us(as_of) % (epoch_us(as_of) - epoch_us(current_start)) = 0"
 RUN_COLUMNS = ("run_id, as_of, baseline_start, baseline_end, current_start, alpha, effect_gate, min_usable, "
-               f"judgments, cells, tested, signals, {IS_CLOSING} AS closing")  # a DriftWindows
+               f"judgments, cells, tested, signals, {IS_CLOSING} AS closing, small_cell_start")  # a DriftWindows
 SIGNAL_COLUMNS = _SIGNAL_COLUMNS[2:]  # a Signal, examples as JSON
 _LATEST_RUNS = f"""
     SELECT fingerprint, {RUN_COLUMNS}
@@ -268,6 +272,16 @@ _LATEST_RUNS = f"""
 def latest_runs_in(snapshot) -> list[tuple[str, DriftWindows]]:
     """Per fingerprint of the snapshot: its latest closing decision and its latest early look (if any)."""
     return [(fp, DriftWindows(*row)) for fp, *row in snapshot.execute(_LATEST_RUNS).fetchall()]
+
+
+_LATEST_WEEKLY = f"""
+    SELECT fingerprint, {RUN_COLUMNS} FROM drift_runs WHERE small_cell_start IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY as_of DESC, completed_at DESC) = 1"""
+
+
+def latest_weekly_in(snapshot) -> dict[str, DriftWindows]:
+    """Per fingerprint of the snapshot: its latest run that tested small cells over the small-cell window."""
+    return {fp: DriftWindows(*row) for fp, *row in snapshot.execute(_LATEST_WEEKLY).fetchall()}
 
 
 def evaluator_names_in(snapshot) -> dict[str, str]:

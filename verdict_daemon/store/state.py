@@ -158,6 +158,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # coverage drops, whose MDE the report recomputes or leaves out (verdict_daemon.report.gather.mde)
         "ALTER TABLE drift_signals ADD COLUMN mde DOUBLE",
     ),
+    (  # small cells (drift.small_cell_weeks): the start of the longer current window a run tested them over
+        # (NULL: none), and per signal whether its cell was one of them (NULL for signals stored before)
+        "ALTER TABLE drift_runs ADD COLUMN small_cell_start TIMESTAMP",
+        "ALTER TABLE drift_signals ADD COLUMN small_cell BOOLEAN",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})
