@@ -297,8 +297,9 @@ def _content(lake_con, lake: LakeUnion, tenant: TenantId) -> list[tuple]:
             WHERE date = $day AND span_id IN (SELECT span_id FROM chosen WHERE call_date = $day)
             QUALIFY row_number() OVER (PARTITION BY trace_id, span_id) = 1  -- a span compacted in two lakes
             """, {"day": day})
-    return lake_con.execute("""
+    rows: list[tuple] = lake_con.execute("""
         SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
                x.input_messages, x.output_messages, x.system_instructions
         FROM chosen c JOIN content x USING (trace_id, span_id)
         ORDER BY c.pick, c.draw""").fetchall()
+    return rows
