@@ -157,7 +157,8 @@ def _candidates(lake_con, start: datetime, end: datetime) -> None:
         CREATE OR REPLACE TEMP TABLE candidates AS
         SELECT trace_id, span_id, CASE WHEN intent_key IS NULL THEN parent_span_id END AS parent_span_id,
                start_time, end_time, intent_key, date,
-               coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL AS gradable
+               coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL
+                 AS gradable
         FROM llm_calls WHERE start_time >= $start AND start_time < $end""", {"start": start, "end": end})
 
 
@@ -203,10 +204,11 @@ def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tupl
 
 
 def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
-    """TEMP TABLE shortlist: per (stratum, window) of `candidates`, its trace count `n` and its `depth` traces of lowest draw. Every pick comes from there: a cell's picks are a prefix of its traces
-    by draw less the held ones, and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so
-    one more row shows a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held
-    past the per-trace aggregation (which spills past the limit) is O(cells * depth), whatever the volume."""
+    """TEMP TABLE shortlist: per (stratum, window) of `candidates`, its trace count `n` and its `depth` traces
+    of lowest draw. Every pick comes from there: a cell's picks are a prefix of its traces by draw less the
+    held ones, and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so one more row shows
+    a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held past the per-trace
+    aggregation (which spills past the limit) is O(cells * depth), whatever the volume."""
     lake_con.register("done", done)
     (most_held,) = lake_con.execute(
         "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM done GROUP BY stratum, window_start)").fetchone()
@@ -225,9 +227,8 @@ def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
         )
         SELECT coalesce(intent_key, '{UNASSIGNED}') AS stratum,
                to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start, count(*) AS n,
-               arg_min(struct_pack(trace_id, span_id, call_date, started_at, intent_key, draw := md5($seed || ':' || trace_id)),
-                       md5($seed || ':' || trace_id), {depth}) AS bottom
-        FROM traces GROUP BY ALL
+               arg_min(struct_pack(trace_id, span_id, call_date, started_at, intent_key, draw), draw, {depth}) AS bottom
+        FROM (SELECT *, md5($seed || ':' || trace_id) AS draw FROM traces) GROUP BY ALL
         """, {"w": window_s, "seed": str(config.seed)})
 
 
@@ -296,8 +297,9 @@ def _content(lake_con, lake: LakeUnion, tenant: TenantId) -> list[tuple]:
             WHERE date = $day AND span_id IN (SELECT span_id FROM chosen WHERE call_date = $day)
             QUALIFY row_number() OVER (PARTITION BY trace_id, span_id) = 1  -- a span compacted in two lakes
             """, {"day": day})
-    return lake_con.execute("""
+    rows: list[tuple] = lake_con.execute("""
         SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
                x.input_messages, x.output_messages, x.system_instructions
         FROM chosen c JOIN content x USING (trace_id, span_id)
         ORDER BY c.pick, c.draw""").fetchall()
+    return rows
