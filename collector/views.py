@@ -164,9 +164,14 @@ def _contested() -> str:
     and a component one instrumentation wrote holds no group that merges. Computed from narrow rows, so the
     user messages are parsed only for contested calls."""
     return (
-        "sweep AS (\n  SELECT hash(trace_id, span_id) AS call_hash, call_service, instrumentation, start_time,\n"
-        "    coalesce(start_time > max(end_time) OVER (PARTITION BY call_service ORDER BY start_time\n"
-        "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens\n  FROM candidates\n),\n"
+        "sweep AS (\n  SELECT * FROM (\n    SELECT hash(trace_id, span_id) AS call_hash, call_service, instrumentation, start_time,\n"
+        "      coalesce(start_time > max(end_time) OVER (by_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)\n"
+        "        AS opens,\n"
+        "      coalesce(lead(start_time) OVER by_start > max(end_time) OVER (by_start ROWS UNBOUNDED PRECEDING), true)\n"
+        "        AS closes\n"
+        "    FROM candidates WINDOW by_start AS (PARTITION BY call_service ORDER BY start_time))\n"
+        "  WHERE NOT (opens AND closes)  -- a call alone in its component\n),\n"
+        # Without those, each component is still a run of rows its first row opens.
         "components AS (\n  SELECT call_hash, call_service, instrumentation,\n"
         "    sum(opens::INT) OVER (PARTITION BY call_service ORDER BY start_time) AS component\n  FROM sweep\n),\n"
         "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
