@@ -10,6 +10,8 @@
    `--lake-url` only; target: object store within 3x local disk. Next to it, the same question asked by
    docs/scaling.md's Spark (s3a, `make spark-s3a`) and ClickHouse (chDB `s3()`) recipes on the same bucket
    (tests/engines runs them for their answers; Spark's session start is printed apart). --engines 0 skips.
+   With --two-dialects, the same spans written by one instrumentation (llm_calls' identity rule off) are timed
+   first: the rule's cost is the ratio of the two local-disk medians.
 2. Ingest throughput of the real collector with shipping off, then on (`--lake-url` to the same server,
    sealing every 5 s); target: shipping on stays at or above 25,000 spans/s (bench/collector_ingest.py).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,13 +48,18 @@ from tests.engines import recipes  # noqa: E402
 TARGET_READ_RATIO = 3.0
 
 
-def _sql_seconds(args: list[str], runs: int = 3) -> tuple[float, str]:
+def _sql_seconds(args: list[str], runs: int = 3, cpu: list[float] | None = None) -> tuple[float, str]:
+    """Median wall seconds of `verdict sql` and its output; each run's CPU seconds (user + system, the figure a
+    busy machine disturbs least) are appended to `cpu` when given."""
     timings = []
     for _ in range(runs):
-        started = time.perf_counter()
+        started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run([sys.executable, "-m", "verdict_daemon.cli", "sql", SQL_QUERY, "--tenant", "bench",
                               "--format", "csv", *args], capture_output=True, text=True)
         timings.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if cpu is not None:
+            cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if out.returncode != 0:
             raise SystemExit(f"verdict sql {' '.join(args)} failed: {out.stderr}")
     return statistics.median(timings), out.stdout
@@ -92,11 +100,21 @@ def engines_on_s3(lake: recipes.S3Lake, duckdb_s: float) -> None:
     print(f"[read] (Spark session start with the s3a jars, once: {session_s:.1f} s)")
 
 
+def identity_rule_baseline(rows: int, cpu: list[float]) -> float:
+    """Median `verdict sql` seconds over the same spans from one instrumentation (the identity rule off)."""
+    with tempfile.TemporaryDirectory(prefix="verdict-bench-lake-") as tmp:
+        build_sql_lake(Path(tmp), rows)
+        return _sql_seconds(["--data-dir", tmp], cpu=cpu)[0]
+
+
 def read_phase(rows: int, server, engines: bool, two_dialects: bool = False) -> None:
+    baseline_cpu: list[float] = []
+    local_cpu: list[float] = []
+    baseline_s = identity_rule_baseline(rows, baseline_cpu) if two_dialects else None
     with tempfile.TemporaryDirectory(prefix="verdict-bench-lake-") as tmp:
         data_dir = Path(tmp) / "data"
         stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects)
-        local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)])
+        local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)], cpu=local_cpu)
         bucket = server.new_bucket()
         lake_url = f"s3://{bucket}/lake/a"  # one collector's dir, as the engines' recipes lay a lake out
         remote = ObjectLake(lake_url)
@@ -109,6 +127,11 @@ def read_phase(rows: int, server, engines: bool, two_dialects: bool = False) -> 
     print(f"[read] {stored:,} spans in {len(files)} files, {size / 1e6:.0f} MB (uploaded in {upload_s:.1f} s)")
     print(f"[read] verdict sql calls per intent per day (median of 3): local disk {local_s:.2f} s; object store "
           f"(loopback) {remote_s:.2f} s; ratio {remote_s / local_s:.2f}x (target <= {TARGET_READ_RATIO:.0f}x)")
+    if baseline_s is not None:
+        cpu_s, baseline_cpu_s = statistics.median(local_cpu), statistics.median(baseline_cpu)
+        print(f"[read] identity rule (half the calls from a second instrumentation, none twinned), local disk, "
+              f"medians of 3: {local_s:.2f} s ({cpu_s:.2f} s CPU) vs {baseline_s:.2f} s ({baseline_cpu_s:.2f} s CPU) "
+              f"from one instrumentation (rule off); ratio {local_s / baseline_s:.2f}x ({cpu_s / baseline_cpu_s:.2f}x CPU)")
     if engines:
         env = server.env
         engines_on_s3(recipes.S3Lake(server.endpoint, bucket, "lake", env["AWS_ACCESS_KEY_ID"],

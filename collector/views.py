@@ -3,11 +3,9 @@
 `llm_calls` is one row per model call, whichever instrumentation(s) described it:
   * messages: a span's own message columns, else those of the GenAI log events emitted in it
     (same trace_id and span_id, in any order and any request: joined when read);
-  * one call, one row: among candidate calls, two rows are the same call when they share
-    `response_id`, or are in the same trace with overlapping [start_time, end_time] and the
-    same model (request model, else response model). Only the best of them is shown (ranked by:
-    has both input and output messages, has an intent key, has token counts, written by the
-    Verdict SDK, then earliest start and lowest span_id), so tokens are never counted twice.
+  * one call, one row: the call identity rule (docs/collector.md, *llm_calls*) merges the rows two
+    instrumentations wrote for one call (the same response id, or input, model and service, overlapping in
+    time) into the best-ranked one, so tokens are never counted twice; `_contested` says which rows it compares.
 
 Readers see each (trace_id, span_id) once (exporter retries and interrupted compactions can
 leave copies on disk); see `view_statements` for how that stays cheap over millions of spans. The views name
@@ -53,10 +51,6 @@ LLM_CALL_COLUMNS = (
     "dialect", "received_at",
 )
 MESSAGE_COLUMNS = ("input_messages", "output_messages", "system_instructions")
-
-# Twins are looked for among calls of one service starting within TWIN_WINDOW_S / 2 of each other (two
-# grids of TWIN_WINDOW_S-second slots, offset by half a slot), and only in slots where two instrumentations wrote.
-TWIN_WINDOW_S = 60
 
 
 def _quote(text: str) -> str:
@@ -129,9 +123,13 @@ def _instrumentations(source: LakeUnion, con, tenant: TenantId, days: Sequence[d
 # or a trailing release date), a fingerprint of the text of its user messages, and its rank among twins.
 _CALL_MODEL = (r"regexp_replace(lower(coalesce(request_model, response_model)), "
                r"'^[a-z0-9_.-]+/|-(\d{4}-\d{2}-\d{2}|\d{8})$', '', 'g')")
-_CALL_INPUT = ("md5(CASE WHEN json_valid(input_messages) THEN nullif(array_to_string(flatten(list_transform(list_filter("
-               "json_extract(input_messages, '$[*]'), lambda m: m->>'role' = 'user'), "
-               "lambda m: json_extract_string(m, '$.parts[*].content'))), chr(31)), '') END)")
+# The messages are parsed once into typed lists (from_json): lambdas over JSON text re-parse every message and
+# cost 3x more. A value that is not text (a number, an object) is its JSON text, as json_extract_string gives it.
+_MESSAGE_PARTS = '[{"role": "VARCHAR", "parts": [{"content": "VARCHAR"}]}]'
+_CALL_INPUT = (
+    "md5_number(CASE WHEN json_valid(input_messages) THEN nullif(array_to_string(list_transform(flatten("
+    f"list_transform(list_filter(from_json(input_messages, '{_MESSAGE_PARTS}'), lambda m: m.role = 'user'), "
+    "lambda m: m.parts)), lambda p: p.content), chr(31)), '') END)")
 _PROVIDER_SDK = " OR ".join(f"scope_name LIKE '{scope}%'" for scope in PROVIDER_SDK_SCOPES)
 _CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT"
               " + 4 * (input_tokens IS NOT NULL AND output_tokens IS NOT NULL)::INT"
@@ -141,14 +139,17 @@ _CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL):
 def _islands(name: str, key: str, valid: str) -> str:
     """CTEs `name` (call_row -> the call it joins) for the rows sharing `key`, model and service whose
     [start_time, end_time] overlap, transitively. Such a group is one call only when each instrumentation
-    wrote at most one of its rows and `valid` holds; otherwise (two calls that happen to agree) nothing merges."""
+    wrote at most one of its rows and `valid` holds; otherwise (two calls that happen to agree) nothing merges.
+    Only keys two instrumentations wrote are looked at: the others can form no such group."""
     part = f"call_service, call_model, {key}"
     return (
+        f"{name}_keys AS (\n  SELECT {part} FROM contested WHERE {key} IS NOT NULL AND call_model IS NOT NULL\n"
+        "  GROUP BY ALL HAVING count(DISTINCT instrumentation) > 1\n),\n"
         f"{name}_rows AS (\n  SELECT *, sum(opens::INT) OVER (PARTITION BY {part} ORDER BY start_time, call_row) AS island\n"
         f"  FROM (SELECT call_row, call_service, call_model, {key}, instrumentation, response_id, call_input, start_time,\n"
         f"    coalesce(start_time > max(end_time) OVER (PARTITION BY {part} ORDER BY start_time, call_row\n"
         "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens\n"
-        f"    FROM contested WHERE {key} IS NOT NULL AND call_model IS NOT NULL)\n),\n"
+        f"    FROM contested SEMI JOIN {name}_keys USING ({part}))\n),\n"
         f"{name} AS (\n  SELECT r.call_row, g.call FROM {name}_rows r JOIN (\n"
         f"    SELECT {part}, island, min(call_row) AS call FROM {name}_rows GROUP BY ALL\n"
         f"    HAVING count(*) > 1 AND count(DISTINCT instrumentation) = count(*) AND {valid}\n"
@@ -157,21 +158,30 @@ def _islands(name: str, key: str, valid: str) -> str:
 
 
 def _contested() -> str:
-    """CTEs `contested_rows` (trace_id, span_id) and `contested`: the calls that can have a twin, i.e. of a
-    service and TWIN_WINDOW_S slot (in either of two offset grids) where two instrumentations wrote calls."""
-    width = TWIN_WINDOW_S * 10**9
-    grids = [f"epoch_ns(start_time) // {width}", f"(epoch_ns(start_time) + {width // 2}) // {width}"]
-    slots = ", ".join(f"{grid} AS slot{i}" for i, grid in enumerate(grids))
-    mixed = "\n  UNION\n".join(
-        f"  SELECT trace_id, span_id FROM slots SEMI JOIN (SELECT call_service, slot{i} FROM slots GROUP BY ALL\n"
-        f"    HAVING min(instrumentation) <> max(instrumentation)) USING (call_service, slot{i})"
-        for i in range(len(grids)))
+    """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. Those are the
+    calls of an overlap component of their service (calls linked by overlapping [start_time, end_time],
+    transitively) that two instrumentations wrote: every group the rule looks at lies inside one component,
+    and a component one instrumentation wrote holds no group that merges. Computed from narrow rows, so the
+    user messages are parsed only for contested calls."""
     return (
-        f"slots AS (\n  SELECT trace_id, span_id, call_service, instrumentation, {slots} FROM candidates\n),\n"
-        f"contested_rows AS (\n{mixed}\n),\n"
-        f"contested AS (\n  SELECT *, trace_id || ':' || span_id AS call_row, {_CALL_MODEL} AS call_model,\n"
-        f"    {_CALL_INPUT} AS call_input, {_CALL_RANK} AS call_rank\n"
-        "  FROM candidates SEMI JOIN contested_rows USING (trace_id, span_id)\n)"
+        "sweep AS (\n  SELECT * FROM (\n    SELECT hash(trace_id, span_id) AS call_hash, call_service, instrumentation, start_time,\n"
+        "      coalesce(start_time > max(end_time) OVER (by_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)\n"
+        "        AS opens,\n"
+        "      coalesce(lead(start_time) OVER by_start > max(end_time) OVER (by_start ROWS UNBOUNDED PRECEDING), true)\n"
+        "        AS closes\n"
+        "    FROM candidates WINDOW by_start AS (PARTITION BY call_service ORDER BY start_time))\n"
+        "  WHERE NOT (opens AND closes)  -- a call alone in its component\n),\n"
+        # Without those, each component is still a run of rows its first row opens.
+        "components AS (\n  SELECT call_hash, call_service, instrumentation,\n"
+        "    sum(opens::INT) OVER (PARTITION BY call_service ORDER BY start_time) AS component\n  FROM sweep\n),\n"
+        "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
+        "    SELECT call_service, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
+        "  ) USING (call_service, component)\n),\n"
+        "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
+        f"    start_time, end_time, response_id, {_CALL_MODEL} AS call_model, {_CALL_INPUT} AS call_input,\n"
+        f"    {_CALL_RANK} AS call_rank\n"
+        # A hash collision only adds a row of an unpaired component: it overlaps no other contested row.
+        "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
     )
 
 
@@ -188,7 +198,8 @@ def _llm_calls(with_events: bool, deduplicate: bool) -> str:
         return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM ({source})\nWHERE operation IN ({inference})"
     # The identity rule (docs/collector.md, *llm_calls*): rows sharing a response id, or (without a shared id)
     # the user messages' text, with the same model and service and overlapping in time, are one call; the
-    # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is shown.
+    # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is shown: the
+    # others (`losers`, only among rows of such groups) are left out.
     return (
         "CREATE OR REPLACE VIEW llm_calls AS\n"
         f"WITH candidates AS NOT MATERIALIZED (\n  SELECT *, coalesce(service_name, '') AS call_service,\n"
@@ -197,13 +208,15 @@ def _llm_calls(with_events: bool, deduplicate: bool) -> str:
         f"{_contested()},\n"
         f"{_islands('by_id', 'response_id', 'count(DISTINCT call_input) <= 1')},\n"
         f"{_islands('by_input', 'call_input', 'count(DISTINCT response_id) <= 1')},\n"
-        "linked AS (\n  SELECT c.*, coalesce(i.call, c.call_row) AS id_call, coalesce(n.call, c.call_row) AS input_call\n"
-        "  FROM contested c LEFT JOIN by_id i USING (call_row) LEFT JOIN by_input n USING (call_row)\n),\n"
-        "calls AS (\n  SELECT *, min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
-        "  FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked)\n)\n"
-        f"SELECT {columns} FROM candidates ANTI JOIN contested_rows USING (trace_id, span_id)\nUNION ALL\n"
-        f"SELECT {columns} FROM calls\n"
-        "QUALIFY row_number() OVER (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id) = 1"
+        "linked AS (\n  SELECT c.trace_id, c.span_id, c.start_time, c.call_rank,\n"
+        "    coalesce(i.call, c.call_row) AS id_call, coalesce(n.call, c.call_row) AS input_call\n"
+        "  FROM contested c LEFT JOIN by_id i USING (call_row) LEFT JOIN by_input n USING (call_row)\n"
+        "  WHERE i.call IS NOT NULL OR n.call IS NOT NULL\n),\n"
+        "losers AS (\n  SELECT trace_id, span_id FROM (\n"
+        "    SELECT *, min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
+        "    FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked))\n"
+        "  QUALIFY row_number() OVER (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id) > 1\n)\n"
+        f"SELECT {columns} FROM candidates ANTI JOIN losers USING (trace_id, span_id)"
     )
 
 

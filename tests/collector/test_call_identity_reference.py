@@ -1,0 +1,192 @@
+"""`llm_calls` gives exactly the rows of a plain reference implementation of the call identity rule
+(docs/collector.md, *llm_calls*), on random small span sets built to collide: repeated and constant response
+ids, overlapping and far-apart calls (starts up to 110 s apart, calls up to 80 s long), model names that
+normalise alike, several instrumentations, services and operations.
+
+The view prunes and reorders the work for speed (`collector/views.py` `_contested`); the reference below
+compares every pair of rows, as the rule is written. Spans are written as lake segments with the collector's
+own schema and writer, and read back through the real views.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from collector import lake
+from collector.schema import arrow_schema
+from collector.views import INFERENCE_OPERATIONS, PROVIDER_SDK_SCOPES, open_scoped
+from verdict.tenancy import TenantId
+
+T0 = datetime(2026, 12, 1, 12, tzinfo=UTC)
+INSTRUMENTATIONS = (("verdict", "verdict.tracing"), ("openllmetry", "opentelemetry.instrumentation.openai.v1"),
+                    ("openinference", "openinference.instrumentation.langchain"), ("anthropic", "anthropic"),
+                    (None, None))
+
+
+def messages(role_texts: list[tuple[str, str | None]]) -> str:
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text} if text else {"type": "uri"}]}
+                       for role, text in role_texts])
+
+
+_INPUTS = st.one_of(
+    st.sampled_from([None, "not json", "{}"]),
+    st.lists(st.tuples(st.sampled_from(["user", "user", "system", "assistant"]),
+                       st.sampled_from(["q1", "q2", "q1 again", None])), max_size=3).map(messages),
+    st.sampled_from(["q1", "q2"]).map(lambda text: messages([("system", "be brief"), ("user", text)])))
+
+# One call as the provider saw it, described by one to three instrumentations: each span names the model its
+# own way, may lack the id or the content, starts a little earlier or later; calls collide on everything.
+_DESCRIPTION = st.fixed_dictionaries({
+    "instrumentation": st.sampled_from(INSTRUMENTATIONS),
+    "model": st.sampled_from(["{}", "{}", "{}-2024-07-18", "openai/{}", "{}-20250414", "other"]),
+    "response_id": st.booleans(), "input_messages": st.sampled_from([True, True, False]),
+    "output_messages": st.booleans(),
+    "tokens": st.sampled_from([None, (41, 17), (41, 9)]),
+    "operation": st.sampled_from(["chat"] * 5 + ["text_completion", "execute_task", "embeddings"]),
+    "shift": st.sampled_from([0, 0, -1, 1, 45]),  # seconds
+    "trace": st.integers(1, 3),
+})
+_CALL = st.fixed_dictionaries({
+    "service_name": st.sampled_from(["support-bot", "support-bot", "checkout", None]),
+    "model": st.sampled_from(["gpt-4o-mini", "GPT-4.1", None]),
+    "response_id": st.sampled_from([None, "chatcmpl-1", "chatcmpl-2", "const"]),
+    "input_messages": _INPUTS,
+    "start": st.sampled_from([0, 1, 3, 35, 70, 110]),  # seconds: twins may start more than 60 s apart
+    "duration": st.sampled_from([0, 1, 2, 40, 80]),
+    "described_by": st.lists(_DESCRIPTION, min_size=1, max_size=3),
+})
+
+
+def _model(row: dict) -> str | None:
+    named = row["request_model"] or row["response_model"]
+    return None if named is None else re.sub(r"^[a-z0-9_.-]+/|-(\d{4}-\d{2}-\d{2}|\d{8})$", "", named.lower())
+
+
+def _fingerprint(row: dict) -> str | None:
+    try:
+        parsed = json.loads(row["input_messages"] or "null")
+    except json.JSONDecodeError:
+        return None
+    texts = [part["content"] for message in (parsed if isinstance(parsed, list) else [])
+             if isinstance(message, dict) and message.get("role") == "user"
+             for part in message.get("parts") or [] if isinstance(part, dict) and part.get("content") is not None]
+    return "\x1f".join(texts) or None
+
+
+def _rank(row: dict) -> int:
+    return (8 * (row["input_messages"] is not None and row["output_messages"] is not None)
+            + 4 * (row["input_tokens"] is not None and row["output_tokens"] is not None)
+            + 2 * any((row["scope_name"] or "").startswith(scope) for scope in PROVIDER_SDK_SCOPES)
+            + (row["dialect"] == "verdict"))
+
+
+def _groups(rows: list[dict], key, agree) -> dict[str, str]:
+    """call_row -> its group's label (lowest call_row), for groups of rows with one service, model and key,
+    linked by overlapping [start, end] transitively, each instrumentation at most once, and `agree`."""
+    found: dict[str, str] = {}
+    keyed = [r for r in rows if key(r) is not None and r["model"] is not None]
+    seen: set[str] = set()
+    for row in keyed:
+        if row["call_row"] in seen:
+            continue
+        group, todo = [row], [row]  # the connected component of the overlap graph among same-key rows
+        seen.add(row["call_row"])
+        while todo:
+            current = todo.pop()
+            for other in keyed:
+                if other["call_row"] not in seen and (other["service"], other["model"], key(other)) == (
+                        current["service"], current["model"], key(current)) and (
+                        other["start_time"] <= current["end_time"] and current["start_time"] <= other["end_time"]):
+                    seen.add(other["call_row"])
+                    group.append(other)
+                    todo.append(other)
+        instrumentations = [(r["dialect"], r["scope_name"]) for r in group]
+        if len(group) > 1 and len(set(instrumentations)) == len(group) and agree(group):
+            label = min(r["call_row"] for r in group)
+            found.update((r["call_row"], label) for r in group)
+    return found
+
+
+def reference(spans: list[dict]) -> set[tuple[str, str]]:
+    """The (trace_id, span_id) of each llm_calls row, by the rule as docs/collector.md states it."""
+    rows = [dict(s, service=s["service_name"] or "", call_row=f"{s['trace_id']}:{s['span_id']}", model=_model(s),
+                 fingerprint=_fingerprint(s)) for s in spans if s["operation"] in INFERENCE_OPERATIONS]
+    kept = {(r["trace_id"], r["span_id"]) for r in rows}
+    if len({s["dialect"] for s in spans}) < 2 and len({s["scope_name"] for s in spans}) < 2:
+        return kept  # one instrumentation describes a call once: the rule does not run
+
+    def distinct(group, field):
+        return len({r[field] for r in group if r[field] is not None})
+
+    by_id = _groups(rows, lambda r: r["response_id"], lambda g: distinct(g, "fingerprint") <= 1)
+    by_input = _groups(rows, lambda r: r["fingerprint"], lambda g: distinct(g, "response_id") <= 1)
+    for r in rows:
+        r["id_call"], r["input_call"] = by_id.get(r["call_row"], r["call_row"]), by_input.get(r["call_row"], r["call_row"])
+    for r in rows:  # two hops: id -> input -> id
+        r["via_input"] = min(o["id_call"] for o in rows if o["input_call"] == r["input_call"])
+    calls: dict[str, list[dict]] = {}
+    for r in rows:
+        calls.setdefault(min(o["via_input"] for o in rows if o["id_call"] == r["id_call"]), []).append(r)
+    for members in calls.values():
+        best = min(members, key=lambda r: (-_rank(r), r["start_time"], r["span_id"]))
+        kept -= {(r["trace_id"], r["span_id"]) for r in members if r is not best}
+    return kept
+
+
+def _spans(calls: list[dict]) -> list[dict]:
+    spans = []
+    for call in calls:
+        for seen in call["described_by"]:
+            dialect, scope = seen["instrumentation"]
+            start = T0 + timedelta(seconds=call["start"] + seen["shift"])
+            end = T0 + timedelta(seconds=call["start"] + call["duration"])
+            tokens = seen["tokens"] or (None, None)
+            model = None if call["model"] is None else seen["model"].format(call["model"])
+            spans.append({
+                "trace_id": f"{seen['trace']:032x}", "span_id": f"{len(spans) + 1:016x}", "name": "call",
+                "kind": "CLIENT", "start_time": start, "end_time": max(start, end),
+                "service_name": call["service_name"], "scope_name": scope, "dialect": dialect,
+                "operation": seen["operation"], "request_model": model if len(spans) % 2 else None,
+                "response_model": model, "response_id": call["response_id"] if seen["response_id"] else None,
+                "input_messages": call["input_messages"] if seen["input_messages"] else None,
+                "output_messages": messages([("assistant", "a1")]) if seen["output_messages"] else None,
+                "input_tokens": tokens[0], "output_tokens": tokens[1], "received_at": start})
+    return spans
+
+
+def _described(instrumentation: int, shift: int) -> dict:
+    return {"instrumentation": INSTRUMENTATIONS[instrumentation], "model": "{}", "response_id": True,
+            "input_messages": True, "output_messages": True, "tokens": (41, 17), "operation": "chat", "shift": shift,
+            "trace": 1 + instrumentation}
+
+
+# One 80 s call whose two spans start 45 s apart, across a minute: no 60 s slot holds both starts.
+_FAR_APART = {"service_name": "support-bot", "model": "gpt-4o-mini", "response_id": "chatcmpl-1",
+              "input_messages": messages([("user", "q1")]), "start": 110, "duration": 80,
+              "described_by": [_described(0, 0), _described(1, 45)]}
+
+
+@example(calls=[_FAR_APART])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(calls=st.lists(_CALL, min_size=1, max_size=8))
+def test_llm_calls_equals_the_reference_rule(tmp_path_factory, calls):
+    import pyarrow as pa
+
+    data = tmp_path_factory.mktemp("reference")
+    spans = _spans(calls)
+    schema = arrow_schema("spans")
+    lake.prepare(data)
+    lake.write_segment(data, "ref", "2026-12-01", pa.Table.from_pylist(
+        [{name: s.get(name) for name in schema.names} for s in spans], schema=schema))
+    con = open_scoped(data, TenantId("ref"))
+    try:
+        shown = con.execute("SELECT trace_id, span_id FROM llm_calls").fetchall()
+    finally:
+        con.close()
+    assert len(shown) == len(set(shown))
+    assert set(shown) == reference(spans)
