@@ -163,6 +163,11 @@ LOGFIRE_MSG = "logfire.msg"
 PYDANTIC_AI_MODEL_REQUEST_PARAMETERS = "model_request_parameters"
 PYDANTIC_AI_EVENTS = "events"  # older versions: a JSON list of GenAI events, each {"event.name": ...}
 
+# OpenLIT: its spans say who sent them (also a resource attribute); content may be in its text form.
+OPENLIT_SCOPE_PREFIX = "openlit"
+TELEMETRY_SDK_NAME = "telemetry.sdk.name"
+OPENLIT_SDK_NAME = "openlit"
+
 # Anthropic SDK native spans.
 ANTHROPIC_STOP_REASON = "anthropic.message.stop_reason"
 
@@ -251,7 +256,7 @@ SPAN_COLUMNS: tuple[Column, ...] = (
         "dialect",
         "string",
         "the instrumentation dialect recognised (verdict, vercel_ai, openinference, openllmetry, pydantic_ai, "
-        "anthropic, otel_genai); NULL when none",
+        "anthropic, openlit, otel_genai); NULL when none",
     ),
     Column("received_at", "timestamp_ns", "when the collector accepted the request, UTC"),
 )

@@ -257,6 +257,20 @@ OTEL_OLD_EVENTS = Case("otel-semconv-1.26", "otel_genai", (trace_request(
     expect={"operation": "chat", "provider": "openai", "request_model": "gpt-4o-mini", "input_tokens": 33,
             "output_tokens": 8})
 
+# OpenLIT's text form (older releases for every provider): no content attributes, `role: content` lines in a
+# `gen_ai.content.prompt` span event, the completion's text in `gen_ai.content.completion`; counts as strings.
+OPENLIT_TEXT = Case("openlit-text", "openlit", (trace_request(
+    SpanSpec("openlit.instrumentation.openai", "chat gpt-4o-mini", {
+        "telemetry.sdk.name": "openlit", "gen_ai.operation.name": "chat", "gen_ai.system": "openai",
+        "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.id": "chatcmpl-lit1",
+        "gen_ai.response.finish_reasons": ["stop"], "gen_ai.usage.input_tokens": "36",
+        "gen_ai.usage.output_tokens": "9"},
+        trace=0x91, span=0x91, events=[
+            ("gen_ai.content.prompt", {"gen_ai.prompt": f"system: {SYSTEM}\nuser: {QUESTION}"}),
+            ("gen_ai.content.completion", {"gen_ai.completion": ANSWER})])),),
+    expect={"operation": "chat", "provider": "openai", "request_model": "gpt-4o-mini", "input_tokens": 36,
+            "output_tokens": 9, "response_id": "chatcmpl-lit1"})
+
 # The Verdict SDK's span around a call that openai-v2 also instruments (both record the response id, as the
 # real SDK does): one call, the SDK's row.
 VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
@@ -272,4 +286,4 @@ VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
             "output_tokens": 11, "intent_key": "billing.refund"})
 
 CASES = (OPENINFERENCE, OPENLLMETRY_OLD, OPENAI_V2_EVENTS, OPENAI_V2_DETAILS, ANTHROPIC_TWICE, VERCEL,
-         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2)
+         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT)

@@ -50,6 +50,22 @@ def test_openinference_tool_calls_and_non_llm_kinds():
     assert chain == ("openinference", GenAIFields())
 
 
+def test_openlit_text_form_becomes_semconv_messages_and_json_content_is_kept():
+    attrs = {"telemetry.sdk.name": "openlit", "gen_ai.operation.name": "chat", "gen_ai.provider.name": "together",
+             "gen_ai.response.finish_reasons": ["stop"]}
+    sent = {"input_messages": "system: Be brief.\nuser: Line one\nline two", "output_messages": "Done.",
+            "system_instructions": '[{"type": "text", "content": "Be brief."}]'}
+    name, call = normalise("openlit.instrumentation.together", "chat m", attrs, sent, [])
+    assert name == "openlit"
+    assert call.input_messages == [{"role": "user", "parts": [{"type": "text", "content": "Line one\nline two"}]}]
+    assert call.output_messages == [{"role": "assistant", "parts": [{"type": "text", "content": "Done."}],
+                                     "finish_reason": "stop"}]
+    assert call.system_instructions == sent["system_instructions"]  # semconv JSON: the standard layer's, as sent
+    semconv = {"input_messages": '[{"role": "user", "parts": []}]', "output_messages": "[]"}
+    call = normalise("openlit.instrumentation.openai", "chat m", attrs, semconv, [])[1]
+    assert (call.input_messages, call.output_messages) == (semconv["input_messages"], "[]")
+
+
 def test_provider_names_are_normalised_to_semconv_values():
     assert [provider_name(v) for v in ("OpenAI", "openai.chat", "Anthropic", "anthropic.messages", "azure",
                                        "amazon-bedrock", "google.generative-ai", "MistralAI", "acme", "aws", "gcp.gen_ai",

@@ -36,6 +36,7 @@ class Sender:
     argv: tuple[str, ...]  # script under senders/ and its arguments
     env: dict[str, str] = field(default_factory=dict)
     provider: str = "openai"  # which fake server the calls go to
+    provider_name: str = ""  # the `provider` its rows name, when not the fake server's (an OpenAI-compatible API)
     note: str = ""
 
     @property
@@ -73,7 +74,16 @@ SENDERS = (
     Sender("pydantic-ai", "pydantic-ai", ("pydantic_ai_agent.py",)),
     Sender("vercel-ai", "vercel", ("vercel_ai.mjs",),
            note="ai generateText with experimental_telemetry: outer ai.generateText and inner ai.generateText.doGenerate"),
+    # Families built by `make peers-record` only (RECORD_ONLY_FAMILIES): replayed from their fixtures in the suite.
+    Sender("openlit", "openlit", ("openlit_chat.py", "events"),
+           note="openlit.init defaults: semconv content attributes and one operation.details log record per call"),
+    Sender("openlit-no-events", "openlit", ("openlit_chat.py", "no-events"),
+           note="openlit.init(disable_events=True): content in the span only"),
+    Sender("openlit-together", "openlit", ("openlit_chat.py", "together"), provider_name="together",
+           note="OpenLIT's text form: `role: content` lines in gen_ai.input.messages and gen_ai.content.prompt events"),
 )
+# Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
+RECORD_ONLY_FAMILIES = frozenset({"openlit"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
