@@ -256,7 +256,7 @@ SPAN_COLUMNS: tuple[Column, ...] = (
         "dialect",
         "string",
         "the instrumentation dialect recognised (verdict, vercel_ai, openinference, openllmetry, pydantic_ai, "
-        "anthropic, openlit, otel_genai); NULL when none",
+        "anthropic, openlit, otel_genai, genai_events); NULL when none",
     ),
     Column("received_at", "timestamp_ns", "when the collector accepted the request, UTC"),
 )

@@ -271,6 +271,19 @@ OPENLIT_TEXT = Case("openlit-text", "openlit", (trace_request(
     expect={"operation": "chat", "provider": "openai", "request_model": "gpt-4o-mini", "input_tokens": 36,
             "output_tokens": 9, "response_id": "chatcmpl-lit1"})
 
+# The older per-message GenAI events on a span that names only its model (Semantic Kernel .NET's form): a call.
+GENAI_EVENTS = Case("semantic-kernel-events", "genai_events", (trace_request(
+    SpanSpec("Microsoft.SemanticKernel.Diagnostics", "chat.completions gpt-4o-mini", {
+        "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.id": "chatcmpl-sk1",
+        "gen_ai.usage.prompt_tokens": 44, "gen_ai.usage.completion_tokens": 10},
+        trace=0xA1, span=0xA1, events=[
+            ("gen_ai.system.message", {"gen_ai.event.content": json.dumps({"role": "system", "content": SYSTEM})}),
+            ("gen_ai.user.message", {"gen_ai.event.content": json.dumps({"role": "user", "content": QUESTION})}),
+            ("gen_ai.choice", {"gen_ai.event.content": json.dumps({
+                "index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ANSWER}})})])),),
+    expect={"operation": "chat", "provider": None, "request_model": "gpt-4o-mini", "input_tokens": 44,
+            "output_tokens": 10, "response_id": "chatcmpl-sk1"})
+
 # The Verdict SDK's span around a call that openai-v2 also instruments (both record the response id, as the
 # real SDK does): one call, the SDK's row.
 VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
@@ -286,4 +299,4 @@ VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
             "output_tokens": 11, "intent_key": "billing.refund"})
 
 CASES = (OPENINFERENCE, OPENLLMETRY_OLD, OPENAI_V2_EVENTS, OPENAI_V2_DETAILS, ANTHROPIC_TWICE, VERCEL,
-         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT)
+         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS)

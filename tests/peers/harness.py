@@ -82,8 +82,12 @@ SENDERS = (
     Sender("openlit-together", "openlit", ("openlit_chat.py", "together"), provider_name="together",
            note="OpenLIT's text form: `role: content` lines in gen_ai.input.messages and gen_ai.content.prompt events"),
 )
+SENDERS += (
+    Sender("semantic-kernel", "semantic-kernel", ("semantic_kernel_chat.py",),
+           note="SK model diagnostics (sensitive): per-message GenAI events as log records through Python logging"),
+)
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit"})
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
