@@ -168,6 +168,14 @@ OPENLIT_SCOPE_PREFIX = "openlit"
 TELEMETRY_SDK_NAME = "telemetry.sdk.name"
 OPENLIT_SDK_NAME = "openlit"
 
+# Langfuse SDK v3+ (its own OTel scope): observations; JSON keys inside usage_details stay in the mapper.
+LANGFUSE_SCOPE = "langfuse-sdk"
+LANGFUSE_OBSERVATION_TYPE = "langfuse.observation.type"
+LANGFUSE_MODEL = "langfuse.observation.model.name"
+LANGFUSE_USAGE_DETAILS = "langfuse.observation.usage_details"
+LANGFUSE_INPUT = "langfuse.observation.input"
+LANGFUSE_OUTPUT = "langfuse.observation.output"
+
 # Anthropic SDK native spans.
 ANTHROPIC_STOP_REASON = "anthropic.message.stop_reason"
 
@@ -256,7 +264,7 @@ SPAN_COLUMNS: tuple[Column, ...] = (
         "dialect",
         "string",
         "the instrumentation dialect recognised (verdict, vercel_ai, openinference, openllmetry, pydantic_ai, "
-        "anthropic, openlit, otel_genai, genai_events); NULL when none",
+        "anthropic, langfuse, openlit, otel_genai, genai_events); NULL when none",
     ),
     Column("received_at", "timestamp_ns", "when the collector accepted the request, UTC"),
 )

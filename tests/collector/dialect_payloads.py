@@ -284,6 +284,24 @@ GENAI_EVENTS = Case("semantic-kernel-events", "genai_events", (trace_request(
     expect={"operation": "chat", "provider": None, "request_model": "gpt-4o-mini", "input_tokens": 44,
             "output_tokens": 10, "response_id": "chatcmpl-sk1"})
 
+# Langfuse SDK v3: an agent observation (no call) around a generation with Langfuse's own usage keys and text output.
+LANGFUSE = Case("langfuse-v3", "langfuse", (trace_request(
+    SpanSpec("langfuse-sdk", "support-agent", {
+        "langfuse.observation.type": "agent", "langfuse.observation.input": json.dumps({"question": QUESTION}),
+        "langfuse.session.id": "session-1", "langfuse.user.id": "user-1"}, trace=0xB1, span=0xB1,
+        end=T0 + 2_000_000_000),
+    SpanSpec("langfuse-sdk", "answer", {
+        "langfuse.observation.type": "generation", "langfuse.observation.model.name": "gpt-4o-mini",
+        "langfuse.observation.input": json.dumps([{"role": "system", "content": SYSTEM},
+                                                   {"role": "user", "content": QUESTION}]),
+        "langfuse.observation.output": ANSWER,
+        "langfuse.observation.usage_details": json.dumps({"input": 52, "output": 14, "input_cached_tokens": 8,
+                                                          "output_reasoning_tokens": 3, "total": 66}),
+        "langfuse.session.id": "session-1", "langfuse.user.id": "user-1"}, trace=0xB1, span=0xB2, parent=0xB1,
+        start=T0 + 100_000_000)),),
+    expect={"operation": "chat", "provider": None, "request_model": "gpt-4o-mini", "input_tokens": 52,
+            "output_tokens": 14, "cached_input_tokens": 8, "reasoning_tokens": 3})
+
 # The Verdict SDK's span around a call that openai-v2 also instruments (both record the response id, as the
 # real SDK does): one call, the SDK's row.
 VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
@@ -299,4 +317,4 @@ VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
             "output_tokens": 11, "intent_key": "billing.refund"})
 
 CASES = (OPENINFERENCE, OPENLLMETRY_OLD, OPENAI_V2_EVENTS, OPENAI_V2_DETAILS, ANTHROPIC_TWICE, VERCEL,
-         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS)
+         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS, LANGFUSE)

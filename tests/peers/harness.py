@@ -37,6 +37,7 @@ class Sender:
     env: dict[str, str] = field(default_factory=dict)
     provider: str = "openai"  # which fake server the calls go to
     provider_name: str = ""  # the `provider` its rows name, when not the fake server's (an OpenAI-compatible API)
+    names_provider: bool = True  # False: its spans state no provider (Langfuse generations)
     note: str = ""
 
     @property
@@ -85,9 +86,11 @@ SENDERS = (
 SENDERS += (
     Sender("semantic-kernel", "semantic-kernel", ("semantic_kernel_chat.py",),
            note="SK model diagnostics (sensitive): per-message GenAI events as log records through Python logging"),
+    Sender("langfuse", "langfuse", ("langfuse_openai.py",), names_provider=False,
+           note="Langfuse SDK: langfuse.openai generations inside span observations, its own OTLP exporter"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel"})
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 

@@ -114,7 +114,7 @@ def record(names: list[str]) -> int:
                 arrival.append(name)
             expected = expected_calls()
             for call in expected:
-                call["provider"] = sender.provider_name or sender.provider
+                call["provider"] = (sender.provider_name or sender.provider) if sender.names_provider else None
                 if sender.provider == "anthropic":
                     call["request_model"] = _peer.ANTHROPIC_MODEL
             manifest = {
