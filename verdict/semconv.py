@@ -176,6 +176,14 @@ LANGFUSE_USAGE_DETAILS = "langfuse.observation.usage_details"
 LANGFUSE_INPUT = "langfuse.observation.input"
 LANGFUSE_OUTPUT = "langfuse.observation.output"
 
+# Genkit (Go, JS, Python): `genkit:*` span attributes; keys inside genkit:input / genkit:output stay in the mapper.
+GENKIT_SCOPE = "genkit-tracer"
+GENKIT_TYPE = "genkit:type"
+GENKIT_SUBTYPE = "genkit:metadata:subtype"
+GENKIT_NAME = "genkit:name"
+GENKIT_INPUT = "genkit:input"
+GENKIT_OUTPUT = "genkit:output"
+
 # Anthropic SDK native spans.
 ANTHROPIC_STOP_REASON = "anthropic.message.stop_reason"
 
@@ -264,7 +272,7 @@ SPAN_COLUMNS: tuple[Column, ...] = (
         "dialect",
         "string",
         "the instrumentation dialect recognised (verdict, vercel_ai, openinference, openllmetry, pydantic_ai, "
-        "anthropic, langfuse, openlit, otel_genai, genai_events); NULL when none",
+        "anthropic, langfuse, genkit, openlit, otel_genai, genai_events); NULL when none",
     ),
     Column("received_at", "timestamp_ns", "when the collector accepted the request, UTC"),
 )

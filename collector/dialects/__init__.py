@@ -8,7 +8,7 @@ The precedence rule (docs/tracing.md, *Dialects*), per span:
   1. the span's dialect is the first registry entry that recognises it (most specific marker
      first: the Verdict SDK's scope, `ai.operationId`, `openinference.span.kind`, OpenLLMetry's
      `llm.request.type` / indexed prompts / `traceloop.*`, Pydantic AI / Logfire, Anthropic's
-     scope, `langfuse.observation.type`, OpenLIT's scope or `telemetry.sdk.name`; plain OTel GenAI semconv, then a bare model
+     scope, `langfuse.observation.type`, `genkit:type`, OpenLIT's scope or `telemetry.sdk.name`; plain OTel GenAI semconv, then a bare model
      with the older per-message GenAI events, last); no entry: `dialect` is NULL (counted in /stats);
   2. each column takes the standard OTel GenAI attribute when the span carries it (current
      name, else its older name), and the dialect's own attribute only where no standard one is
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from collector.dialects import (
     anthropic,
     genai_events,
+    genkit,
     langfuse,
     openinference,
     openlit,
@@ -61,6 +62,7 @@ REGISTRY: tuple[Dialect, ...] = (
     Dialect("pydantic_ai", pydantic_ai.recognises, pydantic_ai.map_span),
     Dialect("anthropic", anthropic.recognises, anthropic.map_span),
     Dialect("langfuse", langfuse.recognises, langfuse.map_span),
+    Dialect("genkit", genkit.recognises, genkit.map_span),
     Dialect("openlit", openlit.recognises, openlit.map_span),
     Dialect("otel_genai", otel_genai.recognises, otel_genai.map_span),
     Dialect("genai_events", genai_events.recognises, genai_events.map_span),

@@ -302,6 +302,24 @@ LANGFUSE = Case("langfuse-v3", "langfuse", (trace_request(
     expect={"operation": "chat", "provider": None, "request_model": "gpt-4o-mini", "input_tokens": 52,
             "output_tokens": 14, "cached_input_tokens": 8, "reasoning_tokens": 3})
 
+# Genkit (JS, older `candidates` response): a flow action (no call) around a Gemini model action with thoughts.
+GENKIT = Case("genkit-js", "genkit", (trace_request(
+    SpanSpec("genkit-tracer", "supportFlow", {
+        "genkit:type": "action", "genkit:metadata:subtype": "flow", "genkit:name": "supportFlow",
+        "genkit:input": json.dumps(QUESTION), "genkit:output": json.dumps(ANSWER)}, trace=0xC1, span=0xC1,
+        end=T0 + 2_000_000_000),
+    SpanSpec("genkit-tracer", "googleai/gemini-2.5-flash", {
+        "genkit:type": "action", "genkit:metadata:subtype": "model", "genkit:name": "googleai/gemini-2.5-flash",
+        "genkit:input": json.dumps({"messages": [{"role": "system", "content": [{"text": SYSTEM}]},
+                                                 {"role": "user", "content": [{"text": QUESTION}]}]}),
+        "genkit:output": json.dumps({"candidates": [{"index": 0, "finishReason": "stop", "message": {
+            "role": "model", "content": [{"text": ANSWER}, {"toolRequest": {
+                "ref": "t1", "name": "lookupCustomer", "input": {"email": EMAIL}}}]}}],
+            "usage": {"inputTokens": 48, "outputTokens": 12, "thoughtsTokens": 30, "cachedContentTokens": 6}})},
+        trace=0xC1, span=0xC2, parent=0xC1, start=T0 + 100_000_000)),),
+    expect={"operation": "chat", "provider": "gcp.gemini", "request_model": "gemini-2.5-flash", "input_tokens": 48,
+            "output_tokens": 12, "reasoning_tokens": 30, "cached_input_tokens": 6, "finish_reasons": ["stop"]})
+
 # The Verdict SDK's span around a call that openai-v2 also instruments (both record the response id, as the
 # real SDK does): one call, the SDK's row.
 VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
@@ -317,4 +335,4 @@ VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
             "output_tokens": 11, "intent_key": "billing.refund"})
 
 CASES = (OPENINFERENCE, OPENLLMETRY_OLD, OPENAI_V2_EVENTS, OPENAI_V2_DETAILS, ANTHROPIC_TWICE, VERCEL,
-         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS, LANGFUSE)
+         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS, LANGFUSE, GENKIT)

@@ -88,9 +88,11 @@ SENDERS += (
            note="SK model diagnostics (sensitive): per-message GenAI events as log records through Python logging"),
     Sender("langfuse", "langfuse", ("langfuse_openai.py",), names_provider=False,
            note="Langfuse SDK: langfuse.openai generations inside span observations, its own OTLP exporter"),
+    Sender("genkit", "genkit", ("genkit_generate.py",),
+           note="Genkit (Python) with genkit-openai: flow, generate util and model action spans"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse"})
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
