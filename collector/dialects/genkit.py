@@ -70,21 +70,21 @@ def _outputs(response: dict) -> tuple[list[dict], list]:
     return [_message(m, r) for m, r in pairs], [r for _m, r in pairs if r is not None]
 
 
+def _object(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenAIFields:
     subtype = attrs.get(GENKIT_SUBTYPE)
     operation = _OPERATIONS.get(subtype) if attrs.get(GENKIT_TYPE) == "action" and isinstance(subtype, str) else None
     if operation != "chat":
         return EMPTY._replace(operation=operation)
-    request = parse_json(attrs.get(GENKIT_INPUT))
-    response = parse_json(attrs.get(GENKIT_OUTPUT))
-    request = request if isinstance(request, dict) else {}
-    response = response if isinstance(response, dict) else {}
+    request, response = _object(parse_json(attrs.get(GENKIT_INPUT))), _object(parse_json(attrs.get(GENKIT_OUTPUT)))
     messages = request.get("messages")
     system, inputs = split_system([_message(m) for m in messages if isinstance(m, dict)]
                                   if isinstance(messages, list) else [])
     outputs, reasons = _outputs(response)
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
-    custom = response.get("custom") if isinstance(response.get("custom"), dict) else {}
+    usage, custom = _object(response.get("usage")), _object(response.get("custom"))
     return EMPTY._replace(
         operation=operation,
         request_model=to_str(attrs.get(GENKIT_NAME)),

@@ -47,17 +47,12 @@ def recognises(scope_name: str, attrs: dict) -> bool:
     return LANGFUSE_OBSERVATION_TYPE in attrs or scope_name == LANGFUSE_SCOPE
 
 
-def _usage(details) -> dict[str, int | None]:
-    if not isinstance(details, dict):
-        return {}
-    out: dict[str, int | None] = {}
-    for column, keys in _USAGE.items():
-        value = next((to_int(details[k]) for k in keys if to_int(details.get(k)) is not None), None)
-        nested = _DETAILS.get(column)
-        if value is None and nested and isinstance(details.get(nested[0]), dict):
-            value = to_int(details[nested[0]].get(nested[1]))
-        out[column] = value
-    return out
+def _count(details: dict, column: str) -> int | None:
+    value = next((to_int(details[k]) for k in _USAGE[column] if to_int(details.get(k)) is not None), None)
+    nested = _DETAILS.get(column)
+    if value is None and nested and isinstance(details.get(nested[0]), dict):
+        value = to_int(details[nested[0]].get(nested[1]))
+    return value
 
 
 def _messages(value, role: str) -> list[dict]:
@@ -80,11 +75,17 @@ def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenA
         return EMPTY._replace(operation=operation)  # a step, or no GenAI operation at all: never a call
     system, inputs = split_system(_messages(attrs.get(LANGFUSE_INPUT), "user"))
     outputs = _messages(attrs.get(LANGFUSE_OUTPUT), "assistant") or None
+    details = parse_json(attrs.get(LANGFUSE_USAGE_DETAILS))
+    usage = details if isinstance(details, dict) else {}
     return EMPTY._replace(
         operation=operation,
         request_model=to_str(attrs.get(LANGFUSE_MODEL)),
+        input_tokens=_count(usage, "input_tokens"),
+        output_tokens=_count(usage, "output_tokens"),
+        cached_input_tokens=_count(usage, "cached_input_tokens"),
+        cache_creation_input_tokens=_count(usage, "cache_creation_input_tokens"),
+        reasoning_tokens=_count(usage, "reasoning_tokens"),
         input_messages=inputs,
         output_messages=outputs,
         system_instructions=system,
-        **_usage(parse_json(attrs.get(LANGFUSE_USAGE_DETAILS))),
     )

@@ -82,8 +82,6 @@ SENDERS = (
            note="openlit.init(disable_events=True): content in the span only"),
     Sender("openlit-together", "openlit", ("openlit_chat.py", "together"), provider_name="together",
            note="OpenLIT's text form: `role: content` lines in gen_ai.input.messages and gen_ai.content.prompt events"),
-)
-SENDERS += (
     Sender("semantic-kernel", "semantic-kernel", ("semantic_kernel_chat.py",),
            note="SK model diagnostics (sensitive): per-message GenAI events as log records through Python logging"),
     Sender("langfuse", "langfuse", ("langfuse_openai.py",), names_provider=False,

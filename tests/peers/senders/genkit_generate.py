@@ -22,7 +22,7 @@ def main() -> None:
     @ai.flow()
     async def billing_answer(question: str) -> str:
         response = await ai.generate(model=OpenAI.gpt_model(_peer.MODEL), system=_peer.SYSTEM, prompt=question)
-        return response.text
+        return str(response.text)
 
     async def run() -> list[str]:
         calls = []

@@ -35,15 +35,7 @@ def main() -> None:
 
         client = openai.OpenAI(base_url=base_url, api_key="sk-fake-peer", max_retries=0)
         packages = _peer.versions("openlit", "openai", "opentelemetry-sdk")
-    calls = []
-    for question in _peer.QUESTIONS:
-        with _peer.intent():
-            client.chat.completions.create(
-                model=_peer.MODEL,
-                messages=[{"role": "system", "content": _peer.SYSTEM}, {"role": "user", "content": question}],
-            )
-        calls.append(f"{type(client).__module__.split('.')[0]}.chat.completions.create(model={_peer.MODEL})")
-    _peer.report(packages, calls, tp, lp)
+    _peer.report(packages, _peer.chat_completions(client, mode if mode == "together" else "openai"), tp, lp)
 
 
 if __name__ == "__main__":
