@@ -149,6 +149,10 @@ clean:
 # with ours and with each other; the Vercel AI SDK in a node_modules dir. Idempotent (stamps).
 PEER_FAMILIES := openinference openllmetry-old openllmetry openai-v2 pydantic-ai  # and in `lock`
 PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
+# Families whose install takes minutes (issue 33): built for `peers-record` only, so CI does not pay for them;
+# `make test` replays their recorded fixtures (tests/collector/test_peer_fixtures.py). Also in `lock`.
+PEER_RECORD_FAMILIES := openlit semantic-kernel langfuse genkit
+PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
 VERCEL_STAMP := .peer-vercel/.installed
 
 .PHONY: peers peers-record
@@ -170,7 +174,7 @@ $(VERCEL_STAMP): tests/peers/vercel/package.json tests/peers/vercel/package-lock
 peers: $(PEER_STAMPS) $(VERCEL_STAMP)
 
 # Re-record tests/fixtures/dialects/ from the real packages (needs the test venv for the fake LLM).
-peers-record: peers $(TEST_STAMP)
+peers-record: peers $(PEER_RECORD_STAMPS) $(TEST_STAMP)
 	$(BIN)/python tests/peers/record.py
 
 # Regenerate $(LOCKS)/ (and the Vercel package-lock.json): every environment resolved afresh from its
@@ -195,6 +199,10 @@ lock: $(LLAMA_STAMP)
 	$(call freeze_venv,peer-openllmetry,-r tests/peers/requirements/openllmetry.txt)
 	$(call freeze_venv,peer-openai-v2,-r tests/peers/requirements/openai-v2.txt)
 	$(call freeze_venv,peer-pydantic-ai,-r tests/peers/requirements/pydantic-ai.txt)
+	$(call freeze_venv,peer-openlit,-r tests/peers/requirements/openlit.txt)
+	$(call freeze_venv,peer-semantic-kernel,-r tests/peers/requirements/semantic-kernel.txt)
+	$(call freeze_venv,peer-langfuse,-r tests/peers/requirements/langfuse.txt)
+	$(call freeze_venv,peer-genkit,-r tests/peers/requirements/genkit.txt)
 	rm -rf $(LOCK_TMP)/vercel && mkdir -p $(LOCK_TMP)/vercel
 	cp tests/peers/vercel/package.json $(LOCK_TMP)/vercel/
 	cd $(LOCK_TMP)/vercel && npm install --package-lock-only --no-audit --no-fund --loglevel=error

@@ -165,6 +165,27 @@ LOGFIRE_MSG = "logfire.msg"
 PYDANTIC_AI_MODEL_REQUEST_PARAMETERS = "model_request_parameters"
 PYDANTIC_AI_EVENTS = "events"  # older versions: a JSON list of GenAI events, each {"event.name": ...}
 
+# OpenLIT: its spans say who sent them (also a resource attribute); content may be in its text form.
+OPENLIT_SCOPE_PREFIX = "openlit"
+TELEMETRY_SDK_NAME = "telemetry.sdk.name"
+OPENLIT_SDK_NAME = "openlit"
+
+# Langfuse SDK v3+ (its own OTel scope): observations; JSON keys inside usage_details stay in the mapper.
+LANGFUSE_SCOPE = "langfuse-sdk"
+LANGFUSE_OBSERVATION_TYPE = "langfuse.observation.type"
+LANGFUSE_MODEL = "langfuse.observation.model.name"
+LANGFUSE_USAGE_DETAILS = "langfuse.observation.usage_details"
+LANGFUSE_INPUT = "langfuse.observation.input"
+LANGFUSE_OUTPUT = "langfuse.observation.output"
+
+# Genkit (Go, JS, Python): `genkit:*` span attributes; keys inside genkit:input / genkit:output stay in the mapper.
+GENKIT_SCOPE = "genkit-tracer"
+GENKIT_TYPE = "genkit:type"
+GENKIT_SUBTYPE = "genkit:metadata:subtype"
+GENKIT_NAME = "genkit:name"
+GENKIT_INPUT = "genkit:input"
+GENKIT_OUTPUT = "genkit:output"
+
 # Anthropic SDK native spans.
 ANTHROPIC_STOP_REASON = "anthropic.message.stop_reason"
 
@@ -253,7 +274,7 @@ SPAN_COLUMNS: tuple[Column, ...] = (
         "dialect",
         "string",
         "the instrumentation dialect recognised (verdict, vercel_ai, openinference, openllmetry, pydantic_ai, "
-        "anthropic, otel_genai); NULL when none",
+        "anthropic, langfuse, genkit, openlit, otel_genai, genai_events); NULL when none",
     ),
     Column("received_at", "timestamp_ns", "when the collector accepted the request, UTC"),
 )

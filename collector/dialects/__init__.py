@@ -8,10 +8,13 @@ The precedence rule (docs/tracing.md, *Dialects*), per span:
   1. the span's dialect is the first registry entry that recognises it (most specific marker
      first: the Verdict SDK's scope, `ai.operationId`, `openinference.span.kind`, OpenLLMetry's
      `llm.request.type` / indexed prompts / `traceloop.*`, Pydantic AI / Logfire, Anthropic's
-     scope; plain OTel GenAI semconv last); no entry: `dialect` is NULL (counted in /stats);
+     scope, `langfuse.observation.type`, `genkit:type`, OpenLIT's scope or `telemetry.sdk.name`; plain OTel GenAI semconv, then a bare model
+     with the older per-message GenAI events, last); no entry: `dialect` is NULL (counted in /stats);
   2. each column takes the standard OTel GenAI attribute when the span carries it (current
      name, else its older name), and the dialect's own attribute only where no standard one is
-     present. Standard and dialect attributes never add up;
+     present. Standard and dialect attributes never add up. One exception: a message attribute
+     sent as text outside the semconv JSON shape (OpenLIT's `role: content` lines) gives way to
+     the messages the dialect read from it;
   3. one vocabulary for all: message roles in the semconv set, `provider/model` names split
      (collector.dialects.vocabulary); providers are semconv names already (common.provider_name).
 """
@@ -23,7 +26,11 @@ from dataclasses import dataclass
 
 from collector.dialects import (
     anthropic,
+    genai_events,
+    genkit,
+    langfuse,
     openinference,
+    openlit,
     openllmetry,
     otel_genai,
     pydantic_ai,
@@ -54,7 +61,11 @@ REGISTRY: tuple[Dialect, ...] = (
     Dialect("openllmetry", openllmetry.recognises, openllmetry.map_span),
     Dialect("pydantic_ai", pydantic_ai.recognises, pydantic_ai.map_span),
     Dialect("anthropic", anthropic.recognises, anthropic.map_span),
+    Dialect("langfuse", langfuse.recognises, langfuse.map_span),
+    Dialect("genkit", genkit.recognises, genkit.map_span),
+    Dialect("openlit", openlit.recognises, openlit.map_span),
     Dialect("otel_genai", otel_genai.recognises, otel_genai.map_span),
+    Dialect("genai_events", genai_events.recognises, genai_events.map_span),
 )
 DIALECT_NAMES = tuple(d.name for d in REGISTRY)
 
@@ -78,7 +89,12 @@ def normalise(
     if extra is EMPTY:
         return dialect.name, _vocabulary(base)
     merged = GenAIFields._make([b if b is not None else d for b, d in zip(base, extra, strict=True)])
-    return dialect.name, _vocabulary(merged)
+    text_form = {c: getattr(extra, c) for c in _MESSAGE_FIELDS
+                 if getattr(extra, c) is not None and openlit.is_text(getattr(base, c))}
+    return dialect.name, _vocabulary(merged._replace(**text_form) if text_form else merged)
+
+
+_MESSAGE_FIELDS = ("input_messages", "output_messages", "system_instructions")
 
 
 def _vocabulary(fields: GenAIFields) -> GenAIFields:

@@ -123,6 +123,7 @@ _PROVIDERS = {
     "google_vertexai": "gcp.vertex_ai", "vertex": "gcp.vertex_ai",
     # Senders that say "some Google GenAI endpoint": Gemini, the common case (Vertex senders name Vertex).
     "gcp.gen_ai": "gcp.gemini",
+    "googleai": "gcp.gemini",  # Genkit's Gemini API plugin prefix (`googleai/gemini-2.5-flash`)
 }
 
 

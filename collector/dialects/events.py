@@ -7,7 +7,15 @@ message (or list of parts) it contributes; events that are not GenAI message eve
 
 from __future__ import annotations
 
-from collector.dialects.common import chat_message, parse_json, text_parts, to_str, tool_response
+from collector.dialects.common import (
+    chat_message,
+    first,
+    parse_json,
+    text_parts,
+    to_str,
+    tool_response,
+)
+from collector.dialects.openlit import completion_messages, is_text, prompt_messages
 from verdict.semconv import (
     EVENT_ASSISTANT_MESSAGE,
     EVENT_CHOICE,
@@ -64,9 +72,9 @@ def event_messages(name: str | None, attrs: dict, body=None) -> list[tuple[str, 
             out += [(direction, item) for item in _list(attrs.get(key)) if isinstance(item, dict)]
         return out
     if name == OLD_PROMPT:
-        return _chat_list("input", _list(attrs.get(EVENT_PROMPT)))
+        return _old_content("input", first(attrs, EVENT_PROMPT, INPUT_MESSAGES))
     if name == OLD_COMPLETION:
-        return _chat_list("output", _list(attrs.get(EVENT_COMPLETION)))
+        return _old_content("output", first(attrs, EVENT_COMPLETION, OUTPUT_MESSAGES))
     payload = _body(body, attrs)
     if name == SYSTEM:
         return [("system", part) for part in text_parts(payload.get("content"))]
@@ -82,6 +90,17 @@ def event_messages(name: str | None, attrs: dict, body=None) -> list[tuple[str, 
     if role == "tool":
         return [("input", {"role": "tool", "parts": [tool_response(payload.get("id"), payload.get("content"))]})]
     return [("input", chat_message({**payload, "role": payload.get("role") or role}))]
+
+
+def _old_content(direction: str, value) -> list[tuple[str, object]]:
+    """A whole prompt or completion: a JSON list of chat messages, or (OpenLIT) its text form."""
+    if not is_text(value):
+        return _chat_list(direction, _list(value))
+    if direction == "output":
+        return [("output", m) for m in completion_messages(value, None)]
+    messages = prompt_messages(value)
+    return [("system", p) for m in messages if m["role"] == "system" for p in m["parts"]] + [
+        ("input", m) for m in messages if m["role"] != "system"]
 
 
 def _chat_list(direction: str, messages: list) -> list[tuple[str, object]]:

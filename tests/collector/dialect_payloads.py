@@ -257,6 +257,69 @@ OTEL_OLD_EVENTS = Case("otel-semconv-1.26", "otel_genai", (trace_request(
     expect={"operation": "chat", "provider": "openai", "request_model": "gpt-4o-mini", "input_tokens": 33,
             "output_tokens": 8})
 
+# OpenLIT's text form (older releases for every provider): no content attributes, `role: content` lines in a
+# `gen_ai.content.prompt` span event, the completion's text in `gen_ai.content.completion`; counts as strings.
+OPENLIT_TEXT = Case("openlit-text", "openlit", (trace_request(
+    SpanSpec("openlit.instrumentation.openai", "chat gpt-4o-mini", {
+        "telemetry.sdk.name": "openlit", "gen_ai.operation.name": "chat", "gen_ai.system": "openai",
+        "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.id": "chatcmpl-lit1",
+        "gen_ai.response.finish_reasons": ["stop"], "gen_ai.usage.input_tokens": "36",
+        "gen_ai.usage.output_tokens": "9"},
+        trace=0x91, span=0x91, events=[
+            ("gen_ai.content.prompt", {"gen_ai.prompt": f"system: {SYSTEM}\nuser: {QUESTION}"}),
+            ("gen_ai.content.completion", {"gen_ai.completion": ANSWER})])),),
+    expect={"operation": "chat", "provider": "openai", "request_model": "gpt-4o-mini", "input_tokens": 36,
+            "output_tokens": 9, "response_id": "chatcmpl-lit1"})
+
+# The older per-message GenAI events on a span that names only its model (Semantic Kernel .NET's form): a call.
+GENAI_EVENTS = Case("semantic-kernel-events", "genai_events", (trace_request(
+    SpanSpec("Microsoft.SemanticKernel.Diagnostics", "chat.completions gpt-4o-mini", {
+        "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.id": "chatcmpl-sk1",
+        "gen_ai.usage.prompt_tokens": 44, "gen_ai.usage.completion_tokens": 10},
+        trace=0xA1, span=0xA1, events=[
+            ("gen_ai.system.message", {"gen_ai.event.content": json.dumps({"role": "system", "content": SYSTEM})}),
+            ("gen_ai.user.message", {"gen_ai.event.content": json.dumps({"role": "user", "content": QUESTION})}),
+            ("gen_ai.choice", {"gen_ai.event.content": json.dumps({
+                "index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ANSWER}})})])),),
+    expect={"operation": "chat", "provider": None, "request_model": "gpt-4o-mini", "input_tokens": 44,
+            "output_tokens": 10, "response_id": "chatcmpl-sk1"})
+
+# Langfuse SDK v3: an agent observation (no call) around a generation with Langfuse's own usage keys and text output.
+LANGFUSE = Case("langfuse-v3", "langfuse", (trace_request(
+    SpanSpec("langfuse-sdk", "support-agent", {
+        "langfuse.observation.type": "agent", "langfuse.observation.input": json.dumps({"question": QUESTION}),
+        "langfuse.session.id": "session-1", "langfuse.user.id": "user-1"}, trace=0xB1, span=0xB1,
+        end=T0 + 2_000_000_000),
+    SpanSpec("langfuse-sdk", "answer", {
+        "langfuse.observation.type": "generation", "langfuse.observation.model.name": "gpt-4o-mini",
+        "langfuse.observation.input": json.dumps([{"role": "system", "content": SYSTEM},
+                                                   {"role": "user", "content": QUESTION}]),
+        "langfuse.observation.output": ANSWER,
+        "langfuse.observation.usage_details": json.dumps({"input": 52, "output": 14, "input_cached_tokens": 8,
+                                                          "output_reasoning_tokens": 3, "total": 66}),
+        "langfuse.session.id": "session-1", "langfuse.user.id": "user-1"}, trace=0xB1, span=0xB2, parent=0xB1,
+        start=T0 + 100_000_000)),),
+    expect={"operation": "chat", "provider": None, "request_model": "gpt-4o-mini", "input_tokens": 52,
+            "output_tokens": 14, "cached_input_tokens": 8, "reasoning_tokens": 3})
+
+# Genkit (JS, older `candidates` response): a flow action (no call) around a Gemini model action with thoughts.
+GENKIT = Case("genkit-js", "genkit", (trace_request(
+    SpanSpec("genkit-tracer", "supportFlow", {
+        "genkit:type": "action", "genkit:metadata:subtype": "flow", "genkit:name": "supportFlow",
+        "genkit:input": json.dumps(QUESTION), "genkit:output": json.dumps(ANSWER)}, trace=0xC1, span=0xC1,
+        end=T0 + 2_000_000_000),
+    SpanSpec("genkit-tracer", "googleai/gemini-2.5-flash", {
+        "genkit:type": "action", "genkit:metadata:subtype": "model", "genkit:name": "googleai/gemini-2.5-flash",
+        "genkit:input": json.dumps({"messages": [{"role": "system", "content": [{"text": SYSTEM}]},
+                                                 {"role": "user", "content": [{"text": QUESTION}]}]}),
+        "genkit:output": json.dumps({"candidates": [{"index": 0, "finishReason": "stop", "message": {
+            "role": "model", "content": [{"text": ANSWER}, {"toolRequest": {
+                "ref": "t1", "name": "lookupCustomer", "input": {"email": EMAIL}}}]}}],
+            "usage": {"inputTokens": 48, "outputTokens": 12, "thoughtsTokens": 30, "cachedContentTokens": 6}})},
+        trace=0xC1, span=0xC2, parent=0xC1, start=T0 + 100_000_000)),),
+    expect={"operation": "chat", "provider": "gcp.gemini", "request_model": "gemini-2.5-flash", "input_tokens": 48,
+            "output_tokens": 12, "reasoning_tokens": 30, "cached_input_tokens": 6, "finish_reasons": ["stop"]})
+
 # The Verdict SDK's span around a call that openai-v2 also instruments (both record the response id, as the
 # real SDK does): one call, the SDK's row.
 VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
@@ -272,4 +335,4 @@ VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
             "output_tokens": 11, "intent_key": "billing.refund"})
 
 CASES = (OPENINFERENCE, OPENLLMETRY_OLD, OPENAI_V2_EVENTS, OPENAI_V2_DETAILS, ANTHROPIC_TWICE, VERCEL,
-         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2)
+         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS, LANGFUSE, GENKIT)

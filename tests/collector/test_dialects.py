@@ -50,6 +50,39 @@ def test_openinference_tool_calls_and_non_llm_kinds():
     assert chain == ("openinference", GenAIFields())
 
 
+def test_openlit_text_form_becomes_semconv_messages_and_json_content_is_kept():
+    attrs = {"telemetry.sdk.name": "openlit", "gen_ai.operation.name": "chat", "gen_ai.provider.name": "together",
+             "gen_ai.response.finish_reasons": ["stop"]}
+    sent = {"input_messages": "system: Be brief.\nuser: Line one\nline two", "output_messages": "Done.",
+            "system_instructions": '[{"type": "text", "content": "Be brief."}]'}
+    name, call = normalise("openlit.instrumentation.together", "chat m", attrs, sent, [])
+    assert name == "openlit"
+    assert call.input_messages == [{"role": "user", "parts": [{"type": "text", "content": "Line one\nline two"}]}]
+    assert call.output_messages == [{"role": "assistant", "parts": [{"type": "text", "content": "Done."}],
+                                     "finish_reason": "stop"}]
+    assert call.system_instructions == sent["system_instructions"]  # semconv JSON: the standard layer's, as sent
+    semconv = {"input_messages": '[{"role": "user", "parts": []}]', "output_messages": "[]"}
+    call = normalise("openlit.instrumentation.openai", "chat m", attrs, semconv, [])[1]
+    assert (call.input_messages, call.output_messages) == (semconv["input_messages"], "[]")
+
+
+def test_langfuse_generations_are_calls_and_other_observations_are_not():
+    usage = {"prompt_tokens": 41, "completion_tokens": 17, "prompt_tokens_details": {"cached_tokens": 5},
+             "completion_tokens_details": {"reasoning_tokens": 2}}
+    generation = {"langfuse.observation.type": "generation", "langfuse.observation.model.name": "gpt-4o-mini",
+                  "langfuse.observation.usage_details": json.dumps(usage),
+                  "langfuse.observation.input": json.dumps([{"role": "user", "content": "hi"}]),
+                  "langfuse.observation.output": json.dumps({"role": "assistant", "content": "hello"})}
+    name, call = normalise("langfuse-sdk", "OpenAI-generation", generation, {}, [])
+    assert (name, call.operation, call.request_model, call.provider) == ("langfuse", "chat", "gpt-4o-mini", None)
+    assert (call.input_tokens, call.output_tokens, call.cached_input_tokens, call.reasoning_tokens) == (41, 17, 5, 2)
+    assert call.output_messages == [{"role": "assistant", "parts": [{"type": "text", "content": "hello"}]}]
+    operations = [normalise("langfuse-sdk", kind, {"langfuse.observation.type": kind,
+                                                   "langfuse.observation.model.name": "gpt-4o-mini"}, {}, [])[1].operation
+                  for kind in ("span", "event", "tool", "agent", "chain", "retriever")]
+    assert operations == [None, None, "execute_tool", "invoke_agent", None, None]
+
+
 def test_provider_names_are_normalised_to_semconv_values():
     assert [provider_name(v) for v in ("OpenAI", "openai.chat", "Anthropic", "anthropic.messages", "azure",
                                        "amazon-bedrock", "google.generative-ai", "MistralAI", "acme", "aws", "gcp.gen_ai",

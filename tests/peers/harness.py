@@ -36,6 +36,8 @@ class Sender:
     argv: tuple[str, ...]  # script under senders/ and its arguments
     env: dict[str, str] = field(default_factory=dict)
     provider: str = "openai"  # which fake server the calls go to
+    provider_name: str = ""  # the `provider` its rows name, when not the fake server's (an OpenAI-compatible API)
+    names_provider: bool = True  # False: its spans state no provider (Langfuse generations)
     note: str = ""
 
     @property
@@ -73,7 +75,22 @@ SENDERS = (
     Sender("pydantic-ai", "pydantic-ai", ("pydantic_ai_agent.py",)),
     Sender("vercel-ai", "vercel", ("vercel_ai.mjs",),
            note="ai generateText with experimental_telemetry: outer ai.generateText and inner ai.generateText.doGenerate"),
+    # Families built by `make peers-record` only (RECORD_ONLY_FAMILIES): replayed from their fixtures in the suite.
+    Sender("openlit", "openlit", ("openlit_chat.py", "events"),
+           note="openlit.init defaults: semconv content attributes and one operation.details log record per call"),
+    Sender("openlit-no-events", "openlit", ("openlit_chat.py", "no-events"),
+           note="openlit.init(disable_events=True): content in the span only"),
+    Sender("openlit-together", "openlit", ("openlit_chat.py", "together"), provider_name="together",
+           note="OpenLIT's text form: `role: content` lines in gen_ai.input.messages and gen_ai.content.prompt events"),
+    Sender("semantic-kernel", "semantic-kernel", ("semantic_kernel_chat.py",),
+           note="SK model diagnostics (sensitive): per-message GenAI events as log records through Python logging"),
+    Sender("langfuse", "langfuse", ("langfuse_openai.py",), names_provider=False,
+           note="Langfuse SDK: langfuse.openai generations inside span observations, its own OTLP exporter"),
+    Sender("genkit", "genkit", ("genkit_generate.py",),
+           note="Genkit (Python) with genkit-openai: flow, generate util and model action spans"),
 )
+# Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 

@@ -113,8 +113,9 @@ def record(names: list[str]) -> int:
                 files[signal].append(name)
                 arrival.append(name)
             expected = expected_calls()
-            if sender.provider == "anthropic":
-                for call in expected:
+            for call in expected:
+                call["provider"] = (sender.provider_name or sender.provider) if sender.names_provider else None
+                if sender.provider == "anthropic":
                     call["request_model"] = _peer.ANTHROPIC_MODEL
             manifest = {
                 "sender": sender.name,

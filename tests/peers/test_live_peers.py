@@ -15,12 +15,22 @@ from pathlib import Path
 import pytest
 
 from tests.collector.conftest import Collector
-from tests.peers.harness import BY_NAME, SENDERS, USAGE, Sender, _peer, fake_providers, run_sender
+from tests.peers.harness import (
+    BY_NAME,
+    RECORD_ONLY_FAMILIES,
+    SENDERS,
+    USAGE,
+    Sender,
+    _peer,
+    fake_providers,
+    run_sender,
+)
 from verdict.tenancy import LOCAL_TENANT
 
 pytestmark = pytest.mark.peers
 TENANT = LOCAL_TENANT  # the tokenless collector's scope
-PYTHON_SENDERS = [s.name for s in SENDERS if s.family != "vercel"]
+# Families `make peers` builds (the record-only ones are replayed from their fixtures in the main suite).
+PYTHON_SENDERS = [s.name for s in SENDERS if s.family != "vercel" and s.family not in RECORD_ONLY_FAMILIES]
 
 
 @pytest.fixture(scope="module")

@@ -97,6 +97,17 @@ def intent():
     return contextlib.nullcontext()
 
 
+def chat_completions(client, label: str) -> list[str]:
+    """The scenario through an OpenAI-style client (`client.chat.completions.create`): the calls made."""
+    calls = []
+    for question in QUESTIONS:
+        with intent():
+            client.chat.completions.create(
+                model=MODEL, messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}])
+        calls.append(f"{label}.chat.completions.create(model={MODEL})")
+    return calls
+
+
 def versions(*dists: str) -> dict[str, str]:
     return {d: metadata.version(d) for d in dists}
 

@@ -42,15 +42,7 @@ def main() -> None:
     import openai
 
     client = openai.OpenAI(base_url=os.environ["PEER_OPENAI_BASE_URL"], api_key="sk-fake-peer", max_retries=0)
-    calls = []
-    for question in _peer.QUESTIONS:
-        with _peer.intent():
-            client.chat.completions.create(
-                model=_peer.MODEL,
-                messages=[{"role": "system", "content": _peer.SYSTEM}, {"role": "user", "content": question}],
-            )
-        calls.append(f"openai.chat.completions.create(model={_peer.MODEL})")
-    _peer.report(packages, calls, tp, lp)
+    _peer.report(packages, _peer.chat_completions(client, "openai"), tp, lp)
 
 
 if __name__ == "__main__":
