@@ -20,6 +20,7 @@ import orjson
 from collector.dialects import CONTENT_ATTRIBUTES, SpanEvent, normalise
 from collector.redaction import ServerRedaction
 from verdict import semconv as sc
+from verdict.conversation import MAX_CONVERSATION_ID_LENGTH, validate_conversation_id
 from verdict.intent import MAX_INTENT_KEY_LENGTH, validate_intent_key
 from verdict.redact import redact_text
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
@@ -186,6 +187,27 @@ def _intent(value) -> tuple[str | None, str | None]:
     return _intent_key(value)
 
 
+@functools.lru_cache(maxsize=4096)
+def _valid_conversation_id(value: str) -> bool:
+    try:
+        validate_conversation_id(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _conversation_id(get) -> str | None:
+    """The first valid conversation id among the spellings (docs/conversations.md); an invalid one is skipped
+    and stays (redacted) in `attributes`."""
+    for name in sc.CONVERSATION_ID_ATTRIBUTES:
+        value = get(name)
+        if type(value) is int:
+            value = str(value)
+        if type(value) is str and len(value) <= MAX_CONVERSATION_ID_LENGTH and _valid_conversation_id(value):
+            return value
+    return None
+
+
 def _content(value) -> str:
     return value if isinstance(value, str) else _json(value).decode()
 
@@ -260,6 +282,7 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
     intent_key, intent_key_error = _intent(get(sc.INTENT_KEY))
     structural = redaction.structural
     workload, error_type = structural(_str(get(sc.WORKLOAD))), structural(_str(get(sc.ERROR_TYPE)))
+    conversation_id = _conversation_id(get)
     reasons = call.finish_reasons
     redaction.attributes(attrs)
     if intent_key_error is not None and redaction.mode != "off":  # a refused key may be personal data
@@ -303,6 +326,7 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
         intent_key,
         intent_key_error,
         workload,
+        conversation_id,
         error_type,
         _message_column(call.input_messages, content.get("input_messages"), ctx, redaction),
         _message_column(call.output_messages, content.get("output_messages"), ctx, redaction),

@@ -48,8 +48,10 @@ class SqlCommandError(CliError):
 
 
 _EPILOG = f"""\
-views: spans (every span once; schema in docs/collector.md) and llm_calls (GenAI inference spans
-with typed columns: request_model, input_tokens, intent_key, latency_ms, ...), scoped to --tenant.
+views: spans (every span once; schema in docs/collector.md), llm_calls (GenAI inference spans
+with typed columns: request_model, input_tokens, intent_key, latency_ms, ...), conversation_turns and
+conversations (docs/conversations.md; macros conversations_at(as_of, inactivity_minutes) and
+conversation_turns_within(inactivity_minutes)), scoped to --tenant.
 Only SELECT statements run; files outside the tenant's partition directories (in every lake read)
 cannot be read. --lake-dir and --lake-url add lakes: the query sees their union, each span once.
 Limits: the query is cancelled after --timeout-s (default {DEFAULT_TIMEOUT_S:g}), DuckDB may use

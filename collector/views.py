@@ -1,4 +1,5 @@
-"""DuckDB views over the span lake, scoped to one tenant: `spans`, `logs` and `llm_calls`.
+"""DuckDB views over the span lake, scoped to one tenant: `spans`, `logs` and `llm_calls` (and the conversation
+views over them: collector.conversations).
 
 `llm_calls` is one row per model call, whichever instrumentation(s) described it:
   * messages: a span's own message columns, else those of the GenAI log events emitted in it
@@ -24,6 +25,7 @@ from typing import Any
 
 from collector import lake
 from collector.compaction import COMPACTED_PREFIX
+from collector.conversations import conversation_statements
 from collector.lake_source import LakeSource
 from collector.lake_union import LakeUnion
 from verdict.semconv import LOG_COLUMNS, SPAN_COLUMNS
@@ -233,7 +235,7 @@ def _fresh_since(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] 
 
 
 def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, days: Sequence[date] | None = None) -> list[str]:
-    """CREATE VIEW statements for `spans`, `logs` and `llm_calls`, for the lake as it is now; over the
+    """CREATE VIEW statements for `spans`, `logs`, `llm_calls` and the conversations, for the lake as it is now; over the
     date partitions `days` only when given (the daemon's sampler reads its lookback, not the history).
 
     Compacted segments hold each span once (collector.compaction), so they are read as they are;
@@ -271,7 +273,8 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
     with_events = bool(source.files("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days))
-    return [spans, _logs_view(source, tenant, days), _llm_calls(with_events, deduplicate)]
+    return [spans, _logs_view(source, tenant, days), _llm_calls(with_events, deduplicate),
+            *conversation_statements(tenant)]
 
 
 def open_scoped(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, extra_views: tuple[str, ...] = (),

@@ -13,7 +13,7 @@ _NAMES = {
     # tracing SDK
     **dict.fromkeys(
         ["init", "shutdown", "flush", "instrument", "uninstrument", "intent_context",
-         "workload_context", "carry_context"],
+         "workload_context", "conversation_context", "carry_context"],
         "verdict.tracing",
     ),
     # redaction (stdlib only; shared by SDK, collector and artifacts)

@@ -53,6 +53,22 @@ WORKLOAD = "verdict.workload"
 TENANT_ID = "verdict.tenant_id"
 # Why a span that would carry content has none (the SDK shed it: see docs/tracing.md, overload).
 CONTENT_OMITTED = "verdict.content_omitted"
+CONVERSATION_END = "verdict.conversation.end"  # true on the spans of a conversation's last turn
+
+# Conversations (docs/conversations.md): the key of a multi-turn conversation, the semconv name first, then
+# the vendors' spellings in the order the collector reads them (the first valid value of a span wins).
+CONVERSATION_ID = "gen_ai.conversation.id"
+LANGFUSE_SESSION_ID = "langfuse.session.id"
+OPENINFERENCE_SESSION_ID = "session.id"
+VERCEL_METADATA_PREFIX = "ai.telemetry.metadata."  # experimental_telemetry.metadata.<key>
+TRACELOOP_ASSOCIATION_PREFIX = "traceloop.association.properties."  # set_association_properties({<key>: ...})
+CONVERSATION_METADATA_KEYS = ("conversation_id", "conversationId", "session_id", "sessionId", "thread_id",
+                              "threadId", "chat_id", "chatId")
+CONVERSATION_ID_ATTRIBUTES: tuple[str, ...] = (
+    CONVERSATION_ID, LANGFUSE_SESSION_ID, OPENINFERENCE_SESSION_ID,
+    *(VERCEL_METADATA_PREFIX + key for key in CONVERSATION_METADATA_KEYS),
+    *(TRACELOOP_ASSOCIATION_PREFIX + key for key in CONVERSATION_METADATA_KEYS),
+)
 
 # Resource attributes.
 SERVICE_NAME = "service.name"
@@ -266,6 +282,12 @@ SPAN_COLUMNS: tuple[Column, ...] = (
         "in `attributes`",
     ),
     Column("workload", "string", WORKLOAD),
+    Column(
+        "conversation_id",
+        "string",
+        f"{CONVERSATION_ID} or a vendor spelling (CONVERSATION_ID_ATTRIBUTES, docs/conversations.md) if valid "
+        "(verdict.conversation.validate_conversation_id), else NULL",
+    ),
     Column("error_type", "string", ERROR_TYPE),
     Column("input_messages", "string", f"{INPUT_MESSAGES} (semconv message JSON, redacted)"),
     Column("output_messages", "string", f"{OUTPUT_MESSAGES} (semconv message JSON, redacted)"),

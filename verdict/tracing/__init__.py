@@ -1,4 +1,4 @@
-"""Verdict's tracing SDK: `init`, `instrument`, `intent_context` and friends.
+"""Verdict's tracing SDK: `init`, `instrument`, `intent_context`, `conversation_context` and friends.
 
 Imports only OpenTelemetry, wrapt and the standard library; provider SDKs are patched when the app
 imports them (at once if already imported), never imported by Verdict.
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from verdict.tracing.config import TracingConfig
 from verdict.tracing.context import (
+    Conversation,
     carry_context,
+    conversation_context,
     current_intent_key,
     current_workload,
     intent_context,
@@ -21,9 +23,11 @@ from verdict.tracing.setup import flush, init, shutdown
 
 __all__ = [
     "ContextStampProcessor",
+    "Conversation",
     "TracingConfig",
     "TracingStats",
     "carry_context",
+    "conversation_context",
     "current_intent_key",
     "current_workload",
     "flush",

@@ -23,7 +23,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from verdict import semconv as sc
 from verdict.tracing import health
 from verdict.tracing.content import PARTS, PartBuilder, Redactor, dumps_bounded, redact_content
-from verdict.tracing.context import INTENT_KEY, WORKLOAD
+from verdict.tracing.context import INTENT_KEY, WORKLOAD, conversation_attributes
 from verdict.tracing.pipeline import PENDING
 from verdict.tracing.runtime import STATE, Runtime
 from verdict.tracing.semconv import SUPPRESS_LANGUAGE_MODEL_KEY
@@ -395,6 +395,7 @@ def begin(op: Operation, instance: Any, kwargs: dict[str, Any]) -> LLMCall | Non
         workload = WORKLOAD.get()
         if workload is not None:
             request_attrs[sc.WORKLOAD] = workload
+        request_attrs.update(conversation_attributes())
         request = op.snapshot(kwargs) if rt.capture_content and op.captures_content else None
         start_ns = time.monotonic_ns()
         span = rt.tracer.start_span(f"{op.name} {model}", context=ctx, kind=_CLIENT, attributes=attrs)

@@ -2,9 +2,10 @@
 
 Two things, both on the TracerProvider `init()` joined:
 
-* `ContextStampProcessor` stamps the current `intent_context` / `workload_context` keys on every
-  span started on the provider (its `on_start`), whatever instrumentation starts it, so another
-  instrumentation's LLM spans carry the intent the daemon clusters by.
+* `ContextStampProcessor` stamps the current `intent_context` / `workload_context` /
+  `conversation_context` keys on every span started on the provider (its `on_start`), whatever
+  instrumentation starts it, so another instrumentation's LLM spans carry the intent the daemon
+  clusters by and the conversation their trace belongs to.
 * With `init(export_peer_spans=True)`, other instrumentations' GenAI spans (`is_genai_span`) go
   through Verdict's exporter too, every string value redacted first (`redact_peer_span`): peers
   record content raw. Their scope carries no redaction claim, so the collector redacts them again.
@@ -21,7 +22,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 
 from verdict import semconv as sc
 from verdict.tracing.content import Redactor
-from verdict.tracing.context import INTENT_KEY, WORKLOAD
+from verdict.tracing.context import INTENT_KEY, WORKLOAD, conversation_attributes
 
 # Attribute-name prefixes that mark a span as describing a GenAI operation, per dialect:
 # OTel GenAI semconv, OpenLLMetry (gen_ai.* / llm.* / traceloop.*), OpenInference (llm.*,
@@ -30,9 +31,11 @@ GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.", "traceloop.", "ai.")
 
 
 class ContextStampProcessor(SpanProcessor):
-    """Stamps `verdict.intent_key` / `verdict.workload` from the current context on span start.
+    """Stamps `verdict.intent_key` / `verdict.workload` / `gen_ai.conversation.id` from the current context on
+    span start.
 
-    A span that already sets a key keeps its own (the instrumentation knew better); spans started
+    A span that already sets a key keeps its own (the instrumentation knew better; for the conversation,
+    any of its spellings: semconv.CONVERSATION_ID_ATTRIBUTES); spans started
     outside any `intent_context` are left alone. Added once per provider by `init()`; an app that
     does not call `init()` can add it itself: `provider.add_span_processor(ContextStampProcessor())`.
     """
@@ -41,13 +44,16 @@ class ContextStampProcessor(SpanProcessor):
         # The ContextVars, not `parent_context`: intent_context is not an OTel context value.
         intent = INTENT_KEY.get()
         workload = WORKLOAD.get()
-        if intent is None and workload is None:
+        conversation = conversation_attributes()
+        if intent is None and workload is None and not conversation:
             return
         existing = span.attributes or {}
         if intent is not None and sc.INTENT_KEY not in existing:
             span.set_attribute(sc.INTENT_KEY, intent)
         if workload is not None and sc.WORKLOAD not in existing:
             span.set_attribute(sc.WORKLOAD, workload)
+        if conversation and not any(name in existing for name in sc.CONVERSATION_ID_ATTRIBUTES):
+            span.set_attributes(conversation)
 
     def on_end(self, span: ReadableSpan) -> None:
         pass
