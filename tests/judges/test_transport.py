@@ -65,6 +65,16 @@ def test_server_errors_end_in_error_after_the_clients_retries(fake_openai, model
     assert "server_error: HTTP 500 from" in (judgment.error or "") and fake_openai.request_count == 2
 
 
+def test_a_dimension_that_failed_for_good_ends_the_judgment_without_calling_the_others(fake_openai, model):
+    # One call per dimension, one at a time (grade): the first dimension's calls fail (the client's 2 attempts)
+    # and the other four dimensions are never asked: the judgment is ERROR whatever they would say.
+    fake_openai.enqueue(Fail(500), Fail(500))
+    fake_openai.default = Reply('{"verdict": "PASS", "rationale": "Fine.", "evidence": []}')
+    judgment = Judge(model, per_dimension=True, retries=0).grade(ANSWER, context="ctx")
+    assert judgment.status is JudgmentStatus.ERROR and fake_openai.request_count == 2
+    assert (judgment.error or "").startswith("groundedness: model: server_error: HTTP 500")
+
+
 def test_an_auth_failure_is_an_error_without_retries(fake_openai, model):
     fake_openai.enqueue(Fail(401, error_type="invalid_api_key"))
     judgment = Judge(model).grade(ANSWER, context="ctx")
