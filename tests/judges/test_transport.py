@@ -50,6 +50,7 @@ def test_malformed_json_over_http_ends_in_error(fake_openai, model):
     judgment = Judge(model, retries=1).grade(ANSWER, context="ctx")
     assert judgment.status is JudgmentStatus.ERROR and "no JSON object" in (judgment.error or "")
     assert fake_openai.request_count == 2
+    assert judgment.reply == '{"groundedness": {"rationale": "cut'  # the evidence of what was wrong
 
 
 def test_a_reply_cut_by_max_tokens_is_an_error(fake_openai, model):
@@ -73,6 +74,14 @@ def test_a_dimension_that_failed_for_good_ends_the_judgment_without_calling_the_
     judgment = Judge(model, per_dimension=True, retries=0).grade(ANSWER, context="ctx")
     assert judgment.status is JudgmentStatus.ERROR and fake_openai.request_count == 2
     assert (judgment.error or "").startswith("groundedness: model: server_error: HTTP 500")
+    assert judgment.usage.requests == 2  # what the budget counts: the requests the failed call sent
+
+
+def test_usage_counts_the_requests_a_call_sent_retries_included(fake_openai, model):
+    fake_openai.enqueue(Fail(500), Reply(rubric_reply()))
+    judgment = Judge(model, retries=0).grade(ANSWER, context="ctx")
+    assert judgment.status is JudgmentStatus.VALID and judgment.attempts == 1
+    assert judgment.usage.requests == fake_openai.request_count == 2
 
 
 def test_an_auth_failure_is_an_error_without_retries(fake_openai, model):

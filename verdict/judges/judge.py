@@ -84,6 +84,7 @@ class Judgment(Graded):
     usage: Usage
     attempts: int
     error: str | None = None  # why the judgment is ERROR (or SKIPPED)
+    reply: str | None = None  # an ERROR's last unusable reply, as the model gave it (None: no reply, e.g. an outage)
 
     def __getitem__(self, dimension: str) -> DimensionVerdict:
         for graded in self.dimensions:
@@ -506,7 +507,7 @@ class Judge:
         if failed:
             unit, error = failed[0]
             where = f"{unit.dimension.name}: " if isinstance(unit, DimensionUnit) else ""
-            return Judgment(JudgmentStatus.ERROR, (), error=f"{where}{error}", **common)
+            return Judgment(JudgmentStatus.ERROR, (), error=f"{where}{error}", reply=error.reply, **common)
         graded: dict[str, Any] = {}
         for unit, outcome in outcomes:
             replies = {unit.dimension.name: outcome.output} if isinstance(unit, DimensionUnit) \
