@@ -184,6 +184,20 @@ def test_an_unusable_reply_is_kept_redacted_in_the_judgments_reason(sampled, lak
     assert reason.endswith("the reply (redacted): The answer looks fine to me, write to <EMAIL>")
 
 
+def test_attempt_numbers_are_unique_per_trace_and_evaluator_name_across_its_fingerprints(sampled):
+    # The evaluator "quality" on one model, then (its model changed: another fingerprint) on another: the
+    # same newest trace fails under both, and its attempts are 1 and 2, not 1 twice.
+    first, second = _evaluator(["not json"], name="scripted/a"), _evaluator(["not json"], name="scripted/b")
+    assert first.fingerprint != second.fingerprint
+    for evaluator in (first, second):
+        judge(sampled, TenantId("acme"), evaluator, Judging(concurrency=1, budget={"max_calls": 1}), "r")
+    rows = _attempts(sampled)
+    assert [(no, status) for _trace, no, status, _code in rows] == [(1, "ERROR"), (2, "ERROR")]
+    assert len({trace for trace, *_ in rows}) == 1
+    retry = pending_work(sampled, TenantId("acme"), first.fingerprint, 3, 1)
+    assert [attempt_no for _material, attempt_no in retry] == [3]  # the first fingerprint's retry comes next
+
+
 def test_judge_calls_run_in_the_judge_workload(sampled):
     seen = set()
 
