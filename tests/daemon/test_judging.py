@@ -176,7 +176,7 @@ def test_an_unusable_reply_is_kept_redacted_in_the_judgments_reason(sampled, lak
     report = judge(sampled, TenantId("acme"), _evaluator([ramble]), Judging(concurrency=1, budget={"max_calls": 1}), "r")
     assert report.errors == 1
     con = duckdb.connect()
-    add_state_views(con, lake, "acme")
+    add_state_views(con, lake, TenantId("acme"))
     rows = con.execute("SELECT value, error_code, reason FROM judgments WHERE status = 'ERROR'").fetchall()
     assert len(rows) == 1 and rows[0][:2] == ("ERROR", "invalid_reply")
     reason = rows[0][2]

@@ -149,8 +149,8 @@ def test_sigterm_mid_judging_prints_the_envelope_with_what_was_stored(lake, tmp_
     assert error["code"] == "interrupted" and error["message"].startswith("stopped by SIGTERM: ")
     summary = error["summary"]
     con = duckdb.connect(str(lake / "state.duckdb"), read_only=True)
-    stored = con.execute("SELECT count(*) FROM judgment_attempts WHERE status = 'OK'").fetchone()[0]
-    sampled = con.execute("SELECT count(*) FROM sampled_traces").fetchone()[0]
+    stored = con.execute("SELECT count(*) FROM judgment_attempts WHERE status = 'OK'").fetchall()[0][0]
+    sampled = con.execute("SELECT count(*) FROM sampled_traces").fetchall()[0][0]
     con.close()
     assert 0 < summary["judged"] == stored < sampled == summary["sampled"]  # what finished was stored, and said
     assert summary["evaluators"][0]["stopped"] and summary["drift_runs"] == []

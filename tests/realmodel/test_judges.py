@@ -40,18 +40,21 @@ def test_the_default_judge_is_accepted_and_lands_in_a_defined_state(recorded):
         assert set(judgment.verdicts) == set(DEFAULT_RUBRIC.dimension_names)
 
 
-def test_the_per_dimension_judge_makes_one_accepted_call_per_dimension(recorded):
+def test_the_per_dimension_judge_makes_one_accepted_call_per_dimension_until_one_fails(recorded):
     client = recorded()
     judge = Judge(client.model, TWO, per_dimension=True, retries=0, seed=0)
     assert judge.params["max_tokens"] < 256  # a budget sized to one verdict-first reply, not 2048
     judgment = judge.grade(**ITEM)
-    assert set(client.statuses()) == {200} and len(client.exchanges) == 2, client.exchanges
+    assert set(client.statuses()) == {200}, client.exchanges
+    asked = [path for path, _ in client.exchanges if path.startswith("POST ")]  # not the once-per-server GET /models
     assert judgment.status in (JudgmentStatus.VALID, JudgmentStatus.ERROR)
     assert not _protocol_failure(judgment.error), judgment.error
-    if judgment.status is JudgmentStatus.ERROR:  # the dimension that failed is named
-        assert (judgment.error or "").split(":")[0] in TWO.dimension_names
+    if judgment.status is JudgmentStatus.ERROR:  # the dimension that failed is named, and was the last one asked
+        failed = (judgment.error or "").split(":")[0]
+        assert failed in TWO.dimension_names
+        assert len(asked) == list(TWO.dimension_names).index(failed) + 1, client.exchanges
     else:
-        assert set(judgment.verdicts) == set(TWO.dimension_names)
+        assert set(judgment.verdicts) == set(TWO.dimension_names) and len(asked) == 2, client.exchanges
 
 
 def test_structured_output_is_honoured_by_the_server(recorded):

@@ -154,7 +154,8 @@ class _Writer:
         status = "NO_CONTENT" if outcome.error_code == NO_CONTENT else "ERROR" if outcome.error_code else "OK"
         attempt = Attempt(self.tenant, aid, material.trace_id, self.fingerprint, attempt_no, status,
                           outcome.error_code, outcome.error_message, datetime.now(UTC).replace(tzinfo=None),
-                          outcome.usage.input_tokens, outcome.usage.output_tokens, outcome.usage.cost_usd, self.run_id)
+                          outcome.usage.input_tokens, outcome.usage.output_tokens, outcome.usage.cost_usd, self.run_id,
+                          outcome.usage.requests)
         verdicts = [Verdict(self.tenant, aid, v.dimension, v.value, v.score, v.reason,
                             None if v.votes is None else json.dumps(v.votes, sort_keys=True)) for v in outcome.verdicts]
         with self._lock:

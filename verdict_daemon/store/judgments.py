@@ -28,6 +28,7 @@ class Attempt:
     output_tokens: int
     cost_usd: float
     judge_run_id: str
+    requests: int  # model requests the attempt sent (0: no call, NO_CONTENT)
 
 
 @dataclass(frozen=True)

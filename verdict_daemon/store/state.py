@@ -158,6 +158,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # coverage drops, whose MDE the report recomputes or leaves out (verdict_daemon.report.gather.mde)
         "ALTER TABLE drift_signals ADD COLUMN mde DOUBLE",
     ),
+    (  # the model requests an attempt sent (retries and re-asked replies included); NULL for attempts stored
+        # before it (the report's spend shows requests per attempt from the attempts that have it)
+        "ALTER TABLE judgment_attempts ADD COLUMN requests BIGINT",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})

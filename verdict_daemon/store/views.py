@@ -88,7 +88,9 @@ REPORT_TABLES = (
         SELECT coalesce(e.name, a.fingerprint[:12]) AS evaluator, a.fingerprint, count(*) AS attempts,
                count(*) FILTER (WHERE a.status = 'ERROR') AS errors,
                coalesce(sum(a.input_tokens), 0) AS input_tokens, coalesce(sum(a.output_tokens), 0) AS output_tokens,
-               coalesce(sum(a.cost_usd), 0) AS cost_usd
+               coalesce(sum(a.cost_usd), 0) AS cost_usd, sum(a.requests) AS requests,
+               round(sum(a.requests) / nullif(count(a.requests) FILTER (WHERE a.status <> 'NO_CONTENT'), 0), 2)
+                   AS requests_per_attempt
         FROM {STATE_ALIAS}.judgment_attempts a
         LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = a.tenant_id AND e.fingerprint = a.fingerprint
         WHERE a.tenant_id = $tenant GROUP BY ALL""",
