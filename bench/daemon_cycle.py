@@ -136,7 +136,7 @@ def fill_judgments(store, tenant: str, fingerprint: str) -> int:
         con.execute("""
             INSERT OR IGNORE INTO judgment_attempts
             SELECT tenant_id, md5(trace_id || $fp), trace_id, $fp, 1, 'OK', NULL, NULL, now()::TIMESTAMP,
-                   100, 50, 0.0, 'bench'
+                   100, 50, 0.0, 'bench', 1
             FROM sampled_traces WHERE tenant_id = $t""", {"t": tenant, "fp": fingerprint})
         con.execute("""
             INSERT OR IGNORE INTO dimension_verdicts (tenant_id, attempt_id, dimension, value, score, reason)

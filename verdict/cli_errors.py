@@ -21,7 +21,7 @@ ErrorCode = Literal[
     "probe_error", "component_failed", "no_active_registry", "model_unavailable", "unknown_version",
     "unknown_cluster", "generation_conflict", "validation_failed", "rollback_target_not_activated",
     "analysis_index_pending", "invalid_cases", "judge_error", "invalid_tenant", "no_data_dir", "query_error",
-    "access_denied", "missing_extra", "state_corrupt", "internal_error",
+    "access_denied", "missing_extra", "state_corrupt", "interrupted", "internal_error",
 ]
 
 ERROR_CODES: dict[ErrorCode, str] = {
@@ -67,6 +67,8 @@ ERROR_CODES: dict[ErrorCode, str] = {
     "state_corrupt": "state.duckdb is corrupt, truncated, not a Verdict state file, or was deleted or replaced while "
                      "in use (the message and the `file` field name it); nothing was recreated: restore it from a "
                      "backup, or move it away to start with an empty state",
+    "interrupted": "verdict pipeline: stopped by SIGTERM (exit 143) after storing the judgments that finished; the "
+                   "`summary` field says what was stored, the rest is judged on the next run",
     "internal_error": "an unexpected failure (a bug); details only with VERDICT_DEBUG=1",
 }
 
@@ -77,6 +79,7 @@ EXIT_ERROR = 2
 EXIT_CODES: dict[ErrorCode, int] = {
     **dict.fromkeys(get_args(ErrorCode), EXIT_ERROR),
     "invalid_tenant": 3, "no_data_dir": 4, "query_error": 5, "access_denied": 6,
+    "interrupted": 143,  # 128 + SIGTERM, as a shell reports a process the signal ended
 }
 EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (`verdict sql ... | head`), as a shell reports SIGPIPE
 USAGE_CODE: ErrorCode = "invalid_config"  # argparse's complaints: an unknown option, a malformed value

@@ -14,7 +14,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 
@@ -26,6 +26,7 @@ from verdict.graph.via import resolve_model
 from verdict.models.base import (
     Message,
     Model,
+    ModelError,
     ModelRequest,
     ModelResponse,
     Usage,
@@ -53,8 +54,13 @@ class ExtractionJob:
         """One model call. A truncated reply is an ExtractionError unless the extractor reads only a prefix
         of it (`allow_truncated`)."""
         request = ModelRequest(messages or self.messages, self.params, json_schema, top_logprobs)
-        response = (model or self.model).complete(request)
-        self.usage = self.usage + response.usage
+        try:
+            response = (model or self.model).complete(request)
+        except ModelError as exc:  # a failed call is paid in requests too (budgets count them)
+            self.usage = self.usage + Usage(requests=1 if exc.requests is None else exc.requests)
+            raise
+        counted = response.usage.requests or (0 if response.cached else 1)
+        self.usage = self.usage + replace(response.usage, requests=counted)
         self.reply = response.text
         if response.truncated and not allow_truncated:
             raise ExtractionError(f"the reply was truncated (finish_reason={response.finish_reason})")

@@ -155,6 +155,49 @@ def test_budget_caps_calls_and_tokens(sampled):
     assert by_tokens.judged == 1 and by_tokens.budget_exhausted
 
 
+def test_the_call_budget_counts_model_requests_not_judged_traces(sampled):
+    calls = {"n": 0}
+
+    def reply(request):  # every trace's first reply is unusable: two requests per judgment
+        calls["n"] += 1
+        return "not json" if calls["n"] % 2 else grade(request)
+
+    evaluator = JudgeEvaluator("quality", Judge(ScriptedModel(reply, name="scripted/test"), retries=1),
+                               {"kind": "rubric"})
+    report = judge(sampled, TenantId("acme"), evaluator, Judging(concurrency=1, budget={"max_calls": 6}), "r")
+    assert (report.judged, report.errors, report.budget_exhausted) == (3, 0, True)
+    assert report.usage.requests == calls["n"] == 6 and report.requests_per_judgment == 2.0
+
+
+def test_an_unusable_reply_is_kept_redacted_in_the_judgments_reason(sampled, lake):
+    from verdict_daemon.store.views import add_state_views
+
+    ramble = "The answer looks fine to me, write to bob@example.com"
+    report = judge(sampled, TenantId("acme"), _evaluator([ramble]), Judging(concurrency=1, budget={"max_calls": 1}), "r")
+    assert report.errors == 1
+    con = duckdb.connect()
+    add_state_views(con, lake, TenantId("acme"))
+    rows = con.execute("SELECT value, error_code, reason FROM judgments WHERE status = 'ERROR'").fetchall()
+    assert len(rows) == 1 and rows[0][:2] == ("ERROR", "invalid_reply")
+    reason = rows[0][2]
+    assert reason.startswith("extraction: ") and "no JSON object" in reason  # what was wrong, then the reply
+    assert reason.endswith("the reply (redacted): The answer looks fine to me, write to <EMAIL>")
+
+
+def test_attempt_numbers_are_unique_per_trace_and_evaluator_name_across_its_fingerprints(sampled):
+    # The evaluator "quality" on one model, then (its model changed: another fingerprint) on another: the
+    # same newest trace fails under both, and its attempts are 1 and 2, not 1 twice.
+    first, second = _evaluator(["not json"], name="scripted/a"), _evaluator(["not json"], name="scripted/b")
+    assert first.fingerprint != second.fingerprint
+    for evaluator in (first, second):
+        judge(sampled, TenantId("acme"), evaluator, Judging(concurrency=1, budget={"max_calls": 1}), "r")
+    rows = _attempts(sampled)
+    assert [(no, status) for _trace, no, status, _code in rows] == [(1, "ERROR"), (2, "ERROR")]
+    assert len({trace for trace, *_ in rows}) == 1
+    retry = pending_work(sampled, TenantId("acme"), first.fingerprint, 3, 1)
+    assert [attempt_no for _material, attempt_no in retry] == [3]  # the first fingerprint's retry comes next
+
+
 def test_judge_calls_run_in_the_judge_workload(sampled):
     seen = set()
 

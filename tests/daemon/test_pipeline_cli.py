@@ -118,3 +118,40 @@ def test_a_locked_state_file_is_storage_locked(lake, tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_sigterm_mid_judging_prints_the_envelope_with_what_was_stored(lake, tmp_path):
+    import signal
+    import time
+
+    from tests.daemon.lakes import JUDGE_CALLS_ENV
+
+    calls = tmp_path / "judge-calls"
+    calls.touch()
+    config = write_config(tmp_path / "verdict.toml", lake, "[judging]\nconcurrency = 2\n")
+    config.write_text(config.read_text().replace("scripted_judge_model", "counted_slow_judge_model"))
+    proc = subprocess.Popen([sys.executable, "-m", "verdict_daemon.cli.pipeline", "--json", "--config", str(config),
+                             "--tenant", "acme", "--as-of", AS_OF], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env(**{JUDGE_CALLS_ENV: str(calls)}))
+    try:
+        deadline = time.monotonic() + 120
+        while len(calls.read_text().splitlines()) < 4:  # judging has answered a few calls; most are still to come
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143 and stdout == "" and "Traceback" not in stderr
+    error = closed_error(stderr)
+    assert error["code"] == "interrupted" and error["message"].startswith("stopped by SIGTERM: ")
+    summary = error["summary"]
+    con = duckdb.connect(str(lake / "state.duckdb"), read_only=True)
+    stored = con.execute("SELECT count(*) FROM judgment_attempts WHERE status = 'OK'").fetchall()[0][0]
+    sampled = con.execute("SELECT count(*) FROM sampled_traces").fetchall()[0][0]
+    con.close()
+    assert 0 < summary["judged"] == stored < sampled == summary["sampled"]  # what finished was stored, and said
+    assert summary["evaluators"][0]["stopped"] and summary["drift_runs"] == []
+    assert f"{stored} judgment(s)" in error["message"] and "drift was not run" in error["message"]

@@ -20,7 +20,7 @@ def _insert(store: StateStore, *, traces: int, ok: int, failed: int, runs: int) 
         for n in range(ok + failed):
             error = (None, None) if n < ok else ("provider_unavailable", "judge: model: server_error: HTTP 500 boom")
             con.execute("INSERT OR IGNORE INTO judgment_attempts VALUES ($t, $a, $id, 'fp', 1, $s, $c, $m, now(), "
-                        "0, 0, 0, 'run')", {"t": TENANT, "a": f"a{n}", "id": f"tr{n}", "s": "OK" if n < ok else "ERROR",
+                        "0, 0, 0, 'run', 1)", {"t": TENANT, "a": f"a{n}", "id": f"tr{n}", "s": "OK" if n < ok else "ERROR",
                                             "c": error[0], "m": error[1]})
         for n in range(runs):
             con.execute("INSERT OR IGNORE INTO drift_runs VALUES ($t, $r, 'fp', now(), now(), now(), now(), 0.05, 0.1, "

@@ -50,6 +50,7 @@ def test_malformed_json_over_http_ends_in_error(fake_openai, model):
     judgment = Judge(model, retries=1).grade(ANSWER, context="ctx")
     assert judgment.status is JudgmentStatus.ERROR and "no JSON object" in (judgment.error or "")
     assert fake_openai.request_count == 2
+    assert judgment.reply == '{"groundedness": {"rationale": "cut'  # the evidence of what was wrong
 
 
 def test_a_reply_cut_by_max_tokens_is_an_error(fake_openai, model):
@@ -63,6 +64,24 @@ def test_server_errors_end_in_error_after_the_clients_retries(fake_openai, model
     judgment = Judge(model, retries=0).grade(ANSWER, context="ctx")
     assert judgment.status is JudgmentStatus.ERROR
     assert "server_error: HTTP 500 from" in (judgment.error or "") and fake_openai.request_count == 2
+
+
+def test_a_dimension_that_failed_for_good_ends_the_judgment_without_calling_the_others(fake_openai, model):
+    # One call per dimension, one at a time (grade): the first dimension's calls fail (the client's 2 attempts)
+    # and the other four dimensions are never asked: the judgment is ERROR whatever they would say.
+    fake_openai.enqueue(Fail(500), Fail(500))
+    fake_openai.default = Reply('{"verdict": "PASS", "rationale": "Fine.", "evidence": []}')
+    judgment = Judge(model, per_dimension=True, retries=0).grade(ANSWER, context="ctx")
+    assert judgment.status is JudgmentStatus.ERROR and fake_openai.request_count == 2
+    assert (judgment.error or "").startswith("groundedness: model: server_error: HTTP 500")
+    assert judgment.usage.requests == 2  # what the budget counts: the requests the failed call sent
+
+
+def test_usage_counts_the_requests_a_call_sent_retries_included(fake_openai, model):
+    fake_openai.enqueue(Fail(500), Reply(rubric_reply()))
+    judgment = Judge(model, retries=0).grade(ANSWER, context="ctx")
+    assert judgment.status is JudgmentStatus.VALID and judgment.attempts == 1
+    assert judgment.usage.requests == fake_openai.request_count == 2
 
 
 def test_an_auth_failure_is_an_error_without_retries(fake_openai, model):

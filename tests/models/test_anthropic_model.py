@@ -21,7 +21,7 @@ def test_plain_message_maps_reply_and_request(fake_anthropic, anthropic_model):
     model = anthropic_model()
     response = model.complete(ModelRequest(MESSAGES, params={"temperature": 0.2, "stop": "END"}))
     assert (response.text, response.finish_reason, response.truncated) == ("Yes, it is.", "end_turn", False)
-    assert response.usage == Usage(30, 4, pytest.approx((30 * 1.0 + 4 * 5.0) / 1e6))  # type: ignore[arg-type]  # approx equals the float cost
+    assert response.usage == Usage(30, 4, pytest.approx((30 * 1.0 + 4 * 5.0) / 1e6), requests=1)  # type: ignore[arg-type]  # approx equals the float cost
     body = fake_anthropic.last_request.body
     assert body["system"] == "Grade strictly.\n\nAnswer briefly."
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]

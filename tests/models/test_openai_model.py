@@ -23,7 +23,7 @@ def test_plain_completion_maps_reply_and_sends_params(fake_openai, openai_model)
     response = model.complete(ModelRequest(MESSAGES, params={"temperature": 0.0, "seed": 7, "max_tokens": 50}))
     assert (response.text, response.finish_reason, response.truncated) == ("The answer is right.", "stop", False)
     assert response.model == "gpt-4o-mini-2024-07-18"
-    assert response.usage == Usage(21, 5, pytest.approx((21 * 0.15 + 5 * 0.60) / 1e6))  # type: ignore[arg-type]  # approx equals the float cost
+    assert response.usage == Usage(21, 5, pytest.approx((21 * 0.15 + 5 * 0.60) / 1e6), requests=1)  # type: ignore[arg-type]  # approx equals the float cost
     assert response.logprobs is None and response.cached is False
     body = fake_openai.last_request.body
     assert body["model"] == "gpt-4o-mini"

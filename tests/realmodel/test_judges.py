@@ -40,18 +40,21 @@ def test_the_default_judge_is_accepted_and_lands_in_a_defined_state(recorded):
         assert set(judgment.verdicts) == set(DEFAULT_RUBRIC.dimension_names)
 
 
-def test_the_per_dimension_judge_makes_one_accepted_call_per_dimension(recorded):
+def test_the_per_dimension_judge_makes_one_accepted_call_per_dimension_until_one_fails(recorded):
     client = recorded()
     judge = Judge(client.model, TWO, per_dimension=True, retries=0, seed=0)
     assert judge.params["max_tokens"] < 256  # a budget sized to one verdict-first reply, not 2048
     judgment = judge.grade(**ITEM)
-    assert set(client.statuses()) == {200} and len(client.exchanges) == 2, client.exchanges
+    assert set(client.statuses()) == {200}, client.exchanges
+    asked = [path for path, _ in client.exchanges if path.startswith("POST ")]  # not the once-per-server GET /models
     assert judgment.status in (JudgmentStatus.VALID, JudgmentStatus.ERROR)
     assert not _protocol_failure(judgment.error), judgment.error
-    if judgment.status is JudgmentStatus.ERROR:  # the dimension that failed is named
-        assert (judgment.error or "").split(":")[0] in TWO.dimension_names
+    if judgment.status is JudgmentStatus.ERROR:  # the dimension that failed is named, and was the last one asked
+        failed = (judgment.error or "").split(":")[0]
+        assert failed in TWO.dimension_names
+        assert len(asked) == list(TWO.dimension_names).index(failed) + 1, client.exchanges
     else:
-        assert set(judgment.verdicts) == set(TWO.dimension_names)
+        assert set(judgment.verdicts) == set(TWO.dimension_names) and len(asked) == 2, client.exchanges
 
 
 def test_structured_output_is_honoured_by_the_server(recorded):
@@ -100,3 +103,26 @@ def test_token_probabilities_come_from_the_servers_logprobs(recorded):
         assert math.isclose(sum(result.score_distribution.values()), 1.0, rel_tol=1e-6)
     else:  # the reply did not start with a scale value: an extraction error, never a made-up score
         assert result.kind == "extraction", result
+
+
+def test_a_timed_out_dimension_sends_the_clients_attempts_and_ends_the_judgment(recorded):
+    """A timeout no reply can meet on a serial server: the client's two attempts are the only requests (the
+    engine does not retry a ModelError), the error says so, and the other dimension is never asked."""
+    from verdict.models.retry import RetryPolicy
+
+    client = recorded(timeout=0.05, max_concurrency=1, retry=RetryPolicy(max_attempts=2, base_delay=0.01))
+    judgment = Judge(client.model, TWO, per_dimension=True, retries=2, seed=0).grade(**ITEM)
+    assert judgment.status is JudgmentStatus.ERROR
+    assert (judgment.error or "").startswith("relevance: model: timeout: "), judgment.error
+    assert "(2 requests sent)" in (judgment.error or "") and judgment.usage.requests == 2
+    assert judgment.reply is None  # no reply came back to keep
+
+
+def test_a_reply_over_its_budget_is_an_error_that_keeps_the_reply(recorded):
+    client = recorded()
+    judgment = Judge(client.model, TWO, per_dimension=True, retries=1, max_tokens=4, seed=0).grade(**ITEM)
+    assert set(client.statuses()) == {200}, client.exchanges
+    assert judgment.status is JudgmentStatus.ERROR
+    assert "truncated (finish_reason=length)" in (judgment.error or ""), judgment.error
+    assert judgment.usage.requests == 2 and judgment.usage.output_tokens <= 8  # the retry, then no other dimension
+    assert judgment.reply  # what the model said before the budget cut it, kept as evidence

@@ -172,6 +172,9 @@ def test_spend_and_sentinel_equal_the_pipeline_summary(lake, data):
         assert spend.fingerprint == evaluator["fingerprint"]
         assert (spend.input_tokens, spend.output_tokens) == (evaluator["input_tokens"], evaluator["output_tokens"])
         assert (spend.attempts, spend.errors) == (1440, evaluator["errors"])
+        # the requests the run counted, stored per attempt; a scripted judge sends one per attempt it judges
+        assert spend.requests == evaluator["requests"] > 0
+        assert spend.requests_per_attempt == evaluator["requests_per_judgment"]
     assert sum(d.input_tokens for d in data.spend_days) == sum(s.input_tokens for s in data.spend)
     [health] = lake.summary["sentinel_health"]
     [row] = data.sentinel

@@ -6,7 +6,9 @@ separate CPU executor. A worker that finishes a node runs one newly ready node o
 (no thread handoff) and submits the rest; a worker that finishes a sample admits the next input itself,
 so the calling thread only collects rows. Locks: one per sample for its counters, and one taken twice
 per sample (not per call) to admit inputs. A bounded window of samples in flight keeps memory flat, and
-every input gets exactly one row, in input order, whatever fails."""
+every input gets exactly one row, in input order, whatever fails. With `stop_on_error` a sample whose node failed
+starts no further model call: its nodes not yet started end as "upstream" errors naming the failed node (a
+judgment that needs every dimension is ERROR after one failed for good; calls already in flight finish)."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from verdict.models.base import Usage
 
 
 class _Sample:
-    __slots__ = ("attempts", "index", "lock", "pending", "remaining", "results", "source", "usage", "view")
+    __slots__ = ("attempts", "failed", "index", "lock", "pending", "remaining", "results", "source", "usage", "view")
 
     def __init__(self, index: int, source: Any, graph: Graph, results: list[Any], attempts: list[int]) -> None:
         self.index, self.source = index, source
@@ -40,6 +42,7 @@ class _Sample:
         self.remaining = graph.sample_nodes
         self.usage = Usage()
         self.lock = threading.Lock()
+        self.failed: str | None = None  # the path of the sample's first failed node (read with stop_on_error)
 
 
 def _enter(context: contextvars.Context) -> None:
@@ -48,8 +51,9 @@ def _enter(context: contextvars.Context) -> None:
 
 
 class Executor:
-    def __init__(self, graph: Graph, max_workers: int, cpu_workers: int) -> None:
+    def __init__(self, graph: Graph, max_workers: int, cpu_workers: int, stop_on_error: bool = False) -> None:
         self.graph = graph
+        self.stop_on_error = stop_on_error
         self.max_workers = max_workers
         self.cpu_workers = cpu_workers
         self._done: SimpleQueue[_Sample | object] = SimpleQueue()
@@ -162,14 +166,11 @@ class Executor:
         kind = nodes[index].kind
         while True:
             node = nodes[index]
-            try:
-                result, used, sample.attempts[index] = run_step(node, sample.view,
-                                                                [sample.results[d] for d in node.deps])
-            except BaseException as exc:  # run_step catches everything expected; keep the sample alive anyway
-                result, used = UnitError("internal", f"{type(exc).__name__}: {exc}"), Usage()
-            sample.results[index] = result
+            result, used = self._step(sample, index)
             ready = []
             with sample.lock:
+                if isinstance(result, UnitError) and sample.failed is None:
+                    sample.failed = node.path
                 sample.usage = sample.usage + used
                 for dependent in node.dependents:
                     sample.pending[dependent] -= 1
@@ -196,6 +197,21 @@ class Executor:
             if inline is None:
                 return
             index = inline
+
+    def _step(self, sample: _Sample, index: int) -> tuple[Any, Usage]:
+        """Run one node for one sample (or, with stop_on_error after a failure, skip its model call)."""
+        node = self.graph.nodes[index]
+        if self.stop_on_error and sample.failed is not None and node.kind == "io":
+            result: Any = UnitError("upstream", f"not run: {sample.failed} failed")
+            used = Usage()
+        else:
+            try:
+                result, used, sample.attempts[index] = run_step(node, sample.view,
+                                                                [sample.results[d] for d in node.deps])
+            except BaseException as exc:  # run_step catches everything expected; keep the sample alive anyway
+                result, used = UnitError("internal", f"{type(exc).__name__}: {exc}"), Usage()
+        sample.results[index] = result
+        return result, used
 
 
 _END = object()

@@ -41,11 +41,12 @@ class Pipeline(Block):
         return self.run_from_dataset([sample], max_workers=max_workers)[0]
 
     def run_from_dataset(self, samples: Iterable[Any], *, max_workers: int = 32, cpu_workers: int | None = None,
-                         progress: bool | Callable[[int], None] = False) -> RunResult:
+                         progress: bool | Callable[[int], None] = False, stop_on_error: bool = False) -> RunResult:
         """Run every sample; one row per input, in input order. Model calls use `max_workers` threads,
-        maps and pools `cpu_workers` (default: the CPU count)."""
+        maps and pools `cpu_workers` (default: the CPU count). `stop_on_error`: a sample with a failed
+        node starts no further model call (its unstarted nodes end as "upstream" errors)."""
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
         cpu = cpu_workers or os.cpu_count() or 1
         total = len(samples) if hasattr(samples, "__len__") else None  # type: ignore[arg-type]  # Sized: checked by hasattr
-        return Executor(self.build(), max_workers, cpu).run(samples, progress, total)
+        return Executor(self.build(), max_workers, cpu, stop_on_error).run(samples, progress, total)

@@ -38,6 +38,11 @@ class EnsembleJudgment(Graded):
         return sum((c.usage for c in self.components), Usage())
 
     @property
+    def reply(self) -> str | None:
+        """The first component's unusable reply (an ERROR judgment's evidence), if any."""
+        return next((c.reply for c in self.components if c.reply is not None), None)
+
+    @property
     def coverage(self) -> float:
         """Share of components that are usable."""
         return sum(c.is_usable for c in self.components) / len(self.components)

@@ -84,6 +84,7 @@ class Judgment(Graded):
     usage: Usage
     attempts: int
     error: str | None = None  # why the judgment is ERROR (or SKIPPED)
+    reply: str | None = None  # an ERROR's last unusable reply, as the model gave it (None: no reply, e.g. an outage)
 
     def __getitem__(self, dimension: str) -> DimensionVerdict:
         for graded in self.dimensions:
@@ -489,8 +490,9 @@ class Judge:
                 continue
             skipped = () if dimensions == self.rubric.dimensions else self.skipped_without_context
             pipeline, units = self._graphs[dimensions]
+            # A judgment needs every graded dimension: one that failed for good ends its item's calls.
             rows = pipeline.run_from_dataset([batch[i].sample() for i in indices],
-                                             max_workers=max_workers)
+                                             max_workers=max_workers, stop_on_error=True)
             for index, row in zip(indices, rows, strict=True):
                 judgments[index] = self._judgment(row, units, skipped)
         return cast(list[Judgment], judgments)  # every index was filled above
@@ -499,11 +501,13 @@ class Judge:
         outcomes = [(unit, unit_outcome(row, path)) for path, unit in units]
         common = {"skipped": skipped, "fingerprint": self.fingerprint, "model": self.model.name, "usage": row.usage,
                   "attempts": max(outcome.attempts for _, outcome in outcomes)}
-        failed = [(unit, outcome.error) for unit, outcome in outcomes if outcome.output is None]
+        # The dimension that failed, not one left unrun because of it ("upstream").
+        failed = sorted(((unit, outcome.error) for unit, outcome in outcomes if outcome.error is not None),
+                        key=lambda failure: failure[1].kind == "upstream")
         if failed:
             unit, error = failed[0]
             where = f"{unit.dimension.name}: " if isinstance(unit, DimensionUnit) else ""
-            return Judgment(JudgmentStatus.ERROR, (), error=f"{where}{error}", **common)
+            return Judgment(JudgmentStatus.ERROR, (), error=f"{where}{error}", reply=error.reply, **common)
         graded: dict[str, Any] = {}
         for unit, outcome in outcomes:
             replies = {unit.dimension.name: outcome.output} if isinstance(unit, DimensionUnit) \

@@ -61,12 +61,16 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    # HTTP requests sent, retries and negotiation included; 0 from a client that does not count them (the
+    # engine counts such a call as one request) and for a cached reply.
+    requests: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cost_usd + other.cost_usd,
+            self.requests + other.requests,
         )
 
 

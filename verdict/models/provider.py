@@ -193,7 +193,7 @@ class ProviderModel:
         if limiter is not None:
             limiter.settle(estimate, tokens.input_tokens + tokens.output_tokens)
         cost = self._prices.cost(self.model, tokens.input_tokens, tokens.output_tokens)
-        response = replace(response, usage=Usage(tokens.input_tokens, tokens.output_tokens, cost))
+        response = replace(response, usage=Usage(tokens.input_tokens, tokens.output_tokens, cost, sent.requests))
         if cache is not None:
             cache.put(key, response)
         return response

@@ -33,7 +33,8 @@ COMMANDS: dict[str, Command] = {
     "daemon": Command("verdict_daemon.cli.daemon", "run the scheduled monitoring service (sample, judge, cluster, "
                       "drift, alerts) until SIGTERM", run="serve", threads_may_linger=True),
     "pipeline": Command("verdict_daemon.cli.pipeline", "run one monitoring cycle (sample -> judge -> assign -> "
-                        "drift) for cron and CI (exit 1 with --fail-on-signal and a signal)"),
+                        "drift) for cron and CI (exit 1 with --fail-on-signal and a signal)",
+                        threads_may_linger=True),  # judge calls abandoned after a SIGTERM's grace
     "cluster": Command("verdict_daemon.cli.cluster", "manage a tenant's versioned intent-cluster registry "
                        "(normalize, fit, assign, validate, activate, rollback, rename, inspect)"),
     "sql": Command("verdict_daemon.cli.sql",

@@ -4,7 +4,9 @@ Exit codes: 0 success (also when there was nothing to do); 1 the run raised a re
 coverage-drop signal and --fail-on-signal was given; 2 a configuration, storage or provider error
 or a judge that failed its sentinel health check (`judge_unhealthy`, before any judging or drift),
 reported on stderr (nothing on stdout) as the one envelope `{"error": {"code", "message"}}` (docs/cli.md),
-never a traceback. `verdict-pipeline` is its deprecated alias (one release).
+never a traceback; 143 SIGTERM: judging stops (calls in flight get `judging.stop_grace_seconds`), what
+finished is stored, drift is not run, and the envelope `interrupted` carries the cycle's summary.
+`verdict-pipeline` is its deprecated alias (one release).
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
+import signal
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from verdict.cli_runner import add_data_dir, add_json, add_tenant, alias_main
+from verdict.cli_runner import add_data_dir, add_json, add_tenant, alias_main, leave
 from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon import lakes
 from verdict_daemon.config import DaemonConfig, load_config, parse_config
@@ -94,14 +98,43 @@ def _base_config(args: argparse.Namespace, tenant: str) -> DaemonConfig:
                          "evaluators": [{"name": "default", "kind": "rubric", "model": args.judge_model}]})
 
 
+class _Terminated:
+    """SIGTERM during the cycle: a plain flag the judging loop polls (safe to set in a signal handler)."""
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.received = True
+
+    def is_set(self) -> bool:
+        return self.received
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    code, summary = _cycle(args)
+    terminated = _Terminated()
+    on_main = threading.current_thread() is threading.main_thread()  # where signal handlers can be set
+    previous = signal.signal(signal.SIGTERM, terminated) if on_main else None
+    try:
+        code, summary = _cycle(args, terminated.is_set)
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, previous)
+    if terminated.received:
+        raise DaemonError("interrupted", _interrupted(summary), {"summary": summary})
     print(json.dumps(summary, default=str, indent=1) if args.json else _text(summary))
     return code
 
 
-def _cycle(args: argparse.Namespace) -> tuple[int, dict]:
+def _interrupted(summary: dict) -> str:
+    left = sum(e["pending"] - e["judged"] - e["errors"] - e["no_content"] for e in summary["evaluators"])
+    return (f"stopped by SIGTERM: {summary['judged']} judgment(s), {summary['errors']} error attempt(s) and "
+            f"{summary['no_content']} no-content attempt(s) stored; {left} trace(s) left for the next run; "
+            + (f"{len(summary['drift_runs'])} drift run(s) stored" if summary["drift_runs"] else "drift was not run"))
+
+
+def _cycle(args: argparse.Namespace, should_stop: Callable[[], bool]) -> tuple[int, dict]:
     from verdict_daemon.service.cycle import build_evaluators, run_cycle
     from verdict_daemon.service.sentinel_health import HealthGate
 
@@ -116,7 +149,7 @@ def _cycle(args: argparse.Namespace) -> tuple[int, dict]:
     evaluators = build_evaluators(config)
     gate = HealthGate(config.sentinel, evaluators, config.judging.concurrency)  # a bad sentinel file fails here
     registry_mode = args.registry_mode or config.clustering.registry_mode
-    summary = run_cycle(config, tenant, as_of, evaluators, registry_mode, gate=gate)
+    summary = run_cycle(config, tenant, as_of, evaluators, registry_mode, should_stop, gate=gate)
     return (EXIT_SIGNAL if args.fail_on_signal and summary["adverse_signals"] else EXIT_OK), summary
 
 
@@ -145,4 +178,4 @@ def _text(summary: dict) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main(), threads_may_linger=True)

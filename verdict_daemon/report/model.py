@@ -149,6 +149,8 @@ class SpendRow:
     input_tokens: int
     output_tokens: int
     cost_usd: float
+    requests: int | None  # model requests, retries included (None: only attempts stored before they were counted)
+    requests_per_attempt: float | None  # over the attempts that called the judge and have a count
 
 
 @dataclass(frozen=True)

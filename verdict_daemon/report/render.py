@@ -438,12 +438,18 @@ def _review_item(item: ReviewItem, tenant: str) -> str:
 def _spend(data: ReportData) -> str:
     if not data.spend:
         return empty("No judge calls on record yet: tokens and cost appear once the daemon has judged traces.")
-    headers = ("Evaluator", "Attempts", "Errors", "Input tokens", "Output tokens", "Cost (USD)")
+    headers = ("Evaluator", "Attempts", "Errors", "Requests", "Requests per attempt", "Input tokens", "Output tokens",
+               "Cost (USD)")
     rows = [f"<tr><td>{safe(s.evaluator)} <span class=\"muted\">{safe(s.fingerprint[:12])}</span></td>"
-            f"<td>{s.attempts:,}</td><td>{s.errors:,}</td><td>{s.input_tokens:,}</td><td>{s.output_tokens:,}</td>"
+            f"<td>{s.attempts:,}</td><td>{s.errors:,}</td>"
+            f"<td>{'—' if s.requests is None else f'{s.requests:,}'}</td>"
+            f"<td>{'—' if s.requests_per_attempt is None else f'{s.requests_per_attempt:g}'}</td>"
+            f"<td>{s.input_tokens:,}</td><td>{s.output_tokens:,}</td>"
             f"<td>${s.cost_usd:,.4f}</td></tr>" for s in data.spend]
-    note = ('<p class="muted">Every attempt counts, retries and errors included. Cost is what the model client '
-            "reported; a model without a price (local or scripted) reports $0.</p>")
+    note = ('<p class="muted">Every attempt counts, retries and errors included. Requests are the HTTP requests '
+            "sent to the judge model (the client's retries and re-asked unusable replies included; — for attempts "
+            "stored before they were counted). Cost is what the model client reported; a model without a price "
+            "(local or scripted) reports $0.</p>")
     chart = ('<figure class="chart-box wide">' + tokens_chart("tokens", data.spend_days)
              + '<figcaption>Tokens per day of judging (dark: input, light: output)</figcaption></figure>')
     return table("Judge spend per evaluator", headers, rows, "spend") + note + chart

@@ -89,8 +89,12 @@ def resolve_judge_model(spec: str) -> Model:
 _MODEL_ERROR = re.compile(r"\bmodel: (\w+)")
 
 
-def error_outcome(message: str, usage: Usage) -> Outcome:
-    """Classify an engine error text ('judge: model: connection: ...') as an attempt error."""
+MAX_REPLY_KEPT = 2000  # characters of an unusable reply kept in the attempt's error message
+
+
+def error_outcome(message: str, usage: Usage, reply: str | None = None) -> Outcome:
+    """Classify an engine error text ('judge: model: connection: ...') as an attempt error; the unusable
+    reply, when there was one, follows the reason, redacted (it becomes `judgments.reason` and the UI's)."""
     model_error = _MODEL_ERROR.search(message)
     if model_error:
         kind = model_error.group(1)
@@ -100,7 +104,12 @@ def error_outcome(message: str, usage: Usage) -> Outcome:
         code = "invalid_reply"
     else:
         code = "evaluator_error"
-    return Outcome(error_code=code, error_message=message[:500], usage=usage)
+    text = message[:500]
+    if reply is not None:
+        from verdict.redact import redact_text
+
+        text += f" | the reply (redacted): {redact_text(reply)[:MAX_REPLY_KEPT]}"
+    return Outcome(error_code=code, error_message=text, usage=usage)
 
 
 class GraphEvaluator:
@@ -129,7 +138,8 @@ class GraphEvaluator:
 
         row = self._pipeline.run(material.as_sample(), max_workers=1)
         if not row.ok or not isinstance(row.output, BaseModel):
-            return error_outcome(row.error or "the graph produced no output", row.usage)
+            reply = next((e.reply for e in row.errors.values() if e.reply is not None), None)
+            return error_outcome(row.error or "the graph produced no output", row.usage, reply)
         verdicts, reason = [], None
         for key, value in row.output.model_dump().items():
             if isinstance(value, bool):

@@ -34,7 +34,7 @@ class JudgeEvaluator:
                                      context=material.context or None)
         usage = _usage(judgment)
         if str(judgment.status) == "ERROR":
-            return error_outcome(judgment.error or "the judge returned ERROR", usage)
+            return error_outcome(judgment.error or "the judge returned ERROR", usage, judgment.reply)
         return Outcome(tuple(DimensionVerdict(d.dimension, str(d.verdict), None, _reason(d), _votes(d))
                              for d in judgment.dimensions), usage=usage)
 

@@ -63,6 +63,12 @@ class JudgeReport:
     # Why the run stopped before its work was done: its first results all failed with one error class.
     early_stop: str | None = None
 
+    @property
+    def requests_per_judgment(self) -> float | None:
+        """Model requests (retries included) per attempt that called the judge; None when none did."""
+        called = self.judged + self.errors
+        return round(self.usage.requests / called, 2) if called else None
+
 
 def error_class(outcome: Outcome) -> str | None:
     """What kind of failure an outcome is, finer than its error code: the model error kind when a model
@@ -114,14 +120,17 @@ def pending_work(store: StateStore, tenant: TenantId, fingerprint: str, max_atte
 
 
 class _Budget:
+    """A run's spend: model requests (retries included) and tokens of finished evaluations, and the
+    evaluations in flight, each counted as one request until it finishes."""
+
     def __init__(self, config: Judging) -> None:
         self.limits = config.budget
-        self.calls = 0
+        self.in_flight = 0
         self.usage = Usage()
 
     def allows_another(self) -> bool:
         b = self.limits
-        return not ((b.max_calls is not None and self.calls >= b.max_calls)
+        return not ((b.max_calls is not None and self.usage.requests + self.in_flight >= b.max_calls)
                     or (b.max_tokens is not None and self.usage.input_tokens + self.usage.output_tokens >= b.max_tokens)
                     or (b.max_cost_usd is not None and self.usage.cost_usd >= b.max_cost_usd))
 
@@ -145,7 +154,8 @@ class _Writer:
         status = "NO_CONTENT" if outcome.error_code == NO_CONTENT else "ERROR" if outcome.error_code else "OK"
         attempt = Attempt(self.tenant, aid, material.trace_id, self.fingerprint, attempt_no, status,
                           outcome.error_code, outcome.error_message, datetime.now(UTC).replace(tzinfo=None),
-                          outcome.usage.input_tokens, outcome.usage.output_tokens, outcome.usage.cost_usd, self.run_id)
+                          outcome.usage.input_tokens, outcome.usage.output_tokens, outcome.usage.cost_usd, self.run_id,
+                          outcome.usage.requests)
         verdicts = [Verdict(self.tenant, aid, v.dimension, v.value, v.score, v.reason,
                             None if v.votes is None else json.dumps(v.votes, sort_keys=True)) for v in outcome.verdicts]
         with self._lock:
@@ -217,7 +227,7 @@ def judge(store: StateStore, tenant: TenantId, evaluator: Evaluator, config: Jud
                 item = next(queue, None)
                 if item is None:
                     break
-                budget.calls += 1
+                budget.in_flight += 1
                 in_flight[pool.submit(_evaluate, evaluator, item[0])] = item
             if stopped and abandon_at == float("inf"):
                 abandon_at = time.monotonic() + config.stop_grace_seconds
@@ -227,6 +237,7 @@ def judge(store: StateStore, tenant: TenantId, evaluator: Evaluator, config: Jud
             for future in done:
                 material, attempt_no = in_flight.pop(future)
                 outcome = future.result()
+                budget.in_flight -= 1
                 budget.usage += outcome.usage
                 judged += outcome.error_code is None
                 errors += outcome.error_code is not None

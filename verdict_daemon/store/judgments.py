@@ -28,6 +28,7 @@ class Attempt:
     output_tokens: int
     cost_usd: float
     judge_run_id: str
+    requests: int  # model requests the attempt sent (0: no call, NO_CONTENT)
 
 
 @dataclass(frozen=True)
@@ -75,15 +76,24 @@ def register_evaluator(store: StateStore, tenant: str, fingerprint: str, name: s
 def pending_work(store: StateStore, tenant: str, fingerprint: str, max_attempts: int, limit: int,
                  uncounted_error: str) -> list[PendingTrace]:
     """Sampled traces without an attempt by this fingerprint, or whose latest is ERROR with fewer than
-    `max_attempts` counted attempts (`uncounted_error` attempts are not counted); newest traces first."""
+    `max_attempts` counted attempts (`uncounted_error` attempts are not counted); newest traces first.
+    The next attempt number follows every attempt on the trace by the evaluator's name, under any of its
+    fingerprints (a changed model or rubric), so `judgments` never shows one evaluator's attempt 1 twice;
+    retries and the latest attempt stay per fingerprint (the fingerprint is registered first)."""
     with store.transaction() as con:
         rows = con.execute("""
             WITH a AS (
-                SELECT trace_id, count(*) AS n, arg_max(status, attempt_no) AS latest,
+                SELECT trace_id, arg_max(status, attempt_no) AS latest,
                        count(*) FILTER (WHERE coalesce(error_code, '') <> $uncounted) AS counted
-                FROM judgment_attempts WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id)
-            SELECT s.trace_id, s.started_at, s.query, s.response, s.context, coalesce(a.n, 0) + 1
-            FROM sampled_traces s LEFT JOIN a USING (trace_id)
+                FROM judgment_attempts WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id),
+            numbered AS (  -- this fingerprint's attempts and those of the other fingerprints of its name
+                SELECT trace_id, max(attempt_no) AS last FROM judgment_attempts
+                WHERE tenant_id = $t AND (fingerprint = $fp OR fingerprint IN (
+                    SELECT other.fingerprint FROM evaluators own JOIN evaluators other USING (tenant_id, name)
+                    WHERE own.tenant_id = $t AND own.fingerprint = $fp))
+                GROUP BY trace_id)
+            SELECT s.trace_id, s.started_at, s.query, s.response, s.context, coalesce(n.last, 0) + 1
+            FROM sampled_traces s LEFT JOIN a USING (trace_id) LEFT JOIN numbered n USING (trace_id)
             WHERE s.tenant_id = $t AND (a.trace_id IS NULL OR (a.latest = 'ERROR' AND a.counted < $max))
             ORDER BY s.started_at DESC, s.trace_id LIMIT $limit""",
             {"t": tenant, "fp": fingerprint, "max": max_attempts, "limit": limit,

@@ -163,6 +163,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE drift_runs ADD COLUMN small_cell_start TIMESTAMP",
         "ALTER TABLE drift_signals ADD COLUMN small_cell BOOLEAN",
     ),
+    (  # the model requests an attempt sent (retries and re-asked replies included); NULL for attempts stored
+        # before it (the report's spend shows requests per attempt from the attempts that have it)
+        "ALTER TABLE judgment_attempts ADD COLUMN requests BIGINT",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})

@@ -7,8 +7,9 @@ tenant's rows nor hold the daemon's file. Call it before the connection's config
 (the collector's `open_scoped` locks it). Join to `llm_calls` / `spans` on `trace_id`.
 
 - judgments: one row per trace × dimension of the latest attempt per (trace, evaluator fingerprint);
-  a latest ERROR attempt is one row with dimension NULL, value 'ERROR' and its error_code; a trace
-  with nothing to judge likewise, value 'NO_CONTENT' (error_code no_content).
+  a latest ERROR attempt is one row with dimension NULL, value 'ERROR', its error_code and, in reason,
+  what was wrong (with the unusable reply, redacted, when there was one); a trace with nothing to judge
+  likewise, value 'NO_CONTENT' (error_code no_content).
 - drift_runs: every completed run (readers usually want the latest per fingerprint).
 - drift_signals: each run's signals, with the run's as_of.
 - review_items: the human review queue (verdict_daemon.review), with the evaluator's name.
@@ -36,7 +37,8 @@ WITH latest AS (
     WHERE a.tenant_id = $tenant
     QUALIFY row_number() OVER (PARTITION BY a.trace_id, a.fingerprint ORDER BY a.attempt_no DESC) = 1)
 SELECT l.tenant_id, l.trace_id, s.started_at, s.intent_key, c.cluster, e.name AS evaluator, l.fingerprint,
-       v.dimension, CASE WHEN l.status IN ('ERROR', 'NO_CONTENT') THEN l.status ELSE v.value END AS value, v.score, v.reason,
+       v.dimension, CASE WHEN l.status IN ('ERROR', 'NO_CONTENT') THEN l.status ELSE v.value END AS value, v.score,
+       CASE WHEN l.status IN ('ERROR', 'NO_CONTENT') THEN l.error_message ELSE v.reason END AS reason,
        l.status, l.error_code, l.attempt_no, l.judged_at
 FROM latest l
 JOIN {STATE_ALIAS}.sampled_traces s ON s.tenant_id = l.tenant_id AND s.trace_id = l.trace_id
@@ -86,7 +88,9 @@ REPORT_TABLES = (
         SELECT coalesce(e.name, a.fingerprint[:12]) AS evaluator, a.fingerprint, count(*) AS attempts,
                count(*) FILTER (WHERE a.status = 'ERROR') AS errors,
                coalesce(sum(a.input_tokens), 0) AS input_tokens, coalesce(sum(a.output_tokens), 0) AS output_tokens,
-               coalesce(sum(a.cost_usd), 0) AS cost_usd
+               coalesce(sum(a.cost_usd), 0) AS cost_usd, sum(a.requests) AS requests,
+               round(sum(a.requests) / nullif(count(a.requests) FILTER (WHERE a.status <> 'NO_CONTENT'), 0), 2)
+                   AS requests_per_attempt
         FROM {STATE_ALIAS}.judgment_attempts a
         LEFT JOIN {STATE_ALIAS}.evaluators e ON e.tenant_id = a.tenant_id AND e.fingerprint = a.fingerprint
         WHERE a.tenant_id = $tenant GROUP BY ALL""",
