@@ -28,6 +28,17 @@ _config: list[TracingConfig] = []
 _created: list[TracerProvider] = []  # providers Verdict registered itself (no app processors on them)
 
 
+def _check_arguments(redactor: Any, exporter: Any, export_peer_spans: Any) -> None:
+    """init()'s plug-in arguments are what they claim to be (ValueError otherwise)."""
+    if redactor is not None and not (callable(getattr(redactor, "text", None)) and callable(getattr(redactor, "value", None))):
+        raise ValueError("redactor must have .text(str) and .value(obj) methods (see verdict.redact.Redactor)")
+    if exporter is not None and not (callable(getattr(exporter, "export", None))
+                                     and callable(getattr(exporter, "shutdown", None))):
+        raise ValueError(f"exporter must be an opentelemetry SpanExporter, got {type(exporter).__name__}")
+    if not isinstance(export_peer_spans, bool):
+        raise ValueError(f"export_peer_spans must be True or False, got {export_peer_spans!r}")
+
+
 def init(
     service_name: str | None = None,
     endpoint: str | None = None,
@@ -65,13 +76,7 @@ def init(
         max_export_batch_size=max_export_batch_size, schedule_delay_millis=schedule_delay_millis,
         export_timeout_seconds=export_timeout_seconds, resource_attributes=resource_attributes,
     )
-    if redactor is not None and not (callable(getattr(redactor, "text", None)) and callable(getattr(redactor, "value", None))):
-        raise ValueError("redactor must have .text(str) and .value(obj) methods (see verdict.redact.Redactor)")
-    if exporter is not None and not (callable(getattr(exporter, "export", None))
-                                     and callable(getattr(exporter, "shutdown", None))):
-        raise ValueError(f"exporter must be an opentelemetry SpanExporter, got {type(exporter).__name__}")
-    if not isinstance(export_peer_spans, bool):
-        raise ValueError(f"export_peer_spans must be True or False, got {export_peer_spans!r}")
+    _check_arguments(redactor, exporter, export_peer_spans)
     builtin_redaction = config.capture_content and redactor is None
     if (config.capture_content or export_peer_spans) and redactor is None:
         try:
