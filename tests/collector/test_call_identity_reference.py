@@ -139,7 +139,7 @@ def reference(spans: list[dict]) -> set[tuple[str, str]]:
 
 
 def _spans(calls: list[dict]) -> list[dict]:
-    spans = []
+    spans: list[dict] = []
     for call in calls:
         for seen in call["described_by"]:
             dialect, scope = seen["instrumentation"]
