@@ -196,11 +196,16 @@ def _valid_conversation_id(value: str) -> bool:
     return True
 
 
-def _conversation_id(get) -> str | None:
+_CONVERSATION_NAMES = frozenset(sc.CONVERSATION_ID_ATTRIBUTES)
+
+
+def _conversation_id(attrs: dict) -> str | None:
     """The first valid conversation id among the spellings (docs/conversations.md); an invalid one is skipped
     and stays (redacted) in `attributes`."""
+    if _CONVERSATION_NAMES.isdisjoint(attrs):  # most spans: one pass over their keys in C
+        return None
     for name in sc.CONVERSATION_ID_ATTRIBUTES:
-        value = get(name)
+        value = attrs.get(name)
         if type(value) is int:
             value = str(value)
         if type(value) is str and len(value) <= MAX_CONVERSATION_ID_LENGTH and _valid_conversation_id(value):
@@ -282,7 +287,7 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
     intent_key, intent_key_error = _intent(get(sc.INTENT_KEY))
     structural = redaction.structural
     workload, error_type = structural(_str(get(sc.WORKLOAD))), structural(_str(get(sc.ERROR_TYPE)))
-    conversation_id = _conversation_id(get)
+    conversation_id = _conversation_id(attrs)
     reasons = call.finish_reasons
     redaction.attributes(attrs)
     if intent_key_error is not None and redaction.mode != "off":  # a refused key may be personal data
