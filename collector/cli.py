@@ -45,6 +45,16 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _listen(host: str, port: int, flag: str) -> socket.socket:
+    """The listening socket, or invalid_config naming the address and the flag that chose it."""
+    try:
+        return _bind(host, port)
+    except OSError as exc:
+        raise CliError("invalid_config", f"cannot listen on {host}:{port} ({exc.strerror}): choose another port with "
+                       f"{flag} (env VERDICT_COLLECTOR_{flag[2:].upper().replace('-', '_')}), or stop the process "
+                       "holding it") from None
+
+
 def _segment_count(config: CollectorConfig) -> int:
     total = 0
     for _root, _dirs, files in os.walk(lake.spans_root(config.data_dir)):
@@ -173,6 +183,10 @@ def _http_server(config: CollectorConfig, service: IngestService, status: _Statu
 def serve(config: CollectorConfig) -> int:
     tokens = TokenStore.load(config.tokens) if config.tokens else None
     ServerRedaction.create(config.redact, config.trust_sdk_redaction)  # fail here, clearly, rather than in every decode worker
+    # The ports first: a busy one is refused before the data dir is created or locked.
+    sock = _listen(config.http_host, config.http_port, "--http-port")
+    if config.grpc_port > 0:  # gRPC binds its own socket later: a probe now (gRPC would share a port by SO_REUSEPORT)
+        _listen(config.grpc_host, config.grpc_port, "--grpc-port").close()
     lock = _open_lake(config)
     stats = Stats()
     shipper = None
@@ -195,7 +209,6 @@ def serve(config: CollectorConfig) -> int:
     pool = DecoderPool(_decode_settings(config), config.decode_workers)
     service = IngestService(tokens, pool, writer, stats, max_inflight_bytes=config.queue_max_bytes)
     grpc_srv, grpc_addr = _start_grpc(config, service)
-    sock = _bind(config.http_host, config.http_port)
     http_addr = f"{config.http_host}:{sock.getsockname()[1]}"
     server = _http_server(config, service, _Status(config, stats, writer, service, shipper))
     maintenance.start(stats)

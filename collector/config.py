@@ -145,6 +145,20 @@ _OPTIONS = (
 )
 
 
+# `--help` lists the common options first (under "options"), the others under these headings, in this order.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "limits and throughput": ("max-body-bytes", "max-spans-per-request", "max-attribute-chars", "batch-delay-ms",
+                              "max-batch-spans", "queue-max-bytes", "min-free-disk-bytes", "read-timeout-s",
+                              "body-idle-timeout-s", "decode-workers", "grpc-threads"),
+    "redaction": ("redact", "trust-sdk-redaction"),
+    "retention and compaction": ("retention-days", "compact-interval-s", "compact-min-segments",
+                                 "compact-after-segments", "maintenance-interval-s", "delete-grace-s",
+                                 "maintenance-once"),
+    "object storage (--lake-url)": ("lake-url", "ship-seal-after-s", "ship-delete-after-s", "lake-compact-interval-s",
+                                    "lake-delete-grace-s"),
+}
+
+
 _EPILOG = """\
 endpoints: POST /v1/traces (OTLP/HTTP, application/x-protobuf or application/json, gzip allowed);
 gRPC opentelemetry.proto.collector.trace.v1.TraceService/Export; GET /healthz (200 ok, 503
@@ -207,13 +221,17 @@ def add_arguments(parser: argparse.ArgumentParser, environ=os.environ) -> None:
     """The collector's options on `parser` (`verdict collector`, or the `verdict-collector` alias)."""
     parser.formatter_class = _HelpFormatter
     parser.epilog = _EPILOG
+    parser.usage = "%(prog)s [--data-dir DIR] [--http-port PORT] [--grpc-port PORT] [--tokens FILE] [OPTION ...]"
+    groups = {title: parser.add_argument_group(title) for title in GROUPS}
+    group_of = {flag: groups[title] for title, flags in GROUPS.items() for flag in flags}
     for option in _OPTIONS:
         default = _env_value(option, environ)
         help_text = f"{option.help} [env {option.env}]"
+        where = group_of.get(option.flag, parser)  # not in GROUPS: a common option
         if option.type is bool:
-            parser.add_argument(f"--{option.flag}", action="store_true", default=default, help=help_text)
+            where.add_argument(f"--{option.flag}", action="store_true", default=default, help=help_text)
         else:
-            parser.add_argument(f"--{option.flag}", type=option.type, default=default, help=help_text)
+            where.add_argument(f"--{option.flag}", type=option.type, default=default, help=help_text)
 
 
 def build_parser(environ=os.environ) -> argparse.ArgumentParser:

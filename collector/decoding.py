@@ -66,6 +66,7 @@ class Decoded:
     dialects: dict[str, int]  # spans per recognised dialect (for /stats)
     unrecognised: dict[str, int]  # spans no dialect recognised, per instrumentation scope
     outside_retention: int  # of the rejected: older than the retention window
+    ignored_claims: dict[str, int]  # items per tenant claimed in vain (collector.flatten.ignored_claim)
 
 
 _settings: DecodeSettings | None = None
@@ -119,7 +120,7 @@ def decode_export(
     partitions = [EncodedPartition(table, p.tenant, p.date, encode_rows(p.rows, table))
                   for p in result.partitions.values()]
     decoded = Decoded(kind, partitions, result.accepted, result.rejected, result.message(), result.dialects,
-                      result.unrecognised, result.outside_retention)
+                      result.unrecognised, result.outside_retention, result.ignored_claims)
     if len(payload) > TRIM_ABOVE_BYTES:
         del request, result
         _release_heap()

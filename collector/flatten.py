@@ -73,6 +73,7 @@ class FlattenResult:
     dialects: dict[str, int] = field(default_factory=dict)  # spans per recognised dialect
     unrecognised: dict[str, int] = field(default_factory=dict)  # spans no dialect recognised, per scope name
     outside_retention: int = 0  # of the rejected: older than the retention window
+    ignored_claims: dict[str, int] = field(default_factory=dict)  # items per tenant claimed in vain (ignored_claim)
 
     def message(self) -> str:
         if not self.rejected:
@@ -127,6 +128,14 @@ def _claims(resource_attrs: dict, span_attrs: dict) -> set[str]:
     return {str(c) for c in (resource_attrs.get(sc.TENANT_ID), span_attrs.get(sc.TENANT_ID)) if c is not None}
 
 
+def ignored_claim(policy: IngestPolicy, claims: set[str]) -> str | None:
+    """The tenant claimed in vain: tokenless without --allow-claimed-tenant, a claim of another tenant lands in
+    the local scope (counted and logged once per sender, so `init(tenant_id=...)` is not lost in silence)."""
+    if policy.authenticated or policy.allow_claimed_tenant or not claims or claims == {policy.tenant}:
+        return None
+    return sorted(claims - {policy.tenant})[0]
+
+
 def _tenant_for(policy: IngestPolicy, claims: set[str]) -> str:
     if not claims or claims == {policy.tenant}:
         return policy.tenant
@@ -134,7 +143,7 @@ def _tenant_for(policy: IngestPolicy, claims: set[str]) -> str:
         other = sorted(claims - {policy.tenant})[0]
         raise SpanRejected(f"claims tenant {other[:64]!r} but the token belongs to another tenant")
     if not policy.allow_claimed_tenant:
-        return policy.tenant  # tokenless: everything lands in the local scope
+        return policy.tenant  # tokenless: everything lands in the local scope (ignored_claim counts it)
     if len(claims) > 1:
         raise SpanRejected("resource and span claim different tenants")
     try:
@@ -266,6 +275,7 @@ class SpanRow(NamedTuple):
     day: int  # days since the epoch of the span's start
     dialect: str | None
     row: tuple
+    ignored_claim: str | None  # the tenant the span claimed in vain (ignored_claim)
 
 
 def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
@@ -277,9 +287,10 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
     start, end = _times(span)
     attrs, content = _span_attributes(span.attributes, cap)
     if ctx.resource_claim is None and sc.TENANT_ID not in attrs:
-        tenant = policy.tenant  # no claim at all: the common case, no sets built
+        tenant, ignored = policy.tenant, None  # no claim at all: the common case, no sets built
     else:
-        tenant = _tenant_for(policy, _claims(ctx.resource_attrs, attrs))
+        claims = _claims(ctx.resource_attrs, attrs)
+        tenant, ignored = _tenant_for(policy, claims), ignored_claim(policy, claims)
     events = span.events
     raw_events = [SpanEvent(e.name, _attributes(e.attributes, cap)) for e in events] if events else []
     dialect, call = normalise(ctx.scope_name or "", span.name, attrs, content, raw_events)
@@ -338,7 +349,7 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
         _message_column(call.system_instructions, content.get("system_instructions"), ctx, redaction),
         dialect,
         received_ns,
-    ))
+    ), ignored)
 
 
 def _message_column(value, sent, ctx: ScopeContext, redaction: ServerRedaction) -> str | None:
@@ -356,6 +367,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
     day_names: dict[int, str] = {}
     dialects: dict[str, int] = {}
     unrecognised: dict[str, int] = {}
+    ignored_claims: dict[str, int] = {}
     accepted = rejected = outside = 0
     reasons: list[str] = []
     first_day = policy.first_kept_day(received_ns)
@@ -367,7 +379,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
             ctx = scope_context(policy, resource_attrs, resource_json, scope_spans.scope)
             for i, span in enumerate(scope_spans.spans):
                 try:
-                    tenant, day, dialect, row = span_row(span, ctx, received_ns)
+                    tenant, day, dialect, row, ignored = span_row(span, ctx, received_ns)
                     if day < first_day:
                         outside += 1
                         raise outside_retention(day, policy.retention_days)
@@ -388,8 +400,10 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
                     unrecognised[scope] = unrecognised.get(scope, 0) + 1
                 else:
                     dialects[dialect] = dialects.get(dialect, 0) + 1
+                if ignored is not None:
+                    ignored_claims[ignored] = ignored_claims.get(ignored, 0) + 1
                 accepted += 1
-    return FlattenResult(partitions, accepted, rejected, reasons, dialects, unrecognised, outside)
+    return FlattenResult(partitions, accepted, rejected, reasons, dialects, unrecognised, outside, ignored_claims)
 
 
 def _events(raw: list[SpanEvent], events, redaction: ServerRedaction) -> bytes:

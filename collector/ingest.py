@@ -112,6 +112,8 @@ class IngestService:
                               f"{items}_outside_retention": decoded.outside_retention})
             if signal == "traces":
                 self.stats.add_spans_by_dialect(decoded.dialects, decoded.unrecognised)
+            if decoded.ignored_claims:
+                self._claims_ignored(decoded.ignored_claims, items, sender, tenant)
             if decoded.outside_retention and self._first_time("retention", sender):
                 log.warning("rejecting %s older than --retention-days from %s (tenant %s): retention would delete "
                             "them at its next run; refused through partial_success (logged once per sender; "
@@ -143,6 +145,15 @@ class IngestService:
             log.exception("unexpected decode failure")
             self.stats.add(requests_invalid=1)
             raise RequestError(400, f"request could not be decoded ({type(exc).__name__})") from None
+
+    def _claims_ignored(self, claims: dict[str, int], items: str, sender: str, tenant: str) -> None:
+        """Items claiming a tenant a tokenless collector does not honour: counted, logged once per sender."""
+        self.stats.add(**{f"{items}_claim_ignored": sum(claims.values())})
+        if self._first_time("claims", sender):
+            named = ", ".join(repr(c[:64]) for c in sorted(claims)[:3])
+            log.warning("%s from %s claim tenant %s, but this collector has no --tokens: they land in %s (give "
+                        "--tokens to map a token to the tenant, or --allow-claimed-tenant to honour claims; logged "
+                        "once per sender; counted in /stats %s_claim_ignored)", items, sender, named, tenant, items)
 
     def _first_time(self, topic: str, sender: str) -> bool:
         """Whether `topic` is to be logged for `sender` now: once per sender, for at most 1024 senders."""

@@ -24,6 +24,7 @@ from collector.flatten import (
     _claims,
     _json,
     _tenant_for,
+    ignored_claim,
     outside_retention,
 )
 from verdict.semconv import SERVICE_NAME
@@ -52,6 +53,7 @@ def flatten_logs(request, policy: IngestPolicy, received_ns: int | None = None) 
     cap = policy.max_attribute_chars
     redaction = policy.redaction
     partitions: dict[tuple[str, str], Partition] = {}
+    ignored_claims: dict[str, int] = {}
     accepted = rejected = sequence = outside = 0
     reasons: list[str] = []
     first_day = policy.first_kept_day(received_ns)
@@ -69,6 +71,7 @@ def flatten_logs(request, policy: IngestPolicy, received_ns: int | None = None) 
                     attrs = _attributes(record.attributes, cap)
                     claims = _claims(resource_attrs, attrs)
                     tenant = _tenant_for(policy, claims) if claims else policy.tenant
+                    ignored = ignored_claim(policy, claims)
                     at = _time(record, received_ns)
                     if at // _NS_PER_DAY < first_day:
                         outside += 1
@@ -107,8 +110,10 @@ def flatten_logs(request, policy: IngestPolicy, received_ns: int | None = None) 
                       ("input_messages", "output_messages", "system_instructions")),
                     received_ns,
                 ))
+                if ignored is not None:
+                    ignored_claims[ignored] = ignored_claims.get(ignored, 0) + 1
                 accepted += 1
-    return FlattenResult(partitions, accepted, rejected, reasons, outside_retention=outside)
+    return FlattenResult(partitions, accepted, rejected, reasons, outside_retention=outside, ignored_claims=ignored_claims)
 
 
 def _message_json(messages: list | None, redaction) -> str | None:

@@ -35,8 +35,8 @@ from collector.sql_limits import (
 )
 from collector.views import open_scoped, view_statements
 from verdict.cli_errors import CliError, ErrorCode
-from verdict.cli_runner import add_data_dir, add_tenant
-from verdict.tenancy import LOCAL_TENANT, InvalidTenantError, TenantId, validate_tenant_id
+from verdict.cli_runner import add_data_dir, add_tenant, checked_tenant
+from verdict.tenancy import LOCAL_TENANT
 
 SQL_ERROR_CODES: tuple[ErrorCode, ...] = ("invalid_tenant", "no_data_dir", "query_error", "access_denied")  # exits 3-6
 BATCH_ROWS = 1024  # rows Python holds at a time
@@ -75,13 +75,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table",
                         help="output format (default: table)")
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="--format json")
-    parser.add_argument("--timeout-s", type=timeout_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+    limits = parser.add_argument_group("limits")
+    limits.add_argument("--timeout-s", type=timeout_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                         help=f"cancel the query after this many seconds, output included "
                              f"(default: {DEFAULT_TIMEOUT_S:g}): query_error")
-    parser.add_argument("--memory-limit", type=memory_limit, default=DEFAULT_MEMORY_LIMIT, metavar="SIZE",
+    limits.add_argument("--memory-limit", type=memory_limit, default=DEFAULT_MEMORY_LIMIT, metavar="SIZE",
                         help=f"DuckDB's memory limit, e.g. 4GB or 25%% of RAM (default: {DEFAULT_MEMORY_LIMIT.replace('%', '%%')}); "
                              "a query that needs more is query_error")
-    parser.add_argument("--max-rows", type=max_rows, default=None, metavar="N",
+    limits.add_argument("--max-rows", type=max_rows, default=None, metavar="N",
                         help="write at most N rows (default: all); stderr says when the result had more")
     parser.add_argument("--print-views", action="store_true",
                         help="print the CREATE VIEW statements (for plain DuckDB) and exit")
@@ -109,13 +110,6 @@ def _require_read_only(con, query: str) -> None:
     refused = sorted({_statement_kind(s) for s in con.extract_statements(query)} - {duckdb.StatementType.SELECT.name})
     if refused:
         raise SqlCommandError("access_denied", f"verdict sql runs SELECT queries only; refused: {', '.join(refused)}")
-
-
-def valid_tenant(tenant: str) -> TenantId:
-    try:
-        return validate_tenant_id(tenant)
-    except InvalidTenantError as exc:
-        raise SqlCommandError("invalid_tenant", str(exc)) from None
 
 
 def require_data_dir(data_dir: Path) -> None:
@@ -162,7 +156,7 @@ def _connect(lake: LakeUnion | LakeSource | Path, tenant: str, prepare: Callable
     """The tenant's scoped connection with DuckDB's memory limit set (before its configuration is locked)."""
     import duckdb
 
-    valid = valid_tenant(tenant)
+    valid = checked_tenant(tenant)
     if isinstance(lake, Path):
         require_data_dir(lake)
     source = LakeUnion.of(lake)
@@ -250,7 +244,7 @@ def _read_error(exc: Exception, lake: LakeUnion) -> SqlCommandError:
 
 
 def _view_text(lake: LakeUnion, tenant: str) -> str:
-    valid = valid_tenant(tenant)
+    valid = checked_tenant(tenant)
     try:
         return ";\n\n".join(view_statements(lake, valid)) + ";\n"
     except _unreadable() as exc:

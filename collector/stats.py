@@ -26,6 +26,8 @@ _COUNTERS = (
     "logs_written",
     "logs_rejected",
     "logs_outside_retention",
+    "spans_claim_ignored",
+    "logs_claim_ignored",
     "metrics_refused",
     "segments_shipped",
     "bytes_shipped",

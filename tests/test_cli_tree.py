@@ -61,7 +61,7 @@ def test_the_old_scripts_are_deprecated_aliases_that_say_so(alias, name):
 
 
 def _tenant_error(done: subprocess.CompletedProcess) -> dict:
-    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert (done.returncode, done.stdout) == (3, ""), done.stderr  # invalid_tenant
     return json.loads(done.stderr.splitlines()[-1])["error"]
 
 
@@ -70,7 +70,7 @@ def test_the_old_tenant_flag_still_works_and_warns_once(tmp_path):
     argv = ["verdict", "pipeline", "--data-dir", str(tmp_path), "--judge-model", "openai/x"]
     new = run(*argv, "--tenant", "Bad Tenant")
     old = run(*argv, "--tenant-id", "Bad Tenant", "--tenant-id", "Bad Tenant")
-    assert _tenant_error(old) == _tenant_error(new) and _tenant_error(new)["code"] == "tenant_required"
+    assert _tenant_error(old) == _tenant_error(new) and _tenant_error(new)["code"] == "invalid_tenant"
     assert new.stderr.count("\n") == 1
     assert old.stderr.splitlines()[:-1] == ["verdict: warning: --tenant-id is deprecated and will be removed; "
                                             "use --tenant"]

@@ -16,7 +16,7 @@ from typing import Any, Literal, NoReturn, get_args
 
 ErrorCode = Literal[
     "invalid_config", "tenant_required", "storage_locked", "storage_error", "provider_unavailable",
-    "evaluator_error", "judge_unhealthy", "drift_input_error", "webhook_failed", "already_running",
+    "evaluator_error", "judge_unhealthy", "low_coverage", "drift_input_error", "webhook_failed", "already_running",
     "unknown_tenant", "item_not_found", "evaluator_ambiguous", "invalid_signals", "no_labels", "invalid_suite",
     "probe_error", "component_failed", "no_active_registry", "model_unavailable", "unknown_version",
     "unknown_cluster", "generation_conflict", "validation_failed", "rollback_target_not_activated",
@@ -26,12 +26,15 @@ ErrorCode = Literal[
 
 ERROR_CODES: dict[ErrorCode, str] = {
     "invalid_config": "the config file or a command-line option is invalid (the message names the field)",
-    "tenant_required": "no tenant was given, or the tenant id is invalid",
+    "tenant_required": "no tenant was given",
     "storage_locked": "state.duckdb stayed locked by another process past the lock timeout",
     "storage_error": "state.duckdb or the span lake could not be read or written",
     "provider_unavailable": "the judge model could not be reached or refused every call",
     "evaluator_error": "the configured evaluator could not be loaded or built",
     "judge_unhealthy": "a judge failed its sentinel health check (not healthy), so nothing was judged or analysed",
+    "low_coverage": "verdict pipeline: an evaluator's usable judgments stayed at or below [judging] low_coverage_share "
+                    "of at least low_coverage_min_traces traces to judge (default: none of 10 or more); the summary "
+                    "is printed first",
     "drift_input_error": "the judgments could not be analysed for drift",
     "webhook_failed": "the alert webhook did not accept a delivery after every retry",
     "already_running": "another process holds this data directory (a `verdict daemon`, or a `verdict collector` on the "
@@ -59,7 +62,7 @@ ERROR_CODES: dict[ErrorCode, str] = {
                               "normalize until it prints \"complete\": true",
     "invalid_cases": "verdict gate: the cases file is missing, malformed, repeats an id or labels an unknown dimension",
     "judge_error": "verdict gate: the judge produced no usable judgment for at least one case",
-    "invalid_tenant": "verdict sql: the tenant id is invalid (exit 3; the other commands say tenant_required)",
+    "invalid_tenant": "the tenant id is invalid, in every command (exit 3; the message names --tenant)",
     "no_data_dir": "verdict sql: the data directory does not exist (exit 4)",
     "query_error": "verdict sql: no query, or the query failed or could not read the span lake (exit 5)",
     "access_denied": "verdict sql: the query is not a SELECT or reads outside the tenant's views (exit 6)",
@@ -74,7 +77,8 @@ ERROR_CODES: dict[ErrorCode, str] = {
 
 # The exit-code policy of every command: 0 success; 1 a result below its bar (a gate or probe run under
 # the threshold, `pipeline --fail-on-signal` with an adverse signal, `review correlate --fail-on`); an error
-# exits EXIT_CODES[code]: 2, except the four `verdict sql` codes that scripts already test for (3-6).
+# exits EXIT_CODES[code]: 2, except the four `verdict sql` codes that scripts already test for (3-6;
+# invalid_tenant is 3 in every command, as its code is the same in every command).
 EXIT_ERROR = 2
 EXIT_CODES: dict[ErrorCode, int] = {
     **dict.fromkeys(get_args(ErrorCode), EXIT_ERROR),

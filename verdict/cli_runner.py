@@ -28,6 +28,7 @@ from verdict.cli_errors import (
     missing_extra,
     print_error,
 )
+from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 
 AddArguments = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
@@ -110,6 +111,17 @@ def add_tenant(parser: argparse.ArgumentParser, help_text: str, *, default: str 
     if old_flag is not None:
         parser.add_argument(old_flag, dest="tenant", action=_DeprecatedFlag, new="--tenant",
                             help="deprecated spelling of --tenant")
+
+
+def checked_tenant(tenant: str | None) -> TenantId:
+    """A command's tenant, validated the same way in every command: `tenant_required` when none is given,
+    `invalid_tenant` (exit 3) when the id is not one (docs/cli.md)."""
+    if not tenant:
+        raise CliError("tenant_required", "give --tenant (or set VERDICT_TENANT)")
+    try:
+        return validate_tenant_id(tenant)
+    except InvalidTenantError as exc:
+        raise CliError("invalid_tenant", f"--tenant: {exc}") from None
 
 
 def add_data_dir(parser: argparse.ArgumentParser, help_text: str, *, default: str | None = None,

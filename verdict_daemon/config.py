@@ -85,6 +85,11 @@ class Judging(_Section):
     # a server error, unusable replies, an outage) stops for that evaluator instead of spending its budget;
     # 0 never stops early.
     early_stop_after: int = Field(5, ge=0, le=10_000)
+    # A run is low coverage (`verdict pipeline`: exit 2, low_coverage) when an evaluator had at least
+    # `low_coverage_min_traces` traces to judge and at most `low_coverage_share` of them got a usable judgment:
+    # by default, none usable out of 10 or more (a judge answering prose, a refused parameter).
+    low_coverage_min_traces: int = Field(10, ge=1, le=MANY)
+    low_coverage_share: float = Field(0.0, ge=0.0, lt=1.0)
     budget: Budget = Budget()
 
 

@@ -18,9 +18,11 @@ if TYPE_CHECKING:  # the config (pydantic, apscheduler) is imported when lakes a
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake-dir", type=Path, action="append", default=[], metavar="DIR",
+    """--lake-dir and --lake-url, under their own heading of `--help`."""
+    group = parser.add_argument_group("more lakes (read as one with the data dir)")
+    group.add_argument("--lake-dir", type=Path, action="append", default=[], metavar="DIR",
                         help="also read the span lake in DIR (another collector's data dir); repeat for several")
-    parser.add_argument("--lake-url", action="append", default=[], metavar="URL",
+    group.add_argument("--lake-url", action="append", default=[], metavar="URL",
                         help="also read the lake shipped to this object store (s3://BUCKET/PREFIX; credentials and "
                         "endpoint from AWS_* variables); repeat for several [env VERDICT_LAKE_URL: one]")
 

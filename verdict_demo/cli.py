@@ -110,7 +110,7 @@ def render_text(summary) -> str:
         f"({inj.corrupted_answers} answers corrupted)",
         f"  drift     closing decision as of {(summary.drift_as_of or '-').replace('T', ' ')} UTC (the last full UTC day, as the daemon takes "
         f"it at midnight): {summary.cells} cells (intent x dimension), {summary.tested} tested, Benjamini-Hochberg "
-        f"at alpha {summary.drift_alpha or 0:g}",
+        f"at alpha {summary.drift_alpha or 0:g}" + (f" ({summary.not_tested})" if summary.not_tested else ""),
         f"  signals   {len(summary.adverse)} adverse, {len(summary.signals) - len(summary.adverse)} other",
         *(_signal_line(s) for s in summary.signals),
     ]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from verdict.tenancy import TenantId
-from verdict_daemon.service.cycle import ADVERSE_KINDS
+from verdict_daemon.service.cycle import ADVERSE_KINDS, not_tested
 from verdict_daemon.service.judging import coverage
 from verdict_daemon.store.drift_runs import DriftRunReport, Signal, attempted_alerts, fingerprints
 from verdict_daemon.store.state import StateStore
@@ -44,6 +44,7 @@ class DemoSummary:
     drift_alpha: float | None
     cells: int
     tested: int
+    not_tested: str | None  # why the other cells were not tested (verdict_daemon.service.cycle.not_tested)
     signals: tuple[Signal, ...]
     alerts: int  # signals the daemon's alert job logged (and posted, with a webhook) during the run
     report: str | None
@@ -105,6 +106,7 @@ def read_summary(store: StateStore, data_dir: Path, tenant: TenantId, *, judge_m
         traces=lake_traces(data_dir, tenant), sampled=cov["sampled_traces"], judged=cov["usable"],
         judge_errors=cov["error"], coverage_rate=cov["rate"], drift_run_id=run.run_id if run else None,
         drift_as_of=run.as_of.isoformat() if run else None, drift_alpha=run.alpha if run else None,
-        cells=run.cells if run else 0, tested=run.tested if run else 0, signals=run.signals if run else (),
+        cells=run.cells if run else 0, tested=run.tested if run else 0,
+        not_tested=not_tested(run.cells, run.tested, run.min_usable) if run else None, signals=run.signals if run else (),
         alerts=alerts,
         report=report, report_note=report_note, elapsed_seconds=round(elapsed, 1))

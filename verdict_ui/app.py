@@ -60,7 +60,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
 _BACK = re.compile(r"^/review(/[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})?$")  # where the name form may return to
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 STATUS = {"item_not_found": 404, "unknown_tenant": 404, "invalid_config": 400, "storage_locked": 503, "state_corrupt": 503,
-          "tenant_required": 400}
+          "tenant_required": 400, "invalid_tenant": 400}
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,13 @@ class _Views:
     def overview(self, request: Request) -> Response:
         t = self.tenant(request)
         root = self.settings.data_dir
-        data = gather(root, t, probes=probe_panel([], root / PROBES_DIR, t),
-                      review=ReviewQueue(review_counts(self.store, t)), lock_timeout=self.settings.lock_timeout)
+        try:
+            data = gather(root, t, probes=probe_panel([], root / PROBES_DIR, t),
+                          review=ReviewQueue(review_counts(self.store, t)), lock_timeout=self.settings.lock_timeout)
+        except DaemonError as exc:  # a token holder must not learn which other tenants have data
+            if exc.code != "unknown_tenant" or self.settings.access.tokens is None:
+                raise
+            raise DaemonError("unknown_tenant", f"tenant {t!r} has no spans and no state yet") from None
         body = pages.overview(data, pages.agreement(labelling.agreements(self.store, t)))
         return self.html(request, f"Overview — {t}", body, "/")
 

@@ -28,7 +28,7 @@ drill-down, and the review queue with blind, keyboard-driven labelling and judge
 A bind other than loopback needs --tokens (the collector's token file: token -> tenant); each request
 then sees the tenant of its token. Without it the server reads --tenant only.
 
-exit codes: 0 stopped; 2 could not start (codes: invalid_config, tenant_required, storage_error,
+exit codes: 0 stopped; 3 invalid_tenant; 2 could not start (codes: invalid_config, storage_error,
 internal_error) as {"error": {"code", "message"}} on stderr.
 
 example:
@@ -64,8 +64,9 @@ def prepare(args: argparse.Namespace):
     """Validated settings and the bound socket, or DaemonError."""
     from collector.auth import TokenFileError, TokenStore
     from collector.config import is_loopback
+    from verdict.cli_runner import checked_tenant
     from verdict.tenancy import LOCAL_TENANT
-    from verdict_daemon.report.gather import checked_data_dir, checked_tenant
+    from verdict_daemon.report.gather import checked_data_dir
     from verdict_ui.access import Access
     from verdict_ui.app import LOOPBACK_HOSTS, Settings
 

@@ -22,7 +22,7 @@ PARTS: tuple[tuple[str, ...], ...] = (
      "verdict_daemon.clustering.versions"),
     ("verdict_daemon.store",),
     ("verdict_daemon.service", "verdict_daemon.clustering", "verdict_daemon.review", "verdict_daemon.report",
-     "verdict_daemon.probes"),
+     "verdict_daemon.probes", "verdict_daemon.tenant_data"),
     ("verdict_daemon.service.cycle", "verdict_daemon.service.daemon", "verdict_daemon.service.probe_job"),
     ("verdict_daemon.cli",),
 )

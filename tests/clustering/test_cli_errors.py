@@ -81,8 +81,6 @@ def test_malformed_flags_are_clean_errors_and_write_nothing(lake, args, code, wo
 
 
 @pytest.mark.parametrize(("flags", "word"), [
-    (("--tenant", "bad tenant!"), "--tenant"),
-    (("--tenant", ""), "--tenant"),
     (("--actor", "bob smith"), "--actor"),
     (("--actor", ""), "--actor"),
     (("--lock-timeout", "0"), "--lock-timeout"),

@@ -47,7 +47,7 @@ def _land(turns: list[Turn], data_dir: Path) -> list[str]:
     tracer = provider.get_tracer("app")
     trace_ids = []
     for turn in turns:
-        attributes: dict[str, object] = {"gen_ai.conversation.id": turn.key}
+        attributes: dict[str, str | bool] = {"gen_ai.conversation.id": turn.key}
         if turn.end_marker:
             attributes["verdict.conversation.end"] = True
         start = T0 + turn.start * MINUTE

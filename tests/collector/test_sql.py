@@ -127,7 +127,7 @@ def test_error_codes(two_tenants, tmp_path):
     for argv in (["SELECT 1"], ["--print-views"]):  # the tenant is validated once, before any lake path is built
         out = verdict("sql", *argv, "--data-dir", str(data_dir), "--tenant", "../acme", "--format", "json")
         assert out.returncode == 3 and json.loads(out.stderr)["error"] == {
-            "code": "invalid_tenant", "message": "invalid tenant id '../acme': use 1-63 characters of a-z, 0-9, '_' "
+            "code": "invalid_tenant", "message": "--tenant: invalid tenant id '../acme': use 1-63 characters of a-z, 0-9, '_' "
                                                  "or '-', starting with a letter or digit"}
     out = verdict("sql", "SELECT 1", "--data-dir", str(tmp_path / "missing"))
     assert out.returncode == 4 and json.loads(out.stderr)["error"]["code"] == "no_data_dir"

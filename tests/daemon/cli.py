@@ -31,7 +31,7 @@ def pipeline(*args: str, timeout: float = 120) -> tuple[int, dict, str]:
     nothing on stdout and the error envelope {"error": {...}} from stderr."""
     proc = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.pipeline", "--json", *args],
                           capture_output=True, text=True, env=env(), timeout=timeout)
-    if proc.returncode == 2:
+    if proc.returncode in (2, 3):  # 3: invalid_tenant
         assert proc.stdout == "", proc.stdout
         return proc.returncode, {"error": closed_error(proc.stderr)}, proc.stderr
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from tests.daemon.cli import closed_error, env, pipeline, write_config
 from tests.daemon.conftest import NOW
 from tests.daemon.lakes import synthetic_days, write_rows
 from tests.fakes import Fail
+from verdict.cli_errors import EXIT_CODES, closed
 from verdict_daemon.errors import ERROR_CODES
 
 AS_OF = NOW.isoformat()
@@ -51,11 +53,16 @@ def test_a_judge_refused_on_every_first_call_stops_early_and_the_summary_says_wh
     write_rows(data, "acme", synthetic_days(NOW, intents=("billing.v1",), per_day=4))
     config = write_config(tmp_path / "verdict.toml", data, "[judging]\nearly_stop_after = 3\nconcurrency = 1\n")
     config.write_text(config.read_text().replace("lakes:scripted_judge_model", "lakes:refusing_judge_model"))
-    code, summary, stderr = pipeline("--config", str(config), "--tenant", "acme", "--as-of", AS_OF)
-    assert code == 0 and "Traceback" not in stderr, stderr
+    done = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.pipeline", "--json", "--config", str(config),
+                           "--tenant", "acme", "--as-of", AS_OF], capture_output=True, text=True, env=env(), timeout=120)
+    # None usable of 36 to judge: low coverage, exit 2 after the summary (issue 30)
+    assert done.returncode == 2 and closed_error(done.stderr)["code"] == "low_coverage", done.stderr
+    summary = json.loads(done.stdout)
     (evaluator,) = summary["evaluators"]
     assert (evaluator["pending"], evaluator["judged"], evaluator["errors"]) == (36, 0, 3)
     assert re.match(r"stopped early: the first 3 result\(s\) all failed with \w+/bad_request ", evaluator["early_stop"])
+    assert summary["low_coverage"] == summary["warnings"] and "'quality': 0 usable judgment(s) of 36" in \
+        summary["low_coverage"][0]
     text = subprocess.run([sys.executable, "-m", "verdict_daemon.cli.pipeline", "--config", str(config),
                            "--tenant", "acme", "--as-of", AS_OF], capture_output=True, text=True, env=env(),
                           timeout=120).stdout
@@ -63,16 +70,17 @@ def test_a_judge_refused_on_every_first_call_stops_early_and_the_summary_says_wh
 
 
 def _error(code: int, out: dict, expected: str) -> None:
-    assert code == 2 and out["error"]["code"] == expected and expected in ERROR_CODES
+    assert code == EXIT_CODES[closed(expected)] and out["error"]["code"] == expected and expected in ERROR_CODES
 
 
 def test_errors_are_closed_codes_without_tracebacks(lake, tmp_path, fake_openai):
     config = write_config(tmp_path / "verdict.toml", lake)
-    code, out, stderr = pipeline("--config", str(config))
+    two = write_config(tmp_path / "two.toml", lake, '[[tenants]]\nid = "globex"\n')
+    code, out, stderr = pipeline("--config", str(two))  # one [[tenants]] entry would be the default
     _error(code, out, "tenant_required")
     for bad_tenant in ("Not/A/Tenant", "bad tenant!"):
         code, out, _ = pipeline("--config", str(config), "--tenant", bad_tenant)
-        _error(code, out, "tenant_required")
+        _error(code, out, "invalid_tenant")
     for data_dir, reason in ((tmp_path / "typo", "does not exist"), (config, "is not a directory")):
         code, out, _ = pipeline("--config", str(config), "--data-dir", str(data_dir), "--tenant", "acme")
         _error(code, out, "invalid_config")

@@ -132,6 +132,6 @@ def test_the_summary_ends_with_the_verdict_ui_command_for_its_data_dir(tmp_path)
 
     summary = DemoSummary(str(tmp_path), "__verdict_local__", "offline", True, 3, 10, 0,
                           Injected("coding.v1", "truncation", 3, 0.5, 4), 30, 30, 30, 0, 1.0, None, None, None, 0, 0,
-                          (), 0, None, "no report", 1.0)
+                          None, (), 0, None, "no report", 1.0)
     [line] = [x for x in render_text(summary).splitlines() if x.strip().startswith("browse")]
     assert line.endswith(f"ui --data-dir {tmp_path} --tenant __verdict_local__")

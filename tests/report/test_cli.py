@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from tests.daemon.cli import closed_error, env
+from verdict.cli_errors import EXIT_CODES
 
 
 def report(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -51,7 +52,7 @@ def test_text_mode_names_the_file(lake, tmp_path, capsys):
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["--data-dir", "{missing}", "--tenant", "acme"], "invalid_config", "is not an existing directory"),
     (["--data-dir", "{data}"], "tenant_required", "give --tenant"),
-    (["--data-dir", "{data}", "--tenant", "Acme Corp"], "tenant_required", "invalid tenant id"),
+    (["--data-dir", "{data}", "--tenant", "Acme Corp"], "invalid_tenant", "--tenant: invalid tenant id"),
     (["--data-dir", "{data}", "--tenant", "initech"], "unknown_tenant", "has no spans and no state"),
     (["--data-dir", "{data}", "--tenant", "acme", "--probes", "{missing}"], "invalid_config", "cannot read the artifact"),
     (["--data-dir", "{data}", "--tenant", "acme", "--lock-timeout", "nan"], "invalid_config",
@@ -63,7 +64,7 @@ def test_bad_input_is_a_closed_json_error_with_exit_2_and_no_output(lake, tmp_pa
     out.write_text("the previous report")
     values = {"data": str(lake.data_dir), "missing": str(tmp_path / "nope")}
     done = report_here(capsys, *(a.format(**values) for a in args), "--out", str(out), "--json")
-    assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1), done.stderr
+    assert (done.returncode, done.stdout, done.stderr.count("\n")) == (EXIT_CODES[code], "", 1), done.stderr
     error = closed_error(done.stderr)
     assert error["code"] == code and message in error["message"]
     assert out.read_text() == "the previous report" and [p.name for p in tmp_path.iterdir()] == ["report.html"]

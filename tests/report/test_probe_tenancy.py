@@ -15,6 +15,7 @@ import pytest
 
 from tests.daemon.cli import closed_error, env
 from tests.probes.scripted import MINI_YAML
+from verdict.cli_errors import EXIT_CODES
 from verdict.probes.artifact import load_artifact
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.panels import probe_panel
@@ -123,21 +124,21 @@ def test_an_unscoped_run_is_shown_in_no_report_and_the_note_says_how_to_assign_i
     assert probe_panel([], data / "probes", "acme").note is None
 
 
-@pytest.mark.parametrize(("tenant_args", "message"), [
-    (["--tenant", "Acme Corp"], "--tenant: invalid tenant id 'Acme Corp'"),
-    (["--tenant", "../umbrella"], "--tenant: invalid tenant id '../umbrella'"),
-    (["--tenant", ""], "--data-dir needs --tenant"),
-    ([], "--data-dir needs --tenant"),
+@pytest.mark.parametrize(("tenant_args", "code", "message"), [
+    (["--tenant", "Acme Corp"], "invalid_tenant", "--tenant: invalid tenant id 'Acme Corp'"),
+    (["--tenant", "../umbrella"], "invalid_tenant", "--tenant: invalid tenant id '../umbrella'"),
+    (["--tenant", ""], "tenant_required", "--data-dir needs --tenant"),
+    ([], "tenant_required", "--data-dir needs --tenant"),
 ])
-def test_a_bad_or_missing_tenant_is_tenant_required_and_nothing_runs_or_is_written(suite, tmp_path, tenant_args,
-                                                                                   message):
+def test_a_bad_or_missing_tenant_is_a_tenant_error_and_nothing_runs_or_is_written(suite, tmp_path, tenant_args,
+                                                                                   code, message):
     data = tmp_path / "data"
     data.mkdir()
     out = tmp_path / "ci.json"
     done = probes_run(suite, "GOOD_TARGET", "--data-dir", data, "--out", out, *tenant_args)
-    assert (done.returncode, done.stdout) == (2, ""), done.stderr  # no table: no probe ran
+    assert (done.returncode, done.stdout) == (EXIT_CODES[code], ""), done.stderr  # no table: no probe ran
     error = closed_error(done.stderr)
-    assert error["code"] == "tenant_required" and message in error["message"], error
+    assert error["code"] == code and message in error["message"], error
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
     assert list(data.iterdir()) == [] and not out.exists()
 

@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from tests.review.cli import review
+from verdict.cli_errors import EXIT_CODES
 
 ITEM = "0" * 32
 
@@ -84,7 +85,7 @@ def test_malformed_input_is_a_clean_json_error(capsys, shared, argv, code):
 
 
 @pytest.mark.parametrize(("flags", "code"), [
-    (["--tenant", "Bad Tenant!"], "tenant_required"),
+    (["--tenant", "Bad Tenant!"], "invalid_tenant"),
     ([], "tenant_required"),
     (["--tenant", "acme", "--data-dir", "/nonexistent/verdict"], "invalid_config"),
 ])
@@ -92,7 +93,7 @@ def test_tenant_and_data_dir_are_checked(capsys, shared, monkeypatch, flags, cod
     monkeypatch.delenv("VERDICT_TENANT", raising=False)
     argv = ["list", *flags] if "--data-dir" in flags else ["list", "--data-dir", str(shared), *flags]
     exit_code, out, err = review(capsys, *argv)
-    assert (exit_code, out, err["error"]["code"]) == (2, None, code)
+    assert (exit_code, out, err["error"]["code"]) == (EXIT_CODES[code], None, code)
 
 
 def test_a_data_dir_without_state_is_an_empty_queue_and_stays_without_state(capsys, tmp_path):

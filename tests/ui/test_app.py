@@ -158,8 +158,8 @@ def test_the_cli_refuses_a_missing_data_dir_and_an_invalid_tenant(tmp_path, caps
 
     assert main(["ui", "--data-dir", str(tmp_path / "missing"), "--port", "0"]) == 2
     assert "not an existing directory" in capsys.readouterr().err
-    assert main(["ui", "--data-dir", str(tmp_path), "--tenant", "Bad Tenant!", "--port", "0"]) == 2
-    assert '"code": "tenant_required"' in capsys.readouterr().err
+    assert main(["ui", "--data-dir", str(tmp_path), "--tenant", "Bad Tenant!", "--port", "0"]) == 3
+    assert '"code": "invalid_tenant"' in capsys.readouterr().err
 
 
 def test_csrf_is_refused(writable_ui, data_dir, ids):

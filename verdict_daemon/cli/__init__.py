@@ -53,7 +53,7 @@ ENTRY_POINT_GROUP = "verdict.commands"
 
 _EPILOG = """\
 exit codes: 0 ok; 1 a result below its bar (gate, probes run, pipeline --fail-on-signal, review correlate
---fail-on); 2 an error, as one line {"error": {"code", "message"}} on stderr (verdict sql: 3 invalid_tenant,
+--fail-on); 2 an error, as one line {"error": {"code", "message"}} on stderr (3 invalid_tenant; verdict sql:
 4 no_data_dir, 5 query_error, 6 access_denied); 141 stdout was closed. Codes and environment: docs/cli.md.
 
 examples:

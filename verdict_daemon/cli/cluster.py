@@ -21,8 +21,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from verdict.cli_runner import add_data_dir, add_tenant, alias_main
-from verdict.tenancy import InvalidTenantError, validate_tenant_id
+from verdict.cli_runner import add_data_dir, add_tenant, alias_main, checked_tenant
 from verdict_daemon import lakes
 from verdict_daemon.clustering.errors import CLUSTER_ERROR_CODES, ClusterError
 
@@ -124,10 +123,7 @@ def _check(args: argparse.Namespace) -> None:
     if args.command is None:
         raise ClusterError("invalid_config", "give a command: normalize, fit, assign, validate, activate, rollback, "
                            "rename or inspect")
-    try:
-        args.tenant = validate_tenant_id(args.tenant)
-    except InvalidTenantError as exc:
-        raise ClusterError("invalid_config", f"--tenant: {exc}") from None
+    args.tenant = checked_tenant(args.tenant)
     _name("--actor", args.actor)
     if not 0 < args.lock_timeout <= 3600:
         raise ClusterError("invalid_config", "--lock-timeout must be in (0, 3600] seconds")

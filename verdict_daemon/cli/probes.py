@@ -24,8 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from verdict.cli_runner import checked_tenant
 from verdict.models.base import CONFIGURATION_KINDS, ModelErrorKind
-from verdict.tenancy import InvalidTenantError, validate_tenant_id
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.probes import PROBES_DIR, format_rate, load_suite_spec, resolve_model_spec
 
@@ -44,7 +44,7 @@ or a category's with --min-category-pass-rate, is below the threshold; 2 executi
 follow-up or judge call failed: the table and --out still show every probe) or bad input. On 2, one
 JSON line {"error": {"code": CODE, "message": ...}} on stderr, CODE one of invalid_suite, invalid_config,
 tenant_required, storage_error, provider_unavailable, probe_error, internal_error; never a traceback (VERDICT_DEBUG=1
-shows it).
+shows it). An invalid --tenant is invalid_tenant, exit 3.
 
 --data-dir DIR --tenant T writes the run to DIR/probes/tenant=T/ (stamped with T), where `verdict report
 --tenant T` finds it; no other tenant's report shows it. --out FILE is the caller's own file (no tenant).
@@ -70,25 +70,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help='a bundled suite name (default: "default") or a suite YAML file')
     run.add_argument("--target-model", required=True, metavar="MODEL", help=f"the model under test: {_MODEL_HELP}")
     run.add_argument("--judge-model", required=True, metavar="MODEL", help=f"the judge: {_MODEL_HELP}")
-    run.add_argument("--target-base-url", metavar="URL", help="OpenAI/Anthropic-compatible endpoint of the target "
-                     "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL; keys from OPENAI_API_KEY / ANTHROPIC_API_KEY)")
-    run.add_argument("--judge-base-url", metavar="URL",
-                     help="endpoint of the judge (default: the provider's environment variable)")
     run.add_argument("--min-pass-rate", type=float, default=1.0, metavar="RATE",
                      help="threshold in [0, 1] for the weighted suite pass rate, inclusive (default 1.0: every "
                      "probe must pass)")
     run.add_argument("--min-category-pass-rate", type=float, metavar="RATE",
                      help="also require every category's weighted pass rate to reach this (default: not gated)")
-    run.add_argument("--concurrency", type=int, default=8, metavar="N", help="calls in flight (default 8)")
     run.add_argument("--out", type=Path, metavar="FILE",
                      help="write the run artifact here (JSON, redacted; written atomically, also when probes errored)")
-    run.add_argument("--data-dir", type=Path, metavar="DIR",
-                     help="also write the run into this data dir's probe store, DIR/probes/tenant=TENANT/, where "
-                     "`verdict report --tenant TENANT` shows it (needs --tenant)")
-    run.add_argument("--tenant", metavar="TENANT",
-                     help="the tenant the run is for, stamped into the artifact; required with --data-dir (given "
-                     "explicitly: VERDICT_TENANT is not read, so a stray variable never claims a CI run)")
     run.add_argument("--json", action="store_true", help="print the artifact instead of the table")
+    endpoints = run.add_argument_group("endpoints and calls")
+    endpoints.add_argument("--target-base-url", metavar="URL", help="OpenAI/Anthropic-compatible endpoint of the "
+                           "target (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL; keys from OPENAI_API_KEY / "
+                           "ANTHROPIC_API_KEY)")
+    endpoints.add_argument("--judge-base-url", metavar="URL",
+                           help="endpoint of the judge (default: the provider's environment variable)")
+    endpoints.add_argument("--concurrency", type=int, default=8, metavar="N", help="calls in flight (default 8)")
+    store = run.add_argument_group("the data dir's probe store (what `verdict report` shows)")
+    store.add_argument("--data-dir", type=Path, metavar="DIR",
+                       help="also write the run into this data dir's probe store, DIR/probes/tenant=TENANT/, where "
+                       "`verdict report --tenant TENANT` shows it (needs --tenant)")
+    store.add_argument("--tenant", metavar="TENANT",
+                       help="the tenant the run is for, stamped into the artifact; required with --data-dir (given "
+                       "explicitly: VERDICT_TENANT is not read, so a stray variable never claims a CI run)")
     listing = actions.add_parser("list", help="list the bundled suites", description="List the bundled suites.",
                                  epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -149,12 +152,7 @@ def _checked_tenant(tenant: str | None, data_dir: Path | None) -> str | None:
             raise DaemonError("tenant_required", "--data-dir needs --tenant: a run in a data dir belongs to one tenant")
         if not data_dir.is_dir():
             raise DaemonError("invalid_config", f"--data-dir {data_dir}: not a directory")
-    if tenant is None:
-        return None
-    try:
-        return validate_tenant_id(tenant)
-    except InvalidTenantError as exc:
-        raise DaemonError("tenant_required", f"--tenant: {exc}") from None
+    return None if tenant is None else checked_tenant(tenant)
 
 
 def exit_code(result: Any) -> int:

@@ -28,8 +28,8 @@ results; human review queue; judge tokens and cost. Empty panels say why they ar
 
 The file has inline CSS and SVG only (no script, no network at view time) and redacted content only.
 
-exit codes: 0 written; 2 error (codes: invalid_config, tenant_required, unknown_tenant, storage_locked,
-storage_error, internal_error) as one line {"error": {"code", "message"}} on stderr; never a traceback
+exit codes: 0 written; 2 error (codes: invalid_config, tenant_required, unknown_tenant (the message lists the
+tenants with data), storage_locked, storage_error, internal_error); 3 invalid_tenant as one line {"error": {"code", "message"}} on stderr; never a traceback
 (VERDICT_DEBUG=1 re-raises unexpected errors). A failed run writes nothing.
 
 example:
@@ -43,16 +43,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_dir(parser, "required: the data directory of `verdict collector` and the daemon (span lake and "
                  "state.duckdb)")
     add_tenant(parser, "tenant to report on")
-    lakes.add_arguments(parser)
     parser.add_argument("--out", type=Path, default=Path("report.html"), metavar="FILE",
                         help="HTML file to write (default: report.html; its directory must exist)")
-    parser.add_argument("--probes", type=Path, action="append", default=[], metavar="RUN_JSON|DIR",
-                        help="a probe-run artifact (`verdict probes run --out`) to show, or a directory of them (its "
-                        "latest run per suite version); repeat for several (default: DATA_DIR/probes, where the "
-                        "daemon's probes job writes, when it exists)")
-    parser.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
-                        help="how long to wait for state.duckdb held by another process (default 10)")
     add_json(parser, 'print {"report": path, ...} as JSON on stdout')
+    more = parser.add_argument_group("probe runs and locking")
+    more.add_argument("--probes", type=Path, action="append", default=[], metavar="RUN_JSON|DIR",
+                      help="a probe-run artifact (`verdict probes run --out`) to show, or a directory of them (its "
+                      "latest run per suite version); repeat for several (default: DATA_DIR/probes, where the "
+                      "daemon's probes job writes, when it exists)")
+    more.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
+                      help="how long to wait for state.duckdb held by another process (default 10)")
+    lakes.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

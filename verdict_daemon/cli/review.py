@@ -12,7 +12,7 @@
 Output is JSON on stdout. Exit codes: 0 ok; 1 `correlate --fail-on` and the status is a failing one
 (the JSON is still printed); 2 bad input, unknown item or storage problem, as the one error envelope
 {"error": {"code", "message"}} on stderr (docs/cli.md), never a traceback (VERDICT_DEBUG=1 re-raises
-internal errors). Codes: invalid_config, tenant_required, item_not_found, no_labels,
+internal errors). Codes: invalid_config, tenant_required, invalid_tenant (exit 3), item_not_found, no_labels,
 evaluator_ambiguous, invalid_signals, storage_error, storage_locked, internal_error (docs/review.md).
 
 examples:
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from verdict import environment
-from verdict.cli_runner import add_data_dir, add_tenant
-from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
+from verdict.cli_runner import add_data_dir, add_tenant, checked_tenant
+from verdict.tenancy import TenantId
 from verdict_daemon import lakes
 from verdict_daemon.errors import DaemonError
 
@@ -158,12 +158,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _tenant(args: argparse.Namespace) -> TenantId:
-    if not args.tenant:
-        raise DaemonError("tenant_required", "give --tenant (or set VERDICT_TENANT)")
-    try:
-        return validate_tenant_id(args.tenant)
-    except InvalidTenantError as exc:
-        raise DaemonError("tenant_required", str(exc)) from None
+    return checked_tenant(args.tenant)
 
 
 def _store(args: argparse.Namespace):

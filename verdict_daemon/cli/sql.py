@@ -6,9 +6,11 @@ from state.duckdb (verdict_daemon.store.views)."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from collector import sql
 from collector.lake_union import LakeUnion
+from verdict.cli_runner import checked_tenant
 from verdict_daemon import lakes
 
 _TABLES = """\
@@ -27,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _lakes(args: argparse.Namespace) -> LakeUnion:
     """The data dir and the options' lakes; the data dir read alone must exist (no_data_dir)."""
-    sql.valid_tenant(args.tenant)  # a bad tenant is reported before a bad or missing lake
+    checked_tenant(args.tenant)  # a bad tenant is reported before a bad or missing lake
     from verdict_daemon.config import Lake
 
     lake = lakes.with_arguments(Lake(), args)
@@ -42,4 +44,12 @@ def run(args: argparse.Namespace) -> int:
 
         add_state_views(con, args.data_dir, args.tenant)  # state.duckdb locked or damaged: its own DaemonError
 
-    return sql.run(args, _lakes(args), prepare=add_state)
+    union = _lakes(args)
+    code = sql.run(args, union, prepare=add_state)
+    if not args.print_views:  # after the answer, which may be right (a fresh install): a warning, not an error
+        from verdict_daemon.tenant_data import no_data
+
+        missing = no_data(args.tenant, args.data_dir, union)
+        if missing is not None:
+            sys.stderr.write(f"verdict sql: warning: {missing.message}\n")
+    return code

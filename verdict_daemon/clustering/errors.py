@@ -10,7 +10,7 @@ from verdict.cli_errors import CliError, ErrorCode
 CLUSTER_ERROR_CODES: tuple[ErrorCode, ...] = (
     "invalid_config", "unknown_version", "unknown_cluster", "generation_conflict", "validation_failed",
     "rollback_target_not_activated", "no_active_registry", "model_unavailable", "analysis_index_pending",
-    "storage_locked", "storage_error", "internal_error",
+    "storage_locked", "storage_error", "tenant_required", "invalid_tenant", "internal_error",
 )
 
 

@@ -16,10 +16,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import cast
 
-from collector.lake import SEGMENT_SUFFIX
 from collector.lake_union import LakeUnion
+from verdict.cli_runner import checked_tenant
 from verdict.drift.model import window_to_reach
-from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 from verdict_daemon.config import Drift
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.report.model import (
@@ -48,6 +47,7 @@ from verdict_daemon.store.drift_runs import (
     signals_in,
 )
 from verdict_daemon.store.state import STATE_FILE
+from verdict_daemon.tenant_data import require_data
 
 UNASSIGNED = "(not assigned yet)"  # judged before the assign step gave the trace a cluster
 
@@ -91,15 +91,6 @@ _EXAMPLES = """
     ORDER BY ids.pos"""
 
 
-def checked_tenant(tenant: str | None) -> TenantId:
-    if not tenant:
-        raise DaemonError("tenant_required", "give --tenant (or set VERDICT_TENANT)")
-    try:
-        return validate_tenant_id(tenant)
-    except InvalidTenantError as exc:
-        raise DaemonError("tenant_required", str(exc)) from None
-
-
 def checked_data_dir(data_dir: Path | str | None) -> Path:
     if data_dir is None:
         raise DaemonError("invalid_config", "give --data-dir (the directory `verdict collector` and the daemon use)")
@@ -113,37 +104,28 @@ def checked_data_dir(data_dir: Path | str | None) -> Path:
 
 def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: ReviewQueue, lock_timeout: float = 10.0,
            generated_at: datetime | None = None, lake: LakeUnion | None = None) -> ReportData:
-    """The tenant's ReportData; `unknown_tenant` when neither its lakes (`lake`, default the data dir's own)
-    hold spans of it nor the data dir's state knows it."""
+    """The tenant's ReportData; `unknown_tenant` naming the tenants with data when neither its lakes (`lake`,
+    default the data dir's own) hold spans of it nor the data dir's state knows it (verdict_daemon.tenant_data)."""
     import duckdb
 
     tenant = checked_tenant(tenant)
     root = checked_data_dir(data_dir)
     at = generated_at or datetime.now(UTC)
-    in_lake = bool(LakeUnion.of(root if lake is None else lake).files("spans", tenant, f"*{SEGMENT_SUFFIX}", None))
+    require_data(tenant, root, LakeUnion.of(root if lake is None else lake), lock_timeout)
     state = root / STATE_FILE
     if not state.exists():
-        if not in_lake:
-            raise _unknown(tenant, root)
         return ReportData(tenant, at, 0, (), (), (), (), probes, review)
     con = duckdb.connect()
     try:
         views.add_state_views(con, root, tenant, lock_timeout=lock_timeout)
         views.add_report_tables(con, state, tenant, lock_timeout)
         sampled = con.execute("SELECT coalesce(sum(sampled), 0) FROM sampled_per_cluster").fetchone()[0]  # type: ignore[index]  # an aggregate: one row
-        known = con.execute("SELECT (SELECT count(*) FROM spend) + (SELECT count(*) FROM sentinel)").fetchone()[0]  # type: ignore[index]  # an aggregate: one row
-        if not (in_lake or sampled or known):
-            raise _unknown(tenant, root)
         return ReportData(tenant, at, int(sampled), _sections(con), _sentinel(con), _spend(con), _spend_days(con),
                           probes, _with_clusters(con, review))
     except duckdb.Error as exc:
         raise DaemonError("storage_error", f"{state}: {str(exc).splitlines()[0][:300]}") from None
     finally:
         con.close()
-
-
-def _unknown(tenant: str, root: Path) -> DaemonError:
-    return DaemonError("unknown_tenant", f"tenant {tenant!r} has no spans and no state in {root}")
 
 
 def _latest_runs(con) -> dict[str, tuple[DriftWindows, DriftWindows | None]]:

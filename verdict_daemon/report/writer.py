@@ -11,11 +11,12 @@ from datetime import datetime
 from pathlib import Path
 
 from collector.lake_union import read_errors
+from verdict.cli_runner import checked_tenant
 from verdict_daemon.config import Lake
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.lakes import open_lakes
 from verdict_daemon.probes import PROBES_DIR
-from verdict_daemon.report.gather import checked_data_dir, checked_tenant, gather
+from verdict_daemon.report.gather import checked_data_dir, gather
 from verdict_daemon.report.model import ReportData
 from verdict_daemon.report.panels import probe_panel, review_queue
 from verdict_daemon.report.render import render
@@ -77,7 +78,7 @@ def write_report(data_dir: Path | str, tenant: str, out_path: Path | str, *, pro
 
     `probes`: probe-run artifacts (`verdict probes run --out`) to show; `generated_at`: the time stamped
     in the report (default now, UTC). Raises DaemonError: `invalid_config` (missing data dir, probe file
-    or output directory), `tenant_required` (invalid tenant id), `unknown_tenant`, `storage_locked`,
+    or output directory), `tenant_required`, `invalid_tenant`, `unknown_tenant`, `storage_locked`,
     `storage_error`. Nothing is written unless the whole report was built."""
     out = checked_out(out_path)
     data = build_report(data_dir, tenant, probes=probes, lock_timeout=lock_timeout, generated_at=generated_at)

@@ -127,6 +127,7 @@ class Cycle:
                  sampled: SampleReport, judged: list[JudgeReport], routed: RoutingReport, assigned: AssignReport,
                  runs: list[DriftRunReport]) -> dict[str, Any]:
         names = {e.fingerprint: e.name for e in self.evaluators}
+        low_coverage = [why for j in judged if (why := j.low_coverage(self.config.judging)) is not None]
         signals = [{**asdict(s), "evaluator": names[s.fingerprint], "examples": list(s.examples)}
                    for r in runs for s in r.signals]
         return {
@@ -140,7 +141,8 @@ class Cycle:
             "judged": sum(j.judged for j in judged),
             "errors": sum(j.errors for j in judged),
             "no_content": sum(j.no_content for j in judged),
-            "warnings": [w for w in (sampled.warning(),) if w],
+            "warnings": [w for w in (sampled.warning(),) if w] + low_coverage,
+            "low_coverage": low_coverage,
             "missing_intent_key": assigned.missing_intent_key,
             "review_queued": routed.queued,
             "evaluators": [{"name": j.evaluator, "fingerprint": j.fingerprint, "pending": j.pending, "judged": j.judged,
@@ -152,11 +154,20 @@ class Cycle:
                             "coverage": coverage(self.store, tenant, j.fingerprint)} for j in judged],
             "drift_runs": [{"run_id": r.run_id, "evaluator": names[r.fingerprint], "fingerprint": r.fingerprint,
                             "as_of": r.as_of.isoformat(), "alpha": r.alpha,
-                            "judgments": r.judgments, "cells": r.cells, "tested": r.tested, "signals": len(r.signals),
+                            "judgments": r.judgments, "cells": r.cells, "tested": r.tested, "min_usable": r.min_usable,
+                            "not_tested": not_tested(r.cells, r.tested, r.min_usable), "signals": len(r.signals),
                             "reused": r.reused} for r in runs],
             "signals": signals,
             "adverse_signals": sum(s["kind"] in ADVERSE_KINDS for s in signals),
         }
+
+
+def not_tested(cells: int, tested: int, min_usable: int) -> str | None:
+    """Why a run's untested cells were not tested (None when every cell was): "tested 0" alone reads as a pass."""
+    if tested >= cells:
+        return None
+    return (f"{cells - tested} of {cells} cells not tested: fewer than min_usable {min_usable} usable judgments "
+            "in the current window or in the windows compared against ([drift] min_usable)")
 
 
 def run_cycle(config: DaemonConfig, tenant: TenantId, as_of: datetime, evaluators: list[Evaluator],

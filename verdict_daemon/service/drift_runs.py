@@ -225,4 +225,4 @@ def _decide(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift
     log.info("drift tenant=%s fingerprint=%s run=%s judgments=%d cells=%d tested=%d signals=%d",
              tenant, fingerprint[:12], run_id, table.num_rows, len(report.cells), report.tested, len(signals))
     return DriftRunReport(run_id, fingerprint, at, decision.alpha, table.num_rows, len(report.cells), report.tested,
-                          tuple(signals), False)
+                          config.min_usable, tuple(signals), False)

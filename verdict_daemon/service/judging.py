@@ -69,6 +69,18 @@ class JudgeReport:
         called = self.judged + self.errors
         return round(self.usage.requests / called, 2) if called else None
 
+    def low_coverage(self, config: Judging) -> str | None:
+        """Why this run's coverage is below the floor of `config` ([judging] low_coverage_*), or None. A run asked
+        to stop is not judged by it: its traces are judged again later."""
+        to_judge = self.pending - self.no_content
+        if self.stopped or to_judge < config.low_coverage_min_traces or \
+                self.judged > config.low_coverage_share * to_judge:
+            return None
+        why = f"; {self.early_stop}" if self.early_stop else ""
+        return (f"evaluator {self.evaluator!r}: {self.judged} usable judgment(s) of {to_judge} trace(s) to judge, "
+                f"at most {config.low_coverage_share:.0%} of at least {config.low_coverage_min_traces} "
+                f"([judging] low_coverage_share, low_coverage_min_traces){why}")
+
 
 def error_class(outcome: Outcome) -> str | None:
     """What kind of failure an outcome is, finer than its error code: the model error kind when a model

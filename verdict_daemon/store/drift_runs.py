@@ -57,6 +57,7 @@ class DriftRunReport:
     judgments: int
     cells: int
     tested: int
+    min_usable: int  # usable judgments per window a cell needs to be tested (the others are not)
     signals: tuple[Signal, ...]
     reused: bool  # an identical run already existed (same inputs)
 
@@ -236,7 +237,7 @@ def attempted_alerts(store: StateStore, tenant: str) -> int:
 
 def stored_run(store: StateStore, tenant: str, run_id: str) -> DriftRunReport | None:
     with store.transaction() as con:
-        run = con.execute("SELECT fingerprint, as_of, alpha, judgments, cells, tested FROM drift_runs "
+        run = con.execute("SELECT fingerprint, as_of, alpha, judgments, cells, tested, min_usable FROM drift_runs "
                           "WHERE tenant_id = ? AND run_id = ?", [tenant, run_id]).fetchone()
         if run is None:
             return None

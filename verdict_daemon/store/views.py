@@ -178,3 +178,31 @@ def add_state_views(con, data_dir: Path, tenant: TenantId, *, lock_timeout: floa
                                            f"{str(exc).splitlines()[0][:200]}") from None
     finally:
         con.execute(f"DETACH {STATE_ALIAS}")
+
+
+# The state tables whose rows mean "the daemon worked for this tenant" (evaluators and cursors alone do not).
+_TENANT_TABLES = ("sampled_traces", "judgment_attempts", "sentinel_health", "cluster_versions", "review_items")
+
+
+def state_tenants(data_dir: Path, lock_timeout: float, tenant: TenantId | None = None) -> set[str]:
+    """The tenants (or just `tenant`, when given) with rows in the data dir's state.duckdb; none without one
+    (verdict_daemon.tenant_data)."""
+    import duckdb
+
+    path = Path(data_dir).resolve() / STATE_FILE
+    if not path.exists():
+        return set()
+    con = duckdb.connect()
+    try:
+        attach_state(con, path, lock_timeout)
+        present = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
+                                              {"db": STATE_ALIAS}).fetchall()}
+        where, params = ("", {}) if tenant is None else (" WHERE tenant_id = $tenant", {"tenant": tenant})
+        union = " UNION ".join(f"SELECT DISTINCT tenant_id FROM {STATE_ALIAS}.{t}{where}"
+                               for t in _TENANT_TABLES if t in present)
+        return {t for (t,) in con.execute(union, params).fetchall()} if union else set()
+    except duckdb.Error as exc:
+        raise DaemonError("storage_error", f"the state file {path} is damaged (corrupt or truncated): "
+                                           f"{str(exc).splitlines()[0][:200]}") from None
+    finally:
+        con.close()
