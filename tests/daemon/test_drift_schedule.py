@@ -99,6 +99,7 @@ def _above(alarms: int, periods: int, alpha: float) -> bool:
     return stats.binom.sf(alarms - 1, periods, alpha) < 0.001
 
 
+@pytest.mark.timeout(900)  # the 5-minute schedule: ~80 s on an idle machine, ~300 s at load 10
 @pytest.mark.parametrize(("every", "config", "traffic", "periods"), [
     (HOUR, Drift(alpha=0.2), SMALL, 24),
     (FIVE_MINUTES, Drift(alpha=0.2, **TWO_HOURS), Traffic(clusters=4, per_day=480, unusable=(0.0, 0.4)), 24),
