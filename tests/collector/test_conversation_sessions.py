@@ -65,14 +65,15 @@ def _reference(turns: list[Turn], trace_ids: list[str], inactivity: int, as_of: 
         mine = sorted((T0 + t.start * MINUTE, trace_id, t) for t, trace_id in zip(turns, trace_ids, strict=True)
                       if t.key == key)
         seq = number = 0
-        last_end: int | None = None
+        key_end: int | None = None  # the gap is measured from every earlier turn of the id, even across an end marker
+        last_end = 0  # the last end of the current conversation
         ended = False
         for start, trace_id, turn in mine:
-            if last_end is None or ended or start >= last_end + inactivity * MINUTE:
-                seq, number, last_end = seq + 1, 0, None
+            if key_end is None or ended or start >= key_end + inactivity * MINUTE:
+                seq, number, last_end = seq + 1, 0, 0
             number += 1
             end = start + turn.minutes * MINUTE
-            last_end = end if last_end is None else max(last_end, end)
+            key_end, last_end = max(key_end or end, end), max(last_end, end)
             ended = turn.end_marker
             placed[trace_id] = (key, seq, number)
             status[(key, seq)] = "closed" if ended or last_end + inactivity * MINUTE <= as_of else "open"
@@ -82,6 +83,7 @@ def _reference(turns: list[Turn], trace_ids: list[str], inactivity: int, as_of: 
 # Explicit cases first: the end marker cuts before the gap would; a turn exactly `inactivity` after the last end
 # starts the next conversation, and the first one is closed at that instant.
 @example(turns=[Turn("k1", 0, 1, True), Turn("k1", 2, 1, False)], inactivity=30, as_of=3)
+@example(turns=[Turn("k1", 0, 1, False), Turn("k1", 0, 2, True), Turn("k1", 2, 1, False)], inactivity=1, as_of=0)
 @example(turns=[Turn("k1", 0, 5, False), Turn("k1", 15, 1, False)], inactivity=10, as_of=15)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
