@@ -65,6 +65,8 @@ def no_data(tenant: TenantId, data_dir: Path, lake: LakeUnion, lock_timeout: flo
             return None
         others = tenants_with_data(data_dir, lake, lock_timeout)
     except read_errors() as exc:  # a directory without permission; no such bucket, store unreachable
+        if isinstance(exc, OSError):  # as verdict report words it
+            raise DaemonError("storage_error", f"cannot read {exc.filename or data_dir} ({exc.strerror})") from None
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {type(exc).__name__}: "
                           + (str(exc).splitlines() or [""])[0][:300]) from None
     listed = f"tenants with data: {', '.join(others)}" if others else "no tenant has data there yet"
