@@ -50,8 +50,9 @@ def test_console_examples_print_what_the_page_shows(tmp_path, monkeypatch, capsy
         quiet = argv[-2:] == QUIET
         code = main(argv[:-2] if quiet else argv)
         out = capsys.readouterr()
-        # a result on stdout (exit 0), or the error envelope on stderr (exit 2): the page shows either
-        assert (code, bool(out.out), bool(out.err)) in ((0, True, False), (2, False, True)), argv
+        # a result on stdout (exit 0), or the error envelope on stderr (exit 2; 3 for invalid_tenant): the page
+        # shows either
+        assert (code, bool(out.out), bool(out.err)) in ((0, True, False), (2, False, True), (3, False, True)), argv
         document = json.loads(out.out or out.err)
         if quiet:
             assert code == 0 and not shown.strip(), argv

@@ -5,18 +5,25 @@ state.duckdb are closed errors. Real DuckDB, the real CLI in a subprocess."""
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
+import time
 
 import pytest
 
+from collector import lake
+from collector.loadgen import export_request
+from tests.collector.conftest import land_request
 from tests.collector.test_sql import verdict
 
 
 @pytest.fixture
 def data_dir(tmp_path):
+    """A lake holding a few spans of the tenant the queries run as (an empty tenant adds a warning on stderr)."""
     path = tmp_path / "data"
-    path.mkdir()
+    lake.prepare(path)
+    land_request(path, export_request(random.Random(0), 3, time.time_ns()))
     return path
 
 
