@@ -34,6 +34,7 @@ def verdict(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def claimed(tmp_path_factory, _fake_openai_server) -> tuple[Path, dict, list[str]]:
     """The data dir after the app claimed tenant acme against a tokenless collector; its /stats and log."""
+    _fake_openai_server.reset()  # no script or key left by an earlier test (module scope: `fake_openai` is per test)
     data = tmp_path_factory.mktemp("claimed") / "data"
     collector = Collector(data).start()
     try:
