@@ -1,4 +1,5 @@
-"""Run README.md's code blocks (tests/test_readme.py), so the front door cannot rot.
+"""Run README.md's code blocks (tests/test_readme.py), so the front door cannot rot; the same rules
+and directives hold for every page of docs/ (tests/test_docs_blocks.py).
 
 Every fenced block is one of:
 
@@ -15,6 +16,9 @@ Every fenced block is one of:
   session directory. Each statement must return at least one row.
 * any language with `<!-- readme: file NAME -->` — the block is written to NAME in the session
   directory (a config file the following commands use).
+* any block with `<!-- readme: illustration WHY -->` — shown, never run: a synopsis with placeholders, a
+  fragment of someone's app, a command that needs what no test has (a cloud bucket, a paid model).
+  WHY is required and says so; use it sparingly, a runnable block is worth more.
 * any block with `<!-- readme: covered-by PATH... -->` — not run here because those files run it
   (`make demo`, `make test`): each PATH must exist and every command of the block must appear in one
   (for `make TARGET`, the module its Makefile recipe runs with `python -m` counts too).
@@ -69,17 +73,18 @@ class Block:
     code: str
     line: int  # of the opening fence, 1-based
     directives: tuple[tuple[str, str], ...] = ()  # (name, argument)
+    source: str = "README.md"  # the page, relative to the repository
 
     def directive(self, name: str) -> str | None:
         return next((arg for n, arg in self.directives if n == name), None)
 
     @property
     def where(self) -> str:
-        return f"README.md:{self.line} ({self.lang} block)"
+        return f"{self.source}:{self.line} ({self.lang} block)"
 
     @property
     def in_process(self) -> bool:
-        return self.lang == "python" and self.directive("session") is None
+        return self.lang == "python" and self.directive("session") is None and self.directive("illustration") is None
 
     @property
     def is_code(self) -> bool:
@@ -98,11 +103,12 @@ class BlockFailed(AssertionError):
         super().__init__("\n".join(parts))
 
 
-DIRECTIVES = ("session", "exit", "verdict-sql", "duckdb", "file", "covered-by", "background", "setup")
+DIRECTIVES = ("session", "exit", "verdict-sql", "duckdb", "file", "covered-by", "background", "setup",
+              "illustration")
 
 
-def parse(text: str) -> list[Block]:
-    """Every fenced block with the directives written directly above it."""
+def parse(text: str, source: str = "README.md") -> list[Block]:
+    """Every fenced block of the page `source` with the directives written directly above it."""
     blocks, pending, lines = [], [], text.splitlines()
     i = 0
     while i < len(lines):
@@ -111,23 +117,28 @@ def parse(text: str) -> list[Block]:
         if directive:
             name, _, arg = directive.group(1).partition(" ")
             if name not in DIRECTIVES:
-                raise ValueError(f"README.md:{i + 1}: unknown directive {name!r} (known: {', '.join(DIRECTIVES)})")
+                raise ValueError(f"{source}:{i + 1}: unknown directive {name!r} (known: {', '.join(DIRECTIVES)})")
             pending.append((name, arg.strip()))
         elif fence:
             end = next((j for j in range(i + 1, len(lines)) if lines[j] == "```"), None)
             if end is None:
-                raise ValueError(f"README.md:{i + 1}: unclosed code fence")
+                raise ValueError(f"{source}:{i + 1}: unclosed code fence")
             code = "\n".join(lines[i + 1 : end]) + "\n"
-            blocks.append(Block(fence.group(1), code, i + 1, tuple(pending)))
+            blocks.append(Block(fence.group(1), code, i + 1, tuple(pending), source))
             pending, i = [], end
         elif pending:
-            raise ValueError(f"README.md:{i + 1}: a readme directive must sit directly above a code fence")
+            raise ValueError(f"{source}:{i + 1}: a readme directive must sit directly above a code fence")
         i += 1
     return blocks
 
 
 def check_runnable(block: Block) -> None:
     """A block every runner can handle, or a precise reason why not."""
+    if block.directive("illustration") is not None:
+        if block.lang == "text" or not block.directive("illustration") or len(block.directives) > 1:
+            raise ValueError(f"{block.where}: `illustration WHY` takes a reason, stands alone, and is for code "
+                             "(a listing is a ```text block)")
+        return
     if block.lang not in LANGUAGES and not (block.directive("file") or block.directive("covered-by")):
         raise ValueError(f"{block.where}: language {block.lang!r} is not run; use one of {LANGUAGES}, "
                          "or a `file` / `covered-by` directive")
@@ -274,6 +285,8 @@ class Session:
 
     def run(self, block: Block) -> None:
         check_runnable(block)
+        if block.directive("illustration") is not None:
+            return
         block = with_ports(block, self.ports)
         setup = block.directive("setup")
         if setup is not None:
