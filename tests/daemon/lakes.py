@@ -98,6 +98,11 @@ def scripted_judge_model() -> ScriptedModel:
     return ScriptedModel(grade, name="scripted/inspecting-judge")
 
 
+def prose_judge_model() -> ScriptedModel:
+    """A judge that answers prose, never the rubric's JSON: no judgment is ever usable."""
+    return ScriptedModel(lambda _: "The answer looks helpful and complete to me.", name="scripted/prose-judge")
+
+
 def slow_judge_model() -> ScriptedModel:
     """The same judge with 20 ms per call, so a test can stop the daemon mid-judging."""
     return ScriptedModel(grade, name="scripted/inspecting-judge", latency=0.02)

@@ -89,6 +89,18 @@ def test_alerts_retry_with_backoff_then_deliver_once(lake):
     assert _count(lake, "SELECT count(DISTINCT run_id) FROM drift_signals") == 3
 
 
+def test_a_judge_job_with_no_usable_judgment_is_logged_as_low_coverage(lake, caplog):
+    """`verdict pipeline` exits low_coverage; the service keeps running but says so in its log (issue 30)."""
+    config = make_config(lake, evaluators=[{"name": "quality", "kind": "rubric",
+                                            "model": "tests.daemon.lakes:prose_judge_model"}])
+    daemon = Daemon(config, clock=lambda: NOW)
+    daemon.sample()
+    with caplog.at_level(logging.WARNING, logger="verdict.daemon"):
+        daemon.judge()
+    assert "job=judge tenant=acme error=low_coverage: evaluator 'quality': 0 usable judgment(s)" in caplog.text
+    assert "tenant=globex error=low_coverage" not in caplog.text  # nothing to judge there: not a low coverage
+
+
 def test_alerts_give_up_after_max_attempts(lake, caplog):
     config = make_config(lake, alerts={"webhook_url": "http://127.0.0.1:9/hook", "max_attempts": 1,
                                        "timeout_seconds": 2})

@@ -132,7 +132,11 @@ class Daemon:
 
     def _judge(self, tenant: TenantId, evaluator: Evaluator, run_id: str) -> object:
         self._trusted(tenant, evaluator)
-        return self.cycle.judge(tenant, evaluator, run_id, self.stop.is_set)
+        report = self.cycle.judge(tenant, evaluator, run_id, self.stop.is_set)
+        why = report.low_coverage(self.config.judging)
+        if why is not None:  # the service keeps running (the judge may recover), but never silently
+            log.warning("job=judge tenant=%s error=low_coverage: %s", tenant, why)
+        return report
 
     def assign(self) -> None:
         self._each_tenant("assign", lambda t: self.cycle.assign(t, self.cycle.pin(t)))
