@@ -88,9 +88,21 @@ SENDERS = (
            note="Langfuse SDK: langfuse.openai generations inside span observations, its own OTLP exporter"),
     Sender("genkit", "genkit", ("genkit_generate.py",),
            note="Genkit (Python) with genkit-openai: flow, generate util and model action spans"),
+    Sender("langchain-openinference", "langchain", ("langchain_app.py", "chain", "openinference"),
+           note="LangChain prompt | ChatOpenAI | parser under OpenInference: chain, prompt, LLM and parser spans"),
+    Sender("langchain-openinference-openai", "langchain", ("langchain_app.py", "chain", "openinference", "with-openai"),
+           note="the Phoenix quick-start: OpenInference LangChain and OpenAI instrumentations describe each call twice"),
+    Sender("langchain-openllmetry", "langchain", ("langchain_app.py", "chain", "openllmetry"),
+           note="LangChain under OpenLLMetry: workflow/task steps (traceloop.span.kind) and the chat span"),
+    Sender("langchain-openllmetry-openai", "langchain", ("langchain_app.py", "chain", "openllmetry", "with-openai"),
+           note="OpenLLMetry's LangChain and OpenAI instrumentations together: each call described twice"),
+    Sender("langgraph-openinference", "langchain", ("langchain_app.py", "graph", "openinference"),
+           note="a LangGraph StateGraph (draft -> review) under OpenInference: graph and node spans, one model call each"),
+    Sender("langgraph-openllmetry", "langchain", ("langchain_app.py", "graph", "openllmetry"),
+           note="the same graph under OpenLLMetry: workflow/task spans for the graph and its nodes"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit"})
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "langchain"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
