@@ -28,8 +28,10 @@ def role_name(value: str) -> str:
     return lowered if lowered in ROLES else ROLE_ALIASES.get(lowered, value)
 
 
-def messages(column: Messages) -> tuple[Messages, tuple[str, ...]]:
-    """(the column with its roles in the semconv set, the roles left as sent because nothing names them)."""
+def messages(column: Messages, unnamed: str | None = None) -> tuple[Messages, tuple[str, ...]]:
+    """(the column with its roles in the semconv set, the roles left as sent because nothing names them). With
+    `unnamed`, a role nothing names becomes that one instead (an inference's output is the model's: OpenLLMetry
+    writes `unknown` for a streamed LangChain reply)."""
     if isinstance(column, str):
         found = _ROLE.findall(column)
         if all(r in ROLES for r in found):
@@ -37,7 +39,7 @@ def messages(column: Messages) -> tuple[Messages, tuple[str, ...]]:
         parsed = parse_json(column)
         if not isinstance(parsed, list):
             return column, tuple(r for r in found if role_name(r) not in ROLES)
-        fixed, left = messages(parsed)
+        fixed, left = messages(parsed, unnamed)
         return orjson.dumps(fixed).decode(), left
     if not isinstance(column, list):
         return column, ()
@@ -47,9 +49,10 @@ def messages(column: Messages) -> tuple[Messages, tuple[str, ...]]:
         role = message.get("role") if isinstance(message, dict) else None
         if isinstance(role, str) and role not in ROLES:
             named = role_name(role)
-            message = {**message, "role": named}
             if named not in ROLES:
                 unknown.append(named)
+                named = unnamed or named
+            message = {**message, "role": named}
         out.append(message)
     return out, tuple(unknown)
 

@@ -96,6 +96,8 @@ SENDERS = (
            note="LangChain under OpenLLMetry: workflow/task steps (traceloop.span.kind) and the chat span"),
     Sender("langchain-openllmetry-openai", "langchain", ("langchain_app.py", "chain", "openllmetry", "with-openai"),
            note="OpenLLMetry's LangChain and OpenAI instrumentations together: each call described twice"),
+    Sender("langchain-openllmetry-stream", "langchain", ("langchain_app.py", "stream", "openllmetry"),
+           note="the chain consumed with .stream() under OpenLLMetry: the streamed chat span"),
     Sender("langgraph-openinference", "langchain", ("langchain_app.py", "graph", "openinference"),
            note="a LangGraph StateGraph (draft -> review) under OpenInference: graph and node spans, one model call each"),
     Sender("langgraph-openllmetry", "langchain", ("langchain_app.py", "graph", "openllmetry"),

@@ -2,10 +2,10 @@
 OpenLLMetry's LangChain instrumentation, alone or together with the same suite's OpenAI instrumentation
 (the Phoenix quick-start and Traceloop's default set-up): what a LangChain app team runs.
 
-usage: langchain_app.py chain|graph openinference|openllmetry [with-openai]
+usage: langchain_app.py chain|stream|graph openinference|openllmetry [with-openai]
 
 chain: `ChatPromptTemplate | ChatOpenAI | StrOutputParser` invoked once per question (prompt, model and
-parser steps under one chain span). graph: a LangGraph StateGraph with two nodes, `draft` (calls the
+parser steps under one chain span); stream: the same chain consumed with `.stream()` (the model streams). graph: a LangGraph StateGraph with two nodes, `draft` (calls the
 model) and `review` (plain Python), compiled and invoked once per question (graph, node and model spans).
 """
 
@@ -44,24 +44,27 @@ def instrument(suite: str, with_openai: bool, tracer_provider) -> dict[str, str]
     raise SystemExit(f"unknown suite {suite!r}")
 
 
-def model():
+def model(stream_usage: bool = False):
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(model=_peer.MODEL, base_url=os.environ["PEER_OPENAI_BASE_URL"], api_key="sk-fake-peer",
-                      max_retries=0)
+                      max_retries=0, stream_usage=stream_usage)
 
 
-def run_chain() -> list[str]:
+def run_chain(stream: bool) -> list[str]:
     from langchain_core.output_parsers import StrOutputParser
     from langchain_core.prompts import ChatPromptTemplate
 
     prompt = ChatPromptTemplate.from_messages([("system", _peer.SYSTEM), ("user", "{question}")])
-    chain = prompt | model() | StrOutputParser()
+    chain = prompt | model(stream_usage=stream) | StrOutputParser()  # a stream reports usage when asked
     calls = []
     for question in _peer.QUESTIONS:
         with _peer.intent():
-            chain.invoke({"question": question})
-        calls.append(f"(prompt | ChatOpenAI(model={_peer.MODEL}) | StrOutputParser()).invoke")
+            if stream:
+                "".join(chain.stream({"question": question}))
+            else:
+                chain.invoke({"question": question})
+        calls.append(f"(prompt | ChatOpenAI(model={_peer.MODEL}) | StrOutputParser()).{'stream' if stream else 'invoke'}")
     return calls
 
 
@@ -105,7 +108,7 @@ def main() -> None:
     tp = _peer.tracer_provider()
     packages = instrument(suite, with_openai, tp)
     packages |= _peer.versions("langchain-core", "langchain-openai", "langgraph", "openai", "opentelemetry-sdk")
-    calls = run_chain() if shape == "chain" else run_graph()
+    calls = run_graph() if shape == "graph" else run_chain(stream=shape == "stream")
     _peer.report(packages, calls, tp)
 
 
