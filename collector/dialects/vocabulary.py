@@ -72,6 +72,15 @@ def model_and_provider(fields: GenAIFields) -> GenAIFields:
     return fields._replace(**changes) if changes else fields
 
 
+def operation_name(fields: GenAIFields) -> GenAIFields:
+    """One operation name per kind of call: a Gemini call is `generate_content` (the semconv name for its API),
+    also from senders that call every model call `chat` (OpenInference's google-genai LLM spans)."""
+    if fields.operation == "chat" and fields.provider in _GEMINI:
+        return fields._replace(operation="generate_content")
+    return fields
+
+
+_GEMINI = frozenset({"gcp.gemini", "gcp.vertex_ai"})
 # Prefixes that name a provider (not a model family or an organisation on a model hub: `meta-llama/...`).
 _ROUTED_PROVIDERS = frozenset({"openai", "anthropic", "aws.bedrock", "gcp.gemini", "gcp.vertex_ai", "azure.ai.openai",
                                "mistral_ai", "cohere", "groq", "deepseek", "perplexity", "x_ai", "ollama"})

@@ -13,11 +13,11 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verdict_demo.fake_llm import FakeAnthropic, FakeOpenAI, RecordedRequest, Reply
+from verdict_demo.fake_llm import FakeAnthropic, FakeGemini, FakeOpenAI, RecordedRequest, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 SENDERS_DIR = Path(__file__).with_name("senders")
@@ -98,13 +98,22 @@ SENDERS = (
            note="OpenLLMetry's LangChain and OpenAI instrumentations together: each call described twice"),
     Sender("langchain-openllmetry-stream", "langchain", ("langchain_app.py", "stream", "openllmetry"),
            note="the chain consumed with .stream() under OpenLLMetry: the streamed chat span"),
+    Sender("gemini-otel", "gemini", ("gemini_generate.py", "otel"),
+           {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_and_event"}, provider="gemini",
+           provider_name="gcp.gemini",
+           note="the OpenTelemetry contrib google-genai instrumentation (latest semconv, content on span and event)"),
+    Sender("gemini-openinference", "gemini", ("gemini_generate.py", "openinference"), provider="gemini",
+           provider_name="gcp.gemini", note="OpenInference google-genai: the answer's role is Gemini's `model`"),
+    Sender("gemini-openllmetry", "gemini", ("gemini_generate.py", "openllmetry"), provider="gemini",
+           provider_name="gcp.gemini", note="OpenLLMetry google-generativeai on the google-genai client"),
     Sender("langgraph-openinference", "langchain", ("langchain_app.py", "graph", "openinference"),
            note="a LangGraph StateGraph (draft -> review) under OpenInference: graph and node spans, one model call each"),
     Sender("langgraph-openllmetry", "langchain", ("langchain_app.py", "graph", "openllmetry"),
            note="the same graph under OpenLLMetry: workflow/task spans for the graph and its nodes"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "langchain"})
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "langchain", "gemini"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
@@ -137,15 +146,38 @@ def run_sender(sender: Sender, otlp_endpoint: str, openai_server: FakeOpenAI, an
     """Run one sender to completion (its exporters flushed); raise with its stderr on failure."""
     if not sender.installed():
         raise RuntimeError(f"{sender.family} side environment missing: run `make peers`")
-    server = anthropic_server if sender.provider == "anthropic" else openai_server
-    before = server.request_count
+    with ExitStack() as stack:
+        gemini = stack.enter_context(_fake_gemini()) if sender.provider == "gemini" else None
+        server = gemini or (anthropic_server if sender.provider == "anthropic" else openai_server)
+        before = server.request_count
+        proc = _run(sender, otlp_endpoint, openai_server.base_url, anthropic_server.base_url,
+                    gemini.base_url if gemini else "", otlp_headers, timeout)
+        requests = server.request_count - before
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"sender {sender.name} printed no report:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    report = json.loads(lines[-1])
+    return Run(report["packages"], report["calls"], requests)
+
+
+@contextmanager
+def _fake_gemini() -> Iterator[FakeGemini]:
+    """A Gemini API for one sender's run (only Gemini senders need it)."""
+    with FakeGemini() as server:
+        server.handler = _reply
+        yield server
+
+
+def _run(sender: Sender, otlp_endpoint: str, openai_url: str, anthropic_url: str, gemini_url: str,
+         otlp_headers: str, timeout: float) -> subprocess.CompletedProcess:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ANTHROPIC_", "OPENAI_"))},
         **sender.env,
         "PEER_OTLP_ENDPOINT": otlp_endpoint,
         "PEER_OTLP_HEADERS": otlp_headers,
-        "PEER_OPENAI_BASE_URL": openai_server.base_url,
-        "PEER_ANTHROPIC_BASE_URL": anthropic_server.base_url,
+        "PEER_OPENAI_BASE_URL": openai_url,
+        "PEER_ANTHROPIC_BASE_URL": anthropic_url,
+        "PEER_GEMINI_BASE_URL": gemini_url,
         "PEER_NODE_MODULES": str(ROOT / ".peer-vercel" / "node_modules"),
         "PEER_SCENARIO": json.dumps({"system": _peer.SYSTEM, "questions": list(_peer.QUESTIONS),
                                      "model": _peer.MODEL, "service": _peer.SERVICE}),
@@ -154,8 +186,4 @@ def run_sender(sender: Sender, otlp_endpoint: str, openai_server: FakeOpenAI, an
     proc = subprocess.run(sender.command(), env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"sender {sender.name} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        raise RuntimeError(f"sender {sender.name} printed no report:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    report = json.loads(lines[-1])
-    return Run(report["packages"], report["calls"], server.request_count - before)
+    return proc

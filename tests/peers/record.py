@@ -117,6 +117,8 @@ def record(names: list[str]) -> int:
                 call["provider"] = (sender.provider_name or sender.provider) if sender.names_provider else None
                 if sender.provider == "anthropic":
                     call["request_model"] = _peer.ANTHROPIC_MODEL
+                elif sender.provider == "gemini":
+                    call["request_model"] = _peer.GEMINI_MODEL
             manifest = {
                 "sender": sender.name,
                 "family": sender.family,
