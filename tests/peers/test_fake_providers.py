@@ -1,6 +1,8 @@
-"""The fake Gemini API the Gemini senders are recorded against (tests/peers/harness.py): the wire shapes
-google-genai reads — candidates with the `model` role, usage metadata, SSE chunks with the finish reason and
-usage on the last — and its errors. (The real client is in the record-only side venv, so plain HTTP here.)"""
+"""The fake Gemini API and Bedrock runtime the Gemini and Bedrock senders are recorded against
+(tests/peers/harness.py): the wire shapes google-genai and boto3 read — Gemini candidates with the `model`
+role, usage metadata, SSE chunks with the finish reason and usage on the last; Bedrock's Converse answer and an
+Anthropic model's InvokeModel body — and their errors. (The real clients are in record-only side venvs, so
+plain HTTP here.)"""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from verdict_demo.fake_llm import FakeGemini, Reply
+from verdict_demo.fake_llm import Fail, FakeBedrock, FakeGemini, Reply
 
 BODY = {"systemInstruction": {"parts": [{"text": "Be brief."}]},
         "contents": [{"role": "user", "parts": [{"text": "Why was I charged twice?"}]}]}
@@ -57,3 +59,41 @@ def test_a_stream_sends_one_chunk_per_token_and_usage_on_the_last(gemini):
 def test_an_unknown_method_is_a_gemini_error(gemini):
     status, text = post(f"{gemini.url}/v1/models/gemini-2.0-flash:embedContent", BODY)
     assert status == 404 and json.loads(text)["error"]["status"] == "NOT_FOUND"
+
+
+MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0"
+
+
+@pytest.fixture
+def bedrock():
+    with FakeBedrock() as server:
+        server.default = Reply("A pending authorisation.", usage=(12, 3))
+        yield server
+
+
+def test_converse_answers_with_bedrock_usage(bedrock):
+    status, text = post(f"{bedrock.url}/model/{MODEL_ID}/converse",
+                        {"system": [{"text": "Be brief."}], "messages": [{"role": "user", "content": [{"text": "Why?"}]}]})
+    answer = json.loads(text)
+    assert status == 200 and answer["stopReason"] == "end_turn"
+    assert answer["output"]["message"] == {"role": "assistant", "content": [{"text": "A pending authorisation."}]}
+    assert answer["usage"] == {"inputTokens": 12, "outputTokens": 3, "totalTokens": 15}
+
+
+def test_invoke_model_answers_an_anthropic_body_as_anthropic_does(bedrock):
+    body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 2,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Why?"}]}]}
+    status, text = post(f"{bedrock.url}/model/{MODEL_ID}/invoke", body)
+    answer = json.loads(text)
+    assert status == 200 and answer["model"] == MODEL_ID and answer["stop_reason"] == "max_tokens"
+    assert answer["content"] == [{"type": "text", "text": "A pending "}]
+    assert answer["usage"] == {"input_tokens": 12, "output_tokens": 3}
+
+
+def test_a_bedrock_error_names_its_type_in_the_header(bedrock):
+    bedrock.enqueue(Fail(429, "Too many requests"))
+    request = urllib.request.Request(f"{bedrock.url}/model/{MODEL_ID}/converse", data=b'{"messages": []}',
+                                     headers={"content-type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as failed:
+        urllib.request.urlopen(request, timeout=10)
+    assert failed.value.code == 429 and failed.value.headers["x-amzn-errortype"] == "ThrottlingException"
