@@ -98,13 +98,15 @@ _MESSAGE_FIELDS = ("input_messages", "output_messages", "system_instructions")
 
 
 def _vocabulary(fields: GenAIFields) -> GenAIFields:
-    """Semconv roles in the message columns, `provider/model` names split (collector.dialects.vocabulary)."""
+    """Semconv roles in the message columns, `provider/model` names split, one operation name per kind of call
+    (collector.dialects.vocabulary)."""
     if fields.operation is None:
         return fields  # not a GenAI span: nothing to name
-    inputs, outputs = vocabulary.messages(fields.input_messages)[0], vocabulary.messages(fields.output_messages)[0]
+    inputs = vocabulary.messages(fields.input_messages)[0]
+    outputs = vocabulary.messages(fields.output_messages, unnamed="assistant")[0]  # the model wrote them
     if inputs is not fields.input_messages or outputs is not fields.output_messages:
         fields = fields._replace(input_messages=inputs, output_messages=outputs)
-    return vocabulary.model_and_provider(fields)
+    return vocabulary.operation_name(vocabulary.model_and_provider(fields))
 
 
 __all__ = ["CONTENT_ATTRIBUTES", "DIALECT_NAMES", "REGISTRY", "Dialect", "GenAIFields", "SpanEvent", "detect",

@@ -28,8 +28,10 @@ def role_name(value: str) -> str:
     return lowered if lowered in ROLES else ROLE_ALIASES.get(lowered, value)
 
 
-def messages(column: Messages) -> tuple[Messages, tuple[str, ...]]:
-    """(the column with its roles in the semconv set, the roles left as sent because nothing names them)."""
+def messages(column: Messages, unnamed: str | None = None) -> tuple[Messages, tuple[str, ...]]:
+    """(the column with its roles in the semconv set, the roles left as sent because nothing names them). With
+    `unnamed`, a role nothing names becomes that one instead (an inference's output is the model's: OpenLLMetry
+    writes `unknown` for a streamed LangChain reply)."""
     if isinstance(column, str):
         found = _ROLE.findall(column)
         if all(r in ROLES for r in found):
@@ -37,7 +39,7 @@ def messages(column: Messages) -> tuple[Messages, tuple[str, ...]]:
         parsed = parse_json(column)
         if not isinstance(parsed, list):
             return column, tuple(r for r in found if role_name(r) not in ROLES)
-        fixed, left = messages(parsed)
+        fixed, left = messages(parsed, unnamed)
         return orjson.dumps(fixed).decode(), left
     if not isinstance(column, list):
         return column, ()
@@ -47,9 +49,10 @@ def messages(column: Messages) -> tuple[Messages, tuple[str, ...]]:
         role = message.get("role") if isinstance(message, dict) else None
         if isinstance(role, str) and role not in ROLES:
             named = role_name(role)
-            message = {**message, "role": named}
             if named not in ROLES:
                 unknown.append(named)
+                named = unnamed or named
+            message = {**message, "role": named}
         out.append(message)
     return out, tuple(unknown)
 
@@ -69,6 +72,15 @@ def model_and_provider(fields: GenAIFields) -> GenAIFields:
     return fields._replace(**changes) if changes else fields
 
 
+def operation_name(fields: GenAIFields) -> GenAIFields:
+    """One operation name per kind of call: a Gemini call is `generate_content` (the semconv name for its API),
+    also from senders that call every model call `chat` (OpenInference's google-genai LLM spans)."""
+    if fields.operation == "chat" and fields.provider in _GEMINI:
+        return fields._replace(operation="generate_content")
+    return fields
+
+
+_GEMINI = frozenset({"gcp.gemini", "gcp.vertex_ai"})
 # Prefixes that name a provider (not a model family or an organisation on a model hub: `meta-llama/...`).
 _ROUTED_PROVIDERS = frozenset({"openai", "anthropic", "aws.bedrock", "gcp.gemini", "gcp.vertex_ai", "azure.ai.openai",
                                "mistral_ai", "cohere", "groq", "deepseek", "perplexity", "x_ai", "ollama"})

@@ -13,11 +13,19 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verdict_demo.fake_llm import FakeAnthropic, FakeOpenAI, RecordedRequest, Reply
+from verdict_demo.fake_llm import (
+    FakeAnthropic,
+    FakeBedrock,
+    FakeGemini,
+    FakeOpenAI,
+    FakeServer,
+    RecordedRequest,
+    Reply,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SENDERS_DIR = Path(__file__).with_name("senders")
@@ -38,6 +46,7 @@ class Sender:
     provider: str = "openai"  # which fake server the calls go to
     provider_name: str = ""  # the `provider` its rows name, when not the fake server's (an OpenAI-compatible API)
     names_provider: bool = True  # False: its spans state no provider (Langfuse generations)
+    model_as_sent: str = ""  # the model name its spans state, when not the one the app asked for
     note: str = ""
 
     @property
@@ -88,9 +97,37 @@ SENDERS = (
            note="Langfuse SDK: langfuse.openai generations inside span observations, its own OTLP exporter"),
     Sender("genkit", "genkit", ("genkit_generate.py",),
            note="Genkit (Python) with genkit-openai: flow, generate util and model action spans"),
+    Sender("langchain-openinference", "langchain", ("langchain_app.py", "chain", "openinference"),
+           note="LangChain prompt | ChatOpenAI | parser under OpenInference: chain, prompt, LLM and parser spans"),
+    Sender("langchain-openinference-openai", "langchain", ("langchain_app.py", "chain", "openinference", "with-openai"),
+           note="the Phoenix quick-start: OpenInference LangChain and OpenAI instrumentations describe each call twice"),
+    Sender("langchain-openllmetry", "langchain", ("langchain_app.py", "chain", "openllmetry"),
+           note="LangChain under OpenLLMetry: workflow/task steps (traceloop.span.kind) and the chat span"),
+    Sender("langchain-openllmetry-openai", "langchain", ("langchain_app.py", "chain", "openllmetry", "with-openai"),
+           note="OpenLLMetry's LangChain and OpenAI instrumentations together: each call described twice"),
+    Sender("langchain-openllmetry-stream", "langchain", ("langchain_app.py", "stream", "openllmetry"),
+           note="the chain consumed with .stream() under OpenLLMetry: the streamed chat span"),
+    Sender("gemini-otel", "gemini", ("gemini_generate.py", "otel"),
+           {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_and_event"}, provider="gemini",
+           provider_name="gcp.gemini",
+           note="the OpenTelemetry contrib google-genai instrumentation (latest semconv, content on span and event)"),
+    Sender("gemini-openinference", "gemini", ("gemini_generate.py", "openinference"), provider="gemini",
+           provider_name="gcp.gemini", note="OpenInference google-genai: the answer's role is Gemini's `model`"),
+    Sender("gemini-openllmetry", "gemini", ("gemini_generate.py", "openllmetry"), provider="gemini",
+           provider_name="gcp.gemini", note="OpenLLMetry google-generativeai on the google-genai client"),
+    Sender("bedrock-openinference", "bedrock", ("bedrock_runtime.py", "openinference"), provider="bedrock",
+           provider_name="aws.bedrock", note="boto3 bedrock-runtime, Converse then InvokeModel, under OpenInference"),
+    Sender("bedrock-openllmetry", "bedrock", ("bedrock_runtime.py", "openllmetry"), provider="bedrock",
+           provider_name="aws.bedrock", model_as_sent=_peer.BEDROCK_MODEL.partition(".")[2],
+           note="the same calls under OpenLLMetry's Bedrock instrumentation, which drops the modelId's vendor prefix"),
+    Sender("langgraph-openinference", "langchain", ("langchain_app.py", "graph", "openinference"),
+           note="a LangGraph StateGraph (draft -> review) under OpenInference: graph and node spans, one model call each"),
+    Sender("langgraph-openllmetry", "langchain", ("langchain_app.py", "graph", "openllmetry"),
+           note="the same graph under OpenLLMetry: workflow/task spans for the graph and its nodes"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit"})
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "langchain", "gemini", "bedrock"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
@@ -123,15 +160,41 @@ def run_sender(sender: Sender, otlp_endpoint: str, openai_server: FakeOpenAI, an
     """Run one sender to completion (its exporters flushed); raise with its stderr on failure."""
     if not sender.installed():
         raise RuntimeError(f"{sender.family} side environment missing: run `make peers`")
-    server = anthropic_server if sender.provider == "anthropic" else openai_server
-    before = server.request_count
+    with ExitStack() as stack:
+        own = stack.enter_context(_own_server(sender.provider)) if sender.provider in OWN_SERVERS else None
+        server = own or (anthropic_server if sender.provider == "anthropic" else openai_server)
+        before = server.request_count
+        urls = {"PEER_OPENAI_BASE_URL": openai_server.base_url, "PEER_ANTHROPIC_BASE_URL": anthropic_server.base_url,
+                **({OWN_SERVERS[sender.provider][1]: own.base_url} if own else {})}
+        proc = _run(sender, otlp_endpoint, urls, otlp_headers, timeout)
+        requests = server.request_count - before
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"sender {sender.name} printed no report:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    report = json.loads(lines[-1])
+    return Run(report["packages"], report["calls"], requests)
+
+
+# Providers only a few senders call get a fake server per run: (its class, the variable naming its URL).
+OWN_SERVERS: dict[str, tuple[type[FakeServer], str]] = {"gemini": (FakeGemini, "PEER_GEMINI_BASE_URL"),
+                                                         "bedrock": (FakeBedrock, "PEER_BEDROCK_URL")}
+
+
+@contextmanager
+def _own_server(provider: str) -> Iterator[FakeServer]:
+    with OWN_SERVERS[provider][0]() as server:
+        server.handler = _reply
+        yield server
+
+
+def _run(sender: Sender, otlp_endpoint: str, urls: dict[str, str], otlp_headers: str,
+         timeout: float) -> subprocess.CompletedProcess:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ANTHROPIC_", "OPENAI_"))},
         **sender.env,
         "PEER_OTLP_ENDPOINT": otlp_endpoint,
         "PEER_OTLP_HEADERS": otlp_headers,
-        "PEER_OPENAI_BASE_URL": openai_server.base_url,
-        "PEER_ANTHROPIC_BASE_URL": anthropic_server.base_url,
+        **urls,
         "PEER_NODE_MODULES": str(ROOT / ".peer-vercel" / "node_modules"),
         "PEER_SCENARIO": json.dumps({"system": _peer.SYSTEM, "questions": list(_peer.QUESTIONS),
                                      "model": _peer.MODEL, "service": _peer.SERVICE}),
@@ -140,8 +203,4 @@ def run_sender(sender: Sender, otlp_endpoint: str, openai_server: FakeOpenAI, an
     proc = subprocess.run(sender.command(), env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"sender {sender.name} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        raise RuntimeError(f"sender {sender.name} printed no report:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    report = json.loads(lines[-1])
-    return Run(report["packages"], report["calls"], server.request_count - before)
+    return proc

@@ -117,6 +117,11 @@ def record(names: list[str]) -> int:
                 call["provider"] = (sender.provider_name or sender.provider) if sender.names_provider else None
                 if sender.provider == "anthropic":
                     call["request_model"] = _peer.ANTHROPIC_MODEL
+                elif sender.provider == "gemini":
+                    call["request_model"] = _peer.GEMINI_MODEL
+                elif sender.provider == "bedrock":
+                    call["request_model"] = _peer.BEDROCK_MODEL
+                call["request_model"] = sender.model_as_sent or call["request_model"]
             manifest = {
                 "sender": sender.name,
                 "family": sender.family,

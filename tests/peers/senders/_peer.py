@@ -40,6 +40,8 @@ ANSWERS = (
 )
 MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
+GEMINI_MODEL = "gemini-2.0-flash"
+BEDROCK_MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 SERVICE = "peer-app"
 INTENT = "billing.refund.v1"
 VIA_VERDICT = os.environ.get("PEER_VIA_VERDICT") == "1"
