@@ -215,6 +215,12 @@ class Drift(_Section):
                              small_cell_window=self.small_cell_window if small_cells else timedelta(0))
 
 
+def _http_url(url: str | None, refusal: str) -> str | None:
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ValueError(refusal)
+    return url
+
+
 class Alerts(_Section):
     webhook_url: str | None = None
     token_env: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]*$")
@@ -224,9 +230,7 @@ class Alerts(_Section):
     @field_validator("webhook_url")
     @classmethod
     def _http(cls, url: str | None) -> str | None:
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise ValueError("webhook_url must start with http:// or https://")
-        return url
+        return _http_url(url, "webhook_url must start with http:// or https://")
 
     def token(self) -> str | None:
         if self.token_env is None:
@@ -256,9 +260,7 @@ class EvaluationExport(_Section):
     @field_validator("endpoint")
     @classmethod
     def _http(cls, url: str | None) -> str | None:
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise ValueError("endpoint must start with http:// or https:// (OTLP/HTTP, e.g. http://host:4318/v1/logs)")
-        return url
+        return _http_url(url, "endpoint must start with http:// or https:// (OTLP/HTTP, e.g. http://host:4318/v1/logs)")
 
     @field_validator("headers")
     @classmethod

@@ -17,8 +17,9 @@ import pytest
 
 from tests.collector.conftest import Collector
 from tests.daemon.cli import env, write_config
-from tests.daemon.conftest import NOW
+from tests.daemon.conftest import NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
+from tests.daemon.test_sentinel import rows as _state
 
 TOKEN = "evaluations-sink-token-0001"
 AUTH_VARIABLE = "VERDICT_TEST_OTLP_AUTH"
@@ -70,14 +71,6 @@ def sink(tmp_path):
     if collector.proc and collector.proc.poll() is None:
         collector.proc.kill()
         collector.proc.wait(30)
-
-
-def _state(data: Path, query: str) -> list[tuple]:
-    con = duckdb.connect(str(data / "state.duckdb"), read_only=True)
-    try:
-        return con.execute(query).fetchall()
-    finally:
-        con.close()
 
 
 def test_judgments_leave_as_evaluation_records_at_least_once_and_once_in_the_view(sink, tmp_path):
@@ -163,3 +156,23 @@ def test_a_foreign_evaluators_record_from_the_real_sdk_exporter_lands_in_the_vie
         "score_label": "unfaithful", "explanation": "two of eight claims are supported",
         "evaluator_name": "ragas.faithfulness", "evaluator_version": "0.2.15", "evaluator_type": "llm_judge",
         "service_name": "offline-evals", "tenant_id": "acme"}
+
+
+def test_export_settings_are_checked_at_start(tmp_path, monkeypatch):
+    from verdict_daemon.errors import DaemonError
+    from verdict_daemon.service.daemon import Daemon
+
+    (tmp_path / "data").mkdir()
+    monkeypatch.delenv(AUTH_VARIABLE, raising=False)
+    unset = make_config(tmp_path / "data", export={"evaluations": {
+        "endpoint": "http://127.0.0.1:9/v1/logs", "headers_env": {"Authorization": AUTH_VARIABLE}}})
+    with pytest.raises(DaemonError) as refused:
+        Daemon(unset)
+    assert (refused.value.code, refused.value.message) == ("invalid_config", "export.evaluations.headers_env."
+                                                           f"Authorization: environment variable {AUTH_VARIABLE} is not set")
+    for bad, why in (({"endpoint": "grpc://127.0.0.1:4317"}, "export.evaluations.endpoint: endpoint must start with"),
+                     ({"headers": {"Bad Header": "x"}}, "export.evaluations.headers.Bad Header"),
+                     ({"headers": {"X-A": "one\ntwo"}}, "header values must be printable")):
+        with pytest.raises(DaemonError) as invalid:
+            make_config(tmp_path / "data", export={"evaluations": bad})
+        assert invalid.value.code == "invalid_config" and why in invalid.value.message, invalid.value.message

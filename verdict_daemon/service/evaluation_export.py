@@ -39,7 +39,7 @@ SEVERITY_INFO = 9  # OTLP SeverityNumber INFO
 # gen_ai.evaluation.evaluator.type by the evaluator's kind ([[evaluators]] kind)
 EVALUATOR_TYPES = {"rubric": "llm_judge", "ensemble": "llm_judge", "graph": "judge_graph"}
 # score.value of the binary verdicts; UNCLEAR and ERROR have a label and no value
-VERDICT_SCORES = {"PASS": 1.0, "FAIL": 0.0}
+BINARY_SCORES = {"PASS": 1.0, "FAIL": 0.0}
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _provenance(attempt: ExportableAttempt) -> dict[str, str | int | list[str]]:
 def _result(verdict: ExportableVerdict) -> dict[str, str | float]:
     """name, score.value, score.label and explanation of one dimension verdict."""
     attrs: dict[str, str | float] = {sc.EVALUATION_NAME: str(verdict.dimension)}
-    score = verdict.score if verdict.score is not None else VERDICT_SCORES.get(verdict.value or "")
+    score = verdict.score if verdict.score is not None else BINARY_SCORES.get(verdict.value or "")
     if score is not None:
         attrs[sc.EVALUATION_SCORE_VALUE] = float(score)
     if verdict.value is not None:
