@@ -82,6 +82,9 @@ def test_judgments_leave_as_evaluation_records_at_least_once_and_once_in_the_vie
     # the endpoint is down: judging went on, nothing was marked sent, the failure is counted
     assert first["evaluation_export"] == {"attempts": 0, "records": 0, "failed_requests": 1, "pending": judged,
                                           "error": "ConnectionRefusedError"}
+    assert first["warnings"] == [f"evaluation export: the endpoint did not take a request (ConnectionRefusedError); "
+                                 f"{judged} judgment attempt(s) not exported yet, sent on the next run "
+                                 "([export.evaluations])"]
 
     sink.start()
     second = _pipeline(_config(tmp_path, data, sink.http_port))
@@ -89,6 +92,7 @@ def test_judgments_leave_as_evaluation_records_at_least_once_and_once_in_the_vie
     assert second["judged"] == 0  # nothing judged again: the export sends what the first run judged
     assert second["evaluation_export"] == {"attempts": judged, "records": verdicts, "failed_requests": 0,
                                            "pending": 0, "error": None}
+    assert second["warnings"] == []
 
     rows = _sql(data, "SELECT e.*, c.intent_key FROM evaluations e JOIN llm_calls c USING (trace_id, span_id) "
                       "ORDER BY trace_id, name")
@@ -176,3 +180,27 @@ def test_export_settings_are_checked_at_start(tmp_path, monkeypatch):
         with pytest.raises(DaemonError) as invalid:
             make_config(tmp_path / "data", export={"evaluations": bad})
         assert invalid.value.code == "invalid_config" and why in invalid.value.message, invalid.value.message
+
+
+def test_an_error_attempt_is_one_record_with_its_error_type_and_no_score():
+    """The record shape alone (the pipeline test above has no ERROR attempt): decoded from the real protobuf."""
+    from datetime import datetime
+
+    from google.protobuf.json_format import MessageToDict
+
+    from verdict_daemon.service.evaluation_export import log_records
+    from verdict_daemon.store.evaluation_exports import ExportableAttempt
+
+    attempt = ExportableAttempt("a1", "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "f" * 64, 2, "ERROR",
+                                "invalid_reply", "the reply was not JSON", datetime(2026, 12, 1, 12, 0), "quality",
+                                {"kind": "ensemble", "models": ["m1", "m2"]}, ())
+    (record,) = [MessageToDict(r) for r in log_records("acme", attempt)]
+    attributes = {a["key"]: next(iter(a["value"].values())) for a in record["attributes"]}
+    assert attributes == {
+        "gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.label": "error", "error.type": "invalid_reply",
+        "gen_ai.evaluation.explanation": "the reply was not JSON", "gen_ai.evaluation.evaluator.name": "quality",
+        "gen_ai.evaluation.evaluator.version": "f" * 64, "gen_ai.evaluation.evaluator.type": "llm_judge",
+        "verdict.evaluation.attempt": "2", "verdict.evaluation.judge.models": {"values": [
+            {"stringValue": "m1"}, {"stringValue": "m2"}]},
+        "verdict.evaluation.id": attributes["verdict.evaluation.id"]}
+    assert record["eventName"] == "gen_ai.evaluation.result" and record["timeUnixNano"] == "1796126400000000000"  # 2026-12-01T12:00Z

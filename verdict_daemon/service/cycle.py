@@ -150,7 +150,7 @@ class Cycle:
             "judged": sum(j.judged for j in judged),
             "errors": sum(j.errors for j in judged),
             "no_content": sum(j.no_content for j in judged),
-            "warnings": [w for w in (sampled.warning(),) if w] + low_coverage,
+            "warnings": [w for w in (sampled.warning(), exported and exported.warning()) if w] + low_coverage,
             "low_coverage": low_coverage,
             "missing_intent_key": assigned.missing_intent_key,
             "review_queued": routed.queued,

@@ -20,7 +20,7 @@ import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from verdict import semconv as sc
@@ -35,11 +35,11 @@ log = logging.getLogger("verdict.daemon")
 
 SCOPE = "verdict.evaluations"
 SERVICE = "verdict-daemon"
-SEVERITY_INFO = 9  # OTLP SeverityNumber INFO
 # gen_ai.evaluation.evaluator.type by the evaluator's kind ([[evaluators]] kind)
 EVALUATOR_TYPES = {"rubric": "llm_judge", "ensemble": "llm_judge", "graph": "judge_graph"}
 # score.value of the binary verdicts; UNCLEAR and ERROR have a label and no value
 BINARY_SCORES = {"PASS": 1.0, "FAIL": 0.0}
+_EPOCH = datetime(1970, 1, 1)  # judged_at is naive UTC
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,13 @@ class ExportReport:
     failed_requests: int  # requests the endpoint did not take (the run stops at the first)
     pending: int  # attempts still waiting after the run
     error: str | None  # the failed request's reason (`HTTP 503`, `ConnectionRefusedError`, ...)
+
+    def warning(self) -> str | None:
+        """What a run that could not export says (the summary's warnings): nothing is lost, but nothing left."""
+        if not self.failed_requests:
+            return None
+        return (f"evaluation export: the endpoint did not take a request ({self.error}); {self.pending} judgment "
+                "attempt(s) not exported yet, sent on the next run ([export.evaluations])")
 
     def as_dict(self) -> dict[str, Any]:
         return {"attempts": self.attempts, "records": self.records, "failed_requests": self.failed_requests,
@@ -103,9 +110,9 @@ def _result(verdict: ExportableVerdict) -> dict[str, str | float]:
 
 def log_records(tenant: str, attempt: ExportableAttempt) -> list:
     """The attempt's `gen_ai.evaluation.result` records (OTLP LogRecord messages)."""
-    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, SeverityNumber
 
-    at = int(attempt.judged_at.replace(tzinfo=UTC).timestamp() * 1e9)
+    at = (attempt.judged_at - _EPOCH) // timedelta(microseconds=1) * 1000  # exact: no float rounding
     if attempt.status == "ERROR":
         results: list[tuple[str | None, dict[str, str | float]]] = [(None, {
             sc.EVALUATION_NAME: attempt.evaluator, sc.EVALUATION_SCORE_LABEL: "error",
@@ -115,8 +122,8 @@ def log_records(tenant: str, attempt: ExportableAttempt) -> list:
         results = [(v.dimension, _result(v)) for v in attempt.verdicts]
     provenance = _provenance(attempt)
     return [LogRecord(
-        time_unix_nano=at, observed_time_unix_nano=at, severity_number=SEVERITY_INFO, severity_text="INFO",
-        event_name=sc.EVENT_EVALUATION_RESULT, trace_id=bytes.fromhex(attempt.trace_id),
+        time_unix_nano=at, observed_time_unix_nano=at, severity_number=SeverityNumber.SEVERITY_NUMBER_INFO,
+        severity_text="INFO", event_name=sc.EVENT_EVALUATION_RESULT, trace_id=bytes.fromhex(attempt.trace_id),
         span_id=bytes.fromhex(attempt.span_id), flags=1,
         attributes=[_value(k, v) for k, v in {**attrs, **provenance,
                                               sc.EVALUATION_RECORD_ID: record_id(tenant, attempt.attempt_id, dim)}.items()])

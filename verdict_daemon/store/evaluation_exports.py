@@ -64,8 +64,9 @@ def pending(store: StateStore, tenant: str, limit: int) -> list[ExportableAttemp
             JOIN evaluators e ON e.tenant_id = a.tenant_id AND e.fingerprint = a.fingerprint
             LEFT JOIN dimension_verdicts v ON v.tenant_id = a.tenant_id AND v.attempt_id = a.attempt_id
             GROUP BY ALL ORDER BY a.judged_at, a.attempt_id""", {"t": tenant, "limit": limit}).fetchall()
-    return [ExportableAttempt(*row[:10], json.loads(row[10]), tuple(ExportableVerdict(**v) for v in row[11] or ()))
-            for row in rows]
+    return [ExportableAttempt(attempt, trace, span, fingerprint, number, status, code, message, at, name,
+                              json.loads(definition), tuple(ExportableVerdict(**v) for v in verdicts or ()))
+            for attempt, trace, span, fingerprint, number, status, code, message, at, name, definition, verdicts in rows]
 
 
 def acknowledge(store: StateStore, tenant: str, records: dict[str, int], at: datetime) -> None:
