@@ -1,5 +1,5 @@
-"""DuckDB views over the span lake, scoped to one tenant: `spans`, `logs` and `llm_calls` (and the conversation
-views over them: collector.conversations).
+"""DuckDB views over the span lake, scoped to one tenant: `spans`, `logs` and `llm_calls` (and the views over
+them: the conversations, collector.conversations; `evaluations`, collector.evaluations).
 
 `llm_calls` is one row per model call, whichever instrumentation(s) described it:
   * messages: a span's own message columns, else those of the GenAI log events emitted in it
@@ -26,6 +26,7 @@ from typing import Any
 from collector import lake
 from collector.compaction import COMPACTED_PREFIX
 from collector.conversations import conversation_statements
+from collector.evaluations import evaluation_statements
 from collector.lake_source import LakeSource
 from collector.lake_union import LakeUnion
 from verdict.semconv import LOG_COLUMNS, SPAN_COLUMNS
@@ -235,7 +236,7 @@ def _fresh_since(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] 
 
 
 def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, days: Sequence[date] | None = None) -> list[str]:
-    """CREATE VIEW statements for `spans`, `logs`, `llm_calls` and the conversations, for the lake as it is now; over the
+    """CREATE VIEW statements for `spans`, `logs`, `llm_calls`, the conversations and `evaluations`, for the lake as it is now; over the
     date partitions `days` only when given (the daemon's sampler reads its lookback, not the history).
 
     Compacted segments hold each span once (collector.compaction), so they are read as they are;
@@ -274,7 +275,7 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
     with_events = bool(source.files("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days))
     return [spans, _logs_view(source, tenant, days), _llm_calls(with_events, deduplicate),
-            *conversation_statements(tenant)]
+            *conversation_statements(tenant), *evaluation_statements()]
 
 
 def open_scoped(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, extra_views: tuple[str, ...] = (),

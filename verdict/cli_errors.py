@@ -16,7 +16,8 @@ from typing import Any, Literal, NoReturn, get_args
 
 ErrorCode = Literal[
     "invalid_config", "tenant_required", "storage_locked", "storage_error", "provider_unavailable",
-    "evaluator_error", "judge_unhealthy", "low_coverage", "drift_input_error", "webhook_failed", "already_running",
+    "evaluator_error", "judge_unhealthy", "low_coverage", "drift_input_error", "webhook_failed", "export_failed",
+    "already_running",
     "unknown_tenant", "item_not_found", "evaluator_ambiguous", "invalid_signals", "no_labels", "invalid_suite",
     "probe_error", "component_failed", "no_active_registry", "model_unavailable", "unknown_version",
     "unknown_cluster", "generation_conflict", "validation_failed", "rollback_target_not_activated",
@@ -37,6 +38,8 @@ ERROR_CODES: dict[ErrorCode, str] = {
                     "is printed first",
     "drift_input_error": "the judgments could not be analysed for drift",
     "webhook_failed": "the alert webhook did not accept a delivery after every retry",
+    "export_failed": "the OTLP endpoint of [export.evaluations] did not take a batch of evaluation records (daemon "
+                     "log; they are sent again on the next run)",
     "already_running": "another process holds this data directory (a `verdict daemon`, or a `verdict collector` on the "
                        "span lake)",
     "unknown_tenant": "the tenant has no spans and no state in this data directory (verdict report)",

@@ -70,6 +70,23 @@ CONVERSATION_ID_ATTRIBUTES: tuple[str, ...] = (
     *(TRACELOOP_ASSOCIATION_PREFIX + key for key in CONVERSATION_METADATA_KEYS),
 )
 
+# Evaluation results (docs/evaluations.md): the GenAI `gen_ai.evaluation.result` event, its evaluator provenance
+# as proposed (semantic-conventions-genai#359), and Verdict's own attributes on the records the daemon exports.
+EVENT_EVALUATION_RESULT = "gen_ai.evaluation.result"
+EVALUATION_NAME = "gen_ai.evaluation.name"
+EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+EVALUATOR_NAME = "gen_ai.evaluation.evaluator.name"
+EVALUATOR_VERSION = "gen_ai.evaluation.evaluator.version"
+EVALUATOR_TYPE = "gen_ai.evaluation.evaluator.type"
+EVALUATOR_ID = "gen_ai.evaluation.evaluator.id"
+EVALUATION_RECORD_ID = "verdict.evaluation.id"  # one record's stable id: receivers deduplicate on it
+EVALUATION_ATTEMPT = "verdict.evaluation.attempt"
+EVALUATION_RUBRIC_NAME = "verdict.evaluation.rubric.name"
+EVALUATION_RUBRIC_VERSION = "verdict.evaluation.rubric.version"
+EVALUATION_JUDGE_MODELS = "verdict.evaluation.judge.models"
+
 # Resource attributes.
 SERVICE_NAME = "service.name"
 

@@ -57,6 +57,7 @@ class Schedules(_Section):
     drift: Schedule = Schedule(cron="5 * * * *")
     alert: Schedule = Schedule(interval_seconds=30)
     compact_retain: Schedule = Schedule(cron="17 3 * * *")
+    export: Schedule = Schedule(interval_seconds=60)  # runs only with [export.evaluations] endpoint set
 
 
 class Sampling(_Section):
@@ -214,6 +215,12 @@ class Drift(_Section):
                              small_cell_window=self.small_cell_window if small_cells else timedelta(0))
 
 
+def _http_url(url: str | None, refusal: str) -> str | None:
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ValueError(refusal)
+    return url
+
+
 class Alerts(_Section):
     webhook_url: str | None = None
     token_env: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]*$")
@@ -223,9 +230,7 @@ class Alerts(_Section):
     @field_validator("webhook_url")
     @classmethod
     def _http(cls, url: str | None) -> str | None:
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise ValueError("webhook_url must start with http:// or https://")
-        return url
+        return _http_url(url, "webhook_url must start with http:// or https://")
 
     def token(self) -> str | None:
         if self.token_env is None:
@@ -234,6 +239,50 @@ class Alerts(_Section):
         if not value:
             raise DaemonError("invalid_config", f"alerts.token_env: environment variable {self.token_env} is not set")
         return value
+
+
+_HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$"  # an HTTP token (RFC 9110)
+
+
+class EvaluationExport(_Section):
+    """Each judgment as OTLP `gen_ai.evaluation.result` log records (service/evaluation_export.py); off while
+    `endpoint` (an OTLP/HTTP logs URL, `.../v1/logs`) is unset. `headers` are sent as written; secret ones are
+    named by an environment variable in `headers_env` (header -> variable), like alerts.token_env."""
+
+    endpoint: str | None = None
+    headers: dict[Annotated[str, Field(pattern=_HEADER_NAME)], str] = {}
+    headers_env: dict[Annotated[str, Field(pattern=_HEADER_NAME)],
+                      Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]*$")]] = {}
+    timeout_seconds: float = Field(10, gt=0, le=600)
+    batch_attempts: int = Field(200, ge=1, le=10_000)  # judgment attempts per request (each: a record per dimension)
+    max_batches_per_run: int = Field(50, ge=1, le=MANY)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http(cls, url: str | None) -> str | None:
+        return _http_url(url, "endpoint must start with http:// or https:// (OTLP/HTTP, e.g. http://host:4318/v1/logs)")
+
+    @field_validator("headers")
+    @classmethod
+    def _printable(cls, headers: dict[str, str]) -> dict[str, str]:
+        if any(not v.isprintable() for v in headers.values()):
+            raise ValueError("header values must be printable (no line breaks)")
+        return headers
+
+    def resolved_headers(self) -> dict[str, str]:
+        """`headers` plus the `headers_env` values; an unset variable is invalid_config naming it."""
+        resolved = dict(self.headers)
+        for header, variable in self.headers_env.items():
+            value = os.environ.get(variable)
+            if not value:
+                raise DaemonError("invalid_config",
+                                  f"export.evaluations.headers_env.{header}: environment variable {variable} is not set")
+            resolved[header] = value
+        return resolved
+
+
+class Export(_Section):
+    evaluations: EvaluationExport = EvaluationExport()
 
 
 class Sentinel(_Section):
@@ -341,6 +390,7 @@ class DaemonConfig(_Section):
     clustering: Clustering = Clustering()
     probes: Probes | None = None
     lake: Lake = Lake()
+    export: Export = Export()
 
     @model_validator(mode="after")
     def _unique(self) -> DaemonConfig:

@@ -187,6 +187,9 @@ def _text(summary: dict) -> str:
         c = e["coverage"]
         lines.append(f"  evaluator {e['name']} ({e['fingerprint'][:12]}): coverage {c['usable']}/{c['sampled_traces']}"
                      + (f"; {e['early_stop']}" if e["early_stop"] else ""))
+    if (x := summary["evaluation_export"]) is not None:
+        lines.append(f"  evaluation export: {x['attempts']} attempt(s), {x['records']} record(s) sent; "
+                     f"{x['pending']} waiting" + (f" (failed: {x['error']})" if x["error"] else ""))
     for r in summary["drift_runs"]:
         lines.append(f"  drift {r['evaluator']}: cells {r['cells']}, tested {r['tested']}"
                      + (f" ({r['not_tested']})" if r["not_tested"] else ""))

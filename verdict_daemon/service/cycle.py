@@ -27,6 +27,7 @@ from verdict_daemon.errors import DaemonError
 from verdict_daemon.lakes import open_lakes
 from verdict_daemon.review.routing import RoutingReport, route
 from verdict_daemon.service.drift_runs import evaluator_config, run_drift
+from verdict_daemon.service.evaluation_export import ExportReport, export
 from verdict_daemon.service.evaluators import Evaluator, GraphEvaluator, load_target
 from verdict_daemon.service.judge_evaluators import build_judge_evaluator
 from verdict_daemon.service.judging import JudgeReport, coverage, judge
@@ -103,6 +104,13 @@ class Cycle:
         """After judging: queue untrustworthy judgments and the audit sample for human review."""
         return route(self.store, tenant, self.config.review)
 
+    def export(self, tenant: TenantId, should_stop: Callable[[], bool] = lambda: False) -> ExportReport | None:
+        """After judging: the judgments not yet exported as OTLP evaluation records; None when
+        [export.evaluations] has no endpoint. A failed request is counted in the report, never raised."""
+        if self.config.export.evaluations.endpoint is None:
+            return None
+        return export(self.store, tenant, self.config.export.evaluations, should_stop)
+
     def assign(self, tenant: TenantId, registry: ActiveRegistry | None) -> AssignReport:
         return assign_for(self.store, self.config.data_dir, tenant, registry, self.lake())
 
@@ -119,13 +127,14 @@ class Cycle:
         run_id = uuid.uuid4().hex
         judged = [self.judge(tenant, e, run_id, should_stop) for e in self.evaluators]
         routed = self.route(tenant)
+        exported = self.export(tenant, should_stop)
         assigned = self.assign(tenant, registry)
         runs = [] if should_stop() else [r for e in self.evaluators for r in self.drift(tenant, e, as_of)]
-        return self._summary(tenant, as_of, registry, health, sampled, judged, routed, assigned, runs)
+        return self._summary(tenant, as_of, registry, health, sampled, judged, routed, assigned, runs, exported)
 
     def _summary(self, tenant: TenantId, as_of: datetime, registry: ActiveRegistry | None, health: list[dict[str, Any]],
                  sampled: SampleReport, judged: list[JudgeReport], routed: RoutingReport, assigned: AssignReport,
-                 runs: list[DriftRunReport]) -> dict[str, Any]:
+                 runs: list[DriftRunReport], exported: ExportReport | None) -> dict[str, Any]:
         names = {e.fingerprint: e.name for e in self.evaluators}
         low_coverage = [why for j in judged if (why := j.low_coverage(self.config.judging)) is not None]
         signals = [{**asdict(s), "evaluator": names[s.fingerprint], "examples": list(s.examples)}
@@ -141,10 +150,11 @@ class Cycle:
             "judged": sum(j.judged for j in judged),
             "errors": sum(j.errors for j in judged),
             "no_content": sum(j.no_content for j in judged),
-            "warnings": [w for w in (sampled.warning(),) if w] + low_coverage,
+            "warnings": [w for w in (sampled.warning(), exported and exported.warning()) if w] + low_coverage,
             "low_coverage": low_coverage,
             "missing_intent_key": assigned.missing_intent_key,
             "review_queued": routed.queued,
+            "evaluation_export": exported.as_dict() if exported is not None else None,
             "evaluators": [{"name": j.evaluator, "fingerprint": j.fingerprint, "pending": j.pending, "judged": j.judged,
                             "errors": j.errors, "no_content": j.no_content, "budget_exhausted": j.budget_exhausted, "stopped": j.stopped,
                             "early_stop": j.early_stop,

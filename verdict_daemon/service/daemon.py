@@ -1,4 +1,4 @@
-"""The scheduled service: APScheduler jobs sample, judge, assign, drift, alert and compact_retain.
+"""The scheduled service: APScheduler jobs sample, judge, assign, drift, alert, export and compact_retain.
 
 - The first four are the cycle's steps (service/cycle.py, the one definition `verdict pipeline` runs too),
   each on its own schedule, with the cycle's one rule for the active registry.
@@ -46,7 +46,7 @@ log = logging.getLogger("verdict.daemon")
 # a webhook POST, a storage lock retry).
 JOB_STOP_SLACK_SECONDS = 15.0
 ALERT_WORKERS = 16  # tenants whose alerts are posted at once
-JOBS = ("sample", "judge", "assign", "drift", "alert", "compact_retain")
+JOBS = ("sample", "judge", "assign", "drift", "alert", "export", "compact_retain")
 
 
 class InstanceLock(PidFileLock):
@@ -80,6 +80,7 @@ class Daemon:
         self.lakes = open_lakes(config.data_dir, config.lake).describe()  # a bad lake URL stops the start
         evaluators = build_evaluators(config)  # built (and validated) before any job is scheduled
         config.alerts.token()  # an unset alerts.token_env variable stops the start, not every alert tick
+        config.export.evaluations.resolved_headers()  # likewise an unset export.evaluations.headers_env variable
         gate = HealthGate(config.sentinel, evaluators, config.judging.concurrency)
         self.cycle = Cycle(config, store, evaluators, config.clustering.registry_mode, gate)
         # [probes]: suite and models resolved now, so a bad section stops the start, not a 6 a.m. run.
@@ -165,6 +166,11 @@ class Daemon:
             for _ in pool.map(deliver, tenants):  # raises a worker's StateFileBroken
                 pass
 
+    def export(self) -> None:
+        """Judgments out as OTLP evaluation records (service/evaluation_export.py); a failed request is logged
+        and counted there, and its attempts wait for the next tick."""
+        self._each_tenant("export", lambda t: self.cycle.export(t, self.stop.is_set))
+
     def probes(self) -> None:
         """Behaviour probes of the target model: one run, a copy per tenant under probes/tenant=<id>/."""
         if self.probe_job is not None:
@@ -233,7 +239,7 @@ class Daemon:
             self.store.verify()  # every block read once: a broken file stops the start
             for name in JOBS:
                 schedule: Schedule = getattr(self.config.schedules, name)
-                if schedule.enabled:
+                if schedule.enabled and (name != "export" or self.config.export.evaluations.endpoint is not None):
                     # Interval jobs also run once at start; cron jobs wait for their first slot.
                     first = {"next_run_time": datetime.now(UTC)} if schedule.interval_seconds else {}
                     scheduler.add_job(self._tracked, _trigger(schedule), args=(name,), id=name, name=name, **first)

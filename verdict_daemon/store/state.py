@@ -167,6 +167,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # before it (the report's spend shows requests per attempt from the attempts that have it)
         "ALTER TABLE judgment_attempts ADD COLUMN requests BIGINT",
     ),
+    (  # the attempts whose gen_ai.evaluation.result records an OTLP endpoint acknowledged ([export.evaluations]):
+        # an attempt without a row here is sent (again) by the next export run
+        """CREATE TABLE evaluation_exports (
+            tenant_id VARCHAR NOT NULL, attempt_id VARCHAR NOT NULL, records INTEGER NOT NULL,
+            exported_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (tenant_id, attempt_id))""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})
