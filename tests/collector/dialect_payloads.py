@@ -317,8 +317,8 @@ GENKIT = Case("genkit-js", "genkit", (trace_request(
                 "ref": "t1", "name": "lookupCustomer", "input": {"email": EMAIL}}}]}}],
             "usage": {"inputTokens": 48, "outputTokens": 12, "thoughtsTokens": 30, "cachedContentTokens": 6}})},
         trace=0xC1, span=0xC2, parent=0xC1, start=T0 + 100_000_000)),),
-    expect={"operation": "chat", "provider": "gcp.gemini", "request_model": "gemini-2.5-flash", "input_tokens": 48,
-            "output_tokens": 12, "reasoning_tokens": 30, "cached_input_tokens": 6, "finish_reasons": ["stop"]})
+    expect={"operation": "generate_content", "provider": "gcp.gemini", "request_model": "gemini-2.5-flash",
+            "input_tokens": 48, "output_tokens": 12, "reasoning_tokens": 30, "cached_input_tokens": 6, "finish_reasons": ["stop"]})
 
 # The Verdict SDK's span around a call that openai-v2 also instruments (both record the response id, as the
 # real SDK does): one call, the SDK's row.
