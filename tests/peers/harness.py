@@ -88,9 +88,20 @@ SENDERS = (
            note="Langfuse SDK: langfuse.openai generations inside span observations, its own OTLP exporter"),
     Sender("genkit", "genkit", ("genkit_generate.py",),
            note="Genkit (Python) with genkit-openai: flow, generate util and model action spans"),
+    # Issue 25's senders (record-only as well).
+    Sender("mlflow", "mlflow", ("mlflow_openai.py",),
+           note="mlflow.openai.autolog() exporting OTLP: mlflow.spanType/spanInputs/spanOutputs/chat.tokenUsage"),
+    Sender("logfire", "logfire", ("logfire_openai.py", "plain"), note="logfire.instrument_openai"),
+    Sender("logfire-stream", "logfire", ("logfire_openai.py", "stream"),
+           note="logfire.instrument_openai, streamed: a request span + a zero-length span with the rest, two traces"),
+    Sender("litellm-otel", "litellm", ("litellm_completion.py", "otel"),
+           note="LiteLLM's own `otel` callback; litellm.completion(model='openai/gpt-4o-mini')"),
+    Sender("openinference-litellm", "litellm", ("litellm_completion.py", "openinference"),
+           note="OpenInference's LiteLLM instrumentation; model named 'openai/gpt-4o-mini'"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit"})
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit"}
+                                  | {"mlflow", "logfire", "litellm"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
