@@ -38,6 +38,7 @@ class Sender:
     provider: str = "openai"  # which fake server the calls go to
     provider_name: str = ""  # the `provider` its rows name, when not the fake server's (an OpenAI-compatible API)
     names_provider: bool = True  # False: its spans state no provider (Langfuse generations)
+    model: str = ""  # the model its calls name, when not the scenario's (_peer.MODEL / ANTHROPIC_MODEL)
     note: str = ""
 
     @property
@@ -98,10 +99,16 @@ SENDERS = (
            note="LiteLLM's own `otel` callback; litellm.completion(model='openai/gpt-4o-mini')"),
     Sender("openinference-litellm", "litellm", ("litellm_completion.py", "openinference"),
            note="OpenInference's LiteLLM instrumentation; model named 'openai/gpt-4o-mini'"),
+    Sender("mistral-native", "mistral", ("mistral_chat.py",), {"MISTRAL_SDK_TELEMETRY": "global"},
+           provider_name="mistral_ai", model="mistral-small-latest",
+           note="the Mistral SDK's own spans on the global TracerProvider (MISTRAL_SDK_TELEMETRY=global)"),
+    Sender("mistral-native-openinference", "mistral", ("mistral_chat.py", "openinference"),
+           {"MISTRAL_SDK_TELEMETRY": "global"}, provider_name="mistral_ai", model="mistral-small-latest",
+           note="the Mistral SDK's own spans and OpenInference's mistralai spans for the same calls, two traces each"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
 RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit"}
-                                  | {"mlflow", "logfire", "litellm"})
+                                  | {"mlflow", "logfire", "litellm", "mistral"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 

@@ -117,6 +117,7 @@ def record(names: list[str]) -> int:
                 call["provider"] = (sender.provider_name or sender.provider) if sender.names_provider else None
                 if sender.provider == "anthropic":
                     call["request_model"] = _peer.ANTHROPIC_MODEL
+                call["request_model"] = sender.model or call["request_model"]
             manifest = {
                 "sender": sender.name,
                 "family": sender.family,
