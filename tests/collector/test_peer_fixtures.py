@@ -66,7 +66,7 @@ def test_recorded_sender_gives_one_row_per_call(replayed, sender):
     for (model, tokens_in, tokens_out, provider, operation, inputs, outputs), call in zip(rows, expected, strict=True):
         assert (model, tokens_in, tokens_out) == (call["request_model"], call["input_tokens"], call["output_tokens"])
         assert operation == "chat" and provider == call.get("provider", provider), (sender, operation, provider)
-        assert provider in ("openai", "anthropic", "together", "mistral_ai", None), (sender, provider)
+        assert provider in ("openai", "anthropic", "together", "mistral_ai", "ollama", None), (sender, provider)
         texts_in = [p.get("content") for m in json.loads(inputs) for p in m["parts"]]
         texts_out = [p.get("content") for m in json.loads(outputs) for p in m["parts"]]
         assert redact_text(call["question"]) in texts_in, (sender, texts_in)

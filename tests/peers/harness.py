@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.peers.fake_ollama import FakeOpenAIAndOllama
 from verdict_demo.fake_llm import FakeAnthropic, FakeOpenAI, RecordedRequest, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,10 +106,14 @@ SENDERS = (
     Sender("mistral-native-openinference", "mistral", ("mistral_chat.py", "openinference"),
            {"MISTRAL_SDK_TELEMETRY": "global"}, provider_name="mistral_ai", model="mistral-small-latest",
            note="the Mistral SDK's own spans and OpenInference's mistralai spans for the same calls, two traces each"),
+    Sender("openllmetry-ollama", "ollama", ("ollama_chat.py", "openllmetry"), provider_name="ollama",
+           model="llama3.2", note="the ollama client's native /api/chat under OpenLLMetry"),
+    Sender("openinference-ollama", "ollama", ("ollama_chat.py", "openinference"), provider_name="ollama",
+           model="llama3.2", note="the ollama client's native /api/chat under OpenInference"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
 RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit"}
-                                  | {"mlflow", "logfire", "litellm", "mistral"})
+                                  | {"mlflow", "logfire", "litellm", "mistral", "ollama"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
@@ -123,7 +128,7 @@ def _reply(request: RecordedRequest) -> Reply:
 
 @contextmanager
 def fake_providers() -> Iterator[tuple[FakeOpenAI, FakeAnthropic]]:
-    with FakeOpenAI() as openai_server, FakeAnthropic() as anthropic_server:
+    with FakeOpenAIAndOllama() as openai_server, FakeAnthropic() as anthropic_server:
         openai_server.handler = _reply
         anthropic_server.handler = _reply
         yield openai_server, anthropic_server
