@@ -93,6 +93,8 @@ SENDERS = (
     # Issue 25's senders (record-only as well).
     Sender("mlflow", "mlflow", ("mlflow_openai.py",),
            note="mlflow.openai.autolog() exporting OTLP: mlflow.spanType/spanInputs/spanOutputs/chat.tokenUsage"),
+    Sender("mlflow-stream", "mlflow", ("mlflow_openai.py", "stream"),
+           note="mlflow.openai.autolog(), streamed calls: the chunks as span events, the reply rebuilt in spanOutputs"),
     Sender("logfire", "logfire", ("logfire_openai.py", "plain"), note="logfire.instrument_openai"),
     Sender("logfire-stream", "logfire", ("logfire_openai.py", "stream"),
            note="logfire.instrument_openai, streamed: a request span + a zero-length span with the rest, two traces"),

@@ -2,11 +2,16 @@
 way MLflow documents for an OpenTelemetry backend: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` set, MLflow's own
 OTLP/HTTP protobuf exporter sends its spans there (no tracking server). Its spans carry `mlflow.*` attributes:
 `mlflow.spanType`, `mlflow.spanInputs`/`mlflow.spanOutputs` (the request and response as JSON),
-`mlflow.chat.tokenUsage`."""
+`mlflow.chat.tokenUsage`.
+
+usage: mlflow_openai.py [stream]
+`stream`: both calls streamed with `stream_options.include_usage` (the chunks consumed).
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import _peer
 
@@ -25,7 +30,17 @@ def main() -> None:
 
     mlflow.openai.autolog()
     client = openai.OpenAI(base_url=os.environ["PEER_OPENAI_BASE_URL"], api_key="sk-fake-peer", max_retries=0)
-    calls = _peer.chat_completions(client, "openai")
+    if sys.argv[1:] != ["stream"]:
+        calls = _peer.chat_completions(client, "openai")
+    else:
+        calls = []
+        for question in _peer.QUESTIONS:
+            stream = client.chat.completions.create(
+                model=_peer.MODEL, stream=True, stream_options={"include_usage": True},
+                messages=[{"role": "system", "content": _peer.SYSTEM}, {"role": "user", "content": question}])
+            for _chunk in stream:
+                pass
+            calls.append(f"openai.chat.completions.create(model={_peer.MODEL}, stream=True)")
     _peer.report(_peer.versions("mlflow-skinny", "openai", "opentelemetry-sdk"), calls, provider.get())
 
 
