@@ -102,6 +102,8 @@ SENDERS = (
            note="LiteLLM's own `otel` callback; litellm.completion(model='openai/gpt-4o-mini')"),
     Sender("openinference-litellm", "litellm", ("litellm_completion.py", "openinference"),
            note="OpenInference's LiteLLM instrumentation; model named 'openai/gpt-4o-mini'"),
+    Sender("openinference-litellm-openai", "litellm", ("litellm_completion.py", "openinference+openai"),
+           note="OpenInference's LiteLLM and OpenAI instrumentations together: two LLM spans per call"),
     Sender("mistral-native", "mistral", ("mistral_chat.py",), {"MISTRAL_SDK_TELEMETRY": "global"},
            provider_name="mistral_ai", model="mistral-small-latest",
            note="the Mistral SDK's own spans on the global TracerProvider (MISTRAL_SDK_TELEMETRY=global)"),

@@ -1,8 +1,9 @@
 """Two chat completions through LiteLLM (`litellm.completion(model="openai/gpt-4o-mini")`), traced one of two ways.
 
-usage: litellm_completion.py otel | openinference
+usage: litellm_completion.py otel | openinference | openinference+openai
 `otel`: LiteLLM's own OpenTelemetry callback (`litellm.callbacks = ["otel"]`, OTLP/HTTP from its `OTEL_*`
-settings); `openinference`: OpenInference's LiteLLM instrumentation on the SDK's OTLP/HTTP exporter.
+settings); `openinference`: OpenInference's LiteLLM instrumentation on the SDK's OTLP/HTTP exporter;
+`openinference+openai`: OpenInference's OpenAI instrumentation too, on the `openai` client LiteLLM calls.
 Both name the model as LiteLLM was given it, `provider/model`.
 """
 
@@ -34,6 +35,11 @@ def main() -> None:
         import litellm
 
         packages = _peer.versions("litellm", "openinference-instrumentation-litellm")
+        if mode == "openinference+openai":
+            from openinference.instrumentation.openai import OpenAIInstrumentor
+
+            OpenAIInstrumentor().instrument(tracer_provider=providers[0])
+            packages.update(_peer.versions("openinference-instrumentation-openai", "openai"))
     calls = []
     for question in _peer.QUESTIONS:
         with _peer.intent():
