@@ -28,17 +28,7 @@ def main() -> None:
 
     client = openai.OpenAI(base_url=os.environ["PEER_OPENAI_BASE_URL"], api_key="sk-fake-peer", max_retries=0)
     logfire.instrument_openai(client)
-    if mode == "plain":
-        calls = _peer.chat_completions(client, "openai")
-    else:
-        calls = []
-        for question in _peer.QUESTIONS:
-            stream = client.chat.completions.create(
-                model=_peer.MODEL, stream=True, stream_options={"include_usage": True},
-                messages=[{"role": "system", "content": _peer.SYSTEM}, {"role": "user", "content": question}])
-            for _chunk in stream:
-                pass
-            calls.append(f"openai.chat.completions.create(model={_peer.MODEL}, stream=True)")
+    calls = _peer.chat_completions(client, "openai", stream=mode == "stream")
     logfire.force_flush()
     logfire.shutdown()
     _peer.report(_peer.versions("logfire", "openai", "opentelemetry-sdk"), calls)
