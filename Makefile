@@ -152,6 +152,7 @@ PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
 # Families whose install takes minutes (issue 33): built for `peers-record` only, so CI does not pay for them;
 # `make test` replays their recorded fixtures (tests/collector/test_peer_fixtures.py). Also in `lock`.
 PEER_RECORD_FAMILIES := openlit semantic-kernel langfuse genkit langchain gemini bedrock
+PEER_RECORD_FAMILIES += mlflow logfire litellm mistral ollama  # issue 25
 PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
 VERCEL_STAMP := .peer-vercel/.installed
 
@@ -206,6 +207,11 @@ lock: $(LLAMA_STAMP)
 	$(call freeze_venv,peer-langchain,-r tests/peers/requirements/langchain.txt)
 	$(call freeze_venv,peer-gemini,-r tests/peers/requirements/gemini.txt)
 	$(call freeze_venv,peer-bedrock,-r tests/peers/requirements/bedrock.txt)
+	$(call freeze_venv,peer-mlflow,-r tests/peers/requirements/mlflow.txt)
+	$(call freeze_venv,peer-logfire,-r tests/peers/requirements/logfire.txt)
+	$(call freeze_venv,peer-litellm,-r tests/peers/requirements/litellm.txt)
+	$(call freeze_venv,peer-mistral,-r tests/peers/requirements/mistral.txt)
+	$(call freeze_venv,peer-ollama,-r tests/peers/requirements/ollama.txt)
 	rm -rf $(LOCK_TMP)/vercel && mkdir -p $(LOCK_TMP)/vercel
 	cp tests/peers/vercel/package.json $(LOCK_TMP)/vercel/
 	cd $(LOCK_TMP)/vercel && npm install --package-lock-only --no-audit --no-fund --loglevel=error

@@ -195,6 +195,9 @@ VERCEL_USAGE_REASONING_TOKENS = "ai.usage.reasoningTokens"
 
 # Pydantic AI / Logfire.
 LOGFIRE_MSG = "logfire.msg"
+LOGFIRE_SPAN_TYPE = "logfire.span_type"  # "span", or "log" for a zero-length log span
+LOGFIRE_LEVEL_NUM = "logfire.level_num"
+LOGFIRE_REQUEST_DATA = "request_data"  # its LLM integrations' request (JSON): the whole request in semconv v1
 PYDANTIC_AI_MODEL_REQUEST_PARAMETERS = "model_request_parameters"
 PYDANTIC_AI_EVENTS = "events"  # older versions: a JSON list of GenAI events, each {"event.name": ...}
 
@@ -202,6 +205,19 @@ PYDANTIC_AI_EVENTS = "events"  # older versions: a JSON list of GenAI events, ea
 OPENLIT_SCOPE_PREFIX = "openlit"
 TELEMETRY_SDK_NAME = "telemetry.sdk.name"
 OPENLIT_SDK_NAME = "openlit"
+
+# LiteLLM's own OTel callback: the name it was given (`provider/model`) besides the semconv model.
+LITELLM_SCOPE = "litellm"
+LITELLM_PROVIDER_MODEL = "litellm.provider.model"
+
+# MLflow Tracing exported as OTLP: `mlflow.*` attributes, each value JSON-encoded.
+MLFLOW_SPAN_TYPE = "mlflow.spanType"
+MLFLOW_SPAN_INPUTS = "mlflow.spanInputs"
+MLFLOW_SPAN_OUTPUTS = "mlflow.spanOutputs"
+MLFLOW_TOKEN_USAGE = "mlflow.chat.tokenUsage"
+MLFLOW_CHAT_MESSAGES = "mlflow.chat.messages"  # MLflow 2: the conversation, the reply last
+MLFLOW_MODEL = "mlflow.llm.model"
+MLFLOW_MESSAGE_FORMAT = "mlflow.message.format"
 
 # Langfuse SDK v3+ (its own OTel scope): observations; JSON keys inside usage_details stay in the mapper.
 LANGFUSE_SCOPE = "langfuse-sdk"

@@ -6,15 +6,17 @@ precedence order. Mappers see decoded, unredacted values; flatten redacts what t
 
 The precedence rule (docs/tracing.md, *Dialects*), per span:
   1. the span's dialect is the first registry entry that recognises it (most specific marker
-     first: the Verdict SDK's scope, `ai.operationId`, `openinference.span.kind`, OpenLLMetry's
-     `llm.request.type` / indexed prompts / `traceloop.*`, Pydantic AI / Logfire, Anthropic's
-     scope, `langfuse.observation.type`, `genkit:type`, OpenLIT's scope or `telemetry.sdk.name`; plain OTel GenAI semconv, then a bare model
-     with the older per-message GenAI events, last); no entry: `dialect` is NULL (counted in /stats);
+     first: the Verdict SDK's scope, `ai.operationId`, `openinference.span.kind`, LiteLLM's scope,
+     OpenLLMetry's `llm.request.type` / indexed prompts / `traceloop.*`, Pydantic AI / Logfire,
+     Anthropic's scope, `langfuse.observation.type`, `genkit:type`, `mlflow.spanType`, OpenLIT's
+     scope or `telemetry.sdk.name`; plain OTel GenAI semconv, then a bare model with the older
+     per-message GenAI events, last); no entry: `dialect` is NULL (counted in /stats);
   2. each column takes the standard OTel GenAI attribute when the span carries it (current
      name, else its older name), and the dialect's own attribute only where no standard one is
-     present. Standard and dialect attributes never add up. One exception: a message attribute
+     present. Standard and dialect attributes never add up. Two exceptions: a message attribute
      sent as text outside the semconv JSON shape (OpenLIT's `role: content` lines) gives way to
-     the messages the dialect read from it;
+     the messages the dialect read from it; a span the dialect knows is only part of a call
+     (PART_OF_CALL: Logfire's request span of a streamed call) takes the dialect's operation;
   3. one vocabulary for all: message roles in the semconv set, `provider/model` names split
      (collector.dialects.vocabulary); providers are semconv names already (common.provider_name).
 """
@@ -29,6 +31,8 @@ from collector.dialects import (
     genai_events,
     genkit,
     langfuse,
+    litellm,
+    mlflow,
     openinference,
     openlit,
     openllmetry,
@@ -40,7 +44,10 @@ from collector.dialects import (
 from collector.dialects.common import EMPTY, GenAIFields, SpanEvent
 from collector.dialects.otel_genai import CONTENT_ATTRIBUTES, standard
 
-VERDICT_SCOPE = "verdict.tracing"  # verdict.tracing.runtime.SCOPE (the collector does not import the SDK's tracing)
+VERDICT_SCOPE = "verdict.tracing"
+# Operations a dialect names for a span that is only part of a call another span describes whole (Logfire's
+# streamed call: collector.dialects.pydantic_ai): they replace the standard operation, so the span is no call.
+PART_OF_CALL = frozenset({pydantic_ai.STREAM_REQUEST})  # verdict.tracing.runtime.SCOPE (the collector does not import the SDK's tracing)
 
 
 @dataclass(frozen=True)
@@ -58,11 +65,13 @@ REGISTRY: tuple[Dialect, ...] = (
     Dialect("verdict", _verdict, lambda scope, name, attrs, base: EMPTY),
     Dialect("vercel_ai", vercel_ai.recognises, vercel_ai.map_span),
     Dialect("openinference", openinference.recognises, openinference.map_span),
+    Dialect("litellm", litellm.recognises, litellm.map_span),
     Dialect("openllmetry", openllmetry.recognises, openllmetry.map_span),
     Dialect("pydantic_ai", pydantic_ai.recognises, pydantic_ai.map_span),
     Dialect("anthropic", anthropic.recognises, anthropic.map_span),
     Dialect("langfuse", langfuse.recognises, langfuse.map_span),
     Dialect("genkit", genkit.recognises, genkit.map_span),
+    Dialect("mlflow", mlflow.recognises, mlflow.map_span),
     Dialect("openlit", openlit.recognises, openlit.map_span),
     Dialect("otel_genai", otel_genai.recognises, otel_genai.map_span),
     Dialect("genai_events", genai_events.recognises, genai_events.map_span),
@@ -86,6 +95,8 @@ def normalise(
     if dialect is None:
         return None, _vocabulary(base)
     extra = dialect.map_span(scope_name, span_name, attrs, base)
+    if extra.operation in PART_OF_CALL:  # the dialect knows better than the span's own operation name
+        return dialect.name, base._replace(operation=extra.operation)
     if extra is EMPTY:
         return dialect.name, _vocabulary(base)
     merged = GenAIFields._make([b if b is not None else d for b, d in zip(base, extra, strict=True)])

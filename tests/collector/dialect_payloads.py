@@ -334,5 +334,36 @@ VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
     expect={"operation": "chat", "provider": "openai", "request_model": "gpt-4o-mini", "input_tokens": 40,
             "output_tokens": 11, "intent_key": "billing.refund"})
 
+# MLflow Tracing (every value JSON-encoded): a chain span (no call) around an Anthropic-flavor chat model span.
+MLFLOW = Case("mlflow-anthropic", "mlflow", (trace_request(
+    SpanSpec("mlflow.tracing.provider", "support_chain", {
+        "mlflow.spanType": json.dumps("CHAIN"), "mlflow.spanInputs": json.dumps({"question": QUESTION}),
+        "mlflow.spanOutputs": json.dumps(ANSWER)}, trace=0xD1, span=0xD1, end=T0 + 2_000_000_000),
+    SpanSpec("mlflow.tracing.provider", "Messages", {
+        "mlflow.spanType": json.dumps("CHAT_MODEL"), "mlflow.message.format": json.dumps("anthropic"),
+        "mlflow.llm.model": json.dumps("claude-3-5-haiku-latest"),
+        "mlflow.spanInputs": json.dumps({"model": "claude-3-5-haiku-latest", "system": SYSTEM, "max_tokens": 256,
+                                         "messages": [{"role": "user", "content": QUESTION}]}),
+        "mlflow.spanOutputs": json.dumps({"id": "msg_ml1", "model": "claude-3-5-haiku-20241022", "role": "assistant",
+                                          "content": [{"type": "text", "text": ANSWER}], "stop_reason": "end_turn"}),
+        "mlflow.chat.tokenUsage": json.dumps({"input_tokens": 44, "output_tokens": 13, "total_tokens": 57})},
+        trace=0xD1, span=0xD2, parent=0xD1, start=T0 + 100_000_000)),),
+    expect={"operation": "chat", "provider": "anthropic", "request_model": "claude-3-5-haiku-latest",
+            "response_id": "msg_ml1", "input_tokens": 44, "output_tokens": 13})
+
+# LiteLLM's `otel` callback naming the model only as it was given (`provider/model`), and its raw request span.
+LITELLM = Case("litellm-otel", "litellm", (trace_request(
+    SpanSpec("litellm", "litellm_request", {
+        "gen_ai.operation.name": "chat", "litellm.provider.model": "mistral/mistral-small-latest",
+        "gen_ai.usage.input_tokens": 39, "gen_ai.usage.output_tokens": 12, **_semconv_messages(),
+        "gen_ai.system_instructions": json.dumps([{"type": "text", "content": SYSTEM}])},
+        trace=0xE1, span=0xE1),
+    SpanSpec("litellm", "raw_gen_ai_request", {
+        "llm.mistral.messages": json.dumps([{"role": "user", "content": QUESTION}]),
+        "llm.mistral.choices": json.dumps([{"message": {"role": "assistant", "content": ANSWER}}])},
+        trace=0xE1, span=0xE2, parent=0xE1, start=T0 + 1000)),),
+    expect={"operation": "chat", "provider": "mistral_ai", "request_model": "mistral-small-latest",
+            "input_tokens": 39, "output_tokens": 12})
+
 CASES = (OPENINFERENCE, OPENLLMETRY_OLD, OPENAI_V2_EVENTS, OPENAI_V2_DETAILS, ANTHROPIC_TWICE, VERCEL,
-         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS, LANGFUSE, GENKIT)
+         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS, LANGFUSE, GENKIT, MLFLOW, LITELLM)

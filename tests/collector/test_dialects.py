@@ -108,8 +108,11 @@ _KEYS = sorted({
     "logfire.msg", "anthropic.message.stop_reason", "gen_ai.operation.name", "gen_ai.system",
     "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
     "gen_ai.response.finish_reasons", "gen_ai.response.id", "custom.note",
+    "mlflow.spanType", "mlflow.spanInputs", "mlflow.spanOutputs", "mlflow.chat.tokenUsage", "mlflow.chat.messages",
+    "mlflow.message.format", "litellm.provider.model", "logfire.span_type", "logfire.level_num", "request_data",
 })
-_OPS = ["LLM", "EMBEDDING", "CHAIN", "chat", "ai.generateText.doGenerate", "ai.generateText", "completion"]
+_OPS = ["LLM", "EMBEDDING", "CHAIN", "chat", "ai.generateText.doGenerate", "ai.generateText", "completion",
+        '"CHAT_MODEL"', '"LLM"', "span", '{"stream": true}']
 _leaf = st.one_of(st.text(max_size=30), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=True), st.booleans(), st.sampled_from(
     [*_OPS, payloads.QUESTION, json.dumps([{"role": "user", "content": payloads.QUESTION}]),
      json.dumps({"messages": [{"role": "user", "content": [{"type": "text", "text": payloads.QUESTION}]}]}),
@@ -119,7 +122,8 @@ _values = st.recursive(_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4
                                                      st.dictionaries(st.text(max_size=8), inner, max_size=4)),
                        max_leaves=12)
 _attrs = st.dictionaries(st.sampled_from(_KEYS), _values, max_size=12)
-_scopes = st.sampled_from(["", "verdict.tracing", "ai", "anthropic", "pydantic-ai", "openinference.x", "other"])
+_scopes = st.sampled_from(["", "verdict.tracing", "ai", "anthropic", "pydantic-ai", "openinference.x", "other",
+                          "logfire.openai", "litellm", "mlflow.tracing.provider"])
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

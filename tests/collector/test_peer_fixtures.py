@@ -67,7 +67,8 @@ def test_recorded_sender_gives_one_row_per_call(replayed, sender):
         assert (model, tokens_in, tokens_out) == (call["request_model"], call["input_tokens"], call["output_tokens"])
         expected_operation = "generate_content" if provider == "gcp.gemini" else "chat"  # one name per kind of call
         assert operation == expected_operation and provider == call.get("provider", provider), (sender, operation, provider)
-        assert provider in ("openai", "anthropic", "together", "gcp.gemini", "aws.bedrock", None), (sender, provider)
+        assert provider in ("openai", "anthropic", "together", "gcp.gemini", "aws.bedrock", "mistral_ai", "ollama", None), \
+            (sender, provider)
         texts_in = [p.get("content") for m in json.loads(inputs) for p in m["parts"]]
         texts_out = [p.get("content") for m in json.loads(outputs) for p in m["parts"]]
         assert redact_text(call["question"]) in texts_in, (sender, texts_in)

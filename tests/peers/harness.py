@@ -17,6 +17,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.peers.fake_ollama import FakeOpenAIAndOllama
 from verdict_demo.fake_llm import (
     FakeAnthropic,
     FakeBedrock,
@@ -46,6 +47,7 @@ class Sender:
     provider: str = "openai"  # which fake server the calls go to
     provider_name: str = ""  # the `provider` its rows name, when not the fake server's (an OpenAI-compatible API)
     names_provider: bool = True  # False: its spans state no provider (Langfuse generations)
+    model: str = ""  # the model its calls name, when not the scenario's (_peer.MODEL / ANTHROPIC_MODEL)
     model_as_sent: str = ""  # the model name its spans state, when not the one the app asked for
     note: str = ""
 
@@ -125,9 +127,34 @@ SENDERS = (
            note="a LangGraph StateGraph (draft -> review) under OpenInference: graph and node spans, one model call each"),
     Sender("langgraph-openllmetry", "langchain", ("langchain_app.py", "graph", "openllmetry"),
            note="the same graph under OpenLLMetry: workflow/task spans for the graph and its nodes"),
+    # Issue 25's senders (record-only as well).
+    Sender("mlflow", "mlflow", ("mlflow_openai.py",),
+           note="mlflow.openai.autolog() exporting OTLP: mlflow.spanType/spanInputs/spanOutputs/chat.tokenUsage"),
+    Sender("mlflow-stream", "mlflow", ("mlflow_openai.py", "stream"),
+           note="mlflow.openai.autolog(), streamed calls: the chunks as span events, the reply rebuilt in spanOutputs"),
+    Sender("logfire", "logfire", ("logfire_openai.py", "plain"), note="logfire.instrument_openai"),
+    Sender("logfire-stream", "logfire", ("logfire_openai.py", "stream"),
+           note="logfire.instrument_openai, streamed: a request span + a zero-length span with the rest, two traces"),
+    Sender("litellm-otel", "litellm", ("litellm_completion.py", "otel"),
+           note="LiteLLM's own `otel` callback; litellm.completion(model='openai/gpt-4o-mini')"),
+    Sender("openinference-litellm", "litellm", ("litellm_completion.py", "openinference"),
+           note="OpenInference's LiteLLM instrumentation; model named 'openai/gpt-4o-mini'"),
+    Sender("openinference-litellm-openai", "litellm", ("litellm_completion.py", "openinference+openai"),
+           note="OpenInference's LiteLLM and OpenAI instrumentations together: two LLM spans per call"),
+    Sender("mistral-native", "mistral", ("mistral_chat.py",), {"MISTRAL_SDK_TELEMETRY": "global"},
+           provider_name="mistral_ai", model="mistral-small-latest",
+           note="the Mistral SDK's own spans on the global TracerProvider (MISTRAL_SDK_TELEMETRY=global)"),
+    Sender("mistral-native-openinference", "mistral", ("mistral_chat.py", "openinference"),
+           {"MISTRAL_SDK_TELEMETRY": "global"}, provider_name="mistral_ai", model="mistral-small-latest",
+           note="the Mistral SDK's own spans and OpenInference's mistralai spans for the same calls, two traces each"),
+    Sender("openllmetry-ollama", "ollama", ("ollama_chat.py", "openllmetry"), provider_name="ollama",
+           model="llama3.2", note="the ollama client's native /api/chat under OpenLLMetry"),
+    Sender("openinference-ollama", "ollama", ("ollama_chat.py", "openinference"), provider_name="ollama",
+           model="llama3.2", note="the ollama client's native /api/chat under OpenInference"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "langchain", "gemini", "bedrock"})
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "langchain", "gemini", "bedrock"}
+                                  | {"mlflow", "logfire", "litellm", "mistral", "ollama"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
@@ -142,7 +169,7 @@ def _reply(request: RecordedRequest) -> Reply:
 
 @contextmanager
 def fake_providers() -> Iterator[tuple[FakeOpenAI, FakeAnthropic]]:
-    with FakeOpenAI() as openai_server, FakeAnthropic() as anthropic_server:
+    with FakeOpenAIAndOllama() as openai_server, FakeAnthropic() as anthropic_server:
         openai_server.handler = _reply
         anthropic_server.handler = _reply
         yield openai_server, anthropic_server

@@ -121,7 +121,7 @@ def record(names: list[str]) -> int:
                     call["request_model"] = _peer.GEMINI_MODEL
                 elif sender.provider == "bedrock":
                     call["request_model"] = _peer.BEDROCK_MODEL
-                call["request_model"] = sender.model_as_sent or call["request_model"]
+                call["request_model"] = sender.model_as_sent or sender.model or call["request_model"]
             manifest = {
                 "sender": sender.name,
                 "family": sender.family,

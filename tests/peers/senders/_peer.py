@@ -99,14 +99,19 @@ def intent():
     return contextlib.nullcontext()
 
 
-def chat_completions(client, label: str) -> list[str]:
-    """The scenario through an OpenAI-style client (`client.chat.completions.create`): the calls made."""
+def chat_completions(client, label: str, stream: bool = False) -> list[str]:
+    """The scenario through an OpenAI-style client (`client.chat.completions.create`): the calls made.
+    `stream`: streamed with `stream_options.include_usage`, every chunk consumed."""
     calls = []
+    streaming = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
     for question in QUESTIONS:
         with intent():
-            client.chat.completions.create(
-                model=MODEL, messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}])
-        calls.append(f"{label}.chat.completions.create(model={MODEL})")
+            reply = client.chat.completions.create(
+                model=MODEL, messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}],
+                **streaming)
+            for _chunk in reply if stream else ():
+                pass
+        calls.append(f"{label}.chat.completions.create(model={MODEL}{', stream=True' if stream else ''})")
     return calls
 
 
