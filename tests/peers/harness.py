@@ -17,11 +17,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.peers.fake_bedrock import FakeBedrock
+from tests.peers.fake_gemini import FakeGemini
 from tests.peers.fake_ollama import FakeOpenAIAndOllama
 from verdict_demo.fake_llm import (
     FakeAnthropic,
-    FakeBedrock,
-    FakeGemini,
     FakeOpenAI,
     FakeServer,
     RecordedRequest,

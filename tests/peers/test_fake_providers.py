@@ -12,7 +12,9 @@ import urllib.request
 
 import pytest
 
-from verdict_demo.fake_llm import Fail, FakeBedrock, FakeGemini, Reply
+from tests.peers.fake_bedrock import FakeBedrock
+from tests.peers.fake_gemini import FakeGemini
+from verdict_demo.fake_llm import Fail, Reply
 
 BODY = {"systemInstruction": {"parts": [{"text": "Be brief."}]},
         "contents": [{"role": "user", "parts": [{"text": "Why was I charged twice?"}]}]}

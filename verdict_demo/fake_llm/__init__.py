@@ -49,22 +49,16 @@ OpenAI, `http://127.0.0.1:PORT` for Anthropic); `server.url` is the bare origin.
 `server.client(**kw)` / `server.async_client(**kw)`. Outside pytest: `with FakeOpenAI() as s: ...`.
 Embeddings (`/v1/embeddings`) return deterministic vectors (float or base64, `dimensions` honoured,
 default 8).
-`FakeGemini` serves the Gemini Developer API's `models/{model}:generateContent` and
-`:streamGenerateContent?alt=sse` (base_url is the bare origin) for recording the Gemini instrumentations;
-`FakeBedrock` the Bedrock runtime's `/model/{modelId}/converse` and `/invoke` (an Anthropic Messages body)
-for the Bedrock ones (boto3's `endpoint_url` is the bare origin; credentials are not checked).
 """
 
 from verdict.models.base import TokenLogprob
 
 from .anthropic_api import FakeAnthropic
-from .bedrock_api import FakeBedrock
 from .behaviours import Behaviour, Fail, Malformed, RecordedRequest, Reply, ToolCall
-from .gemini_api import FakeGemini
 from .openai_api import FakeOpenAI
 from .server import FakeServer
 
 __all__ = [
-    "Behaviour", "FakeAnthropic", "FakeBedrock", "FakeGemini", "FakeOpenAI", "FakeServer", "Fail", "Malformed", "RecordedRequest",
+    "Behaviour", "FakeAnthropic", "FakeOpenAI", "FakeServer", "Fail", "Malformed", "RecordedRequest",
     "Reply", "TokenLogprob", "ToolCall",
 ]

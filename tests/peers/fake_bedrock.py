@@ -9,8 +9,8 @@ from typing import Any
 
 from starlette.responses import Response
 
-from .behaviours import Fail, RecordedRequest, Rendered, Reply, render
-from .server import Endpoint, FakeServer, json_response, prompt_text
+from verdict_demo.fake_llm.behaviours import Fail, RecordedRequest, Rendered, Reply, render
+from verdict_demo.fake_llm.server import Endpoint, FakeServer, json_response, prompt_text
 
 _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 _ERRORS = {400: "ValidationException", 403: "AccessDeniedException", 404: "ResourceNotFoundException",

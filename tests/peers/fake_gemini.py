@@ -9,8 +9,15 @@ from typing import Any
 
 from starlette.responses import Response
 
-from .behaviours import Fail, RecordedRequest, Rendered, Reply, render
-from .server import Endpoint, FakeServer, json_response, prompt_text, sse, sse_response
+from verdict_demo.fake_llm.behaviours import Fail, RecordedRequest, Rendered, Reply, render
+from verdict_demo.fake_llm.server import (
+    Endpoint,
+    FakeServer,
+    json_response,
+    prompt_text,
+    sse,
+    sse_response,
+)
 
 _FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
