@@ -167,6 +167,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # before it (the report's spend shows requests per attempt from the attempts that have it)
         "ALTER TABLE judgment_attempts ADD COLUMN requests BIGINT",
     ),
+    (  # a sampled turn's conversation so far (service/history.py, JSON), stored so that a judge run after a
+        # restart reads the same history; NULL: in no conversation, history off, or sampled before it
+        "ALTER TABLE sampled_traces ADD COLUMN history JSON",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})
