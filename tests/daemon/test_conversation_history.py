@@ -191,3 +191,29 @@ def test_the_fingerprint_follows_the_history_policy_and_no_history_changes_nothi
     # A trace in no conversation, and a first turn, are shown to the judge exactly as without the policy.
     for answer in ("Use the reset link on the login page.", ANSWER_1):
         assert prompts[answer] == plain[answer]
+
+
+def test_graph_and_ensemble_evaluators_read_the_same_history(sampled):
+    """A graph evaluator gets `{source.history}` within its budget; an ensemble's judges each get the block."""
+    from tests.daemon.graphs import CompletenessUnit
+    from verdict.graph import Pipeline
+    from verdict_daemon.service.evaluators import GraphEvaluator
+    from verdict_daemon.service.judging import pending_work
+
+    (turn_3,) = [m for m, _ in pending_work(sampled, TenantId("acme"), "no-such-fingerprint", 3, 100)
+                 if m.response == ANSWER_3]
+    model = ScriptedModel(lambda request: json.dumps({"note": "ok", "complete": True}), record=True)
+    graph = Pipeline() >> CompletenessUnit().prompt("@user\nEarlier:\n{source.history}\nNow: {source.response}").via(model)
+    with_history, without = GraphEvaluator("g", "m:a", graph, 1000), GraphEvaluator("g", "m:a", graph)
+    assert with_history.fingerprint != without.fingerprint
+    with_history.evaluate(turn_3)
+    without.evaluate(turn_3)
+    shown, not_shown = (r.messages[0].content for r in model.requests)
+    assert f"[turn 2] assistant: {ANSWER_2}\nNow: {ANSWER_3}" in shown and "[turn 1] user: I was charged" in shown
+    assert not_shown == f"Earlier:\n\nNow: {ANSWER_3}"
+
+    panel = build_evaluator(EvaluatorConfig(name="panel", kind="ensemble",
+                                            models=(f"{__name__}:recording_judge",) * 2), 1000)
+    assert panel.evaluate(turn_3).error_code is None
+    for member in panel.judge.judges:  # type: ignore[attr-defined]  # a JudgeEnsemble's Judges
+        assert _history_block("\n".join(m.content for m in member.model.requests[0].messages)).endswith(ANSWER_2)
