@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from verdict.conversation import DEFAULT_INACTIVITY_MINUTES
 from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 from verdict_daemon.errors import DaemonError
 
@@ -68,6 +69,19 @@ class Sampling(_Section):
     lookback_days: float = Field(9, gt=0, le=3660)
     # DuckDB's memory cap for a sample run; past it the run spills to a private temp directory
     memory_limit_mb: int = Field(256, ge=128, le=1_048_576)
+
+
+# About 4,000 characters: the last few exchanges of a support chat, enough for "yes, do that" to have its
+# referent, at a small share of a judge call's input (the rubric prompt alone is ~600 tokens).
+DEFAULT_HISTORY_TOKENS = 1000
+
+
+class Conversations(_Section):
+    """Turns of a conversation (docs/conversations.md): where one conversation ends, and how much of the
+    conversation so far a judged turn is shown (tokens estimated as characters / 4; 0 turns history off)."""
+
+    inactivity_minutes: float = Field(DEFAULT_INACTIVITY_MINUTES, gt=0, le=YEAR_HOURS * 60)
+    history_tokens: int = Field(DEFAULT_HISTORY_TOKENS, ge=0, le=1_000_000)
 
 
 class Budget(_Section):
@@ -380,6 +394,7 @@ class DaemonConfig(_Section):
     tenants: tuple[Tenant, ...] = Field(min_length=1)
     schedules: Schedules = Schedules()
     sampling: Sampling = Sampling()
+    conversations: Conversations = Conversations()
     judging: Judging = Judging()
     evaluators: tuple[EvaluatorConfig, ...] = Field(min_length=1)
     drift: Drift = Drift()

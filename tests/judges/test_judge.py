@@ -290,3 +290,46 @@ def test_ensemble_usage_sums_the_components():
     judges = [Judge(ScriptedModel([rubric_reply()]), retries=0) for _ in range(2)]
     result = JudgeEnsemble(judges).grade(ANSWER, context=CONTEXT)
     assert result.usage.output_tokens == sum(c.usage.output_tokens for c in result.components) > 0
+
+
+HISTORY = "[turn 1] user: Is the museum open on Mondays?\n[turn 1] assistant: It is closed on Mondays."
+
+
+def test_a_turn_with_history_shows_it_apart_from_the_graded_material_and_other_items_as_before():
+    judge, model = judge_with([rubric_reply()] * 3, history=True, per_dimension=False)
+    plain, _ = judge_with([rubric_reply()])
+    judge.grade_many([{"answer": ANSWER, "query": QUERY, "context": CONTEXT, "history": HISTORY},
+                      {"answer": ANSWER, "query": QUERY, "context": CONTEXT}], max_workers=1)
+    plain.grade(ANSWER, query=QUERY, context=CONTEXT)
+    with_history, without = sorted(model.requests, key=lambda r: "<conversation_so_far>" not in r.messages[1].content)
+    system, history, material, answer = with_history.messages
+    assert "not something to grade" in system.content and "evidence quotes never come from" in system.content
+    assert history.content == f"<conversation_so_far>\n{HISTORY}\n</conversation_so_far>"  # a message of its own
+    assert material.content.startswith(f"<question>\n{QUERY}") and answer.content == f"<answer>\n{ANSWER}\n</answer>"
+    # An item without history gets the plain prompt, message for message.
+    assert [m.content for m in without.messages] == [m.content for m in plain.model.requests[0].messages]
+    assert judge.fingerprint != plain.fingerprint
+
+
+def test_one_dimension_per_call_has_a_history_variant_too():
+    reply = json.dumps({"verdict": "PASS", "rationale": "fine", "evidence": []})
+    judge, model = judge_with(lambda request: reply, history=True, per_dimension=True)
+    assert judge.grade(ANSWER, query=QUERY, context=CONTEXT, history=HISTORY).status is JudgmentStatus.VALID
+    assert all(f"<conversation_so_far>\n{HISTORY}" in r.messages[1].content for r in model.requests)
+
+
+def test_history_is_refused_by_a_judge_without_it_and_a_custom_prompt_needs_its_history_variant():
+    judge, _ = judge_with([rubric_reply()])
+    with pytest.raises(ValueError, match=r"needs a Judge\(history=True\)"):
+        judge.grade(ANSWER, query=QUERY, history=HISTORY)
+    custom = "Grade {source.answer} on {unit.dimension_names}."
+    with pytest.raises(ConfigurationError, match="needs history_prompt="):
+        Judge(ScriptedModel([rubric_reply()]), prompt=custom, history=True)
+    with pytest.raises(ConfigurationError, match=r"must show the conversation so far \({source.history}\)"):
+        Judge(ScriptedModel([rubric_reply()]), prompt=custom, history=True, history_prompt=custom)
+    with pytest.raises(ConfigurationError, match="applies only to a Judge"):
+        Judge(ScriptedModel([rubric_reply()]), history_prompt=custom)
+    judge = Judge(ScriptedModel([rubric_reply()], record=True), prompt=custom, history=True,
+                  history_prompt="Earlier: {source.history}\n" + custom)
+    judge.grade(ANSWER, history=HISTORY)
+    assert judge.model.requests[0].messages[0].content.startswith(f"Earlier: {HISTORY}")  # type: ignore[attr-defined]

@@ -55,12 +55,13 @@ def store_for(config: DaemonConfig) -> StateStore:
 
 
 def build_evaluators(config: DaemonConfig) -> list[Evaluator]:
-    return [build_evaluator(e) for e in config.evaluators]
+    return [build_evaluator(e, config.conversations.history_tokens) for e in config.evaluators]
 
 
-def build_evaluator(config: EvaluatorConfig) -> Evaluator:
+def build_evaluator(config: EvaluatorConfig, history_tokens: int = 0) -> Evaluator:
+    """The evaluator of `config`; `history_tokens` ([conversations]) is its budget for the conversation so far."""
     if config.kind != "graph":
-        return build_judge_evaluator(config)
+        return build_judge_evaluator(config, history_tokens)
     from verdict.graph import Pipeline
 
     target = cast(str, config.graph)  # a graph evaluator names one (EvaluatorConfig checks)
@@ -70,7 +71,7 @@ def build_evaluator(config: EvaluatorConfig) -> Evaluator:
         pipeline = obj() if is_factory else obj
     except Exception as exc:  # the user's factory failed
         raise DaemonError("evaluator_error", f"{target!r} raised {type(exc).__name__}: {str(exc)[:300]}") from None
-    return GraphEvaluator(config.name, target, pipeline)
+    return GraphEvaluator(config.name, target, pipeline, history_tokens)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ class Cycle:
         return open_lakes(self.config.data_dir, self.config.lake)
 
     def sample(self, tenant: TenantId, as_of: datetime) -> SampleReport:
-        return sample(self.store, self.lake(), tenant, self.config.sampling, as_of)
+        return sample(self.store, self.lake(), tenant, self.config.sampling, as_of, self.config.conversations)
 
     def judge(self, tenant: TenantId, evaluator: Evaluator, run_id: str, should_stop: Callable[[], bool]) -> JudgeReport:
         return judge(self.store, tenant, evaluator, self.config.judging, run_id, should_stop)

@@ -17,6 +17,7 @@ from typing import Any, Final, Protocol
 
 from verdict.models.base import CONFIGURATION_KINDS, Model, Usage
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.service.history import history_fingerprint
 from verdict_daemon.service.material import Material
 
 VERDICTS = ("PASS", "FAIL", "UNCLEAR", "ERROR")
@@ -115,9 +116,10 @@ def error_outcome(message: str, usage: Usage, reply: str | None = None) -> Outco
 class GraphEvaluator:
     """A user judge graph. Every field of the final unit's output is a dimension: booleans become
     PASS/FAIL, the strings PASS/FAIL/UNCLEAR are kept, numbers are scores; other fields (explanations)
-    are reasons. The sample is `Material.as_sample()`."""
+    are reasons. The sample is `Material.as_sample()`; with `history_tokens` > 0 its `history` is the conversation
+    so far within that budget (`{source.history}`), else ""."""
 
-    def __init__(self, name: str, target: str, pipeline: Any) -> None:
+    def __init__(self, name: str, target: str, pipeline: Any, history_tokens: int = 0) -> None:
         from verdict.graph import Pipeline
         from verdict.graph.errors import ConfigurationError
 
@@ -129,14 +131,16 @@ class GraphEvaluator:
             raise DaemonError("evaluator_error", f"{target!r}: {exc}") from None
         self.name = name
         self._pipeline = pipeline
+        self.history_tokens = history_tokens
         self.definition: Mapping[str, Any] = {
-            "kind": "graph", "target": target, "units": [_describe(node) for node in graph.nodes]}
-        self.fingerprint = _graph_fingerprint(self.definition)
+            "kind": "graph", "target": target, "units": [_describe(node) for node in graph.nodes],
+            **({"history_tokens": history_tokens} if history_tokens else {})}
+        self.fingerprint = history_fingerprint(_graph_fingerprint(self.definition), history_tokens)
 
     def evaluate(self, material: Material) -> Outcome:
         from pydantic import BaseModel
 
-        row = self._pipeline.run(material.as_sample(), max_workers=1)
+        row = self._pipeline.run(material.as_sample(self.history_tokens), max_workers=1)
         if not row.ok or not isinstance(row.output, BaseModel):
             reply = next((e.reply for e in row.errors.values() if e.reply is not None), None)
             return error_outcome(row.error or "the graph produced no output", row.usage, reply)

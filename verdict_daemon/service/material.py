@@ -1,4 +1,5 @@
-"""What a judge grades, taken from one LLM span: the user's query, the response, and any context.
+"""What a judge grades, taken from one LLM span: the user's query, the response, and any context; for a turn of a
+conversation, also the conversation so far (service/history.py), shown apart from the graded answer.
 
 Span content columns hold GenAI semantic-convention messages (already redacted by the SDK and the
 collector): `[{"role": ..., "parts": [{"type": "text", "content": ...}, ...]}, ...]`.
@@ -10,6 +11,8 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
+from verdict_daemon.service.history import History
+
 
 @dataclass(frozen=True)
 class Material:
@@ -18,6 +21,11 @@ class Material:
     query: str
     response: str
     context: str  # system instructions and tool results the answer could rely on; "" when none
+    history: History | None = None  # its conversation's earlier turns, as sampled; None: in no conversation
+
+    def history_text(self, budget_tokens: int) -> str:
+        """The conversation so far within `budget_tokens` ("" without a conversation, for a first turn, or at 0)."""
+        return self.history.within(budget_tokens).text() if self.history and budget_tokens > 0 else ""
 
     @property
     def has_content(self) -> bool:
@@ -25,9 +33,11 @@ class Material:
         Without (content capture off, an unrecognised dialect) the trace is `no_content`, never judged."""
         return bool(self.response.strip()) and bool(self.query.strip() or self.context.strip())
 
-    def as_sample(self) -> dict[str, str]:
-        """The sample a judge graph receives (`{source.query}`, `{source.response}`, `{source.context}`)."""
-        return {"trace_id": self.trace_id, "query": self.query, "response": self.response, "context": self.context}
+    def as_sample(self, history_tokens: int = 0) -> dict[str, str]:
+        """The sample a judge graph receives (`{source.query}`, `{source.response}`, `{source.context}`,
+        `{source.history}`: the conversation so far within `history_tokens`, "" when none)."""
+        return {"trace_id": self.trace_id, "query": self.query, "response": self.response, "context": self.context,
+                "history": self.history_text(history_tokens)}
 
 
 def parse_messages(raw: str | None) -> list[dict]:

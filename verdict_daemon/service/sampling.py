@@ -26,6 +26,10 @@ intent key for now (`unassigned` when a call carries none); the cluster registry
 this seam. A call without an intent key of its own inherits the key of its nearest ancestor span
 that has one (another instrumentation's LLM span under the app's span stamped by `intent_context`).
 
+A pick that is a turn of a conversation (collector/conversations.py, cut by `[conversations] inactivity_minutes`)
+is stored with its conversation so far: the earlier turns' graded texts within `[conversations] history_tokens`
+(service/history.py), read from the lookback like the picks' own, so a judge run after a restart reads the same.
+
 A tenant with spans in the lookback but no recognised LLM call gets a warning naming the
 instrumentation scopes and their span counts (`SampleReport.unrecognised_scopes`), never a silent 0.
 
@@ -48,15 +52,17 @@ from collector.lake_union import LakeUnion, read_errors
 from collector.views import view_statements
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.versions import UNASSIGNED
-from verdict_daemon.config import Sampling
+from verdict_daemon.config import Conversations, Sampling
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
+from verdict_daemon.service.history import History, Turn, most_turns
 from verdict_daemon.service.material import graded_texts
 from verdict_daemon.store.samples import SampledTrace, insert_samples, picks_since
 from verdict_daemon.store.state import StateStore
 
 log = logging.getLogger("verdict.daemon")
 
+DEFAULT_CONVERSATIONS = Conversations()  # [conversations] as a config without the section has it
 CEILING_FACTOR = 2  # a window's picks never exceed this many times per_cluster_per_window
 # u: the first 13 hex digits (52 bits, exact in a double) of the draw, scaled to [0, 1)
 _U = "('0x' || substr({draw}, 1, 13))::BIGINT / 4503599627370496.0"
@@ -96,7 +102,8 @@ def _days(start: datetime, end: datetime) -> list[date]:
     return [start.date() + timedelta(days=n) for n in range((end.date() - start.date()).days + 1)]
 
 
-def sample(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, config: Sampling, as_of: datetime) -> SampleReport:
+def sample(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, config: Sampling, as_of: datetime,
+           conversations: Conversations = DEFAULT_CONVERSATIONS) -> SampleReport:
     """Sample the tenant's traces from `lake`: a data dir, or the union of every lake that holds the tenant
     (read once per call: a fresh union sees the segments landed since the last one)."""
     lake = LakeUnion.of(lake)
@@ -110,13 +117,14 @@ def sample(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, config: 
     except read_errors() as exc:  # a directory without permission; no such bucket, store unreachable
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {type(exc).__name__}: "
                           + (str(exc).splitlines() or [""])[0][:300]) from None
-    return _sample(store, lake, tenant, config, start, end, days, window)
+    return _sample(store, lake, tenant, config, conversations, (start, end), days, window)
 
 
-def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampling, start: datetime, end: datetime,
-            days: list[date], window: timedelta) -> SampleReport:
+def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampling, conversations: Conversations,
+            span: tuple[datetime, datetime], days: list[date], window: timedelta) -> SampleReport:
     import duckdb
 
+    start, end = span
     done = picks_since(store, tenant, start)
     # Capped: past the limit DuckDB spills the per-trace work to a directory of this run's own, so the
     # sampler's memory does not grow with the lookback's volume (docs/daemon.md, "Tests and figures").
@@ -130,7 +138,9 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
         _inherit_intents(lake_con)
         eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
         unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
+        _conversation_turns(lake_con, conversations)  # before _content narrows the views to one day
         rows = _content(lake_con, lake, tenant)
+        histories = _histories(lake_con, conversations.history_tokens)
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
@@ -138,7 +148,8 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
         spill.cleanup()
     now = datetime.now(UTC).replace(tzinfo=None)
     records = [SampledTrace(tenant, trace_id, span_id, intent, stratum, window_start, started_at,
-                            *graded_texts(inputs, outputs, system), now)
+                            *graded_texts(inputs, outputs, system), now,
+                            histories[trace_id].to_json() if trace_id in histories else None)
                for trace_id, span_id, intent, stratum, window_start, started_at, inputs, outputs, system in rows]
     insert_samples(store, records)
     strata = len({(r.stratum, r.window_start) for r in records})
@@ -281,20 +292,68 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, confi
     return eligible, over
 
 
+def _conversation_turns(lake_con, conversations: Conversations) -> None:
+    """TEMP TABLEs judged_turns(trace_id, conversation_id, conversation_seq, turn): the `chosen` picks that are turns
+    of a conversation; earlier(judged, turn, trace_id, span_id, call_date): the turns before each that its history
+    budget can hold at most, each with its graded call (its last gradable call; NULL without one in the lookback).
+    Conversations are read only when history is on and a pick carries a key: the views read every keyed trace."""
+    lake_con.execute("CREATE TEMP TABLE judged_turns (trace_id VARCHAR, conversation_id VARCHAR, "
+                     "conversation_seq BIGINT, turn BIGINT)")
+    lake_con.execute("CREATE TEMP TABLE earlier (judged VARCHAR, turn BIGINT, trace_id VARCHAR, span_id VARCHAR, "
+                     "call_date DATE)")
+    if not conversations.history_tokens:
+        return
+    lake_con.execute("""CREATE TEMP TABLE judged_keys AS SELECT DISTINCT conversation_id FROM spans
+                        WHERE conversation_id IS NOT NULL AND trace_id IN (SELECT trace_id FROM chosen)""")
+    if not lake_con.execute("SELECT count(*) FROM judged_keys").fetchone()[0]:
+        return
+    lake_con.execute(f"""CREATE TEMP TABLE keyed_turns AS
+        SELECT conversation_id, conversation_seq, turn, trace_id
+        FROM conversation_turns_within({float(conversations.inactivity_minutes)!r})
+        WHERE conversation_id IN (SELECT conversation_id FROM judged_keys)""")
+    lake_con.execute("INSERT INTO judged_turns SELECT trace_id, conversation_id, conversation_seq, turn "
+                     "FROM keyed_turns SEMI JOIN chosen USING (trace_id)")
+    lake_con.execute("""
+        INSERT INTO earlier
+        SELECT j.trace_id, e.turn, e.trace_id, g.span_id, g.call_date
+        FROM judged_turns j JOIN keyed_turns e ON e.conversation_id = j.conversation_id
+          AND e.conversation_seq = j.conversation_seq AND e.turn < j.turn AND e.turn >= j.turn - $most
+        LEFT JOIN (SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date
+                   FROM candidates WHERE gradable GROUP BY trace_id) g ON g.trace_id = e.trace_id""",
+                     {"most": most_turns(conversations.history_tokens)})
+
+
+def _histories(lake_con, budget_tokens: int) -> dict[str, History]:
+    """The conversation so far of each pick in `judged_turns`, within the budget, from the earlier turns' content
+    (a turn whose graded call has no text is left out)."""
+    earlier: dict[str, list[Turn]] = {}
+    for judged, turn, inputs, outputs, system in lake_con.execute("""
+            SELECT e.judged, e.turn, x.input_messages, x.output_messages, x.system_instructions
+            FROM earlier e JOIN content x USING (trace_id, span_id) ORDER BY e.judged, e.turn""").fetchall():
+        query, response, _ = graded_texts(inputs, outputs, system)
+        if query.strip() or response.strip():
+            earlier.setdefault(judged, []).append(Turn(turn, query, response))
+    return {trace_id: History(conversation_id, seq, turn, tuple(earlier.get(trace_id, ()))).within(budget_tokens)
+            for trace_id, conversation_id, seq, turn in lake_con.execute("SELECT * FROM judged_turns").fetchall()}
+
+
 def _content(lake_con, lake: LakeUnion, tenant: TenantId) -> list[tuple]:
     """The `chosen` picks with their messages from `llm_calls` (log-event messages attached, a call described by
     two instrumentations seen once), read one date partition at a time: the views deduplicate a partition's
     fresh segments by holding its rows, messages included, so a day's rows are held at a time, not the
-    lookback's. A call's partition is its start day; its log events may land on the next."""
+    lookback's. A call's partition is its start day; its log events may land on the next. The graded calls of
+    the picks' `earlier` turns are read alike, into `content`."""
     lake_con.execute("""CREATE TEMP TABLE content (trace_id VARCHAR, span_id VARCHAR, input_messages VARCHAR,
                         output_messages VARCHAR, system_instructions VARCHAR)""")
-    for (day,) in lake_con.execute("SELECT DISTINCT call_date FROM chosen ORDER BY 1").fetchall():
+    lake_con.execute("""CREATE TEMP TABLE wanted AS SELECT span_id, call_date FROM chosen
+                        UNION SELECT span_id, call_date FROM earlier WHERE span_id IS NOT NULL""")
+    for (day,) in lake_con.execute("SELECT DISTINCT call_date FROM wanted ORDER BY 1").fetchall():
         for statement in view_statements(lake, tenant, [day, day + timedelta(days=1)]):
             lake_con.execute(statement)
         lake_con.execute("""
             INSERT INTO content
             SELECT trace_id, span_id, input_messages, output_messages, system_instructions FROM llm_calls
-            WHERE date = $day AND span_id IN (SELECT span_id FROM chosen WHERE call_date = $day)
+            WHERE date = $day AND span_id IN (SELECT span_id FROM wanted WHERE call_date = $day)
             QUALIFY row_number() OVER (PARTITION BY trace_id, span_id) = 1  -- a span compacted in two lakes
             """, {"day": day})
     rows: list[tuple] = lake_con.execute("""

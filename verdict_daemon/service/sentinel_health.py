@@ -83,10 +83,12 @@ class HealthGate:
         with workload_context(JUDGE_WORKLOAD):  # the judge's own calls are never sampled as traffic
             health = evaluate_judge_health(evaluator.judge, sentinel_set, minimum_examples=self.settings.minimum_examples,
                                            threshold=self.settings.threshold, max_workers=self.concurrency)
-        record = {**health.to_dict(), "evaluator": evaluator.name, "sentinel_file": sentinel_set.source,
-                  "checked_at": datetime.now(UTC).replace(tzinfo=None)}
+        # The evaluator's fingerprint, not its raw judge's: with conversation history on, the evaluator's wraps the
+        # judge's with the history budget, and judgments carry the evaluator's.
+        record = {**health.to_dict(), "evaluator": evaluator.name, "evaluator_fingerprint": evaluator.fingerprint,
+                  "sentinel_file": sentinel_set.source, "checked_at": datetime.now(UTC).replace(tzinfo=None)}
         insert_check(store, HealthCheck(
-            tenant, uuid.uuid4().hex, evaluator.name, health.evaluator_fingerprint, health.sentinel_fingerprint,
+            tenant, uuid.uuid4().hex, evaluator.name, evaluator.fingerprint, health.sentinel_fingerprint,
             sentinel_set.source, record["status"], record["reason"], record["examples"], record["usable"],
             record["errors"], record["passed"], record["pass_rate"], record["pass_rate_low"], record["pass_rate_high"],
             record["threshold"], record["minimum_examples"], json.dumps(record["dimensions"]),

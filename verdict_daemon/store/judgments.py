@@ -52,6 +52,7 @@ class PendingTrace:
     response: str
     context: str
     attempt_no: int
+    history: str | None = None  # sampled_traces.history (JSON); None: in no conversation
 
 
 @dataclass(frozen=True)
@@ -92,13 +93,13 @@ def pending_work(store: StateStore, tenant: str, fingerprint: str, max_attempts:
                     SELECT other.fingerprint FROM evaluators own JOIN evaluators other USING (tenant_id, name)
                     WHERE own.tenant_id = $t AND own.fingerprint = $fp))
                 GROUP BY trace_id)
-            SELECT s.trace_id, s.started_at, s.query, s.response, s.context, coalesce(n.last, 0) + 1
+            SELECT s.trace_id, s.started_at, s.query, s.response, s.context, s.history, coalesce(n.last, 0) + 1
             FROM sampled_traces s LEFT JOIN a USING (trace_id) LEFT JOIN numbered n USING (trace_id)
             WHERE s.tenant_id = $t AND (a.trace_id IS NULL OR (a.latest = 'ERROR' AND a.counted < $max))
             ORDER BY s.started_at DESC, s.trace_id LIMIT $limit""",
             {"t": tenant, "fp": fingerprint, "max": max_attempts, "limit": limit,
              "uncounted": uncounted_error}).fetchall()
-    return [PendingTrace(t, started, q or "", r or "", c or "", n) for t, started, q, r, c, n in rows]
+    return [PendingTrace(t, started, q or "", r or "", c or "", n, h) for t, started, q, r, c, h, n in rows]
 
 
 def insert_attempts(store: StateStore, tenant: str, run_id: str, attempts: list[Attempt],

@@ -34,6 +34,7 @@ class SampledTrace:
     response: str
     context: str
     sampled_at: datetime
+    history: str | None = None  # the conversation so far (History.to_json); None: in no conversation
 
 
 _COLUMNS = tuple(f.name for f in fields(SampledTrace))

@@ -174,6 +174,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             exported_at TIMESTAMP NOT NULL,
             PRIMARY KEY (tenant_id, attempt_id))""",
     ),
+    (  # a sampled turn's conversation so far (service/history.py, JSON), stored so that a judge run after a
+        # restart reads the same history; NULL: in no conversation, history off, or sampled before it
+        "ALTER TABLE sampled_traces ADD COLUMN history JSON",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})

@@ -1,0 +1,47 @@
+"""The chat app of the conversation-history test (run as its own process).
+
+It calls `verdict.init()` + `verdict.instrument()` and sends one chat call per turn through the real `openai`
+client to the fake LLM server, each inside `verdict.intent_context(intent)` and, for a turn of a conversation,
+`verdict.conversation_context(id)`; the spans go through the real SDK and OTLP exporter, authenticated by
+API_KEY (the collector maps it to a tenant).
+
+    python -m tests.daemon.conversation_app COLLECTOR_URL LLM_BASE_URL API_KEY TURNS_JSON
+
+TURNS_JSON: [{"conversation": "c1" or null, "intent": "billing.v1", "user": "..."}, ...], sent in order.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+
+SYSTEM = "You are the support assistant of Acme. Be brief."
+
+
+def main(argv: list[str]) -> int:
+    collector_url, llm_base_url, api_key, turns = argv
+    import openai
+
+    import verdict
+
+    verdict.init(service_name="chat-app", endpoint=collector_url, api_key=api_key, capture_content=True,
+                 schedule_delay_millis=200)
+    verdict.instrument()
+    client = openai.OpenAI(base_url=llm_base_url, api_key="sk-app-test", max_retries=0)
+    for turn in json.loads(turns):
+        with ExitStack() as scope:
+            scope.enter_context(verdict.intent_context(turn["intent"]))
+            if turn["conversation"]:
+                scope.enter_context(verdict.conversation_context(turn["conversation"]))
+            client.chat.completions.create(model="gpt-4o-mini", messages=[
+                {"role": "system", "content": SYSTEM}, {"role": "user", "content": turn["user"]}])
+    if not verdict.flush(60):
+        print("flush failed", file=sys.stderr)
+        return 1
+    verdict.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
