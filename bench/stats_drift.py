@@ -1,7 +1,7 @@
 """Benchmark: drift detection, Cliff's delta and Bradley-Terry, each next to its target; per-period
 false alarms and detection delay of the daemon's drift schedule, from a simulation.
 
-    .venv/bin/python bench/stats_drift.py [--repeats 5] [--days 60] [--delay-seeds 40] [--only perf|schedule|delays]
+    .venv/bin/python bench/stats_drift.py [--repeats 5] [--days 60] [--delay-seeds 40] [--only perf|schedule|delays|shares]
 
 Every measurement runs in a fresh subprocess so its peak RSS (ru_maxrss) is its own. Wall times
 are medians over repeats after one warm-up call (the first call also pays the scipy import,
@@ -125,8 +125,24 @@ def child_delays(seeds: int, repeats: int) -> dict:
             for points in (0.15, 0.25) for name, design in (("new", NEW), ("legacy", LEGACY))}
 
 
+def child_shares(seeds: int, repeats: int) -> dict:
+    """Power of one run at the closing decision's level 0.04 by the coverage tests' share of it: a 10-point drop
+    (0.90 -> 0.80) in one of 20 x 5 PASS/FAIL cells at n = 400/400 (tests/stats/test_drift_gates.py's data),
+    seeds 60..60+seeds-1: how often it is a regression."""
+    from tests.stats.test_drift_gates import CLOSING_ALPHA, NOW, judgments
+    from verdict.drift import CellStatus, DriftDetector
+
+    detectors = {share: DriftDetector(alpha=CLOSING_ALPHA, coverage_alpha_share=share) for share in (0.0, 0.1, 0.2)}
+    hits = dict.fromkeys(detectors, 0)
+    for seed in range(60, 60 + seeds):
+        table = judgments(seed, 0.10)
+        for share, det in detectors.items():
+            hits[share] += det.detect(table, now=NOW).cell("fp", "c00", "d0").status is CellStatus.REGRESSION
+    return {"seeds": seeds, "hits": [[share, n] for share, n in hits.items()]}
+
+
 CHILDREN = {"drift": child_drift, "cliff": child_cliff, "bt": child_bt, "schedule": child_schedule,
-            "delays": child_delays}
+            "delays": child_delays, "shares": child_shares}
 
 
 def run_child(kind: str, n: int, repeats: int) -> dict:
@@ -146,14 +162,17 @@ def main() -> None:
     parser.add_argument("--n", type=int)
     parser.add_argument("--days", type=int, default=60, help="simulated days per schedule")
     parser.add_argument("--delay-seeds", type=int, default=40, help="simulated drops per size")
-    parser.add_argument("--only", choices=("perf", "schedule", "delays"), help="one part: timings, false alarms "
-                        "per period, or detection delays")
+    parser.add_argument("--only", choices=("perf", "schedule", "delays", "shares"), help="one part: timings, "
+                        "false alarms per period, detection delays, or power by the coverage tests' share of alpha")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(CHILDREN[args.child](args.n, args.repeats)))
         return
     if args.only == "schedule":
         _print_schedule(run_child("schedule", args.days, 1))
+        return
+    if args.only == "shares":
+        _print_shares(run_child("shares", 200, 1))
         return
     if args.only == "delays":
         _print_delays(run_child("delays", args.delay_seeds, 1), args.delay_seeds)
@@ -213,6 +232,15 @@ def _print_schedule(sim: dict) -> None:
         upper = stats.beta.ppf(0.975, alarms + 1, periods - alarms) if alarms < periods else 1.0
         print(f"  {label:<56}{alarms:>4} of {periods:<4} days = {alarms / periods:5.1%}  "
               f"(95 % upper bound {upper:.1%}; target <= 5 %, legacy ~21 %)")
+
+
+def _print_shares(sim: dict) -> None:
+    from statsmodels.stats.proportion import proportion_confint
+
+    print(f"10-point drop at n = 400/400 among 100 cells, run level 0.04, seeds 60..{59 + sim['seeds']}: regression in")
+    for share, hits in sim["hits"]:
+        low, high = proportion_confint(hits, sim["seeds"], alpha=0.05, method="beta")
+        print(f"  coverage_alpha_share {share:<4} {hits:>4} of {sim['seeds']} [{low:.1%}, {high:.1%}]")
 
 
 def _print_delays(sim: dict, seeds: int) -> None:

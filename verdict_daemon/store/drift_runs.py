@@ -9,6 +9,7 @@ per trace with its verdicts, is read here too (`judgment_table`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -106,6 +107,16 @@ class DriftWindows:
     signals: int
     closing: bool
     small_cell_start: datetime | None = None  # the small cells' current window started here (the weekly decision)
+
+    def small_cell_windows(self) -> DriftWindows:
+        """The windows a weekly decision tested its small cells over: from `small_cell_start` to `as_of`, against
+        the window SMALL_CELL_BASELINE times as long that ends the run's gap before it (verdict.drift.windows)."""
+        from verdict.drift.windows import SMALL_CELL_BASELINE
+
+        start = cast(datetime, self.small_cell_start)
+        end = start - (self.current_start - self.baseline_end)
+        return dataclasses.replace(self, current_start=start, baseline_end=end,
+                                   baseline_start=end - SMALL_CELL_BASELINE * (self.as_of - start))
 
 
 @dataclass(frozen=True)
