@@ -135,7 +135,7 @@ def judgments(traffic: Traffic, days: float, seed: int, drop: tuple[datetime, fl
     unclear = rng.uniform(*traffic.unusable, (traffic.clusters, traffic.dimensions))[cl, dim]
     value = np.where(draw < unclear, 2, (draw - unclear) < p * (1 - unclear))  # UNCLEAR, else PASS w.p. p
     start_us = int((START - datetime(1970, 1, 1)) / timedelta(microseconds=1))
-    verdicts = pa.DictionaryArray.from_arrays(value.astype(np.int32), ["FAIL", "PASS", "UNCLEAR"])
+    verdicts: pa.Array = pa.DictionaryArray.from_arrays(value.astype(np.int32), ["FAIL", "PASS", "UNCLEAR"])
     scores = {}
     if traffic.scores:  # the shift moves the mean, in standard deviations
         verdicts, scores = pa.nulls(ts.size, pa.string()), {"score": pa.array(rng.normal(p, 1.0))}
