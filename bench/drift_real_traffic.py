@@ -19,6 +19,11 @@ Scenarios (default config, alpha 0.05; looks every 6 hours: closing decisions an
               within 21 days and days to the first alert; clean traffic where every cell is small (12 x 4 at
               10 a day), looked at each Monday 00:00 only (the periods holding the small-cell tests); the
               log-normal shape of `stationary` with daily looks (every period)
+  scores      10 clusters x 6 score dimensions at 100 a day, one cell's mean falls by 0.3 SD at an onset
+              uniform over a day: found within 7 days (looks every 6 hours) and hours to the first alert
+  coverage    4 clusters x 5 dimensions at 100 a day with 0-40 % UNCLEAR per cell, hourly looks, alpha 0.2:
+              periods with an alert of any kind, coverage tests at their 0.1 share of a run's level and at
+              the full level (each run then spends 2 alpha)
 """
 
 from __future__ import annotations
@@ -39,8 +44,10 @@ from tests.daemon.drift_schedule import (  # noqa: E402
     BEFORE_27,
     NEW,
     START,
+    Design,
     Traffic,
     alarmed_periods,
+    delay_quantile,
     detection_delays,
     drop_at,
     flagged_looks,
@@ -145,12 +152,48 @@ def small_cells(weeks: int, replicates: int, seed: int) -> None:
               f"{rate(len(alarmed), len(observed))} (seed {seed})")
 
 
+def hours(delays: list[float | None], q: float) -> str:
+    """The q-quantile of the delays with its 95 % interval (a miss counts as later than any delay)."""
+    value, low, high = (f"{x:.0f}" if x != float("inf") else "miss" for x in delay_quantile(delays, q))
+    return f"{value} h [{low}, {high}]"
+
+
+def scores(config: Drift, replicates: int, seed: int) -> None:
+    """Power on a score dimension: 10 clusters x 6 scored dimensions at 100 a day, the mean of one cell
+    falling by 0.3 SD at an onset uniform over day 9, looks every 6 hours, found within 7 days."""
+    traffic = Traffic(clusters=10, dimensions=6, per_day=100, scores=True)
+    seeds = range(seed, seed + replicates)
+    delays = detection_delays(config, traffic, 0.30, seeds, SIX_HOURS, NEW, horizon=7 * DAY)
+    found = sum(d is not None for d in delays)
+    print(f"{'scores':<11}{'issue 27':<10} 0.3 SD shift found within 7 days {rate(found, replicates)}   delay "
+          f"median {hours(delays, 0.5)}, p90 {hours(delays, 0.9)} (seeds {seed}..{seed + replicates - 1}, "
+          f"onsets {10_000 + seed}..{10_000 + seed + replicates - 1})")
+
+
+# The coverage family at the full level next to the quality family, as before issue 17's split: each run
+# spends 2 alpha (quality at alpha, coverage at alpha).
+COVERAGE_AT_ALPHA = Design(NEW.plan, lambda config, d: config.model_copy(update={"coverage_alpha_share": 0.5})
+                           .detector(2 * d.alpha))
+
+
+def coverage(weeks: int, seed: int) -> None:
+    """Clean traffic with UNCLEAR verdicts (4 clusters x 5 dimensions at 100 a day, 0-40 % UNCLEAR per cell),
+    hourly looks, alpha 0.2: alert periods of any kind with the coverage tests at their share of each run's
+    level (`coverage_alpha_share` 0.1) and at the full level."""
+    config, traffic = Drift(alpha=0.2), Traffic(clusters=4, unusable=(0.0, 0.4))
+    for label, design in (("share 0.1", NEW), ("full level", COVERAGE_AT_ALPHA)):
+        alarmed, observed = alarmed_periods(config, traffic, 7 * weeks, timedelta(hours=1), seed, design)
+        print(f"{'coverage':<11}{label:<11} periods with an alert of any kind {rate(len(alarmed), len(observed))} "
+              f"(alpha 0.2, seed {seed})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weeks", type=int, default=8, help="simulated weeks after warm-up per rate")
     parser.add_argument("--replicates", type=int, default=30, help="simulated cells per drift scenario")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=("weekly", "stationary", "power", "drift", "evaluators", "small"))
+    parser.add_argument("--only", choices=("weekly", "stationary", "power", "drift", "evaluators", "small", "scores",
+                                           "coverage"))
     args = parser.parse_args()
     config = Drift()
     steps = {
@@ -160,6 +203,8 @@ def main() -> None:
         "drift": lambda: slow_and_lasting(config, args.replicates, args.seed),
         "evaluators": lambda: evaluators(args.weeks, args.seed),
         "small": lambda: small_cells(args.weeks, args.replicates, args.seed),
+        "scores": lambda: scores(config, args.replicates, args.seed),
+        "coverage": lambda: coverage(args.weeks, args.seed),
     }
     for name, step in steps.items():
         if args.only in (None, name):

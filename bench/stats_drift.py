@@ -1,7 +1,7 @@
 """Benchmark: drift detection, Cliff's delta and Bradley-Terry, each next to its target; per-period
 false alarms and detection delay of the daemon's drift schedule, from a simulation.
 
-    .venv/bin/python bench/stats_drift.py [--repeats 5] [--days 60] [--delay-seeds 10]
+    .venv/bin/python bench/stats_drift.py [--repeats 5] [--days 60] [--delay-seeds 40] [--only perf|schedule|delays|shares]
 
 Every measurement runs in a fresh subprocess so its peak RSS (ru_maxrss) is its own. Wall times
 are medians over repeats after one warm-up call (the first call also pays the scipy import,
@@ -100,17 +100,10 @@ def child_bt(n: int, repeats: int) -> dict:
     return result | {"order_term_median_s": with_order["median_s"], "rss_peak_mib": _rss_mib()}
 
 
-def child_schedule(days: int, seeds: int) -> dict:
+def child_schedule(days: int, repeats: int) -> dict:
     """Clean traffic through the daemon's plan -> detector -> signal ids (tests/daemon/drift_schedule.py):
-    20 clusters x 5 PASS/FAIL dimensions, 100 traces per cluster per day; then drops of 15 and 25 points
-    at a uniform onset, hourly looks, hours until the first alert."""
-    from tests.daemon.drift_schedule import (
-        LEGACY,
-        NEW,
-        Traffic,
-        detection_delays,
-        false_alarm_periods,
-    )
+    20 clusters x 5 PASS/FAIL dimensions, 100 traces per cluster per day (traffic seed 0): alert periods."""
+    from tests.daemon.drift_schedule import LEGACY, NEW, Traffic, false_alarm_periods
     from verdict_daemon.config import Drift
 
     config, traffic, hour = Drift(), Traffic(), timedelta(hours=1)
@@ -118,14 +111,38 @@ def child_schedule(days: int, seeds: int) -> dict:
     for name, every, n, design in (("hourly", hour, days, NEW), ("5min", timedelta(minutes=5), max(days // 6, 1), NEW),
                                     ("legacy_hourly", hour, days, LEGACY)):
         out[name] = false_alarm_periods(config, traffic, n, every, 0, design=design)
-    for points in (0.15, 0.25):
-        for name, design in (("new", NEW), ("legacy", LEGACY)):
-            out[f"delay_{name}_{int(points * 100)}"] = detection_delays(
-                config, traffic, points, range(seeds), hour, design=design)
     return out
 
 
-CHILDREN = {"drift": child_drift, "cliff": child_cliff, "bt": child_bt, "schedule": child_schedule}
+def child_delays(seeds: int, repeats: int) -> dict:
+    """The same traffic with a drop of 15 or 25 points in one cell at an onset uniform over a day, hourly
+    looks: hours until the first alert, 3-day horizon (drop seeds 0..seeds-1, onsets from 10000 + seed)."""
+    from tests.daemon.drift_schedule import LEGACY, NEW, Traffic, detection_delays
+    from verdict_daemon.config import Drift
+
+    config, traffic, hour = Drift(), Traffic(), timedelta(hours=1)
+    return {f"{name}_{int(points * 100)}": detection_delays(config, traffic, points, range(seeds), hour, design=design)
+            for points in (0.15, 0.25) for name, design in (("new", NEW), ("legacy", LEGACY))}
+
+
+def child_shares(seeds: int, repeats: int) -> dict:
+    """Power of one run at the closing decision's level 0.04 by the coverage tests' share of it: a 10-point drop
+    (0.90 -> 0.80) in one of 20 x 5 PASS/FAIL cells at n = 400/400 (tests/stats/test_drift_gates.py's data),
+    seeds 60..60+seeds-1: how often it is a regression."""
+    from tests.stats.test_drift_gates import CLOSING_ALPHA, NOW, judgments
+    from verdict.drift import CellStatus, DriftDetector
+
+    detectors = {share: DriftDetector(alpha=CLOSING_ALPHA, coverage_alpha_share=share) for share in (0.0, 0.1, 0.2)}
+    hits = dict.fromkeys(detectors, 0)
+    for seed in range(60, 60 + seeds):
+        table = judgments(seed, 0.10)
+        for share, det in detectors.items():
+            hits[share] += det.detect(table, now=NOW).cell("fp", "c00", "d0").status is CellStatus.REGRESSION
+    return {"seeds": seeds, "hits": [[share, n] for share, n in hits.items()]}
+
+
+CHILDREN = {"drift": child_drift, "cliff": child_cliff, "bt": child_bt, "schedule": child_schedule,
+            "delays": child_delays, "shares": child_shares}
 
 
 def run_child(kind: str, n: int, repeats: int) -> dict:
@@ -144,10 +161,21 @@ def main() -> None:
     parser.add_argument("--child", choices=sorted(CHILDREN))
     parser.add_argument("--n", type=int)
     parser.add_argument("--days", type=int, default=60, help="simulated days per schedule")
-    parser.add_argument("--delay-seeds", type=int, default=10, help="simulated drops per size")
+    parser.add_argument("--delay-seeds", type=int, default=40, help="simulated drops per size")
+    parser.add_argument("--only", choices=("perf", "schedule", "delays", "shares"), help="one part: timings, "
+                        "false alarms per period, detection delays, or power by the coverage tests' share of alpha")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(CHILDREN[args.child](args.n, args.repeats)))
+        return
+    if args.only == "schedule":
+        _print_schedule(run_child("schedule", args.days, 1))
+        return
+    if args.only == "shares":
+        _print_shares(run_child("shares", 200, 1))
+        return
+    if args.only == "delays":
+        _print_delays(run_child("delays", args.delay_seeds, 1), args.delay_seeds)
         return
 
     print(f"{'measurement':<58}{'ours':>12}{'target':>10}  reference")
@@ -181,7 +209,9 @@ def main() -> None:
         f"{'  peak RSS added':<58}{cliff['rss_peak_mib'] - cliff['rss_before_mib']:>8.0f} MiB{'':>10}  "
         f"O(n*m) way 1.6 GiB"
     )
-    _print_schedule(run_child("schedule", args.days, args.delay_seeds))
+    if args.only is None:
+        _print_schedule(run_child("schedule", args.days, 1))
+        _print_delays(run_child("delays", args.delay_seeds, 1), args.delay_seeds)
     bt = run_child("bt", 2_000, args.repeats)
     print(
         f"{'Bradley-Terry 2,000 comparisons, 8 models, 1,000 bootstraps':<58}{bt['median_s']:>10.3f} s"
@@ -195,21 +225,45 @@ def main() -> None:
 def _print_schedule(sim: dict) -> None:
     from scipy import stats
 
-    print("per-period false alarms, clean traffic, 20 clusters x 5 dims, 100 traces/cluster/day, alpha 0.05")
+    print("per-period false alarms, clean traffic, 20 clusters x 5 dims, 100 traces/cluster/day, alpha 0.05, seed 0")
     for key, label in (("hourly", "hourly looks (default cron), new"), ("5min", "5-minute looks, new"),
                        ("legacy_hourly", "hourly looks, legacy (every look at alpha)")):
         alarms, periods = sim[key]
         upper = stats.beta.ppf(0.975, alarms + 1, periods - alarms) if alarms < periods else 1.0
         print(f"  {label:<56}{alarms:>4} of {periods:<4} days = {alarms / periods:5.1%}  "
               f"(95 % upper bound {upper:.1%}; target <= 5 %, legacy ~21 %)")
-    print("detection delay, hourly looks, drop in one cell at a uniform onset (hours to the first alert)")
+
+
+def _print_shares(sim: dict) -> None:
+    from statsmodels.stats.proportion import proportion_confint
+
+    print(f"10-point drop at n = 400/400 among 100 cells, run level 0.04, seeds 60..{59 + sim['seeds']}: regression in")
+    for share, hits in sim["hits"]:
+        low, high = proportion_confint(hits, sim["seeds"], alpha=0.05, method="beta")
+        print(f"  coverage_alpha_share {share:<4} {hits:>4} of {sim['seeds']} [{low:.1%}, {high:.1%}]")
+
+
+def _print_delays(sim: dict, seeds: int) -> None:
+    """Median and 90th percentile of the hours to the first alert, a miss counted as later than 72 h, with
+    distribution-free 95 % intervals (order statistics, tests/daemon/drift_schedule.delay_quantile)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from tests.daemon.drift_schedule import delay_quantile
+
+    def hours(x: float) -> str:
+        return "> 72" if x == float("inf") else f"{x:.1f}"
+
+    print(f"detection delay, hourly looks, one cell of 100 dropped at a uniform onset, 3-day horizon; drop seeds "
+          f"0..{seeds - 1}, onset seeds 10000..{10_000 + seeds - 1}; hours to the first alert, 95 % intervals")
     for points in (15, 25):
         for name in ("new", "legacy"):
-            delays = sim[f"delay_{name}_{points}"]
-            found = sorted(d for d in delays if d is not None)
-            median = statistics.median(found) if found else float("nan")
-            print(f"  {points}-point drop, {name:<8} caught {len(found):>3} of {len(delays):<3} within 3 days, "
-                  f"median {median:5.1f} h, max {max(found) if found else float('nan'):5.1f} h")
+            delays = sim[f"{name}_{points}"]
+            found = sum(d is not None for d in delays)
+            low, high = proportion_confint(found, len(delays), alpha=0.05, method="beta")
+            q = [delay_quantile(delays, p) for p in (0.5, 0.9)]
+            print(f"  {points}-point drop, {name:<7} caught {found:>3} of {len(delays):<3} [{low:.0%}, {high:.0%}]  "
+                  + "  ".join(f"{label} {hours(v)} h [{hours(lo)}, {hours(hi)}]"
+                              for label, (v, lo, hi) in zip(("median", "p90"), q, strict=True)))
 
 
 if __name__ == "__main__":

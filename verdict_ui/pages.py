@@ -239,11 +239,13 @@ def signal(d: SignalDetail) -> str:
                                         f"({s.current_n})"),
              ("Cliff's δ [95 % CI]", delta), ("p / adjusted p", f"{_num(s.p_value)} / {_num(s.adjusted_p)}"),
              ("MDE", "n/a" if d.mde is None else f"{d.mde:.3f}"),
-             ("Run", f"as of {when(d.run.as_of)}; baseline {when(d.run.baseline_start)} to {when(d.run.baseline_end)},"
-                     f" current {when(d.run.current_start)} to {when(d.run.as_of)}; alpha {d.run.alpha:g}"))
+             ("Run", f"as of {when(d.run.as_of)}; baseline {when(d.tested.baseline_start)} to "
+                     f"{when(d.tested.baseline_end)}, current {when(d.tested.current_start)} to {when(d.run.as_of)}"
+                     + (" (a small cell: tested over the weekly decision's windows)" if d.tested is not d.run else "")
+                     + f"; alpha {d.run.alpha:g}"))
     chart = (empty("A score dimension has no daily pass rate; the signal is tested on the scores.")
              if d.series is None else
-             f'<figure class="chart-box wide">{rate_chart("signal", d.series, d.run, time_domain((d.series,), d.run))}'
+             f'<figure class="chart-box wide">{rate_chart("signal", d.series, d.tested, time_domain((d.series,), d.tested))}'
              "<figcaption>Daily pass rate with 95 % Wilson band; grey: baseline window, orange: current window"
              "</figcaption></figure>")
     return ('<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"

@@ -28,6 +28,7 @@ class SignalDetail:
     signal: Signal
     evaluator: str | None
     run: DriftWindows
+    tested: DriftWindows  # the windows the signal's cell was tested over: a small cell's are the weekly ones
     mde: float | None
     series: RateSeries | None  # None for a score dimension (no pass rate)
     examples: tuple[CellTrace, ...]  # the signal's stored examples, in their order
@@ -58,14 +59,14 @@ def signal_detail(cur, signal_id: str) -> SignalDetail | None:
                            {**args, "ids": list(signal.examples)}).fetchall()
     counted = ("'UNCLEAR', 'ERROR'" if signal.kind == "coverage_drop" else
                "'PASS'" if signal.kind == "improvement" else "'FAIL'")
-    # A small cell's signal was tested over the weekly decision's small-cell window, not the run's period.
-    lo = run.small_cell_start if signal.small_cell and run.small_cell_start else run.current_start
+    # A small cell's signal was tested over the weekly decision's small-cell windows, not the run's period.
+    tested = run.small_cell_windows() if signal.small_cell and run.small_cell_start else run
     window = cur.execute(f"""
         SELECT trace_id, started_at, value, reason FROM judgments
         WHERE {cell} AND started_at >= $lo AND started_at < $hi AND value IN ({counted})
           AND NOT list_contains($ids::VARCHAR[], trace_id)
         ORDER BY started_at DESC, trace_id LIMIT {MORE_EXAMPLES}""",
-                         {**args, "lo": lo, "hi": run.as_of, "ids": list(signal.examples)}).fetchall()
-    return SignalDetail(signal, evaluator, run, mde(signal, run, (signal.dimension,) if scored else ()),
+                         {**args, "lo": tested.current_start, "hi": run.as_of, "ids": list(signal.examples)}).fetchall()
+    return SignalDetail(signal, evaluator, run, tested, mde(signal, run, (signal.dimension,) if scored else ()),
                         None if scored else series, tuple(CellTrace(*e) for e in examples),
                         tuple(CellTrace(*w) for w in window))

@@ -16,6 +16,7 @@ alpha), kept to reproduce its false-alarm rate.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -88,9 +89,10 @@ class Traffic:
     weekend: float = 0.0  # every pass rate this much lower on Saturdays and Sundays (UTC)
     evaluators: int = 1  # fingerprints judging every trace, independently
     small: float | None = None  # cluster c00's traces per day (a low-volume intent); None: as the others
+    scores: bool = False  # a score per verdict instead: normal, SD 1, the cell's mean drawn in [low, high]
 
 
-Shift = Callable[[np.ndarray], np.ndarray]  # days since START -> pass-rate change of cell c00/d0
+Shift = Callable[[np.ndarray], np.ndarray]  # days since START -> pass-rate (or mean score) change of cell c00/d0
 
 
 def drop_at(onset: datetime, points: float) -> Shift:
@@ -133,13 +135,18 @@ def judgments(traffic: Traffic, days: float, seed: int, drop: tuple[datetime, fl
     unclear = rng.uniform(*traffic.unusable, (traffic.clusters, traffic.dimensions))[cl, dim]
     value = np.where(draw < unclear, 2, (draw - unclear) < p * (1 - unclear))  # UNCLEAR, else PASS w.p. p
     start_us = int((START - datetime(1970, 1, 1)) / timedelta(microseconds=1))
+    verdicts: pa.Array = pa.DictionaryArray.from_arrays(value.astype(np.int32), ["FAIL", "PASS", "UNCLEAR"])
+    scores = {}
+    if traffic.scores:  # the shift moves the mean, in standard deviations
+        verdicts, scores = pa.nulls(ts.size, pa.string()), {"score": pa.array(rng.normal(p, 1.0))}
     return pa.table({
         "started_at": pa.array(ts + start_us, pa.timestamp("us")),
         "trace_id": pa.array(np.repeat(np.arange(n), per_trace)).cast(pa.string()),
         "cluster": pa.DictionaryArray.from_arrays(cl.astype(np.int32), [f"c{i:02d}" for i in range(traffic.clusters)]),
         "dimension": pa.DictionaryArray.from_arrays(dim.astype(np.int32), [f"d{i}" for i in range(traffic.dimensions)]),
-        "value": pa.DictionaryArray.from_arrays(value.astype(np.int32), ["FAIL", "PASS", "UNCLEAR"]),
+        "value": verdicts,
         "fingerprint": pa.DictionaryArray.from_arrays(fp.astype(np.int32), [f"fp{i}" for i in range(traffic.evaluators)]),
+        **scores,
     })
 
 
@@ -247,3 +254,17 @@ def detection_delays(config: Drift, traffic: Traffic, points: float, seeds: rang
         hits = [a.look for a in run_schedule(config, table, schedule, design, caught) if caught(a)]
         out.append((min(hits) - onset) / timedelta(hours=1) if hits else None)
     return out
+
+
+def delay_quantile(delays: list[float | None], q: float, confidence: float = 0.95) -> tuple[float, float, float]:
+    """The q-quantile of `delays` (a miss, None, counts as later than any delay: inf) and its distribution-free
+    interval: order statistics x(l) <= x(u) with P(x(l) <= quantile <= x(u)) >= confidence, the ranks from
+    Binomial(n, q) (the count of delays below the true quantile). Bounds beyond the sample are 0 and inf."""
+    from scipy import stats
+
+    x = sorted(math.inf if d is None else d for d in delays)
+    n, tail = len(x), (1 - confidence) / 2
+    point = x[max(math.ceil(q * n), 1) - 1]
+    low = int(stats.binom.ppf(tail, n, q))  # P(B <= low - 1) < tail: x(low) is below the quantile w.p. >= 1 - tail
+    high = int(stats.binom.ppf(1 - tail, n, q)) + 1  # P(B <= high - 1) >= 1 - tail
+    return point, x[low - 1] if low >= 1 else 0.0, x[high - 1] if high <= n else math.inf

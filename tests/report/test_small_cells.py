@@ -87,6 +87,23 @@ def test_the_weekly_decision_reports_a_small_cell_tested_over_the_week(data_dir)
     assert alerts["search.v1"].current_start == WEEK_START.replace(tzinfo=None)  # the webhook's window: the week
 
 
+def test_the_uis_chart_of_a_small_cells_signal_shades_the_weeks_it_was_tested_over(data_dir):
+    """The UI's signal page (the real app, local mode) shades the small cell's current window, the week before
+    the weekly decision, and its baseline, the 3 weeks that end a day before that week (the detector's
+    small-cell windows, docs/statistics.md: [now - 29 d, now - 8 d)), not the run's one-day period."""
+    from tests.ui.conftest import client
+    from verdict_ui.access import Access
+
+    data, _, _ = data_dir
+    report = build_report(data, "initech", generated_at=MONDAY + timedelta(hours=1))
+    [signal] = [s.signal for s in section(report, "quality").signals if s.signal.cluster == "search.v1"]
+    page = client(data, Access.create(TenantId("initech"), None)).get(f"/signals/{signal.signal_id}")
+    assert page.status_code == 200
+    assert "<title>current window 2026-11-16 00:00 to 2026-11-23 00:00 UTC</title>" in page.text
+    assert "<title>baseline window 2026-10-25 00:00 to 2026-11-15 00:00 UTC</title>" in page.text
+    assert "current 2026-11-16 00:00 UTC to 2026-11-23 00:00 UTC (a small cell: tested over the weekly" in page.text
+
+
 def test_the_next_days_report_still_shows_the_weekly_decision(data_dir):
     data, config, evaluators = data_dir
     run_cycle(config, TenantId("initech"), MONDAY + timedelta(days=1), evaluators)  # Monday's closing decision

@@ -44,6 +44,22 @@ def test_every_page_renders_for_its_tenant(ui, ids):
     assert "Pass rate over time" in signal and "rate-chart" in signal and 'class="example-link"' in signal
 
 
+def test_the_overview_heatmap_shows_each_tested_cells_mde_in_its_tooltip(ui, lake):
+    """The heatmap's tooltips (title) carry every tested cell's MDE after correction as the run stored it
+    (drift_cells.mde, the detector's DriftCell.mde_adjusted; tests/report/test_cell_power.py checks the figure)."""
+    stored = state_rows(lake.data_dir, """
+        SELECT c.cluster, c.dimension, c.mde, c.current_n, c.baseline_n FROM drift_cells c
+        JOIN drift_runs r USING (tenant_id, run_id)
+        JOIN evaluators e ON e.tenant_id = c.tenant_id AND e.fingerprint = c.fingerprint
+        WHERE c.tenant_id = 'acme' AND e.name = 'quality' AND c.not_tested IS NULL
+        QUALIFY r.as_of = max(r.as_of) OVER ()""")
+    assert stored
+    overview = ui["acme"].get("/").text
+    for cluster, dimension, mde, current_n, baseline_n in stored:
+        assert re.search(rf'title="{re.escape(cluster)} × {dimension}: [^"]*tested: MDE {mde:.3f} \(the smallest '
+                         rf'drop found with 80 % power after correction; n {current_n} vs {baseline_n}\)', overview)
+
+
 def _lake_traces(ui, tenant: str) -> list[str]:
     """Trace ids of the first pages of the tenant's table (beyond the sampled ones)."""
     return trace_links(ui[tenant].get("/traces?size=200").text)

@@ -40,7 +40,9 @@ from verdict_daemon.report.model import (
 )
 from verdict_daemon.store import views
 from verdict_daemon.store.drift_runs import (
+    RunCell,
     Signal,
+    cells_in,
     evaluator_names_in,
     latest_runs_in,
     latest_weekly_in,
@@ -226,27 +228,32 @@ def _heatmap(con, fp: str, run: DriftWindows | None, signals: tuple[SignalRow, .
     flagged = {(s.signal.cluster, s.signal.dimension): s.signal.kind for s in signals}
     small = run.small_cell_start if run is not None and run.small_cell_start else lo
     rows = con.execute(_HEAT, {"fp": fp, "lo": lo, "hi": hi, "small": small}).fetchall()
-    cells = tuple(_heat_cell(run, (lo, hi), cluster, dimension, counts, flagged.get((cluster, dimension)))
-                  for cluster, dimension, *counts in rows)
+    stored = cells_in(con, run.run_id) if run is not None else {}
+    cells = tuple(_heat_cell(run, (lo, hi), cluster, dimension, counts, flagged.get((cluster, dimension)),
+                             stored.get((cluster, dimension))) for cluster, dimension, *counts in rows)
     return (lo, hi), cells
 
 
 def _heat_cell(run: DriftWindows | None, period: tuple[datetime, datetime], cluster: str, dimension: str,
-               counts: list[int], signal: str | None) -> HeatCell:
-    """A heatmap cell; under a run, one below its `min_usable` carries the window that would make it testable
-    (verdict.drift's own extrapolation, as DriftReport.window_to_test). Under a run that tested small cells over
-    a longer window (the weekly decision), such a cell shows its counts over that window, as it was tested."""
+               counts: list[int], signal: str | None, tested: RunCell | None) -> HeatCell:
+    """A heatmap cell with the run's record of it (`tested`: its MDE, or why it was not tested and the window that
+    would test it). Under a run stored before its cells were, one below `min_usable` is marked not tested with
+    the window from verdict.drift's own extrapolation (as DriftReport.window_to_test). Under a run that tested
+    small cells over a longer window (the weekly decision), such a cell shows its counts over that window."""
     passed, usable, small_passed, small_usable = counts
     lo, hi = period
     small = None
     if run is not None and run.small_cell_start is not None and usable < run.min_usable:
         passed, usable, lo, small = small_passed, small_usable, run.small_cell_start, hi - run.small_cell_start
     rate = passed / usable if usable else None
-    if run is None or usable >= run.min_usable:
-        return HeatCell(cluster, dimension, passed, usable, rate, signal,
-                       None if run is None else run.min_usable, small_cell=small)
-    return HeatCell(cluster, dimension, passed, usable, rate, signal, run.min_usable,
-                    window_to_reach(run.min_usable, usable, hi - lo), small)
+    if run is None:
+        return HeatCell(cluster, dimension, passed, usable, rate, signal)
+    window = None
+    if tested is not None and tested.window_to_test_days is not None:
+        window = timedelta(days=tested.window_to_test_days)
+    elif tested is None and usable < run.min_usable:
+        window = window_to_reach(run.min_usable, usable, hi - lo)
+    return HeatCell(cluster, dimension, passed, usable, rate, signal, run.min_usable, window, small, tested)
 
 
 def _signals(con, fp: str, run: DriftWindows, score_dimensions: tuple[str, ...]) -> tuple[SignalRow, ...]:

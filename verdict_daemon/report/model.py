@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from verdict_daemon.review.queue import DimensionJudgment, ItemSummary, LabelRecord
-from verdict_daemon.store.drift_runs import DriftWindows, Signal
+from verdict_daemon.store.drift_runs import CURRENT_TOO_SMALL, DriftWindows, RunCell, Signal
 
 
 @dataclass(frozen=True)
@@ -42,12 +42,25 @@ class HeatCell:
     min_usable: int | None = None  # the latest run's minimum per window; None before any run
     window_to_test: timedelta | None = None  # a not-tested cell: the current window that would reach min_usable
     small_cell: timedelta | None = None  # under min_usable in the run's window: counts over this small-cell window
+    tested: RunCell | None = None  # the run's own record of the cell (drift_cells); None before runs stored them
 
     @property
     def not_tested(self) -> bool:
-        """Below the run's `min_usable` in the current window: the detector did not test it (a cell above it
-        may still be untested for a thin baseline, which the heatmap does not show)."""
+        """The run did not test it, as the run stored it; for a run stored before its cells were, inferred: below
+        the run's `min_usable` in the current window (a thin baseline then goes unseen)."""
+        if self.tested is not None:
+            return self.tested.not_tested is not None
         return self.min_usable is not None and self.usable < self.min_usable
+
+    @property
+    def thin_current(self) -> bool:
+        """Not tested for its current window (not for the windows it is compared with)."""
+        return self.not_tested and (self.tested is None or self.tested.not_tested == CURRENT_TOO_SMALL)
+
+    @property
+    def mde(self) -> float | None:
+        """A tested cell's minimum detectable effect after correction, the detector's own (DriftCell.mde_adjusted)."""
+        return None if self.tested is None else self.tested.mde
 
 
 @dataclass(frozen=True)

@@ -172,7 +172,7 @@ def _untested(e: EvaluatorSection, r: DriftWindows) -> str:
     marked = sum(c.not_tested and c.usable > 0 for c in e.heatmap) if r is e.run else 0
     return (f"; {r.cells - r.tested} not tested for fewer than {r.min_usable} usable judgments in the current "
             f"window or in the windows it is compared against"
-            + (f", {marked} of them marked in the heatmap with the window that would make them testable"
+            + (f", {marked} of them marked in the heatmap with why and the window that would make them testable"
                if marked else ""))
 
 
@@ -260,12 +260,20 @@ def _heat_cell(cell: HeatCell | None) -> str:
         label += f", tested over {cell.small_cell.days} days (small cell)"
     elif untested:
         label += f", {_not_tested(cell)}"
+    power = ""
+    if cell.mde is not None and cell.tested is not None:
+        power = f'<small class="mde">MDE {cell.mde:.3f}</small>'
+        label += (f", tested: MDE {cell.mde:.3f} (the smallest drop found with 80 % power after correction; "
+                  f"n {cell.tested.current_n} vs {cell.tested.baseline_n})")
     return (f'<td class="heat-cell" style="background:{colour};color:{text_on(colour)}" title="{label}" '
-            f'aria-label="{label}">{mark}{pct(cell.rate, 0)}<small>n={cell.usable}</small>{untested}</td>')
+            f'aria-label="{label}">{mark}{pct(cell.rate, 0)}<small>n={cell.usable}</small>{untested}{power}</td>')
 
 
 def _not_tested(cell: HeatCell) -> str:
     """Why the detector did not test a cell, and the current window that would make it testable."""
+    if not cell.thin_current and cell.tested is not None:
+        return (f"not tested: the windows it is compared with hold n={cell.tested.baseline_n} &lt; min_usable "
+                f"{cell.min_usable}; tested once they hold {cell.min_usable}")
     over = f" over {cell.small_cell.days} days" if cell.small_cell else ""
     reason = f"not tested: n={cell.usable}{over} &lt; min_usable {cell.min_usable}"
     if cell.window_to_test is None:

@@ -4,7 +4,8 @@ The input is the latest attempt per (trace, fingerprint): its dimension verdicts
 ERROR, one ERROR row per dimension the fingerprint grades (so coverage analysis sees it while
 PASS/FAIL rates exclude it). A run row, its exact signal set (possibly empty) and the pending alert
 deliveries are committed in one transaction: a reader sees a whole run or none of it, and readers
-take the latest completed run. The run id hashes the inputs and the level; an `as_of` already taken
+take the latest completed run. Every cell the run saw is stored with it (`drift_cells`: tested or why not,
+and a tested cell's MDE after correction). The run id hashes the inputs and the level; an `as_of` already taken
 is never decided again (the stored run is returned), so a rerun cannot spend a level twice.
 
 Repeated looks (docs/statistics.md, "Repeated looks"). The alert period is `current_window_hours` on
@@ -50,7 +51,10 @@ from verdict.tenancy import TenantId
 from verdict_daemon.config import Drift
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.store.drift_runs import (
+    BASELINE_TOO_SMALL,
+    CURRENT_TOO_SMALL,
     DriftRunReport,
+    RunCell,
     RunRecord,
     Signal,
     commit_run,
@@ -97,6 +101,21 @@ def report_signals(report, tenant: TenantId, period: int) -> list[Signal]:
                 mde=None if coverage else _float(cell.mde_adjusted),
                 small_cell=cell.small_cell,
                 examples=tuple(cell.coverage.examples if coverage else cell.examples)))
+    return out
+
+
+def run_cells(report, alpha: float) -> list[RunCell]:
+    """Every cell of a DriftReport as stored with its run: tested or why not (a thin current window with the
+    window that would test it, `DriftReport.window_to_test`), and a tested cell's MDE after correction, the
+    detector's own `mde_adjusted` (none for a look with nothing to spend: it tested nothing at a level)."""
+    out = []
+    for cell in report.cells:
+        tested = cell.p_value is not None
+        reason = None if tested else CURRENT_TOO_SMALL if cell.current.usable < report.min_usable else BASELINE_TOO_SMALL
+        window = report.window_to_test(cell) if reason == CURRENT_TOO_SMALL else None
+        out.append(RunCell(cell.cluster, cell.dimension, str(cell.kind), str(cell.status), cell.compared.usable,
+                           cell.current.usable, reason, window and window.days,
+                           _float(cell.mde_adjusted) if tested and alpha else None, cell.small_cell))
     return out
 
 
@@ -220,7 +239,8 @@ def _decide(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift
     run = RunRecord(tenant, run_id, fingerprint, at, naive["current_start"], naive["baseline_start"],
                     naive["baseline_end"], decision.alpha, report.pass_rate_gate, config.min_usable, table.num_rows,
                     len(report.cells), report.tested, small_start)
-    if not commit_run(store, run, signals, datetime.now(UTC).replace(tzinfo=None), planned_on):
+    if not commit_run(store, run, signals, run_cells(report, decision.alpha), datetime.now(UTC).replace(tzinfo=None),
+                      planned_on):
         return None  # compare-and-swap: another process took a run meanwhile, the plan is stale
     log.info("drift tenant=%s fingerprint=%s run=%s judgments=%d cells=%d tested=%d signals=%d",
              tenant, fingerprint[:12], run_id, table.num_rows, len(report.cells), report.tested, len(signals))

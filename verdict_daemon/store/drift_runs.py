@@ -9,6 +9,7 @@ per trace with its verdicts, is read here too (`judgment_table`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,6 +49,31 @@ class Signal:
     examples: tuple[str, ...]
 
 
+# Why a cell was not tested (drift_cells.not_tested; NULL: tested).
+CURRENT_TOO_SMALL = "current_below_min_usable"  # fewer than min_usable usable judgments in the current window
+BASELINE_TOO_SMALL = "baseline_below_min_usable"  # enough now, but no window it is compared with has enough
+
+
+@dataclass(frozen=True)
+class RunCell:
+    """A cell a drift run saw (`drift_cells`): tested or why not, and the detector's power when tested."""
+
+    cluster: str
+    dimension: str
+    kind: str  # binary, continuous
+    status: str  # verdict.drift.CellStatus
+    baseline_n: int  # usable judgments of the window it was (or would be) compared with
+    current_n: int  # usable judgments of its current window (a small cell's: the small-cell window)
+    not_tested: str | None  # CURRENT_TOO_SMALL, BASELINE_TOO_SMALL; None: tested
+    window_to_test_days: int | None  # CURRENT_TOO_SMALL: the current window that would reach min_usable
+    mde: float | None  # tested at a level > 0: DriftCell.mde_adjusted, the MDE after correction
+    small_cell: bool  # tested (or not) over the run's small-cell window
+
+
+_CELL_COLUMNS = ("cluster", "dimension", "kind", "status", "baseline_n", "current_n", "not_tested",
+                 "window_to_test_days", "mde", "small_cell")
+
+
 @dataclass(frozen=True)
 class DriftRunReport:
     run_id: str
@@ -81,6 +107,16 @@ class DriftWindows:
     signals: int
     closing: bool
     small_cell_start: datetime | None = None  # the small cells' current window started here (the weekly decision)
+
+    def small_cell_windows(self) -> DriftWindows:
+        """The windows a weekly decision tested its small cells over: from `small_cell_start` to `as_of`, against
+        the window SMALL_CELL_BASELINE times as long that ends the run's gap before it (verdict.drift.windows)."""
+        from verdict.drift.windows import SMALL_CELL_BASELINE
+
+        start = cast(datetime, self.small_cell_start)
+        end = start - (self.current_start - self.baseline_end)
+        return dataclasses.replace(self, current_start=start, baseline_end=end,
+                                   baseline_start=end - SMALL_CELL_BASELINE * (self.as_of - start))
 
 
 @dataclass(frozen=True)
@@ -157,10 +193,10 @@ def runs_at(store: StateStore, tenant: str, fingerprint: str, at: datetime) -> l
                                           "AND as_of = ? ORDER BY completed_at", [tenant, fingerprint, at]).fetchall()]
 
 
-def commit_run(store: StateStore, run: RunRecord, signals: list[Signal], completed_at: datetime,
-               planned_on: tuple[datetime, list[datetime]]) -> bool:
-    """Store the run, its signals and one pending delivery per new signal id, in one transaction; False
-    (nothing stored) when the fingerprint's runs since `planned_on[0]` are no longer `planned_on[1]`."""
+def commit_run(store: StateStore, run: RunRecord, signals: list[Signal], cells: list[RunCell],
+               completed_at: datetime, planned_on: tuple[datetime, list[datetime]]) -> bool:
+    """Store the run, its cells, its signals and one pending delivery per new signal id, in one transaction;
+    False (nothing stored) when the fingerprint's runs since `planned_on[0]` are no longer `planned_on[1]`."""
     with store.transaction() as con:
         if _run_times(con, run.tenant_id, run.fingerprint, planned_on[0]) != planned_on[1]:
             return False  # compare-and-swap: another process took a run meanwhile, the plan is stale
@@ -173,6 +209,9 @@ def commit_run(store: StateStore, run: RunRecord, signals: list[Signal], complet
                       s.baseline_level, s.current_level, s.baseline_n, s.current_n, s.delta, s.delta_low,
                       s.delta_high, s.p_value, s.adjusted_p, s.mde, s.small_cell, json.dumps(list(s.examples)))
                      for s in signals])
+        insert_rows(con, "drift_cells", ("tenant_id", "run_id", "fingerprint", *_CELL_COLUMNS),
+                    [(run.tenant_id, run.run_id, run.fingerprint, *(getattr(c, f) for f in _CELL_COLUMNS))
+                     for c in cells])
         # One delivery per signal id, however many runs raise it (INSERT OR IGNORE).
         insert_rows(con, "alert_deliveries", _ALERT_COLUMNS,
                     [(run.tenant_id, s.signal_id, run.run_id, "pending", 0, None, completed_at, None)
@@ -280,6 +319,11 @@ _LATEST_WEEKLY = f"""
     QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY as_of DESC, completed_at DESC) = 1"""
 
 
+# The runs whose cells a report reads (views.add_report_tables): per fingerprint its latest closing decision,
+# latest early look and latest weekly decision.
+LATEST_RUN_IDS = f"SELECT run_id FROM ({_LATEST_RUNS}) UNION SELECT run_id FROM ({_LATEST_WEEKLY})"
+
+
 def latest_weekly_in(snapshot) -> dict[str, DriftWindows]:
     """Per fingerprint of the snapshot: its latest run that tested small cells over the small-cell window."""
     return {fp: DriftWindows(*row) for fp, *row in snapshot.execute(_LATEST_WEEKLY).fetchall()}
@@ -291,6 +335,13 @@ def evaluator_names_in(snapshot) -> dict[str, str]:
         SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM judgments GROUP BY fingerprint
         UNION ALL SELECT fingerprint, coalesce(any_value(evaluator), fingerprint[:12]) FROM drift_runs
         WHERE fingerprint NOT IN (SELECT fingerprint FROM judgments) GROUP BY fingerprint""").fetchall())
+
+
+def cells_in(snapshot, run_id: str) -> dict[tuple[str, str], RunCell]:
+    """A run's cells in the snapshot's `run_cells` (views.REPORT_TABLES), by (cluster, dimension); empty for a
+    run stored before cells were."""
+    rows = snapshot.execute(f"SELECT {', '.join(_CELL_COLUMNS)} FROM run_cells WHERE run_id = ?", [run_id]).fetchall()
+    return {(row[0], row[1]): RunCell(*row) for row in rows}
 
 
 def signals_in(snapshot, run_id: str, fingerprint: str) -> tuple[Signal, ...]:

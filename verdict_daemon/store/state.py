@@ -178,6 +178,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # restart reads the same history; NULL: in no conversation, history off, or sampled before it
         "ALTER TABLE sampled_traces ADD COLUMN history JSON",
     ),
+    (  # every cell a drift run saw (issue 27): its n, tested or why not (with the current window that would test
+        # it), and for a tested cell the detector's own MDE (DriftCell.mde_adjusted), so the report shows the power
+        # of stable cells too; runs stored before have no rows (the report then infers "not tested" from counts)
+        """CREATE TABLE drift_cells (
+            tenant_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL,
+            cluster VARCHAR NOT NULL, dimension VARCHAR NOT NULL, kind VARCHAR NOT NULL, status VARCHAR NOT NULL,
+            baseline_n BIGINT NOT NULL, current_n BIGINT NOT NULL, not_tested VARCHAR, window_to_test_days INTEGER,
+            mde DOUBLE, small_cell BOOLEAN NOT NULL,
+            PRIMARY KEY (tenant_id, run_id, cluster, dimension))""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})

@@ -26,6 +26,7 @@ from pathlib import Path
 from verdict.cli_errors import ErrorCode
 from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.store.drift_runs import LATEST_RUN_IDS
 from verdict_daemon.store.state import MIGRATIONS, STATE_FILE, is_lock_conflict
 
 STATE_ALIAS = "verdict_state_snapshot"  # where state.duckdb is attached (read-only, detached again)
@@ -111,14 +112,33 @@ REPORT_TABLES = (
 )
 
 
+# The cells of the runs a report shows (store.drift_runs.cells_in); empty, with the same columns, for a state file
+# written before drift_cells (attached read-only, so not migrated).
+RUN_CELLS = f"""CREATE TEMP TABLE run_cells AS SELECT * FROM {STATE_ALIAS}.drift_cells
+                WHERE tenant_id = $tenant AND run_id IN ({LATEST_RUN_IDS})"""
+NO_RUN_CELLS = next(s for step in MIGRATIONS for s in step if "CREATE TABLE drift_cells" in s).replace(
+    "CREATE TABLE drift_cells", "CREATE TEMP TABLE run_cells")
+
+
 def add_report_tables(con, state: Path, tenant: TenantId, lock_timeout: float) -> None:
-    """Create the tenant's REPORT_TABLES on `con`, which already holds its `drift_signals` (add_state_views)."""
+    """Create the tenant's REPORT_TABLES and `run_cells` on `con`, which already holds its `drift_runs` and
+    `drift_signals` (add_state_views)."""
     attach_state(con, state, lock_timeout)
     try:
         for statement in REPORT_TABLES:
             con.execute(statement, {"tenant": tenant})
+        if "drift_cells" in _attached_tables(con):
+            con.execute(RUN_CELLS, {"tenant": tenant})
+        else:
+            con.execute(NO_RUN_CELLS)
     finally:
         con.execute(f"DETACH {STATE_ALIAS}")
+
+
+def _attached_tables(con) -> set[str]:
+    """The tables of the state file attached as STATE_ALIAS."""
+    return {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
+                                      {"db": STATE_ALIAS}).fetchall()}
 
 
 def attach_state(con, path: Path, lock_timeout: float) -> None:
@@ -165,8 +185,7 @@ def add_state_views(con, data_dir: Path, tenant: TenantId, *, lock_timeout: floa
         finally:
             con.execute(f'USE "{home}"."{schema}"')
     try:
-        present = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
-                                              {"db": STATE_ALIAS}).fetchall()}
+        present = _attached_tables(con)
         # A file the review migration has not reached (attached read-only, so not migrated): no review tables.
         review = (REVIEW_ITEMS, REVIEW_LABELS) if "review_labels" in present else ()
         for statement in (JUDGMENTS, DRIFT_RUNS, DRIFT_SIGNALS, *review):
@@ -195,8 +214,7 @@ def state_tenants(data_dir: Path, lock_timeout: float, tenant: TenantId | None =
     con = duckdb.connect()
     try:
         attach_state(con, path, lock_timeout)
-        present = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
-                                              {"db": STATE_ALIAS}).fetchall()}
+        present = _attached_tables(con)
         where, params = ("", {}) if tenant is None else (" WHERE tenant_id = $tenant", {"tenant": tenant})
         union = " UNION ".join(f"SELECT DISTINCT tenant_id FROM {STATE_ALIAS}.{t}{where}"
                                for t in _TENANT_TABLES if t in present)
