@@ -25,6 +25,8 @@ import json
 import random
 import statistics
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from verdict.redact import Redactor
 
@@ -118,15 +120,15 @@ def genai_messages(count: int, size: int, seed: int = 11) -> list[str]:
     return messages
 
 
-def microseconds_per_call(redactor: Redactor, texts: list[str], repeat: int) -> float:
-    """Median over `repeat` runs of the CPU time per `text()` call, in microseconds."""
+def microseconds_per_call(call: Callable[[Any], object], inputs: Sequence[Any], repeat: int) -> float:
+    """Median over `repeat` runs of the CPU time per `call(input)` (`text()`, `value()`), in microseconds."""
     runs = []
     for _ in range(repeat):
         c0 = time.process_time()
-        for t in texts:
-            redactor.text(t)
+        for item in inputs:
+            call(item)
         runs.append(time.process_time() - c0)
-    return statistics.median(runs) / len(texts) * 1e6
+    return statistics.median(runs) / len(inputs) * 1e6
 
 
 class _EveryKey(Redactor):
@@ -150,17 +152,6 @@ def span_contents(count: int, keys: int, size: int) -> list[dict[str, str]]:
     (`size` 0: a one-word value, so the keys' cost shows alone)."""
     values = genai_messages(count * keys, size) if size else ["ok"] * (count * keys)
     return [dict(zip(_ATTRIBUTE_KEYS[:keys], values[n * keys : (n + 1) * keys], strict=True)) for n in range(count)]
-
-
-def value_microseconds(redactor: Redactor, values: list[dict[str, str]], repeat: int) -> float:
-    """Median over `repeat` runs of the CPU time per `value()` call, in microseconds."""
-    runs = []
-    for _ in range(repeat):
-        c0 = time.process_time()
-        for v in values:
-            redactor.value(v)
-        runs.append(time.process_time() - c0)
-    return statistics.median(runs) / len(values) * 1e6
 
 
 def build(size: int, with_secrets: bool, seed: int = 7) -> str:
@@ -222,14 +213,14 @@ def main() -> None:
         ('tiny string "user"', ["user"] * calls * 10),
     ):
         chars = statistics.median(len(t) for t in texts)
-        us = microseconds_per_call(redactor, texts, args.repeat)
+        us = microseconds_per_call(redactor.text, texts, args.repeat)
         print(f"{name:<40}{chars:>8.0f}{us:>14.2f}")
     print()
     print(f"{'span content attributes, value()':<40}{'keys':>6}{'µs/call cpu: every key':>24}{'remembered':>12}"
           f"{'ratio':>8}")
     for name, keys, size in (("message JSON ~290 chars", 3, 290), ("one-word values", 10, 0)):
         values = span_contents(calls // 4, keys, size)
-        before, after = (value_microseconds(r, values, args.repeat) for r in (_EveryKey(), Redactor()))
+        before, after = (microseconds_per_call(r.value, values, args.repeat) for r in (_EveryKey(), Redactor()))
         print(f"{name:<40}{keys:>6}{before:>24.2f}{after:>12.2f}{after / before:>7.2f}x")
 
 
