@@ -12,9 +12,13 @@ figure, so a ratio <= 1.00 means the target is met):
   * with --realmodel: each judge mode against a real llama.cpp server with SmolLM2-135M (the real-model
     tier's server, `make realmodel-env`): calls/s, median call latency, usable share and tokens per usable
     verdict, so the cost of one call per dimension shows next to one call for the whole rubric (no
-    target: the figures describe a 135M model on this machine's two cores).
+    target: the figures describe a 135M model on this machine's two cores); then the per-model figures
+    of docs/models.md: share of parseable replies (and of usable ones), seconds per judgment and agreement (Gwet's AC1 and
+    Cohen's kappa, with n) with the small human-labelled set bench/data/relevance_labelled.jsonl, graded
+    by a one-dimension (relevance) judge. Under AGREEMENT_MIN_N usable pairs the agreement is printed but
+    marked "insufficient": its interval is too wide to rank a judge.
 
-Usage: python bench/judges.py [--repeats N] [--realmodel [--items N]]
+Usage: python bench/judges.py [--repeats N] [--realmodel [--items N] [--labelled N]]
 Timings are medians over the repeats; the machine is shared, so read ratios, not absolute times.
 """
 
@@ -23,10 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import sys
 import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -152,16 +160,94 @@ def _real_modes(model, items: int):
             ("token probability, 1-5 score", token_probability, 1)]
 
 
-def real_model(items: int) -> None:
+LABELLED_SET = ROOT / "bench" / "data" / "relevance_labelled.jsonl"
+AGREEMENT_MIN_N = 30  # usable pairs under which a coefficient's 95 % interval is too wide to read
+
+
+@dataclass(frozen=True)
+class AgreementFigures:
+    """A judge on the labelled set: how many replies it could read, how long, and how it agrees."""
+
+    items: int
+    parseable: int  # replies that are JSON of the asked shape (DimensionReply), usable or not
+    usable: int  # judgments with a verdict: parseable and passing the reading rules (retries=0: one reply each)
+    seconds_per_judgment: float
+    report: Any  # verdict.agreement.AgreementReport over the usable pairs
+    failures: tuple[tuple[str, int], ...] = ()  # why replies were unusable: (reason, count), most common first
+    example_reply: str | None = None  # one unusable reply as the model gave it (cut), to show what it said
+
+
+_QUOTED = re.compile(r"'[^']*'")
+
+
+def _failure(error: str) -> str:
+    """An error's reason without the kept reply and with quoted text elided, so equal reasons group."""
+    return _QUOTED.sub("'…'", error.split(" | the reply", 1)[0])
+
+
+def labelled_agreement(model, items: int | None = None) -> AgreementFigures:
+    """Grade the first `items` examples of LABELLED_SET for relevance, one call per judgment, one at a time."""
+    from verdict.agreement import LabelledItem, evaluate_agreement
+    from verdict.judges.judge import DimensionReply, Judge
+    from verdict.judges.rubric import DEFAULT_RUBRIC, Rubric
+    from verdict.sentinel import load_sentinel_set
+
+    rubric = Rubric("relevance-only", "1", (DEFAULT_RUBRIC.dimension("relevance"),))
+    examples = load_sentinel_set(LABELLED_SET, rubric).examples[:items]
+    judge = Judge(model, rubric, per_dimension=True, retries=0, seed=0)
+    started = time.perf_counter()
+    judgments = judge.grade_many([example.item() for example in examples], max_workers=1)
+    elapsed = time.perf_counter() - started
+    rows = [LabelledItem(example.id, example.label_map["relevance"],
+                         str(judgment.verdicts["relevance"]) if judgment.is_usable else "ERROR")
+            for example, judgment in zip(examples, judgments, strict=True)]
+    failed = [j for j in judgments if not j.is_usable]
+
+    def parses(reply: str | None) -> bool:
+        try:
+            DimensionReply.model_validate_json(reply or "")
+        except ValueError:
+            return False
+        return True
+
+    usable = len(judgments) - len(failed)
+    return AgreementFigures(len(examples), usable + sum(parses(j.reply) for j in failed), usable,
+                            elapsed / len(examples),
+                            evaluate_agreement(rows),
+                            tuple(Counter(_failure(j.error or str(j.status)) for j in failed).most_common()),
+                            next((j.reply[:160] for j in failed if j.reply), None))
+
+
+def agreement_line(figures: AgreementFigures) -> str:
+    """The figures as docs/models.md shows them; "insufficient" under AGREEMENT_MIN_N usable pairs."""
+    report = figures.report
+    pairs = report.raw_agreement.trials
+
+    def coefficient(name: str, value) -> str:
+        return f"{name} n/a" if value is None else f"{name} {value.value:.2f} [{value.low:.2f}, {value.high:.2f}]"
+
+    verdict = "insufficient" if pairs < AGREEMENT_MIN_N else "readable"
+    return (f"parseable {figures.parseable}/{figures.items} ({figures.parseable / figures.items:.0%}), usable "
+            f"{figures.usable}/{figures.items} ({figures.usable / figures.items:.0%}), "
+            f"{figures.seconds_per_judgment:.2f} s per judgment; agreement on n={pairs} usable pairs "
+            f"({verdict}{f': n < {AGREEMENT_MIN_N}' if pairs < AGREEMENT_MIN_N else ''}): "
+            f"{coefficient('AC1', report.ac1)}, {coefficient('kappa', report.kappa)}, raw agreement "
+            f"{report.raw_agreement.successes}/{pairs}"
+            + "".join(f"\n    unusable {count}x: {reason}" for reason, count in figures.failures)
+            + (f"\n    e.g. the reply {figures.example_reply!r}" if figures.example_reply else ""))
+
+
+def real_model(items: int, labelled: int | None) -> None:
     import tempfile
 
     from tests.realmodel.server import LlamaServer
     from verdict.models.openai_model import OpenAIModel
 
     with tempfile.TemporaryDirectory() as tmp, LlamaServer(Path(tmp) / "server.log") as server:
-        print(f"Judges against llama.cpp ({server.model}, n_ctx {server.context_tokens}), {items} items, "
-              "one request at a time (no targets: a 135M model on two shared cores):")
-        for index in range(REAL_MODES):
+        if items:
+            print(f"Judges against llama.cpp ({server.model}, n_ctx {server.context_tokens}), {items} items, "
+                  "one request at a time (no targets: a 135M model on two shared cores):")
+        for index in range(REAL_MODES if items else 0):  # --items 0: only the labelled set
             model = _Timed(OpenAIModel(server.model, base_url=server.base_url, supports_json_schema=False,
                                        rate_limits=None, timeout=600.0))  # a fresh client per mode: its own latencies
             mode, run, verdicts_per_item = _real_modes(model, items)[index]
@@ -174,16 +260,23 @@ def real_model(items: int) -> None:
             print(f"  {mode}: {calls} calls, {calls / elapsed:.2f} calls/s, median latency "
                   f"{statistics.median(model.latencies):.2f} s, usable {usable}/{possible} "
                   f"({usable / possible:.0%}), tokens per usable verdict {per_usable} ({tokens:,} tokens)")
+        plain = OpenAIModel(server.model, base_url=server.base_url, supports_json_schema=False, rate_limits=None,
+                            timeout=600.0)
+        figures = labelled_agreement(plain, labelled)
+        print(f"{server.model} on {LABELLED_SET.relative_to(ROOT)} (relevance, one call per judgment): "
+              f"{agreement_line(figures)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--realmodel", action="store_true", help="only the judge modes against llama.cpp")
-    parser.add_argument("--items", type=int, default=6, help="items per judge mode with --realmodel")
+    parser.add_argument("--items", type=int, default=6, help="items per judge mode with --realmodel (0: none)")
+    parser.add_argument("--labelled", type=int, default=None,
+                        help="labelled examples graded with --realmodel (default: all of LABELLED_SET)")
     args = parser.parse_args()
     if args.realmodel:
-        real_model(args.items)
+        real_model(args.items, args.labelled)
         return
 
     from verdict.judges.ranking import rank_models

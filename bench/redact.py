@@ -8,7 +8,10 @@ Three corpora, all generated deterministically here (no downloads):
 - GenAI messages: `gen_ai.input.messages` / `gen_ai.output.messages` JSON strings in OTel GenAI
   semconv shape, already redacted by the SDK (clean text plus placeholders such as <EMAIL>),
   which the collector re-redacts server-side for every span: ~290 and ~1 KB per message, and the
-  tiny strings (a role, a model name) the SDK redacts on every call.
+  tiny strings (a role, a model name) the SDK redacts on every call;
+- span content attributes: the mappings the collector passes to `value()` per span (attribute key ->
+  value), measured with mapping keys remembered (the Redactor) and redacted on every call (the
+  Redactor before the key cache), side by side in one run: microseconds per call and the ratio.
 The first two are measured as one large document and as 1 KB messages (the SDK's typical call): the
 median of `--repeat` runs of process CPU time (the machine is shared, and CPU time is what the
 redaction costs; wall time is printed alongside); the messages in microseconds per call. Targets (issue 3): >= 25 MB/s clean,
@@ -22,6 +25,8 @@ import json
 import random
 import statistics
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from verdict.redact import Redactor
 
@@ -115,15 +120,38 @@ def genai_messages(count: int, size: int, seed: int = 11) -> list[str]:
     return messages
 
 
-def microseconds_per_call(redactor: Redactor, texts: list[str], repeat: int) -> float:
-    """Median over `repeat` runs of the CPU time per `text()` call, in microseconds."""
+def microseconds_per_call(call: Callable[[Any], object], inputs: Sequence[Any], repeat: int) -> float:
+    """Median over `repeat` runs of the CPU time per `call(input)` (`text()`, `value()`), in microseconds."""
     runs = []
     for _ in range(repeat):
         c0 = time.process_time()
-        for t in texts:
-            redactor.text(t)
+        for item in inputs:
+            call(item)
         runs.append(time.process_time() - c0)
-    return statistics.median(runs) / len(texts) * 1e6
+    return statistics.median(runs) / len(inputs) * 1e6
+
+
+class _EveryKey(Redactor):
+    """The baseline: every mapping key redacted on every call, as before keys were remembered."""
+
+    __slots__ = ()
+
+    def _key(self, key: str) -> str:
+        return self.text(key)
+
+
+_ATTRIBUTE_KEYS = (
+    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.definitions",
+    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.prompt", "gen_ai.completion",
+    "llm.input_messages", "llm.output_messages",
+)  # fmt: skip
+
+
+def span_contents(count: int, keys: int, size: int) -> list[dict[str, str]]:
+    """`count` content mappings of `keys` GenAI attribute keys each, values message JSON of ~`size` chars
+    (`size` 0: a one-word value, so the keys' cost shows alone)."""
+    values = genai_messages(count * keys, size) if size else ["ok"] * (count * keys)
+    return [dict(zip(_ATTRIBUTE_KEYS[:keys], values[n * keys : (n + 1) * keys], strict=True)) for n in range(count)]
 
 
 def build(size: int, with_secrets: bool, seed: int = 7) -> str:
@@ -185,8 +213,15 @@ def main() -> None:
         ('tiny string "user"', ["user"] * calls * 10),
     ):
         chars = statistics.median(len(t) for t in texts)
-        us = microseconds_per_call(redactor, texts, args.repeat)
+        us = microseconds_per_call(redactor.text, texts, args.repeat)
         print(f"{name:<40}{chars:>8.0f}{us:>14.2f}")
+    print()
+    print(f"{'span content attributes, value()':<40}{'keys':>6}{'µs/call cpu: every key':>24}{'remembered':>12}"
+          f"{'ratio':>8}")
+    for name, keys, size in (("message JSON ~290 chars", 3, 290), ("one-word values", 10, 0)):
+        values = span_contents(calls // 4, keys, size)
+        before, after = (microseconds_per_call(r.value, values, args.repeat) for r in (_EveryKey(), Redactor()))
+        print(f"{name:<40}{keys:>6}{before:>24.2f}{after:>12.2f}{after / before:>7.2f}x")
 
 
 if __name__ == "__main__":

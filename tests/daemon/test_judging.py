@@ -198,6 +198,36 @@ def test_attempt_numbers_are_unique_per_trace_and_evaluator_name_across_its_fing
     assert [attempt_no for _material, attempt_no in retry] == [3]  # the first fingerprint's retry comes next
 
 
+def test_two_fingerprints_of_one_name_judging_one_trace_at_once_take_different_attempt_numbers(sampled):
+    """Both runs read the next attempt number (1) before either stores its attempt: the number is allocated
+    again when the attempt is stored, in the same transaction, so the second to store takes 2."""
+    both_called = threading.Barrier(2)
+
+    def reply(_request):
+        both_called.wait(timeout=60)  # each run has read its pending work and is in its model call
+        return "not json"
+
+    first, second = _evaluator(reply, name="scripted/a"), _evaluator(reply, name="scripted/b")
+    runs = [threading.Thread(target=judge, args=(sampled, TenantId("acme"), evaluator,
+                                                 Judging(concurrency=1, budget={"max_calls": 1}), f"r{n}"))
+            for n, evaluator in enumerate((first, second))]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(timeout=120)
+    rows = _attempts(sampled)
+    assert len({trace for trace, *_ in rows}) == 1  # both judged the newest trace
+    assert sorted(no for _trace, no, _status, _code in rows) == [1, 2]
+    con = duckdb.connect(str(sampled.path), read_only=True)
+    try:  # each fingerprint's attempt keeps its own verdict-less ERROR row; nothing else was written
+        fingerprints = con.execute("SELECT fingerprint FROM judgment_attempts ORDER BY attempt_no").fetchall()
+    finally:
+        con.close()
+    assert {f for (f,) in fingerprints} == {first.fingerprint, second.fingerprint}
+    retry = pending_work(sampled, TenantId("acme"), first.fingerprint, 3, 1)
+    assert [attempt_no for _material, attempt_no in retry] == [3]
+
+
 def test_judge_calls_run_in_the_judge_workload(sampled):
     seen = set()
 

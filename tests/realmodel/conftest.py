@@ -56,6 +56,11 @@ class Recorded:
     def statuses(self) -> list[int]:
         return [status for _, status in self.exchanges]
 
+    def posts(self) -> list[tuple[str, int]]:
+        """The model requests: without the GET /models the client sends once per endpoint and model, in
+        whichever test of the tier happens to call the server first (counting it made tests order-dependent)."""
+        return [exchange for exchange in self.exchanges if exchange[0].startswith("POST ")]
+
 
 @pytest.fixture
 def recorded(llama_server: LocalServer) -> Callable[..., Recorded]:

@@ -22,7 +22,7 @@ SCHEMA = {"type": "object", "properties": {"score": {"type": "integer", "minimum
 
 def chat(client) -> list[int]:
     """Statuses of the chat calls (the client also reads GET /models once per endpoint and model)."""
-    return [status for call, status in client.exchanges if call.startswith("POST")]
+    return [status for _call, status in client.posts()]
 
 
 @pytest.fixture(autouse=True)

@@ -32,7 +32,7 @@ def test_the_default_judge_is_accepted_and_lands_in_a_defined_state(recorded):
     client = recorded()
     # The default prompt, rubric and schema; the budget capped to keep the tier short (a cut reply is ERROR).
     judgment = Judge(client.model, retries=0, max_tokens=256, seed=0).grade(**ITEM)
-    assert len(client.exchanges) == 1 and set(client.statuses()) == {200}, client.exchanges
+    assert len(client.posts()) == 1 and set(client.statuses()) == {200}, client.exchanges
     assert judgment.status in (JudgmentStatus.VALID, JudgmentStatus.ERROR)
     assert not _protocol_failure(judgment.error), judgment.error
     assert judgment.usage.output_tokens > 0 and judgment.attempts == 1
@@ -46,7 +46,7 @@ def test_the_per_dimension_judge_makes_one_accepted_call_per_dimension_until_one
     assert judge.params["max_tokens"] < 256  # a budget sized to one verdict-first reply, not 2048
     judgment = judge.grade(**ITEM)
     assert set(client.statuses()) == {200}, client.exchanges
-    asked = [path for path, _ in client.exchanges if path.startswith("POST ")]  # not the once-per-server GET /models
+    asked = client.posts()
     assert judgment.status in (JudgmentStatus.VALID, JudgmentStatus.ERROR)
     assert not _protocol_failure(judgment.error), judgment.error
     if judgment.status is JudgmentStatus.ERROR:  # the dimension that failed is named, and was the last one asked
@@ -74,7 +74,7 @@ def test_pairwise_rounds_are_accepted_and_each_is_valid_or_invalid(recorded):
     client = recorded()
     judgment = PairwiseJudge(client.model, retries=0, max_tokens=64, seed=0).compare(
         "What is the capital of France?", "Paris.", "It is Lyon, I think.")
-    assert set(client.statuses()) == {200} and len(client.exchanges) == 2, client.exchanges
+    assert set(client.statuses()) == {200} and len(client.posts()) == 2, client.exchanges
     for round_ in judgment.rounds:
         assert round_.status in (PairwiseStatus.VALID, PairwiseStatus.INVALID), round_.error
         assert round_.usage.output_tokens > 0

@@ -1,18 +1,21 @@
 """The redactor's fast paths (text skipped when no detector can match, scanners and key shapes
-skipped when their anchor is absent) are exact: on adversarial text (numbers, cards, IBANs, keys,
-JWTs, e-mails, URLs with credentials, IPv6, assignments, GenAI message JSON) and on natural prose
-with and without planted secrets of every class they find and replace exactly what running every
-scanner, and every key shape, on every text finds."""
+skipped when their anchor is absent, mapping keys redacted once and remembered) are exact: on
+adversarial text (numbers, cards, IBANs, keys, JWTs, e-mails, URLs with credentials, IPv6,
+assignments, GenAI message JSON) and on natural prose with and without planted secrets of every
+class they find and replace exactly what running every scanner, and every key shape, on every text
+(and every key of every value) finds."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.redact.strategies import PROSE, SECRETS, fragment_text, natural_text, planted_text
 from verdict.redact import Redactor, keys
+from verdict.redact import redactor as redactor_module
 from verdict.redact.findings import Finding
 from verdict.redact.redactor import SCANS, maybe_sensitive
 
@@ -30,6 +33,9 @@ class _FullRedactor(Redactor):
 
     def text(self, s: str) -> str:  # Redactor.text without its `maybe_sensitive` shortcut
         return self._redact(s)
+
+    def _key(self, key: str) -> str:  # every mapping key redacted on every call, nothing remembered
+        return self.text(key)
 
 
 _ATOMS = [
@@ -124,3 +130,33 @@ def test_the_auth_gate_is_false_for_prose_with_b_basic_and_bearer_words() -> Non
     assert sum("b" in s.lower() for s in PROSE) >= 9
     assert keys.has_auth_word("Authorization: BeArEr x") and keys.has_auth_word("İ basıc ")
     assert not maybe_sensitive("Both branches were rebased last week and nobody objected.")
+
+
+def _keyed(texts: list[str]) -> dict:
+    """A value whose keys are the texts, at two depths, beside the GenAI attribute keys."""
+    return {"gen_ai.input.messages": [{"role": "user", "parts": [{t: t for t in texts}]}],
+            **{t: {t: "value"} for t in texts}}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(adversarial, max_size=6), mode=st.sampled_from(["redact", "hash", "drop"]))
+@example(texts=["password", "api_key", "mail a@example.com", "4111 1111 1111 1111"], mode="redact")
+def test_remembered_keys_redact_values_exactly_as_every_key_redacted_every_time(texts: list[str], mode: str) -> None:
+    secret = b"k" if mode == "hash" else None
+    cached, full = Redactor(mode=mode, secret=secret), _FullRedactor(mode=mode, secret=secret)
+    value = _keyed(texts)
+    expected = full.value(value)
+    assert cached.value(value) == expected  # first call: keys redacted and remembered
+    assert cached.value(value) == expected  # second call: keys from the cache
+
+
+def test_the_key_cache_is_bounded_and_stays_exact_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redactor_module, "_KEY_CACHE_SIZE", 3)
+    cached, full = Redactor(), _FullRedactor()
+    keys_ = [f"key_{n} a{n}@example.com" for n in range(10)] + ["x" * 300 + " b@example.com"]
+    for _ in range(2):
+        for key in keys_:
+            assert cached.value({key: 1}) == full.value({key: 1}) == {full.text(key): 1}
+            assert len(cached._keys) <= 3
+    assert "x" * 300 + " b@example.com" not in cached._keys  # too long to remember
+    assert cached.value({"key_9 a9@example.com": 1}) == {"key_9 <EMAIL>": 1}

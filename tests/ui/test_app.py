@@ -298,6 +298,34 @@ def test_stored_content_is_escaped_and_redacted(ui):
     assert 'onerror="alert' not in page
 
 
+def test_an_error_attempt_shows_the_models_kept_reply_redacted_and_escaped(writable_ui, data_dir):
+    """A judge whose reply cannot be read leaves an ERROR attempt whose reason keeps the reply (redacted at
+    judging); the trace page shows it, as text, under the verdicts and the attempts."""
+    from verdict.judges.judge import Judge
+    from verdict.models.scripted import ScriptedModel
+    from verdict_daemon.config import Judging
+    from verdict_daemon.service.judge_evaluators import JudgeEvaluator
+    from verdict_daemon.service.judging import judge
+    from verdict_daemon.store.state import StateStore
+
+    ramble = "<b onclick=\"alert(1)\">Looks fine</b> to me; ask carol@example.com"
+    evaluator = JudgeEvaluator("rambler", Judge(ScriptedModel([ramble], name="scripted/ramble"), retries=0),
+                               {"kind": "rubric"})
+    report = judge(StateStore(data_dir), TenantId("acme"), evaluator, Judging(concurrency=1, budget={"max_calls": 1}),
+                   "ramble-run")
+    assert report.errors == 1
+    [(trace, message)] = state_rows(data_dir, "SELECT trace_id, error_message FROM judgment_attempts WHERE "
+                                    "fingerprint = $fp", fp=evaluator.fingerprint)
+    kept = '<b onclick="alert(1)">Looks fine</b> to me; ask <EMAIL>'
+    assert message.endswith(f"the reply (redacted): {kept}")  # as stored
+    page = writable_ui["acme"].get(f"/traces/{trace}").text
+    verdicts = page.split("Judge verdicts", 1)[1].split("Judge attempts", 1)[0]
+    attempts = page.split("Judge attempts", 1)[1]
+    for section in (verdicts, attempts):
+        assert f"the reply (redacted): {safe(kept)}" in section
+    assert 'onclick="alert(1)"' not in page and "carol@example.com" not in page
+
+
 def test_trace_filters_and_paging(ui):
     acme = ui["acme"]
     failing = acme.get("/traces?verdict=FAIL&size=200").text

@@ -44,6 +44,8 @@ _REGROWTH = 4  # a cut string redacted in hash mode stays below this many times 
 _TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _DIGITS = frozenset("0123456789")
 _JOINERS = frozenset("-.+'%/\\")  # join tokens in numbers, keys, e-mail local parts, paths
+_KEY_CACHE_SIZE = 4096  # distinct mapping keys a Redactor remembers; past it the cache starts over
+_KEY_CACHE_LENGTH = 256  # longer keys (content used as a key) are redacted on every call
 
 
 class Redactor:
@@ -61,7 +63,7 @@ class Redactor:
 
     __slots__ = (
         "mode", "max_depth", "max_items", "max_string",
-        "_secret", "_hook", "_user", "_placeholder", "_fixed",
+        "_secret", "_hook", "_user", "_placeholder", "_fixed", "_keys",
     )  # fmt: skip
 
     def __init__(
@@ -101,6 +103,7 @@ class Redactor:
         self._placeholder = re.compile(
             "<(?:%s)(?::[0-9a-f]{%d})?>" % ("|".join(labels), _HASH_HEX)  # noqa: UP031
         )
+        self._keys: dict[str, str] = {}  # mapping key -> the key redacted (`_key`)
 
     def __repr__(self) -> str:
         users = ", ".join(label for label, _ in self._user)
@@ -280,9 +283,22 @@ class Redactor:
                 if self.mode != "drop" or item is None or item == "":
                     result[key] = self._credential(item)
                 continue
-            name = self.text(key) if isinstance(key, str) else key
+            name = self._key(key) if isinstance(key, str) else key
             result[name] = self._walk(item, depth + 1, budget)
         return result
+
+    def _key(self, key: str) -> str:
+        """A mapping key redacted as text, remembered: the same few keys (`gen_ai.input.messages`, `role`,
+        `parts`) come back in every value, and the result depends only on the key and this redactor's
+        configuration, which is fixed when it is built. Bounded in entries and key length."""
+        redacted = self._keys.get(key)
+        if redacted is None:
+            redacted = self.text(key)
+            if len(key) <= _KEY_CACHE_LENGTH:
+                if len(self._keys) >= _KEY_CACHE_SIZE:
+                    self._keys.clear()  # plain dict operations: safe without a lock under concurrent callers
+                self._keys[key] = redacted
+        return redacted
 
     def _credential(self, item: Any) -> Any:
         """Replacement for a value under a credential-named key, whatever its shape."""

@@ -1,13 +1,15 @@
 """Judgment attempts, their dimension verdicts and the evaluators they name, in state.duckdb: the only SQL
 for them, rows as frozen dataclasses (the tables' columns, in order).
 
-An attempt's id is derived from (tenant, trace, fingerprint, attempt number) and inserted with INSERT OR
-IGNORE, so a rerun, a restart or a racing process never stores a judgment twice (service/judging.py).
+An attempt's id is derived from (tenant, trace, fingerprint, planned attempt number) and inserted with INSERT
+OR IGNORE, so a rerun, a restart or a racing process never stores a judgment twice (service/judging.py). The
+number itself is allocated again when the attempt is stored (`insert_attempts`), so two fingerprints of one
+evaluator name judging one trace at once never both store attempt n.
 """
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, dataclass, fields, replace
 from datetime import datetime
 
 from verdict_daemon.store.state import StateStore, insert_rows
@@ -106,12 +108,42 @@ def insert_attempts(store: StateStore, tenant: str, run_id: str, attempts: list[
                     verdicts: list[Verdict]) -> None:
     """Store a run's finished attempts and their verdicts in one short transaction."""
     with store.transaction() as con:
+        attempts = _numbered(con, tenant, attempts)
         insert_rows(con, "judgment_attempts", _ATTEMPT_COLUMNS, [astuple(a) for a in attempts])
         # Only under attempts this run stored: when a racing run stored the same attempt id
         # first, its verdicts stand and ours (perhaps an ERROR's none) must not mix in.
         insert_rows(con, "dimension_verdicts", _VERDICT_COLUMNS, [astuple(v) for v in verdicts], where=(
             "attempt_id IN (SELECT attempt_id FROM judgment_attempts WHERE tenant_id = ? AND judge_run_id = ?)"),
             params=[tenant, run_id])
+
+
+def _numbered(con, tenant: str, attempts: list[Attempt]) -> list[Attempt]:
+    """The attempts with numbers allocated under the state file's lock: a number planned by `pending_work` that
+    another fingerprint of the evaluator's name has stored on the trace since (a run of it judged the trace at
+    the same time) moves past the last stored one. An attempt whose id is stored already (a rerun or a racing
+    run of the same fingerprint) keeps its number: INSERT OR IGNORE drops it."""
+    if not attempts:
+        return attempts
+    stored = {aid for (aid,) in con.execute(
+        "SELECT attempt_id FROM judgment_attempts WHERE tenant_id = ? AND attempt_id IN (SELECT unnest(?))",
+        [tenant, [a.attempt_id for a in attempts]]).fetchall()}
+    last: dict[tuple[str, str], int] = {}  # (fingerprint, trace) -> last number its name has on the trace
+    for fingerprint in {a.fingerprint for a in attempts}:
+        traces = [a.trace_id for a in attempts if a.fingerprint == fingerprint]
+        last |= {(fingerprint, trace): no for trace, no in con.execute("""
+            SELECT trace_id, max(attempt_no) FROM judgment_attempts
+            WHERE tenant_id = $t AND trace_id IN (SELECT unnest($traces)) AND (fingerprint = $fp OR fingerprint IN (
+                SELECT other.fingerprint FROM evaluators own JOIN evaluators other USING (tenant_id, name)
+                WHERE own.tenant_id = $t AND own.fingerprint = $fp))
+            GROUP BY trace_id""", {"t": tenant, "fp": fingerprint, "traces": traces}).fetchall()}
+    numbered = []
+    for attempt in attempts:
+        if attempt.attempt_id not in stored:
+            key = (attempt.fingerprint, attempt.trace_id)
+            attempt = replace(attempt, attempt_no=max(attempt.attempt_no, last.get(key, 0) + 1))
+            last[key] = attempt.attempt_no
+        numbered.append(attempt)
+    return numbered
 
 
 def coverage(store: StateStore, tenant: str, fingerprint: str) -> Coverage:
