@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import cast
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -35,7 +35,7 @@ from verdict_daemon.report.render import stylesheet
 from verdict_daemon.review import get_item, list_items, record_labels
 from verdict_daemon.review.queue import STATUSES
 from verdict_daemon.store.state import StateStore
-from verdict_ui import labelling, pages, params
+from verdict_ui import export, labelling, pages, params
 from verdict_ui.access import (
     REVIEWER,
     REVIEWER_COOKIE,
@@ -48,9 +48,9 @@ from verdict_ui.access import (
 )
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
-from verdict_ui.signals import signal_detail
+from verdict_ui.signals import signal_detail, signal_history, trace_signals
 from verdict_ui.snapshot import Snapshots
-from verdict_ui.traces import TraceFilter, trace_detail, trace_page
+from verdict_ui.traces import Facets, TraceFilter, facets, trace_detail, trace_page
 
 log = logging.getLogger("verdict.ui")
 
@@ -106,7 +106,7 @@ class _Views:
     def routes(self) -> list[Route]:
         return [
             Route("/", self.overview), Route("/traces", self.traces), Route("/traces/{trace_id}", self.one_trace),
-            Route("/signals/{signal_id}", self.one_signal), Route("/review", self.review),
+            Route("/signals", self.signals), Route("/signals/{signal_id}", self.one_signal), Route("/review", self.review),
             Route("/review/{item_id}", self.review_item), Route("/review/{item_id}/labels", self.label, methods=["POST"]),
             Route("/reviewer", self.set_reviewer, methods=["POST"]), Route("/login", self.login_form),
             Route("/login", self.login, methods=["POST"]), Route("/static/{name}", self.static), Route("/healthz", self.healthz),
@@ -150,20 +150,38 @@ class _Views:
         return self.html(request, f"Overview — {t}", body, "/")
 
     def traces(self, request: Request) -> Response:
-        f = TraceFilter.parse(request.query_params)
+        f, fmt = TraceFilter.parse(request.query_params), export.wanted(request.query_params)
         snapshot = self.snapshots.get(self.tenant(request))
         with snapshot.reading() as con:
             result = trace_page(con, f, snapshot.days)
-        return self.html(request, "Traces", pages.traces(f, result), "/traces")
+            values = cast(Facets, snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days)))
+        if fmt != "html":
+            after = f"/traces?{urlencode(f.query_string(before=result.next_cursor, format=fmt))}" if result.next_cursor else None
+            return export.respond("traces", result.rows, fmt, after)
+        return self.html(request, "Traces", pages.traces(f, result, values), "/traces")
 
     def one_trace(self, request: Request) -> Response:
+        t = self.tenant(request)
         trace_id = params.identifier(request.path_params["trace_id"], "trace id")
         day = params.day(request.query_params, "day")
-        with self.snapshots.get(self.tenant(request)).reading() as con:
+        with self.snapshots.get(t).reading() as con:
             detail = trace_detail(con, trace_id, day)
+            signals = trace_signals(con, trace_id) if detail is not None else ()
         if detail is None:
             raise HTTPException(404, f"no trace {trace_id!r} for this tenant")
-        return self.html(request, f"Trace {trace_id[:16]}", pages.trace(detail))
+        links = pages.related(tuple(sorted({c.intent_key for c in detail.calls if c.intent_key})),
+                              tuple(sorted({(j.evaluator, j.cluster) for j in detail.judgments if j.cluster},
+                                           key=lambda pair: (pair[0] or "", pair[1] or ""))),
+                              signals, tuple(i.item_id for i in list_items(self.store, t, trace_id=trace_id).items))
+        return self.html(request, f"Trace {trace_id[:16]}", links + pages.trace(detail))
+
+    def signals(self, request: Request) -> Response:
+        fmt = export.wanted(request.query_params)
+        with self.snapshots.get(self.tenant(request)).reading() as con:
+            history = signal_history(con)
+        if fmt != "html":
+            return export.respond("signals", history, fmt)
+        return self.html(request, "Signals", pages.signals_page(history), "/signals")
 
     def one_signal(self, request: Request) -> Response:
         signal_id = params.identifier(request.path_params["signal_id"], "signal id")
@@ -180,6 +198,11 @@ class _Views:
         offset = params.integer(request.query_params, "offset", 0, 0, 10_000_000)
         shown = cast(str, status)  # a default is given
         listed = list_items(self.store, t, status=shown, limit=50, offset=offset)
+        fmt = export.wanted(request.query_params)
+        if fmt != "html":
+            after = (f"/review?{urlencode({'status': shown, 'offset': offset + listed.limit, 'format': fmt})}"
+                     if offset + len(listed.items) < listed.total else None)
+            return export.respond("review", listed.items, fmt, after)
         body = pages.review_list(listed, shown, review_counts(self.store, t), labelling.next_item(self.store, t),
                                  pages.agreement(labelling.agreements(self.store, t)))
         return self.html(request, "Review queue", body, "/review")
