@@ -49,8 +49,9 @@ from verdict_ui.access import (
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
 from verdict_ui.signals import signal_detail, signal_history, trace_signals
-from verdict_ui.snapshot import Snapshots
+from verdict_ui.snapshot import Snapshot, Snapshots
 from verdict_ui.traces import Facets, TraceFilter, facets, trace_detail, trace_page
+from verdict_ui.traffic import TrafficFilter, traffic
 
 log = logging.getLogger("verdict.ui")
 
@@ -106,6 +107,7 @@ class _Views:
     def routes(self) -> list[Route]:
         return [
             Route("/", self.overview), Route("/traces", self.traces), Route("/traces/{trace_id}", self.one_trace),
+            Route("/traffic", self.traffic),
             Route("/signals", self.signals), Route("/signals/{signal_id}", self.one_signal), Route("/review", self.review),
             Route("/review/{item_id}", self.review_item), Route("/review/{item_id}/labels", self.label, methods=["POST"]),
             Route("/reviewer", self.set_reviewer, methods=["POST"]), Route("/login", self.login_form),
@@ -154,7 +156,7 @@ class _Views:
         snapshot = self.snapshots.get(self.tenant(request))
         with snapshot.reading() as con:
             result = trace_page(con, f, snapshot.days)
-            values = cast(Facets, snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days)))
+            values = self.facets(snapshot, con)
         if fmt != "html":
             after = f"/traces?{urlencode(f.query_string(before=result.next_cursor, format=fmt))}" if result.next_cursor else None
             return export.respond("traces", result.rows, fmt, after)
@@ -174,6 +176,21 @@ class _Views:
                                            key=lambda pair: (pair[0] or "", pair[1] or ""))),
                               signals, tuple(i.item_id for i in list_items(self.store, t, trace_id=trace_id).items))
         return self.html(request, f"Trace {trace_id[:16]}", links + pages.trace(detail))
+
+    def traffic(self, request: Request) -> Response:
+        f, fmt = TrafficFilter.parse(request.query_params), export.wanted(request.query_params)
+        snapshot = self.snapshots.get(self.tenant(request))
+        with snapshot.reading() as con:
+            result = traffic(con, f, snapshot.days)
+            values = self.facets(snapshot, con)
+        if fmt != "html":
+            return export.respond("traffic", result.detail, fmt)
+        return self.html(request, "App traffic", pages.traffic_page(f, result, values), "/traffic")
+
+    @staticmethod
+    def facets(snapshot: Snapshot, con) -> Facets:
+        """The filter lists, once per snapshot."""
+        return cast(Facets, snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days)))
 
     def signals(self, request: Request) -> Response:
         fmt = export.wanted(request.query_params)

@@ -7,8 +7,8 @@ URLs are built here with urlencode and escaped too. Pages load only /static/ fil
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from datetime import datetime
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
 from urllib.parse import quote, urlencode
 
 from verdict_daemon.report.charts import pct, rate_chart, time_domain
@@ -39,8 +39,10 @@ from verdict_ui.traces import (
     TracePage,
     TraceRow,
 )
+from verdict_ui.traffic import DAY_CHOICES, Traffic, TrafficFilter, TrafficRow
 
-NAV = (("/", "Overview"), ("/signals", "Signals"), ("/traces", "Traces"), ("/review", "Review queue"))
+NAV = (("/", "Overview"), ("/signals", "Signals"), ("/traces", "Traces"), ("/traffic", "Traffic"),
+       ("/review", "Review queue"))
 LINKS = Links(signal=lambda signal_id: signal_url(signal_id), trace=lambda trace_id: trace_url(trace_id),
               traces=lambda values: f"/traces?{urlencode(values)}")
 _CURRENT = ' aria-current="page"'
@@ -160,10 +162,10 @@ def clipped(text: str | None) -> str:
     return f'<details class="clip"><summary>{safe(text)}</summary></details>'
 
 
-def filter_link(label: str, css: str = "", **values: str | None) -> str:
+def filter_link(label: str, values: Mapping[str, str | None], css: str = "filter-link") -> str:
     """`label` (HTML) linking to the traces that match `values` (empty ones left out)."""
     query = urlencode({k: v for k, v in values.items() if v})
-    return f'<a class="{css or "filter-link"}" href="/traces?{safe(query)}">{label}</a>'
+    return f'<a class="{css}" href="/traces?{safe(query)}">{label}</a>'
 
 
 def card_row(headers: tuple[str, ...], cells: Iterable[str], head: str = "") -> str:
@@ -183,7 +185,7 @@ TRACE_HEADERS = ("Started (UTC) · trace", "Intent · cluster · model", "Latenc
 
 
 def _trace_row(r: TraceRow) -> str:
-    where = " · ".join(filter_link(safe(v), **{k: v}) for k, v in (("intent", r.intent_key), ("cluster", r.cluster),
+    where = " · ".join(filter_link(safe(v), {k: v}) for k, v in (("intent", r.intent_key), ("cluster", r.cluster),
                                                                    ("model", r.model)) if v) or "—"
     cells = (f'{_at(r.started_at)}<br><a class="trace-link" href="{safe(trace_url(r.trace_id, r.day))}">'
              f"<code>{safe(r.trace_id[:16])}</code></a>", where,
@@ -202,6 +204,44 @@ def traces(f: TraceFilter, result: TracePage, values: Facets) -> str:
     first = f'<p><a href="/traces?{safe(urlencode(f.query_string()))}">First page</a></p>' if f.before else ""
     here = f.query_string(before=f"{f.before[0]}~{f.before[1]}" if f.before else None)
     return _filter_form(f, values) + listing + first + more + (exports("/traces", here) if result.rows else "")
+
+
+# --- app traffic -----------------------------------------------------------------------------------------
+TRAFFIC_HEADERS = ("Calls", "Error rate", "Latency p50", "Latency p95", "Tokens", "Cost (list price)")
+
+
+def _traffic_cells(r: TrafficRow) -> tuple[str, ...]:
+    return (f"{r.calls:,}", f"{pct(r.error_rate)} ({r.errors:,})", _ms(r.p50_ms), _ms(r.p95_ms),
+            _tokens(r.input_tokens, r.output_tokens), "—" if r.cost_usd is None else f"${r.cost_usd:,.4f}")
+
+
+def traffic_page(f: TrafficFilter, t: Traffic, values: Facets) -> str:
+    form = ('<form method="get" action="/traffic" class="filters" role="search" aria-label="Filter traffic">'
+            + _select("days", "Days (newest)", str(f.days), DAY_CHOICES) + _select("model", "Model", f.model, values.models)
+            + _select("intent", "Intent", f.intent, values.intents)
+            + '<div class="field"><button type="submit">Show</button> <a href="/traffic">Reset</a></div></form>')
+    if not t.days:
+        return form + empty("No model call in the span lake yet: spans arrive through the collector.")
+    if not t.by_day:
+        return form + empty("No model call matches these filters in the days shown.")
+    days = (card_row(("Day", *TRAFFIC_HEADERS), (filter_link(d.day.isoformat() if d.day else "—",
+                                                             {"model": f.model, "intent": f.intent, **_day_range(d.day)}), *_traffic_cells(d)))
+            for d in t.by_day)
+    pairs = (card_row(("Model", "Intent", *TRAFFIC_HEADERS),
+                      (filter_link(safe(p.model), {"model": p.model}) if p.model else "—",
+                       filter_link(safe(p.intent), {"intent": p.intent}) if p.intent else "—", *_traffic_cells(p)))
+             for p in t.by_model_intent)
+    query = {k: v for k, v in (("days", str(f.days)), ("model", f.model), ("intent", f.intent)) if v}
+    return (form + f'<p class="run">Model calls of the newest {len(t.days)} day(s) with spans, {min(t.days).isoformat()} '
+            f"to {t.days[0].isoformat()} (UTC days). Error: OTel status ERROR or an error.type. Cost: provider list "
+            "prices (verdict.models.pricing); a model without one (a local server) shows —.</p>"
+            + table("Per day, newest first", ("Day", *TRAFFIC_HEADERS), days, "traffic cards")
+            + table("Per model and intent, most calls first", ("Model", "Intent", *TRAFFIC_HEADERS), pairs, "traffic cards")
+            + exports("/traffic", query) + '<p class="muted">The export holds one row per day, model and intent.</p>')
+
+
+def _day_range(day) -> dict[str, str]:
+    return {} if day is None else {"from": day.isoformat(), "to": (day + timedelta(days=1)).isoformat()}
 
 
 # --- one trace ----------------------------------------------------------------------------------------------
@@ -302,9 +342,9 @@ def signal(d: SignalDetail) -> str:
     lo = d.run.small_cell_start if s.small_cell and d.run.small_cell_start else d.run.current_start
     counted = {"regression": "FAIL", "improvement": "PASS"}.get(s.kind)  # a coverage drop counts UNCLEAR and ERROR
     cell = {"evaluator": d.evaluator, "cluster": s.cluster, "dimension": s.dimension}
-    links = ('<p class="links">' + filter_link("Traces of this cell in the tested window", "button",
-                                               **cell, verdict=counted, **{"from": lo.isoformat(), "to": d.run.as_of.isoformat()})
-             + " · " + filter_link("every trace of this cell", **cell) + ' · <a href="/signals">All signals</a></p>')
+    links = ('<p class="links">' + filter_link("Traces of this cell in the tested window", {
+                 **cell, "verdict": counted, "from": lo.isoformat(), "to": d.run.as_of.isoformat()}, "button")
+             + " · " + filter_link("every trace of this cell", cell) + ' · <a href="/signals">All signals</a></p>')
     return (links + '<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
             + section("series", "Pass rate over time", chart)
             + section("examples", "Examples stored with the signal", _cell_traces(d.examples, "stored examples"))
@@ -334,7 +374,7 @@ def signals_page(history: tuple[CellHistory, ...]) -> str:
     for h in history:
         cell = {"evaluator": h.evaluator, "cluster": h.cluster, "dimension": h.dimension}
         cells = (f'<span class="status status-{h.status.split()[0]}">{safe(h.status)}</span>', safe(h.evaluator or "—"),
-                 filter_link(f"{safe(h.cluster)} × {safe(h.dimension)}", **cell),
+                 filter_link(f"{safe(h.cluster)} × {safe(h.dimension)}", cell),
                  f'<span class="kind kind-{safe(h.kind)}">{KIND_LABELS.get(h.kind, safe(h.kind))}</span>',
                  when(h.first_raised), when(h.last_raised), str(h.runs),
                  f'<a class="signal-link" href="{safe(signal_url(h.latest_signal))}">latest signal</a>')
@@ -350,8 +390,8 @@ def signals_page(history: tuple[CellHistory, ...]) -> str:
 def related(intents: tuple[str, ...], clusters: tuple[tuple[str | None, str], ...], signals: tuple[TraceSignal, ...],
             items: tuple[str, ...]) -> str:
     """Where a trace leads: its intent's and clusters' traces, the signals of its cells, its review items."""
-    parts = [("Intent", " ".join(filter_link(safe(i), intent=i) for i in intents)),
-             ("Cluster", " ".join(filter_link(f"{safe(c)} <small>({safe(e or '—')})</small>", evaluator=e, cluster=c)
+    parts = [("Intent", " ".join(filter_link(safe(i), {"intent": i}) for i in intents)),
+             ("Cluster", " ".join(filter_link(f"{safe(c)} <small>({safe(e or '—')})</small>", {"evaluator": e, "cluster": c})
                                   for e, c in clusters)),
              ("Signals", " ".join(f'<a class="signal-link" href="{safe(signal_url(g.signal_id))}">'
                                   f"{KIND_LABELS.get(g.kind, safe(g.kind))} {safe(g.cluster)} × {safe(g.dimension)} "

@@ -349,6 +349,6 @@ def facets(cur, days: tuple[date, ...]) -> Facets:
     calls = (cur.execute("SELECT list(DISTINCT intent_key), list(DISTINCT coalesce(request_model, response_model)), "
                          f"list(DISTINCT service_name) FROM llm_calls WHERE date IN ({recent})").fetchone()
              if recent else ([], [], []))
-    return Facets(*(tuple(sorted(v for v in values or () if v is not None)) for values in calls),
-                  distinct("SELECT DISTINCT evaluator FROM judgments"), distinct("SELECT DISTINCT cluster FROM judgments"),
-                  distinct("SELECT DISTINCT dimension FROM judgments"))
+    intents, models, services = (tuple(sorted(v for v in values or () if v is not None)) for values in calls)
+    return Facets(intents, models, services, distinct("SELECT DISTINCT evaluator FROM judgments"),
+                  distinct("SELECT DISTINCT cluster FROM judgments"), distinct("SELECT DISTINCT dimension FROM judgments"))

@@ -164,6 +164,7 @@ def test_an_early_look_without_signals_never_reads_as_the_closing_decisions_prob
 
     data = build_report(lake.data_dir, "acme", generated_at=AT)
     section = next(e for e in data.evaluators if e.run is not None and e.signals)
+    assert section.run is not None  # chosen so
     for tested, wording in ((0, "tested no cell"), (3, "raised no signal in the 3 cells it could test so far")):
         look = dataclasses.replace(section.run, run_id="look" + str(tested), as_of=section.run.as_of.replace(hour=7),
                                    closing=False, tested=tested, signals=0)

@@ -190,7 +190,7 @@ def test_lists_fit_the_width_with_the_answer_shown(labelled_server, size):
     kind = "desktop" if size == DESKTOP else "phone"
     try:
         for path, name, tables in (("/traces", "traces", 1), ("/signals", "signals", 1), ("/review", "review", 1),
-                                   ("/", "overview", 1)):
+                                   ("/traffic", "traffic", 2), ("/", "overview", 1)):
             driver.get(labelled_server + path)
             assert driver.execute_script("return document.querySelectorAll('table.cards').length") >= tables, path
             scroll, client = driver.execute_script(PAGE_WIDTH)
