@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 
 import pytest
 
 from collector.sql import execute
+from tests.daemon.conftest import NOW
+from tests.daemon.lakes import span_row, write_rows
+from tests.ui.conftest import client
 from verdict.models.pricing import PriceTable
+from verdict.tenancy import TenantId
+from verdict_ui.access import Access
 
 
 def sql(lake, tenant: str, query: str) -> list[tuple]:
@@ -53,3 +59,39 @@ def test_traffic_filters_and_tenancy(ui, lake):
     mine = sum(r["calls"] for r in json.loads(ui["umbrella"].get("/traffic?days=90&format=json").text)["rows"])
     assert mine == sql(lake, "umbrella", "SELECT count(*) FROM llm_calls")[0][0]
     assert "No model call matches" in acme.get("/traffic?model=no-such-model").text
+
+
+@pytest.fixture(scope="module")
+def varied(tmp_path_factory):
+    """A span lake (no state) of one tenant whose calls differ in latency, tokens, status and model: a priced
+    gpt-4o-mini on search.v1 (5 calls on the last day, one failed) and an unpriced local model on chat.v1."""
+    data = tmp_path_factory.mktemp("traffic") / "data"
+    day = NOW.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    rows = []
+    for i, ms in enumerate((10, 20, 30, 40, 1000)):
+        row = span_row(f"{0xa0 + i:032x}", day + timedelta(hours=1, minutes=i), intent="search.v1", query="q", answer="a",
+                       status="ERROR" if i == 4 else "UNSET")
+        row.update(duration_ns=ms * 1_000_000, end_time=row["start_time"] + ms * 1_000_000, input_tokens=100,
+                   output_tokens=50)
+        rows.append(row)
+    for i in range(3):
+        row = span_row(f"{0xb0 + i:032x}", day - timedelta(days=1, hours=-i), intent="chat.v1", query="q", answer="a")
+        row.update(request_model="llama-local", input_tokens=10, output_tokens=10)
+        rows.append(row)
+    write_rows(data, "globex", rows)
+    return data
+
+
+def test_traffic_figures_of_varied_calls(varied):
+    app = client(varied, Access.create(TenantId("globex"), None))
+    rows = {(r["model"], r["intent"], r["day"]): r for r in json.loads(app.get("/traffic?format=json").text)["rows"]}
+    search = next(r for (m, i, _), r in rows.items() if i == "search.v1")
+    assert (search["calls"], search["errors"], search["p50_ms"]) == (5, 1, 30)
+    assert search["p95_ms"] == pytest.approx(40 + 0.8 * 960)  # linear interpolation between 40 and 1000 ms
+    assert search["cost_usd"] == pytest.approx((500 * 0.15 + 250 * 0.60) / 1e6)  # gpt-4o-mini's list price
+    local = next(r for (m, i, _), r in rows.items() if i == "chat.v1")
+    assert local["model"] == "llama-local" and local["cost_usd"] is None and local["calls"] == 3
+    page = app.get("/traffic").text
+    assert "20.0 % (1)" in page and "808 ms" in page and "500 in / 250 out" in page
+    assert re.search(r'model=llama-local">llama-local</a>.*?<td data-label="Cost \(list price\)">—</td>', page, re.S)
+    assert app.get("/traffic?days=1&format=json").json()["rows"] == [search]  # the newest day only
