@@ -34,6 +34,7 @@ from verdict_daemon.report.panels import probe_panel, review_counts
 from verdict_daemon.report.render import stylesheet
 from verdict_daemon.review import get_item, list_items, record_labels
 from verdict_daemon.review.queue import STATUSES
+from verdict_daemon.store.review import trace_items_in
 from verdict_daemon.store.state import StateStore
 from verdict_ui import export, labelling, pages, params
 from verdict_ui.access import (
@@ -169,12 +170,13 @@ class _Views:
         with self.snapshots.get(t).reading() as con:
             detail = trace_detail(con, trace_id, day)
             signals = trace_signals(con, trace_id) if detail is not None else ()
+            items = trace_items_in(con, trace_id) if detail is not None else ()
         if detail is None:
             raise HTTPException(404, f"no trace {trace_id!r} for this tenant")
         links = pages.related(tuple(sorted({c.intent_key for c in detail.calls if c.intent_key})),
                               tuple(sorted({(j.evaluator, j.cluster) for j in detail.judgments if j.cluster},
                                            key=lambda pair: (pair[0] or "", pair[1] or ""))),
-                              signals, tuple(i.item_id for i in list_items(self.store, t, trace_id=trace_id).items))
+                              signals, items)
         return self.html(request, f"Trace {trace_id[:16]}", links + pages.trace(detail))
 
     def traffic(self, request: Request) -> Response:

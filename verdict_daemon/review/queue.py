@@ -58,9 +58,8 @@ class ItemDetail:
 
 
 def list_items(store: StateStore, tenant: TenantId, *, status: str = "all", reason: str | None = None,
-               limit: int = 50, offset: int = 0, trace_id: str | None = None) -> ItemPage:
-    """One page of the tenant's queue, newest first (ties by item id, so pages are stable); with
-    `trace_id`, that trace's items only."""
+               limit: int = 50, offset: int = 0) -> ItemPage:
+    """One page of the tenant's queue, newest first (ties by item id, so pages are stable)."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     if reason is not None and reason not in REASONS:
@@ -71,8 +70,7 @@ def list_items(store: StateStore, tenant: TenantId, *, status: str = "all", reas
     if not repository.exists():
         return ItemPage(0, offset, limit, ())
     pending = {"all": None, "pending": True, "labelled": False}[status]
-    total, items = repository.items_page(tenant, pending=pending, reason=reason, limit=limit, offset=offset,
-                                         trace_id=trace_id)
+    total, items = repository.items_page(tenant, pending=pending, reason=reason, limit=limit, offset=offset)
     return ItemPage(total, offset, limit, tuple(items))
 
 

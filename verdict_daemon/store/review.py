@@ -236,15 +236,13 @@ class ReviewRepository:
 
     # --- the queue ------------------------------------------------------------------------------
     def items_page(self, tenant: TenantId, *, pending: bool | None, reason: str | None, limit: int,
-                   offset: int, trace_id: str | None = None) -> tuple[int, list[ItemSummary]]:
+                   offset: int) -> tuple[int, list[ItemSummary]]:
         """(items matching, one page of them newest first); `pending` None: labelled or not."""
         where = {None: "", True: "labelled_dimensions = 0", False: "labelled_dimensions > 0"}[pending]
         if reason is not None:
             where = " AND ".join(filter(None, [where, "list_contains(reasons::VARCHAR[], $reason)"]))
-        if trace_id is not None:
-            where = " AND ".join(filter(None, [where, "trace_id = $trace"]))
         query = f"SELECT * FROM ({_ITEMS}) {'WHERE ' + where if where else ''}"
-        params = {"t": tenant, **({"reason": reason} if reason else {}), **({"trace": trace_id} if trace_id else {})}
+        params = {"t": tenant, **({"reason": reason} if reason else {})}
         with self.store.transaction() as con:
             total = con.execute(f"SELECT count(*) FROM ({query})", params).fetchone()[0]
             rows = con.execute(f"{query} ORDER BY queued_at DESC, item_id LIMIT {int(limit)} OFFSET {int(offset)}",
@@ -330,3 +328,9 @@ class ReviewRepository:
             return []
         with self.store.transaction() as con:
             return [LatestJudgment(*row) for row in con.execute(_JUDGMENTS, {"t": tenant}).fetchall()]
+
+
+def trace_items_in(snapshot, trace_id: str) -> tuple[str, ...]:
+    """The review items of one trace in a tenant's snapshot (store/views.py's `review_items`), newest first."""
+    return tuple(r[0] for r in snapshot.execute("SELECT item_id FROM review_items WHERE trace_id = ? "
+                                                "ORDER BY queued_at DESC, item_id", [trace_id]).fetchall())
