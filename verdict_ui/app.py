@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import cast
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -246,8 +246,12 @@ class _Views:
         if reviewer is None:
             raise BadRequest("give your reviewer name first (the form on the item's page)")
         labels = {k.removeprefix("label."): v for k, v in fields.items() if k.startswith("label.")}
+        kept = {d: v for d, v in labels.items() if v != "UNCLEAR"}  # a dimension the reviewer cannot tell: unlabelled
+        if labels and not kept:  # every dimension unclear: nothing to record, on to the next item
+            following = labelling.next_item(self.store, t, skip=item_id)
+            return RedirectResponse(f"/review/{quote(following, safe='')}" if following else "/review", 303)
         try:
-            record_labels(self.store, t, item_id, labels, critique=fields.get("critique", ""), reviewer=reviewer)
+            record_labels(self.store, t, item_id, kept, critique=fields.get("critique", ""), reviewer=reviewer)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         self.snapshots.invalidate(t)

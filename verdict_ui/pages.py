@@ -491,9 +491,13 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
              '<p class="empty" id="blind">The judge\'s verdicts stay hidden until you have labelled this item '
              "(blind labelling: the judge must not anchor you).</p>")
     following = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}" accesskey="n">'
-                 "Next item (n)</a></p>" if next_id else '<p class="muted">No other pending item.</p>')
+                 f"{'Next item' if mine else 'Skip to the next item'} (n)</a></p>" if next_id else
+                 '<p class="muted">No other pending item.</p>')
     return (head + section("item-conversation", "Conversation", conversation) + section("label", "Your labels", action)
             + section("judge", "The judge's view", judge) + following)
+
+
+LABEL_CHOICES = ("PASS", "FAIL", "UNCLEAR")  # UNCLEAR: the reviewer cannot tell; nothing is recorded for it
 
 
 def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bool) -> str:
@@ -506,17 +510,19 @@ def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bo
         mine = current.label if current is not None and current.reviewer == reviewer else None
         radios = "".join(
             f'<label class="choice"><input type="radio" name="{safe(name)}" value="{v}" required'
-            f'{" checked" if mine == v else ""}> {v} <kbd>{v[0].lower()}</kbd></label>' for v in ("PASS", "FAIL"))
+            f'{" checked" if mine == v else ""}> {v} <kbd>{v[0].lower()}</kbd></label>' for v in LABEL_CHOICES)
         fields.append(f'<fieldset class="dimension" data-index="{i}"><legend>{safe(j.dimension)}'
                       f'{" ⚑ flagged" if j.dimension in d.item.flagged else ""}</legend>{radios}</fieldset>')
     verb = "Relabel" if relabel else "Save labels"
     return (f'<form method="post" action="/review/{quote(d.item.item_id, safe="")}/labels" id="label-form" '
             f'class="stack">{hidden_csrf(csrf)}<p class="muted">Labelling as <code>{safe(reviewer)}</code>. Keys: '
-            "<kbd>p</kbd> PASS, <kbd>f</kbd> FAIL on the current dimension (then the next one), <kbd>j</kbd>/"
-            "<kbd>k</kbd> move, <kbd>c</kbd> critique, <kbd>Enter</kbd> in the critique saves.</p>"
+            "<kbd>p</kbd> PASS, <kbd>f</kbd> FAIL, <kbd>u</kbd> UNCLEAR on the current dimension (then the next one), "
+            "<kbd>j</kbd>/<kbd>k</kbd> move, <kbd>c</kbd> critique, <kbd>Enter</kbd> in the critique saves, "
+            "<kbd>n</kbd> skips to the next item. UNCLEAR leaves a dimension unlabelled (no label is recorded for it, "
+            "so it counts nowhere); all UNCLEAR moves on to the next item.</p>"
             + "".join(fields)
-            + '<label for="critique">Critique (one line, required)</label><input id="critique" name="critique" '
-            f'maxlength="500" required autocomplete="off"><button type="submit">{verb}</button></form>')
+            + '<label for="critique">Critique (one line; required when a label is FAIL)</label><input id="critique" '
+            f'name="critique" maxlength="500" autocomplete="off"><button type="submit">{verb}</button></form>')
 
 
 def _judge_view(d: ItemDetail, mine) -> str:

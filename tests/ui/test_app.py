@@ -214,7 +214,7 @@ def test_a_malformed_form_is_a_400(writable_ui, ids):
     assert acme.post("/reviewer", data={"csrf": token, "reviewer": "-bad name"}).status_code == 400
     acme.post("/reviewer", data={"csrf": token, "reviewer": "alice"})
     for form, message in (({"label.completeness": "MAYBE", "critique": "x"}, "exactly PASS or FAIL"),
-                          ({"label.completeness": "PASS", "critique": ""}, "critique must be one non-empty line"),
+                          ({"label.completeness": "FAIL", "critique": ""}, "critique must be one non-empty line"),
                           ({"label.nonsense": "PASS", "critique": "x"}, "were not judged on item"),
                           ({"critique": "x"}, "at least one dimension label")):
         response = acme.post(f"/review/{item}/labels", data={"csrf": token, **form})

@@ -190,3 +190,29 @@ def test_a_csv_cell_is_never_a_formula():
     body = export.respond("rows", [Row("=HYPERLINK(\"http://x\")", -1), Row("@SUM(A1)", 2), Row("plain", 3)], "csv").body
     assert list(csv.reader(io.StringIO(bytes(body).decode()))) == [
         ["text", "number"], ["'=HYPERLINK(\"http://x\")", "-1"], ["'@SUM(A1)", "2"], ["plain", "3"]]
+
+
+def test_unclear_leaves_a_dimension_unlabelled_and_all_pass_needs_no_critique(writable_ui, data_dir, ids):
+    acme = writable_ui["acme"]
+    items = [i for i in ids["acme"].items
+             if len(state_rows(data_dir, "SELECT dimension FROM dimension_verdicts WHERE attempt_id = $i "
+                                         "AND value IN ('PASS', 'FAIL')", i=i)) >= 2][:2]
+    first = acme.get(f"/review/{items[0]}").text
+    acme.post("/reviewer", data={"csrf": csrf_of(first), "reviewer": "alice"})
+    form = acme.get(f"/review/{items[0]}").text
+    assert 'value="UNCLEAR"' in form and "Skip to the next item (n)" in form
+    assert not re.search(r'<input id="critique"[^>]*required', form)
+    dims = re.findall(r'name="label\.([a-z_]+)" value="PASS"', form)
+    unclear = {f"label.{d}": "UNCLEAR" for d in dims}
+    moved = acme.post(f"/review/{items[0]}/labels", data={"csrf": csrf_of(form), **unclear, "critique": ""})
+    assert moved.status_code == 303 and moved.headers["location"].startswith("/review/")
+    assert moved.headers["location"] != f"/review/{items[0]}#judge"  # on to another item
+    assert state_rows(data_dir, "SELECT count(*) FROM review_labels")[0][0] == 0  # nothing recorded
+    labels = {**unclear, f"label.{dims[0]}": "PASS"}
+    saved = acme.post(f"/review/{items[0]}/labels", data={"csrf": csrf_of(form), **labels, "critique": ""})
+    assert saved.status_code == 303
+    assert state_rows(data_dir, "SELECT dimension, label, critique FROM review_labels") == [(dims[0], "PASS", "")]
+    failing = acme.post(f"/review/{items[0]}/labels", data={"csrf": csrf_of(form), f"label.{dims[1]}": "FAIL",
+                                                            "critique": ""})
+    assert failing.status_code == 400 and "when a label is FAIL" in html.unescape(failing.text)
+    assert "Next item (n)" in acme.get(f"/review/{items[0]}").text  # labelled: no longer a skip
