@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from importlib import resources
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, TypeVar, cast
 from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.applications import Starlette
@@ -50,11 +52,15 @@ from verdict_ui.access import (
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
 from verdict_ui.signals import signal_detail, signal_history, trace_signals
-from verdict_ui.snapshot import Snapshot, Snapshots
+from verdict_ui.snapshot import Snapshots
 from verdict_ui.traces import Facets, TraceFilter, facets, trace_detail, trace_page
 from verdict_ui.traffic import TrafficFilter, traffic
 
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
 log = logging.getLogger("verdict.ui")
+R = TypeVar("R")  # what a snapshot query returns
 
 MAX_FORM_BYTES = 64 * 1024
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -154,10 +160,7 @@ class _Views:
 
     def traces(self, request: Request) -> Response:
         f, fmt = TraceFilter.parse(request.query_params), export.wanted(request.query_params)
-        snapshot = self.snapshots.get(self.tenant(request))
-        with snapshot.reading() as con:
-            result = trace_page(con, f, snapshot.days)
-            values = self.facets(snapshot, con)
+        result, values = self.with_facets(request, lambda con, days: trace_page(con, f, days))
         if fmt != "html":
             after = f"/traces?{urlencode(f.query_string(before=result.next_cursor, format=fmt))}" if result.next_cursor else None
             return export.respond("traces", result.rows, fmt, after)
@@ -181,18 +184,17 @@ class _Views:
 
     def traffic(self, request: Request) -> Response:
         f, fmt = TrafficFilter.parse(request.query_params), export.wanted(request.query_params)
-        snapshot = self.snapshots.get(self.tenant(request))
-        with snapshot.reading() as con:
-            result = traffic(con, f, snapshot.days)
-            values = self.facets(snapshot, con)
+        result, values = self.with_facets(request, lambda con, days: traffic(con, f, days))
         if fmt != "html":
             return export.respond("traffic", result.detail, fmt)
         return self.html(request, "App traffic", pages.traffic_page(f, result, values), "/traffic")
 
-    @staticmethod
-    def facets(snapshot: Snapshot, con) -> Facets:
-        """The filter lists, once per snapshot."""
-        return cast(Facets, snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days)))
+    def with_facets(self, request: Request, query: Callable[[DuckDBPyConnection, tuple[date, ...]], R]) -> tuple[R, Facets]:
+        """`query` on the request tenant's snapshot, and the filter lists (computed once per snapshot)."""
+        snapshot = self.snapshots.get(self.tenant(request))
+        with snapshot.reading() as con:
+            values = snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days))
+            return query(con, snapshot.days), cast(Facets, values)
 
     def signals(self, request: Request) -> Response:
         fmt = export.wanted(request.query_params)
