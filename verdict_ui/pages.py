@@ -137,9 +137,13 @@ def _select(name: str, label: str, value: str | None, choices: tuple[str, ...]) 
 
 
 def _filter_form(f: TraceFilter, values: Facets) -> str:
+    day = f.whole_day
     return ('<form method="get" action="/traces" class="filters" role="search" aria-label="Filter traces">'
-            + _field("from", "From (UTC)", f.since.isoformat(timespec="minutes") if f.since else None, "datetime-local")
-            + _field("to", "To (UTC)", f.until.isoformat(timespec="minutes") if f.until else None, "datetime-local")
+            + _select("date", "Day (UTC)", day.isoformat() if day else None, values.dates)
+            + _field("from", "From (UTC)", f.since.isoformat(timespec="minutes") if f.since and not day else None,
+                     "datetime-local")
+            + _field("to", "To (UTC)", f.until.isoformat(timespec="minutes") if f.until and not day else None,
+                     "datetime-local")
             + _select("intent", "Intent", f.intent, values.intents) + _select("model", "Model", f.model, values.models)
             + _select("service", "Service", f.service, values.services)
             + _select("evaluator", "Evaluator", f.evaluator, values.evaluators)

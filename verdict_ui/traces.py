@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from verdict_ui import params
 from verdict_ui.params import BadRequest
@@ -39,6 +39,12 @@ class TraceFilter:
     @classmethod
     def parse(cls, query: Mapping[str, str]) -> TraceFilter:
         since, until = params.moment(query, "from"), params.moment(query, "to")
+        day = params.day(query, "date")  # one whole UTC day, as the date list offers
+        if day is not None:
+            if since or until:
+                raise BadRequest("give date or from/to, not both")
+            since = datetime(day.year, day.month, day.day)
+            until = since + timedelta(days=1)
         if since and until and since >= until:
             raise BadRequest("from must be before to")
         return cls(since, until, params.text(query, "intent"), params.text(query, "cluster"),
@@ -55,6 +61,13 @@ class TraceFilter:
                   "verdict": self.verdict, "q": self.search, "size": None if self.size == 50 else str(self.size)}
         values.update(changes)
         return {k: v for k, v in values.items() if v}
+
+    @property
+    def whole_day(self) -> date | None:
+        """The UTC day the time range is exactly, if it is one (the date list shows it selected)."""
+        if self.since and self.until and self.since.time() == time() and self.until - self.since == timedelta(days=1):
+            return self.since.date()
+        return None
 
 
 def _keyset(raw: str) -> tuple[int, str] | None:
@@ -337,6 +350,7 @@ class Facets:
     evaluators: tuple[str, ...] = ()
     clusters: tuple[str, ...] = ()
     dimensions: tuple[str, ...] = ()
+    dates: tuple[str, ...] = ()  # the days with spans (date partitions), newest first
 
 
 def facets(cur, days: tuple[date, ...]) -> Facets:
@@ -351,4 +365,5 @@ def facets(cur, days: tuple[date, ...]) -> Facets:
              if recent else ([], [], []))
     intents, models, services = (tuple(sorted(v for v in values or () if v is not None)) for values in calls)
     return Facets(intents, models, services, distinct("SELECT DISTINCT evaluator FROM judgments"),
-                  distinct("SELECT DISTINCT cluster FROM judgments"), distinct("SELECT DISTINCT dimension FROM judgments"))
+                  distinct("SELECT DISTINCT cluster FROM judgments"), distinct("SELECT DISTINCT dimension FROM judgments"),
+                  tuple(d.isoformat() for d in days))

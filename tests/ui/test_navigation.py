@@ -76,6 +76,13 @@ def test_filters_list_the_values_present(ui, lake):
     gone = ui["acme"].get("/traces?intent=gone.v9").text
     assert '<option value="gone.v9" selected>' in gone and "No model call matches" in gone
     assert '<input id="f-intent"' not in page  # no free-text intent any more
+    days = [r[0].isoformat() for r in execute(lake.data_dir, "acme", "SELECT DISTINCT date FROM llm_calls "
+                                                                      "ORDER BY 1 DESC")[1]]
+    assert options(page, "date") == days
+    one = ui["acme"].get(f"/traces?date={days[1]}&size=200").text
+    _, that_day = execute(lake.data_dir, "acme", f"SELECT DISTINCT trace_id FROM llm_calls WHERE date = DATE '{days[1]}'")
+    assert set(trace_links(one)) == {r[0] for r in that_day} and f'<option value="{days[1]}" selected>' in one
+    assert ui["acme"].get(f"/traces?date={days[1]}&from={days[2]}").status_code == 400
 
 
 def test_heatmap_cells_clusters_and_dimensions_open_their_traces(ui, lake):
