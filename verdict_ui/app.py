@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from importlib import resources
 from pathlib import Path
-from typing import cast
-from urllib.parse import parse_qsl
+from typing import TYPE_CHECKING, TypeVar, cast
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -34,8 +36,9 @@ from verdict_daemon.report.panels import probe_panel, review_counts
 from verdict_daemon.report.render import stylesheet
 from verdict_daemon.review import get_item, list_items, record_labels
 from verdict_daemon.review.queue import STATUSES
+from verdict_daemon.store.review import trace_items_in
 from verdict_daemon.store.state import StateStore
-from verdict_ui import labelling, pages, params
+from verdict_ui import export, labelling, pages, params
 from verdict_ui.access import (
     REVIEWER,
     REVIEWER_COOKIE,
@@ -48,11 +51,16 @@ from verdict_ui.access import (
 )
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
-from verdict_ui.signals import signal_detail
+from verdict_ui.signals import signal_detail, signal_history, trace_signals
 from verdict_ui.snapshot import Snapshots
-from verdict_ui.traces import TraceFilter, trace_detail, trace_page
+from verdict_ui.traces import Facets, TraceFilter, facets, trace_detail, trace_page
+from verdict_ui.traffic import TrafficFilter, traffic
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 log = logging.getLogger("verdict.ui")
+R = TypeVar("R")  # what a snapshot query returns
 
 MAX_FORM_BYTES = 64 * 1024
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -106,7 +114,8 @@ class _Views:
     def routes(self) -> list[Route]:
         return [
             Route("/", self.overview), Route("/traces", self.traces), Route("/traces/{trace_id}", self.one_trace),
-            Route("/signals/{signal_id}", self.one_signal), Route("/review", self.review),
+            Route("/traffic", self.traffic),
+            Route("/signals", self.signals), Route("/signals/{signal_id}", self.one_signal), Route("/review", self.review),
             Route("/review/{item_id}", self.review_item), Route("/review/{item_id}/labels", self.label, methods=["POST"]),
             Route("/reviewer", self.set_reviewer, methods=["POST"]), Route("/login", self.login_form),
             Route("/login", self.login, methods=["POST"]), Route("/static/{name}", self.static), Route("/healthz", self.healthz),
@@ -150,20 +159,50 @@ class _Views:
         return self.html(request, f"Overview — {t}", body, "/")
 
     def traces(self, request: Request) -> Response:
-        f = TraceFilter.parse(request.query_params)
-        snapshot = self.snapshots.get(self.tenant(request))
-        with snapshot.reading() as con:
-            result = trace_page(con, f, snapshot.days)
-        return self.html(request, "Traces", pages.traces(f, result), "/traces")
+        f, fmt = TraceFilter.parse(request.query_params), export.wanted(request.query_params)
+        result, values = self.with_facets(request, lambda con, days: trace_page(con, f, days))
+        if fmt != "html":
+            after = f"/traces?{urlencode(f.query_string(before=result.next_cursor, format=fmt))}" if result.next_cursor else None
+            return export.respond("traces", result.rows, fmt, after)
+        return self.html(request, "Traces", pages.traces(f, result, values), "/traces")
 
     def one_trace(self, request: Request) -> Response:
+        t = self.tenant(request)
         trace_id = params.identifier(request.path_params["trace_id"], "trace id")
         day = params.day(request.query_params, "day")
-        with self.snapshots.get(self.tenant(request)).reading() as con:
+        with self.snapshots.get(t).reading() as con:
             detail = trace_detail(con, trace_id, day)
+            signals = trace_signals(con, trace_id) if detail is not None else ()
+            items = trace_items_in(con, trace_id) if detail is not None else ()
         if detail is None:
             raise HTTPException(404, f"no trace {trace_id!r} for this tenant")
-        return self.html(request, f"Trace {trace_id[:16]}", pages.trace(detail))
+        links = pages.related(tuple(sorted({c.intent_key for c in detail.calls if c.intent_key})),
+                              tuple(sorted({(j.evaluator, j.cluster) for j in detail.judgments if j.cluster},
+                                           key=lambda pair: (pair[0] or "", pair[1] or ""))),
+                              signals, items)
+        return self.html(request, f"Trace {trace_id[:16]}", links + pages.trace(detail))
+
+    def traffic(self, request: Request) -> Response:
+        f, fmt = TrafficFilter.parse(request.query_params), export.wanted(request.query_params)
+        result, values = self.with_facets(request, lambda con, days: traffic(con, f, days))
+        if fmt != "html":
+            return export.respond("traffic", result.detail, fmt)
+        return self.html(request, "App traffic", pages.traffic_page(f, result, values), "/traffic")
+
+    def with_facets(self, request: Request, query: Callable[[DuckDBPyConnection, tuple[date, ...]], R]) -> tuple[R, Facets]:
+        """`query` on the request tenant's snapshot, and the filter lists (computed once per snapshot)."""
+        snapshot = self.snapshots.get(self.tenant(request))
+        with snapshot.reading() as con:
+            values = snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days))
+            return query(con, snapshot.days), cast(Facets, values)
+
+    def signals(self, request: Request) -> Response:
+        fmt = export.wanted(request.query_params)
+        with self.snapshots.get(self.tenant(request)).reading() as con:
+            history = signal_history(con)
+        if fmt != "html":
+            return export.respond("signals", history, fmt)
+        return self.html(request, "Signals", pages.signals_page(history), "/signals")
 
     def one_signal(self, request: Request) -> Response:
         signal_id = params.identifier(request.path_params["signal_id"], "signal id")
@@ -180,6 +219,11 @@ class _Views:
         offset = params.integer(request.query_params, "offset", 0, 0, 10_000_000)
         shown = cast(str, status)  # a default is given
         listed = list_items(self.store, t, status=shown, limit=50, offset=offset)
+        fmt = export.wanted(request.query_params)
+        if fmt != "html":
+            after = (f"/review?{urlencode({'status': shown, 'offset': offset + listed.limit, 'format': fmt})}"
+                     if offset + len(listed.items) < listed.total else None)
+            return export.respond("review", listed.items, fmt, after)
         body = pages.review_list(listed, shown, review_counts(self.store, t), labelling.next_item(self.store, t),
                                  pages.agreement(labelling.agreements(self.store, t)))
         return self.html(request, "Review queue", body, "/review")
@@ -204,8 +248,12 @@ class _Views:
         if reviewer is None:
             raise BadRequest("give your reviewer name first (the form on the item's page)")
         labels = {k.removeprefix("label."): v for k, v in fields.items() if k.startswith("label.")}
+        kept = {d: v for d, v in labels.items() if v != "UNCLEAR"}  # a dimension the reviewer cannot tell: unlabelled
+        if labels and not kept:  # every dimension unclear: nothing to record, on to the next item
+            following = labelling.next_item(self.store, t, skip=item_id)
+            return RedirectResponse(f"/review/{quote(following, safe='')}" if following else "/review", 303)
         try:
-            record_labels(self.store, t, item_id, labels, critique=fields.get("critique", ""), reviewer=reviewer)
+            record_labels(self.store, t, item_id, kept, critique=fields.get("critique", ""), reviewer=reviewer)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         self.snapshots.invalidate(t)

@@ -12,11 +12,15 @@ from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.review import REASONS, list_items, review_agreement
 from verdict_daemon.review.labelled import DimensionAgreement
+from verdict_daemon.store.review import ReviewRepository
+
+MIN_AGREEMENT_ITEMS = 10  # labelled items a dimension needs before its agreement figures are shown
 
 
 @dataclass(frozen=True)
 class EvaluatorAgreement:
     fingerprint: str
+    name: str | None  # the evaluator's name (None: its registration is gone)
     dimensions: tuple[DimensionAgreement, ...]
 
 
@@ -39,10 +43,8 @@ def agreements(store, tenant: TenantId) -> tuple[EvaluatorAgreement, ...]:
             return ()
         if exc.code != "evaluator_ambiguous":
             raise
-        out = []
-        for fp in exc.details["fingerprints"]:
-            _fp, dims = review_agreement(store, tenant, fingerprint=fp)
-            out.append(EvaluatorAgreement(fp, tuple(dims)))
-        return tuple(out)
-    return (EvaluatorAgreement(fingerprint, tuple(dimensions)),)
-
+        groups = [(fp, review_agreement(store, tenant, fingerprint=fp)[1]) for fp in exc.details["fingerprints"]]
+    else:
+        groups = [(fingerprint, dimensions)]
+    names = {r.fingerprint: r.evaluator for r in ReviewRepository(store).latest_labels(tenant)}
+    return tuple(EvaluatorAgreement(fp, names.get(fp), tuple(dims)) for fp, dims in groups)

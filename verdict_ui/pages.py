@@ -7,8 +7,8 @@ URLs are built here with urlencode and escaped too. Pages load only /static/ fil
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from datetime import datetime
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
 from urllib.parse import quote, urlencode
 
 from verdict_daemon.report.charts import pct, rate_chart, time_domain
@@ -28,19 +28,33 @@ from verdict_daemon.report.render import (
     when,
 )
 from verdict_daemon.review import ItemDetail, ItemPage
-from verdict_ui.labelling import EvaluatorAgreement
-from verdict_ui.signals import CellTrace, SignalDetail
-from verdict_ui.traces import VERDICTS, Message, TraceDetail, TraceFilter, TracePage
+from verdict_ui.labelling import MIN_AGREEMENT_ITEMS, EvaluatorAgreement
+from verdict_ui.signals import CellHistory, CellTrace, SignalDetail, TraceSignal
+from verdict_ui.traces import (
+    VERDICTS,
+    Facets,
+    Message,
+    TraceDetail,
+    TraceFilter,
+    TracePage,
+    TraceRow,
+)
+from verdict_ui.traffic import DAY_CHOICES, Traffic, TrafficFilter, TrafficRow
 
-NAV = (("/", "Overview"), ("/traces", "Traces"), ("/review", "Review queue"))
-LINKS = Links(signal=lambda signal_id: f"/signals/{quote(signal_id, safe='')}",
-              trace=lambda trace_id: trace_url(trace_id))
+NAV = (("/", "Overview"), ("/signals", "Signals"), ("/traces", "Traces"), ("/traffic", "Traffic"),
+       ("/review", "Review queue"))
+LINKS = Links(signal=lambda signal_id: signal_url(signal_id), trace=lambda trace_id: trace_url(trace_id),
+              traces=lambda values: f"/traces?{urlencode(values)}")
 _CURRENT = ' aria-current="page"'
 _QUOTED = re.compile(r"[\"“']([^\"”']{4,300})[\"”']")  # evidence a judge quoted in its rationale
 
 
 def trace_url(trace_id: str, day=None) -> str:
     return f"/traces/{quote(trace_id, safe='')}" + (f"?{urlencode({'day': day.isoformat()})}" if day else "")
+
+
+def signal_url(signal_id: str) -> str:
+    return f"/signals/{quote(signal_id, safe='')}"
 
 
 def page(tenant: str, title: str, body: str, current: str = "") -> str:
@@ -114,16 +128,28 @@ def _field(name: str, label: str, value: str | None, kind: str = "text") -> str:
             f'<input id="f-{name}" name="{name}" type="{kind}" value="{safe(value or "")}"></div>')
 
 
-def _filter_form(f: TraceFilter) -> str:
-    options = "".join(f'<option value="{v}"{" selected" if f.verdict == v else ""}>{v}</option>'
-                      for v in ("", *VERDICTS))
+def _select(name: str, label: str, value: str | None, choices: tuple[str, ...]) -> str:
+    """A list of the values present; a value given in the URL that the data no longer holds stays selectable."""
+    shown = (*choices, value) if value and value not in choices else choices
+    options = "".join(f'<option value="{safe(v)}"{" selected" if v == value else ""}>{safe(v)}</option>' for v in shown)
+    return (f'<div class="field"><label for="f-{name}">{label}</label><select id="f-{name}" name="{name}">'
+            f'<option value="">any</option>{options}</select></div>')
+
+
+def _filter_form(f: TraceFilter, values: Facets) -> str:
+    day = f.whole_day
     return ('<form method="get" action="/traces" class="filters" role="search" aria-label="Filter traces">'
-            + _field("from", "From (UTC)", f.since.isoformat(timespec="minutes") if f.since else None, "datetime-local")
-            + _field("to", "To (UTC)", f.until.isoformat(timespec="minutes") if f.until else None, "datetime-local")
-            + _field("intent", "Intent", f.intent) + _field("cluster", "Cluster", f.cluster)
-            + _field("model", "Model", f.model) + _field("dimension", "Dimension", f.dimension)
-            + f'<div class="field"><label for="f-verdict">Verdict</label><select id="f-verdict" name="verdict">'
-            f"{options}</select></div>" + _field("q", "Text in messages", f.search, "search")
+            + _select("date", "Day (UTC)", day.isoformat() if day else None, values.dates)
+            + _field("from", "From (UTC)", f.since.isoformat(timespec="minutes") if f.since and not day else None,
+                     "datetime-local")
+            + _field("to", "To (UTC)", f.until.isoformat(timespec="minutes") if f.until and not day else None,
+                     "datetime-local")
+            + _select("intent", "Intent", f.intent, values.intents) + _select("model", "Model", f.model, values.models)
+            + _select("service", "Service", f.service, values.services)
+            + _select("evaluator", "Evaluator", f.evaluator, values.evaluators)
+            + _select("cluster", "Cluster", f.cluster, values.clusters)
+            + _select("dimension", "Dimension", f.dimension, values.dimensions)
+            + _select("verdict", "Verdict", f.verdict, VERDICTS) + _field("q", "Text in messages", f.search, "search")
             + '<div class="field"><button type="submit">Filter</button> <a href="/traces">Clear</a></div></form>')
 
 
@@ -133,22 +159,93 @@ def _badges(verdicts) -> str:
                     for v in order if verdicts.get(v)) or '<span class="muted">not judged</span>'
 
 
-def traces(f: TraceFilter, result: TracePage) -> str:
-    headers = ("Started (UTC)", "Trace", "Intent", "Cluster", "Model", "Latency", "Tokens", "Status",
-               "Latest verdicts", "Last user message")
-    rows = (f'<tr><td>{_at(r.started_at)}</td><td><a class="trace-link" href="{safe(trace_url(r.trace_id, r.day))}">'
-            f"<code>{safe(r.trace_id[:16])}</code></a></td><td>{safe(r.intent_key or '—')}</td>"
-            f"<td>{safe(r.cluster or '—')}</td><td>{safe(r.model or '—')}</td><td>{_ms(r.latency_ms)}</td>"
-            f"<td>{_tokens(r.input_tokens, r.output_tokens)}</td><td>{safe(r.status_code or '—')}</td>"
-            f'<td>{_badges(r.verdicts)}</td><td class="preview">{safe(r.preview or "")}</td></tr>'
-            for r in result.rows)
-    listing = (table("Model calls, newest first", headers, rows, "traces") if result.rows else
+def clipped(text: str | None) -> str:
+    """Text clipped to three lines by the stylesheet; the whole of it (as stored) on demand, by keyboard too."""
+    if not text:
+        return '<span class="muted">—</span>'
+    return f'<details class="clip"><summary>{safe(text)}</summary></details>'
+
+
+def filter_link(label: str, values: Mapping[str, str | None], css: str = "filter-link") -> str:
+    """`label` (HTML) linking to the traces that match `values` (empty ones left out)."""
+    query = urlencode({k: v for k, v in values.items() if v})
+    return f'<a class="{css}" href="/traces?{safe(query)}">{label}</a>'
+
+
+def card_row(headers: tuple[str, ...], cells: Iterable[str], head: str = "") -> str:
+    """A row of a "cards" table: each cell names its column, shown above it on a narrow screen (ui.css)."""
+    return f"<tr>{head}" + "".join(f'<td data-label="{h}">{c}</td>' for h, c in zip(headers, cells, strict=True)) + "</tr>"
+
+
+def exports(path: str, query: dict[str, str]) -> str:
+    """Links to this list as CSV and JSON (verdict_ui.export)."""
+    links = " · ".join(f'<a class="export" href="{safe(path + "?" + urlencode({**query, "format": f}))}">{f.upper()}</a>'
+                       for f in ("csv", "json"))
+    return f'<p class="exports">Export this list: {links}</p>'
+
+
+TRACE_HEADERS = ("Started (UTC) · trace", "Intent · cluster · model", "Latency · tokens · status", "Latest verdicts",
+                 "Question (last user message)", "Answer")
+
+
+def _trace_row(r: TraceRow) -> str:
+    where = " · ".join(filter_link(safe(v), {k: v}) for k, v in (("intent", r.intent_key), ("cluster", r.cluster),
+                                                                   ("model", r.model)) if v) or "—"
+    cells = (f'{_at(r.started_at)}<br><a class="trace-link" href="{safe(trace_url(r.trace_id, r.day))}">'
+             f"<code>{safe(r.trace_id[:16])}</code></a>", where,
+             f"{_ms(r.latency_ms)}<br>{_tokens(r.input_tokens, r.output_tokens)}<br>{safe(r.status_code or '—')}",
+             _badges(r.verdicts), clipped(r.question), clipped(r.answer))
+    return card_row(TRACE_HEADERS, cells)
+
+
+def traces(f: TraceFilter, result: TracePage, values: Facets) -> str:
+    listing = (table("Model calls, newest first", TRACE_HEADERS, (_trace_row(r) for r in result.rows), "traces cards")
+               if result.rows else
                empty("No model call matches these filters." if f.query_string() else
                      "No model call in the span lake yet: spans arrive through the collector."))
     more = (f'<p><a class="button" rel="next" href="/traces?{safe(urlencode(f.query_string(before=result.next_cursor)))}">'
             "Next page</a></p>" if result.next_cursor else "")
     first = f'<p><a href="/traces?{safe(urlencode(f.query_string()))}">First page</a></p>' if f.before else ""
-    return _filter_form(f) + listing + first + more
+    here = f.query_string(before=f"{f.before[0]}~{f.before[1]}" if f.before else None)
+    return _filter_form(f, values) + listing + first + more + (exports("/traces", here) if result.rows else "")
+
+
+# --- app traffic -----------------------------------------------------------------------------------------
+TRAFFIC_HEADERS = ("Calls", "Error rate", "Latency p50", "Latency p95", "Tokens", "Cost (list price)")
+
+
+def _traffic_cells(r: TrafficRow) -> tuple[str, ...]:
+    return (f"{r.calls:,}", f"{pct(r.error_rate)} ({r.errors:,})", _ms(r.p50_ms), _ms(r.p95_ms),
+            _tokens(r.input_tokens, r.output_tokens), "—" if r.cost_usd is None else f"${r.cost_usd:,.4f}")
+
+
+def traffic_page(f: TrafficFilter, t: Traffic, values: Facets) -> str:
+    form = ('<form method="get" action="/traffic" class="filters" role="search" aria-label="Filter traffic">'
+            + _select("days", "Days (newest)", str(f.days), DAY_CHOICES) + _select("model", "Model", f.model, values.models)
+            + _select("intent", "Intent", f.intent, values.intents)
+            + '<div class="field"><button type="submit">Show</button> <a href="/traffic">Reset</a></div></form>')
+    if not t.days:
+        return form + empty("No model call in the span lake yet: spans arrive through the collector.")
+    if not t.by_day:
+        return form + empty("No model call matches these filters in the days shown.")
+    days = (card_row(("Day", *TRAFFIC_HEADERS), (filter_link(d.day.isoformat() if d.day else "—",
+                                                             {"model": f.model, "intent": f.intent, **_day_range(d.day)}), *_traffic_cells(d)))
+            for d in t.by_day)
+    pairs = (card_row(("Model", "Intent", *TRAFFIC_HEADERS),
+                      (filter_link(safe(p.model), {"model": p.model}) if p.model else "—",
+                       filter_link(safe(p.intent), {"intent": p.intent}) if p.intent else "—", *_traffic_cells(p)))
+             for p in t.by_model_intent)
+    query = {k: v for k, v in (("days", str(f.days)), ("model", f.model), ("intent", f.intent)) if v}
+    return (form + f'<p class="run">Model calls of the newest {len(t.days)} day(s) with spans, {min(t.days).isoformat()} '
+            f"to {t.days[0].isoformat()} (UTC days). Error: OTel status ERROR or an error.type. Cost: provider list "
+            "prices (verdict.models.pricing); a model without one (a local server) shows —.</p>"
+            + table("Per day, newest first", ("Day", *TRAFFIC_HEADERS), days, "traffic cards")
+            + table("Per model and intent, most calls first", ("Model", "Intent", *TRAFFIC_HEADERS), pairs, "traffic cards")
+            + exports("/traffic", query) + '<p class="muted">The export holds one row per day, model and intent.</p>')
+
+
+def _day_range(day) -> dict[str, str]:
+    return {} if day is None else {"from": day.isoformat(), "to": (day + timedelta(days=1)).isoformat()}
 
 
 # --- one trace ----------------------------------------------------------------------------------------------
@@ -248,7 +345,13 @@ def signal(d: SignalDetail) -> str:
              f'<figure class="chart-box wide">{rate_chart("signal", d.series, d.tested, time_domain((d.series,), d.tested))}'
              "<figcaption>Daily pass rate with 95 % Wilson band; grey: baseline window, orange: current window"
              "</figcaption></figure>")
-    return ('<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
+    lo = d.run.small_cell_start if s.small_cell and d.run.small_cell_start else d.run.current_start
+    counted = {"regression": "FAIL", "improvement": "PASS"}.get(s.kind)  # a coverage drop counts UNCLEAR and ERROR
+    cell = {"evaluator": d.evaluator, "cluster": s.cluster, "dimension": s.dimension}
+    links = ('<p class="links">' + filter_link("Traces of this cell in the tested window", {
+                 **cell, "verdict": counted, "from": lo.isoformat(), "to": d.run.as_of.isoformat()}, "button")
+             + " · " + filter_link("every trace of this cell", cell) + ' · <a href="/signals">All signals</a></p>')
+    return (links + '<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
             + section("series", "Pass rate over time", chart)
             + section("examples", "Examples stored with the signal", _cell_traces(d.examples, "stored examples"))
             + section("window", "More traces of the current window",
@@ -265,6 +368,45 @@ def _cell_traces(rows: tuple[CellTrace, ...], what: str) -> str:
     return table(what.capitalize(), ("Started (UTC)", "Trace", "Verdict", "Judge rationale"), body, "examples")
 
 
+# --- every signal ----------------------------------------------------------------------------------------
+HISTORY_HEADERS = ("Status", "Evaluator", "Cluster × dimension", "Kind", "First raised", "Last raised", "Runs",
+                   "Open")
+
+
+def signals_page(history: tuple[CellHistory, ...]) -> str:
+    if not history:
+        return empty("No drift signal yet: signals appear once a drift run finds a cell that changed.")
+    rows = []
+    for h in history:
+        cell = {"evaluator": h.evaluator, "cluster": h.cluster, "dimension": h.dimension}
+        cells = (f'<span class="status status-{h.status.split()[0]}">{safe(h.status)}</span>', safe(h.evaluator or "—"),
+                 filter_link(f"{safe(h.cluster)} × {safe(h.dimension)}", cell),
+                 f'<span class="kind kind-{safe(h.kind)}">{KIND_LABELS.get(h.kind, safe(h.kind))}</span>',
+                 when(h.first_raised), when(h.last_raised), str(h.runs),
+                 f'<a class="signal-link" href="{safe(signal_url(h.latest_signal))}">latest signal</a>')
+        rows.append(card_row(HISTORY_HEADERS, cells))
+    legend = ('<p class="legend">One row per cell and kind over every stored drift run. <strong>open</strong>: the '
+              "evaluator's latest closing decision raised it; <strong>early look only</strong>: only runs after that "
+              "decision raised it; <strong>no longer raised</strong>: the latest closing decision did not (the cell "
+              "recovered, or its level is now the baseline it is compared with). Runs: how many runs raised it.</p>")
+    return (legend + table("Drift signals by cell, open first", HISTORY_HEADERS, rows, "history cards")
+            + exports("/signals", {}))
+
+
+def related(intents: tuple[str, ...], clusters: tuple[tuple[str | None, str], ...], signals: tuple[TraceSignal, ...],
+            items: tuple[str, ...]) -> str:
+    """Where a trace leads: its intent's and clusters' traces, the signals of its cells, its review items."""
+    parts = [("Intent", " ".join(filter_link(safe(i), {"intent": i}) for i in intents)),
+             ("Cluster", " ".join(filter_link(f"{safe(c)} <small>({safe(e or '—')})</small>", {"evaluator": e, "cluster": c})
+                                  for e, c in clusters)),
+             ("Signals", " ".join(f'<a class="signal-link" href="{safe(signal_url(g.signal_id))}">'
+                                  f"{KIND_LABELS.get(g.kind, safe(g.kind))} {safe(g.cluster)} × {safe(g.dimension)} "
+                                  f"<small>{when(g.as_of)}{', example' if g.example else ''}</small></a>" for g in signals)),
+             ("Review", " ".join(f'<a class="item-link" href="/review/{quote(i, safe="")}"><code>{safe(i[:16])}</code></a>'
+                                 for i in items))]
+    return ('<dl class="related">' + "".join(f"<div><dt>{k}</dt><dd>{v or '—'}</dd></div>" for k, v in parts) + "</dl>")
+
+
 # --- review ------------------------------------------------------------------------------------------------
 def agreement(groups: tuple[EvaluatorAgreement, ...]) -> str:
     if not groups:
@@ -276,14 +418,22 @@ def agreement(groups: tuple[EvaluatorAgreement, ...]) -> str:
         rows = []
         for d in g.dimensions:
             r, h = d.report, d.humans
+            head = (f'<th scope="row">{safe(d.dimension)}</th>'
+                    f'<td data-label="{headers[1]}" class="agreement-n">{r.n_items}</td>')
+            if r.n_items < MIN_AGREEMENT_ITEMS:  # an interval over a handful of items says nothing yet
+                rows.append(f'<tr>{head}<td colspan="{len(headers) - 2}" class="insufficient">insufficient data: '
+                            f"{r.n_items} of the {MIN_AGREEMENT_ITEMS} labelled items shown figures need</td></tr>")
+                continue
             ac1 = "—" if r.ac1 is None else f"{r.ac1.value:.2f} [{r.ac1.low:.2f}, {r.ac1.high:.2f}]"
             humans = ("—" if h.gwet_ac1 is None else f"{h.gwet_ac1.value:.2f} [{h.gwet_ac1.low:.2f}, {h.gwet_ac1.high:.2f}]"
                       ) + f" ({h.n_pairable} shared, {safe(h.status.replace('_', ' '))})"
-            rows.append(f'<tr><th scope="row">{safe(d.dimension)}</th><td class="agreement-n">{r.n_items}</td>'
-                        f"<td>{_prop(r.raw_agreement)}</td><td>{'—' if r.kappa is None else f'{r.kappa.value:.2f}'}</td>"
-                        f"<td>{ac1}</td><td>{_prop(r.tpr)}</td><td>{_prop(r.tnr)}</td><td>{humans}</td></tr>")
-        out.append(table(f"Judge–human agreement, evaluator {safe(g.fingerprint[:12])}", headers, rows, "agreement"))
-    return "<h3>Judge–human agreement</h3>" + "".join(out)
+            cells = (_prop(r.raw_agreement), "—" if r.kappa is None else f"{r.kappa.value:.2f}", ac1, _prop(r.tpr),
+                     _prop(r.tnr), humans)
+            rows.append(card_row(headers[2:], cells, head))
+        name = safe(g.name) if g.name else f"fingerprint {safe(g.fingerprint[:12])}"
+        out.append(table(f"Judge–human agreement, evaluator {name}", headers, rows, "agreement cards"))
+    return ("<h3>Judge–human agreement</h3>" + "".join(out)
+            + f'<p class="legend">Figures are shown from {MIN_AGREEMENT_ITEMS} labelled items per dimension.</p>')
 
 
 def _prop(p) -> str:
@@ -298,12 +448,12 @@ def review_list(page_: ItemPage, status: str, counts: Panel, next_id: str | None
     start = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}">Label the next item '
              "(priority order)</a></p>" if next_id else empty("Nothing pending: every queued item has a label."))
     headers = ("Queued (UTC)", "Item", "Reasons", "Evaluator", "Intent", "Labelled dimensions")
-    rows = (f'<tr><td>{safe(i.queued_at[:19])}</td><td><a class="item-link" href="/review/{quote(i.item_id, safe="")}">'
-            f"<code>{safe(i.item_id[:16])}</code></a></td>"
-            f"<td>{', '.join(safe(REASON_LABELS.get(r, r)) for r in i.reasons)}</td>"
-            f"<td>{safe(i.evaluator or i.fingerprint[:12])}</td><td>{safe(i.intent_key or '—')}</td>"
-            f"<td>{i.labelled_dimensions}</td></tr>" for i in page_.items)
-    listing = (table(f"{status.capitalize()} items, newest first ({page_.total:,})", headers, rows, "queue")
+    rows = (card_row(headers, (safe(i.queued_at[:19]), f'<a class="item-link" href="/review/{quote(i.item_id, safe="")}">'
+                                f"<code>{safe(i.item_id[:16])}</code></a>",
+                                ", ".join(safe(REASON_LABELS.get(r, r)) for r in i.reasons),
+                                safe(i.evaluator or i.fingerprint[:12]), safe(i.intent_key or "—"), str(i.labelled_dimensions)))
+            for i in page_.items)
+    listing = (table(f"{status.capitalize()} items, newest first ({page_.total:,})", headers, rows, "queue cards")
                if page_.items else empty(f"No {status} item."))
     nav = []
     if page_.offset > 0:
@@ -313,7 +463,8 @@ def review_list(page_: ItemPage, status: str, counts: Panel, next_id: str | None
         nav.append(f'<a rel="next" href="/review?{urlencode({"status": status, "offset": page_.offset + page_.limit})}">'
                    "Next</a>")
     return (start + panel(counts, "Review queue", "panel compact") + f'<p class="tabs">Show: {tabs}</p>' + listing
-            + (f'<p>{" · ".join(nav)}</p>' if nav else "") + agreement_html)
+            + (f'<p>{" · ".join(nav)}</p>' if nav else "")
+            + (exports("/review", {"status": status, "offset": str(page_.offset)}) if page_.items else "") + agreement_html)
 
 
 def reviewer_form(csrf: str, back: str) -> str:
@@ -346,9 +497,13 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
              '<p class="empty" id="blind">The judge\'s verdicts stay hidden until you have labelled this item '
              "(blind labelling: the judge must not anchor you).</p>")
     following = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}" accesskey="n">'
-                 "Next item (n)</a></p>" if next_id else '<p class="muted">No other pending item.</p>')
+                 f"{'Next item' if mine else 'Skip to the next item'} (n)</a></p>" if next_id else
+                 '<p class="muted">No other pending item.</p>')
     return (head + section("item-conversation", "Conversation", conversation) + section("label", "Your labels", action)
             + section("judge", "The judge's view", judge) + following)
+
+
+LABEL_CHOICES = ("PASS", "FAIL", "UNCLEAR")  # UNCLEAR: the reviewer cannot tell; nothing is recorded for it
 
 
 def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bool) -> str:
@@ -361,17 +516,19 @@ def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bo
         mine = current.label if current is not None and current.reviewer == reviewer else None
         radios = "".join(
             f'<label class="choice"><input type="radio" name="{safe(name)}" value="{v}" required'
-            f'{" checked" if mine == v else ""}> {v} <kbd>{v[0].lower()}</kbd></label>' for v in ("PASS", "FAIL"))
+            f'{" checked" if mine == v else ""}> {v} <kbd>{v[0].lower()}</kbd></label>' for v in LABEL_CHOICES)
         fields.append(f'<fieldset class="dimension" data-index="{i}"><legend>{safe(j.dimension)}'
                       f'{" ⚑ flagged" if j.dimension in d.item.flagged else ""}</legend>{radios}</fieldset>')
     verb = "Relabel" if relabel else "Save labels"
     return (f'<form method="post" action="/review/{quote(d.item.item_id, safe="")}/labels" id="label-form" '
             f'class="stack">{hidden_csrf(csrf)}<p class="muted">Labelling as <code>{safe(reviewer)}</code>. Keys: '
-            "<kbd>p</kbd> PASS, <kbd>f</kbd> FAIL on the current dimension (then the next one), <kbd>j</kbd>/"
-            "<kbd>k</kbd> move, <kbd>c</kbd> critique, <kbd>Enter</kbd> in the critique saves.</p>"
+            "<kbd>p</kbd> PASS, <kbd>f</kbd> FAIL, <kbd>u</kbd> UNCLEAR on the current dimension (then the next one), "
+            "<kbd>j</kbd>/<kbd>k</kbd> move, <kbd>c</kbd> critique, <kbd>Enter</kbd> in the critique saves, "
+            "<kbd>n</kbd> skips to the next item. UNCLEAR leaves a dimension unlabelled (no label is recorded for it, "
+            "so it counts nowhere); all UNCLEAR moves on to the next item.</p>"
             + "".join(fields)
-            + '<label for="critique">Critique (one line, required)</label><input id="critique" name="critique" '
-            f'maxlength="500" required autocomplete="off"><button type="submit">{verb}</button></form>')
+            + '<label for="critique">Critique (one line; required when a label is FAIL)</label><input id="critique" '
+            f'name="critique" maxlength="500" autocomplete="off"><button type="submit">{verb}</button></form>')
 
 
 def _judge_view(d: ItemDetail, mine) -> str:

@@ -10,7 +10,13 @@ from datetime import datetime
 
 from verdict_daemon.report.gather import UNASSIGNED, daily_series, mde
 from verdict_daemon.report.model import RateSeries
-from verdict_daemon.store.drift_runs import RUN_COLUMNS, SIGNAL_COLUMNS, DriftWindows, Signal
+from verdict_daemon.store.drift_runs import (
+    IS_CLOSING,
+    RUN_COLUMNS,
+    SIGNAL_COLUMNS,
+    DriftWindows,
+    Signal,
+)
 
 MORE_EXAMPLES = 25
 
@@ -70,3 +76,68 @@ def signal_detail(cur, signal_id: str) -> SignalDetail | None:
     return SignalDetail(signal, evaluator, run, tested, mde(signal, run, (signal.dimension,) if scored else ()),
                         None if scored else series, tuple(CellTrace(*e) for e in examples),
                         tuple(CellTrace(*w) for w in window))
+
+
+# --- every signal, by cell ----------------------------------------------------------------------------
+OPEN, EARLY, CLEARED = "open", "early look only", "no longer raised"
+
+
+@dataclass(frozen=True)
+class CellHistory:
+    """A cell's signals of one kind over every stored run: when first and last raised, by how many runs, and
+    its status against its evaluator's latest closing decision: `open` (that decision raised it), `early
+    look only` (raised only by runs after it), `no longer raised` (that decision, later, did not: the cell
+    recovered or its level became the baseline; there is no manual accept)."""
+
+    fingerprint: str
+    evaluator: str | None
+    cluster: str
+    dimension: str
+    kind: str
+    first_raised: datetime
+    last_raised: datetime
+    runs: int
+    latest_signal: str
+    status: str
+
+
+_HISTORY = f"""
+    WITH closing AS (SELECT fingerprint, max(as_of) AS as_of FROM drift_runs WHERE {IS_CLOSING} GROUP BY fingerprint)
+    SELECT s.fingerprint, any_value(s.evaluator), s.cluster, s.dimension, s.kind, min(s.as_of), max(s.as_of),
+           count(DISTINCT s.run_id), arg_max(s.signal_id, s.as_of),
+           CASE WHEN bool_or(s.as_of = c.as_of) THEN '{OPEN}'
+                WHEN max(s.as_of) > coalesce(any_value(c.as_of), TIMESTAMP '1970-01-01') THEN '{EARLY}'
+                ELSE '{CLEARED}' END AS status
+    FROM drift_signals s LEFT JOIN closing c USING (fingerprint)
+    GROUP BY s.fingerprint, s.cluster, s.dimension, s.kind
+    ORDER BY status = '{OPEN}' DESC, max(s.as_of) DESC, s.cluster, s.dimension, s.kind"""
+
+
+def signal_history(cur) -> tuple[CellHistory, ...]:
+    return tuple(CellHistory(*row) for row in cur.execute(_HISTORY).fetchall())
+
+
+# --- what links to one trace --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TraceSignal:
+    signal_id: str
+    kind: str
+    cluster: str
+    dimension: str
+    as_of: datetime
+    example: bool  # stored with the signal as one of its examples
+
+
+def trace_signals(cur, trace_id: str) -> tuple[TraceSignal, ...]:
+    """Signals that store the trace as an example, or whose cell and tested window hold one of its judgments."""
+    example = "list_contains(from_json(s.examples, '[\"VARCHAR\"]'), $t)"
+    return tuple(TraceSignal(*row) for row in cur.execute(f"""
+        SELECT s.signal_id, s.kind, s.cluster, s.dimension, s.as_of, {example}
+        FROM drift_signals s JOIN drift_runs r USING (run_id)
+        WHERE {example} OR EXISTS (
+            SELECT 1 FROM judgments j WHERE j.trace_id = $t AND j.fingerprint = s.fingerprint
+              AND coalesce(j.cluster, $unassigned) = s.cluster AND (j.dimension = s.dimension OR j.dimension IS NULL)
+              AND j.started_at >= CASE WHEN s.small_cell AND r.small_cell_start IS NOT NULL THEN r.small_cell_start
+                                       ELSE r.current_start END AND j.started_at < r.as_of)
+        QUALIFY row_number() OVER (PARTITION BY s.signal_id ORDER BY s.as_of DESC) = 1
+        ORDER BY s.as_of DESC, s.signal_id LIMIT 20""", {"t": trace_id, "unassigned": UNASSIGNED}).fetchall())

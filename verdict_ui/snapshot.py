@@ -50,6 +50,7 @@ class Snapshot:
     con: DuckDBPyConnection  # the scoped connection
     days: tuple[date, ...]  # the tenant's span date partitions, newest first (pages read the newest first)
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
+    memo: dict[str, object] = field(default_factory=dict, compare=False)  # values derived once per snapshot
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[DuckDBPyConnection]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from verdict_ui import params
 from verdict_ui.params import BadRequest
@@ -18,6 +18,7 @@ from verdict_ui.params import BadRequest
 VERDICTS = ("PASS", "FAIL", "UNCLEAR", "ERROR", "NO_CONTENT")
 PAGE_SIZES = (1, 200)
 MAX_SPANS = 500  # spans drawn on one trace's timeline
+TEXT_CHARS = 2000  # of a question or answer in the table (clipped to 3 lines, the rest on demand)
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class TraceFilter:
     intent: str | None = None
     cluster: str | None = None
     model: str | None = None
+    service: str | None = None
+    evaluator: str | None = None  # an evaluator name: with cluster, dimension and verdict, one judgment row
     dimension: str | None = None
     verdict: str | None = None  # a latest judgment value (PASS, FAIL, UNCLEAR, ERROR, NO_CONTENT)
     search: str | None = None  # substring of the (redacted) messages, case-insensitive
@@ -36,20 +39,35 @@ class TraceFilter:
     @classmethod
     def parse(cls, query: Mapping[str, str]) -> TraceFilter:
         since, until = params.moment(query, "from"), params.moment(query, "to")
+        day = params.day(query, "date")  # one whole UTC day, as the date list offers
+        if day is not None:
+            if since or until:
+                raise BadRequest("give date or from/to, not both")
+            since = datetime(day.year, day.month, day.day)
+            until = since + timedelta(days=1)
         if since and until and since >= until:
             raise BadRequest("from must be before to")
         return cls(since, until, params.text(query, "intent"), params.text(query, "cluster"),
-                   params.text(query, "model"), params.text(query, "dimension"),
+                   params.text(query, "model"), params.text(query, "service"), params.text(query, "evaluator"),
+                   params.text(query, "dimension"),
                    params.choice(query, "verdict", VERDICTS), params.text(query, "q"),
                    _keyset(query.get("before", "").strip()), params.integer(query, "size", 50, *PAGE_SIZES))
 
     def query_string(self, **changes) -> dict[str, str]:
         """This filter as URL parameters (with `changes`), empty values left out."""
         values = {"from": self.since and self.since.isoformat(), "to": self.until and self.until.isoformat(),
-                  "intent": self.intent, "cluster": self.cluster, "model": self.model, "dimension": self.dimension,
+                  "intent": self.intent, "cluster": self.cluster, "model": self.model, "service": self.service,
+                  "evaluator": self.evaluator, "dimension": self.dimension,
                   "verdict": self.verdict, "q": self.search, "size": None if self.size == 50 else str(self.size)}
         values.update(changes)
         return {k: v for k, v in values.items() if v}
+
+    @property
+    def whole_day(self) -> date | None:
+        """The UTC day the time range is exactly, if it is one (the date list shows it selected)."""
+        if self.since and self.until and self.since.time() == time() and self.until - self.since == timedelta(days=1):
+            return self.since.date()
+        return None
 
 
 def _keyset(raw: str) -> tuple[int, str] | None:
@@ -75,7 +93,9 @@ class TraceRow:
     output_tokens: int | None
     cluster: str | None
     verdicts: Mapping[str, int]  # latest judgment value -> rows of this trace (all evaluators, dimensions)
-    preview: str | None  # the start of the last user message (redacted as stored)
+    service: str | None
+    question: str | None  # the last user message (redacted as stored), up to TEXT_CHARS
+    answer: str | None  # the last assistant output of the call, likewise
 
 
 @dataclass(frozen=True)
@@ -86,8 +106,8 @@ class TracePage:
 
 # TraceFilter field -> condition on llm_calls / on the trace's latest judgments (parameter = field name)
 _CALL_FILTERS = (("since", "start_time >= $since"), ("until", "start_time < $until"), ("intent", "intent_key = $intent"),
-                 ("model", "(request_model = $model OR response_model = $model)"))
-_JUDGMENT_FILTERS = (("cluster", "cluster = $cluster"), ("dimension", "(dimension = $dimension OR dimension IS NULL)"),
+                 ("model", "(request_model = $model OR response_model = $model)"), ("service", "service_name = $service"))
+_JUDGMENT_FILTERS = (("cluster", "cluster = $cluster"), ("evaluator", "evaluator = $evaluator"), ("dimension", "(dimension = $dimension OR dimension IS NULL)"),
                      ("verdict", "value = $verdict"))
 
 
@@ -118,7 +138,8 @@ def trace_page(cur, f: TraceFilter, days: tuple[date, ...]) -> TracePage:
         where.append(f"trace_id IN (SELECT trace_id FROM judgments WHERE {' AND '.join(judged)})")
     query = f"""
         SELECT trace_id, span_id, date, start_time, latency_ms, coalesce(request_model, response_model),
-               intent_key, status_code, input_tokens, output_tokens, input_messages, epoch_ns(start_time)
+               intent_key, status_code, input_tokens, output_tokens, service_name, input_messages, output_messages,
+               epoch_ns(start_time)
         FROM llm_calls WHERE {' AND '.join(where)} AND date = DATE '{{day}}'
         ORDER BY start_time DESC, span_id DESC LIMIT {{limit}}"""
     rows: list[tuple] = []
@@ -128,10 +149,10 @@ def trace_page(cur, f: TraceFilter, days: tuple[date, ...]) -> TracePage:
         if len(rows) > f.size:
             break
     verdicts = _verdicts(cur, sorted({r[0] for r in rows[:f.size]}))
-    out = tuple(TraceRow(*r[:10], *verdicts.get(r[0], (None, {})), _last_user_text(r[10]))  # type: ignore[call-arg]  # columns in order
-                for r in rows[:f.size])
+    out = tuple(TraceRow(*r[:10], *verdicts.get(r[0], (None, {})), r[10], _last_text(r[11], "user"),  # type: ignore[call-arg]  # columns in order
+                         _last_text(r[12], "assistant")) for r in rows[:f.size])
     more = len(rows) > f.size
-    return TracePage(out, f"{rows[f.size - 1][11]}~{rows[f.size - 1][1]}" if more else None)
+    return TracePage(out, f"{rows[f.size - 1][13]}~{rows[f.size - 1][1]}" if more else None)
 
 
 def _verdicts(cur, trace_ids: list[str]) -> dict[str, tuple[str | None, dict[str, int]]]:
@@ -191,9 +212,9 @@ def _parts_text(parts) -> str:
     return "\n".join(texts)
 
 
-def _last_user_text(raw: str | None) -> str | None:
-    users = [m.text for m in messages(raw) if m.role == "user"]
-    return users[-1][:160] if users else None
+def _last_text(raw: str | None, role: str) -> str | None:
+    texts = [m.text for m in messages(raw) if m.role == role]
+    return texts[-1][:TEXT_CHARS] if texts else None
 
 
 # --- one trace ----------------------------------------------------------------------------------------
@@ -313,3 +334,36 @@ def trace_detail(cur, trace_id: str, day: date | None) -> TraceDetail | None:
               for c in calls),
         tuple(SpanBar(*s[:6]) for s in spans), spans[0][6] if spans else 0,
         tuple(Judgment(*j) for j in judged), tuple(Attempt(*a) for a in attempts))
+
+
+# --- filter values ------------------------------------------------------------------------------------
+FACET_DAYS = 7  # date partitions (newest first) whose calls give the intent, model and service lists
+
+
+@dataclass(frozen=True)
+class Facets:
+    """The values the trace filters offer, as the tenant's data holds them (sorted, NULLs left out)."""
+
+    intents: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    services: tuple[str, ...] = ()
+    evaluators: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
+    dimensions: tuple[str, ...] = ()
+    dates: tuple[str, ...] = ()  # the days with spans (date partitions), newest first
+
+
+def facets(cur, days: tuple[date, ...]) -> Facets:
+    """Calls' values from the newest FACET_DAYS partitions (date literals, so other partitions' files are
+    pruned: a large lake costs a week of spans, not all); judgment values from the (small) state copy."""
+    def distinct(sql: str) -> tuple[str, ...]:
+        return tuple(sorted({str(r[0]) for r in cur.execute(sql).fetchall() if r[0] is not None}))
+
+    recent = ", ".join(f"DATE '{d.isoformat()}'" for d in days[:FACET_DAYS])
+    calls = (cur.execute("SELECT list(DISTINCT intent_key), list(DISTINCT coalesce(request_model, response_model)), "
+                         f"list(DISTINCT service_name) FROM llm_calls WHERE date IN ({recent})").fetchone()
+             if recent else ([], [], []))
+    intents, models, services = (tuple(sorted(v for v in values or () if v is not None)) for values in calls)
+    return Facets(intents, models, services, distinct("SELECT DISTINCT evaluator FROM judgments"),
+                  distinct("SELECT DISTINCT cluster FROM judgments"), distinct("SELECT DISTINCT dimension FROM judgments"),
+                  tuple(d.isoformat() for d in days))

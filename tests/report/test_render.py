@@ -155,3 +155,21 @@ def test_secrets_anywhere_in_state_are_redacted_on_the_page(lake):
         probes=Panel(((f"run {phone}", f"target error {key}"),), ("Run", "Error"), None)))
     assert key not in page and phone not in page
     assert page.count("&lt;API_KEY&gt;") == 4 and page.count("&lt;PHONE&gt;") == 3
+
+
+def test_an_early_look_without_signals_never_reads_as_the_closing_decisions_problem_gone(lake):
+    """Under a closing decision's regression, a later early look that tested no cell (or found nothing yet)
+    says what it is: it tested nothing / only part of the open period, and the decision above stands."""
+    from verdict_daemon.report.render import panels
+
+    data = build_report(lake.data_dir, "acme", generated_at=AT)
+    section = next(e for e in data.evaluators if e.run is not None and e.signals)
+    assert section.run is not None  # chosen so
+    for tested, wording in ((0, "tested no cell"), (3, "raised no signal in the 3 cells it could test so far")):
+        look = dataclasses.replace(section.run, run_id="look" + str(tested), as_of=section.run.as_of.replace(hour=7),
+                                   closing=False, tested=tested, signals=0)
+        shown = dataclasses.replace(data, evaluators=(dataclasses.replace(section, look=look, look_signals=()),))
+        html = panels(shown)["signals"]
+        assert "signal-row" in html  # the closing decision's regression is still listed
+        assert wording in html and "does not withdraw the closing decision above" in html
+        assert f"none of the {tested} tested cells changed" not in html

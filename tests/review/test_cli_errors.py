@@ -47,9 +47,9 @@ CASES = [
     (["label", ITEM, "--label", "1x=PASS", "--critique", "c", "--reviewer", "r"], "invalid_config"),
     (["label", ITEM, "--label", "relevance=PASS", "--label", "relevance=FAIL", "--critique", "c", "--reviewer", "r"],
      "invalid_config"),
-    (["label", ITEM, "--label", "relevance=PASS", "--reviewer", "r"], "invalid_config"),  # no --critique
+    (["label", ITEM, "--label", "relevance=FAIL", "--reviewer", "r"], "invalid_config"),  # a FAIL without --critique
     (["label", ITEM, "--label", "relevance=PASS", "--critique", "two\nlines", "--reviewer", "r"], "invalid_config"),
-    (["label", ITEM, "--label", "relevance=PASS", "--critique", " ", "--reviewer", "r"], "invalid_config"),
+    (["label", ITEM, "--label", "relevance=FAIL", "--critique", " ", "--reviewer", "r"], "invalid_config"),
     (["label", ITEM, "--label", "relevance=PASS", "--critique", "x" * 501, "--reviewer", "r"], "invalid_config"),
     (["label", ITEM, "--label", "relevance=PASS", "--critique", "c"], "invalid_config"),  # no --reviewer
     (["label", ITEM, "--label", "relevance=PASS", "--critique", "c", "--reviewer", "a b"], "invalid_config"),

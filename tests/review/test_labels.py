@@ -112,3 +112,13 @@ def test_a_dimension_the_judge_did_not_grade_cannot_be_labelled(capsys, judged):
                           "--reviewer", "ana")
     assert code == 2 and err["error"]["code"] == "invalid_config" and "groundedness" in err["error"]["message"]
     assert _label_rows(judged) == []  # all or nothing
+
+
+def test_a_critique_is_optional_when_every_label_is_pass(capsys, judged):
+    item = _first_item(capsys, judged, reason="unclear")["item_id"]
+    base = ["--data-dir", str(judged), "--tenant", "acme", "--reviewer", "ana"]
+    code, _, err = review(capsys, "label", item, *base, "--label", "relevance=FAIL", "--label", "safety=PASS")
+    assert code == 2 and err["error"]["code"] == "invalid_config" and "when a label is FAIL" in err["error"]["message"]
+    assert _label_rows(judged) == []
+    code, out, _ = review(capsys, "label", item, *base, "--label", "relevance=PASS", "--label", "safety=PASS")
+    assert code == 0 and [(r["label"], r["critique"]) for r in out["recorded"]] == [("PASS", ""), ("PASS", "")]

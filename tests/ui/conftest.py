@@ -10,10 +10,12 @@ tenant. `local` serves acme alone, as on loopback without tokens.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,12 +159,19 @@ def start_server(data_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
     return process, match.group(1)
 
 
-@pytest.fixture
-def server(data_dir):
-    """The real server for tenant acme over a copy of the lake; its URL."""
+@contextlib.contextmanager
+def serving(data_dir: Path) -> Iterator[str]:
+    """The real server for tenant acme over `data_dir`, stopped on leaving; its URL."""
     process, url = start_server(data_dir, "--tenant", "acme")
     try:
         yield url
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture
+def server(data_dir):
+    """The real server for tenant acme over a copy of the lake; its URL."""
+    with serving(data_dir) as url:
+        yield url

@@ -16,10 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.ui.conftest import serving
+from verdict.tenancy import TenantId
+from verdict_daemon.review import get_item, list_items, record_labels
+from verdict_daemon.store.state import StateStore
+from verdict_ui.labelling import MIN_AGREEMENT_ITEMS
+
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
-DESKTOP, PHONE = (1280, 900), (390, 844)
+DESKTOP, PHONE = (1440, 900), (390, 844)
 LABELLED = 5
 
 
@@ -153,5 +159,55 @@ def test_pages_fit_a_phone(server):
         assert driver.execute_script("return document.documentElement.scrollWidth") <= PHONE[0]
         shot(driver, "trace-phone.png", PHONE[0])
         console.check("trace")
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def labelled_server(data_dir):
+    """`verdict ui` over a copy of the lake with enough labels that agreement shows all its figures."""
+    store, acme = StateStore(data_dir), TenantId("acme")
+    for i, item in enumerate(list_items(store, acme, status="pending", limit=MIN_AGREEMENT_ITEMS + 2).items):
+        dims = [j.dimension for j in get_item(store, acme, item.item_id).judgments if j.verdict in ("PASS", "FAIL")]
+        record_labels(store, acme, item.item_id, {d: "FAIL" if (i + k) % 4 == 0 else "PASS" for k, d in enumerate(dims)},
+                      critique=f"label {i}", reviewer="alice" if i % 2 else "bob")
+    with serving(data_dir) as url:
+        yield url
+
+
+# The list tables (class "cards") that are wider than their box: each must fit, at any width.
+OVERFLOWING = """return [...document.querySelectorAll('.table-wrap')].filter((w) => w.querySelector('table.cards'))
+  .filter((w) => w.scrollWidth > w.clientWidth).map((w) => w.getAttribute('aria-label'));"""
+PAGE_WIDTH = "return [document.documentElement.scrollWidth, document.documentElement.clientWidth];"
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_lists_fit_the_width_with_the_answer_shown(labelled_server, size):
+    from selenium.webdriver.common.by import By
+
+    driver = chrome(size, phone=size == PHONE)
+    console = Console(driver)
+    kind = "desktop" if size == DESKTOP else "phone"
+    try:
+        for path, name, tables in (("/traces", "traces", 1), ("/signals", "signals", 1), ("/review", "review", 1),
+                                   ("/traffic", "traffic", 2), ("/", "overview", 1)):
+            driver.get(labelled_server + path)
+            assert driver.execute_script("return document.querySelectorAll('table.cards').length") >= tables, path
+            scroll, client = driver.execute_script(PAGE_WIDTH)
+            assert client == size[0] and scroll <= client, (path, scroll, client)
+            assert driver.execute_script(OVERFLOWING) == [], path
+            shot(driver, f"{name}-{kind}.png", size[0])
+            console.check(path)
+        driver.get(labelled_server + "/traces")
+        header = [h.text for h in driver.find_elements(By.CSS_SELECTOR, "table.traces th")]
+        assert any(h.startswith("Answer") for h in header) or size == PHONE  # a phone's header is visually hidden
+        answer = driver.find_elements(By.CSS_SELECTOR, "table.traces td[data-label='Answer'] summary")[0]
+        clipped = answer.size["height"]
+        answer.send_keys("\n")  # the whole text on demand, by keyboard
+        assert driver.find_elements(By.CSS_SELECTOR, "table.traces td[data-label='Answer'] details[open]")
+        assert answer.size["height"] >= clipped
+        assert driver.execute_script(OVERFLOWING) == [] and driver.execute_script(PAGE_WIDTH)[0] <= size[0]
+        assert driver.execute_script(A11Y) == []
+        console.check("answer opened")
     finally:
         driver.quit()

@@ -119,7 +119,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     label.add_argument("item", type=_matching(_ITEM_ID, "item id (hex)"), help="item id from `list`")
     label.add_argument("--label", dest="labels", type=_label, action="append", required=True,
                        metavar="DIMENSION=PASS|FAIL", help="repeat for several dimensions")
-    label.add_argument("--critique", required=True, help="one line: why (stored redacted)")
+    label.add_argument("--critique", default="",
+                       help="one line: why (stored redacted); required when a label is FAIL")
     label.add_argument("--reviewer", default=environment.get("VERDICT_REVIEWER"),
                        help="who labels (letters, digits, . _ @ + -) [env VERDICT_REVIEWER]")
 

@@ -6,7 +6,7 @@ goes through `safe` (redacted and escaped); numbers are formatted here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -44,6 +44,7 @@ class Links:
 
     signal: Callable[[str], str]  # signal id -> URL of its drill-down
     trace: Callable[[str], str]  # trace id -> URL of its detail
+    traces: Callable[[Mapping[str, str]], str] | None = None  # filter values -> URL of the matching traces
 
 
 def stylesheet() -> str:
@@ -81,7 +82,7 @@ def section(key: str, title: str, body: str) -> str:
 def panels(data: ReportData, links: Links | None = None) -> dict[str, str]:
     """Each section's HTML by key (SECTIONS); with `links`, signals and examples link to live pages."""
     return {
-        "signals": _signals(data, links), "heatmap": _heatmaps(data), "pass-rates": _pass_rates(data),
+        "signals": _signals(data, links), "heatmap": _heatmaps(data, links), "pass-rates": _pass_rates(data),
         "coverage": _coverage(data), "judge-health": _health(data), "review": _review(data),
         "spend": _spend(data),
     }
@@ -153,15 +154,29 @@ def _run_block(e: EvaluatorSection, r: DriftWindows, signals: tuple[SignalRow, .
             f"{r.judgments:,} judgments, {r.tested} of {r.cells} cells tested (alpha {r.alpha:g}, effect gate "
             f"{r.effect_gate:g}, at least {r.min_usable} usable per window){_untested(e, r)}.</p>")
     if not signals:
-        return meta + empty(
-            f"No signals in this run: none of the {r.tested} tested cells changed significantly with an effect above "
-            "the gate. Cells with too few judgments are not tested (marked in the heatmap with the window that "
-            "would make them testable); see the minimum detectable effect in the docs.")
+        return meta + empty(_no_signals(e, r))
     headers = ("Cluster", "Dimension", "Kind", "Baseline → current (n)", "Cliff's δ [95 % CI]", "p", "Adjusted p",
                "MDE", "Examples")
     kind = "closing decision" if r.closing else "early look"
     return meta + table(f"Signals of evaluator {safe(e.name)}, {kind}", headers,
                          (_signal_row(s, links, r) for s in signals), "signals")
+
+
+def _no_signals(e: EvaluatorSection, r: DriftWindows) -> str:
+    """What a run without signals says, and what it does not: an early look after a closing decision covers
+    part of the open period only and never withdraws that decision's signals."""
+    look = r is e.look
+    stands = (" It does not withdraw the closing decision above: its signals stand until a later closing decision."
+              if look else "")
+    if r.tested == 0:
+        return (f"{'This early look' if look else 'This run'} tested no cell (none had {r.min_usable} usable "
+                "judgments in both windows), so it says nothing yet about whether any cell changed." + stands)
+    first = (f"This early look raised no signal in the {r.tested} cells it could test so far (at a small share of "
+             "alpha, over part of the open period)." if look else
+             f"No signals in this run: none of the {r.tested} tested cells changed significantly with an effect "
+             "above the gate.")
+    return (first + stands + " Cells with too few judgments are not tested (marked in the heatmap with the window "
+            "that would make them testable); see the minimum detectable effect in the docs.")
 
 
 def _untested(e: EvaluatorSection, r: DriftWindows) -> str:
@@ -221,8 +236,8 @@ def _conversation(query: str | None, response: str | None) -> str:
 
 
 # --- heatmap ------------------------------------------------------------------------------------
-def _heatmaps(data: ReportData) -> str:
-    parts = [_heatmap(e) for e in data.evaluators if e.heatmap]
+def _heatmaps(data: ReportData, links: Links | None) -> str:
+    parts = [_heatmap(e, links.traces if links else None) for e in data.evaluators if e.heatmap]
     if not parts:
         return _no_judgments()
     legend = "".join(f'<span class="swatch" style="background:{rate_colour(r)};color:{text_on(rate_colour(r))}">'
@@ -232,21 +247,31 @@ def _heatmaps(data: ReportData) -> str:
             "in the period.</p>" + "".join(parts))
 
 
-def _heatmap(e: EvaluatorSection) -> str:
+def _heatmap(e: EvaluatorSection, traces: Callable[[Mapping[str, str]], str] | None) -> str:
     clusters = sorted({c.cluster for c in e.heatmap})
     dimensions = sorted({c.dimension for c in e.heatmap})
     cells = {(c.cluster, c.dimension): c for c in e.heatmap}
     lo, hi = cast(tuple[datetime, datetime], e.heat_period)  # set whenever there are cells (gather)
     period = "the latest run's current window" if e.run else "the last day with verdicts"
-    rows = (f'<tr><th scope="row">{safe(cluster)}</th>'
-            + "".join(_heat_cell(cells.get((cluster, d))) for d in dimensions) + "</tr>" for cluster in clusters)
+
+    def link(text: str, **values: str) -> str:  # live pages: a header or cell opens the traces it counts
+        if traces is None:
+            return text
+        return f'<a class="filter-link" href="{safe(traces({"evaluator": e.name, **values}))}">{text}</a>'
+
+    def cell(cluster: str, dimension: str) -> str:  # a cell's traces: its cluster and dimension, over its period
+        return _heat_cell(cells.get((cluster, dimension)), lambda text: link(
+            text, cluster=cluster, dimension=dimension, **{"from": lo.isoformat(), "to": hi.isoformat()}))
+
+    rows = (f'<tr><th scope="row">{link(safe(cluster), cluster=cluster)}</th>'
+            + "".join(cell(cluster, d) for d in dimensions) + "</tr>" for cluster in clusters)
     return (_evaluator_heading(e) + f'<p class="run">Pass rate over {period}, {when(lo)} to {when(hi)} '
             "(n = PASS+FAIL verdicts).</p>"
             + table(f"Latest pass rate, clusters × dimensions, evaluator {safe(e.name)}",
-                     ("Cluster", *(safe(d) for d in dimensions)), rows, "heatmap"))
+                     ("Cluster", *(link(safe(d), dimension=d) for d in dimensions)), rows, "heatmap"))
 
 
-def _heat_cell(cell: HeatCell | None) -> str:
+def _heat_cell(cell: HeatCell | None, link: Callable[[str], str] = lambda text: text) -> str:
     if cell is None or cell.rate is None:
         return '<td class="heat-cell heat-none" title="no PASS/FAIL verdict in this period">—</td>'
     colour = rate_colour(cell.rate)
@@ -266,7 +291,7 @@ def _heat_cell(cell: HeatCell | None) -> str:
         label += (f", tested: MDE {cell.mde:.3f} (the smallest drop found with 80 % power after correction; "
                   f"n {cell.tested.current_n} vs {cell.tested.baseline_n})")
     return (f'<td class="heat-cell" style="background:{colour};color:{text_on(colour)}" title="{label}" '
-            f'aria-label="{label}">{mark}{pct(cell.rate, 0)}<small>n={cell.usable}</small>{untested}{power}</td>')
+            f'aria-label="{label}">{link(f"{mark}{pct(cell.rate, 0)}<small>n={cell.usable}</small>{untested}{power}")}</td>')
 
 
 def _not_tested(cell: HeatCell) -> str:

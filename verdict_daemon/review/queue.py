@@ -124,8 +124,10 @@ def validate_label_input(labels: Mapping[str, str], critique: str, reviewer: str
     if not _REVIEWER.match(reviewer):
         raise ValueError("reviewer must be 1-64 characters: letters, digits and . _ @ + - (not starting with one)")
     text = critique.strip()
-    if not text or "\n" in text or "\r" in text:
-        raise ValueError("critique must be one non-empty line")
+    if "\n" in text or "\r" in text:
+        raise ValueError("critique must be one line")
+    if not text and "FAIL" in labels.values():  # a PASS needs no why; a FAIL does (it tells what went wrong)
+        raise ValueError("critique must be one non-empty line when a label is FAIL (optional when all are PASS)")
     if len(text) > MAX_CRITIQUE:
         raise ValueError(f"critique must be at most {MAX_CRITIQUE} characters, got {len(text)}")
     return redact_text(text)

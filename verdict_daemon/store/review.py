@@ -328,3 +328,9 @@ class ReviewRepository:
             return []
         with self.store.transaction() as con:
             return [LatestJudgment(*row) for row in con.execute(_JUDGMENTS, {"t": tenant}).fetchall()]
+
+
+def trace_items_in(snapshot, trace_id: str) -> tuple[str, ...]:
+    """The review items of one trace in a tenant's snapshot (store/views.py's `review_items`), newest first."""
+    return tuple(r[0] for r in snapshot.execute("SELECT item_id FROM review_items WHERE trace_id = ? "
+                                                "ORDER BY queued_at DESC, item_id", [trace_id]).fetchall())

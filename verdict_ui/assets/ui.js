@@ -1,4 +1,4 @@
-// verdict ui: keyboard labelling on a review item (p PASS, f FAIL, j/k move, c critique, n next item).
+// verdict ui: keyboard labelling on a review item (p PASS, f FAIL, u UNCLEAR, j/k move, c critique, n next item).
 // Progressive: without this file the form is an ordinary form of radio buttons.
 'use strict';
 (function () {
@@ -28,7 +28,8 @@
     if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
     const key = e.key.toLowerCase();
     const next = document.getElementById('next-item');
-    if (sets.length && (key === 'p' || key === 'f')) choose(key === 'p' ? 'PASS' : 'FAIL');
+    const labels = { p: 'PASS', f: 'FAIL', u: 'UNCLEAR' };
+    if (sets.length && labels[key]) choose(labels[key]);
     else if (sets.length && key === 'j') focusSet(current + 1);
     else if (sets.length && key === 'k') focusSet(current - 1);
     else if (critique && key === 'c') critique.focus();
