@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from collector.auth import TokenStore, bearer_token
+from collector.auth import TokenStore, export_token
 from collector.columns import record_batch
 from collector.decoding import Decoded, DecoderPool, EncodedPartition
 from collector.otlp import RequestError
@@ -66,7 +66,7 @@ class IngestService:
         """(tenant, authenticated). Without a token file everything is the local tenant."""
         if self._tokens is None:
             return LOCAL_TENANT, False
-        tenant = self._tokens.tenant_for(bearer_token(authorization))
+        tenant = self._tokens.tenant_for(export_token(authorization))
         if tenant is None:
             self.stats.add(requests_unauthenticated=1)
             raise RequestError(401, "missing or invalid bearer token")
