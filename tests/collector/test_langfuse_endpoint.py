@@ -37,6 +37,16 @@ def _post(collector: Collector, path: str, authorization: str) -> tuple[int, byt
     return response.status, response.read()
 
 
+def call_rows(data_dir: Path, tenant) -> list[tuple]:
+    """(dialect, request_model, input_tokens, output_tokens) of the tenant's llm_calls, by start time."""
+    con = open_scoped(data_dir, tenant)
+    try:
+        return con.execute("SELECT dialect, request_model, input_tokens, output_tokens FROM llm_calls "
+                           "ORDER BY start_time").fetchall()
+    finally:
+        con.close()
+
+
 def _basic(public_key: str, secret_key: str) -> str:
     return "Basic " + base64.b64encode(f"{public_key}:{secret_key}".encode()).decode()
 
@@ -45,13 +55,7 @@ def test_langfuse_path_with_basic_auth_lands_in_the_token_tenant(collector):
     status, body = _post(collector, "/api/public/otel/v1/traces", _basic("pk-lf-any", SECRET_KEY))
     assert status == 200, body
     assert collector.stop() == 0
-    con = open_scoped(collector.data_dir, TENANT)
-    try:
-        rows = con.execute("SELECT dialect, request_model, input_tokens, output_tokens FROM llm_calls "
-                           "ORDER BY start_time").fetchall()
-    finally:
-        con.close()
-    assert rows == [("langfuse", "gpt-4o-mini", 41, 17), ("langfuse", "gpt-4o-mini", 23, 11)]
+    assert call_rows(collector.data_dir, TENANT) == [("langfuse", "gpt-4o-mini", 41, 17), ("langfuse", "gpt-4o-mini", 23, 11)]
 
 
 @pytest.mark.parametrize("authorization", [

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from collector.auth import hash_token
-from collector.views import open_scoped
 from tests.collector.conftest import Collector
+from tests.collector.test_langfuse_endpoint import call_rows
 from tests.peers.harness import BY_NAME, USAGE, fake_providers, run_sender
 from verdict.tenancy import validate_tenant_id
 
@@ -33,10 +33,4 @@ def test_langfuse_sdk_exports_to_the_collector_by_base_url(tmp_path):
         assert collector.stop() == 0
     assert run.provider_requests == 2
     assert stats["requests_unauthenticated"] == 0 and stats["spans_written"] > 0, stats
-    con = open_scoped(collector.data_dir, TENANT)
-    try:
-        rows = con.execute("SELECT dialect, request_model, input_tokens, output_tokens FROM llm_calls "
-                           "ORDER BY start_time").fetchall()
-    finally:
-        con.close()
-    assert rows == [("langfuse", "gpt-4o-mini", *USAGE[0]), ("langfuse", "gpt-4o-mini", *USAGE[1])]
+    assert call_rows(collector.data_dir, TENANT) == [("langfuse", "gpt-4o-mini", *USAGE[0]), ("langfuse", "gpt-4o-mini", *USAGE[1])]
