@@ -83,6 +83,7 @@ class Maintenance:
                     stats.add(partitions_expired=len(
                         retention.expire(self._config.data_dir, self._config.retention_days)))
                     next_retain = now + retain_every
+                audit = False
                 with self._lock:
                     due = now >= next_compact or self._enough_new_segments()
                     if due:
@@ -92,9 +93,7 @@ class Maintenance:
                         self._config.data_dir, self._config.compact_min_segments, self._seal_after_s))
                     self._on_compacted()
                     next_compact = now + compact_every if compact_every > 0 else float("inf")
-                    if now >= next_audit:
-                        self._audit(stats)
-                        next_audit = now + (self._config.compact_interval_s or AUDIT_EVERY_S)
+                    audit = now >= next_audit
                 retire.purge(self._config.data_dir, self._config.delete_grace_s)
             except Exception as exc:  # upkeep must never take ingestion down; it retries with backoff
                 backoff = min(max(2 * backoff, 1.0), MAX_BACKOFF_S)
@@ -107,6 +106,9 @@ class Maintenance:
                 if failing is not None:
                     log.info("maintenance recovered")
                 failing, backoff = None, 0.0
+                if audit:  # after upkeep's outcome is settled (and logged): the audit handles its own failures
+                    self._audit(stats)
+                    next_audit = now + (self._config.compact_interval_s or AUDIT_EVERY_S)
 
     def _audit(self, stats: Stats) -> None:
         """The call audit for /stats; a failure (an unreadable segment, the memory cap) is logged, never stops

@@ -7,6 +7,9 @@ views over them: collector.conversations).
   * one call, one row: the call identity rule (docs/collector.md, *llm_calls*) merges the rows two
     instrumentations wrote for one call (the same response id, or input, model and service, overlapping in
     time) into the best-ranked one, so tokens are never counted twice; `_contested` says which rows it compares.
+  It is built from views a user can query too: `llm_call_rows` (inference spans, before the rule) less
+  `llm_call_duplicates` (the rows the rule left out, with the rule and the row kept); `llm_calls_audit` counts
+  those, and the spans left out as non-inference per operation (collector.call_audit reads it).
 
 Readers see each (trace_id, span_id) once (exporter retries and interrupted compactions can
 leave copies on disk); see `view_statements` for how that stays cheap over millions of spans. The views name
