@@ -182,7 +182,7 @@ def _contested() -> str:
         "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
         "    SELECT call_service, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
         "  ) USING (call_service, component)\n),\n"
-        "contested AS (\n  SELECT trace_id, span_id, date, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
+        "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
         f"    start_time, end_time, response_id, {_CALL_MODEL} AS call_model, {_CALL_INPUT} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
         # A hash collision only adds a row of an unpaired component: it overlaps no other contested row.
@@ -203,6 +203,37 @@ def _llm_call_rows(with_events: bool) -> str:
     return f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * FROM ({source})\nWHERE operation IN ({inference})"
 
 
+def _identity_rule(select: str, detail: bool) -> str:
+    """The identity rule's CTEs over `llm_call_rows`, then `select` over them: `losers` are the rows left out (with
+    `detail`, also their date, start time, rule and the row kept for their call)."""
+    # The identity rule (docs/collector.md, *llm_calls*): rows sharing a response id, or (without a shared id)
+    # the user messages' text, with the same model and service and overlapping in time, are one call; the
+    # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is kept: the
+    # others (`losers`, only among rows of such groups) are left out.
+    # The date partition is the start time's UTC day (collector.flatten): derived, not carried through.
+    losers = ("trace_id, span_id, start_time::DATE AS date, start_time, "
+              "CASE WHEN shares_id THEN 'response_id' ELSE 'input' END AS rule,\n"
+              "    first_value(trace_id) OVER by_rank AS kept_trace_id, first_value(span_id) OVER by_rank AS kept_span_id"
+              if detail else "trace_id, span_id")
+    return (
+        "WITH candidates AS NOT MATERIALIZED (\n  SELECT *, coalesce(service_name, '') AS call_service,\n"
+        "    coalesce(dialect, '') || '|' || coalesce(scope_name, '') AS instrumentation\n"
+        "  FROM llm_call_rows\n),\n"
+        f"{_contested()},\n"
+        f"{_islands('by_id', 'response_id', 'count(DISTINCT call_input) <= 1')},\n"
+        f"{_islands('by_input', 'call_input', 'count(DISTINCT response_id) <= 1')},\n"
+        "linked AS (\n  SELECT c.trace_id, c.span_id, c.start_time, c.call_rank, i.call IS NOT NULL AS shares_id,\n"
+        "    coalesce(i.call, c.call_row) AS id_call, coalesce(n.call, c.call_row) AS input_call\n"
+        "  FROM contested c LEFT JOIN by_id i USING (call_row) LEFT JOIN by_input n USING (call_row)\n"
+        "  WHERE i.call IS NOT NULL OR n.call IS NOT NULL\n),\n"
+        f"losers AS (\n  SELECT {losers}\n"
+        "  FROM (\n    SELECT *, min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
+        "    FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked))\n"
+        "  WINDOW by_rank AS (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id)\n"
+        f"  QUALIFY row_number() OVER by_rank > 1\n)\n{select}"
+    )
+
+
 def _llm_call_duplicates(deduplicate: bool) -> str:
     """VIEW `llm_call_duplicates`: the rows of `llm_call_rows` the identity rule leaves out, each with the rule that
     merged it (`response_id`: a shared response id; `input`: the input fingerprint, without a shared id) and the
@@ -211,36 +242,17 @@ def _llm_call_duplicates(deduplicate: bool) -> str:
         return ("CREATE OR REPLACE VIEW llm_call_duplicates AS\nSELECT trace_id, span_id, date, start_time, "
                 "NULL::VARCHAR AS rule, trace_id AS kept_trace_id, span_id AS kept_span_id FROM llm_call_rows "
                 "WHERE false")
-    # The identity rule (docs/collector.md, *llm_calls*): rows sharing a response id, or (without a shared id)
-    # the user messages' text, with the same model and service and overlapping in time, are one call; the
-    # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is kept: the
-    # others are listed here (`losers`, only among rows of such groups).
-    return (
-        "CREATE OR REPLACE VIEW llm_call_duplicates AS\n"
-        "WITH candidates AS NOT MATERIALIZED (\n  SELECT *, coalesce(service_name, '') AS call_service,\n"
-        "    coalesce(dialect, '') || '|' || coalesce(scope_name, '') AS instrumentation\n"
-        "  FROM llm_call_rows\n),\n"
-        f"{_contested()},\n"
-        f"{_islands('by_id', 'response_id', 'count(DISTINCT call_input) <= 1')},\n"
-        f"{_islands('by_input', 'call_input', 'count(DISTINCT response_id) <= 1')},\n"
-        "linked AS (\n  SELECT c.trace_id, c.span_id, c.date, c.start_time, c.call_rank, i.call IS NOT NULL AS shares_id,\n"
-        "    coalesce(i.call, c.call_row) AS id_call, coalesce(n.call, c.call_row) AS input_call\n"
-        "  FROM contested c LEFT JOIN by_id i USING (call_row) LEFT JOIN by_input n USING (call_row)\n"
-        "  WHERE i.call IS NOT NULL OR n.call IS NOT NULL\n),\n"
-        "losers AS (\n  SELECT trace_id, span_id, date, start_time, CASE WHEN shares_id THEN 'response_id' ELSE 'input' END AS rule,\n"
-        "    first_value(trace_id) OVER by_rank AS kept_trace_id, first_value(span_id) OVER by_rank AS kept_span_id\n"
-        "  FROM (\n    SELECT *, min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
-        "    FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked))\n"
-        "  WINDOW by_rank AS (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id)\n"
-        "  QUALIFY row_number() OVER by_rank > 1\n)\n"
-        "SELECT * FROM losers"
-    )
+    return f"CREATE OR REPLACE VIEW llm_call_duplicates AS\n{_identity_rule('SELECT * FROM losers', detail=True)}"
 
 
 def _llm_calls(deduplicate: bool) -> str:
+    """VIEW `llm_calls`: `llm_call_rows` less the rows the identity rule leaves out; the rule runs inside this
+    statement (not through `llm_call_duplicates`), so a query of `llm_calls` alone plans as before the split."""
     columns = ", ".join(LLM_CALL_COLUMNS)
-    rows = "llm_call_rows ANTI JOIN llm_call_duplicates USING (trace_id, span_id)" if deduplicate else "llm_call_rows"
-    return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM {rows}"
+    if not deduplicate:
+        return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM llm_call_rows"
+    select = f"SELECT {columns} FROM candidates ANTI JOIN losers USING (trace_id, span_id)"
+    return f"CREATE OR REPLACE VIEW llm_calls AS\n{_identity_rule(select, detail=False)}"
 
 
 def _llm_calls_audit() -> str:
@@ -319,6 +331,8 @@ def materialize_duplicates(con) -> None:
     result, so a reader of both (the daemon's sampler) pays for the rule once."""
     con.execute("CREATE OR REPLACE TEMP TABLE llm_call_duplicates_once AS SELECT * FROM llm_call_duplicates")
     con.execute("CREATE OR REPLACE VIEW llm_call_duplicates AS SELECT * FROM llm_call_duplicates_once")
+    con.execute(f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {', '.join(LLM_CALL_COLUMNS)} FROM llm_call_rows "
+                "ANTI JOIN llm_call_duplicates_once USING (trace_id, span_id)")
 
 
 def open_scoped(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, extra_views: tuple[str, ...] = (),
