@@ -3,6 +3,7 @@
     .venv/bin/python bench/lake_read.py                          # 10M spans, 30 s ingest phases
     .venv/bin/python bench/lake_read.py --rows 2000000 --seconds 10   # quick look
     .venv/bin/python bench/lake_read.py --rows 2000000 --seconds 0 --engines 0 --two-dialects   # identity rule on
+    .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --baseline /tmp/main
 
 1. `verdict sql` "calls per intent per day" (bench/collector_ingest.py's query and lake: 30 compacted days
    plus fresh segments with retries) over --rows spans on local disk, then the same files shipped to an
@@ -11,7 +12,9 @@
    docs/scaling.md's Spark (s3a, `make spark-s3a`) and ClickHouse (chDB `s3()`) recipes on the same bucket
    (tests/engines runs them for their answers; Spark's session start is printed apart). --engines 0 skips.
    With --two-dialects, the same spans written by one instrumentation (llm_calls' identity rule off) are timed
-   first: the rule's cost is the ratio of the two local-disk medians.
+   first: the rule's cost is the ratio of the two local-disk medians. With --baseline DIR (a checkout of another
+   revision, e.g. `git archive main | tar -x -C /tmp/main`), `verdict sql` from DIR's code is timed on the same
+   lake, run for run alternating with this code's, and must give the same answer.
 2. Ingest throughput of the real collector with shipping off, then on (`--lake-url` to the same server,
    sealing every 5 s); target: shipping on stays at or above 25,000 spans/s (bench/collector_ingest.py).
 """
@@ -48,14 +51,16 @@ from tests.engines import recipes  # noqa: E402
 TARGET_READ_RATIO = 3.0
 
 
-def _sql_seconds(args: list[str], runs: int = 3, cpu: list[float] | None = None) -> tuple[float, str]:
-    """Median wall seconds of `verdict sql` and its output; each run's CPU seconds (user + system, the figure a
-    busy machine disturbs least) are appended to `cpu` when given."""
+def _sql_seconds(args: list[str], runs: int = 3, cpu: list[float] | None = None,
+                 code: Path = ROOT) -> tuple[float, str]:
+    """Median wall seconds of `verdict sql` (the checkout `code`'s) and its output; each run's CPU seconds (user +
+    system, the figure a busy machine disturbs least) are appended to `cpu` when given."""
     timings = []
     for _ in range(runs):
         started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run([sys.executable, "-m", "verdict_daemon.cli", "sql", SQL_QUERY, "--tenant", "bench",
-                              "--format", "csv", *args], capture_output=True, text=True)
+                              "--format", "csv", *args], capture_output=True, text=True, cwd=code,
+                             env={**os.environ, "PYTHONPATH": str(code)})
         timings.append(time.perf_counter() - started)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if cpu is not None:
@@ -107,7 +112,23 @@ def identity_rule_baseline(rows: int, cpu: list[float]) -> float:
         return _sql_seconds(["--data-dir", tmp], cpu=cpu)[0]
 
 
-def read_phase(rows: int, server, engines: bool, two_dialects: bool = False) -> None:
+def compare_with(baseline: Path, args: list[str], runs: int = 4) -> None:
+    """`verdict sql` of this code and of `baseline`'s on one lake, alternating run for run: medians side by side."""
+    cpu: dict[Path, list[float]] = {ROOT: [], baseline: []}
+    wall: dict[Path, list[float]] = {ROOT: [], baseline: []}
+    answers = set()
+    for _ in range(runs):
+        for code in (baseline, ROOT):
+            seconds, out = _sql_seconds(args, runs=1, cpu=cpu[code], code=code)
+            wall[code].append(seconds)
+            answers.add(out)
+    assert len(answers) == 1, "the baseline answered differently"
+    (now_s, now_cpu), (base_s, base_cpu) = ((statistics.median(wall[c]), statistics.median(cpu[c])) for c in (ROOT, baseline))
+    print(f"[read] against {baseline} (same lake, alternating, medians of {runs}): {now_s:.2f} s ({now_cpu:.2f} s CPU) "
+          f"vs {base_s:.2f} s ({base_cpu:.2f} s CPU); ratio {now_s / base_s:.2f}x ({now_cpu / base_cpu:.2f}x CPU)")
+
+
+def read_phase(rows: int, server, engines: bool, two_dialects: bool = False, baseline: Path | None = None) -> None:
     baseline_cpu: list[float] = []
     local_cpu: list[float] = []
     baseline_s = identity_rule_baseline(rows, baseline_cpu) if two_dialects else None
@@ -115,6 +136,8 @@ def read_phase(rows: int, server, engines: bool, two_dialects: bool = False) -> 
         data_dir = Path(tmp) / "data"
         stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects)
         local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)], cpu=local_cpu)
+        if baseline is not None:
+            compare_with(baseline, ["--data-dir", str(data_dir)])
         bucket = server.new_bucket()
         lake_url = f"s3://{bucket}/lake/a"  # one collector's dir, as the engines' recipes lay a lake out
         remote = ObjectLake(lake_url)
@@ -163,13 +186,15 @@ def main() -> None:
     parser.add_argument("--engines", type=int, default=1, help="1: time Spark and ClickHouse too (0: skip)")
     parser.add_argument("--two-dialects", action="store_true",
                         help="half the calls from a second instrumentation: llm_calls' identity rule runs on all")
+    parser.add_argument("--baseline", type=Path, help="a checkout whose `verdict sql` is timed on the same lake")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     server = start_s3_server()
     os.environ.update(server.env)  # for the collector and `verdict sql` started below
     try:
         if args.rows:
-            read_phase(args.rows, server, bool(args.engines), args.two_dialects)
+            read_phase(args.rows, server, bool(args.engines), args.two_dialects,
+                       args.baseline.resolve() if args.baseline else None)
         if args.seconds:
             ingest_phases(args.seconds, args.clients, server)
     finally:

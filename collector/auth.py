@@ -10,6 +10,8 @@ known digest in constant time (no early exit), so timing reveals neither token n
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -91,3 +93,18 @@ def bearer_token(header: str | None) -> str | None:
         return None
     scheme, _, value = header.partition(" ")
     return value.strip() if scheme.lower() == "bearer" else None
+
+
+def export_token(header: str | None) -> str | None:
+    """The token of an export: `Bearer <token>`, or HTTP Basic with the token as the password (the Langfuse
+    SDK's exporter sends `Basic base64(public_key:secret_key)`: its secret key is the token, its public key
+    is not looked at)."""
+    scheme, _, value = (header or "").partition(" ")
+    if scheme.lower() != "basic":
+        return bearer_token(header)
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    _user, colon, password = decoded.partition(":")
+    return password if colon and password else None

@@ -160,11 +160,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
 
 
 _EPILOG = """\
-endpoints: POST /v1/traces (OTLP/HTTP, application/x-protobuf or application/json, gzip allowed);
+endpoints: POST /v1/traces (OTLP/HTTP, application/x-protobuf or application/json, gzip allowed; also
+at /api/public/otel/v1/traces, where the Langfuse SDK posts);
 gRPC opentelemetry.proto.collector.trace.v1.TraceService/Export; GET /healthz (200 ok, 503
 degraded); GET /stats (spans received/written/rejected, queue depth, segment count, ...).
 tokens file: YAML mapping token -> tenant, token plain (>= 16 chars) or "sha256:<hex>"; clients
-send "Authorization: Bearer <token>". Refusals: 400 malformed, 401 token, 408 slow or stalled body,
+send "Authorization: Bearer <token>" (or Basic auth with the token as password). Refusals: 400 malformed, 401 token, 408 slow or stalled body,
 413 too large or too many spans, 415 content type, 431 headers too large, 429 queue full, 503 disk low / shutting down / write failed (429 and 503
 with Retry-After). SIGTERM/SIGINT: stop accepting, finish in-flight requests, write everything
 queued, exit 0. Exit code 2: it cannot start, with one line {"error": {"code", "message"}} on stderr:

@@ -1,4 +1,7 @@
-"""OTLP/HTTP on Starlette (served by uvicorn): /v1/traces and /v1/logs, plus /healthz and /stats."""
+"""OTLP/HTTP on Starlette (served by uvicorn): /v1/traces and /v1/logs, plus /healthz and /stats.
+
+/api/public/otel/v1/traces is /v1/traces under the path the Langfuse SDK's exporter posts to
+(`<base_url>/api/public/otel/v1/traces`), so a Langfuse app needs only its base URL changed."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from collector.otlp import RequestError
 from collector.writer import Overloaded
 
 log = logging.getLogger("verdict.collector")
+LANGFUSE_TRACES_PATH = "/api/public/otel/v1/traces"
 
 
 @dataclass(frozen=True)
@@ -233,6 +237,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/v1/traces", export_route("traces"), methods=["POST"]),
+            Route(LANGFUSE_TRACES_PATH, export_route("traces"), methods=["POST"]),
             Route("/v1/logs", export_route("logs"), methods=["POST"]),
             Route("/v1/metrics", metrics, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),

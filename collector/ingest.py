@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from collector.auth import TokenStore, bearer_token
+from collector.auth import TokenStore, export_token
 from collector.columns import record_batch
 from collector.decoding import Decoded, DecoderPool, EncodedPartition
 from collector.otlp import RequestError
@@ -66,7 +66,7 @@ class IngestService:
         """(tenant, authenticated). Without a token file everything is the local tenant."""
         if self._tokens is None:
             return LOCAL_TENANT, False
-        tenant = self._tokens.tenant_for(bearer_token(authorization))
+        tenant = self._tokens.tenant_for(export_token(authorization))
         if tenant is None:
             self.stats.add(requests_unauthenticated=1)
             raise RequestError(401, "missing or invalid bearer token")
@@ -112,6 +112,7 @@ class IngestService:
                               f"{items}_outside_retention": decoded.outside_retention})
             if signal == "traces":
                 self.stats.add_spans_by_dialect(decoded.dialects, decoded.unrecognised)
+                self._dialects_seen(decoded, sender)
             if decoded.ignored_claims:
                 self._claims_ignored(decoded.ignored_claims, items, sender, tenant)
             if decoded.outside_retention and self._first_time("retention", sender):
@@ -154,6 +155,25 @@ class IngestService:
             log.warning("%s from %s claim tenant %s, but this collector has no --tokens: they land in %s (give "
                         "--tokens to map a token to the tenant, or --allow-claimed-tenant to honour claims; logged "
                         "once per sender; counted in /stats %s_claim_ignored)", items, sender, named, tenant, items)
+
+    def _dialects_seen(self, decoded: Decoded, sender: str) -> None:
+        """Log once a sender none of whose spans so far was in a dialect this collector recognises: its calls
+        give no llm_calls rows, and the scope names say which instrumentation to ask a dialect for."""
+        if decoded.dialects:
+            self._first_time("recognised", sender)  # marks the sender as understood
+            return
+        if not decoded.unrecognised or self._seen("recognised", sender) or not self._first_time("unrecognised", sender):
+            return
+        scopes = sorted(decoded.unrecognised.items(), key=lambda item: -item[1])
+        named = ", ".join(f"{name[:80]!r} ({n} spans)" for name, n in scopes[:5])
+        log.warning("no span from %s so far is in a GenAI dialect this collector recognises (instrumentation scopes: "
+                    "%s): they are stored, but give no llm_calls rows (logged once per sender; counted per scope in "
+                    "/stats unrecognised_scopes; to ask for a dialect, see docs/tracing.md, \"Asking for a new "
+                    "dialect\")", sender, named)
+
+    def _seen(self, topic: str, sender: str) -> bool:
+        with self._inflight_lock:
+            return sender in self._logged.get(topic, ())
 
     def _first_time(self, topic: str, sender: str) -> bool:
         """Whether `topic` is to be logged for `sender` now: once per sender, for at most 1024 senders."""

@@ -1,5 +1,6 @@
 """Background upkeep inside the collector: compaction (periodic, or early after many new segments), retention,
-and the deletion of what they (and shipping) retired once its grace period is over (collector.retire)."""
+the deletion of what they (and shipping) retired once its grace period is over (collector.retire), and the call
+audit /stats shows (collector.call_audit), after a compaction pass at most once per compaction interval."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import threading
 import time
 from collections.abc import Callable
 
-from collector import compaction, retention, retire
+from collector import call_audit, compaction, retention, retire
 from collector.config import CollectorConfig
 from collector.stats import Stats
 
 log = logging.getLogger("verdict.collector")
 
 MAX_BACKOFF_S = 300  # longest wait before retrying failed upkeep (e.g. a full disk)
+AUDIT_EVERY_S = 300.0  # how often the call audit runs when compaction is not periodic (--compact-interval-s 0)
 
 
 class Maintenance:
@@ -63,6 +65,7 @@ class Maintenance:
         retain_every = self._config.maintenance_interval_s
         next_compact = time.monotonic() + compact_every if compact_every > 0 else float("inf")
         next_retain = time.monotonic()
+        next_audit = 0.0  # the first compaction pass audits
         failing: str | None = None  # logged once when upkeep starts failing, once when it recovers
         backoff = 0.0
         while True:
@@ -80,6 +83,7 @@ class Maintenance:
                     stats.add(partitions_expired=len(
                         retention.expire(self._config.data_dir, self._config.retention_days)))
                     next_retain = now + retain_every
+                audit = False
                 with self._lock:
                     due = now >= next_compact or self._enough_new_segments()
                     if due:
@@ -89,6 +93,7 @@ class Maintenance:
                         self._config.data_dir, self._config.compact_min_segments, self._seal_after_s))
                     self._on_compacted()
                     next_compact = now + compact_every if compact_every > 0 else float("inf")
+                    audit = now >= next_audit
                 retire.purge(self._config.data_dir, self._config.delete_grace_s)
             except Exception as exc:  # upkeep must never take ingestion down; it retries with backoff
                 backoff = min(max(2 * backoff, 1.0), MAX_BACKOFF_S)
@@ -101,6 +106,19 @@ class Maintenance:
                 if failing is not None:
                     log.info("maintenance recovered")
                 failing, backoff = None, 0.0
+                if audit:  # after upkeep's outcome is settled (and logged): the audit handles its own failures
+                    self._audit(stats)
+                    next_audit = now + (self._config.compact_interval_s or AUDIT_EVERY_S)
+
+    def _audit(self, stats: Stats) -> None:
+        """The call audit for /stats; a failure (an unreadable segment, the memory cap) is logged, never stops
+        upkeep: /stats keeps the previous audit, whose `as_of` says how old it is."""
+        import duckdb
+
+        try:
+            stats.set_call_audit(call_audit.audit_recent(self._config.data_dir))
+        except (duckdb.Error, OSError) as exc:
+            log.warning("call audit for /stats failed: %s: %s", type(exc).__name__, str(exc).splitlines()[0][:300])
 
     def stop(self) -> None:
         self._stopping = True

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # collector.call_audit reads the lake, whose modules count into Stats
+    from collector.call_audit import RecentAudit
 
 _COUNTERS = (
     "requests",
@@ -47,6 +50,7 @@ class Stats:
         self._dialects: dict[str, int] = {}
         self._unrecognised: dict[str, int] = {}
         self._last_write_s = 0.0
+        self._call_audit: RecentAudit | None = None
         self._started = time.time()
 
     def add(self, **deltas: int) -> None:
@@ -64,6 +68,9 @@ class Stats:
                     scope = "(other)"
                 self._unrecognised[scope] = self._unrecognised.get(scope, 0) + n
 
+    def set_call_audit(self, audit: RecentAudit) -> None:
+        self._call_audit = audit
+
     def observe_write(self, seconds: float) -> None:
         self._last_write_s = seconds
 
@@ -72,6 +79,7 @@ class Stats:
             out: dict[str, Any] = dict(self._counts)
             out["spans_by_dialect"] = dict(self._dialects)
             out["unrecognised_scopes"] = dict(self._unrecognised)
+        out["llm_calls_audit"] = self._call_audit.as_json() if self._call_audit is not None else None
         out["last_write_ms"] = round(self._last_write_s * 1000, 2)
         out["uptime_s"] = round(time.time() - self._started, 1)
         return out

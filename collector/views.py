@@ -7,6 +7,9 @@ them: the conversations, collector.conversations; `evaluations`, collector.evalu
   * one call, one row: the call identity rule (docs/collector.md, *llm_calls*) merges the rows two
     instrumentations wrote for one call (the same response id, or input, model and service, overlapping in
     time) into the best-ranked one, so tokens are never counted twice; `_contested` says which rows it compares.
+  It is built from views a user can query too: `llm_call_rows` (inference spans, before the rule) less
+  `llm_call_duplicates` (the rows the rule left out, with the rule and the row kept); `llm_calls_audit` counts
+  those, and the spans left out as non-inference per operation (collector.call_audit reads it).
 
 Readers see each (trace_id, span_id) once (exporter retries and interrupted compactions can
 leave copies on disk); see `view_statements` for how that stays cheap over millions of spans. The views name
@@ -188,7 +191,9 @@ def _contested() -> str:
     )
 
 
-def _llm_calls(with_events: bool, deduplicate: bool) -> str:
+def _llm_call_rows(with_events: bool) -> str:
+    """VIEW `llm_call_rows`: every span of an inference operation, with every span column (messages from its log
+    events where the span has none): `llm_calls` before the identity rule."""
     inference = ", ".join(_quote(op) for op in INFERENCE_OPERATIONS)
     if with_events:
         replaced = ", ".join(f"coalesce(s.{c}, e.{c}) AS {c}" for c in MESSAGE_COLUMNS)
@@ -196,30 +201,74 @@ def _llm_calls(with_events: bool, deduplicate: bool) -> str:
                   f"  LEFT JOIN ({_event_messages()}) e USING (trace_id, span_id)")
     else:
         source = "SELECT * FROM spans"
-    columns = ", ".join(LLM_CALL_COLUMNS)
-    if not deduplicate:
-        return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM ({source})\nWHERE operation IN ({inference})"
+    return f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * FROM ({source})\nWHERE operation IN ({inference})"
+
+
+def _identity_rule(select: str, detail: bool) -> str:
+    """The identity rule's CTEs over `llm_call_rows`, then `select` over them: `losers` are the rows left out (with
+    `detail`, also their date, start time, rule and the row kept for their call)."""
     # The identity rule (docs/collector.md, *llm_calls*): rows sharing a response id, or (without a shared id)
     # the user messages' text, with the same model and service and overlapping in time, are one call; the
-    # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is shown: the
+    # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is kept: the
     # others (`losers`, only among rows of such groups) are left out.
+    # The date partition is the start time's UTC day (collector.flatten): derived, not carried through.
+    losers = ("trace_id, span_id, start_time::DATE AS date, start_time, "
+              "CASE WHEN shares_id THEN 'response_id' ELSE 'input' END AS rule,\n"
+              "    first_value(trace_id) OVER by_rank AS kept_trace_id, first_value(span_id) OVER by_rank AS kept_span_id"
+              if detail else "trace_id, span_id")
     return (
-        "CREATE OR REPLACE VIEW llm_calls AS\n"
-        f"WITH candidates AS NOT MATERIALIZED (\n  SELECT *, coalesce(service_name, '') AS call_service,\n"
+        "WITH candidates AS NOT MATERIALIZED (\n  SELECT *, coalesce(service_name, '') AS call_service,\n"
         "    coalesce(dialect, '') || '|' || coalesce(scope_name, '') AS instrumentation\n"
-        f"  FROM ({source})\n  WHERE operation IN ({inference})\n),\n"
+        "  FROM llm_call_rows\n),\n"
         f"{_contested()},\n"
         f"{_islands('by_id', 'response_id', 'count(DISTINCT call_input) <= 1')},\n"
         f"{_islands('by_input', 'call_input', 'count(DISTINCT response_id) <= 1')},\n"
-        "linked AS (\n  SELECT c.trace_id, c.span_id, c.start_time, c.call_rank,\n"
+        "linked AS (\n  SELECT c.trace_id, c.span_id, c.start_time, c.call_rank, i.call IS NOT NULL AS shares_id,\n"
         "    coalesce(i.call, c.call_row) AS id_call, coalesce(n.call, c.call_row) AS input_call\n"
         "  FROM contested c LEFT JOIN by_id i USING (call_row) LEFT JOIN by_input n USING (call_row)\n"
         "  WHERE i.call IS NOT NULL OR n.call IS NOT NULL\n),\n"
-        "losers AS (\n  SELECT trace_id, span_id FROM (\n"
-        "    SELECT *, min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
+        f"losers AS (\n  SELECT {losers}\n"
+        "  FROM (\n    SELECT *, min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
         "    FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked))\n"
-        "  QUALIFY row_number() OVER (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id) > 1\n)\n"
-        f"SELECT {columns} FROM candidates ANTI JOIN losers USING (trace_id, span_id)"
+        "  WINDOW by_rank AS (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id)\n"
+        f"  QUALIFY row_number() OVER by_rank > 1\n)\n{select}"
+    )
+
+
+def _llm_call_duplicates(deduplicate: bool) -> str:
+    """VIEW `llm_call_duplicates`: the rows of `llm_call_rows` the identity rule leaves out, each with the rule that
+    merged it (`response_id`: a shared response id; `input`: the input fingerprint, without a shared id) and the
+    row kept for its call (`kept_trace_id`, `kept_span_id`)."""
+    if not deduplicate:
+        return ("CREATE OR REPLACE VIEW llm_call_duplicates AS\nSELECT trace_id, span_id, date, start_time, "
+                "NULL::VARCHAR AS rule, trace_id AS kept_trace_id, span_id AS kept_span_id FROM llm_call_rows "
+                "WHERE false")
+    return f"CREATE OR REPLACE VIEW llm_call_duplicates AS\n{_identity_rule('SELECT * FROM losers', detail=True)}"
+
+
+def _llm_calls(deduplicate: bool) -> str:
+    """VIEW `llm_calls`: `llm_call_rows` less the rows the identity rule leaves out; the rule runs inside this
+    statement (not through `llm_call_duplicates`), so a query of `llm_calls` alone plans as before the split."""
+    columns = ", ".join(LLM_CALL_COLUMNS)
+    if not deduplicate:
+        return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM llm_call_rows"
+    select = f"SELECT {columns} FROM candidates ANTI JOIN losers USING (trace_id, span_id)"
+    return f"CREATE OR REPLACE VIEW llm_calls AS\n{_identity_rule(select, detail=False)}"
+
+
+def _llm_calls_audit() -> str:
+    """VIEW `llm_calls_audit`: per date partition, why spans are not `llm_calls` rows. Outcome `duplicate` (reason:
+    the identity rule that merged the row into another) and `not_inference` (reason: the operation the allow-list
+    left out; `(none)` for a span a dialect recognised that names no operation). Spans no dialect recognised and
+    without an operation (HTTP, database, ...) are not counted: they never describe a model call."""
+    inference = ", ".join(_quote(op) for op in INFERENCE_OPERATIONS)
+    return (
+        "CREATE OR REPLACE VIEW llm_calls_audit AS\n"
+        "SELECT date, 'duplicate' AS outcome, rule AS reason, count(*) AS spans FROM llm_call_duplicates GROUP BY ALL\n"
+        "UNION ALL\n"
+        "SELECT date, 'not_inference' AS outcome, coalesce(operation, '(none)') AS reason, count(*) AS spans FROM spans\n"
+        f"WHERE (dialect IS NOT NULL OR operation IS NOT NULL) AND coalesce(operation NOT IN ({inference}), true)\n"
+        "GROUP BY ALL"
     )
 
 
@@ -274,8 +323,18 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
     with_events = bool(source.files("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days))
-    return [spans, _logs_view(source, tenant, days), _llm_calls(with_events, deduplicate),
-            *conversation_statements(tenant), *evaluation_statements()]
+    return [spans, _logs_view(source, tenant, days), _llm_call_rows(with_events), _llm_call_duplicates(deduplicate),
+            _llm_calls(deduplicate), _llm_calls_audit(), *conversation_statements(tenant),
+            *evaluation_statements()]
+
+
+def materialize_duplicates(con) -> None:
+    """Evaluate the identity rule once on `con` (holding the views): `llm_calls` and `llm_calls_audit` then read its
+    result, so a reader of both (the daemon's sampler) pays for the rule once."""
+    con.execute("CREATE OR REPLACE TEMP TABLE llm_call_duplicates_once AS SELECT * FROM llm_call_duplicates")
+    con.execute("CREATE OR REPLACE VIEW llm_call_duplicates AS SELECT * FROM llm_call_duplicates_once")
+    con.execute(f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {', '.join(LLM_CALL_COLUMNS)} FROM llm_call_rows "
+                "ANTI JOIN llm_call_duplicates_once USING (trace_id, span_id)")
 
 
 def open_scoped(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, extra_views: tuple[str, ...] = (),

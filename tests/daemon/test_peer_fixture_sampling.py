@@ -1,7 +1,9 @@
 """Sampling reads `llm_calls` (issue 14): the recorded openai-v2 default-mode traces, whose conversation
 is in OTLP log records, are judged from those messages whichever signal arrives first; the recorded
 OpenLLMetry + anthropic-native traces (two instrumentations, two root traces per call) give one
-sampled trace per call. Real collector process, real `verdict-pipeline` process, scripted judge."""
+sampled trace per call; the summary's `llm_calls_audit` says why spans are not calls (rows merged as duplicates
+per rule, non-inference spans per operation). Real collector process, real `verdict-pipeline` process, scripted
+judge."""
 
 from __future__ import annotations
 
@@ -21,12 +23,15 @@ from verdict_daemon.store.state import StateStore
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
 V2 = FIXTURES / "openai-v2-default"
 NATIVE = FIXTURES / "openllmetry-anthropic-native"
+PYDANTIC_AI = FIXTURES / "pydantic-ai"
 # tenant -> (fixture directory, files in arrival order)
 REPLAYS = {
     "v2-spans-first": (V2, ("traces-1.pb", "logs-1.pb")),
     "v2-logs-first": (V2, ("logs-1.pb", "traces-1.pb")),
     "anthropic-twice": (NATIVE, ("traces-1.pb",)),
+    "agent-and-twice": (PYDANTIC_AI, ("traces-1.pb",)),
 }
+EXTRA = {"agent-and-twice": (NATIVE, ("traces-1.pb",))}  # a second sender into the same tenant
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +44,7 @@ def lake(tmp_path_factory, request) -> Path:
     collector = Collector(tmp / "data", ("--tokens", str(tokens)))
     collector.start()
     request.addfinalizer(collector.process.kill)  # a no-op once it exited
-    for tenant, (directory, files) in REPLAYS.items():
+    for tenant, (directory, files) in [*REPLAYS.items(), *EXTRA.items()]:
         for name in files:
             post_recording(collector.http_port, directory / name, f"token-{tenant}-0123456789")
     assert collector.stop() == 0
@@ -68,6 +73,7 @@ def test_openai_v2_default_mode_is_judged_from_its_log_events(lake, tmp_path, te
     calls = manifest["expected_llm_calls"]
     summary, sampled = _run(tmp_path, lake, tenant)
     assert (summary["sampled"], summary["judged"], summary["no_content"]) == (len(calls), len(calls), 0), summary
+    assert summary["llm_calls_audit"] == {"duplicates": {}, "not_inference": {}}
     questions = sorted(redact_text(c["question"]) for c in calls)
     answers = sorted(redact_text(c["answer"]) for c in calls)
     assert all(q in query for q, (_, query, _) in zip(questions, sampled, strict=True)), sampled
@@ -83,5 +89,15 @@ def test_a_call_described_by_two_instrumentations_is_sampled_once(lake, tmp_path
     assert traces == 2 * len(manifest["expected_llm_calls"])  # each call is its own root trace twice
     summary, sampled = _run(tmp_path, lake, "anthropic-twice")
     assert (summary["sampled"], summary["judged"]) == (len(manifest["expected_llm_calls"]),) * 2, summary
+    # The anthropic SDK's span and OpenLLMetry's share each call's response id: one row of each call merged.
+    assert summary["llm_calls_audit"] == {"duplicates": {"response_id": 2}, "not_inference": {}}
     questions = sorted(redact_text(c["question"]) for c in manifest["expected_llm_calls"])
     assert all(q in query for q, (_, query, _) in zip(questions, sampled, strict=True)), sampled
+
+
+def test_the_summary_says_why_spans_are_not_calls(lake, tmp_path):
+    """Pydantic AI's agent spans (`invoke_agent`, no call) and the two-instrumentation anthropic calls in one
+    tenant: four calls sampled, and the summary counts the agent spans and the merged rows."""
+    summary, sampled = _run(tmp_path, lake, "agent-and-twice")
+    assert summary["sampled"] == len(sampled) == 4, summary
+    assert summary["llm_calls_audit"] == {"duplicates": {"response_id": 2}, "not_inference": {"invoke_agent": 2}}

@@ -148,6 +148,7 @@ class Cycle:
             "sentinel_health": [summary(h) for h in health],
             "sampled": sampled.sampled,
             "budget_limited_sampling": sampled.budget_limited,
+            "llm_calls_audit": sampled.call_audit.as_json(),
             "judged": sum(j.judged for j in judged),
             "errors": sum(j.errors for j in judged),
             "no_content": sum(j.no_content for j in judged),

@@ -31,7 +31,10 @@ is stored with its conversation so far: the earlier turns' graded texts within `
 (service/history.py), read from the lookback like the picks' own, so a judge run after a restart reads the same.
 
 A tenant with spans in the lookback but no recognised LLM call gets a warning naming the
-instrumentation scopes and their span counts (`SampleReport.unrecognised_scopes`), never a silent 0.
+instrumentation scopes and their span counts (`SampleReport.unrecognised_scopes`), never a silent 0. Every run
+also counts, over the lookback's date partitions, the rows the identity rule merged as duplicates (per rule) and
+the spans left out as non-inference (per operation): `SampleReport.call_audit` (collector.call_audit), so a
+change in the number of calls can be explained. The rule is evaluated once for both (views.materialize_duplicates).
 
 Memory is bounded whatever the lookback's volume: DuckDB runs under `memory_limit_mb` and spills past it to a
 private temp directory; the calls are kept with only the columns the draw reads; per (stratum, window) the draw
@@ -47,9 +50,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from collector.call_audit import CallAudit, read_call_audit
 from collector.lake import SEGMENT_SUFFIX
 from collector.lake_union import LakeUnion, read_errors
-from collector.views import view_statements
+from collector.views import materialize_duplicates, view_statements
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.versions import UNASSIGNED
 from verdict_daemon.config import Conversations, Sampling
@@ -77,6 +81,7 @@ class SampleReport:
     at_ceiling: int = 0  # (stratum, window) cells whose traffic hit the per-window ceiling this run
     # (scope name, spans) when the lookback has spans but not one recognised LLM call; else empty
     unrecognised_scopes: tuple[tuple[str, int], ...] = ()
+    call_audit: CallAudit = CallAudit()  # why spans of the lookback are not llm_calls rows
 
     def warning(self) -> str | None:
         """The operator-facing sentence for a lake of spans no dialect recognised as LLM calls."""
@@ -134,6 +139,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
     try:
         for statement in view_statements(lake, tenant, days):  # `spans` and `llm_calls` over the lookback
             lake_con.execute(statement)
+        materialize_duplicates(lake_con)
         _candidates(lake_con, start - window, end)
         _inherit_intents(lake_con)
         eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
@@ -141,6 +147,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
         _conversation_turns(lake_con, conversations)  # before _content narrows the views to one day
         rows = _content(lake_con, lake, tenant)
         histories = _histories(lake_con, conversations.history_tokens)
+        audit = read_call_audit(lake_con, start.date(), end.date())
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
@@ -153,8 +160,9 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
                for trace_id, span_id, intent, stratum, window_start, started_at, inputs, outputs, system in rows]
     insert_samples(store, records)
     strata = len({(r.stratum, r.window_start) for r in records})
-    log.info("sample tenant=%s eligible=%d sampled=%d strata=%d", tenant, eligible, len(records), strata)
-    report = SampleReport(eligible, len(records), strata, eligible > len(records), at_ceiling, unrecognised)
+    log.info("sample tenant=%s eligible=%d sampled=%d strata=%d duplicates=%s not_inference=%s", tenant, eligible,
+             len(records), strata, dict(audit.duplicates), dict(audit.not_inference))
+    report = SampleReport(eligible, len(records), strata, eligible > len(records), at_ceiling, unrecognised, audit)
     if report.warning():
         log.warning("sample tenant=%s: %s", tenant, report.warning())
     return report
