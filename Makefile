@@ -152,8 +152,11 @@ PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
 # Families whose install takes minutes (issue 33): built for `peers-record` only, so CI does not pay for them;
 # `make test` replays their recorded fixtures (tests/collector/test_peer_fixtures.py). Also in `lock`.
 PEER_RECORD_FAMILIES := openlit semantic-kernel langfuse genkit
+# The agent frameworks of 2026 (issue 33); the Vercel AI SDK 7 in its own node_modules (.peer-vercel7).
+PEER_RECORD_FAMILIES += smolagents agno llama-index
 PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
 VERCEL_STAMP := .peer-vercel/.installed
+VERCEL7_STAMP := .peer-vercel7/.installed
 
 .PHONY: peers peers-record
 
@@ -165,16 +168,16 @@ VERCEL_STAMP := .peer-vercel/.installed
 	.venv-peer-$*/bin/pip install --quiet -c $(LOCKS)/peer-$*.txt --no-deps -e . 'wrapt>=1.16'
 	touch $@
 
-$(VERCEL_STAMP): tests/peers/vercel/package.json tests/peers/vercel/package-lock.json
-	mkdir -p .peer-vercel
-	cp tests/peers/vercel/package.json tests/peers/vercel/package-lock.json .peer-vercel/
-	cd .peer-vercel && npm ci --no-audit --no-fund --loglevel=error
+.peer-%/.installed: tests/peers/%/package.json tests/peers/%/package-lock.json
+	mkdir -p .peer-$*
+	cp tests/peers/$*/package.json tests/peers/$*/package-lock.json .peer-$*/
+	cd .peer-$* && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 peers: $(PEER_STAMPS) $(VERCEL_STAMP)
 
 # Re-record tests/fixtures/dialects/ from the real packages (needs the test venv for the fake LLM).
-peers-record: peers $(PEER_RECORD_STAMPS) $(TEST_STAMP)
+peers-record: peers $(PEER_RECORD_STAMPS) $(VERCEL7_STAMP) $(TEST_STAMP)
 	$(BIN)/python tests/peers/record.py
 
 # Regenerate $(LOCKS)/ (and the Vercel package-lock.json): every environment resolved afresh from its
@@ -203,8 +206,15 @@ lock: $(LLAMA_STAMP)
 	$(call freeze_venv,peer-semantic-kernel,-r tests/peers/requirements/semantic-kernel.txt)
 	$(call freeze_venv,peer-langfuse,-r tests/peers/requirements/langfuse.txt)
 	$(call freeze_venv,peer-genkit,-r tests/peers/requirements/genkit.txt)
+	$(call freeze_venv,peer-smolagents,-r tests/peers/requirements/smolagents.txt)
+	$(call freeze_venv,peer-agno,-r tests/peers/requirements/agno.txt)
+	$(call freeze_venv,peer-llama-index,-r tests/peers/requirements/llama-index.txt)
 	rm -rf $(LOCK_TMP)/vercel && mkdir -p $(LOCK_TMP)/vercel
 	cp tests/peers/vercel/package.json $(LOCK_TMP)/vercel/
 	cd $(LOCK_TMP)/vercel && npm install --package-lock-only --no-audit --no-fund --loglevel=error
 	cp $(LOCK_TMP)/vercel/package-lock.json tests/peers/vercel/package-lock.json
+	rm -rf $(LOCK_TMP)/vercel7 && mkdir -p $(LOCK_TMP)/vercel7
+	cp tests/peers/vercel7/package.json $(LOCK_TMP)/vercel7/
+	cd $(LOCK_TMP)/vercel7 && npm install --package-lock-only --no-audit --no-fund --loglevel=error
+	cp $(LOCK_TMP)/vercel7/package-lock.json tests/peers/vercel7/package-lock.json
 	rm -rf $(LOCK_TMP)

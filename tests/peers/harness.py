@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verdict_demo.fake_llm import FakeAnthropic, FakeOpenAI, RecordedRequest, Reply
+from verdict_demo.fake_llm import FakeAnthropic, FakeOpenAI, RecordedRequest, Reply, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
 SENDERS_DIR = Path(__file__).with_name("senders")
@@ -25,34 +25,42 @@ FIXTURES = ROOT / "tests" / "fixtures" / "dialects"
 sys.path.insert(0, str(SENDERS_DIR))
 import _peer  # noqa: E402  (the scenario, shared with the side-venv scripts)
 
-# (input_tokens, output_tokens) the fake servers report for each question, so tokens are checkable.
+# (input_tokens, output_tokens) the fake servers report for each question, so tokens are checkable;
+# TOOL_USAGE for the tool-call reply that comes first in the tool scenario.
 USAGE = ((41, 17), (23, 11))
+TOOL_USAGE = ((37, 9), (29, 8))
+FINAL_ANSWER = "final_answer"  # verdict_daemon.service.material.FINAL_ANSWER_TOOL
 
 
 @dataclass(frozen=True)
 class Sender:
     name: str  # fixture directory under tests/fixtures/dialects/
-    family: str  # side venv .venv-peer-<family> (or "vercel": node_modules in .peer-vercel)
+    family: str  # side venv .venv-peer-<family> (or a Node family "vercel*": node_modules in .peer-<family>)
     argv: tuple[str, ...]  # script under senders/ and its arguments
     env: dict[str, str] = field(default_factory=dict)
     provider: str = "openai"  # which fake server the calls go to
     provider_name: str = ""  # the `provider` its rows name, when not the fake server's (an OpenAI-compatible API)
     names_provider: bool = True  # False: its spans state no provider (Langfuse generations)
+    tool: bool = False  # the tool scenario: per question a tool-call reply, the tool, then the answer
+    final_answer: bool = False  # the answer comes as a `final_answer` tool call (smolagents)
     note: str = ""
 
     @property
-    def python(self) -> Path:
-        return ROOT / f".venv-peer-{self.family}" / "bin" / "python"
+    def node(self) -> bool:
+        return self.family.startswith("vercel")
+
+    @property
+    def environment(self) -> Path:
+        return ROOT / (f".peer-{self.family}" if self.node else f".venv-peer-{self.family}")
 
     def command(self) -> list[str]:
         script = str(SENDERS_DIR / self.argv[0])
-        if self.family == "vercel":
+        if self.node:
             return ["node", script, *self.argv[1:]]
-        return [str(self.python), script, *self.argv[1:]]
+        return [str(self.environment / "bin" / "python"), script, *self.argv[1:]]
 
     def installed(self) -> bool:
-        marker = ROOT / (".peer-vercel" if self.family == "vercel" else f".venv-peer-{self.family}") / ".installed"
-        return marker.exists()
+        return (self.environment / ".installed").exists()
 
 
 CONTENT_ON = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
@@ -88,17 +96,46 @@ SENDERS = (
            note="Langfuse SDK: langfuse.openai generations inside span observations, its own OTLP exporter"),
     Sender("genkit", "genkit", ("genkit_generate.py",),
            note="Genkit (Python) with genkit-openai: flow, generate util and model action spans"),
+    # Agent frameworks of 2026 (issue 33), each with its documented OpenTelemetry set-up; record-only too.
+    Sender("vercel-ai-7", "vercel7", ("vercel_ai_7.mjs",),
+           note="ai 7 with registerTelemetry(new OpenTelemetry()) from @ai-sdk/otel: GenAI-semconv spans; "
+                "generateText, then streamText"),
+    Sender("vercel-ai-7-tool", "vercel7", ("vercel_ai_7.mjs", "tool"), tool=True,
+           note="ai 7 as vercel-ai-7 with a tool: invoke_agent, step 1 (chat -> tool call, execute_tool), step 2"),
+    Sender("smolagents-openinference", "smolagents", ("smolagents_agent.py",), tool=True, final_answer=True,
+           note="smolagents ToolCallingAgent with OpenInference's SmolagentsInstrumentor: AGENT, CHAIN (steps), "
+                "LLM and TOOL spans; the answer is a final_answer tool call"),
+    Sender("agno-openinference", "agno", ("agno_agent.py", "openinference"), tool=True,
+           note="Agno Agent with OpenInference's AgnoInstrumentor"),
+    Sender("agno-openllmetry", "agno", ("agno_agent.py", "openllmetry"), tool=True,
+           note="Agno Agent with OpenLLMetry's AgnoInstrumentor"),
+    Sender("agno-both", "agno", ("agno_agent.py", "both"), tool=True,
+           note="Agno Agent with both instrumentations at once: two descriptions of each model call"),
+    Sender("llama-index-openinference", "llama-index", ("llama_index_agent.py", "openinference"), tool=True,
+           note="LlamaIndex FunctionAgent workflow with OpenInference's LlamaIndexInstrumentor"),
+    Sender("llama-index-openllmetry", "llama-index", ("llama_index_agent.py", "openllmetry"), tool=True,
+           note="LlamaIndex FunctionAgent workflow with OpenLLMetry's LlamaIndexInstrumentor"),
+    Sender("llama-index-both", "llama-index", ("llama_index_agent.py", "both"), tool=True,
+           note="LlamaIndex FunctionAgent workflow with both instrumentations at once"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit"})
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "vercel7", "smolagents", "agno",
+                                  "llama-index"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
 def _reply(request: RecordedRequest) -> Reply:
-    """The scripted answer to whichever scenario question the request carries."""
+    """The scripted answer to whichever scenario question the request carries; when the request offers the
+    scenario's tool and holds no result of it yet, a call of that tool instead."""
     text = request.raw.decode("utf-8", "replace")
     for i, question in enumerate(_peer.QUESTIONS):
         if json.dumps(question)[1:-1] in text or question in text:
+            if f'"{_peer.TOOL}"' in text and _peer.TOOL_RESULT not in text:
+                return Reply("", tool_calls=(ToolCall(_peer.TOOL, _peer.TOOL_ARGUMENTS, f"call_{i}"),),
+                             usage=TOOL_USAGE[i])
+            if f'"{FINAL_ANSWER}"' in text:  # smolagents' agents answer through this tool
+                return Reply("", tool_calls=(ToolCall(FINAL_ANSWER, {"answer": _peer.ANSWERS[i]}, f"answer_{i}"),),
+                             usage=USAGE[i])
             return Reply(_peer.ANSWERS[i], usage=USAGE[i])
     return Reply("unexpected request", usage=(1, 1))
 
@@ -132,9 +169,10 @@ def run_sender(sender: Sender, otlp_endpoint: str, openai_server: FakeOpenAI, an
         "PEER_OTLP_HEADERS": otlp_headers,
         "PEER_OPENAI_BASE_URL": openai_server.base_url,
         "PEER_ANTHROPIC_BASE_URL": anthropic_server.base_url,
-        "PEER_NODE_MODULES": str(ROOT / ".peer-vercel" / "node_modules"),
+        "PEER_NODE_MODULES": str(sender.environment / "node_modules"),
         "PEER_SCENARIO": json.dumps({"system": _peer.SYSTEM, "questions": list(_peer.QUESTIONS),
-                                     "model": _peer.MODEL, "service": _peer.SERVICE}),
+                                     "model": _peer.MODEL, "service": _peer.SERVICE, "tool": _peer.TOOL,
+                                     "tool_description": _peer.TOOL_DESCRIPTION, "tool_result": _peer.TOOL_RESULT}),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     proc = subprocess.run(sender.command(), env=env, capture_output=True, text=True, timeout=timeout)
