@@ -117,6 +117,9 @@ SENDERS = (
            note="LlamaIndex FunctionAgent workflow with OpenLLMetry's LlamaIndexInstrumentor"),
     Sender("llama-index-both", "llama-index", ("llama_index_agent.py", "both"), tool=True,
            note="LlamaIndex FunctionAgent workflow with both instrumentations at once"),
+    Sender("llama-index-otel", "llama-index", ("llama_index_agent.py", "own"), tool=True,
+           note="LlamaIndex FunctionAgent workflow with LlamaIndex's own llama-index-observability-otel: "
+                "the call in LLMChatStartEvent / LLMChatEndEvent span events"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
 RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "vercel7", "smolagents", "agno",
