@@ -43,6 +43,7 @@ class Sender:
     names_provider: bool = True  # False: its spans state no provider (Langfuse generations)
     tool: bool = False  # the tool scenario: per question a tool-call reply, the tool, then the answer
     final_answer: bool = False  # the answer comes as a `final_answer` tool call (smolagents)
+    operation: str = "chat"  # the GenAI operation its model calls are (Google ADK: generate_content)
     note: str = ""
 
     @property
@@ -102,6 +103,8 @@ SENDERS = (
                 "generateText, then streamText"),
     Sender("vercel-ai-7-tool", "vercel7", ("vercel_ai_7.mjs", "tool"), tool=True,
            note="ai 7 as vercel-ai-7 with a tool: invoke_agent, step 1 (chat -> tool call, execute_tool), step 2"),
+    Sender("vercel-ai-7-legacy", "vercel7", ("vercel_ai_7.mjs", "legacy"),
+           note="ai 7 with @ai-sdk/otel's LegacyOpenTelemetry: the ai.* spans, context as ai.settings.context.*"),
     Sender("smolagents-openinference", "smolagents", ("smolagents_agent.py",), tool=True, final_answer=True,
            note="smolagents ToolCallingAgent with OpenInference's SmolagentsInstrumentor: AGENT, CHAIN (steps), "
                 "LLM and TOOL spans; the answer is a final_answer tool call"),
@@ -117,13 +120,24 @@ SENDERS = (
            note="LlamaIndex FunctionAgent workflow with OpenLLMetry's LlamaIndexInstrumentor"),
     Sender("llama-index-both", "llama-index", ("llama_index_agent.py", "both"), tool=True,
            note="LlamaIndex FunctionAgent workflow with both instrumentations at once"),
+    Sender("strands", "strands", ("strands_agent.py", "native"), tool=True, names_provider=False,
+           note="Strands Agents with its own StrandsTelemetry: GenAI semconv, messages as span events"),
+    Sender("strands-latest", "strands", ("strands_agent.py", "latest"), tool=True, names_provider=False,
+           env={"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"},
+           note="Strands Agents, latest experimental GenAI semconv: messages as gen_ai.input/output.messages"),
+    Sender("strands-openinference", "strands", ("strands_agent.py", "openinference"), tool=True, names_provider=False,
+           note="Strands Agents' spans rewritten by OpenInference's StrandsAgentsToOpenInferenceProcessor"),
+    Sender("google-adk", "google-adk", ("google_adk_agent.py",), tool=True, env=CONTENT_ON,
+           operation="generate_content",
+           note="Google ADK LlmAgent (LiteLlm to OpenAI) with ADK's own OpenTelemetry: generate_content spans, "
+                "content in gen_ai.client.inference.operation.details log records"),
     Sender("llama-index-otel", "llama-index", ("llama_index_agent.py", "own"), tool=True,
            note="LlamaIndex FunctionAgent workflow with LlamaIndex's own llama-index-observability-otel: "
                 "the call in LLMChatStartEvent / LLMChatEndEvent span events"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
 RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "vercel7", "smolagents", "agno",
-                                  "llama-index"})
+                                  "llama-index", "strands", "google-adk"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 

@@ -130,6 +130,7 @@ def record(names: list[str]) -> int:
                 arrival.append(name)
             expected = expected_calls(sender)
             for call in expected:
+                call["operation"] = sender.operation
                 call["provider"] = (sender.provider_name or sender.provider) if sender.names_provider else None
                 if sender.provider == "anthropic":
                     call["request_model"] = _peer.ANTHROPIC_MODEL

@@ -75,11 +75,18 @@ def message_text(message: dict) -> str:
     return "\n".join(texts)
 
 
+def _only_tool_results(message: dict) -> bool:
+    parts = message.get("parts")
+    return isinstance(parts, list) and bool(parts) and all(
+        isinstance(p, dict) and p.get("type") == "tool_call_response" for p in parts)
+
+
 def graded_texts(input_messages: str | None, output_messages: str | None,
                  system_instructions: str | None) -> tuple[str, str, str]:
     """(query, response, context): the last user message, the output text, system + tool text."""
     inputs = parse_messages(input_messages)
-    users = [m for m in inputs if m.get("role") == "user"]
+    # Tool results sent as `user` messages (Anthropic's and Bedrock's convention, Strands Agents) are no question.
+    users = [m for m in inputs if m.get("role") == "user" and not _only_tool_results(m)]
     query = message_text(users[-1]) if users else ""
     response = "\n".join(message_text(m) for m in parse_messages(output_messages) if m.get("role") in ("assistant", None))
     context_parts = [message_text(m) for m in inputs if m.get("role") in ("system", "tool")]

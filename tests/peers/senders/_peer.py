@@ -71,8 +71,9 @@ def headers() -> dict[str, str]:
     return dict(part.split("=", 1) for part in raw.split(",") if "=" in part)
 
 
-def tracer_provider(service: str = SERVICE):
-    """A TracerProvider exporting OTLP/HTTP protobuf, set as the global one (Verdict's, via its recipe)."""
+def tracer_provider(service: str = SERVICE, processors=()):
+    """A TracerProvider exporting OTLP/HTTP protobuf, set as the global one (Verdict's, via its recipe);
+    `processors` run before the exporter's (a processor that rewrites spans, OpenInference's for Strands)."""
     from opentelemetry import trace
 
     if VIA_VERDICT:
@@ -86,6 +87,8 @@ def tracer_provider(service: str = SERVICE):
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    for processor in processors:
+        provider.add_span_processor(processor)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint("traces"), headers=headers())))
     trace.set_tracer_provider(provider)
     return provider

@@ -2,7 +2,9 @@
 // documented: `registerTelemetry(new OpenTelemetry())` from @ai-sdk/otel (GenAI-semconv spans:
 // invoke_agent / step N / chat / execute_tool). The first question through generateText, the second
 // through streamText; exported by @opentelemetry/exporter-trace-otlp-proto. Run like vercel_ai.mjs.
-// Argument `tool`: both calls offer the scenario's tool and run up to 3 steps (tool call, tool, answer).
+// Argument `tool`: both calls offer the scenario's tool and run up to 3 steps (tool call, tool, answer);
+// `legacy`: @ai-sdk/otel's LegacyOpenTelemetry instead (the ai.* spans of AI SDK 6, the call's `runtimeContext` as
+// ai.settings.context.*).
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
@@ -10,7 +12,7 @@ import path from "node:path";
 const require = createRequire(path.join(process.env.PEER_NODE_MODULES, "noop.js"));
 const { generateText, streamText, registerTelemetry, tool, stepCountIs } = require("ai");
 const { z } = require("zod");
-const { OpenTelemetry } = require("@ai-sdk/otel");
+const { OpenTelemetry, LegacyOpenTelemetry } = require("@ai-sdk/otel");
 const { createOpenAI } = require("@ai-sdk/openai");
 const { NodeTracerProvider, SimpleSpanProcessor } = require("@opentelemetry/sdk-trace-node");
 const { OTLPTraceExporter } = require("@opentelemetry/exporter-trace-otlp-proto");
@@ -26,12 +28,15 @@ const provider = new NodeTracerProvider({
   spanProcessors: [new SimpleSpanProcessor(exporter)],
 });
 provider.register();
-registerTelemetry(new OpenTelemetry());
+const mode = process.argv[2];
+registerTelemetry(mode === "legacy" ? new LegacyOpenTelemetry() : new OpenTelemetry());
 
 const openai = createOpenAI({ baseURL: process.env.PEER_OPENAI_BASE_URL, apiKey: "sk-fake-peer" });
-const telemetry = { functionId: "billing-answer", metadata: { team: "billing" } };
-const options = { model: openai.chat(scenario.model), system: scenario.system, telemetry };
-if (process.argv[2] === "tool") {
+// The call's runtime context reaches telemetry only for the keys `includeRuntimeContext` names.
+const telemetry = { functionId: "billing-answer", includeRuntimeContext: { tenantTier: true } };
+const options = { model: openai.chat(scenario.model), system: scenario.system, telemetry,
+  runtimeContext: { tenantTier: "pro" } };
+if (mode === "tool") {
   options.tools = {
     [scenario.tool]: tool({
       description: scenario.tool_description,
