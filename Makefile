@@ -153,7 +153,7 @@ PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
 # `make test` replays their recorded fixtures (tests/collector/test_peer_fixtures.py). Also in `lock`.
 PEER_RECORD_FAMILIES := openlit semantic-kernel langfuse genkit
 # The agent frameworks of 2026 (issue 33); the Vercel AI SDK 7 in its own node_modules (.peer-vercel7).
-PEER_RECORD_FAMILIES += smolagents agno llama-index strands google-adk
+PEER_RECORD_FAMILIES += smolagents agno llama-index strands google-adk crewai
 PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
 VERCEL_STAMP := .peer-vercel/.installed
 VERCEL7_STAMP := .peer-vercel7/.installed
@@ -211,6 +211,7 @@ lock: $(LLAMA_STAMP)
 	$(call freeze_venv,peer-llama-index,-r tests/peers/requirements/llama-index.txt)
 	$(call freeze_venv,peer-strands,-r tests/peers/requirements/strands.txt)
 	$(call freeze_venv,peer-google-adk,-r tests/peers/requirements/google-adk.txt)
+	$(call freeze_venv,peer-crewai,-r tests/peers/requirements/crewai.txt)
 	rm -rf $(LOCK_TMP)/vercel && mkdir -p $(LOCK_TMP)/vercel
 	cp tests/peers/vercel/package.json $(LOCK_TMP)/vercel/
 	cd $(LOCK_TMP)/vercel && npm install --package-lock-only --no-audit --no-fund --loglevel=error

@@ -131,13 +131,19 @@ SENDERS = (
            operation="generate_content",
            note="Google ADK LlmAgent (LiteLlm to OpenAI) with ADK's own OpenTelemetry: generate_content spans, "
                 "content in gen_ai.client.inference.operation.details log records"),
+    Sender("crewai-openinference", "crewai", ("crewai_crew.py", "openinference"),
+           note="CrewAI crew with OpenInference's CrewAIInstrumentor and its OpenAI instrumentation"),
+    Sender("crewai-openllmetry", "crewai", ("crewai_crew.py", "openllmetry"),
+           note="CrewAI crew with OpenLLMetry's CrewAIInstrumentor and its OpenAI instrumentation"),
+    Sender("crewai-both", "crewai", ("crewai_crew.py", "both"),
+           note="CrewAI crew with both instrumentations at once"),
     Sender("llama-index-otel", "llama-index", ("llama_index_agent.py", "own"), tool=True,
            note="LlamaIndex FunctionAgent workflow with LlamaIndex's own llama-index-observability-otel: "
                 "the call in LLMChatStartEvent / LLMChatEndEvent span events"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
 RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "vercel7", "smolagents", "agno",
-                                  "llama-index", "strands", "google-adk"})
+                                  "llama-index", "strands", "google-adk", "crewai"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
