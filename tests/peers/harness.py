@@ -131,11 +131,11 @@ SENDERS = (
            operation="generate_content",
            note="Google ADK LlmAgent (LiteLlm to OpenAI) with ADK's own OpenTelemetry: generate_content spans, "
                 "content in gen_ai.client.inference.operation.details log records"),
-    Sender("crewai-openinference", "crewai", ("crewai_crew.py", "openinference"),
+    Sender("crewai-openinference", "crewai", ("crewai_crew.py", "openinference"), tool=True,
            note="CrewAI crew with OpenInference's CrewAIInstrumentor and its OpenAI instrumentation"),
-    Sender("crewai-openllmetry", "crewai", ("crewai_crew.py", "openllmetry"),
+    Sender("crewai-openllmetry", "crewai", ("crewai_crew.py", "openllmetry"), tool=True,
            note="CrewAI crew with OpenLLMetry's CrewAIInstrumentor and its OpenAI instrumentation"),
-    Sender("crewai-both", "crewai", ("crewai_crew.py", "both"),
+    Sender("crewai-both", "crewai", ("crewai_crew.py", "both"), tool=True,
            note="CrewAI crew with both instrumentations at once"),
     Sender("llama-index-otel", "llama-index", ("llama_index_agent.py", "own"), tool=True,
            note="LlamaIndex FunctionAgent workflow with LlamaIndex's own llama-index-observability-otel: "

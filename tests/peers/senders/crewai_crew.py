@@ -1,4 +1,4 @@
-"""Two CrewAI crews (one agent, one task each: the question) on an OpenAI model, traced by the instrumentation
+"""Two CrewAI crews (one agent with the scenario's tool, one task each: the question) on an OpenAI model, traced by the instrumentation
 named in the argument as its docs set it up: `openinference` (CrewAIInstrumentor with OpenInference's OpenAI
 instrumentation for the model calls), `openllmetry` (OpenLLMetry's CrewAIInstrumentor with its OpenAI
 instrumentation, as `Traceloop.init()` turns them on), or `both`."""
@@ -37,12 +37,14 @@ def main() -> None:
     tp = _peer.tracer_provider()
     dists = instrument(mode, tp)
     from crewai import LLM, Agent, Crew, Task
+    from crewai.tools import tool
 
     llm = LLM(model=f"openai/{_peer.MODEL}", base_url=os.environ["PEER_OPENAI_BASE_URL"], api_key="sk-fake-peer")
     packages = _peer.versions("crewai", *dists, "openai", "opentelemetry-sdk")
     calls = []
     for question in _peer.QUESTIONS:
-        agent = Agent(role="billing assistant", goal=_peer.SYSTEM, backstory=_peer.SYSTEM, llm=llm, verbose=False)
+        agent = Agent(role="billing assistant", goal=_peer.SYSTEM, backstory=_peer.SYSTEM, llm=llm, verbose=False,
+                      tools=[tool(_peer.TOOL)(_peer.lookup_charge)])
         task = Task(description=question, expected_output="One sentence.", agent=agent)
         with _peer.intent():
             Crew(agents=[agent], tasks=[task], verbose=False).kickoff()
