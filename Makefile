@@ -153,8 +153,11 @@ PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
 # `make test` replays their recorded fixtures (tests/collector/test_peer_fixtures.py). Also in `lock`.
 PEER_RECORD_FAMILIES := openlit semantic-kernel langfuse genkit langchain gemini bedrock
 PEER_RECORD_FAMILIES += mlflow logfire litellm mistral ollama  # issue 25
+# The agent frameworks of 2026 (issue 33); the Vercel AI SDK 7 in its own node_modules (.peer-vercel7).
+PEER_RECORD_FAMILIES += smolagents agno llama-index strands google-adk crewai
 PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
 VERCEL_STAMP := .peer-vercel/.installed
+VERCEL7_STAMP := .peer-vercel7/.installed
 
 .PHONY: peers peers-record
 
@@ -166,16 +169,16 @@ VERCEL_STAMP := .peer-vercel/.installed
 	.venv-peer-$*/bin/pip install --quiet -c $(LOCKS)/peer-$*.txt --no-deps -e . 'wrapt>=1.16'
 	touch $@
 
-$(VERCEL_STAMP): tests/peers/vercel/package.json tests/peers/vercel/package-lock.json
-	mkdir -p .peer-vercel
-	cp tests/peers/vercel/package.json tests/peers/vercel/package-lock.json .peer-vercel/
-	cd .peer-vercel && npm ci --no-audit --no-fund --loglevel=error
+.peer-%/.installed: tests/peers/%/package.json tests/peers/%/package-lock.json
+	mkdir -p .peer-$*
+	cp tests/peers/$*/package.json tests/peers/$*/package-lock.json .peer-$*/
+	cd .peer-$* && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 peers: $(PEER_STAMPS) $(VERCEL_STAMP)
 
 # Re-record tests/fixtures/dialects/ from the real packages (needs the test venv for the fake LLM).
-peers-record: peers $(PEER_RECORD_STAMPS) $(TEST_STAMP)
+peers-record: peers $(PEER_RECORD_STAMPS) $(VERCEL7_STAMP) $(TEST_STAMP)
 	$(BIN)/python tests/peers/record.py
 
 # Regenerate $(LOCKS)/ (and the Vercel package-lock.json): every environment resolved afresh from its
@@ -212,8 +215,18 @@ lock: $(LLAMA_STAMP)
 	$(call freeze_venv,peer-litellm,-r tests/peers/requirements/litellm.txt)
 	$(call freeze_venv,peer-mistral,-r tests/peers/requirements/mistral.txt)
 	$(call freeze_venv,peer-ollama,-r tests/peers/requirements/ollama.txt)
+	$(call freeze_venv,peer-smolagents,-r tests/peers/requirements/smolagents.txt)
+	$(call freeze_venv,peer-agno,-r tests/peers/requirements/agno.txt)
+	$(call freeze_venv,peer-llama-index,-r tests/peers/requirements/llama-index.txt)
+	$(call freeze_venv,peer-strands,-r tests/peers/requirements/strands.txt)
+	$(call freeze_venv,peer-google-adk,-r tests/peers/requirements/google-adk.txt)
+	$(call freeze_venv,peer-crewai,-r tests/peers/requirements/crewai.txt)
 	rm -rf $(LOCK_TMP)/vercel && mkdir -p $(LOCK_TMP)/vercel
 	cp tests/peers/vercel/package.json $(LOCK_TMP)/vercel/
 	cd $(LOCK_TMP)/vercel && npm install --package-lock-only --no-audit --no-fund --loglevel=error
 	cp $(LOCK_TMP)/vercel/package-lock.json tests/peers/vercel/package-lock.json
+	rm -rf $(LOCK_TMP)/vercel7 && mkdir -p $(LOCK_TMP)/vercel7
+	cp tests/peers/vercel7/package.json $(LOCK_TMP)/vercel7/
+	cd $(LOCK_TMP)/vercel7 && npm install --package-lock-only --no-audit --no-fund --loglevel=error
+	cp $(LOCK_TMP)/vercel7/package-lock.json tests/peers/vercel7/package-lock.json
 	rm -rf $(LOCK_TMP)

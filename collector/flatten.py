@@ -313,7 +313,7 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
         span_id,
         parent,
         span.trace_state or None,
-        span.name,
+        redaction.content(span.name),  # names can hold content: OpenLLMetry names CrewAI task spans by their text
         _KINDS[kind] if 0 <= kind < 6 else str(kind),
         start,
         end,

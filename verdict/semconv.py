@@ -235,6 +235,27 @@ GENKIT_NAME = "genkit:name"
 GENKIT_INPUT = "genkit:input"
 GENKIT_OUTPUT = "genkit:output"
 
+# LlamaIndex's own OpenTelemetry (llama-index-observability-otel): a model call's data is in two span events,
+# their attributes flattened from LlamaIndex's instrumentation events (keys inside `messages` stay in the mapper).
+LLAMA_INDEX_SCOPE = "llamaindex.opentelemetry.tracer"
+LLAMA_INDEX_CHAT_START = "LLMChatStartEvent"
+LLAMA_INDEX_CHAT_END = "LLMChatEndEvent"
+LLAMA_INDEX_MESSAGES = "messages"
+LLAMA_INDEX_MODEL = "model_dict.model_name"
+LLAMA_INDEX_MODEL_CLASS = "model_dict.class_name"
+LLAMA_INDEX_RESPONSE_ROLE = "response.message.role"
+LLAMA_INDEX_RESPONSE_BLOCKS = "response.message.blocks"
+LLAMA_INDEX_RESPONSE_TOOL_CALLS = "response.message.additional_kwargs.tool_calls"
+LLAMA_INDEX_RAW_ID = "response.raw.id"
+LLAMA_INDEX_RAW_MODEL = "response.raw.model"
+LLAMA_INDEX_RAW_CHOICES = "response.raw.choices"
+LLAMA_INDEX_RAW_PROMPT_TOKENS = "response.raw.usage.prompt_tokens"
+LLAMA_INDEX_RAW_COMPLETION_TOKENS = "response.raw.usage.completion_tokens"
+LLAMA_INDEX_RAW_INPUT_TOKENS = "response.raw.usage.input_tokens"
+LLAMA_INDEX_RAW_OUTPUT_TOKENS = "response.raw.usage.output_tokens"
+LLAMA_INDEX_RAW_CACHED_TOKENS = "response.raw.usage.prompt_tokens_details.cached_tokens"
+LLAMA_INDEX_RAW_REASONING_TOKENS = "response.raw.usage.completion_tokens_details.reasoning_tokens"
+
 # Anthropic SDK native spans.
 ANTHROPIC_STOP_REASON = "anthropic.message.stop_reason"
 

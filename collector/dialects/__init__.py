@@ -8,7 +8,8 @@ The precedence rule (docs/tracing.md, *Dialects*), per span:
   1. the span's dialect is the first registry entry that recognises it (most specific marker
      first: the Verdict SDK's scope, `ai.operationId`, `openinference.span.kind`, LiteLLM's scope,
      OpenLLMetry's `llm.request.type` / indexed prompts / `traceloop.*`, Pydantic AI / Logfire,
-     Anthropic's scope, `langfuse.observation.type`, `genkit:type`, `mlflow.spanType`, OpenLIT's
+     Anthropic's scope, `langfuse.observation.type`, `genkit:type`, `mlflow.spanType`, LlamaIndex's own
+     scope, OpenLIT's
      scope or `telemetry.sdk.name`; plain OTel GenAI semconv, then a bare model with the older
      per-message GenAI events, last); no entry: `dialect` is NULL (counted in /stats);
   2. each column takes the standard OTel GenAI attribute when the span carries it (current
@@ -32,6 +33,7 @@ from collector.dialects import (
     genkit,
     langfuse,
     litellm,
+    llama_index,
     mlflow,
     openinference,
     openlit,
@@ -55,6 +57,8 @@ class Dialect:
     name: str
     recognises: Callable[[str, dict], bool]
     map_span: Callable[[str, str, dict, GenAIFields], GenAIFields]
+    # Span events whose attributes map_span reads as the span's (a sender that puts the call in events).
+    event_attributes: frozenset[str] = frozenset()
 
 
 def _verdict(scope_name: str, attrs: dict) -> bool:
@@ -72,6 +76,7 @@ REGISTRY: tuple[Dialect, ...] = (
     Dialect("langfuse", langfuse.recognises, langfuse.map_span),
     Dialect("genkit", genkit.recognises, genkit.map_span),
     Dialect("mlflow", mlflow.recognises, mlflow.map_span),
+    Dialect("llama_index", llama_index.recognises, llama_index.map_span, llama_index.EVENT_ATTRIBUTES),
     Dialect("openlit", openlit.recognises, openlit.map_span),
     Dialect("otel_genai", otel_genai.recognises, otel_genai.map_span),
     Dialect("genai_events", genai_events.recognises, genai_events.map_span),
@@ -94,6 +99,8 @@ def normalise(
     dialect = detect(scope_name, attrs)
     if dialect is None:
         return None, _vocabulary(base)
+    if dialect.event_attributes and events:
+        attrs = {**attrs, **{k: v for e in events if e.name in dialect.event_attributes for k, v in e.attributes.items()}}
     extra = dialect.map_span(scope_name, span_name, attrs, base)
     if extra.operation in PART_OF_CALL:  # the dialect knows better than the span's own operation name
         return dialect.name, base._replace(operation=extra.operation)

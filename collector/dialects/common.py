@@ -127,6 +127,9 @@ _PROVIDERS = {
 }
 
 
+# Frameworks that put their own name where the provider goes (Strands Agents' `gen_ai.system`): no provider stated.
+_FRAMEWORKS = frozenset({"strands-agents"})
+
 _SEEN_PROVIDERS: dict[str, str | None] = {}  # the same few names on every span
 
 
@@ -148,6 +151,8 @@ def provider_name(value) -> str | None:
 
 def _provider_name(text: str) -> str | None:
     key = text.strip().lower()
+    if key in _FRAMEWORKS:
+        return None
     known = _PROVIDERS.get(key)
     if known is None:
         for sep in (".", "-"):
@@ -178,6 +183,8 @@ def text_parts(content) -> list[dict]:
 
 def _part(part: dict) -> dict:
     kind = part.get("type")
+    if kind is None and ("toolUse" in part or "toolResult" in part):  # Bedrock Converse blocks (Strands Agents)
+        return _converse_block(part)
     if kind == "text" or (kind is None and "text" in part):
         return {"type": "text", "content": part.get("text", part.get("content"))}
     if kind in ("tool-call", "tool_use", "tool_call", "function_call"):
@@ -187,6 +194,18 @@ def _part(part: dict) -> dict:
         return tool_response(part.get("toolCallId", part.get("tool_use_id", part.get("id"))),
                              part.get("output", part.get("result", part.get("content", part.get("response")))))
     return dict(part)  # images, files, …: kept as sent (redacted with the rest of the column)
+
+
+def _converse_block(part: dict) -> dict:
+    """`{"toolUse": {toolUseId, name, input}}` or `{"toolResult": {toolUseId, content: [{text}, {json}]}}`."""
+    use = part.get("toolUse")
+    if isinstance(use, dict):
+        return tool_call(use.get("toolUseId"), use.get("name"), use.get("input"))
+    result = part["toolResult"] if isinstance(part.get("toolResult"), dict) else {}
+    content = result.get("content")
+    texts = [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)] \
+        if isinstance(content, list) else []
+    return tool_response(result.get("toolUseId"), "\n".join(texts) if texts else content)
 
 
 def tool_call(call_id, name, arguments) -> dict:

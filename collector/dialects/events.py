@@ -80,7 +80,9 @@ def event_messages(name: str | None, attrs: dict, body=None) -> list[tuple[str, 
         return [("system", part) for part in text_parts(payload.get("content"))]
     if name == CHOICE:
         message = payload.get("message")
-        if not isinstance(message, dict):
+        if isinstance(message, (str, list)):  # the content alone (Strands Agents: Converse blocks as JSON)
+            message = {"content": message}
+        elif not isinstance(message, dict):
             message = payload
         out_message = chat_message({**message, "role": message.get("role") or "assistant"})
         if payload.get("finish_reason") is not None:
@@ -88,7 +90,9 @@ def event_messages(name: str | None, attrs: dict, body=None) -> list[tuple[str, 
         return [("output", out_message)]
     role = INPUT_ROLES[name]
     if role == "tool":
-        return [("input", {"role": "tool", "parts": [tool_response(payload.get("id"), payload.get("content"))]})]
+        results = [p for p in text_parts(payload.get("content")) if p["type"] == "tool_call_response"]
+        return [("input", {"role": "tool", "parts": results or [tool_response(payload.get("id"),
+                                                                                 payload.get("content"))]})]
     return [("input", chat_message({**payload, "role": payload.get("role") or role}))]
 
 

@@ -1,6 +1,10 @@
 """OpenInference (Arize Phoenix) spans: `openinference.span.kind`, `llm.*`, flattened messages
 `llm.{input,output}_messages.N.message.{role,content,contents.K.message_content.*,tool_calls.K.tool_call.*}`,
 `llm.token_count.*`, and `input.value` / `output.value` when no flattened messages were sent.
+
+LlamaIndex's instrumentation gives every instrumented method of a model class the LLM kind, its private
+helpers too (`OpenAI._prepare_chat_with_tools` before each call of a FunctionAgent): a span named after a
+`_`-prefixed method is such a helper, not a model call.
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ def _json_value(attrs: dict, key: str, mime_type_key: str):
 def map_span(scope_name: str, name: str, attrs: dict, base: GenAIFields) -> GenAIFields:
     kind = attrs.get(OPENINFERENCE_SPAN_KIND)
     operation = _OPERATIONS.get(kind) if isinstance(kind, str) else None
-    if operation is None:  # chains, agents, tools, retrievers: not a model call
+    if operation is None or name.rsplit(".", 1)[-1].startswith("_"):  # chains, agents, tools, helpers: no call
         return EMPTY
     inputs = [_message(i) for i in indexed(attrs, OPENINFERENCE_INPUT_MESSAGES)]
     outputs = [_message(i) for i in indexed(attrs, OPENINFERENCE_OUTPUT_MESSAGES)]

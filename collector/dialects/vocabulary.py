@@ -15,8 +15,10 @@ import orjson
 from collector.dialects.common import GenAIFields, Messages, parse_json, provider_name
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
-# Other senders' names for the same roles (Gemini `model`, LangChain `human`/`ai`, OpenAI `developer`/`function`).
-ROLE_ALIASES = {"model": "assistant", "ai": "assistant", "human": "user", "developer": "system", "function": "tool"}
+# Other senders' names for the same roles (Gemini `model`, LangChain `human`/`ai`, OpenAI `developer`/`function`,
+# smolagents' `tool-call` (the assistant's request, as text) and `tool-response` (the tool's observation)).
+ROLE_ALIASES = {"model": "assistant", "ai": "assistant", "human": "user", "developer": "system", "function": "tool",
+                "tool-call": "assistant", "tool-response": "tool"}
 _ROLE = re.compile(r'"role"\s*:\s*"([^"\\]*)"')
 
 

@@ -320,6 +320,26 @@ GENKIT = Case("genkit-js", "genkit", (trace_request(
     expect={"operation": "generate_content", "provider": "gcp.gemini", "request_model": "gemini-2.5-flash",
             "input_tokens": 48, "output_tokens": 12, "reasoning_tokens": 30, "cached_input_tokens": 6, "finish_reasons": ["stop"]})
 
+# LlamaIndex's own OpenTelemetry (llama-index-observability-otel) with an Anthropic model: a workflow step (no
+# call) around the model method whose LLMChatStartEvent / LLMChatEndEvent span events hold the call; Anthropic's
+# raw usage names (input_tokens / output_tokens).
+LLAMA_INDEX = Case("llama-index-own", "llama_index", (trace_request(
+    SpanSpec("llamaindex.opentelemetry.tracer", "BaseWorkflowAgent.run_agent_step", {
+        "llamaindex.run_id": "run1", "llamaindex.step.input_summary": f"AgentSetup(input={QUESTION})"},
+        trace=0xD1, span=0xD1, end=T0 + 2_000_000_000),
+    SpanSpec("llamaindex.opentelemetry.tracer", "Anthropic.achat", {"llamaindex.run_id": "run1"},
+             trace=0xD1, span=0xD2, parent=0xD1, start=T0 + 100_000_000, events=[
+        ("LLMChatStartEvent", {"messages": json.dumps([
+            {"role": "system", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": SYSTEM}]},
+            {"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": QUESTION}]}]),
+            "model_dict.model_name": "claude-haiku-4-5", "model_dict.class_name": "Anthropic_LLM"}),
+        ("LLMChatEndEvent", {"response.message.role": "assistant",
+                             "response.message.blocks": json.dumps([{"block_type": "text", "text": ANSWER}]),
+                             "response.raw.id": "msg_li1", "response.raw.model": "claude-haiku-4-5-20251001",
+                             "response.raw.usage.input_tokens": 61, "response.raw.usage.output_tokens": 13})])),),
+    expect={"operation": "chat", "provider": "anthropic", "request_model": "claude-haiku-4-5", "input_tokens": 61,
+            "output_tokens": 13, "response_id": "msg_li1", "response_model": "claude-haiku-4-5-20251001"})
+
 # The Verdict SDK's span around a call that openai-v2 also instruments (both record the response id, as the
 # real SDK does): one call, the SDK's row.
 VERDICT_AND_V2 = Case("verdict+openai-v2", "verdict", (trace_request(
@@ -366,4 +386,5 @@ LITELLM = Case("litellm-otel", "litellm", (trace_request(
             "input_tokens": 39, "output_tokens": 12})
 
 CASES = (OPENINFERENCE, OPENLLMETRY_OLD, OPENAI_V2_EVENTS, OPENAI_V2_DETAILS, ANTHROPIC_TWICE, VERCEL,
-         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS, LANGFUSE, GENKIT, MLFLOW, LITELLM)
+         PYDANTIC_AI, OTEL_OLD_EVENTS, VERDICT_AND_V2, OPENLIT_TEXT, GENAI_EVENTS, LANGFUSE, GENKIT, MLFLOW, LITELLM,
+         LLAMA_INDEX)

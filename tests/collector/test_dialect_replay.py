@@ -62,7 +62,8 @@ def test_every_dialect_gives_one_redacted_row_per_call(collector_factory, logs_f
     stats = collector.stats()
     assert stats["spans_by_dialect"] == {"openinference": 1, "openllmetry": 2, "otel_genai": 4, "anthropic": 1,
                                          "vercel_ai": 2, "pydantic_ai": 2, "verdict": 1, "openlit": 1, "genai_events": 1, "langfuse": 2, "genkit": 2,
-                                         "mlflow": 2, "litellm": 2}
+                                         "mlflow": 2, "litellm": 2,
+                                         "llama_index": 2}
     assert stats["logs_received"] == stats["logs_written"] == 4
     assert collector.stop() == 0
     assert find_secrets(collector.data_dir, payloads.SECRETS, "".join(collector.log)) == []

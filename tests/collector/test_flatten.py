@@ -30,6 +30,7 @@ def _request():
             kv.value.string_value = json.dumps([{"role": "user", "parts": [{"type": "text", "content": EMAIL}]}])
     event = span.events.add(name="note", time_unix_nano=span.start_time_unix_nano)
     event.attributes.add(key="text").value.string_value = EMAIL
+    span.name = f"Reply to {EMAIL}.task"  # OpenLLMetry names a CrewAI task span after the task's text
     return request
 
 
@@ -54,6 +55,7 @@ def test_redaction_modes(mode, redacted, structural_redacted):
     assert (EMAIL not in row["input_messages"]) is redacted
     assert (EMAIL not in row["attributes"]) is redacted  # a free-text attribute and a nested list of maps
     assert (EMAIL not in row["events"]) is redacted
+    assert (EMAIL not in row["name"]) is redacted
     assert (ADDRESS not in row["attributes"]) is structural_redacted
     assert row["output_messages"] and row["system_instructions"]  # untouched content survives
 

@@ -128,6 +128,33 @@ def test_graded_texts_reads_semconv_messages():
     assert graded_texts(None, "not json", None) == ("", "", "")
 
 
+def test_graded_texts_reads_a_final_answer_tool_call_as_the_answer():
+    """smolagents' agents answer only through a `final_answer` tool call (arguments as an object or JSON text);
+    any other tool call, or a final_answer without a string `answer`, is no answer text."""
+    inputs = '[{"role": "user", "parts": [{"type": "text", "content": "Why?"}]}]'
+
+    def output(name: str, arguments) -> str:
+        return json.dumps([{"role": "assistant", "parts": [
+            {"type": "tool_call", "id": "c1", "name": name, "arguments": arguments}]}])
+
+    assert graded_texts(inputs, output("final_answer", {"answer": "Because."}), None)[1] == "Because."
+    assert graded_texts(inputs, output("final_answer", '{"answer": "Because."}'), None)[1] == "Because."
+    assert graded_texts(inputs, output("lookup_charge", {"answer": "no"}), None)[1] == ""
+    assert graded_texts(inputs, output("final_answer", "{not json"), None)[1] == ""
+    assert graded_texts(inputs, output("final_answer", {"answer": 3}), None)[1] == ""
+
+
+def test_graded_texts_question_is_not_a_tool_result_sent_as_user():
+    """Anthropic, Bedrock and Strands Agents send tool results as `user` messages: the question is the last
+    user message with text, and the tool result is context."""
+    inputs = json.dumps([
+        {"role": "user", "parts": [{"type": "text", "content": "Why two charges?"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {}}]},
+        {"role": "user", "parts": [{"type": "tool_call_response", "id": "c1", "response": "two charges"}]}])
+    outputs = '[{"role": "assistant", "parts": [{"type": "text", "content": "One is pending."}]}]'
+    assert graded_texts(inputs, outputs, None)[:2] == ("Why two charges?", "One is pending.")
+
+
 def test_intents_listed_in_fixture_are_all_sampled(lake, tmp_path):
     store = StateStore(tmp_path / "s")
     sample(store, lake, TenantId("acme"), Sampling(per_cluster_per_window=1), NOW)

@@ -26,6 +26,7 @@ from verdict_demo.fake_llm import (
     FakeServer,
     RecordedRequest,
     Reply,
+    ToolCall,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,14 +35,17 @@ FIXTURES = ROOT / "tests" / "fixtures" / "dialects"
 sys.path.insert(0, str(SENDERS_DIR))
 import _peer  # noqa: E402  (the scenario, shared with the side-venv scripts)
 
-# (input_tokens, output_tokens) the fake servers report for each question, so tokens are checkable.
+# (input_tokens, output_tokens) the fake servers report for each question, so tokens are checkable;
+# TOOL_USAGE for the tool-call reply that comes first in the tool scenario.
 USAGE = ((41, 17), (23, 11))
+TOOL_USAGE = ((37, 9), (29, 8))
+FINAL_ANSWER = "final_answer"  # verdict_daemon.service.material.FINAL_ANSWER_TOOL
 
 
 @dataclass(frozen=True)
 class Sender:
     name: str  # fixture directory under tests/fixtures/dialects/
-    family: str  # side venv .venv-peer-<family> (or "vercel": node_modules in .peer-vercel)
+    family: str  # side venv .venv-peer-<family> (or a Node family "vercel*": node_modules in .peer-<family>)
     argv: tuple[str, ...]  # script under senders/ and its arguments
     env: dict[str, str] = field(default_factory=dict)
     provider: str = "openai"  # which fake server the calls go to
@@ -49,21 +53,27 @@ class Sender:
     names_provider: bool = True  # False: its spans state no provider (Langfuse generations)
     model: str = ""  # the model its calls name, when not the scenario's (_peer.MODEL / ANTHROPIC_MODEL)
     model_as_sent: str = ""  # the model name its spans state, when not the one the app asked for
+    tool: bool = False  # the tool scenario: per question a tool-call reply, the tool, then the answer
+    final_answer: bool = False  # the answer comes as a `final_answer` tool call (smolagents)
+    operation: str = "chat"  # the GenAI operation its model calls are (Google ADK: generate_content)
     note: str = ""
 
     @property
-    def python(self) -> Path:
-        return ROOT / f".venv-peer-{self.family}" / "bin" / "python"
+    def node(self) -> bool:
+        return self.family.startswith("vercel")
+
+    @property
+    def environment(self) -> Path:
+        return ROOT / (f".peer-{self.family}" if self.node else f".venv-peer-{self.family}")
 
     def command(self) -> list[str]:
         script = str(SENDERS_DIR / self.argv[0])
-        if self.family == "vercel":
+        if self.node:
             return ["node", script, *self.argv[1:]]
-        return [str(self.python), script, *self.argv[1:]]
+        return [str(self.environment / "bin" / "python"), script, *self.argv[1:]]
 
     def installed(self) -> bool:
-        marker = ROOT / (".peer-vercel" if self.family == "vercel" else f".venv-peer-{self.family}") / ".installed"
-        return marker.exists()
+        return (self.environment / ".installed").exists()
 
 
 CONTENT_ON = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
@@ -112,12 +122,12 @@ SENDERS = (
     Sender("gemini-otel", "gemini", ("gemini_generate.py", "otel"),
            {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_and_event"}, provider="gemini",
-           provider_name="gcp.gemini",
+           provider_name="gcp.gemini", operation="generate_content",
            note="the OpenTelemetry contrib google-genai instrumentation (latest semconv, content on span and event)"),
     Sender("gemini-openinference", "gemini", ("gemini_generate.py", "openinference"), provider="gemini",
-           provider_name="gcp.gemini", note="OpenInference google-genai: the answer's role is Gemini's `model`"),
+           provider_name="gcp.gemini", operation="generate_content", note="OpenInference google-genai: the answer's role is Gemini's `model`"),
     Sender("gemini-openllmetry", "gemini", ("gemini_generate.py", "openllmetry"), provider="gemini",
-           provider_name="gcp.gemini", note="OpenLLMetry google-generativeai on the google-genai client"),
+           provider_name="gcp.gemini", operation="generate_content", note="OpenLLMetry google-generativeai on the google-genai client"),
     Sender("bedrock-openinference", "bedrock", ("bedrock_runtime.py", "openinference"), provider="bedrock",
            provider_name="aws.bedrock", note="boto3 bedrock-runtime, Converse then InvokeModel, under OpenInference"),
     Sender("bedrock-openllmetry", "bedrock", ("bedrock_runtime.py", "openllmetry"), provider="bedrock",
@@ -151,18 +161,70 @@ SENDERS = (
            model="llama3.2", note="the ollama client's native /api/chat under OpenLLMetry"),
     Sender("openinference-ollama", "ollama", ("ollama_chat.py", "openinference"), provider_name="ollama",
            model="llama3.2", note="the ollama client's native /api/chat under OpenInference"),
+
+    # Agent frameworks of 2026 (issue 33), each with its documented OpenTelemetry set-up; record-only too.
+    Sender("vercel-ai-7", "vercel7", ("vercel_ai_7.mjs",),
+           note="ai 7 with registerTelemetry(new OpenTelemetry()) from @ai-sdk/otel: GenAI-semconv spans; "
+                "generateText, then streamText"),
+    Sender("vercel-ai-7-tool", "vercel7", ("vercel_ai_7.mjs", "tool"), tool=True,
+           note="ai 7 as vercel-ai-7 with a tool: invoke_agent, step 1 (chat -> tool call, execute_tool), step 2"),
+    Sender("vercel-ai-7-legacy", "vercel7", ("vercel_ai_7.mjs", "legacy"),
+           note="ai 7 with @ai-sdk/otel's LegacyOpenTelemetry: the ai.* spans, context as ai.settings.context.*"),
+    Sender("smolagents-openinference", "smolagents", ("smolagents_agent.py",), tool=True, final_answer=True,
+           note="smolagents ToolCallingAgent with OpenInference's SmolagentsInstrumentor: AGENT, CHAIN (steps), "
+                "LLM and TOOL spans; the answer is a final_answer tool call"),
+    Sender("agno-openinference", "agno", ("agno_agent.py", "openinference"), tool=True,
+           note="Agno Agent with OpenInference's AgnoInstrumentor"),
+    Sender("agno-openllmetry", "agno", ("agno_agent.py", "openllmetry"), tool=True,
+           note="Agno Agent with OpenLLMetry's AgnoInstrumentor"),
+    Sender("agno-both", "agno", ("agno_agent.py", "both"), tool=True,
+           note="Agno Agent with both instrumentations at once: two descriptions of each model call"),
+    Sender("llama-index-openinference", "llama-index", ("llama_index_agent.py", "openinference"), tool=True,
+           note="LlamaIndex FunctionAgent workflow with OpenInference's LlamaIndexInstrumentor"),
+    Sender("llama-index-openllmetry", "llama-index", ("llama_index_agent.py", "openllmetry"), tool=True,
+           note="LlamaIndex FunctionAgent workflow with OpenLLMetry's LlamaIndexInstrumentor"),
+    Sender("llama-index-both", "llama-index", ("llama_index_agent.py", "both"), tool=True,
+           note="LlamaIndex FunctionAgent workflow with both instrumentations at once"),
+    Sender("strands", "strands", ("strands_agent.py", "native"), tool=True, names_provider=False,
+           note="Strands Agents with its own StrandsTelemetry: GenAI semconv, messages as span events"),
+    Sender("strands-latest", "strands", ("strands_agent.py", "latest"), tool=True, names_provider=False,
+           env={"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"},
+           note="Strands Agents, latest experimental GenAI semconv: messages as gen_ai.input/output.messages"),
+    Sender("strands-openinference", "strands", ("strands_agent.py", "openinference"), tool=True, names_provider=False,
+           note="Strands Agents' spans rewritten by OpenInference's StrandsAgentsToOpenInferenceProcessor"),
+    Sender("google-adk", "google-adk", ("google_adk_agent.py",), tool=True, env=CONTENT_ON,
+           operation="generate_content",
+           note="Google ADK LlmAgent (LiteLlm to OpenAI) with ADK's own OpenTelemetry: generate_content spans, "
+                "content in gen_ai.client.inference.operation.details log records"),
+    Sender("crewai-openinference", "crewai", ("crewai_crew.py", "openinference"), tool=True,
+           note="CrewAI crew with OpenInference's CrewAIInstrumentor and its OpenAI instrumentation"),
+    Sender("crewai-openllmetry", "crewai", ("crewai_crew.py", "openllmetry"), tool=True,
+           note="CrewAI crew with OpenLLMetry's CrewAIInstrumentor and its OpenAI instrumentation"),
+    Sender("crewai-both", "crewai", ("crewai_crew.py", "both"), tool=True,
+           note="CrewAI crew with both instrumentations at once"),
+    Sender("llama-index-otel", "llama-index", ("llama_index_agent.py", "own"), tool=True,
+           note="LlamaIndex FunctionAgent workflow with LlamaIndex's own llama-index-observability-otel: "
+                "the call in LLMChatStartEvent / LLMChatEndEvent span events"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
 RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "langchain", "gemini", "bedrock"}
-                                  | {"mlflow", "logfire", "litellm", "mistral", "ollama"})
+                                  | {"mlflow", "logfire", "litellm", "mistral", "ollama"}
+                                  | {"vercel7", "smolagents", "agno", "llama-index", "strands", "google-adk", "crewai"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
 def _reply(request: RecordedRequest) -> Reply:
-    """The scripted answer to whichever scenario question the request carries."""
+    """The scripted answer to whichever scenario question the request carries; when the request offers the
+    scenario's tool and holds no result of it yet, a call of that tool instead."""
     text = request.raw.decode("utf-8", "replace")
     for i, question in enumerate(_peer.QUESTIONS):
         if json.dumps(question)[1:-1] in text or question in text:
+            if f'"{_peer.TOOL}"' in text and _peer.TOOL_RESULT not in text:
+                return Reply("", tool_calls=(ToolCall(_peer.TOOL, _peer.TOOL_ARGUMENTS, f"call_{i}"),),
+                             usage=TOOL_USAGE[i])
+            if f'"{FINAL_ANSWER}"' in text:  # smolagents' agents answer through this tool
+                return Reply("", tool_calls=(ToolCall(FINAL_ANSWER, {"answer": _peer.ANSWERS[i]}, f"answer_{i}"),),
+                             usage=USAGE[i])
             return Reply(_peer.ANSWERS[i], usage=USAGE[i])
     return Reply("unexpected request", usage=(1, 1))
 
@@ -222,9 +284,10 @@ def _run(sender: Sender, otlp_endpoint: str, urls: dict[str, str], otlp_headers:
         "PEER_OTLP_ENDPOINT": otlp_endpoint,
         "PEER_OTLP_HEADERS": otlp_headers,
         **urls,
-        "PEER_NODE_MODULES": str(ROOT / ".peer-vercel" / "node_modules"),
+        "PEER_NODE_MODULES": str(sender.environment / "node_modules"),
         "PEER_SCENARIO": json.dumps({"system": _peer.SYSTEM, "questions": list(_peer.QUESTIONS),
-                                     "model": _peer.MODEL, "service": _peer.SERVICE}),
+                                     "model": _peer.MODEL, "service": _peer.SERVICE, "tool": _peer.TOOL,
+                                     "tool_description": _peer.TOOL_DESCRIPTION, "tool_result": _peer.TOOL_RESULT}),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     proc = subprocess.run(sender.command(), env=env, capture_output=True, text=True, timeout=timeout)

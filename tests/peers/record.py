@@ -22,7 +22,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.peers.harness import FIXTURES, SENDERS, USAGE, _peer, fake_providers, run_sender  # noqa: E402
+from tests.peers.harness import (  # noqa: E402
+    FINAL_ANSWER,
+    FIXTURES,
+    SENDERS,
+    TOOL_USAGE,
+    USAGE,
+    Sender,
+    _peer,
+    fake_providers,
+    run_sender,
+)
 
 
 class Capture(ThreadingHTTPServer):
@@ -77,12 +87,18 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def expected_calls() -> list[dict]:
-    return [
-        {"request_model": _peer.MODEL, "input_tokens": usage[0], "output_tokens": usage[1],
-         "question": question, "answer": answer}
-        for question, answer, usage in zip(_peer.QUESTIONS, _peer.ANSWERS, USAGE, strict=True)
-    ]
+def expected_calls(sender: Sender) -> list[dict]:
+    """Per question its answer (as a `final_answer` tool call where the framework answers so); in the tool
+    scenario first the call that asks for the tool (`tool_call`)."""
+    calls = []
+    for question, answer, usage, tool_usage in zip(_peer.QUESTIONS, _peer.ANSWERS, USAGE, TOOL_USAGE, strict=True):
+        if sender.tool:
+            calls.append({"request_model": _peer.MODEL, "input_tokens": tool_usage[0],
+                          "output_tokens": tool_usage[1], "question": question, "tool_call": _peer.TOOL})
+        calls.append({"request_model": _peer.MODEL, "input_tokens": usage[0], "output_tokens": usage[1],
+                      "question": question, "answer": answer,
+                      **({"tool_call": FINAL_ANSWER} if sender.final_answer else {})})
+    return calls
 
 
 def record(names: list[str]) -> int:
@@ -112,8 +128,9 @@ def record(names: list[str]) -> int:
                 (out / name).write_bytes(body)
                 files[signal].append(name)
                 arrival.append(name)
-            expected = expected_calls()
+            expected = expected_calls(sender)
             for call in expected:
+                call["operation"] = sender.operation
                 call["provider"] = (sender.provider_name or sender.provider) if sender.names_provider else None
                 if sender.provider == "anthropic":
                     call["request_model"] = _peer.ANTHROPIC_MODEL

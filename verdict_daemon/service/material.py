@@ -51,8 +51,26 @@ def parse_messages(raw: str | None) -> list[dict]:
     return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
+# Agents that answer by calling a tool (smolagents' ToolCallingAgent): that call's `answer` argument is the answer.
+FINAL_ANSWER_TOOL = "final_answer"
+
+
+def final_answer(part: dict) -> str | None:
+    """The answer a `final_answer` tool-call part carries (arguments as an object or its JSON text), else None."""
+    if part.get("type") != "tool_call" or part.get("name") != FINAL_ANSWER_TOOL:
+        return None
+    arguments = part.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None
+    answer = arguments.get("answer") if isinstance(arguments, dict) else None
+    return answer if isinstance(answer, str) else None
+
+
 def message_text(message: dict) -> str:
-    """The text of one message: its text and tool-response parts, or a plain string `content`."""
+    """The text of one message: its text, tool-response and final-answer parts, or a plain string `content`."""
     parts = message.get("parts")
     if not isinstance(parts, list):
         content = message.get("content")
@@ -62,14 +80,23 @@ def message_text(message: dict) -> str:
         if isinstance(part, dict) and part.get("type") in ("text", "tool_call_response"):
             content = part.get("content", part.get("response"))
             texts.append(content if isinstance(content, str) else json.dumps(content))
+        elif isinstance(part, dict) and (answer := final_answer(part)) is not None:
+            texts.append(answer)
     return "\n".join(texts)
+
+
+def _only_tool_results(message: dict) -> bool:
+    parts = message.get("parts")
+    return isinstance(parts, list) and bool(parts) and all(
+        isinstance(p, dict) and p.get("type") == "tool_call_response" for p in parts)
 
 
 def graded_texts(input_messages: str | None, output_messages: str | None,
                  system_instructions: str | None) -> tuple[str, str, str]:
     """(query, response, context): the last user message, the output text, system + tool text."""
     inputs = parse_messages(input_messages)
-    users = [m for m in inputs if m.get("role") == "user"]
+    # Tool results sent as `user` messages (Anthropic's and Bedrock's convention, Strands Agents) are no question.
+    users = [m for m in inputs if m.get("role") == "user" and not _only_tool_results(m)]
     query = message_text(users[-1]) if users else ""
     response = "\n".join(message_text(m) for m in parse_messages(output_messages) if m.get("role") in ("assistant", None))
     context_parts = [message_text(m) for m in inputs if m.get("role") in ("system", "tool")]

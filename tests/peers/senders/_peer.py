@@ -38,6 +38,23 @@ ANSWERS = (
     f"The duplicate charge is a pending authorisation; a note went to {EMAIL}.",
     "Yes, the second charge will be refunded within five days.",
 )
+# The tool scenario (agent frameworks): the model first asks for this tool, then answers with its result, so
+# each question is two model calls (a tool call, then the answer) around one tool execution.
+TOOL = "lookup_charge"
+TOOL_DESCRIPTION = "Look up the charges on a card by its last four digits."
+TOOL_ARGUMENTS = {"card_last4": "1111"}
+TOOL_RESULT = "two charges of 12.00 EUR on 2026-12-01"
+
+
+def lookup_charge(card_last4: str) -> str:
+    """Look up the charges on a card by its last four digits.
+
+    Args:
+        card_last4: the card's last four digits.
+    """
+    return TOOL_RESULT
+
+
 MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
 GEMINI_MODEL = "gemini-2.0-flash"
@@ -56,8 +73,9 @@ def headers() -> dict[str, str]:
     return dict(part.split("=", 1) for part in raw.split(",") if "=" in part)
 
 
-def tracer_provider(service: str = SERVICE):
-    """A TracerProvider exporting OTLP/HTTP protobuf, set as the global one (Verdict's, via its recipe)."""
+def tracer_provider(service: str = SERVICE, processors=()):
+    """A TracerProvider exporting OTLP/HTTP protobuf, set as the global one (Verdict's, via its recipe);
+    `processors` run before the exporter's (a processor that rewrites spans, OpenInference's for Strands)."""
     from opentelemetry import trace
 
     if VIA_VERDICT:
@@ -71,6 +89,8 @@ def tracer_provider(service: str = SERVICE):
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    for processor in processors:
+        provider.add_span_processor(processor)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint("traces"), headers=headers())))
     trace.set_tracer_provider(provider)
     return provider
