@@ -326,9 +326,9 @@ GENKIT = Case("genkit-js", "genkit", (trace_request(
 LLAMA_INDEX = Case("llama-index-own", "llama_index", (trace_request(
     SpanSpec("llamaindex.opentelemetry.tracer", "BaseWorkflowAgent.run_agent_step", {
         "llamaindex.run_id": "run1", "llamaindex.step.input_summary": f"AgentSetup(input={QUESTION})"},
-        trace=0xD1, span=0xD1, end=T0 + 2_000_000_000),
+        trace=0xF1, span=0xF1, end=T0 + 2_000_000_000),
     SpanSpec("llamaindex.opentelemetry.tracer", "Anthropic.achat", {"llamaindex.run_id": "run1"},
-             trace=0xD1, span=0xD2, parent=0xD1, start=T0 + 100_000_000, events=[
+             trace=0xF1, span=0xF2, parent=0xF1, start=T0 + 100_000_000, events=[
         ("LLMChatStartEvent", {"messages": json.dumps([
             {"role": "system", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": SYSTEM}]},
             {"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": QUESTION}]}]),
