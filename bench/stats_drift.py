@@ -126,19 +126,36 @@ def child_delays(seeds: int, repeats: int) -> dict:
 
 
 def child_shares(seeds: int, repeats: int) -> dict:
-    """Power of one run at the closing decision's level 0.04 by the coverage tests' share of it: a 10-point drop
-    (0.90 -> 0.80) in one of 20 x 5 PASS/FAIL cells at n = 400/400 (tests/stats/test_drift_gates.py's data),
-    seeds 60..60+seeds-1: how often it is a regression."""
+    """Power of one run at the closing decision's level 0.04 by the coverage tests' share of it, on 20 x 5
+    PASS/FAIL cells at n = 400/400 (tests/stats/test_drift_gates.py's data), seeds 60..60+seeds-1: how often a
+    10-point drop (0.90 -> 0.80) in one cell is a regression, and how often a rise of that cell's UNCLEAR share
+    from 5 to 15 % (every cell 5 % UNCLEAR otherwise) is a coverage drop."""
+    import numpy as np
+    import pyarrow as pa
+
     from tests.stats.test_drift_gates import CLOSING_ALPHA, NOW, judgments
-    from verdict.drift import CellStatus, DriftDetector
+    from verdict.drift import CellStatus, CoverageStatus, DriftDetector
+
+    def unclear(table: pa.Table, seed: int) -> pa.Table:
+        rng = np.random.default_rng(10_000 + seed)
+        now_s = NOW.timestamp() * 1e6
+        started = table.column("started_at").cast(pa.int64()).to_numpy()
+        first_cell = (table.column("cluster").to_numpy(zero_copy_only=False) == "c00") & \
+            (table.column("dimension").to_numpy(zero_copy_only=False) == "d0")
+        share = np.where(first_cell & (started >= now_s - 86_400e6), 0.15, 0.05)
+        value = np.where(rng.random(len(table)) < share, "UNCLEAR", table.column("value").to_numpy(zero_copy_only=False))
+        return table.set_column(table.schema.get_field_index("value"), "value", pa.array(value, pa.string()))
 
     detectors = {share: DriftDetector(alpha=CLOSING_ALPHA, coverage_alpha_share=share) for share in (0.0, 0.1, 0.2)}
-    hits = dict.fromkeys(detectors, 0)
+    hits, rises = dict.fromkeys(detectors, 0), dict.fromkeys(detectors, 0)
     for seed in range(60, 60 + seeds):
-        table = judgments(seed, 0.10)
+        drop, rise = judgments(seed, 0.10), unclear(judgments(seed, 0.0), seed)
         for share, det in detectors.items():
-            hits[share] += det.detect(table, now=NOW).cell("fp", "c00", "d0").status is CellStatus.REGRESSION
-    return {"seeds": seeds, "hits": [[share, n] for share, n in hits.items()]}
+            hits[share] += det.detect(drop, now=NOW).cell("fp", "c00", "d0").status is CellStatus.REGRESSION
+            rises[share] += det.detect(rise, now=NOW).cell("fp", "c00", "d0").coverage.status is \
+                CoverageStatus.COVERAGE_DROP
+    return {"seeds": seeds, "hits": [[share, n] for share, n in hits.items()],
+            "rises": [[share, n] for share, n in rises.items()]}
 
 
 CHILDREN = {"drift": child_drift, "cliff": child_cliff, "bt": child_bt, "schedule": child_schedule,
@@ -239,6 +256,10 @@ def _print_shares(sim: dict) -> None:
 
     print(f"10-point drop at n = 400/400 among 100 cells, run level 0.04, seeds 60..{59 + sim['seeds']}: regression in")
     for share, hits in sim["hits"]:
+        low, high = proportion_confint(hits, sim["seeds"], alpha=0.05, method="beta")
+        print(f"  coverage_alpha_share {share:<4} {hits:>4} of {sim['seeds']} [{low:.1%}, {high:.1%}]")
+    print("UNCLEAR share of one cell rising 5 -> 15 % (the others at 5 %), same data: coverage drop in")
+    for share, hits in sim["rises"]:
         low, high = proportion_confint(hits, sim["seeds"], alpha=0.05, method="beta")
         print(f"  coverage_alpha_share {share:<4} {hits:>4} of {sim['seeds']} [{low:.1%}, {high:.1%}]")
 
