@@ -3,7 +3,8 @@
 Old: `gen_ai.prompt.N.{role,content,tool_call_id}`, `gen_ai.completion.N.{role,content,
 finish_reason,tool_calls.K.{id,name,arguments}}`, `llm.request.type`, `llm.usage.*`,
 `gen_ai.usage.prompt_tokens`; current versions (0.62) send the semconv attributes (read first by
-the precedence rule), recognised by their extra `gen_ai.is_streaming` / `gen_ai.usage.total_tokens`.
+the precedence rule), recognised by their extra `gen_ai.is_streaming` / `gen_ai.usage.total_tokens` under
+an `opentelemetry.instrumentation.*` scope.
 """
 
 from __future__ import annotations
@@ -44,11 +45,19 @@ _FRAMEWORK_STEPS = {"workflow": "invoke_workflow", "task": "execute_task", "agen
 
 
 _MARKERS = (OPENLLMETRY_REQUEST_TYPE, OPENLLMETRY_FIRST_PROMPT_CONTENT, OPENLLMETRY_FIRST_COMPLETION_CONTENT,
-            OPENLLMETRY_GEN_AI_IS_STREAMING, OPENLLMETRY_IS_STREAMING, OPENLLMETRY_USAGE_TOTAL_TOKENS)  # the last three: current versions (0.62)
+            OPENLLMETRY_IS_STREAMING)
+# Current versions (0.62) send only semconv attributes plus these two in the shared `gen_ai.` namespace, which
+# other senders use too (Strands, LiteLLM send `gen_ai.usage.total_tokens`): they mark OpenLLMetry only under
+# the scope its packages register (`opentelemetry.instrumentation.<library>`), where the OpenTelemetry
+# contrib GenAI instrumentations, the namespace's other tenants, send neither.
+_SEMCONV_MARKERS = (OPENLLMETRY_GEN_AI_IS_STREAMING, OPENLLMETRY_USAGE_TOTAL_TOKENS)
+_SCOPE_PREFIX = "opentelemetry.instrumentation."
 
 
 def recognises(scope_name: str, attrs: dict) -> bool:
-    return any(m in attrs for m in _MARKERS) or any(k.startswith(OPENLLMETRY_TRACELOOP_PREFIX) for k in attrs)
+    if any(m in attrs for m in _MARKERS) or any(k.startswith(OPENLLMETRY_TRACELOOP_PREFIX) for k in attrs):
+        return True
+    return scope_name.startswith(_SCOPE_PREFIX) and any(m in attrs for m in _SEMCONV_MARKERS)
 
 
 def _messages(items: list[dict]) -> list[dict]:

@@ -108,3 +108,22 @@ def test_the_judge_reads_the_question_and_the_answer(replayed, sender):
         assert query and redact_text(call["question"]) in query, (sender, query)
         if "answer" in call:  # a tool-call row has no answer text to grade
             assert response and redact_text(call["answer"]) in response, (sender, response)
+
+
+
+@pytest.mark.parametrize("sender", [s for s in SENDERS if "strands" in s or "openllmetry" in s])
+def test_a_dialect_is_named_by_a_marker_only_its_sender_sends(replayed, sender):
+    """Strands sends `gen_ai.usage.total_tokens` as OpenLLMetry's current versions do: its spans are the GenAI
+    semconv (or OpenInference's, rewritten), never `openllmetry`; every span OpenLLMetry's packages send with
+    it (scope `opentelemetry.instrumentation.*`, whatever the library) stays `openllmetry`."""
+    collector, _, _ = replayed
+    con = open_scoped(collector.data_dir, _tenant(sender))
+    rows = con.execute("SELECT DISTINCT scope_name, dialect, "
+                       "json_extract(attributes, '$.\"gen_ai.usage.total_tokens\"') IS NOT NULL FROM spans").fetchall()
+    if "strands" in sender:
+        expected = "openinference" if sender == "strands-openinference" else "otel_genai"
+        assert {d for scope, d, _ in rows if scope == "strands.telemetry.tracer"} == {expected}, rows
+    else:
+        assert "openllmetry" in {d for _, d, _ in rows}, rows
+    assert all(d == "openllmetry" for scope, d, total in rows
+               if total and scope.startswith("opentelemetry.instrumentation.")), rows
