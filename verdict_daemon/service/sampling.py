@@ -190,7 +190,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
         _candidates(lake_con, start - window, end)
         _inherit_intents(lake_con)
         eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
-        omitted = _omitted_cells(lake_con, start)
+        omitted = _omitted_cells(lake_con, start, window.total_seconds())
         unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
         _conversation_turns(lake_con, conversations)  # before _content narrows the views to one day
         rows = _content(lake_con, lake, tenant)
@@ -275,10 +275,28 @@ def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tupl
         GROUP BY ALL ORDER BY n DESC, scope_name LIMIT 20""", window).fetchall())
 
 
+# Per trace of `candidates` (`{only}`: a condition on its calls): its graded call, stratum, window and the reason
+# its graded call was exported without content (NULL when it kept it).
+_TRACES = f"""
+    calls AS (
+        SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key,
+               coalesce(content_omitted, '') AS content_omitted
+        FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
+        WHERE gradable {{only}}
+    ),
+    traces AS (
+        SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
+               min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key,
+               coalesce(arg_max(intent_key, end_time), '{UNASSIGNED}') AS stratum,
+               to_timestamp(floor(epoch(min(start_time)) / $w) * $w)::TIMESTAMP AS window_start,
+               nullif(arg_max(content_omitted, end_time), '') AS omitted
+        FROM calls GROUP BY trace_id
+    )"""
+
+
 def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
     """TEMP TABLE shortlist: per (stratum, window) of `candidates`, its trace count `n` and its `depth` traces
-    of lowest draw, both over the traces whose graded call kept its content; the others counted per reason
-    in `omitted`. Every pick comes from there: a cell's picks are a prefix of its traces by draw less the
+    of lowest draw, both over the traces whose graded call kept its content. Every pick comes from there: a cell's picks are a prefix of its traces by draw less the
     held ones, and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so one more row shows
     a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held past the per-trace
     aggregation (which spills past the limit) is O(cells * depth), whatever the volume."""
@@ -288,25 +306,10 @@ def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
     depth = CEILING_FACTOR * config.per_cluster_per_window + 1 + most_held
     lake_con.execute(f"""
         CREATE TEMP TABLE shortlist AS
-        WITH calls AS (
-            SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key,
-                   coalesce(content_omitted, '') AS content_omitted
-            FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
-            WHERE gradable
-        ),
-        traces AS (
-            SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
-                   min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key,
-                   nullif(arg_max(content_omitted, end_time), '') AS omitted
-            FROM calls GROUP BY trace_id
-        )
-        SELECT coalesce(intent_key, '{UNASSIGNED}') AS stratum,
-               to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start,
-               count(*) FILTER (omitted IS NULL) AS n,
-               arg_min(struct_pack(trace_id, span_id, call_date, started_at, intent_key, draw), draw, {depth})
-                 FILTER (omitted IS NULL) AS bottom,
-               histogram(omitted) FILTER (omitted IS NOT NULL) AS omitted
-        FROM (SELECT *, md5($seed || ':' || trace_id) AS draw FROM traces) GROUP BY ALL
+        WITH {_TRACES.format(only="")}
+        SELECT stratum, window_start, count(*) AS n,
+               arg_min(struct_pack(trace_id, span_id, call_date, started_at, intent_key, draw), draw, {depth}) AS bottom
+        FROM (SELECT *, md5($seed || ':' || trace_id) AS draw FROM traces WHERE omitted IS NULL) GROUP BY ALL
         """, {"w": window_s, "seed": str(config.seed)})
 
 
@@ -325,7 +328,7 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, confi
                    v.window_start + to_seconds($w) <= $end AS closed,
                    least(1.0, CASE WHEN p.n > 0 THEN $target / p.n
                                    ELSE $target * epoch(least($end, v.window_start + to_seconds($w)) - v.window_start)
-                                        / ($w * greatest(v.n, 1)) END) AS rate
+                                        / ($w * v.n) END) AS rate
             FROM volume v
             LEFT JOIN volume p ON p.stratum = v.stratum AND p.window_start = v.window_start - to_seconds($w)
             LEFT JOIN held h ON h.stratum = v.stratum AND h.window_start = v.window_start
@@ -359,16 +362,22 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, confi
     return eligible, over
 
 
-def _omitted_cells(lake_con, start: datetime) -> tuple[OmittedCell, ...]:
+def _omitted_cells(lake_con, start: datetime, window_s: float) -> tuple[OmittedCell, ...]:
     """The cells of the lookback (the window before it is read for its volume only) with traces left out of the
-    draw because their content was omitted."""
-    rows = lake_con.execute("""
-        SELECT stratum, window_start, n + list_sum(map_values(omitted)), map_entries(omitted) FROM shortlist
-        WHERE omitted IS NOT NULL AND cardinality(omitted) > 0 AND window_start >= $start
-        ORDER BY window_start, stratum""", {"start": start}).fetchall()
-    return tuple(OmittedCell(stratum, window_start, int(traces),
-                             tuple(sorted((e["key"], int(e["value"])) for e in entries)))
-                 for stratum, window_start, traces, entries in rows)
+    draw because their content was omitted. Only the traces with such a call are read again, and only if any."""
+    if not lake_con.execute("SELECT count(*) FROM candidates WHERE content_omitted IS NOT NULL").fetchone()[0]:
+        return ()
+    only = "AND trace_id IN (SELECT trace_id FROM candidates WHERE content_omitted IS NOT NULL)"
+    rows = lake_con.execute(f"""
+        WITH {_TRACES.format(only=only)},
+        omitted AS (SELECT stratum, window_start, list((omitted, n) ORDER BY omitted) AS reasons, sum(n) AS total
+                    FROM (SELECT stratum, window_start, omitted, count(*) AS n FROM traces
+                          WHERE omitted IS NOT NULL AND window_start >= $start GROUP BY ALL) GROUP BY ALL)
+        SELECT o.stratum, o.window_start, coalesce(s.n, 0) + o.total, o.reasons
+        FROM omitted o LEFT JOIN shortlist s USING (stratum, window_start)
+        ORDER BY o.window_start, o.stratum""", {"start": start, "w": window_s}).fetchall()
+    return tuple(OmittedCell(stratum, window_start, int(traces), tuple((r, int(n)) for r, n in reasons))
+                 for stratum, window_start, traces, reasons in rows)
 
 
 def _conversation_turns(lake_con, conversations: Conversations) -> None:
