@@ -7,9 +7,10 @@ These steps, in order, are the trajectory (docs/conversations.md, "Judged-item s
 the sampler already reads (redacted as stored), no span tree walk. A `final_answer` tool call is the answer
 (material.final_answer), not a step.
 
-Bounded: each argument or result text to `MAX_CHARS`, the newest `MAX_STEPS` steps kept (the judge is told how
-many were left out). The deterministic check `unanswered` (tool calls without a result) is taken over every
-step, shown or not.
+Bounded: each argument or result text to `MAX_CHARS`, the newest `MAX_STEPS` steps stored, and of those the newest
+`[conversations] trajectory_steps` shown (the judge is told how many were left out). The deterministic check
+`unanswered` (tool calls without a result) is taken over every step, shown or not. Stored with the pick in
+`sampled_traces.history` beside the conversation so far (material.py, `background_json`): no column of its own.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-MAX_STEPS = 20  # the newest steps stored and shown; older ones are counted, not shown
+from verdict_daemon.config import (
+    MAX_TRAJECTORY_STEPS as MAX_STEPS,  # the newest steps stored; older: counted
+)
+
 MAX_CHARS = 500  # of one step's arguments or result text
 TOOL_CALL, TOOL_RESULT = "tool_call", "tool_result"
-_FINAL_ANSWER = "final_answer"  # material.FINAL_ANSWER_TOOL (material imports this module)
+# Agents that answer by calling a tool (smolagents' ToolCallingAgent): that call's `answer` argument is the answer.
+FINAL_ANSWER_TOOL = "final_answer"
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,17 @@ class Trajectory:
         return cls(tuple(Step(*step) for step in data["steps"]), data["omitted"], tuple(data["unanswered"]))
 
 
+def trajectory_fingerprint(fingerprint: str, max_steps: int) -> str:
+    """An evaluator's fingerprint when it is shown up to `max_steps` steps of a trajectory (the judge reads other
+    material: results are never pooled with those judged without, or with another bound). 0 leaves it as it was."""
+    if max_steps == 0:
+        return fingerprint
+    from verdict.judges.fingerprint import combined_fingerprint
+
+    return combined_fingerprint("tool-trajectory", [fingerprint], {"trajectory_steps": max_steps,
+                                                                   "max_chars": MAX_CHARS})
+
+
 def _bounded(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= MAX_CHARS else text[:MAX_CHARS - 1] + "…"
@@ -82,14 +98,14 @@ def _parts(messages: list[dict], roles: tuple[str | None, ...] | None = None) ->
             for p in (m.get("parts") if isinstance(m.get("parts"), list) else []) if isinstance(p, dict)]
 
 
-def trajectory(inputs: list[dict], outputs: list[dict]) -> Trajectory | None:
+def trajectory_of(inputs: list[dict], outputs: list[dict]) -> Trajectory | None:
     """The trajectory of a model call from its input and output messages (parsed semconv messages); None when
     they hold no tool call or result (a plain chat call: the judged item has no trajectory)."""
     steps: list[Step] = []
     pending: list[Step] = []  # calls without a result yet, in order
     for part in _parts(inputs) + _parts(outputs, ("assistant", None)):
         call_id = part.get("id") if isinstance(part.get("id"), str) else ""
-        if part.get("type") == TOOL_CALL and part.get("name") != _FINAL_ANSWER:
+        if part.get("type") == TOOL_CALL and part.get("name") != FINAL_ANSWER_TOOL:
             name = part.get("name") if isinstance(part.get("name"), str) else ""
             steps.append(step := Step(TOOL_CALL, name, call_id, _bounded(part.get("arguments", {}))))
             pending.append(step)
