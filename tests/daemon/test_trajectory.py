@@ -32,26 +32,15 @@ SENDERS = (*TOOL_SENDERS, "smolagents-openinference", "pydantic-ai")
 RESULT = "two charges of 12.00 EUR on 2026-12-01"
 
 
-def _token(sender: str) -> str:
-    return f"token-for-{sender}-0123456789"
-
-
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory, request) -> Path:
     """The data dir after every sender's recording landed in its own tenant of the collector process."""
-    from tests.collector.conftest import Collector, post_recording
+    from tests.collector.conftest import replay_recordings
 
-    tmp = tmp_path_factory.mktemp("trajectories")
-    tokens = tmp / "tokens.yaml"
-    tokens.write_text("".join(f'"{_token(s)}": {s}\n' for s in SENDERS))
-    collector = Collector(tmp / "data", ("--tokens", str(tokens)))
-    collector.start()
-    request.addfinalizer(collector.process.kill)  # a no-op once it exited
-    for sender in SENDERS:
-        for name in json.loads((FIXTURES / sender / "manifest.json").read_text())["arrival_order"]:
-            post_recording(collector.http_port, FIXTURES / sender / name, _token(sender))
-    assert collector.stop() == 0
-    return collector.data_dir
+    manifests = {sender: json.loads((FIXTURES / sender / "manifest.json").read_text()) for sender in SENDERS}
+    return replay_recordings(tmp_path_factory.mktemp("trajectories") / "data",
+                             {sender: [FIXTURES / sender / name for name in manifests[sender]["arrival_order"]]
+                              for sender in SENDERS}, request)
 
 
 @pytest.fixture(scope="module")
