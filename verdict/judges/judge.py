@@ -607,13 +607,13 @@ class Judge:
                 raise ValueError("an item with a tool trajectory needs a Judge(trajectory=True)")
             graded = self.rubric.dimensions if item.has_context or not self.skipped_without_context else context_free
             groups.setdefault((graded or None, item.has_history, item.has_trajectory), []).append(index)
-        for (dimensions, *variant), indices in groups.items():
+        for (dimensions, with_history, with_trajectory), indices in groups.items():
             if dimensions is None:
                 for index in indices:
                     judgments[index] = self._skipped_entirely()
                 continue
             skipped = () if dimensions == self.rubric.dimensions else self.skipped_without_context
-            pipeline, units = self._graphs[(dimensions, *variant)]
+            pipeline, units = self._graphs[(dimensions, with_history, with_trajectory)]
             # A judgment needs every graded dimension: one that failed for good ends its item's calls.
             rows = pipeline.run_from_dataset([batch[i].sample() for i in indices],
                                              max_workers=max_workers, stop_on_error=True)

@@ -95,7 +95,15 @@ def _bounded(value: Any) -> str:
 
 def _parts(messages: list[dict], roles: tuple[str | None, ...] | None = None) -> list[dict]:
     return [p for m in messages if roles is None or m.get("role") in roles
-            for p in (m.get("parts") if isinstance(m.get("parts"), list) else []) if isinstance(p, dict)]
+            for p in _listed(m.get("parts")) if isinstance(p, dict)]
+
+
+def _listed(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def trajectory_of(inputs: list[dict], outputs: list[dict]) -> Trajectory | None:
@@ -104,10 +112,9 @@ def trajectory_of(inputs: list[dict], outputs: list[dict]) -> Trajectory | None:
     steps: list[Step] = []
     pending: list[Step] = []  # calls without a result yet, in order
     for part in _parts(inputs) + _parts(outputs, ("assistant", None)):
-        call_id = part.get("id") if isinstance(part.get("id"), str) else ""
+        call_id = _text(part.get("id"))
         if part.get("type") == TOOL_CALL and part.get("name") != FINAL_ANSWER_TOOL:
-            name = part.get("name") if isinstance(part.get("name"), str) else ""
-            steps.append(step := Step(TOOL_CALL, name, call_id, _bounded(part.get("arguments", {}))))
+            steps.append(step := Step(TOOL_CALL, _text(part.get("name")), call_id, _bounded(part.get("arguments", {}))))
             pending.append(step)
         elif part.get("type") == "tool_call_response":
             # Matched by id; a result without one answers the oldest call still waiting.
