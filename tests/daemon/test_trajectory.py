@@ -19,7 +19,7 @@ from verdict.tenancy import validate_tenant_id
 from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
 from verdict_daemon.service.cycle import build_evaluator
 from verdict_daemon.service.judge_evaluators import build_judge_evaluator
-from verdict_daemon.service.judging import judge
+from verdict_daemon.service.judging import judge, pending_work
 from verdict_daemon.service.material import parse_messages
 from verdict_daemon.service.sampling import sample
 from verdict_daemon.service.trajectory import MAX_CHARS, MAX_STEPS, Step, Trajectory, trajectory_of
@@ -84,15 +84,22 @@ def recording_judge() -> ScriptedModel:
     return ScriptedModel(grade, name="scripted/inspecting-judge", record=True)
 
 
-def _judged(lake: Path, sender: str, trajectory_steps: int) -> tuple[list[str | None], list[str]]:
-    """Sample the sender's traces (their windows closed) and judge them with a rubric evaluator showing up to
-    `trajectory_steps` steps: the stored backgrounds and, per judged trace, every message text its judge read."""
+def _sampled(lake: Path, sender: str) -> StateStore:
+    """The state store once the sender's traces are sampled (their windows closed; again: nothing new)."""
     tenant = validate_tenant_id(sender)
     con = open_scoped(lake, tenant)
     last = con.execute("SELECT max(end_time) FROM spans").fetchone()[0]
     con.close()
     store = StateStore(lake)
     sample(store, lake, tenant, Sampling(per_cluster_per_window=10), last + timedelta(days=2))
+    return store
+
+
+def _judged(lake: Path, sender: str, trajectory_steps: int) -> tuple[list[str | None], list[str]]:
+    """Sample the sender's traces (their windows closed) and judge them with a rubric evaluator showing up to
+    `trajectory_steps` steps: the stored backgrounds and, per judged trace, every message text its judge read."""
+    tenant = validate_tenant_id(sender)
+    store = _sampled(lake, sender)
     evaluator = build_evaluator(EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge"),
                                 0, trajectory_steps)
     report = judge(store, tenant, evaluator, Judging(concurrency=1), f"run-{sender}-{trajectory_steps}")
@@ -121,6 +128,26 @@ def test_the_judge_reads_an_agent_runs_trajectory(lake):
     config = EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge")
     assert build_evaluator(config, 0, 0).fingerprint == build_judge_evaluator(config).fingerprint != \
         build_evaluator(config, 0, 20).fingerprint != build_evaluator(config, 0, 5).fingerprint
+
+
+def test_a_graph_evaluator_reads_the_trajectory_as_source_trajectory(lake):
+    from tests.daemon.graphs import CompletenessUnit
+    from verdict.graph import Pipeline
+    from verdict_daemon.service.evaluators import GraphEvaluator
+
+    materials = [m for m, _ in pending_work(_sampled(lake, "agno-openinference"), validate_tenant_id(
+        "agno-openinference"), "no-such-fingerprint", 3, 100)]
+    model = ScriptedModel(lambda request: json.dumps({"note": "ok", "complete": True}), record=True)
+    graph = Pipeline() >> CompletenessUnit().prompt("@user\nSteps:\n{source.trajectory}\nNow: {source.response}"
+                                                    ).via(model)
+    shown, hidden = GraphEvaluator("g", "m:a", graph, 0, 20), GraphEvaluator("g", "m:a", graph)
+    assert len(materials) == 2 and shown.fingerprint != hidden.fingerprint
+    shown.evaluate(materials[0])
+    hidden.evaluate(materials[0])
+    with_steps, without = (r.messages[0].content for r in model.requests)
+    assert with_steps.startswith('Steps:\n[step 1] call lookup_charge: {"card_last4": "1111"}\n'
+                                 f"[step 2] result of lookup_charge: {RESULT}\nNow: ")
+    assert without == f"Steps:\n\nNow: {materials[0].response}"
 
 
 @pytest.mark.parametrize("sender", ["smolagents-openinference", "pydantic-ai"])

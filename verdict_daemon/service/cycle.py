@@ -61,8 +61,7 @@ def build_evaluators(config: DaemonConfig) -> list[Evaluator]:
 
 def build_evaluator(config: EvaluatorConfig, history_tokens: int = 0, trajectory_steps: int = 0) -> Evaluator:
     """The evaluator of `config`; `history_tokens` ([conversations]) is its budget for the conversation so far,
-    `trajectory_steps` for an agent run's tool trajectory (rubric and ensemble judges; a graph evaluator's sample
-    has no trajectory yet)."""
+    `trajectory_steps` for an agent run's tool trajectory."""
     if config.kind != "graph":
         return build_judge_evaluator(config, history_tokens, trajectory_steps)
     from verdict.graph import Pipeline
@@ -74,7 +73,7 @@ def build_evaluator(config: EvaluatorConfig, history_tokens: int = 0, trajectory
         pipeline = obj() if is_factory else obj
     except Exception as exc:  # the user's factory failed
         raise DaemonError("evaluator_error", f"{target!r} raised {type(exc).__name__}: {str(exc)[:300]}") from None
-    return GraphEvaluator(config.name, target, pipeline, history_tokens)
+    return GraphEvaluator(config.name, target, pipeline, history_tokens, trajectory_steps)
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,12 @@ class Material:
         Without (content capture off, an unrecognised dialect) the trace is `no_content`, never judged."""
         return bool(self.response.strip()) and bool(self.query.strip() or self.context.strip())
 
-    def as_sample(self, history_tokens: int = 0) -> dict[str, str]:
+    def as_sample(self, history_tokens: int = 0, trajectory_steps: int = 0) -> dict[str, str]:
         """The sample a judge graph receives (`{source.query}`, `{source.response}`, `{source.context}`,
-        `{source.history}`: the conversation so far within `history_tokens`, "" when none)."""
+        `{source.history}`: the conversation so far within `history_tokens`, `{source.trajectory}`: the newest
+        `trajectory_steps` steps of the tool trajectory; "" when none)."""
         return {"trace_id": self.trace_id, "query": self.query, "response": self.response, "context": self.context,
-                "history": self.history_text(history_tokens)}
+                "history": self.history_text(history_tokens), "trajectory": self.trajectory_text(trajectory_steps)}
 
 
 def parse_messages(raw: str | None) -> list[dict]:
