@@ -74,14 +74,18 @@ class Sampling(_Section):
 # About 4,000 characters: the last few exchanges of a support chat, enough for "yes, do that" to have its
 # referent, at a small share of a judge call's input (the rubric prompt alone is ~600 tokens).
 DEFAULT_HISTORY_TOKENS = 1000
+# The steps of an agent run's tool trajectory the sampler stores (the newest): what a judge can be shown at most.
+MAX_TRAJECTORY_STEPS = 20
 
 
 class Conversations(_Section):
-    """Turns of a conversation (docs/conversations.md): where one conversation ends, and how much of the
-    conversation so far a judged turn is shown (tokens estimated as characters / 4; 0 turns history off)."""
+    """Turns of a conversation and agent runs (docs/conversations.md): where one conversation ends, how much of
+    the conversation so far a judged turn is shown (tokens estimated as characters / 4; 0 turns history off), and
+    how many steps of an agent run's tool trajectory (0, the default: none, and fingerprints as before)."""
 
     inactivity_minutes: float = Field(DEFAULT_INACTIVITY_MINUTES, gt=0, le=YEAR_HOURS * 60)
     history_tokens: int = Field(DEFAULT_HISTORY_TOKENS, ge=0, le=1_000_000)
+    trajectory_steps: int = Field(0, ge=0, le=MAX_TRAJECTORY_STEPS)
 
 
 class Budget(_Section):

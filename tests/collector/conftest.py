@@ -140,6 +140,21 @@ def land_request(data_dir: Path, request, tenant: str = "__verdict_local__", sig
     return ids
 
 
+def replay_recordings(data_dir: Path, recordings: dict[str, list[Path]], request) -> Path:
+    """A collector process on `data_dir` with one token per tenant, fed each tenant's recorded OTLP bodies in order,
+    stopped cleanly: its data dir, the lake as the tenants' senders left it."""
+    tokens = data_dir.parent / f"{data_dir.name}-tokens.yaml"
+    tokens.write_text("".join(f'"token-{tenant}-0123456789": {tenant}\n' for tenant in recordings))
+    collector = Collector(data_dir, ("--tokens", str(tokens)))
+    collector.start()
+    request.addfinalizer(collector.process.kill)  # a no-op once it exited
+    for tenant, paths in recordings.items():
+        for path in paths:
+            post_recording(collector.http_port, path, f"token-{tenant}-0123456789")
+    assert collector.stop() == 0
+    return collector.data_dir
+
+
 def post_recording(port: int, path, token: str) -> None:
     """POST one recorded OTLP request body (`traces-N.pb` or `logs-N.pb`) with a tenant token; it must be acked."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)

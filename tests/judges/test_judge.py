@@ -333,3 +333,43 @@ def test_history_is_refused_by_a_judge_without_it_and_a_custom_prompt_needs_its_
                   history_prompt="Earlier: {source.history}\n" + custom)
     judge.grade(ANSWER, history=HISTORY)
     assert judge.model.requests[0].messages[0].content.startswith(f"Earlier: {HISTORY}")  # type: ignore[attr-defined]
+
+
+TRAJECTORY = ('[step 1] call opening_hours: {"day": "monday"}\n[step 2] result of opening_hours: closed\n'
+              "(no result for: book_ticket)")
+
+
+def test_an_agent_run_shows_its_trajectory_between_the_context_and_the_answer_and_other_items_as_before():
+    judge, model = judge_with([rubric_reply()] * 3, history=True, trajectory=True)
+    plain, _ = judge_with([rubric_reply()], history=True)
+    judge.grade_many([{"answer": ANSWER, "query": QUERY, "context": CONTEXT, "trajectory": TRAJECTORY},
+                      {"answer": ANSWER, "query": QUERY, "context": CONTEXT, "history": HISTORY,
+                       "trajectory": TRAJECTORY},
+                      {"answer": ANSWER, "query": QUERY, "context": CONTEXT}], max_workers=1)
+    plain.grade(ANSWER, query=QUERY, context=CONTEXT)
+    run, both, without = model.requests
+    system, material, answer = run.messages
+    assert "<trajectory> tags after the context" in system.content
+    assert "evidence quotes never come from the trajectory" in system.content
+    assert material.content == (f"<question>\n{QUERY}\n</question>\n<context>\n{CONTEXT}\n</context>\n"
+                                 f"<trajectory>\n{TRAJECTORY}\n</trajectory>")
+    assert answer.content == f"<answer>\n{ANSWER}\n</answer>"  # the graded answer stays alone and last
+    assert [m.content for m in both.messages][1:3] == [f"<conversation_so_far>\n{HISTORY}\n</conversation_so_far>",
+                                                       material.content]
+    # An item without a trajectory gets the prompt it got before, message for message, ...
+    assert [m.content for m in without.messages] == [m.content for m in plain.model.requests[0].messages]
+    # ... but the judge's fingerprint names its trajectory variants: results with them are not pooled.
+    assert judge.fingerprint != plain.fingerprint
+    assert Judge(ScriptedModel([rubric_reply()]), history=True).fingerprint == plain.fingerprint
+
+
+def test_a_trajectory_is_refused_by_a_judge_without_it_and_by_a_custom_prompt():
+    judge, _ = judge_with([rubric_reply()])
+    with pytest.raises(ValueError, match=r"needs a Judge\(trajectory=True\)"):
+        judge.grade(ANSWER, query=QUERY, trajectory=TRAJECTORY)
+    with pytest.raises(ConfigurationError, match="default judge prompts only"):
+        Judge(ScriptedModel([rubric_reply()]), prompt="Grade {source.answer} on {unit.dimension_names}.", trajectory=True)
+    reply = json.dumps({"verdict": "PASS", "rationale": "fine", "evidence": []})
+    judge, model = judge_with(lambda request: reply, per_dimension=True, trajectory=True)
+    assert judge.grade(ANSWER, query=QUERY, trajectory=TRAJECTORY).status is JudgmentStatus.VALID
+    assert all(f"<trajectory>\n{TRAJECTORY}\n</trajectory>" in r.messages[1].content for r in model.requests)

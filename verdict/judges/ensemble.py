@@ -55,8 +55,8 @@ class JudgeEnsemble(Ensemble[Verdict]):
         super().__init__(judges, Verdict(on_tie))
 
     def grade(self, answer: str, *, query: str | None = None, context: str | Sequence[str] | None = None,
-              history: str | None = None) -> EnsembleJudgment:
-        return self.grade_many([GradingItem(answer, query, context, history)], max_workers=1)[0]
+              history: str | None = None, trajectory: str | None = None) -> EnsembleJudgment:
+        return self.grade_many([GradingItem(answer, query, context, history, trajectory)], max_workers=1)[0]
 
     def grade_many(self, items: Iterable[GradingItem | Mapping[str, Any]], *, max_workers: int = 16) -> list[EnsembleJudgment]:
         batch = [GradingItem.of(item) for item in items]

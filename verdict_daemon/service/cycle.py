@@ -55,13 +55,15 @@ def store_for(config: DaemonConfig) -> StateStore:
 
 
 def build_evaluators(config: DaemonConfig) -> list[Evaluator]:
-    return [build_evaluator(e, config.conversations.history_tokens) for e in config.evaluators]
+    return [build_evaluator(e, config.conversations.history_tokens, config.conversations.trajectory_steps)
+            for e in config.evaluators]
 
 
-def build_evaluator(config: EvaluatorConfig, history_tokens: int = 0) -> Evaluator:
-    """The evaluator of `config`; `history_tokens` ([conversations]) is its budget for the conversation so far."""
+def build_evaluator(config: EvaluatorConfig, history_tokens: int = 0, trajectory_steps: int = 0) -> Evaluator:
+    """The evaluator of `config`; `history_tokens` ([conversations]) is its budget for the conversation so far,
+    `trajectory_steps` for an agent run's tool trajectory."""
     if config.kind != "graph":
-        return build_judge_evaluator(config, history_tokens)
+        return build_judge_evaluator(config, history_tokens, trajectory_steps)
     from verdict.graph import Pipeline
 
     target = cast(str, config.graph)  # a graph evaluator names one (EvaluatorConfig checks)
@@ -71,7 +73,7 @@ def build_evaluator(config: EvaluatorConfig, history_tokens: int = 0) -> Evaluat
         pipeline = obj() if is_factory else obj
     except Exception as exc:  # the user's factory failed
         raise DaemonError("evaluator_error", f"{target!r} raised {type(exc).__name__}: {str(exc)[:300]}") from None
-    return GraphEvaluator(config.name, target, pipeline, history_tokens)
+    return GraphEvaluator(config.name, target, pipeline, history_tokens, trajectory_steps)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from verdict.models.base import CONFIGURATION_KINDS, Model, Usage
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.history import history_fingerprint
 from verdict_daemon.service.material import Material
+from verdict_daemon.service.trajectory import trajectory_fingerprint
 
 VERDICTS = ("PASS", "FAIL", "UNCLEAR", "ERROR")
 JUDGE_WORKLOAD = "judge"  # verdict.workload of the daemon's own judge calls; sampling excludes it
@@ -117,9 +118,11 @@ class GraphEvaluator:
     """A user judge graph. Every field of the final unit's output is a dimension: booleans become
     PASS/FAIL, the strings PASS/FAIL/UNCLEAR are kept, numbers are scores; other fields (explanations)
     are reasons. The sample is `Material.as_sample()`; with `history_tokens` > 0 its `history` is the conversation
-    so far within that budget (`{source.history}`), else ""."""
+    so far within that budget (`{source.history}`), else ""; with `trajectory_steps` > 0 its `trajectory` the newest
+    steps of an agent run's tool trajectory (`{source.trajectory}`), else ""."""
 
-    def __init__(self, name: str, target: str, pipeline: Any, history_tokens: int = 0) -> None:
+    def __init__(self, name: str, target: str, pipeline: Any, history_tokens: int = 0,
+                 trajectory_steps: int = 0) -> None:
         from verdict.graph import Pipeline
         from verdict.graph.errors import ConfigurationError
 
@@ -132,15 +135,18 @@ class GraphEvaluator:
         self.name = name
         self._pipeline = pipeline
         self.history_tokens = history_tokens
+        self.trajectory_steps = trajectory_steps
         self.definition: Mapping[str, Any] = {
             "kind": "graph", "target": target, "units": [_describe(node) for node in graph.nodes],
-            **({"history_tokens": history_tokens} if history_tokens else {})}
-        self.fingerprint = history_fingerprint(_graph_fingerprint(self.definition), history_tokens)
+            **({"history_tokens": history_tokens} if history_tokens else {}),
+            **({"trajectory_steps": trajectory_steps} if trajectory_steps else {})}
+        self.fingerprint = trajectory_fingerprint(
+            history_fingerprint(_graph_fingerprint(self.definition), history_tokens), trajectory_steps)
 
     def evaluate(self, material: Material) -> Outcome:
         from pydantic import BaseModel
 
-        row = self._pipeline.run(material.as_sample(self.history_tokens), max_workers=1)
+        row = self._pipeline.run(material.as_sample(self.history_tokens, self.trajectory_steps), max_workers=1)
         if not row.ok or not isinstance(row.output, BaseModel):
             reply = next((e.reply for e in row.errors.values() if e.reply is not None), None)
             return error_outcome(row.error or "the graph produced no output", row.usage, reply)

@@ -11,8 +11,8 @@ traces sampled before it (a raised one, for traces sampled after).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+from typing import Any
 
 CHARS_PER_TOKEN = 4  # the estimate of a turn's tokens: its rendered characters / 4, rounded up
 
@@ -64,15 +64,13 @@ class History:
         lines = [f"({self.omitted} earlier turn{'s' if self.omitted != 1 else ''} not shown)"] if self.omitted else []
         return "\n".join(lines + [t.text() for t in self.turns])
 
-    def to_json(self) -> str:
-        return json.dumps({"conversation_id": self.conversation_id, "conversation_seq": self.conversation_seq,
-                           "turn": self.turn,
-                           "turns": [{"turn": t.turn, "query": t.query, "response": t.response} for t in self.turns]})
+    def to_dict(self) -> dict[str, Any]:
+        return {"conversation_id": self.conversation_id, "conversation_seq": self.conversation_seq, "turn": self.turn,
+                "turns": [{"turn": t.turn, "query": t.query, "response": t.response} for t in self.turns]}
 
     @classmethod
-    def from_json(cls, raw: str) -> History:
-        """A stored history (`sampled_traces.history`, written by `to_json`)."""
-        data = json.loads(raw)
+    def from_dict(cls, data: dict[str, Any]) -> History:
+        """A stored history (written by `to_dict`; material.read_background)."""
         return cls(data["conversation_id"], data["conversation_seq"], data["turn"],
                    tuple(Turn(t["turn"], t["query"], t["response"]) for t in data["turns"]))
 

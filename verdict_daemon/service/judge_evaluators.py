@@ -16,27 +16,32 @@ from verdict_daemon.service.evaluators import (
 )
 from verdict_daemon.service.history import history_fingerprint
 from verdict_daemon.service.material import Material
+from verdict_daemon.service.trajectory import trajectory_fingerprint
 
 
 class JudgeEvaluator:
     """Anything with `.fingerprint` and `.grade(answer, query=, context=, history=) -> Judgment` (Judge,
     JudgeEnsemble). `judge` and `rubric` are public for the sentinel health check, which grades with the raw judge
     (`rubric` None: the default rubric). With `history_tokens` > 0 (a judge built with `history=True`) a turn of a
-    conversation is graded with the conversation so far within that budget."""
+    conversation is graded with the conversation so far within that budget; with `trajectory_steps` > 0 (a judge
+    built with `trajectory=True`) an agent run with the newest steps of its tool trajectory."""
 
     def __init__(self, name: str, judge: Any, definition: dict[str, Any], rubric: Any = None,
-                 history_tokens: int = 0) -> None:
+                 history_tokens: int = 0, trajectory_steps: int = 0) -> None:
         self.name = name
         self.judge = judge
         self.rubric = rubric
         self.history_tokens = history_tokens
-        self.fingerprint: str = history_fingerprint(judge.fingerprint, history_tokens)
+        self.trajectory_steps = trajectory_steps
+        self.fingerprint: str = trajectory_fingerprint(history_fingerprint(judge.fingerprint, history_tokens),
+                                                       trajectory_steps)
         self.definition: Mapping[str, Any] = definition
 
     def evaluate(self, material: Material) -> Outcome:
         judgment = self.judge.grade(material.response, query=material.query or None,
                                      context=material.context or None,
-                                     history=material.history_text(self.history_tokens) or None)
+                                     history=material.history_text(self.history_tokens) or None,
+                                     trajectory=material.trajectory_text(self.trajectory_steps) or None)
         usage = _usage(judgment)
         if str(judgment.status) == "ERROR":
             return error_outcome(judgment.error or "the judge returned ERROR", usage, judgment.reply)
@@ -75,9 +80,11 @@ def _rubric(config: EvaluatorConfig):
         raise DaemonError("invalid_config", f"evaluators.{config.name}.rubric_file: {exc}") from None
 
 
-def build_judge_evaluator(config: EvaluatorConfig, history_tokens: int = 0) -> JudgeEvaluator:
+def build_judge_evaluator(config: EvaluatorConfig, history_tokens: int = 0,
+                          trajectory_steps: int = 0) -> JudgeEvaluator:
     """The rubric or ensemble evaluator of `config`; with `history_tokens` > 0 its judges grade a turn of a
-    conversation with the conversation so far ([conversations] history_tokens)."""
+    conversation with the conversation so far ([conversations] history_tokens), with `trajectory_steps` > 0 an
+    agent run with its tool trajectory ([conversations] trajectory_steps)."""
     from verdict.graph.errors import ConfigurationError
     from verdict.judges.judge import Judge
 
@@ -86,13 +93,13 @@ def build_judge_evaluator(config: EvaluatorConfig, history_tokens: int = 0) -> J
     try:
         if config.kind == "rubric":
             judge = Judge(resolve_judge_model(cast(str, config.model)), rubric, per_dimension=config.per_dimension,
-                          history=history_tokens > 0, name=config.name)
+                          history=history_tokens > 0, trajectory=trajectory_steps > 0, name=config.name)
             models = [judge.model.name]
         else:
             from verdict.judges.ensemble import JudgeEnsemble
 
             members = [Judge(resolve_judge_model(m), rubric, per_dimension=config.per_dimension,
-                             history=history_tokens > 0, name=f"{config.name}-{i}")
+                             history=history_tokens > 0, trajectory=trajectory_steps > 0, name=f"{config.name}-{i}")
                        for i, m in enumerate(config.models)]
             judge = JudgeEnsemble(members)
             models = [m.model.name for m in members]
@@ -102,4 +109,6 @@ def build_judge_evaluator(config: EvaluatorConfig, history_tokens: int = 0) -> J
                   "fingerprint_of": type(judge).__name__}
     if history_tokens:
         definition["history_tokens"] = history_tokens
-    return JudgeEvaluator(config.name, judge, definition, rubric, history_tokens)
+    if trajectory_steps:
+        definition["trajectory_steps"] = trajectory_steps
+    return JudgeEvaluator(config.name, judge, definition, rubric, history_tokens, trajectory_steps)

@@ -36,8 +36,7 @@ from verdict_daemon.service.evaluators import (
     Evaluator,
     Outcome,
 )
-from verdict_daemon.service.history import History
-from verdict_daemon.service.material import Material
+from verdict_daemon.service.material import Material, read_background
 from verdict_daemon.store import judgments
 from verdict_daemon.store.judgments import Attempt, Verdict
 from verdict_daemon.store.state import StateStore
@@ -128,9 +127,9 @@ def register_evaluator(store: StateStore, tenant: TenantId, evaluator: Evaluator
 def pending_work(store: StateStore, tenant: TenantId, fingerprint: str, max_attempts: int,
                  limit: int) -> list[tuple[Material, int]]:
     """(material, attempt number) to judge, newest traces first (the current drift window matters most); a turn
-    of a conversation carries the conversation so far stored when it was sampled."""
-    return [(Material(p.trace_id, p.started_at, p.query, p.response, p.context,
-                      History.from_json(p.history) if p.history else None), p.attempt_no)
+    of a conversation carries the conversation so far, an agent run its tool trajectory, as stored when sampled."""
+    return [(Material(p.trace_id, p.started_at, p.query, p.response, p.context, *read_background(p.history)),
+             p.attempt_no)
             for p in judgments.pending_work(store, tenant, fingerprint, max_attempts, limit, PROVIDER_UNAVAILABLE)]
 
 

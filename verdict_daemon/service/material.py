@@ -1,5 +1,6 @@
 """What a judge grades, taken from one LLM span: the user's query, the response, and any context; for a turn of a
-conversation, also the conversation so far (service/history.py), shown apart from the graded answer.
+conversation, also the conversation so far (service/history.py), and for an agent run its tool trajectory
+(service/trajectory.py), each shown apart from the graded answer.
 
 Span content columns hold GenAI semantic-convention messages (already redacted by the SDK and the
 collector): `[{"role": ..., "parts": [{"type": "text", "content": ...}, ...]}, ...]`.
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from verdict_daemon.service.history import History
+from verdict_daemon.service.trajectory import FINAL_ANSWER_TOOL, Trajectory, trajectory_of
 
 
 @dataclass(frozen=True)
@@ -22,10 +24,15 @@ class Material:
     response: str
     context: str  # system instructions and tool results the answer could rely on; "" when none
     history: History | None = None  # its conversation's earlier turns, as sampled; None: in no conversation
+    trajectory: Trajectory | None = None  # its tool calls and results, as sampled; None: no tool step
 
     def history_text(self, budget_tokens: int) -> str:
         """The conversation so far within `budget_tokens` ("" without a conversation, for a first turn, or at 0)."""
         return self.history.within(budget_tokens).text() if self.history and budget_tokens > 0 else ""
+
+    def trajectory_text(self, max_steps: int) -> str:
+        """The newest `max_steps` steps of the tool trajectory ("" without one, or at 0)."""
+        return self.trajectory.within(max_steps).text() if self.trajectory and max_steps > 0 else ""
 
     @property
     def has_content(self) -> bool:
@@ -33,11 +40,12 @@ class Material:
         Without (content capture off, an unrecognised dialect) the trace is `no_content`, never judged."""
         return bool(self.response.strip()) and bool(self.query.strip() or self.context.strip())
 
-    def as_sample(self, history_tokens: int = 0) -> dict[str, str]:
+    def as_sample(self, history_tokens: int = 0, trajectory_steps: int = 0) -> dict[str, str]:
         """The sample a judge graph receives (`{source.query}`, `{source.response}`, `{source.context}`,
-        `{source.history}`: the conversation so far within `history_tokens`, "" when none)."""
+        `{source.history}`: the conversation so far within `history_tokens`, `{source.trajectory}`: the newest
+        `trajectory_steps` steps of the tool trajectory; "" when none)."""
         return {"trace_id": self.trace_id, "query": self.query, "response": self.response, "context": self.context,
-                "history": self.history_text(history_tokens)}
+                "history": self.history_text(history_tokens), "trajectory": self.trajectory_text(trajectory_steps)}
 
 
 def parse_messages(raw: str | None) -> list[dict]:
@@ -49,10 +57,6 @@ def parse_messages(raw: str | None) -> list[dict]:
     except ValueError:
         return []
     return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
-
-
-# Agents that answer by calling a tool (smolagents' ToolCallingAgent): that call's `answer` argument is the answer.
-FINAL_ANSWER_TOOL = "final_answer"
 
 
 def final_answer(part: dict) -> str | None:
@@ -104,3 +108,22 @@ def graded_texts(input_messages: str | None, output_messages: str | None,
     if system_instructions and not parse_messages(system_instructions):
         context_parts.append(system_instructions)  # a bare string rather than a message list
     return query, response, "\n".join(p for p in context_parts if p)
+
+
+def graded_trajectory(input_messages: str | None, output_messages: str | None) -> Trajectory | None:
+    """The tool trajectory of the graded call (None when its messages hold no tool step)."""
+    return trajectory_of(parse_messages(input_messages), parse_messages(output_messages))
+
+
+def background_json(history: History | None, trajectory: Trajectory | None) -> str | None:
+    """What a pick stores beside its graded texts (`sampled_traces.history`, JSON): its conversation so far (the
+    History's keys) and its tool trajectory (key `trajectory`); None when it has neither."""
+    data = (history.to_dict() if history else {}) | ({"trajectory": trajectory.to_dict()} if trajectory else {})
+    return json.dumps(data) if data else None
+
+
+def read_background(raw: str | None) -> tuple[History | None, Trajectory | None]:
+    """A pick's stored (conversation so far, tool trajectory), written by `background_json`."""
+    data = json.loads(raw) if raw else {}
+    return (History.from_dict(data) if "conversation_id" in data else None,
+            Trajectory.from_dict(data["trajectory"]) if "trajectory" in data else None)

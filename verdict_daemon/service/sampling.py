@@ -29,6 +29,8 @@ that has one (another instrumentation's LLM span under the app's span stamped by
 A pick that is a turn of a conversation (collector/conversations.py, cut by `[conversations] inactivity_minutes`)
 is stored with its conversation so far: the earlier turns' graded texts within `[conversations] history_tokens`
 (service/history.py), read from the lookback like the picks' own, so a judge run after a restart reads the same.
+A pick whose graded call carries tool calls or results is stored with its tool trajectory (service/trajectory.py),
+from the same messages, beside the history.
 
 A trace whose graded call the SDK exported without content under overload (`verdict.content_omitted`, per reason:
 `export_backlog`, `content_error`; docs/tracing.md "Under overload") cannot be judged: it is left out of the draw
@@ -67,7 +69,7 @@ from verdict_daemon.config import Conversations, Sampling
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
 from verdict_daemon.service.history import History, Turn, most_turns
-from verdict_daemon.service.material import graded_texts
+from verdict_daemon.service.material import background_json, graded_texts, graded_trajectory
 from verdict_daemon.store.samples import SampledTrace, insert_samples, picks_since
 from verdict_daemon.store.state import StateStore
 
@@ -204,7 +206,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
     now = datetime.now(UTC).replace(tzinfo=None)
     records = [SampledTrace(tenant, trace_id, span_id, intent, stratum, window_start, started_at,
                             *graded_texts(inputs, outputs, system), now,
-                            histories[trace_id].to_json() if trace_id in histories else None)
+                            background_json(histories.get(trace_id), graded_trajectory(inputs, outputs)))
                for trace_id, span_id, intent, stratum, window_start, started_at, inputs, outputs, system in rows]
     insert_samples(store, records)
     strata = len({(r.stratum, r.window_start) for r in records})

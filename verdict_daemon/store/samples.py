@@ -34,7 +34,8 @@ class SampledTrace:
     response: str
     context: str
     sampled_at: datetime
-    history: str | None = None  # the conversation so far (History.to_json); None: in no conversation
+    # The conversation so far and the tool trajectory (material.background_json); None: neither
+    history: str | None = None
 
 
 _COLUMNS = tuple(f.name for f in fields(SampledTrace))

@@ -1,0 +1,199 @@
+"""Agent trajectories (issue 29, item 4): the tool calls and results a graded model call carries, read from the
+recorded peer traces replayed through the real collector process, stored by the real sampler and shown to a rubric
+judge built from the config (its scripted model, the only stand-in, records every request); and the deterministic
+check that every tool call got a result."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from collector.views import open_scoped
+from tests.daemon.lakes import grade
+from verdict.models.scripted import ScriptedModel
+from verdict.tenancy import validate_tenant_id
+from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
+from verdict_daemon.service.cycle import build_evaluator
+from verdict_daemon.service.judge_evaluators import build_judge_evaluator
+from verdict_daemon.service.judging import judge, pending_work
+from verdict_daemon.service.material import parse_messages
+from verdict_daemon.service.sampling import sample
+from verdict_daemon.service.trajectory import MAX_CHARS, MAX_STEPS, Step, Trajectory, trajectory_of
+from verdict_daemon.store.state import StateStore
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
+# Tool call in an assistant message, result in a `tool` message (Vercel AI, Agno) or a `user` one (Strands).
+TOOL_SENDERS = ("vercel-ai-7-tool", "agno-openinference", "strands-latest")
+SENDERS = (*TOOL_SENDERS, "smolagents-openinference", "pydantic-ai")
+RESULT = "two charges of 12.00 EUR on 2026-12-01"
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory, request) -> Path:
+    """The data dir after every sender's recording landed in its own tenant of the collector process."""
+    from tests.collector.conftest import replay_recordings
+
+    manifests = {sender: json.loads((FIXTURES / sender / "manifest.json").read_text()) for sender in SENDERS}
+    return replay_recordings(tmp_path_factory.mktemp("trajectories") / "data",
+                             {sender: [FIXTURES / sender / name for name in manifests[sender]["arrival_order"]]
+                              for sender in SENDERS}, request)
+
+
+@pytest.fixture(scope="module")
+def graded_calls(lake) -> dict[str, list[tuple[str, str]]]:
+    """Per sender: (input, output messages) of each trace's graded call (its last model call)."""
+    calls = {}
+    for sender in SENDERS:
+        con = open_scoped(lake, validate_tenant_id(sender))
+        calls[sender] = con.execute("""SELECT arg_max(input_messages, end_time), arg_max(output_messages, end_time)
+                                       FROM llm_calls GROUP BY trace_id ORDER BY min(start_time)""").fetchall()
+        con.close()
+    return calls
+
+
+@pytest.mark.parametrize("sender", TOOL_SENDERS)
+def test_an_agent_run_has_its_tool_call_and_result(graded_calls, sender):
+    for n, (inputs, outputs) in enumerate(graded_calls[sender]):
+        seen = trajectory_of(parse_messages(inputs), parse_messages(outputs))
+        assert seen is not None, sender
+        call_id = f"call_{n}"
+        result = seen.steps[1].content
+        assert seen.steps[0] == Step("tool_call", "lookup_charge", call_id, '{"card_last4": "1111"}'), sender
+        assert (seen.steps[1].kind, seen.steps[1].name, seen.steps[1].call_id) == ("tool_result", "lookup_charge",
+                                                                                   call_id)
+        assert RESULT in result and len(seen.steps) == 2 and seen.unanswered == (), sender
+        assert seen.text() == (f"[step 1] call lookup_charge: {{\"card_last4\": \"1111\"}}\n"
+                               f"[step 2] result of lookup_charge: {result}")
+
+
+@pytest.mark.parametrize("sender", ["smolagents-openinference", "pydantic-ai"])
+def test_a_call_without_tool_parts_has_no_trajectory(graded_calls, sender):
+    """pydantic-ai's recorded run calls no tool; smolagents' last call answers with `final_answer` (the answer,
+    not a step) and its input recounts the earlier tool call as text only: no trajectory, the old judged item."""
+    assert graded_calls[sender]
+    for inputs, outputs in graded_calls[sender]:
+        assert trajectory_of(parse_messages(inputs), parse_messages(outputs)) is None, sender
+
+
+def recording_judge() -> ScriptedModel:
+    """The judge model `build_evaluator` resolves ('module:attribute'): the inspecting rubric judge, recording."""
+    return ScriptedModel(grade, name="scripted/inspecting-judge", record=True)
+
+
+def _sampled(lake: Path, sender: str) -> StateStore:
+    """The state store once the sender's traces are sampled (their windows closed; again: nothing new)."""
+    tenant = validate_tenant_id(sender)
+    con = open_scoped(lake, tenant)
+    last = con.execute("SELECT max(end_time) FROM spans").fetchone()[0]
+    con.close()
+    store = StateStore(lake)
+    sample(store, lake, tenant, Sampling(per_cluster_per_window=10), last + timedelta(days=2))
+    return store
+
+
+def _judged(lake: Path, sender: str, trajectory_steps: int) -> tuple[list[str | None], list[str]]:
+    """Sample the sender's traces (their windows closed) and judge them with a rubric evaluator showing up to
+    `trajectory_steps` steps: the stored backgrounds and, per judged trace, every message text its judge read."""
+    tenant = validate_tenant_id(sender)
+    store = _sampled(lake, sender)
+    evaluator = build_evaluator(EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge"),
+                                0, trajectory_steps)
+    report = judge(store, tenant, evaluator, Judging(concurrency=1), f"run-{sender}-{trajectory_steps}")
+    assert (report.judged, report.errors) == (2, 0), report
+    con = duckdb.connect(str(store.path), read_only=True)
+    stored = [h for (h,) in con.execute("SELECT history FROM sampled_traces WHERE tenant_id = ? ORDER BY query",
+                                         [tenant]).fetchall()]
+    con.close()
+    prompts = sorted("\n".join(m.content for m in r.messages)
+                     for r in evaluator.judge.model.requests)  # type: ignore[attr-defined]  # a JudgeEvaluator's Judge
+    return stored, prompts
+
+
+def test_the_judge_reads_an_agent_runs_trajectory(lake):
+    stored, prompts = _judged(lake, "vercel-ai-7-tool", 20)
+    assert [json.loads(s)["trajectory"]["unanswered"] for s in stored if s] == [[], []]
+    assert len(prompts) == 2
+    for prompt in prompts:
+        block = prompt.split("</context>\n<trajectory>\n", 1)[1].split("\n</trajectory>", 1)[0]
+        assert block == (f'[step 1] call lookup_charge: {{"card_last4": "1111"}}\n'
+                         f"[step 2] result of lookup_charge: {RESULT}"), prompt
+        assert prompt.rindex("</trajectory>") < prompt.rindex("<answer>")  # the answer stays last
+    # `[conversations] trajectory_steps = 0` (the default): the old prompt, and the old fingerprint.
+    _, plain = _judged(lake, "vercel-ai-7-tool", 0)
+    assert len(plain) == 2 and not any("<trajectory>" in prompt for prompt in plain)
+    config = EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge")
+    assert build_evaluator(config, 0, 0).fingerprint == build_judge_evaluator(config).fingerprint != \
+        build_evaluator(config, 0, 20).fingerprint != build_evaluator(config, 0, 5).fingerprint
+
+
+def test_a_graph_evaluator_reads_the_trajectory_as_source_trajectory(lake):
+    from tests.daemon.graphs import CompletenessUnit
+    from verdict.graph import Pipeline
+    from verdict_daemon.service.evaluators import GraphEvaluator
+
+    materials = [m for m, _ in pending_work(_sampled(lake, "agno-openinference"), validate_tenant_id(
+        "agno-openinference"), "no-such-fingerprint", 3, 100)]
+    model = ScriptedModel(lambda request: json.dumps({"note": "ok", "complete": True}), record=True)
+    graph = Pipeline() >> CompletenessUnit().prompt("@user\nSteps:\n{source.trajectory}\nNow: {source.response}"
+                                                    ).via(model)
+    shown, hidden = GraphEvaluator("g", "m:a", graph, 0, 20), GraphEvaluator("g", "m:a", graph)
+    assert len(materials) == 2 and shown.fingerprint != hidden.fingerprint
+    shown.evaluate(materials[0])
+    hidden.evaluate(materials[0])
+    with_steps, without = (r.messages[0].content for r in model.requests)
+    assert with_steps.startswith('Steps:\n[step 1] call lookup_charge: {"card_last4": "1111"}\n'
+                                 f"[step 2] result of lookup_charge: {RESULT}\nNow: ")
+    assert without == f"Steps:\n\nNow: {materials[0].response}"
+
+
+@pytest.mark.parametrize("sender", ["smolagents-openinference", "pydantic-ai"])
+def test_a_run_without_tool_steps_is_judged_as_before(lake, sender):
+    stored, prompts = _judged(lake, sender, 20)
+    assert len(stored) == len(prompts) == 2  # pydantic-ai's runs are first turns of a conversation: history only
+    assert not any(s and "trajectory" in json.loads(s) for s in stored), stored
+    assert not any("<trajectory>" in prompt for prompt in prompts), prompts
+
+
+def _call(name: str, call_id: str, **arguments) -> dict:
+    return {"type": "tool_call", "id": call_id, "name": name, "arguments": arguments}
+
+
+def _result(call_id: str, response: str) -> dict:
+    return {"type": "tool_call_response", "id": call_id, "response": response}
+
+
+def test_a_tool_call_without_a_result_is_reported():
+    inputs = [{"role": "user", "parts": [{"type": "text", "content": "refund order 7"}]},
+              {"role": "assistant", "parts": [_call("find_order", "a", id=7), _call("refund", "b", id=7)]},
+              {"role": "tool", "parts": [_result("b", "refunded")]}]
+    outputs = [{"role": "assistant", "parts": [_call("notify", "c", to="user")]}]  # the run ended on this call
+    seen = trajectory_of(inputs, outputs)
+    assert seen is not None and seen.unanswered == ("find_order", "notify")
+    assert [(s.kind, s.name) for s in seen.steps] == [("tool_call", "find_order"), ("tool_call", "refund"),
+                                                     ("tool_result", "refund"), ("tool_call", "notify")]
+    assert seen.text().endswith("(no result for: find_order, notify)")
+    answered = trajectory_of(inputs[:2] + [{"role": "tool", "parts": [_result("a", "found"), _result("b", "done")]}], [])
+    assert answered is not None and answered.unanswered == ()
+
+
+def test_a_result_without_an_id_answers_the_oldest_waiting_call():
+    inputs = [{"role": "assistant", "parts": [_call("first", ""), _call("second", "")]},
+              {"role": "tool", "parts": [{"type": "tool_call_response", "response": {"rows": 2}}]}]
+    seen = trajectory_of(inputs, [])
+    assert seen is not None and seen.unanswered == ("second",)
+    assert seen.steps[-1] == Step("tool_result", "first", "", '{"rows": 2}')
+
+
+def test_a_trajectory_is_bounded_and_survives_storage():
+    calls = [{"role": "assistant", "parts": [_call("search", f"c{i}", q="x" * 2000)]} for i in range(MAX_STEPS + 5)]
+    seen = trajectory_of(calls, [])
+    assert seen is not None and len(seen.steps) == MAX_STEPS and seen.omitted == 5
+    assert all(len(s.content) == MAX_CHARS and s.content.endswith("…") for s in seen.steps)
+    assert len(seen.unanswered) == MAX_STEPS + 5  # the check counts the steps not shown too
+    assert seen.text().startswith("(5 earlier steps not shown)\n[step 6] call search:")
+    assert Trajectory.from_dict(json.loads(json.dumps(seen.to_dict()))) == seen
+    assert seen.within(2).steps == seen.steps[-2:] and seen.within(2).omitted == MAX_STEPS + 3
