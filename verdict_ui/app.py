@@ -236,8 +236,9 @@ class _Views:
         labelled = any(r.reviewer == reviewer for r in detail.labels)
         agreement = pages.agreement(tuple(a for a in labelling.agreements(self.store, t)
                                           if a.fingerprint == detail.item.fingerprint)) if labelled else ""
+        described = labelling.dimension_descriptions(self.store, t, detail.item.fingerprint)
         body = pages.review_item(detail, reviewer, self.csrf(request), agreement,
-                                 labelling.next_item(self.store, t, skip=item_id))
+                                 labelling.next_item(self.store, t, skip=item_id), described)
         return self.html(request, f"Review item {item_id[:16]}", body, "/review")
 
     async def label(self, request: Request) -> Response:

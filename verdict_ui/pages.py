@@ -475,7 +475,8 @@ def reviewer_form(csrf: str, back: str) -> str:
             'autocomplete="username"><button type="submit">Start reviewing</button></form>')
 
 
-def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: str, next_id: str | None) -> str:
+def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: str, next_id: str | None,
+                described: Mapping[str, str]) -> str:
     s = d.item
     mine = [r for r in d.labels if r.reviewer == reviewer]
     # The trace page shows the judge's verdicts: linked only once the reviewer has labelled (blind labelling).
@@ -492,7 +493,7 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
     if reviewer is None:
         action = reviewer_form(csrf, f"/review/{s.item_id}")
     else:
-        action = _label_form(d, dimensions, csrf, reviewer, bool(mine))
+        action = _label_form(d, dimensions, csrf, reviewer, bool(mine), described)
     judge = (_judge_view(d, mine) + agreement_html if mine else
              '<p class="empty" id="blind">The judge\'s verdicts stay hidden until you have labelled this item '
              "(blind labelling: the judge must not anchor you).</p>")
@@ -506,7 +507,7 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
 LABEL_CHOICES = ("PASS", "FAIL", "UNCLEAR")  # UNCLEAR: the reviewer cannot tell; nothing is recorded for it
 
 
-def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bool) -> str:
+def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bool, described: Mapping[str, str]) -> str:
     if not dimensions:
         return empty("The judge gave no PASS/FAIL verdict on this item, so there is nothing to label.")
     fields = []
@@ -517,8 +518,11 @@ def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bo
         radios = "".join(
             f'<label class="choice"><input type="radio" name="{safe(name)}" value="{v}" required'
             f'{" checked" if mine == v else ""}> {v} <kbd>{v[0].lower()}</kbd></label>' for v in LABEL_CHOICES)
+        about = described.get(j.dimension)  # the rubric's own wording: what the judge was asked to check
+        what = (f'<p class="dimension-description muted">{safe(about)}</p>' if about else
+                '<p class="dimension-description muted">(the evaluator\'s definition describes no such dimension)</p>')
         fields.append(f'<fieldset class="dimension" data-index="{i}"><legend>{safe(j.dimension)}'
-                      f'{" ⚑ flagged" if j.dimension in d.item.flagged else ""}</legend>{radios}</fieldset>')
+                      f'{" ⚑ flagged" if j.dimension in d.item.flagged else ""}</legend>{what}{radios}</fieldset>')
     verb = "Relabel" if relabel else "Save labels"
     return (f'<form method="post" action="/review/{quote(d.item.item_id, safe="")}/labels" id="label-form" '
             f'class="stack">{hidden_csrf(csrf)}<p class="muted">Labelling as <code>{safe(reviewer)}</code>. Keys: '
