@@ -51,7 +51,7 @@ from verdict_ui.access import (
 )
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
-from verdict_ui.signals import signal_detail, signal_history, trace_signals
+from verdict_ui.signals import signal_detail, signal_examples, signal_history, trace_signals
 from verdict_ui.snapshot import Snapshots
 from verdict_ui.traces import Facets, TraceFilter, facets, trace_detail, trace_page
 from verdict_ui.traffic import TrafficFilter, traffic
@@ -218,15 +218,30 @@ class _Views:
         status = params.choice(request.query_params, "status", STATUSES, "pending")
         offset = params.integer(request.query_params, "offset", 0, 0, 10_000_000)
         shown = cast(str, status)  # a default is given
-        listed = list_items(self.store, t, status=shown, limit=50, offset=offset)
+        signal, traces = self.signal_traces(request, t)
+        listed = list_items(self.store, t, status=shown, limit=50, offset=offset, traces=traces)
+        query = {"status": shown, **({"signal": signal} if signal else {})}
         fmt = export.wanted(request.query_params)
         if fmt != "html":
-            after = (f"/review?{urlencode({'status': shown, 'offset': offset + listed.limit, 'format': fmt})}"
+            after = (f"/review?{urlencode({**query, 'offset': offset + listed.limit, 'format': fmt})}"
                      if offset + len(listed.items) < listed.total else None)
             return export.respond("review", listed.items, fmt, after)
-        body = pages.review_list(listed, shown, review_counts(self.store, t), labelling.next_item(self.store, t),
+        body = pages.review_list(listed, query, review_counts(self.store, t), labelling.next_item(self.store, t, traces=traces),
                                  pages.agreement(labelling.agreements(self.store, t)))
         return self.html(request, "Review queue", body, "/review")
+
+    def signal_traces(self, request: Request, t: TenantId) -> tuple[str | None, tuple[str, ...] | None]:
+        """`signal` of the query string and its example traces (the queue of a signal's examples); 404 for a
+        signal this tenant does not have."""
+        raw = request.query_params.get("signal", "").strip()
+        if not raw:
+            return None, None
+        signal = params.identifier(raw, "signal")
+        with self.snapshots.get(t).reading() as con:
+            traces = signal_examples(con, signal)
+        if traces is None:
+            raise HTTPException(404, f"no signal {signal!r} for this tenant")
+        return signal, traces
 
     def review_item(self, request: Request) -> Response:
         t = self.tenant(request)

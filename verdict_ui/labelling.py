@@ -26,11 +26,11 @@ class EvaluatorAgreement:
     dimensions: tuple[DimensionAgreement, ...]
 
 
-def next_item(store, tenant: TenantId, skip: str | None = None) -> str | None:
+def next_item(store, tenant: TenantId, skip: str | None = None, traces: tuple[str, ...] | None = None) -> str | None:
     """The next unlabelled item in routing priority (unclear, split votes, inconsistent, audit), newest
-    first within a reason; `skip` (the item just labelled) is passed over."""
+    first within a reason; `skip` (the item just labelled) is passed over; `traces`: only items of these."""
     for reason in REASONS:
-        for item in list_items(store, tenant, status="pending", reason=reason, limit=2).items:
+        for item in list_items(store, tenant, status="pending", reason=reason, limit=2, traces=traces).items:
             if item.item_id != skip:
                 return item.item_id
     return None

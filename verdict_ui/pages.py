@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 
 from verdict_daemon.report.charts import pct, rate_chart, time_domain
 from verdict_daemon.report.escape import safe
-from verdict_daemon.report.model import Panel, ReportData
+from verdict_daemon.report.model import Panel, RateSeries, ReportData
 from verdict_daemon.report.render import (
     KIND_LABELS,
     REASON_LABELS,
@@ -342,20 +342,30 @@ def signal(d: SignalDetail) -> str:
                      + f"; alpha {d.run.alpha:g}"))
     chart = (empty("A score dimension has no daily pass rate; the signal is tested on the scores.")
              if d.series is None else
-             f'<figure class="chart-box wide">{rate_chart("signal", d.series, d.tested, time_domain((d.series,), d.tested))}'
-             "<figcaption>Daily pass rate with 95 % Wilson band; grey: baseline window, orange: current window"
+             f'<figure class="chart-box wide">{rate_chart("signal", d.series, d.tested, _domain(d.series, d), d.alarms)}'
+             "<figcaption>Daily pass rate (UTC days) with its 95 % Wilson band; grey: baseline window, orange: current "
+             f"window; red: the windows of the {len(d.alarms)} run(s) that raised this cell, a line where each did"
              "</figcaption></figure>")
     lo = d.run.small_cell_start if s.small_cell and d.run.small_cell_start else d.run.current_start
     counted = {"regression": "FAIL", "improvement": "PASS"}.get(s.kind)  # a coverage drop counts UNCLEAR and ERROR
     cell = {"evaluator": d.evaluator, "cluster": s.cluster, "dimension": s.dimension}
+    queue = f'/review?{urlencode({"status": "all", "signal": s.signal_id})}'
     links = ('<p class="links">' + filter_link("Traces of this cell in the tested window", {
                  **cell, "verdict": counted, "from": lo.isoformat(), "to": d.run.as_of.isoformat()}, "button")
-             + " · " + filter_link("every trace of this cell", cell) + ' · <a href="/signals">All signals</a></p>')
+             + " · " + filter_link("every trace of this cell", cell)
+             + f' · <a id="signal-queue-link" href="{safe(queue)}">label this signal\'s examples</a>'
+             + ' · <a href="/signals">All signals</a></p>')
     return (links + '<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
             + section("series", "Pass rate over time", chart)
             + section("examples", "Examples stored with the signal", _cell_traces(d.examples, "stored examples"))
             + section("window", "More traces of the current window",
                       _cell_traces(d.window, "other traces of the current window with the verdict counted")))
+
+
+def _domain(series: RateSeries, d: SignalDetail) -> tuple[datetime, datetime]:
+    """The cell's days and the tested windows, widened to every alarmed period."""
+    start, end = time_domain((series,), d.tested)
+    return min([start, *(a.start for a in d.alarms)]), max([end, *(a.raised_at for a in d.alarms)])
 
 
 def _cell_traces(rows: tuple[CellTrace, ...], what: str) -> str:
@@ -442,8 +452,10 @@ def _prop(p) -> str:
     return f"{pct(p.value)} [{pct(p.low)}, {pct(p.high)}] of {p.trials}"
 
 
-def review_list(page_: ItemPage, status: str, counts: Panel, next_id: str | None, agreement_html: str) -> str:
-    tabs = "".join(f'<a href="/review?status={s}"{_CURRENT if s == status else ""}>{s}</a> '
+def review_list(page_: ItemPage, query: dict[str, str], counts: Panel, next_id: str | None, agreement_html: str) -> str:
+    """The queue, or with `signal` in `query` the queue of that signal's example traces."""
+    status, signal = query["status"], query.get("signal")
+    tabs = "".join(f'<a href="/review?{safe(urlencode({**query, "status": s}))}"{_CURRENT if s == status else ""}>{s}</a> '
                    for s in ("pending", "labelled", "all"))
     start = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}">Label the next item '
              "(priority order)</a></p>" if next_id else empty("Nothing pending: every queued item has a label."))
@@ -457,14 +469,28 @@ def review_list(page_: ItemPage, status: str, counts: Panel, next_id: str | None
                if page_.items else empty(f"No {status} item."))
     nav = []
     if page_.offset > 0:
-        nav.append(f'<a href="/review?{urlencode({"status": status, "offset": max(page_.offset - page_.limit, 0)})}">'
+        nav.append(f'<a href="/review?{safe(urlencode({**query, "offset": max(page_.offset - page_.limit, 0)}))}">'
                    "Previous</a>")
     if page_.offset + len(page_.items) < page_.total:
-        nav.append(f'<a rel="next" href="/review?{urlencode({"status": status, "offset": page_.offset + page_.limit})}">'
+        nav.append(f'<a rel="next" href="/review?{safe(urlencode({**query, "offset": page_.offset + page_.limit}))}">'
                    "Next</a>")
-    return (start + panel(counts, "Review queue", "panel compact") + f'<p class="tabs">Show: {tabs}</p>' + listing
+    scope = "" if signal is None else _signal_scope(signal, page_)
+    return (scope + start + panel(counts, "Review queue", "panel compact") + f'<p class="tabs">Show: {tabs}</p>' + listing
             + (f'<p>{" · ".join(nav)}</p>' if nav else "")
-            + (exports("/review", {"status": status, "offset": str(page_.offset)}) if page_.items else "") + agreement_html)
+            + (exports("/review", {**query, "offset": str(page_.offset)}) if page_.items else "") + agreement_html)
+
+
+def _signal_scope(signal: str, page_: ItemPage) -> str:
+    """What the filtered queue holds, and, when the signal's examples have no item, how items get queued."""
+    back = f'<a href="{safe(signal_url(signal))}">the signal</a>'
+    if page_.total or page_.offset:
+        return (f'<p class="scope" id="signal-queue">Only the review items of the traces stored as examples of {back} '
+                '· <a href="/review">the whole queue</a></p>')
+    return ('<p class="scope empty" id="signal-queue">None of the traces stored as examples of '
+            f"{back} is in the review queue (in this tab). Items are queued by the daemon after each judge run: "
+            "judgments with an UNCLEAR, split (ensemble) or inconsistent verdict, and a random audit sample of confident "
+            "ones (<code>[review] audit_rate</code>, docs/review.md). Open the examples from the signal page to read "
+            'them, or <a href="/review">label the whole queue</a>.</p>')
 
 
 def reviewer_form(csrf: str, back: str) -> str:

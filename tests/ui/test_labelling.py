@@ -3,7 +3,9 @@ description (from the evaluator definition stored with the item's fingerprint), 
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import duckdb
 
@@ -50,3 +52,47 @@ def test_a_hostile_description_is_escaped(writable_ui, data_dir, ids):
     page = _labelling_page(writable_ui["acme"], item)
     assert 'onerror="alert(1)"' not in page
     assert page.count('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; more') == len(_legend_blocks(page)) > 0
+
+
+def _signal_with_items(data_dir, tenant: str, queued: bool) -> tuple[str, set[str]]:
+    """A signal of `tenant` whose stored example traces have (queued) or have no review item, and those items."""
+    rows = state_rows(data_dir, """
+        SELECT s.signal_id, list(i.item_id) FILTER (WHERE i.item_id IS NOT NULL)
+        FROM drift_signals s LEFT JOIN review_items i ON i.tenant_id = s.tenant_id
+             AND list_contains(from_json(s.examples, '["VARCHAR"]'), i.trace_id)
+        WHERE s.tenant_id = $t GROUP BY s.signal_id ORDER BY s.signal_id""", t=tenant)
+    signal, items = next((s, i) for s, i in rows if bool(i) == queued)
+    return signal, set(items or ())
+
+
+def test_a_signal_page_opens_the_queue_of_its_examples(ui, lake):
+    umbrella = ui["umbrella"]
+    signal, items = _signal_with_items(lake.data_dir, "umbrella", queued=True)
+    page = umbrella.get(f"/signals/{signal}").text
+    [link] = re.findall(r'id="signal-queue-link" href="([^"]+)"', page)
+    assert "label this signal&#x27;s examples" in page or "label this signal's examples" in page
+    queue = umbrella.get(html.unescape(link)).text
+    listed = set(re.findall(r'class="item-link" href="/review/([^"]+)"', queue))
+    [(queued,)] = state_rows(lake.data_dir, "SELECT count(*) FROM review_items WHERE tenant_id = 'umbrella'")
+    assert listed == items and queued > len(items)  # the signal's items, and only them
+    assert f"All items, newest first ({len(items)})" in queue
+    [next_item] = re.findall(r'id="next-item" href="/review/([^"]+)"', queue)
+    assert next_item in items
+    assert f'href="/signals/{signal}"' in queue  # and back
+    exported = umbrella.get(html.unescape(link) + "&format=json").json()["rows"]
+    assert {r["item_id"] for r in exported} == items
+    tabs = re.findall(r'<a href="(/review\?[^"]+)"', queue.split('class="tabs"', 1)[1].split("</p>", 1)[0])
+    assert tabs and all(f"signal={signal}" in t for t in tabs)
+
+
+def test_a_signal_without_queued_examples_says_how_items_get_queued(ui, lake):
+    signal, _ = _signal_with_items(lake.data_dir, "acme", queued=False)
+    queue = ui["acme"].get(f"/review?status=all&signal={signal}").text
+    assert 'class="item-link"' not in queue and 'id="next-item"' not in queue
+    assert "is in the review queue" in queue and "audit_rate" in queue
+
+
+def test_the_queue_of_another_tenants_signal_is_not_found(ui, lake):
+    signal, _ = _signal_with_items(lake.data_dir, "umbrella", queued=True)
+    assert ui["acme"].get(f"/review?signal={signal}").status_code == 404
+    assert ui["acme"].get("/review?signal=%3Cscript%3E").status_code == 400
