@@ -63,6 +63,7 @@ log = logging.getLogger("verdict.ui")
 R = TypeVar("R")  # what a snapshot query returns
 
 MAX_FORM_BYTES = 64 * 1024
+MIN_REFRESH, MAX_REFRESH = 10, 3600  # ?refresh= bounds in seconds: no faster than a snapshot is worth, at least hourly
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 _BACK = re.compile(r"^/review(/[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})?$")  # where the name form may return to
@@ -124,8 +125,11 @@ class _Views:
     def tenant(self, request: Request) -> TenantId:
         return self.access.tenant_for(request.headers, request.cookies)
 
-    def html(self, request: Request, title: str, body: str, current: str = "") -> HTMLResponse:
-        return HTMLResponse(pages.page(self.tenant(request), title, body, current))
+    def html(self, request: Request, title: str, body: str, current: str = "", refreshable: bool = False) -> HTMLResponse:
+        """The page; a `refreshable` one (overview, signals, traffic) takes `?refresh=SECONDS` to reload itself."""
+        refresh = (params.integer(request.query_params, "refresh", 0, MIN_REFRESH, MAX_REFRESH) if refreshable
+                   else None)
+        return HTMLResponse(pages.page(self.tenant(request), title, body, current, refresh))
 
     def csrf(self, request: Request) -> str:
         return self.access.csrf_token(request.state.session)
@@ -156,7 +160,7 @@ class _Views:
                 raise
             raise DaemonError("unknown_tenant", f"tenant {t!r} has no spans and no state yet") from None
         body = pages.overview(data, pages.agreement(labelling.agreements(self.store, t)))
-        return self.html(request, f"Overview — {t}", body, "/")
+        return self.html(request, f"Overview — {t}", body, "/", refreshable=True)
 
     def traces(self, request: Request) -> Response:
         f, fmt = TraceFilter.parse(request.query_params), export.wanted(request.query_params)
@@ -187,7 +191,7 @@ class _Views:
         result, values = self.with_facets(request, lambda con, days: traffic(con, f, days))
         if fmt != "html":
             return export.respond("traffic", result.detail, fmt)
-        return self.html(request, "App traffic", pages.traffic_page(f, result, values), "/traffic")
+        return self.html(request, "App traffic", pages.traffic_page(f, result, values), "/traffic", refreshable=True)
 
     def with_facets(self, request: Request, query: Callable[[DuckDBPyConnection, tuple[date, ...]], R]) -> tuple[R, Facets]:
         """`query` on the request tenant's snapshot, and the filter lists (computed once per snapshot)."""
@@ -202,7 +206,7 @@ class _Views:
             history = signal_history(con)
         if fmt != "html":
             return export.respond("signals", history, fmt)
-        return self.html(request, "Signals", pages.signals_page(history), "/signals")
+        return self.html(request, "Signals", pages.signals_page(history), "/signals", refreshable=True)
 
     def one_signal(self, request: Request) -> Response:
         signal_id = params.identifier(request.path_params["signal_id"], "signal id")

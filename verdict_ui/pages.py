@@ -57,13 +57,15 @@ def signal_url(signal_id: str) -> str:
     return f"/signals/{quote(signal_id, safe='')}"
 
 
-def page(tenant: str, title: str, body: str, current: str = "") -> str:
+def page(tenant: str, title: str, body: str, current: str = "", refresh: int | None = None) -> str:
     """The page around `body` (HTML built by this module); `tenant` and `title` are text, escaped here: a
-    title may hold stored values (a cluster id is any printable text), and `current` only picks a nav link."""
+    title may hold stored values (a cluster id is any printable text), and `current` only picks a nav link.
+    `refresh`: seconds after which the browser reloads the page (an opt-in `?refresh=`)."""
     nav = "".join(f'<li><a href="{href}"{_CURRENT if href == current else ""}>{label}</a></li>' for href, label in NAV)
     title = safe(title)
+    reload = f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else ""
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">{reload}'
             f'<title>{title} — Verdict</title><link rel="icon" href="data:,">'
             '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/ui.css">'
             '<script src="/static/ui.js" defer></script></head><body>'
