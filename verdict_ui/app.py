@@ -16,7 +16,7 @@ from datetime import date
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -256,8 +256,9 @@ class _Views:
         agreement = pages.agreement(tuple(a for a in labelling.agreements(self.store, t)
                                           if a.fingerprint == detail.item.fingerprint)) if labelled else ""
         described = labelling.dimension_descriptions(self.store, t, detail.item.fingerprint)
+        signal, traces = self.signal_traces(request, t)
         body = pages.review_item(detail, reviewer, self.csrf(request), agreement,
-                                 labelling.next_item(self.store, t, skip=item_id), described)
+                                 labelling.next_item(self.store, t, skip=item_id, traces=traces), described, signal)
         return self.html(request, f"Review item {item_id[:16]}", body, "/review")
 
     async def label(self, request: Request) -> Response:
@@ -269,15 +270,17 @@ class _Views:
             raise BadRequest("give your reviewer name first (the form on the item's page)")
         labels = {k.removeprefix("label."): v for k, v in fields.items() if k.startswith("label.")}
         kept = {d: v for d, v in labels.items() if v != "UNCLEAR"}  # a dimension the reviewer cannot tell: unlabelled
+        signal, traces = self.signal_traces(request, t)
         if labels and not kept:  # every dimension unclear: nothing to record, on to the next item
-            following = labelling.next_item(self.store, t, skip=item_id)
-            return RedirectResponse(f"/review/{quote(following, safe='')}" if following else "/review", 303)
+            following = labelling.next_item(self.store, t, skip=item_id, traces=traces)
+            done = f"/review?{urlencode({'status': 'all', 'signal': signal})}" if signal else "/review"
+            return RedirectResponse(pages.item_url(following, signal) if following else done, 303)
         try:
             record_labels(self.store, t, item_id, kept, critique=fields.get("critique", ""), reviewer=reviewer)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         self.snapshots.invalidate(t)
-        return RedirectResponse(f"/review/{item_id}#judge", status_code=303)
+        return RedirectResponse(f"{pages.item_url(item_id, signal)}#judge", status_code=303)
 
     async def set_reviewer(self, request: Request) -> Response:
         self.tenant(request)

@@ -53,6 +53,12 @@ def trace_url(trace_id: str, day=None) -> str:
     return f"/traces/{quote(trace_id, safe='')}" + (f"?{urlencode({'day': day.isoformat()})}" if day else "")
 
 
+def item_url(item_id: str, signal: str | None = None, tail: str = "") -> str:
+    """A review item's page (`tail`: a sub-path); inside a signal's queue it carries `signal`, so the next
+    item and the label form stay among that signal's examples."""
+    return f"/review/{quote(item_id, safe='')}{tail}" + (f"?{urlencode({'signal': signal})}" if signal else "")
+
+
 def signal_url(signal_id: str) -> str:
     return f"/signals/{quote(signal_id, safe='')}"
 
@@ -459,10 +465,10 @@ def review_list(page_: ItemPage, query: dict[str, str], counts: Panel, next_id: 
     status, signal = query["status"], query.get("signal")
     tabs = "".join(f'<a href="/review?{safe(urlencode({**query, "status": s}))}"{_CURRENT if s == status else ""}>{s}</a> '
                    for s in ("pending", "labelled", "all"))
-    start = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}">Label the next item '
+    start = (f'<p><a class="button" id="next-item" href="{safe(item_url(next_id, signal))}">Label the next item '
              "(priority order)</a></p>" if next_id else empty("Nothing pending: every queued item has a label."))
     headers = ("Queued (UTC)", "Item", "Reasons", "Evaluator", "Intent", "Labelled dimensions")
-    rows = (card_row(headers, (safe(i.queued_at[:19]), f'<a class="item-link" href="/review/{quote(i.item_id, safe="")}">'
+    rows = (card_row(headers, (safe(i.queued_at[:19]), f'<a class="item-link" href="{safe(item_url(i.item_id, signal))}">'
                                 f"<code>{safe(i.item_id[:16])}</code></a>",
                                 ", ".join(safe(REASON_LABELS.get(r, r)) for r in i.reasons),
                                 safe(i.evaluator or i.fingerprint[:12]), safe(i.intent_key or "—"), str(i.labelled_dimensions)))
@@ -504,7 +510,8 @@ def reviewer_form(csrf: str, back: str) -> str:
 
 
 def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: str, next_id: str | None,
-                described: Mapping[str, str]) -> str:
+                described: Mapping[str, str], signal: str | None = None) -> str:
+    """One item to label; `signal`: opened from that signal's queue (the next item is one of its examples')."""
     s = d.item
     mine = [r for r in d.labels if r.reviewer == reviewer]
     # The trace page shows the judge's verdicts: linked only once the reviewer has labelled (blind labelling).
@@ -521,11 +528,11 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
     if reviewer is None:
         action = reviewer_form(csrf, f"/review/{s.item_id}")
     else:
-        action = _label_form(d, dimensions, csrf, reviewer, bool(mine), described)
+        action = _label_form(d, dimensions, csrf, reviewer, bool(mine), described, item_url(s.item_id, signal, "/labels"))
     judge = (_judge_view(d, mine) + agreement_html if mine else
              '<p class="empty" id="blind">The judge\'s verdicts stay hidden until you have labelled this item '
              "(blind labelling: the judge must not anchor you).</p>")
-    following = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}" accesskey="n">'
+    following = (f'<p><a class="button" id="next-item" href="{safe(item_url(next_id, signal))}" accesskey="n">'
                  f"{'Next item' if mine else 'Skip to the next item'} (n)</a></p>" if next_id else
                  '<p class="muted">No other pending item.</p>')
     return (head + section("item-conversation", "Conversation", conversation) + section("label", "Your labels", action)
@@ -535,7 +542,8 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
 LABEL_CHOICES = ("PASS", "FAIL", "UNCLEAR")  # UNCLEAR: the reviewer cannot tell; nothing is recorded for it
 
 
-def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bool, described: Mapping[str, str]) -> str:
+def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bool, described: Mapping[str, str],
+                action: str) -> str:
     if not dimensions:
         return empty("The judge gave no PASS/FAIL verdict on this item, so there is nothing to label.")
     fields = []
@@ -552,7 +560,7 @@ def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bo
         fields.append(f'<fieldset class="dimension" data-index="{i}"><legend>{safe(j.dimension)}'
                       f'{" ⚑ flagged" if j.dimension in d.item.flagged else ""}</legend>{what}{radios}</fieldset>')
     verb = "Relabel" if relabel else "Save labels"
-    return (f'<form method="post" action="/review/{quote(d.item.item_id, safe="")}/labels" id="label-form" '
+    return (f'<form method="post" action="{safe(action)}" id="label-form" '
             f'class="stack">{hidden_csrf(csrf)}<p class="muted">Labelling as <code>{safe(reviewer)}</code>. Keys: '
             "<kbd>p</kbd> PASS, <kbd>f</kbd> FAIL, <kbd>u</kbd> UNCLEAR on the current dimension (then the next one), "
             "<kbd>j</kbd>/<kbd>k</kbd> move, <kbd>c</kbd> critique, <kbd>Enter</kbd> in the critique saves, "

@@ -72,11 +72,11 @@ def test_a_signal_page_opens_the_queue_of_its_examples(ui, lake):
     [link] = re.findall(r'id="signal-queue-link" href="([^"]+)"', page)
     assert "label this signal&#x27;s examples" in page or "label this signal's examples" in page
     queue = umbrella.get(html.unescape(link)).text
-    listed = set(re.findall(r'class="item-link" href="/review/([^"]+)"', queue))
+    listed = set(re.findall(r'class="item-link" href="/review/([^"?]+)\?signal=', queue))
     [(queued,)] = state_rows(lake.data_dir, "SELECT count(*) FROM review_items WHERE tenant_id = 'umbrella'")
     assert listed == items and queued > len(items)  # the signal's items, and only them
     assert f"All items, newest first ({len(items)})" in queue
-    [next_item] = re.findall(r'id="next-item" href="/review/([^"]+)"', queue)
+    [next_item] = re.findall(r'id="next-item" href="/review/([^"?]+)\?signal=', queue)
     assert next_item in items
     assert f'href="/signals/{signal}"' in queue  # and back
     exported = umbrella.get(html.unescape(link) + "&format=json").json()["rows"]
@@ -96,3 +96,25 @@ def test_the_queue_of_another_tenants_signal_is_not_found(ui, lake):
     signal, _ = _signal_with_items(lake.data_dir, "umbrella", queued=True)
     assert ui["acme"].get(f"/review?signal={signal}").status_code == 404
     assert ui["acme"].get("/review?signal=%3Cscript%3E").status_code == 400
+
+
+def test_labelling_inside_a_signals_queue_stays_among_its_examples(writable_ui, data_dir):
+    umbrella = writable_ui["umbrella"]
+    signal, items = _signal_with_items(data_dir, "umbrella", queued=True)
+    queue = umbrella.get(f"/review?status=all&signal={signal}").text
+    [first] = re.findall(r'id="next-item" href="([^"]+)"', queue)
+    assert f"signal={signal}" in html.unescape(first)
+    page = umbrella.get(html.unescape(first)).text
+    umbrella.post("/reviewer", data={"csrf": csrf_of(page), "reviewer": "alice"})
+    page = umbrella.get(html.unescape(first)).text
+    [action] = re.findall(r'<form method="post" action="([^"]+)" id="label-form"', page)
+    [following] = re.findall(r'id="next-item" href="/review/([^"?]+)\?signal=', page)
+    assert following in items and f"?signal={signal}" in html.unescape(action)  # the next one is the signal's too
+    dims = re.findall(r'name="label\.([a-z_]+)" value="PASS"', page)
+    saved = umbrella.post(html.unescape(action), data={"csrf": csrf_of(page), **{f"label.{d}": "PASS" for d in dims}})
+    assert saved.status_code == 303 and saved.headers["location"].endswith(f"?signal={signal}#judge")
+    labelled = state_rows(data_dir, "SELECT DISTINCT item_id FROM review_labels WHERE tenant_id = 'umbrella'")
+    assert [r[0] for r in labelled] == [html.unescape(first).split("/review/", 1)[1].split("?", 1)[0]]
+    unclear = umbrella.post(f"/review/{following}/labels?signal={signal}",
+                            data={"csrf": csrf_of(page), **{f"label.{d}": "UNCLEAR" for d in dims}})
+    assert unclear.headers["location"] == f"/review?status=all&signal={signal}"  # the signal's items are done
