@@ -16,7 +16,7 @@ from datetime import date
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -51,7 +51,7 @@ from verdict_ui.access import (
 )
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
-from verdict_ui.signals import signal_detail, signal_history, trace_signals
+from verdict_ui.signals import signal_detail, signal_examples, signal_history, trace_signals
 from verdict_ui.snapshot import Snapshots
 from verdict_ui.traces import Facets, TraceFilter, facets, trace_detail, trace_page
 from verdict_ui.traffic import TrafficFilter, traffic
@@ -63,6 +63,7 @@ log = logging.getLogger("verdict.ui")
 R = TypeVar("R")  # what a snapshot query returns
 
 MAX_FORM_BYTES = 64 * 1024
+MIN_REFRESH, MAX_REFRESH = 10, 3600  # ?refresh= bounds in seconds: no faster than a snapshot is worth, at least hourly
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 _BACK = re.compile(r"^/review(/[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})?$")  # where the name form may return to
@@ -124,8 +125,11 @@ class _Views:
     def tenant(self, request: Request) -> TenantId:
         return self.access.tenant_for(request.headers, request.cookies)
 
-    def html(self, request: Request, title: str, body: str, current: str = "") -> HTMLResponse:
-        return HTMLResponse(pages.page(self.tenant(request), title, body, current))
+    def html(self, request: Request, title: str, body: str, current: str = "", refreshable: bool = False) -> HTMLResponse:
+        """The page; a `refreshable` one (overview, signals, traffic) takes `?refresh=SECONDS` to reload itself."""
+        refresh = (params.integer(request.query_params, "refresh", 0, MIN_REFRESH, MAX_REFRESH) if refreshable
+                   else None)
+        return HTMLResponse(pages.page(self.tenant(request), title, body, current, refresh))
 
     def csrf(self, request: Request) -> str:
         return self.access.csrf_token(request.state.session)
@@ -156,7 +160,7 @@ class _Views:
                 raise
             raise DaemonError("unknown_tenant", f"tenant {t!r} has no spans and no state yet") from None
         body = pages.overview(data, pages.agreement(labelling.agreements(self.store, t)))
-        return self.html(request, f"Overview — {t}", body, "/")
+        return self.html(request, f"Overview — {t}", body, "/", refreshable=True)
 
     def traces(self, request: Request) -> Response:
         f, fmt = TraceFilter.parse(request.query_params), export.wanted(request.query_params)
@@ -187,7 +191,7 @@ class _Views:
         result, values = self.with_facets(request, lambda con, days: traffic(con, f, days))
         if fmt != "html":
             return export.respond("traffic", result.detail, fmt)
-        return self.html(request, "App traffic", pages.traffic_page(f, result, values), "/traffic")
+        return self.html(request, "App traffic", pages.traffic_page(f, result, values), "/traffic", refreshable=True)
 
     def with_facets(self, request: Request, query: Callable[[DuckDBPyConnection, tuple[date, ...]], R]) -> tuple[R, Facets]:
         """`query` on the request tenant's snapshot, and the filter lists (computed once per snapshot)."""
@@ -202,7 +206,7 @@ class _Views:
             history = signal_history(con)
         if fmt != "html":
             return export.respond("signals", history, fmt)
-        return self.html(request, "Signals", pages.signals_page(history), "/signals")
+        return self.html(request, "Signals", pages.signals_page(history), "/signals", refreshable=True)
 
     def one_signal(self, request: Request) -> Response:
         signal_id = params.identifier(request.path_params["signal_id"], "signal id")
@@ -218,15 +222,30 @@ class _Views:
         status = params.choice(request.query_params, "status", STATUSES, "pending")
         offset = params.integer(request.query_params, "offset", 0, 0, 10_000_000)
         shown = cast(str, status)  # a default is given
-        listed = list_items(self.store, t, status=shown, limit=50, offset=offset)
+        signal, traces = self.signal_traces(request, t)
+        listed = list_items(self.store, t, status=shown, limit=50, offset=offset, traces=traces)
+        query = {"status": shown, **({"signal": signal} if signal else {})}
         fmt = export.wanted(request.query_params)
         if fmt != "html":
-            after = (f"/review?{urlencode({'status': shown, 'offset': offset + listed.limit, 'format': fmt})}"
+            after = (f"/review?{urlencode({**query, 'offset': offset + listed.limit, 'format': fmt})}"
                      if offset + len(listed.items) < listed.total else None)
             return export.respond("review", listed.items, fmt, after)
-        body = pages.review_list(listed, shown, review_counts(self.store, t), labelling.next_item(self.store, t),
+        body = pages.review_list(listed, query, review_counts(self.store, t), labelling.next_item(self.store, t, traces=traces),
                                  pages.agreement(labelling.agreements(self.store, t)))
         return self.html(request, "Review queue", body, "/review")
+
+    def signal_traces(self, request: Request, t: TenantId) -> tuple[str | None, tuple[str, ...] | None]:
+        """`signal` of the query string and its example traces (the queue of a signal's examples); 404 for a
+        signal this tenant does not have."""
+        raw = request.query_params.get("signal", "").strip()
+        if not raw:
+            return None, None
+        signal = params.identifier(raw, "signal")
+        with self.snapshots.get(t).reading() as con:
+            traces = signal_examples(con, signal)
+        if traces is None:
+            raise HTTPException(404, f"no signal {signal!r} for this tenant")
+        return signal, traces
 
     def review_item(self, request: Request) -> Response:
         t = self.tenant(request)
@@ -236,8 +255,10 @@ class _Views:
         labelled = any(r.reviewer == reviewer for r in detail.labels)
         agreement = pages.agreement(tuple(a for a in labelling.agreements(self.store, t)
                                           if a.fingerprint == detail.item.fingerprint)) if labelled else ""
+        described = labelling.dimension_descriptions(self.store, t, detail.item.fingerprint)
+        signal, traces = self.signal_traces(request, t)
         body = pages.review_item(detail, reviewer, self.csrf(request), agreement,
-                                 labelling.next_item(self.store, t, skip=item_id))
+                                 labelling.next_item(self.store, t, skip=item_id, traces=traces), described, signal)
         return self.html(request, f"Review item {item_id[:16]}", body, "/review")
 
     async def label(self, request: Request) -> Response:
@@ -249,15 +270,17 @@ class _Views:
             raise BadRequest("give your reviewer name first (the form on the item's page)")
         labels = {k.removeprefix("label."): v for k, v in fields.items() if k.startswith("label.")}
         kept = {d: v for d, v in labels.items() if v != "UNCLEAR"}  # a dimension the reviewer cannot tell: unlabelled
+        signal, traces = self.signal_traces(request, t)
         if labels and not kept:  # every dimension unclear: nothing to record, on to the next item
-            following = labelling.next_item(self.store, t, skip=item_id)
-            return RedirectResponse(f"/review/{quote(following, safe='')}" if following else "/review", 303)
+            following = labelling.next_item(self.store, t, skip=item_id, traces=traces)
+            done = f"/review?{urlencode({'status': 'all', 'signal': signal})}" if signal else "/review"
+            return RedirectResponse(pages.item_url(following, signal) if following else done, 303)
         try:
             record_labels(self.store, t, item_id, kept, critique=fields.get("critique", ""), reviewer=reviewer)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         self.snapshots.invalidate(t)
-        return RedirectResponse(f"/review/{item_id}#judge", status_code=303)
+        return RedirectResponse(f"{pages.item_url(item_id, signal)}#judge", status_code=303)
 
     async def set_reviewer(self, request: Request) -> Response:
         self.tenant(request)

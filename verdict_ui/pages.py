@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 
 from verdict_daemon.report.charts import pct, rate_chart, time_domain
 from verdict_daemon.report.escape import safe
-from verdict_daemon.report.model import Panel, ReportData
+from verdict_daemon.report.model import Panel, RateSeries, ReportData
 from verdict_daemon.report.render import (
     KIND_LABELS,
     REASON_LABELS,
@@ -53,17 +53,25 @@ def trace_url(trace_id: str, day=None) -> str:
     return f"/traces/{quote(trace_id, safe='')}" + (f"?{urlencode({'day': day.isoformat()})}" if day else "")
 
 
+def item_url(item_id: str, signal: str | None = None, tail: str = "") -> str:
+    """A review item's page (`tail`: a sub-path); inside a signal's queue it carries `signal`, so the next
+    item and the label form stay among that signal's examples."""
+    return f"/review/{quote(item_id, safe='')}{tail}" + (f"?{urlencode({'signal': signal})}" if signal else "")
+
+
 def signal_url(signal_id: str) -> str:
     return f"/signals/{quote(signal_id, safe='')}"
 
 
-def page(tenant: str, title: str, body: str, current: str = "") -> str:
+def page(tenant: str, title: str, body: str, current: str = "", refresh: int | None = None) -> str:
     """The page around `body` (HTML built by this module); `tenant` and `title` are text, escaped here: a
-    title may hold stored values (a cluster id is any printable text), and `current` only picks a nav link."""
+    title may hold stored values (a cluster id is any printable text), and `current` only picks a nav link.
+    `refresh`: seconds after which the browser reloads the page (an opt-in `?refresh=`)."""
     nav = "".join(f'<li><a href="{href}"{_CURRENT if href == current else ""}>{label}</a></li>' for href, label in NAV)
     title = safe(title)
+    reload = f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else ""
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">{reload}'
             f'<title>{title} — Verdict</title><link rel="icon" href="data:,">'
             '<link rel="stylesheet" href="/static/report.css"><link rel="stylesheet" href="/static/ui.css">'
             '<script src="/static/ui.js" defer></script></head><body>'
@@ -342,20 +350,30 @@ def signal(d: SignalDetail) -> str:
                      + f"; alpha {d.run.alpha:g}"))
     chart = (empty("A score dimension has no daily pass rate; the signal is tested on the scores.")
              if d.series is None else
-             f'<figure class="chart-box wide">{rate_chart("signal", d.series, d.tested, time_domain((d.series,), d.tested))}'
-             "<figcaption>Daily pass rate with 95 % Wilson band; grey: baseline window, orange: current window"
+             f'<figure class="chart-box wide">{rate_chart("signal", d.series, d.tested, _domain(d.series, d), d.alarms)}'
+             "<figcaption>Daily pass rate (UTC days) with its 95 % Wilson band; grey: baseline window, orange: current "
+             f"window; red: the windows of the {len(d.alarms)} run(s) that raised this cell, a line where each did"
              "</figcaption></figure>")
     lo = d.run.small_cell_start if s.small_cell and d.run.small_cell_start else d.run.current_start
     counted = {"regression": "FAIL", "improvement": "PASS"}.get(s.kind)  # a coverage drop counts UNCLEAR and ERROR
     cell = {"evaluator": d.evaluator, "cluster": s.cluster, "dimension": s.dimension}
+    queue = f'/review?{urlencode({"status": "all", "signal": s.signal_id})}'
     links = ('<p class="links">' + filter_link("Traces of this cell in the tested window", {
                  **cell, "verdict": counted, "from": lo.isoformat(), "to": d.run.as_of.isoformat()}, "button")
-             + " · " + filter_link("every trace of this cell", cell) + ' · <a href="/signals">All signals</a></p>')
+             + " · " + filter_link("every trace of this cell", cell)
+             + f' · <a id="signal-queue-link" href="{safe(queue)}">label this signal\'s examples</a>'
+             + ' · <a href="/signals">All signals</a></p>')
     return (links + '<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
             + section("series", "Pass rate over time", chart)
             + section("examples", "Examples stored with the signal", _cell_traces(d.examples, "stored examples"))
             + section("window", "More traces of the current window",
                       _cell_traces(d.window, "other traces of the current window with the verdict counted")))
+
+
+def _domain(series: RateSeries, d: SignalDetail) -> tuple[datetime, datetime]:
+    """The cell's days and the tested windows, widened to every alarmed period."""
+    start, end = time_domain((series,), d.tested)
+    return min([start, *(a.start for a in d.alarms)]), max([end, *(a.raised_at for a in d.alarms)])
 
 
 def _cell_traces(rows: tuple[CellTrace, ...], what: str) -> str:
@@ -442,13 +460,15 @@ def _prop(p) -> str:
     return f"{pct(p.value)} [{pct(p.low)}, {pct(p.high)}] of {p.trials}"
 
 
-def review_list(page_: ItemPage, status: str, counts: Panel, next_id: str | None, agreement_html: str) -> str:
-    tabs = "".join(f'<a href="/review?status={s}"{_CURRENT if s == status else ""}>{s}</a> '
+def review_list(page_: ItemPage, query: dict[str, str], counts: Panel, next_id: str | None, agreement_html: str) -> str:
+    """The queue, or with `signal` in `query` the queue of that signal's example traces."""
+    status, signal = query["status"], query.get("signal")
+    tabs = "".join(f'<a href="/review?{safe(urlencode({**query, "status": s}))}"{_CURRENT if s == status else ""}>{s}</a> '
                    for s in ("pending", "labelled", "all"))
-    start = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}">Label the next item '
+    start = (f'<p><a class="button" id="next-item" href="{safe(item_url(next_id, signal))}">Label the next item '
              "(priority order)</a></p>" if next_id else empty("Nothing pending: every queued item has a label."))
     headers = ("Queued (UTC)", "Item", "Reasons", "Evaluator", "Intent", "Labelled dimensions")
-    rows = (card_row(headers, (safe(i.queued_at[:19]), f'<a class="item-link" href="/review/{quote(i.item_id, safe="")}">'
+    rows = (card_row(headers, (safe(i.queued_at[:19]), f'<a class="item-link" href="{safe(item_url(i.item_id, signal))}">'
                                 f"<code>{safe(i.item_id[:16])}</code></a>",
                                 ", ".join(safe(REASON_LABELS.get(r, r)) for r in i.reasons),
                                 safe(i.evaluator or i.fingerprint[:12]), safe(i.intent_key or "—"), str(i.labelled_dimensions)))
@@ -457,14 +477,28 @@ def review_list(page_: ItemPage, status: str, counts: Panel, next_id: str | None
                if page_.items else empty(f"No {status} item."))
     nav = []
     if page_.offset > 0:
-        nav.append(f'<a href="/review?{urlencode({"status": status, "offset": max(page_.offset - page_.limit, 0)})}">'
+        nav.append(f'<a href="/review?{safe(urlencode({**query, "offset": max(page_.offset - page_.limit, 0)}))}">'
                    "Previous</a>")
     if page_.offset + len(page_.items) < page_.total:
-        nav.append(f'<a rel="next" href="/review?{urlencode({"status": status, "offset": page_.offset + page_.limit})}">'
+        nav.append(f'<a rel="next" href="/review?{safe(urlencode({**query, "offset": page_.offset + page_.limit}))}">'
                    "Next</a>")
-    return (start + panel(counts, "Review queue", "panel compact") + f'<p class="tabs">Show: {tabs}</p>' + listing
+    scope = "" if signal is None else _signal_scope(signal, page_)
+    return (scope + start + panel(counts, "Review queue", "panel compact") + f'<p class="tabs">Show: {tabs}</p>' + listing
             + (f'<p>{" · ".join(nav)}</p>' if nav else "")
-            + (exports("/review", {"status": status, "offset": str(page_.offset)}) if page_.items else "") + agreement_html)
+            + (exports("/review", {**query, "offset": str(page_.offset)}) if page_.items else "") + agreement_html)
+
+
+def _signal_scope(signal: str, page_: ItemPage) -> str:
+    """What the filtered queue holds, and, when the signal's examples have no item, how items get queued."""
+    back = f'<a href="{safe(signal_url(signal))}">the signal</a>'
+    if page_.total or page_.offset:
+        return (f'<p class="scope" id="signal-queue">Only the review items of the traces stored as examples of {back} '
+                '· <a href="/review">the whole queue</a></p>')
+    return ('<p class="scope empty" id="signal-queue">None of the traces stored as examples of '
+            f"{back} is in the review queue (in this tab). Items are queued by the daemon after each judge run: "
+            "judgments with an UNCLEAR, split (ensemble) or inconsistent verdict, and a random audit sample of confident "
+            "ones (<code>[review] audit_rate</code>, docs/review.md). Open the examples from the signal page to read "
+            'them, or <a href="/review">label the whole queue</a>.</p>')
 
 
 def reviewer_form(csrf: str, back: str) -> str:
@@ -475,7 +509,9 @@ def reviewer_form(csrf: str, back: str) -> str:
             'autocomplete="username"><button type="submit">Start reviewing</button></form>')
 
 
-def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: str, next_id: str | None) -> str:
+def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: str, next_id: str | None,
+                described: Mapping[str, str], signal: str | None = None) -> str:
+    """One item to label; `signal`: opened from that signal's queue (the next item is one of its examples')."""
     s = d.item
     mine = [r for r in d.labels if r.reviewer == reviewer]
     # The trace page shows the judge's verdicts: linked only once the reviewer has labelled (blind labelling).
@@ -492,11 +528,11 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
     if reviewer is None:
         action = reviewer_form(csrf, f"/review/{s.item_id}")
     else:
-        action = _label_form(d, dimensions, csrf, reviewer, bool(mine))
+        action = _label_form(d, dimensions, csrf, reviewer, bool(mine), described, item_url(s.item_id, signal, "/labels"))
     judge = (_judge_view(d, mine) + agreement_html if mine else
              '<p class="empty" id="blind">The judge\'s verdicts stay hidden until you have labelled this item '
              "(blind labelling: the judge must not anchor you).</p>")
-    following = (f'<p><a class="button" id="next-item" href="/review/{quote(next_id, safe="")}" accesskey="n">'
+    following = (f'<p><a class="button" id="next-item" href="{safe(item_url(next_id, signal))}" accesskey="n">'
                  f"{'Next item' if mine else 'Skip to the next item'} (n)</a></p>" if next_id else
                  '<p class="muted">No other pending item.</p>')
     return (head + section("item-conversation", "Conversation", conversation) + section("label", "Your labels", action)
@@ -506,7 +542,8 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
 LABEL_CHOICES = ("PASS", "FAIL", "UNCLEAR")  # UNCLEAR: the reviewer cannot tell; nothing is recorded for it
 
 
-def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bool) -> str:
+def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bool, described: Mapping[str, str],
+                action: str) -> str:
     if not dimensions:
         return empty("The judge gave no PASS/FAIL verdict on this item, so there is nothing to label.")
     fields = []
@@ -517,10 +554,13 @@ def _label_form(d: ItemDetail, dimensions, csrf: str, reviewer: str, relabel: bo
         radios = "".join(
             f'<label class="choice"><input type="radio" name="{safe(name)}" value="{v}" required'
             f'{" checked" if mine == v else ""}> {v} <kbd>{v[0].lower()}</kbd></label>' for v in LABEL_CHOICES)
+        about = described.get(j.dimension)  # the rubric's own wording: what the judge was asked to check
+        what = (f'<p class="dimension-description muted">{safe(about)}</p>' if about else
+                '<p class="dimension-description muted">(the evaluator\'s definition describes no such dimension)</p>')
         fields.append(f'<fieldset class="dimension" data-index="{i}"><legend>{safe(j.dimension)}'
-                      f'{" ⚑ flagged" if j.dimension in d.item.flagged else ""}</legend>{radios}</fieldset>')
+                      f'{" ⚑ flagged" if j.dimension in d.item.flagged else ""}</legend>{what}{radios}</fieldset>')
     verb = "Relabel" if relabel else "Save labels"
-    return (f'<form method="post" action="/review/{quote(d.item.item_id, safe="")}/labels" id="label-form" '
+    return (f'<form method="post" action="{safe(action)}" id="label-form" '
             f'class="stack">{hidden_csrf(csrf)}<p class="muted">Labelling as <code>{safe(reviewer)}</code>. Keys: '
             "<kbd>p</kbd> PASS, <kbd>f</kbd> FAIL, <kbd>u</kbd> UNCLEAR on the current dimension (then the next one), "
             "<kbd>j</kbd>/<kbd>k</kbd> move, <kbd>c</kbd> critique, <kbd>Enter</kbd> in the critique saves, "

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from verdict_daemon.report.gather import UNASSIGNED, daily_series, mde
-from verdict_daemon.report.model import RateSeries
+from verdict_daemon.report.model import AlarmPeriod, RateSeries
 from verdict_daemon.store.drift_runs import (
     IS_CLOSING,
     RUN_COLUMNS,
@@ -39,6 +39,7 @@ class SignalDetail:
     series: RateSeries | None  # None for a score dimension (no pass rate)
     examples: tuple[CellTrace, ...]  # the signal's stored examples, in their order
     window: tuple[CellTrace, ...]  # more traces of the current window with the values the signal counts
+    alarms: tuple[AlarmPeriod, ...]  # every run that raised this cell and kind, oldest first
 
 
 def signal_detail(cur, signal_id: str) -> SignalDetail | None:
@@ -75,7 +76,26 @@ def signal_detail(cur, signal_id: str) -> SignalDetail | None:
                          {**args, "lo": tested.current_start, "hi": run.as_of, "ids": list(signal.examples)}).fetchall()
     return SignalDetail(signal, evaluator, run, tested, mde(signal, run, (signal.dimension,) if scored else ()),
                         None if scored else series, tuple(CellTrace(*e) for e in examples),
-                        tuple(CellTrace(*w) for w in window))
+                        tuple(CellTrace(*w) for w in window), _alarms(cur, signal))
+
+
+def _alarms(cur, signal: Signal) -> tuple[AlarmPeriod, ...]:
+    """The windows each run that raised the signal's cell (and kind) tested it over: a small cell's, the week."""
+    return tuple(AlarmPeriod(*row) for row in cur.execute(f"""
+        SELECT DISTINCT CASE WHEN s.small_cell AND r.small_cell_start IS NOT NULL THEN r.small_cell_start
+                             ELSE r.current_start END, r.as_of, r.closing
+        FROM drift_signals s
+        JOIN (SELECT run_id, as_of, current_start, small_cell_start, {IS_CLOSING} AS closing FROM drift_runs) r
+          USING (run_id)
+        WHERE s.fingerprint = $fp AND s.cluster = $c AND s.dimension = $d AND s.kind = $k ORDER BY 2, 1""",
+        {"fp": signal.fingerprint, "c": signal.cluster, "d": signal.dimension, "k": signal.kind}).fetchall())
+
+
+def signal_examples(cur, signal_id: str) -> tuple[str, ...] | None:
+    """The trace ids stored as the signal's examples (its latest row); None for an unknown signal."""
+    row = cur.execute("SELECT examples FROM drift_signals WHERE signal_id = $s ORDER BY as_of DESC LIMIT 1",
+                      {"s": signal_id}).fetchone()
+    return None if row is None else tuple(json.loads(row[0] or "[]"))
 
 
 # --- every signal, by cell ----------------------------------------------------------------------------

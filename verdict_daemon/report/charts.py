@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import date, datetime, time, timedelta
 
 from verdict_daemon.report.escape import safe
-from verdict_daemon.report.model import DriftWindows, RateSeries, SpendDay
+from verdict_daemon.report.model import AlarmPeriod, DriftWindows, RateSeries, SpendDay
 
 WIDTH, HEIGHT = 320, 170
 LEFT, RIGHT, TOP, BOTTOM = 36, 10, 12, 28
@@ -59,6 +59,9 @@ def _window(scale: _Scale, start: datetime, end: datetime, css_class: str, label
             f"{label}</text></g>")
 
 
+MAX_DAY_LABELS = 6  # dates written under the x axis: enough to read a day off, few enough not to overlap
+
+
 def _axes(scale: _Scale, domain: tuple[datetime, datetime]) -> list[str]:
     out = []
     for rate in (0.0, 0.5, 1.0):
@@ -66,17 +69,39 @@ def _axes(scale: _Scale, domain: tuple[datetime, datetime]) -> list[str]:
         out.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + PLOT_W}" y1="{y:.1f}" y2="{y:.1f}"/>'
                    f'<text class="tick" x="{LEFT - 4}" y="{y + 3:.1f}" text-anchor="end">{int(rate * 100)}%</text>')
     first, last = domain[0].date(), (domain[1] - timedelta(seconds=1)).date()
-    for day, anchor in ((first, "start"), (last, "end")):
-        x = scale.x(datetime.combine(day, time())) if anchor == "start" else scale.x(domain[1])
-        out.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">{day:%m-%d}</text>')
+    days = (last - first).days + 1
+    step = -(-days // MAX_DAY_LABELS)  # ceil: every step-th day is labelled, from the first
+    for offset in range(0, days, step):
+        day = first + timedelta(days=offset)
+        x = scale.x(datetime.combine(day, time()))
+        labelled = offset == 0 or (last - day).days >= step  # the last label sits at the right edge, none near it
+        out.append(f'<line class="day-tick" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP + PLOT_H}" y2="{TOP + PLOT_H + 3}"/>')
+        if labelled:
+            out.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 8}" text-anchor="{"start" if offset == 0 else "middle"}">'
+                       f"{day:%m-%d}</text>")
+    out.append(f'<text class="tick" x="{scale.x(domain[1]):.1f}" y="{HEIGHT - 8}" text-anchor="end">{last:%m-%d}</text>')
+    return out
+
+
+def _alarms(scale: _Scale, alarms: tuple[AlarmPeriod, ...]) -> list[str]:
+    """A red strip over each tested window whose run raised the cell, and a tick at the moment it did."""
+    out = []
+    for a in alarms:
+        x0, x1 = scale.x(a.start), scale.x(a.raised_at)
+        what = "closing decision" if a.closing else "early look"
+        out.append(f'<g class="alarm"><title>raised by the {what} as of {a.raised_at:%Y-%m-%d %H:%M} UTC (tested '
+                   f'{a.start:%Y-%m-%d %H:%M} to {a.raised_at:%Y-%m-%d %H:%M})</title>'
+                   f'<rect x="{x0:.1f}" y="{TOP}" width="{max(x1 - x0, 1):.1f}" height="5"/>'
+                   f'<line x1="{x1:.1f}" x2="{x1:.1f}" y1="{TOP}" y2="{TOP + PLOT_H}"/></g>')
     return out
 
 
 def rate_chart(chart_id: str, series: RateSeries, run: DriftWindows | None,
-               domain: tuple[datetime, datetime]) -> str:
-    """Daily pass rate (PASS / (PASS + FAIL)) with the 95 % Wilson band; baseline and current windows shaded."""
+               domain: tuple[datetime, datetime], alarms: tuple[AlarmPeriod, ...] = ()) -> str:
+    """Daily pass rate (PASS / (PASS + FAIL)) with the 95 % Wilson band; baseline and current windows shaded;
+    `alarms`: the windows of runs that raised this cell, marked in red."""
     scale = _Scale(domain)
-    body = _axes(scale, domain)
+    body = _axes(scale, domain) + _alarms(scale, alarms)
     if run is not None:
         body.append(_window(scale, run.baseline_start, run.baseline_end, "win-baseline", "baseline",
                             f"baseline window {run.baseline_start:%Y-%m-%d %H:%M} to {run.baseline_end:%Y-%m-%d %H:%M} UTC"))
@@ -99,6 +124,8 @@ def rate_chart(chart_id: str, series: RateSeries, run: DriftWindows | None,
     desc = (f"Daily pass rate over {len(pts)} day(s) from {pts[0].day} to {last.day}, "
             f"{sum(p.usable for p in pts)} PASS/FAIL verdicts. Last day {last.day}: {pct(last.rate)} "
             f"({last.passed}/{last.usable}, 95 % Wilson {pct(last.low)} to {pct(last.high)}).")
+    if alarms:
+        desc += f" Raised by {len(alarms)} drift run(s), the last as of {alarms[-1].raised_at:%Y-%m-%d %H:%M} UTC."
     return _svg(chart_id, "chart rate-chart", title, desc, body)
 
 

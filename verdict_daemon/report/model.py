@@ -30,6 +30,15 @@ class RateSeries:
 
 
 @dataclass(frozen=True)
+class AlarmPeriod:
+    """The window a drift run tested a cell over when it raised it: [start, raised_at)."""
+
+    start: datetime
+    raised_at: datetime  # the run's as_of
+    closing: bool  # a period's closing decision (else an early look)
+
+
+@dataclass(frozen=True)
 class HeatCell:
     """Latest pass rate of a cluster × dimension (the latest run's current window, else the last day)."""
 

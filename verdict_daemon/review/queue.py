@@ -58,8 +58,9 @@ class ItemDetail:
 
 
 def list_items(store: StateStore, tenant: TenantId, *, status: str = "all", reason: str | None = None,
-               limit: int = 50, offset: int = 0) -> ItemPage:
-    """One page of the tenant's queue, newest first (ties by item id, so pages are stable)."""
+               limit: int = 50, offset: int = 0, traces: tuple[str, ...] | None = None) -> ItemPage:
+    """One page of the tenant's queue, newest first (ties by item id, so pages are stable); `traces`: only
+    the items of these traces (a drift signal's examples)."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     if reason is not None and reason not in REASONS:
@@ -70,7 +71,8 @@ def list_items(store: StateStore, tenant: TenantId, *, status: str = "all", reas
     if not repository.exists():
         return ItemPage(0, offset, limit, ())
     pending = {"all": None, "pending": True, "labelled": False}[status]
-    total, items = repository.items_page(tenant, pending=pending, reason=reason, limit=limit, offset=offset)
+    total, items = repository.items_page(tenant, pending=pending, reason=reason, limit=limit, offset=offset,
+                                         traces=traces)
     return ItemPage(total, offset, limit, tuple(items))
 
 

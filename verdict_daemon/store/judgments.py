@@ -76,6 +76,14 @@ def register_evaluator(store: StateStore, tenant: str, fingerprint: str, name: s
                     [tenant, fingerprint, name, definition])
 
 
+def evaluator_definition(store: StateStore, tenant: str, fingerprint: str) -> str | None:
+    """The JSON definition registered for a fingerprint; None when it was never registered."""
+    with store.transaction() as con:
+        row = con.execute("SELECT definition FROM evaluators WHERE tenant_id = ? AND fingerprint = ?",
+                          [tenant, fingerprint]).fetchone()
+    return None if row is None else str(row[0])
+
+
 def pending_work(store: StateStore, tenant: str, fingerprint: str, max_attempts: int, limit: int,
                  uncounted_error: str) -> list[PendingTrace]:
     """Sampled traces without an attempt by this fingerprint, or whose latest is ERROR with fewer than

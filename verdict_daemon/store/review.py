@@ -236,13 +236,17 @@ class ReviewRepository:
 
     # --- the queue ------------------------------------------------------------------------------
     def items_page(self, tenant: TenantId, *, pending: bool | None, reason: str | None, limit: int,
-                   offset: int) -> tuple[int, list[ItemSummary]]:
-        """(items matching, one page of them newest first); `pending` None: labelled or not."""
+                   offset: int, traces: tuple[str, ...] | None = None) -> tuple[int, list[ItemSummary]]:
+        """(items matching, one page of them newest first); `pending` None: labelled or not; `traces`: only
+        items of these traces."""
         where = {None: "", True: "labelled_dimensions = 0", False: "labelled_dimensions > 0"}[pending]
         if reason is not None:
             where = " AND ".join(filter(None, [where, "list_contains(reasons::VARCHAR[], $reason)"]))
+        if traces is not None:
+            where = " AND ".join(filter(None, [where, "list_contains($traces::VARCHAR[], trace_id)"]))
         query = f"SELECT * FROM ({_ITEMS}) {'WHERE ' + where if where else ''}"
-        params = {"t": tenant, **({"reason": reason} if reason else {})}
+        params = {"t": tenant, **({"reason": reason} if reason else {}),
+                  **({"traces": list(traces)} if traces is not None else {})}
         with self.store.transaction() as con:
             total = con.execute(f"SELECT count(*) FROM ({query})", params).fetchone()[0]
             rows = con.execute(f"{query} ORDER BY queued_at DESC, item_id LIMIT {int(limit)} OFFSET {int(offset)}",
