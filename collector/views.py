@@ -132,10 +132,11 @@ _CALL_MODEL = (r"regexp_replace(lower(coalesce(request_model, response_model)), 
 # The messages are parsed once into typed lists (from_json): lambdas over JSON text re-parse every message and
 # cost 3x more. A value that is not text (a number, an object) is its JSON text, as json_extract_string gives it.
 _MESSAGE_PARTS = '[{"role": "VARCHAR", "parts": [{"content": "VARCHAR"}]}]'
+# Only the text is guarded (CASE around the whole expression costs 3x: its branch is evaluated row by row).
 _CALL_INPUT = (
-    "md5_number(CASE WHEN json_valid(input_messages) THEN nullif(array_to_string(list_transform(flatten("
-    f"list_transform(list_filter(from_json(input_messages, '{_MESSAGE_PARTS}'), lambda m: m.role = 'user'), "
-    "lambda m: m.parts)), lambda p: p.content), chr(31)), '') END)")
+    "md5_number(nullif(array_to_string(list_transform(flatten(list_transform(list_filter(from_json("
+    f"CASE WHEN json_valid(input_messages) THEN input_messages END, '{_MESSAGE_PARTS}'), lambda m: m.role = 'user'), "
+    "lambda m: m.parts)), lambda p: p.content), chr(31)), ''))")
 _PROVIDER_SDK = " OR ".join(f"scope_name LIKE '{scope}%'" for scope in PROVIDER_SDK_SCOPES)
 _CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT"
               " + 4 * (input_tokens IS NOT NULL AND output_tokens IS NOT NULL)::INT"
@@ -150,7 +151,7 @@ def _islands(name: str, key: str, valid: str) -> str:
     part = f"call_service, call_model, {key}"
     return (
         f"{name}_keys AS (\n  SELECT {part} FROM contested WHERE {key} IS NOT NULL AND call_model IS NOT NULL\n"
-        "  GROUP BY ALL HAVING count(DISTINCT instrumentation) > 1\n),\n"
+        "  GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n),\n"
         f"{name}_rows AS (\n  SELECT *, sum(opens::INT) OVER (PARTITION BY {part} ORDER BY start_time, call_row) AS island\n"
         f"  FROM (SELECT call_row, call_service, call_model, {key}, instrumentation, response_id, call_input, start_time,\n"
         f"    coalesce(start_time > max(end_time) OVER (PARTITION BY {part} ORDER BY start_time, call_row\n"
