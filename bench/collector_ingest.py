@@ -293,7 +293,16 @@ _TWO_DIALECTS = """
   FROM ({select})"""
 
 
-def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialects: bool = False) -> int:
+# call_s: every call lasts that long (0.9 s otherwise). Calls start 86400 / (rows / 30) s apart, each model's
+# three times that: longer calls overlap those of other models, then those of their own model too (e.g. 1M rows:
+# 2.6 s apart; --call-s 5 overlaps across models only, --call-s 30 within each model, all day).
+_CALL_S = """
+  SELECT * REPLACE (start_time + to_microseconds({call_us}) AS end_time, {call_us}::BIGINT * 1000 AS duration_ns)
+  FROM ({select})"""
+
+
+def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialects: bool = False,
+                   call_s: float | None = None) -> int:
     """Steady state: 30 days compacted, plus fresh segments of the last hour that include retries. Returns the
     rows stored."""
     import duckdb
@@ -304,6 +313,7 @@ def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialect
 
     def rows_of(**fields) -> str:
         select = _SQL_ROW.format(**fields)
+        select = select if call_s is None else _CALL_S.format(select=select, call_us=round(call_s * 1e6))
         return _TWO_DIALECTS.format(select=select) if two_dialects else select
 
     for d in range(days):

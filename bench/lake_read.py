@@ -4,6 +4,7 @@
     .venv/bin/python bench/lake_read.py --rows 2000000 --seconds 10   # quick look
     .venv/bin/python bench/lake_read.py --rows 2000000 --seconds 0 --engines 0 --two-dialects   # identity rule on
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --baseline /tmp/main
+    .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --call-s 30 --baseline /tmp/main
 
 1. `verdict sql` "calls per intent per day" (bench/collector_ingest.py's query and lake: 30 compacted days
    plus fresh segments with retries) over --rows spans on local disk, then the same files shipped to an
@@ -14,7 +15,9 @@
    With --two-dialects, the same spans written by one instrumentation (llm_calls' identity rule off) are timed
    first: the rule's cost is the ratio of the two local-disk medians. With --baseline DIR (a checkout of another
    revision, e.g. `git archive main | tar -x -C /tmp/main`), `verdict sql` from DIR's code is timed on the same
-   lake, run for run alternating with this code's, and must give the same answer.
+   lake, run for run alternating with this code's, and must give the same answer. With --call-s S, every call lasts S
+   seconds (0.9 otherwise): 30 makes each call overlap the next of its own model and service all day (the
+   identity rule can then prune no call before parsing it).
 2. Ingest throughput of the real collector with shipping off, then on (`--lake-url` to the same server,
    sealing every 5 s); target: shipping on stays at or above 25,000 spans/s (bench/collector_ingest.py).
 """
@@ -105,10 +108,10 @@ def engines_on_s3(lake: recipes.S3Lake, duckdb_s: float) -> None:
     print(f"[read] (Spark session start with the s3a jars, once: {session_s:.1f} s)")
 
 
-def identity_rule_baseline(rows: int, cpu: list[float]) -> float:
+def identity_rule_baseline(rows: int, cpu: list[float], call_s: float | None) -> float:
     """Median `verdict sql` seconds over the same spans from one instrumentation (the identity rule off)."""
     with tempfile.TemporaryDirectory(prefix="verdict-bench-lake-") as tmp:
-        build_sql_lake(Path(tmp), rows)
+        build_sql_lake(Path(tmp), rows, call_s=call_s)
         return _sql_seconds(["--data-dir", tmp], cpu=cpu)[0]
 
 
@@ -128,13 +131,14 @@ def compare_with(baseline: Path, args: list[str], runs: int = 4) -> None:
           f"vs {base_s:.2f} s ({base_cpu:.2f} s CPU); ratio {now_s / base_s:.2f}x ({now_cpu / base_cpu:.2f}x CPU)")
 
 
-def read_phase(rows: int, server, engines: bool, two_dialects: bool = False, baseline: Path | None = None) -> None:
+def read_phase(rows: int, server, engines: bool, two_dialects: bool = False, baseline: Path | None = None,
+               call_s: float | None = None) -> None:
     baseline_cpu: list[float] = []
     local_cpu: list[float] = []
-    baseline_s = identity_rule_baseline(rows, baseline_cpu) if two_dialects else None
+    baseline_s = identity_rule_baseline(rows, baseline_cpu, call_s) if two_dialects else None
     with tempfile.TemporaryDirectory(prefix="verdict-bench-lake-") as tmp:
         data_dir = Path(tmp) / "data"
-        stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects)
+        stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects, call_s=call_s)
         local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)], cpu=local_cpu)
         if baseline is not None:
             compare_with(baseline, ["--data-dir", str(data_dir)])
@@ -186,6 +190,7 @@ def main() -> None:
     parser.add_argument("--engines", type=int, default=1, help="1: time Spark and ClickHouse too (0: skip)")
     parser.add_argument("--two-dialects", action="store_true",
                         help="half the calls from a second instrumentation: llm_calls' identity rule runs on all")
+    parser.add_argument("--call-s", type=float, help="every call lasts this long (default 0.9; 30: dense overlap)")
     parser.add_argument("--baseline", type=Path, help="a checkout whose `verdict sql` is timed on the same lake")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
@@ -194,7 +199,7 @@ def main() -> None:
     try:
         if args.rows:
             read_phase(args.rows, server, bool(args.engines), args.two_dialects,
-                       args.baseline.resolve() if args.baseline else None)
+                       args.baseline.resolve() if args.baseline else None, args.call_s)
         if args.seconds:
             ingest_phases(args.seconds, args.clients, server)
     finally:

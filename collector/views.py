@@ -132,10 +132,11 @@ _CALL_MODEL = (r"regexp_replace(lower(coalesce(request_model, response_model)), 
 # The messages are parsed once into typed lists (from_json): lambdas over JSON text re-parse every message and
 # cost 3x more. A value that is not text (a number, an object) is its JSON text, as json_extract_string gives it.
 _MESSAGE_PARTS = '[{"role": "VARCHAR", "parts": [{"content": "VARCHAR"}]}]'
+# Only the text is guarded (CASE around the whole expression costs 3x: its branch is evaluated row by row).
 _CALL_INPUT = (
-    "md5_number(CASE WHEN json_valid(input_messages) THEN nullif(array_to_string(list_transform(flatten("
-    f"list_transform(list_filter(from_json(input_messages, '{_MESSAGE_PARTS}'), lambda m: m.role = 'user'), "
-    "lambda m: m.parts)), lambda p: p.content), chr(31)), '') END)")
+    "md5_number(nullif(array_to_string(list_transform(flatten(list_transform(list_filter(from_json("
+    f"CASE WHEN json_valid(input_messages) THEN input_messages END, '{_MESSAGE_PARTS}'), lambda m: m.role = 'user'), "
+    "lambda m: m.parts)), lambda p: p.content), chr(31)), ''))")
 _PROVIDER_SDK = " OR ".join(f"scope_name LIKE '{scope}%'" for scope in PROVIDER_SDK_SCOPES)
 _CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT"
               " + 4 * (input_tokens IS NOT NULL AND output_tokens IS NOT NULL)::INT"
@@ -150,7 +151,7 @@ def _islands(name: str, key: str, valid: str) -> str:
     part = f"call_service, call_model, {key}"
     return (
         f"{name}_keys AS (\n  SELECT {part} FROM contested WHERE {key} IS NOT NULL AND call_model IS NOT NULL\n"
-        "  GROUP BY ALL HAVING count(DISTINCT instrumentation) > 1\n),\n"
+        "  GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n),\n"
         f"{name}_rows AS (\n  SELECT *, sum(opens::INT) OVER (PARTITION BY {part} ORDER BY start_time, call_row) AS island\n"
         f"  FROM (SELECT call_row, call_service, call_model, {key}, instrumentation, response_id, call_input, start_time,\n"
         f"    coalesce(start_time > max(end_time) OVER (PARTITION BY {part} ORDER BY start_time, call_row\n"
@@ -165,26 +166,29 @@ def _islands(name: str, key: str, valid: str) -> str:
 
 def _contested() -> str:
     """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. Those are the
-    calls of an overlap component of their service (calls linked by overlapping [start_time, end_time],
-    transitively) that two instrumentations wrote: every group the rule looks at lies inside one component,
-    and a component one instrumentation wrote holds no group that merges. Computed from narrow rows, so the
-    user messages are parsed only for contested calls."""
+    calls of an overlap component of their service and model (calls of one model linked by overlapping
+    [start_time, end_time], transitively) that two instrumentations wrote: every group the rule looks at lies
+    inside one component, and a component one instrumentation wrote holds no group that merges. Computed from
+    narrow rows, so the user messages are parsed only for contested calls."""
+    part = "call_service, call_model"
     return (
-        "sweep AS (\n  SELECT * FROM (\n    SELECT hash(trace_id, span_id) AS call_hash, call_service, instrumentation, start_time,\n"
+        "sweep AS (\n  SELECT * FROM (\n    SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, instrumentation,\n"
+        "      start_time,\n"
         "      coalesce(start_time > max(end_time) OVER (by_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)\n"
         "        AS opens,\n"
         "      coalesce(lead(start_time) OVER by_start > max(end_time) OVER (by_start ROWS UNBOUNDED PRECEDING), true)\n"
         "        AS closes\n"
-        "    FROM candidates WINDOW by_start AS (PARTITION BY call_service ORDER BY start_time))\n"
+        # A call without a model is in no group: it leaves here.
+        f"    FROM candidates WHERE call_model IS NOT NULL WINDOW by_start AS (PARTITION BY {part} ORDER BY start_time))\n"
         "  WHERE NOT (opens AND closes)  -- a call alone in its component\n),\n"
         # Without those, each component is still a run of rows its first row opens.
-        "components AS (\n  SELECT call_hash, call_service, instrumentation,\n"
-        "    sum(opens::INT) OVER (PARTITION BY call_service ORDER BY start_time) AS component\n  FROM sweep\n),\n"
+        f"components AS (\n  SELECT call_hash, {part}, instrumentation,\n"
+        f"    sum(opens::INT) OVER (PARTITION BY {part} ORDER BY start_time) AS component\n  FROM sweep\n),\n"
         "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
-        "    SELECT call_service, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
-        "  ) USING (call_service, component)\n),\n"
+        f"    SELECT {part}, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
+        f"  ) USING ({part}, component)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
-        f"    start_time, end_time, response_id, {_CALL_MODEL} AS call_model, {_CALL_INPUT} AS call_input,\n"
+        f"    start_time, end_time, response_id, call_model, {_CALL_INPUT} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
         # A hash collision only adds a row of an unpaired component: it overlaps no other contested row.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
@@ -218,6 +222,7 @@ def _identity_rule(select: str, detail: bool) -> str:
               if detail else "trace_id, span_id")
     return (
         "WITH candidates AS NOT MATERIALIZED (\n  SELECT *, coalesce(service_name, '') AS call_service,\n"
+        f"    {_CALL_MODEL} AS call_model,\n"
         "    coalesce(dialect, '') || '|' || coalesce(scope_name, '') AS instrumentation\n"
         "  FROM llm_call_rows\n),\n"
         f"{_contested()},\n"
