@@ -341,6 +341,9 @@ class StateStore:
             raise StateFileBroken(self.path, "does not exist (the daemon creates it when it first starts)")
         with _file_lock(self.path):
             con = self._connect(read_only=True)
+        if self._identity is None:  # from now on this is the file: deleted or replaced later, it is not ours
+            stat = os.stat(self.path)
+            self._identity = (stat.st_dev, stat.st_ino)
         try:
             version = self._schema(con)
             for table in sorted(TABLES):
