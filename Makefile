@@ -148,10 +148,11 @@ clean:
 # Peer instrumentations (issue 14): each family in its own side venv, since their pins conflict
 # with ours and with each other; the Vercel AI SDK in a node_modules dir. Idempotent (stamps).
 PEER_FAMILIES := openinference openllmetry-old openllmetry openai-v2 pydantic-ai  # and in `lock`
+PEER_FAMILIES += langfuse  # a small install; tests/peers/test_langfuse_live.py runs the real SDK in `make test`
 PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
 # Families whose install takes minutes (issue 33): built for `peers-record` only, so CI does not pay for them;
 # `make test` replays their recorded fixtures (tests/collector/test_peer_fixtures.py). Also in `lock`.
-PEER_RECORD_FAMILIES := openlit semantic-kernel langfuse genkit langchain gemini bedrock
+PEER_RECORD_FAMILIES := openlit semantic-kernel genkit langchain gemini bedrock
 PEER_RECORD_FAMILIES += mlflow logfire litellm mistral ollama  # issue 25
 # The agent frameworks of 2026 (issue 33); the Vercel AI SDK 7 in its own node_modules (.peer-vercel7).
 PEER_RECORD_FAMILIES += smolagents agno llama-index strands google-adk crewai

@@ -207,7 +207,7 @@ SENDERS = (
                 "the call in LLMChatStartEvent / LLMChatEndEvent span events"),
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "langchain", "gemini", "bedrock"}
+RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "genkit", "langchain", "gemini", "bedrock"}
                                   | {"mlflow", "logfire", "litellm", "mistral", "ollama"}
                                   | {"vercel7", "smolagents", "agno", "llama-index", "strands", "google-adk", "crewai"})
 BY_NAME = {s.name: s for s in SENDERS}
