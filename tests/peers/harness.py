@@ -96,11 +96,16 @@ SENDERS = (
     Sender("pydantic-ai", "pydantic-ai", ("pydantic_ai_agent.py",)),
     Sender("vercel-ai", "vercel", ("vercel_ai.mjs",),
            note="ai generateText with experimental_telemetry: outer ai.generateText and inner ai.generateText.doGenerate"),
-    Sender("otel-js-openai", "otel-js", ("otel_js_openai.mjs", "proto"), CONTENT_ON,
+    Sender("otel-js-openai", "otel-js", ("otel_js_openai.mjs", "proto", "chat"), CONTENT_ON,
            note="@opentelemetry/instrumentation-openai (OTel JS SDK, OTLP protobuf): a plain then a streamed call; "
                 "content only in gen_ai.* log events"),
-    Sender("otel-js-openai-json", "otel-js", ("otel_js_openai.mjs", "json"), CONTENT_ON,
+    Sender("otel-js-openai-json", "otel-js", ("otel_js_openai.mjs", "json", "chat"), CONTENT_ON,
            note="the same calls exported as OTLP/JSON (exporter-trace-otlp-http, exporter-logs-otlp-http)"),
+    Sender("otel-js-openai-responses", "otel-js", ("otel_js_openai.mjs", "proto", "responses"), CONTENT_ON,
+           note="the Responses API under the same instrumentation: one gen_ai.client.inference.operation.details "
+                "log event per call"),
+    Sender("otel-js-openai-responses-json", "otel-js", ("otel_js_openai.mjs", "json", "responses"), CONTENT_ON,
+           note="the Responses API calls exported as OTLP/JSON"),
     # Families built by `make peers-record` only (RECORD_ONLY_FAMILIES): replayed from their fixtures in the suite.
     Sender("openlit", "openlit", ("openlit_chat.py", "events"),
            note="openlit.init defaults: semconv content attributes and one operation.details log record per call"),

@@ -1,13 +1,18 @@
 // The OpenTelemetry JS openai instrumentation (@opentelemetry/instrumentation-openai) on the `openai` npm client,
 // set up with the OTel JS SDK's own parts: a TracerProvider and a LoggerProvider (the instrumentation writes the
 // messages as gen_ai.* log events when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true), each with an
-// OTLP/HTTP exporter. Argument `proto` (exporter-*-otlp-proto) or `json` (exporter-*-otlp-http: OTLP/JSON).
-// The first question as a plain call, the second streamed (stream_options.include_usage). Run like vercel_ai.mjs.
+// OTLP/HTTP exporter. Arguments: `proto` (exporter-*-otlp-proto) or `json` (exporter-*-otlp-http: OTLP/JSON); then
+// `chat` (Chat Completions, messages as gen_ai.system/user.message and gen_ai.choice events) or `responses` (the
+// Responses API: one gen_ai.client.inference.operation.details event per call, named by the log record's eventName).
+// The first question as a plain call, the second streamed (Chat Completions: stream_options.include_usage).
+// Run like vercel_ai.mjs.
 import { require, scenario, otlpTarget, report } from "./_peer.mjs";
 
-const encoding = process.argv[2];
+const [encoding, api] = process.argv.slice(2);
 const exporters = { proto: "otlp-proto", json: "otlp-http" }[encoding];
-if (!exporters) throw new Error(`usage: otel_js_openai.mjs proto|json, not ${encoding}`);
+if (!exporters || !["chat", "responses"].includes(api)) {
+  throw new Error(`usage: otel_js_openai.mjs proto|json chat|responses, not ${encoding} ${api}`);
+}
 
 const { trace, context } = require("@opentelemetry/api");
 const { logs } = require("@opentelemetry/api-logs");
@@ -34,17 +39,25 @@ registerInstrumentations({ instrumentations: [new OpenAIInstrumentation()], trac
 
 const OpenAI = require("openai");  // after registerInstrumentations: the instrumentation patches it on require
 const client = new OpenAI({ baseURL: process.env.PEER_OPENAI_BASE_URL, apiKey: "sk-fake-peer", maxRetries: 0 });
-const messages = (question) => [{ role: "system", content: scenario.system }, { role: "user", content: question }];
 const [first, second] = scenario.questions;
-await client.chat.completions.create({ model: scenario.model, messages: messages(first) });
-const stream = await client.chat.completions.create({
-  model: scenario.model, messages: messages(second), stream: true, stream_options: { include_usage: true },
-});
+let stream;
+if (api === "chat") {
+  const messages = (question) => [{ role: "system", content: scenario.system }, { role: "user", content: question }];
+  await client.chat.completions.create({ model: scenario.model, messages: messages(first) });
+  stream = await client.chat.completions.create({
+    model: scenario.model, messages: messages(second), stream: true, stream_options: { include_usage: true },
+  });
+} else {
+  await client.responses.create({ model: scenario.model, instructions: scenario.system, input: first });
+  stream = await client.responses.create({ model: scenario.model, instructions: scenario.system, input: second,
+    stream: true });
+}
 for await (const _ of stream) {
   // drain: the span ends with the stream
 }
-const calls = [`openai.chat.completions.create(model=${scenario.model})`,
-  `openai.chat.completions.create(model=${scenario.model}, stream=true)`];
+const method = api === "chat" ? "chat.completions" : "responses";
+const calls = [`openai.${method}.create(model=${scenario.model})`,
+  `openai.${method}.create(model=${scenario.model}, stream=true)`];
 await report([tracerProvider, loggerProvider], ["@opentelemetry/instrumentation-openai", "openai",
   "@opentelemetry/sdk-trace", "@opentelemetry/sdk-logs", `@opentelemetry/exporter-trace-${exporters}`,
   `@opentelemetry/exporter-logs-${exporters}`], calls);
