@@ -106,6 +106,9 @@ SENDERS = (
                 "log event per call"),
     Sender("otel-js-openai-responses-json", "otel-js", ("otel_js_openai.mjs", "json", "responses"), CONTENT_ON,
            note="the Responses API calls exported as OTLP/JSON"),
+    Sender("otel-js-openai-tool", "otel-js", ("otel_js_openai.mjs", "proto", "chat-tool"), CONTENT_ON, tool=True,
+           note="the tool scenario on Chat Completions inside the app's invoke_agent span: the tool call in "
+                "gen_ai.choice, its result in gen_ai.tool.message"),
     # Families built by `make peers-record` only (RECORD_ONLY_FAMILIES): replayed from their fixtures in the suite.
     Sender("openlit", "openlit", ("openlit_chat.py", "events"),
            note="openlit.init defaults: semconv content attributes and one operation.details log record per call"),

@@ -30,7 +30,8 @@ from verdict.tenancy import LOCAL_TENANT
 pytestmark = pytest.mark.peers
 TENANT = LOCAL_TENANT  # the tokenless collector's scope
 # Families `make peers` builds (the record-only ones are replayed from their fixtures in the main suite).
-LIVE_SENDERS = [s for s in SENDERS if s.family not in RECORD_ONLY_FAMILIES]
+# The two-call scenario (a tool scenario's recording is replayed by tests/collector/test_peer_fixtures.py).
+LIVE_SENDERS = [s for s in SENDERS if s.family not in RECORD_ONLY_FAMILIES and not s.tool]
 PYTHON_SENDERS = [s.name for s in LIVE_SENDERS if not s.node]
 NODE_SENDERS = [s.name for s in LIVE_SENDERS if s.node]  # the Vercel AI SDK, the OTel JS openai instrumentation
 
