@@ -102,8 +102,8 @@ SENDERS = (
     Sender("otel-js-openai-json", "otel-js", ("otel_js_openai.mjs", "json", "chat"), CONTENT_ON,
            note="the same calls exported as OTLP/JSON (exporter-trace-otlp-http, exporter-logs-otlp-http)"),
     Sender("otel-js-openai-responses", "otel-js", ("otel_js_openai.mjs", "proto", "responses"), CONTENT_ON,
-           note="the Responses API under the same instrumentation: one gen_ai.client.inference.operation.details "
-                "log event per call"),
+           note="the Responses API under the same instrumentation: two gen_ai.client.inference.operation.details "
+                "log events per call (input, output)"),
     Sender("otel-js-openai-responses-json", "otel-js", ("otel_js_openai.mjs", "json", "responses"), CONTENT_ON,
            note="the Responses API calls exported as OTLP/JSON"),
     Sender("otel-js-openai-tool", "otel-js", ("otel_js_openai.mjs", "proto", "chat-tool"), CONTENT_ON, tool=True,
