@@ -146,7 +146,8 @@ clean:
 	rm -rf $(VENV) $(IRRCAC_VENV) .pytest_cache .mypy_cache
 
 # Peer instrumentations (issue 14): each family in its own side venv, since their pins conflict
-# with ours and with each other; the Vercel AI SDK in a node_modules dir. Idempotent (stamps).
+# with ours and with each other; the Node ones (the Vercel AI SDK, the OTel JS openai instrumentation: `npm ci`
+# takes ~10 s with a cold cache) each in a node_modules dir. Idempotent (stamps).
 PEER_FAMILIES := openinference openllmetry-old openllmetry openai-v2 pydantic-ai  # and in `lock`
 PEER_FAMILIES += langfuse  # a small install; tests/peers/test_langfuse_live.py runs the real SDK in `make test`
 PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
@@ -159,6 +160,7 @@ PEER_RECORD_FAMILIES += smolagents agno llama-index strands google-adk crewai
 PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
 VERCEL_STAMP := .peer-vercel/.installed
 VERCEL7_STAMP := .peer-vercel7/.installed
+OTEL_JS_STAMP := .peer-otel-js/.installed
 
 .PHONY: peers peers-record
 
@@ -176,13 +178,13 @@ VERCEL7_STAMP := .peer-vercel7/.installed
 	cd .peer-$* && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-peers: $(PEER_STAMPS) $(VERCEL_STAMP)
+peers: $(PEER_STAMPS) $(VERCEL_STAMP) $(OTEL_JS_STAMP)
 
 # Re-record tests/fixtures/dialects/ from the real packages (needs the test venv for the fake LLM).
 peers-record: peers $(PEER_RECORD_STAMPS) $(VERCEL7_STAMP) $(TEST_STAMP)
 	$(BIN)/python tests/peers/record.py
 
-# Regenerate $(LOCKS)/ (and the Vercel package-lock.json): every environment resolved afresh from its
+# Regenerate $(LOCKS)/ (and the Node families' package-lock.json): every environment resolved afresh from its
 # ranges, without the old pins, in throw-away venvs under .cache/lock; what pip chose is written down.
 # Commit the result once `make test` passes on it.
 LOCK_TMP := .cache/lock
@@ -192,6 +194,12 @@ define freeze_venv
 	$(LOCK_TMP)/$(1)/bin/pip install --quiet $(2)
 	{ echo "# make lock: the versions $(1) installs (generated; do not edit)"; \
 	  $(LOCK_TMP)/$(1)/bin/pip list --format=freeze --exclude verdict-monitor --exclude pip; } > $(LOCKS)/$(1).txt
+endef
+define lock_node
+	rm -rf $(LOCK_TMP)/$(1) && mkdir -p $(LOCK_TMP)/$(1)
+	cp tests/peers/$(1)/package.json $(LOCK_TMP)/$(1)/
+	cd $(LOCK_TMP)/$(1) && npm install --package-lock-only --no-audit --no-fund --loglevel=error
+	cp $(LOCK_TMP)/$(1)/package-lock.json tests/peers/$(1)/package-lock.json
 endef
 # llama.cpp resolves from the portable wheel the tier builds (a native build takes minutes).
 lock: $(LLAMA_STAMP)
@@ -222,12 +230,7 @@ lock: $(LLAMA_STAMP)
 	$(call freeze_venv,peer-strands,-r tests/peers/requirements/strands.txt)
 	$(call freeze_venv,peer-google-adk,-r tests/peers/requirements/google-adk.txt)
 	$(call freeze_venv,peer-crewai,-r tests/peers/requirements/crewai.txt)
-	rm -rf $(LOCK_TMP)/vercel && mkdir -p $(LOCK_TMP)/vercel
-	cp tests/peers/vercel/package.json $(LOCK_TMP)/vercel/
-	cd $(LOCK_TMP)/vercel && npm install --package-lock-only --no-audit --no-fund --loglevel=error
-	cp $(LOCK_TMP)/vercel/package-lock.json tests/peers/vercel/package-lock.json
-	rm -rf $(LOCK_TMP)/vercel7 && mkdir -p $(LOCK_TMP)/vercel7
-	cp tests/peers/vercel7/package.json $(LOCK_TMP)/vercel7/
-	cd $(LOCK_TMP)/vercel7 && npm install --package-lock-only --no-audit --no-fund --loglevel=error
-	cp $(LOCK_TMP)/vercel7/package-lock.json tests/peers/vercel7/package-lock.json
+	$(call lock_node,vercel)
+	$(call lock_node,vercel7)
+	$(call lock_node,otel-js)
 	rm -rf $(LOCK_TMP)

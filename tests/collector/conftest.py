@@ -156,10 +156,12 @@ def replay_recordings(data_dir: Path, recordings: dict[str, list[Path]], request
 
 
 def post_recording(port: int, path, token: str) -> None:
-    """POST one recorded OTLP request body (`traces-N.pb` or `logs-N.pb`) with a tenant token; it must be acked."""
+    """POST one recorded OTLP request body (`traces-N.pb` or `logs-N.pb`; `.json`: OTLP/JSON) with a tenant token;
+    it must be acked."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    content_type = "application/json" if path.suffix == ".json" else "application/x-protobuf"
     conn.request("POST", "/v1/logs" if path.name.startswith("logs") else "/v1/traces", body=path.read_bytes(),
-                 headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {token}"})
+                 headers={"Content-Type": content_type, "Authorization": f"Bearer {token}"})
     response = conn.getresponse()
     body = response.read()
     assert response.status == 200, (str(path), body)

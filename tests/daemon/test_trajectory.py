@@ -26,8 +26,9 @@ from verdict_daemon.service.trajectory import MAX_CHARS, MAX_STEPS, Step, Trajec
 from verdict_daemon.store.state import StateStore
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
-# Tool call in an assistant message, result in a `tool` message (Vercel AI, Agno) or a `user` one (Strands).
-TOOL_SENDERS = ("vercel-ai-7-tool", "agno-openinference", "strands-latest")
+# Tool call in an assistant message, result in a `tool` message (Vercel AI, Agno, OTel JS log events) or a `user` one
+# (Strands).
+TOOL_SENDERS = ("vercel-ai-7-tool", "agno-openinference", "strands-latest", "otel-js-openai-tool")
 SENDERS = (*TOOL_SENDERS, "smolagents-openinference", "pydantic-ai")
 RESULT = "two charges of 12.00 EUR on 2026-12-01"
 

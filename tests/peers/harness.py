@@ -45,7 +45,7 @@ FINAL_ANSWER = "final_answer"  # verdict_daemon.service.material.FINAL_ANSWER_TO
 @dataclass(frozen=True)
 class Sender:
     name: str  # fixture directory under tests/fixtures/dialects/
-    family: str  # side venv .venv-peer-<family> (or a Node family "vercel*": node_modules in .peer-<family>)
+    family: str  # side venv .venv-peer-<family> (or a Node family, tests/peers/<family>/: node_modules in .peer-<family>)
     argv: tuple[str, ...]  # script under senders/ and its arguments
     env: dict[str, str] = field(default_factory=dict)
     provider: str = "openai"  # which fake server the calls go to
@@ -60,7 +60,7 @@ class Sender:
 
     @property
     def node(self) -> bool:
-        return self.family.startswith("vercel")
+        return (ROOT / "tests" / "peers" / self.family / "package.json").exists()
 
     @property
     def environment(self) -> Path:
@@ -96,6 +96,19 @@ SENDERS = (
     Sender("pydantic-ai", "pydantic-ai", ("pydantic_ai_agent.py",)),
     Sender("vercel-ai", "vercel", ("vercel_ai.mjs",),
            note="ai generateText with experimental_telemetry: outer ai.generateText and inner ai.generateText.doGenerate"),
+    Sender("otel-js-openai", "otel-js", ("otel_js_openai.mjs", "proto", "chat"), CONTENT_ON,
+           note="@opentelemetry/instrumentation-openai (OTel JS SDK, OTLP protobuf): a plain then a streamed call; "
+                "content only in gen_ai.* log events"),
+    Sender("otel-js-openai-json", "otel-js", ("otel_js_openai.mjs", "json", "chat"), CONTENT_ON,
+           note="the same calls exported as OTLP/JSON (exporter-trace-otlp-http, exporter-logs-otlp-http)"),
+    Sender("otel-js-openai-responses", "otel-js", ("otel_js_openai.mjs", "proto", "responses"), CONTENT_ON,
+           note="the Responses API under the same instrumentation: two gen_ai.client.inference.operation.details "
+                "log events per call (input, output)"),
+    Sender("otel-js-openai-responses-json", "otel-js", ("otel_js_openai.mjs", "json", "responses"), CONTENT_ON,
+           note="the Responses API calls exported as OTLP/JSON"),
+    Sender("otel-js-openai-tool", "otel-js", ("otel_js_openai.mjs", "proto", "chat-tool"), CONTENT_ON, tool=True,
+           note="the tool scenario on Chat Completions inside the app's invoke_agent span: the tool call in "
+                "gen_ai.choice, its result in gen_ai.tool.message"),
     # Families built by `make peers-record` only (RECORD_ONLY_FAMILIES): replayed from their fixtures in the suite.
     Sender("openlit", "openlit", ("openlit_chat.py", "events"),
            note="openlit.init defaults: semconv content attributes and one operation.details log record per call"),

@@ -4,8 +4,9 @@
     .venv/bin/python tests/peers/record.py openinference-openai vercel-ai
 
 Each sender (tests/peers/harness.py) runs its real package in its side venv against the fake
-OpenAI/Anthropic servers and exports OTLP/HTTP protobuf to a capturing server here, which keeps
-every request body as sent (gzip undone): `<sender>/traces-N.pb`, `<sender>/logs-N.pb`, plus a
+OpenAI/Anthropic servers and exports OTLP/HTTP to a capturing server here, which keeps every
+request body as sent (gzip undone): `<sender>/traces-N.pb`, `<sender>/logs-N.pb` (`.json` for an
+OTLP/JSON body), plus a
 `manifest.json` with the package versions, the calls made, the planted secrets and what each
 call should become in `llm_calls`.
 """
@@ -36,12 +37,13 @@ from tests.peers.harness import (  # noqa: E402
 
 
 class Capture(ThreadingHTTPServer):
-    """OTLP/HTTP receiver that answers 200 (an empty Export*ServiceResponse) and keeps the bodies."""
+    """OTLP/HTTP receiver that answers 200 (an empty Export*ServiceResponse) and keeps the bodies: (signal, file
+    suffix by content type, body)."""
 
     daemon_threads = True
 
     def __init__(self) -> None:
-        self.bodies: list[tuple[str, bytes]] = []
+        self.bodies: list[tuple[str, str, bytes]] = []
         self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _Handler)
 
@@ -49,7 +51,7 @@ class Capture(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
-    def take(self) -> list[tuple[str, bytes]]:
+    def take(self) -> list[tuple[str, str, bytes]]:
         with self.lock:
             taken, self.bodies = self.bodies, []
         return taken
@@ -75,13 +77,16 @@ class _Handler(BaseHTTPRequestHandler):
             body = gzip.decompress(body)
         signal = self.path.rstrip("/").rsplit("/", 1)[-1]
         status = 200 if signal in ("traces", "logs") else 404
+        json_body = self.headers.get("content-type", "").startswith("application/json")
         if status == 200:
             with self.server.lock:
-                self.server.bodies.append((signal, body))
+                self.server.bodies.append((signal, "json" if json_body else "pb", body))
+        answer = b"{}" if json_body else b""  # an empty Export*ServiceResponse in the request's encoding
         self.send_response(status)
-        self.send_header("content-type", "application/x-protobuf")
-        self.send_header("content-length", "0")
+        self.send_header("content-type", "application/json" if json_body else "application/x-protobuf")
+        self.send_header("content-length", str(len(answer)))
         self.end_headers()
+        self.wfile.write(answer)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -123,8 +128,8 @@ def record(names: list[str]) -> int:
             out.mkdir(parents=True)
             files: dict[str, list[str]] = {"traces": [], "logs": []}
             arrival = []
-            for signal, body in capture.take():
-                name = f"{signal}-{len(files[signal]) + 1}.pb"
+            for signal, suffix, body in capture.take():
+                name = f"{signal}-{len(files[signal]) + 1}.{suffix}"
                 (out / name).write_bytes(body)
                 files[signal].append(name)
                 arrival.append(name)

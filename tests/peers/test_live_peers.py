@@ -1,6 +1,6 @@
 """Live: each real peer instrumentation, in its side venv, exports to the real collector process.
 
-Marker `peers` (needs `make peers`: the side venvs and the Vercel node_modules; minutes to build
+Marker `peers` (needs `make peers`: the side venvs and the Node families' node_modules; minutes to build
 once, then seconds per test). The assertions are the target of issue 14: every call is exactly one
 `llm_calls` row with its model, tokens and the question and answer, redacted; no planted secret
 anywhere under the data dir (Parquet columns decoded) nor in the collector's log.
@@ -30,7 +30,10 @@ from verdict.tenancy import LOCAL_TENANT
 pytestmark = pytest.mark.peers
 TENANT = LOCAL_TENANT  # the tokenless collector's scope
 # Families `make peers` builds (the record-only ones are replayed from their fixtures in the main suite).
-PYTHON_SENDERS = [s.name for s in SENDERS if s.family != "vercel" and s.family not in RECORD_ONLY_FAMILIES]
+# The two-call scenario (a tool scenario's recording is replayed by tests/collector/test_peer_fixtures.py).
+LIVE_SENDERS = [s for s in SENDERS if s.family not in RECORD_ONLY_FAMILIES and not s.tool]
+PYTHON_SENDERS = [s.name for s in LIVE_SENDERS if not s.node]
+NODE_SENDERS = [s.name for s in LIVE_SENDERS if s.node]  # the Vercel AI SDK, the OTel JS openai instrumentation
 
 
 @pytest.fixture(scope="module")
@@ -130,8 +133,9 @@ def test_python_peer_into_the_collector(name, providers, collector):
     check_target(sender, collector)
 
 
-def test_vercel_ai_sdk_into_the_collector(providers, collector):
-    sender = _installed(BY_NAME["vercel-ai"])
+@pytest.mark.parametrize("name", NODE_SENDERS)
+def test_node_peer_into_the_collector(name, providers, collector):
+    sender = _installed(BY_NAME[name])
     run = run_sender(sender, collector.url, *providers)
     assert run.provider_requests == len(_peer.QUESTIONS)
     check_target(sender, collector)

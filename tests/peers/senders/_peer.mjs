@@ -8,15 +8,20 @@ import path from "node:path";
 export const require = createRequire(path.join(process.env.PEER_NODE_MODULES, "noop.js"));
 export const scenario = JSON.parse(process.env.PEER_SCENARIO);
 
-// A NodeTracerProvider exporting to PEER_OTLP_ENDPOINT (with PEER_OTLP_HEADERS), registered as the global one.
+// Where an OTLP exporter sends `signal` ("traces" or "logs"): PEER_OTLP_ENDPOINT with PEER_OTLP_HEADERS.
+export function otlpTarget(signal) {
+  const headers = Object.fromEntries(
+    (process.env.PEER_OTLP_HEADERS || "").split(",").filter((p) => p.includes("=")).map((p) => p.split(/=(.*)/s).slice(0, 2)),
+  );
+  return { url: process.env.PEER_OTLP_ENDPOINT.replace(/\/$/, "") + `/v1/${signal}`, headers };
+}
+
+// A NodeTracerProvider exporting to otlpTarget("traces"), registered as the global one.
 export function tracerProvider() {
   const { NodeTracerProvider, SimpleSpanProcessor } = require("@opentelemetry/sdk-trace-node");
   const { OTLPTraceExporter } = require("@opentelemetry/exporter-trace-otlp-proto");
   const { resourceFromAttributes } = require("@opentelemetry/resources");
-  const headers = Object.fromEntries(
-    (process.env.PEER_OTLP_HEADERS || "").split(",").filter((p) => p.includes("=")).map((p) => p.split(/=(.*)/s).slice(0, 2)),
-  );
-  const exporter = new OTLPTraceExporter({ url: process.env.PEER_OTLP_ENDPOINT.replace(/\/$/, "") + "/v1/traces", headers });
+  const exporter = new OTLPTraceExporter(otlpTarget("traces"));
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ "service.name": scenario.service }),
     spanProcessors: [new SimpleSpanProcessor(exporter)],
@@ -25,10 +30,13 @@ export function tracerProvider() {
   return provider;
 }
 
-// Flush (the export must be on the wire before we exit), then tell the orchestrator the versions and calls.
-export async function report(provider, packageNames, calls) {
-  await provider.forceFlush();
-  await provider.shutdown();
+// Flush every provider (the export must be on the wire before we exit), then tell the orchestrator the versions
+// and calls.
+export async function report(providers, packageNames, calls) {
+  for (const provider of [providers].flat()) {
+    await provider.forceFlush();
+    await provider.shutdown();
+  }
   const packages = {};
   for (const name of packageNames) {
     packages[name] = JSON.parse(fs.readFileSync(path.join(process.env.PEER_NODE_MODULES, name, "package.json"))).version;
