@@ -526,7 +526,7 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
                     + f'<div class="msg role-assistant"><p class="role">assistant</p><pre>{safe(d.response)}</pre></div>')
     dimensions = [j for j in d.judgments if j.verdict is not None]
     if reviewer is None:
-        action = reviewer_form(csrf, f"/review/{s.item_id}")
+        action = reviewer_form(csrf, item_url(s.item_id, signal))  # back to this item, inside the signal's queue
     else:
         action = _label_form(d, dimensions, csrf, reviewer, bool(mine), described, item_url(s.item_id, signal, "/labels"))
     judge = (_judge_view(d, mine) + agreement_html if mine else

@@ -92,6 +92,22 @@ def test_a_signal_without_queued_examples_says_how_items_get_queued(ui, lake):
     assert "is in the review queue" in queue and "audit_rate" in queue
 
 
+def test_the_name_form_returns_to_the_item_inside_the_signals_queue(writable_ui, data_dir):
+    """A first-time reviewer who opens an item from a signal's queue gives a name and lands back on that item
+    still inside the queue (the label form and the next item keep the signal)."""
+    umbrella = writable_ui["umbrella"]
+    signal, items = _signal_with_items(data_dir, "umbrella", queued=True)
+    item = sorted(items)[0]
+    page = umbrella.get(f"/review/{item}?signal={signal}").text
+    [back] = re.findall(r'name="next" value="([^"]+)"', page)
+    assert html.unescape(back) == f"/review/{item}?signal={signal}"
+    named = umbrella.post("/reviewer", data={"csrf": csrf_of(page), "reviewer": "alice", "next": html.unescape(back)})
+    assert named.status_code == 303 and named.headers["location"] == f"/review/{item}?signal={signal}"
+    page = umbrella.get(named.headers["location"]).text
+    [action] = re.findall(r'<form method="post" action="([^"]+)" id="label-form"', page)
+    assert html.unescape(action) == f"/review/{item}/labels?signal={signal}"
+
+
 def test_the_queue_of_another_tenants_signal_is_not_found(ui, lake):
     signal, _ = _signal_with_items(lake.data_dir, "umbrella", queued=True)
     assert ui["acme"].get(f"/review?signal={signal}").status_code == 404
