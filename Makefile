@@ -12,7 +12,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # pyproject.toml keeps ranges for users' installs.
 LOCKS := constraints
 
-.PHONY: demo test lint typecheck browser java spark-s3a clean reference-venvs realmodel-env lock
+.PHONY: demo test lint typecheck browser axe java spark-s3a clean reference-venvs realmodel-env lock
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -39,6 +39,17 @@ browser:
 	  echo "installing Debian chromium-driver for verdict ui's Selenium test"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-driver >/dev/null; } \
 	  || { echo "could not install chromium-driver (needs root and apt); install the 'chromium-driver' package" >&2; exit 1; }
+
+# verdict ui's accessibility check (tests/ui/test_browser.py) injects axe-core into the pages it opens: the
+# version pinned in tests/ui/axe/package-lock.json, installed by npm into a git-ignored dir.
+AXE_STAMP := .axe/.installed
+$(AXE_STAMP): tests/ui/axe/package.json tests/ui/axe/package-lock.json
+	mkdir -p .axe
+	cp tests/ui/axe/package.json tests/ui/axe/package-lock.json .axe/
+	cd .axe && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+axe: $(AXE_STAMP)
 
 # Spark (tests/engines) runs on a Java runtime: Debian's headless JRE when none is installed.
 java:
@@ -90,7 +101,7 @@ typecheck: $(TEST_STAMP)
 # the peer instrumentations (`peers`) and reference implementations (`reference-venvs`).
 # pytest exits 5 when it collected nothing: that is a failure, never a silent pass.
 SOAK_SECONDS ?= 600
-test: $(TEST_STAMP) browser java spark-s3a reference-venvs realmodel-env peers
+test: $(TEST_STAMP) browser axe java spark-s3a reference-venvs realmodel-env peers
 	$(BIN)/ruff check .
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
@@ -181,7 +192,7 @@ peers: $(PEER_STAMPS) $(VERCEL_STAMP)
 peers-record: peers $(PEER_RECORD_STAMPS) $(VERCEL7_STAMP) $(TEST_STAMP)
 	$(BIN)/python tests/peers/record.py
 
-# Regenerate $(LOCKS)/ (and the Vercel package-lock.json): every environment resolved afresh from its
+# Regenerate $(LOCKS)/ (and the Vercel and axe-core package-lock.json): every environment resolved afresh from its
 # ranges, without the old pins, in throw-away venvs under .cache/lock; what pip chose is written down.
 # Commit the result once `make test` passes on it.
 LOCK_TMP := .cache/lock
@@ -229,4 +240,8 @@ lock: $(LLAMA_STAMP)
 	cp tests/peers/vercel7/package.json $(LOCK_TMP)/vercel7/
 	cd $(LOCK_TMP)/vercel7 && npm install --package-lock-only --no-audit --no-fund --loglevel=error
 	cp $(LOCK_TMP)/vercel7/package-lock.json tests/peers/vercel7/package-lock.json
+	rm -rf $(LOCK_TMP)/axe && mkdir -p $(LOCK_TMP)/axe
+	cp tests/ui/axe/package.json $(LOCK_TMP)/axe/
+	cd $(LOCK_TMP)/axe && npm install --package-lock-only --no-audit --no-fund --loglevel=error
+	cp $(LOCK_TMP)/axe/package-lock.json tests/ui/axe/package-lock.json
 	rm -rf $(LOCK_TMP)

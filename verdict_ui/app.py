@@ -233,7 +233,7 @@ class _Views:
                      if offset + len(listed.items) < listed.total else None)
             return export.respond("review", listed.items, fmt, after)
         body = pages.review_list(listed, query, review_counts(self.store, t), labelling.next_item(self.store, t, traces=traces),
-                                 pages.agreement(labelling.agreements(self.store, t)))
+                                 pages.agreement(labelling.agreements(self.store, t), level=2))
         return self.html(request, "Review queue", body, "/review")
 
     def signal_traces(self, request: Request, t: TenantId) -> tuple[str | None, tuple[str, ...] | None]:
