@@ -145,12 +145,13 @@ def state_rows(data_dir: Path, sql: str, **params) -> list[tuple]:
         con.close()
 
 def signal_with_items(data_dir, tenant: str, queued: bool) -> tuple[str, set[str]]:
-    """A signal of `tenant` whose stored example traces have (queued) or have no review item, and those items."""
+    """A signal of `tenant` (a regression if one fits) whose stored example traces have (queued) or have no review
+    item, and those items."""
     rows = state_rows(data_dir, """
         SELECT s.signal_id, list(i.item_id) FILTER (WHERE i.item_id IS NOT NULL)
         FROM drift_signals s LEFT JOIN review_items i ON i.tenant_id = s.tenant_id
              AND list_contains(from_json(s.examples, '["VARCHAR"]'), i.trace_id)
-        WHERE s.tenant_id = $t GROUP BY s.signal_id ORDER BY s.signal_id""", t=tenant)
+        WHERE s.tenant_id = $t GROUP BY s.signal_id, s.kind ORDER BY s.kind <> 'regression', s.signal_id""", t=tenant)
     signal, items = next((s, i) for s, i in rows if bool(i) == queued)
     return signal, set(items or ())
 

@@ -10,6 +10,7 @@ go to test-artifacts/ui/.
 
 from __future__ import annotations
 
+import base64
 import shutil
 import struct
 from pathlib import Path
@@ -68,9 +69,17 @@ class Console:
         assert not self.errors, self.errors
 
 
-def shot(driver, name: str, width: int) -> None:
+def shot(driver, name: str, width: int, down_to: str | None = None) -> None:
+    """The viewport as a PNG; with `down_to` (a CSS selector) the page from its top to that element's end."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    png = driver.get_screenshot_as_png()
+    if down_to is None:
+        png = driver.get_screenshot_as_png()
+    else:
+        bottom = driver.execute_script("return Math.ceil(document.querySelector(arguments[0]).getBoundingClientRect()"
+                                       ".bottom + window.scrollY + 16);", down_to)
+        clip = {"x": 0, "y": 0, "width": width, "height": bottom, "scale": 1}
+        png = base64.b64decode(driver.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True, "clip": clip})["data"])
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24])[0] == width
     (ARTIFACTS / name).write_bytes(png)
 
@@ -266,18 +275,19 @@ def test_every_page_passes_axe(umbrella_server, data_dir, size):
     queue = f"/review?status=all&signal={signal}"
     problems: list[str] = []
 
-    def check(path: str, name: str | None = None) -> None:
+    def check(path: str, name: str | None = None, down_to: str | None = None) -> None:
         driver.get(umbrella_server + path)
         problems.extend(axe_violations(driver, path))
         if name:
-            shot(driver, f"{name}-{kind}.png", size[0])
+            shot(driver, f"{name}-{kind}.png", size[0], down_to)
         console.check(path)
 
     try:
-        for path, name in (("/", None), ("/traces", None), ("/signals", None), (f"/signals/{signal}", "signal"),
-                           ("/traffic", None), ("/review", None), (queue, "signal-queue"),
-                           (f"/review/{item}?signal={signal}", None)):
-            check(path, name)
+        for path, name, down_to in (("/", None, None), ("/traces", None, None), ("/signals", None, None),
+                                    (f"/signals/{signal}", "signal", "figure.chart-box"), ("/traffic", None, None),
+                                    ("/review", None, None), (queue, "signal-queue", "table.queue"),
+                                    (f"/review/{item}?signal={signal}", None, None)):
+            check(path, name, down_to)
         driver.get(umbrella_server + "/traces")
         check((driver.find_element(By.CSS_SELECTOR, "a.trace-link").get_attribute("href") or "").removeprefix(
             umbrella_server), "trace")
