@@ -270,8 +270,7 @@ def test_every_page_passes_axe(umbrella_server, data_dir, size):
     console = Console(driver)
     kind = "desktop" if size == DESKTOP else "phone"
     signal, items = signal_with_items(data_dir, "umbrella", queued=True)
-    pending = {i.item_id for i in list_items(StateStore(data_dir), TenantId("umbrella"), status="pending", limit=500).items}
-    item = sorted(items & pending)[0]
+    item = sorted(items)[0]  # blind for a new reviewer, whoever labelled it before
     queue = f"/review?status=all&signal={signal}"
     problems: list[str] = []
 
