@@ -12,7 +12,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # pyproject.toml keeps ranges for users' installs.
 LOCKS := constraints
 
-.PHONY: demo test lint typecheck browser java spark-s3a clean reference-venvs realmodel-env lock
+.PHONY: demo test lint typecheck browser axe java spark-s3a clean reference-venvs realmodel-env lock
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -39,6 +39,17 @@ browser:
 	  echo "installing Debian chromium-driver for verdict ui's Selenium test"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-driver >/dev/null; } \
 	  || { echo "could not install chromium-driver (needs root and apt); install the 'chromium-driver' package" >&2; exit 1; }
+
+# verdict ui's accessibility check (tests/ui/test_browser.py) injects axe-core into the pages it opens: the
+# version pinned in tests/ui/axe/package-lock.json, installed by npm into a git-ignored dir.
+AXE_STAMP := .axe/.installed
+$(AXE_STAMP): tests/ui/axe/package.json tests/ui/axe/package-lock.json
+	mkdir -p .axe
+	cp tests/ui/axe/package.json tests/ui/axe/package-lock.json .axe/
+	cd .axe && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+axe: $(AXE_STAMP)
 
 # Spark (tests/engines) runs on a Java runtime: Debian's headless JRE when none is installed.
 java:
@@ -90,7 +101,7 @@ typecheck: $(TEST_STAMP)
 # the peer instrumentations (`peers`) and reference implementations (`reference-venvs`).
 # pytest exits 5 when it collected nothing: that is a failure, never a silent pass.
 SOAK_SECONDS ?= 600
-test: $(TEST_STAMP) browser java spark-s3a reference-venvs realmodel-env peers
+test: $(TEST_STAMP) browser axe java spark-s3a reference-venvs realmodel-env peers
 	$(BIN)/ruff check .
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
@@ -184,7 +195,7 @@ peers: $(PEER_STAMPS) $(VERCEL_STAMP) $(OTEL_JS_STAMP)
 peers-record: peers $(PEER_RECORD_STAMPS) $(VERCEL7_STAMP) $(TEST_STAMP)
 	$(BIN)/python tests/peers/record.py
 
-# Regenerate $(LOCKS)/ (and the Node families' package-lock.json): every environment resolved afresh from its
+# Regenerate $(LOCKS)/ (and the Node dirs' package-lock.json: peers, axe-core): every environment resolved afresh from its
 # ranges, without the old pins, in throw-away venvs under .cache/lock; what pip chose is written down.
 # Commit the result once `make test` passes on it.
 LOCK_TMP := .cache/lock
@@ -195,11 +206,12 @@ define freeze_venv
 	{ echo "# make lock: the versions $(1) installs (generated; do not edit)"; \
 	  $(LOCK_TMP)/$(1)/bin/pip list --format=freeze --exclude verdict-monitor --exclude pip; } > $(LOCKS)/$(1).txt
 endef
+# $(1): a name; $(2): its dir (default tests/peers/$(1))
 define lock_node
 	rm -rf $(LOCK_TMP)/$(1) && mkdir -p $(LOCK_TMP)/$(1)
-	cp tests/peers/$(1)/package.json $(LOCK_TMP)/$(1)/
+	cp $(or $(2),tests/peers/$(1))/package.json $(LOCK_TMP)/$(1)/
 	cd $(LOCK_TMP)/$(1) && npm install --package-lock-only --no-audit --no-fund --loglevel=error
-	cp $(LOCK_TMP)/$(1)/package-lock.json tests/peers/$(1)/package-lock.json
+	cp $(LOCK_TMP)/$(1)/package-lock.json $(or $(2),tests/peers/$(1))/package-lock.json
 endef
 # llama.cpp resolves from the portable wheel the tier builds (a native build takes minutes).
 lock: $(LLAMA_STAMP)
@@ -233,4 +245,5 @@ lock: $(LLAMA_STAMP)
 	$(call lock_node,vercel)
 	$(call lock_node,vercel7)
 	$(call lock_node,otel-js)
+	$(call lock_node,axe,tests/ui/axe)
 	rm -rf $(LOCK_TMP)

@@ -66,7 +66,9 @@ MAX_FORM_BYTES = 64 * 1024
 MIN_REFRESH, MAX_REFRESH = 10, 3600  # ?refresh= bounds in seconds: no faster than a snapshot is worth, at least hourly
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-_BACK = re.compile(r"^/review(/[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})?$")  # where the name form may return to
+# Where the name form may return to (whole match): a review page of this app with its query (a signal's queue):
+# no scheme, host or "//"; the query in urlencoded characters only (no slash, backslash, colon, @ or newline).
+_BACK = re.compile(r"/review(/[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})?(\?[A-Za-z0-9_.~%=&+-]{1,512})?")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 STATUS = {"item_not_found": 404, "unknown_tenant": 404, "invalid_config": 400, "storage_locked": 503, "state_corrupt": 503,
           "tenant_required": 400, "invalid_tenant": 400}
@@ -231,7 +233,7 @@ class _Views:
                      if offset + len(listed.items) < listed.total else None)
             return export.respond("review", listed.items, fmt, after)
         body = pages.review_list(listed, query, review_counts(self.store, t), labelling.next_item(self.store, t, traces=traces),
-                                 pages.agreement(labelling.agreements(self.store, t)))
+                                 pages.agreement(labelling.agreements(self.store, t), level=2))
         return self.html(request, "Review queue", body, "/review")
 
     def signal_traces(self, request: Request, t: TenantId) -> tuple[str | None, tuple[str, ...] | None]:
@@ -289,7 +291,7 @@ class _Views:
         if not REVIEWER.match(name):
             raise BadRequest("reviewer: 1-64 characters, letters, digits and . _ @ + - (not starting with one)")
         back = fields.get("next", "")
-        response = RedirectResponse(back if _BACK.match(back) else "/review", 303)  # never off-site
+        response = RedirectResponse(back if _BACK.fullmatch(back) else "/review", 303)  # never off-site
         response.set_cookie(REVIEWER_COOKIE, name, httponly=True, samesite="strict", max_age=90 * 86400)
         return response
 

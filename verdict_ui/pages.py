@@ -426,7 +426,8 @@ def related(intents: tuple[str, ...], clusters: tuple[tuple[str | None, str], ..
 
 
 # --- review ------------------------------------------------------------------------------------------------
-def agreement(groups: tuple[EvaluatorAgreement, ...]) -> str:
+def agreement(groups: tuple[EvaluatorAgreement, ...], level: int = 3) -> str:
+    """The agreement tables under a heading of `level` (2 where no section heading precedes it)."""
     if not groups:
         return empty("No labels yet: judge–human agreement appears once reviewers have labelled items.")
     out = []
@@ -450,7 +451,7 @@ def agreement(groups: tuple[EvaluatorAgreement, ...]) -> str:
             rows.append(card_row(headers[2:], cells, head))
         name = safe(g.name) if g.name else f"fingerprint {safe(g.fingerprint[:12])}"
         out.append(table(f"Judge–human agreement, evaluator {name}", headers, rows, "agreement cards"))
-    return ("<h3>Judge–human agreement</h3>" + "".join(out)
+    return (f"<h{level}>Judge–human agreement</h{level}>" + "".join(out)
             + f'<p class="legend">Figures are shown from {MIN_AGREEMENT_ITEMS} labelled items per dimension.</p>')
 
 
@@ -526,7 +527,7 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
                     + f'<div class="msg role-assistant"><p class="role">assistant</p><pre>{safe(d.response)}</pre></div>')
     dimensions = [j for j in d.judgments if j.verdict is not None]
     if reviewer is None:
-        action = reviewer_form(csrf, f"/review/{s.item_id}")
+        action = reviewer_form(csrf, item_url(s.item_id, signal))  # back to this item, inside the signal's queue
     else:
         action = _label_form(d, dimensions, csrf, reviewer, bool(mine), described, item_url(s.item_id, signal, "/labels"))
     judge = (_judge_view(d, mine) + agreement_html if mine else
@@ -581,6 +582,6 @@ def _judge_view(d: ItemDetail, mine) -> str:
         rows.append(f'<tr><th scope="row">{safe(j.dimension)}</th><td>{safe(j.verdict or _num(j.score))}</td>'
                     f"<td>{safe(human.label) if human else '—'}</td><td class=\"{agree}\">{agree or '—'}</td>"
                     f'<td class="wrap">{safe(j.rationale or "")}</td></tr>')
-    return table("The judge's verdict against yours", ("Dimension", "Judge", "You", "", "Judge rationale"), rows,
+    return table("The judge's verdict against yours", ("Dimension", "Judge", "You", "Agreement", "Judge rationale"), rows,
                  "judge-view")
 

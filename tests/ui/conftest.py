@@ -144,6 +144,16 @@ def state_rows(data_dir: Path, sql: str, **params) -> list[tuple]:
     finally:
         con.close()
 
+def signal_with_items(data_dir, tenant: str, queued: bool) -> tuple[str, set[str]]:
+    """A signal of `tenant` (a regression if one fits) whose stored example traces have (queued) or have no review
+    item, and those items."""
+    rows = state_rows(data_dir, """
+        SELECT s.signal_id, list(i.item_id) FILTER (WHERE i.item_id IS NOT NULL)
+        FROM drift_signals s LEFT JOIN review_items i ON i.tenant_id = s.tenant_id
+             AND list_contains(from_json(s.examples, '["VARCHAR"]'), i.trace_id)
+        WHERE s.tenant_id = $t GROUP BY s.signal_id, s.kind ORDER BY s.kind <> 'regression', s.signal_id""", t=tenant)
+    signal, items = next((s, i) for s, i in rows if bool(i) == queued)
+    return signal, set(items or ())
 
 
 def start_server(data_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
@@ -160,9 +170,9 @@ def start_server(data_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
 
 
 @contextlib.contextmanager
-def serving(data_dir: Path) -> Iterator[str]:
-    """The real server for tenant acme over `data_dir`, stopped on leaving; its URL."""
-    process, url = start_server(data_dir, "--tenant", "acme")
+def serving(data_dir: Path, tenant: str = "acme") -> Iterator[str]:
+    """The real server for `tenant` over `data_dir`, stopped on leaving; its URL."""
+    process, url = start_server(data_dir, "--tenant", tenant)
     try:
         yield url
     finally:

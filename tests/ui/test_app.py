@@ -412,11 +412,15 @@ def test_every_signal_of_the_overview_opens_its_drill_down(ui, ids):
 def test_the_name_form_never_redirects_off_site(writable_ui, ids):
     acme = writable_ui["acme"]
     token = csrf_of(acme.get(f"/review/{ids['acme'].items[0]}").text)
-    for target in ("//evil.example/", "/\\evil.example", "https://evil.example/", "/traces/../../x"):
+    for target in ("//evil.example/", "/\\evil.example", "https://evil.example/", "/traces/../../x", "/review\n",
+                   "/review?next=https://evil.example/", "/review?x=//evil.example", "/review/a?\r\nSet-Cookie: x=1",
+                   "/review?", "/review/..?status=all", "/review#x", "/review?x=@evil.example"):
         response = acme.post("/reviewer", data={"csrf": token, "reviewer": "alice", "next": target})
         assert response.status_code == 303 and response.headers["location"] == "/review", target
     back = acme.post("/reviewer", data={"csrf": token, "reviewer": "alice", "next": f"/review/{ids['acme'].items[0]}"})
     assert back.headers["location"] == f"/review/{ids['acme'].items[0]}"
+    queue = f"/review/{ids['acme'].items[0]}?signal={ids['acme'].signals[0]}"  # an item inside a signal's queue
+    assert acme.post("/reviewer", data={"csrf": token, "reviewer": "alice", "next": queue}).headers["location"] == queue
 
 
 def test_a_trace_across_midnight_shows_all_its_spans_with_the_day_hint(tmp_path):

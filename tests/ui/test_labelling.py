@@ -9,7 +9,7 @@ import re
 
 import duckdb
 
-from tests.ui.conftest import csrf_of, state_rows
+from tests.ui.conftest import csrf_of, signal_with_items, state_rows
 from verdict_daemon.report.escape import safe
 
 
@@ -54,20 +54,9 @@ def test_a_hostile_description_is_escaped(writable_ui, data_dir, ids):
     assert page.count('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; more') == len(_legend_blocks(page)) > 0
 
 
-def _signal_with_items(data_dir, tenant: str, queued: bool) -> tuple[str, set[str]]:
-    """A signal of `tenant` whose stored example traces have (queued) or have no review item, and those items."""
-    rows = state_rows(data_dir, """
-        SELECT s.signal_id, list(i.item_id) FILTER (WHERE i.item_id IS NOT NULL)
-        FROM drift_signals s LEFT JOIN review_items i ON i.tenant_id = s.tenant_id
-             AND list_contains(from_json(s.examples, '["VARCHAR"]'), i.trace_id)
-        WHERE s.tenant_id = $t GROUP BY s.signal_id ORDER BY s.signal_id""", t=tenant)
-    signal, items = next((s, i) for s, i in rows if bool(i) == queued)
-    return signal, set(items or ())
-
-
 def test_a_signal_page_opens_the_queue_of_its_examples(ui, lake):
     umbrella = ui["umbrella"]
-    signal, items = _signal_with_items(lake.data_dir, "umbrella", queued=True)
+    signal, items = signal_with_items(lake.data_dir, "umbrella", queued=True)
     page = umbrella.get(f"/signals/{signal}").text
     [link] = re.findall(r'id="signal-queue-link" href="([^"]+)"', page)
     assert "label this signal&#x27;s examples" in page or "label this signal's examples" in page
@@ -86,21 +75,37 @@ def test_a_signal_page_opens_the_queue_of_its_examples(ui, lake):
 
 
 def test_a_signal_without_queued_examples_says_how_items_get_queued(ui, lake):
-    signal, _ = _signal_with_items(lake.data_dir, "acme", queued=False)
+    signal, _ = signal_with_items(lake.data_dir, "acme", queued=False)
     queue = ui["acme"].get(f"/review?status=all&signal={signal}").text
     assert 'class="item-link"' not in queue and 'id="next-item"' not in queue
     assert "is in the review queue" in queue and "audit_rate" in queue
 
 
+def test_the_name_form_returns_to_the_item_inside_the_signals_queue(writable_ui, data_dir):
+    """A first-time reviewer who opens an item from a signal's queue gives a name and lands back on that item
+    still inside the queue (the label form and the next item keep the signal)."""
+    umbrella = writable_ui["umbrella"]
+    signal, items = signal_with_items(data_dir, "umbrella", queued=True)
+    item = sorted(items)[0]
+    page = umbrella.get(f"/review/{item}?signal={signal}").text
+    [back] = re.findall(r'name="next" value="([^"]+)"', page)
+    assert html.unescape(back) == f"/review/{item}?signal={signal}"
+    named = umbrella.post("/reviewer", data={"csrf": csrf_of(page), "reviewer": "alice", "next": html.unescape(back)})
+    assert named.status_code == 303 and named.headers["location"] == f"/review/{item}?signal={signal}"
+    page = umbrella.get(named.headers["location"]).text
+    [action] = re.findall(r'<form method="post" action="([^"]+)" id="label-form"', page)
+    assert html.unescape(action) == f"/review/{item}/labels?signal={signal}"
+
+
 def test_the_queue_of_another_tenants_signal_is_not_found(ui, lake):
-    signal, _ = _signal_with_items(lake.data_dir, "umbrella", queued=True)
+    signal, _ = signal_with_items(lake.data_dir, "umbrella", queued=True)
     assert ui["acme"].get(f"/review?signal={signal}").status_code == 404
     assert ui["acme"].get("/review?signal=%3Cscript%3E").status_code == 400
 
 
 def test_labelling_inside_a_signals_queue_stays_among_its_examples(writable_ui, data_dir):
     umbrella = writable_ui["umbrella"]
-    signal, items = _signal_with_items(data_dir, "umbrella", queued=True)
+    signal, items = signal_with_items(data_dir, "umbrella", queued=True)
     queue = umbrella.get(f"/review?status=all&signal={signal}").text
     [first] = re.findall(r'id="next-item" href="([^"]+)"', queue)
     assert f"signal={signal}" in html.unescape(first)

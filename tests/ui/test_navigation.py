@@ -154,7 +154,7 @@ def test_agreement_needs_a_minimum_of_items_and_names_its_evaluator(writable_ui,
     acme.post(f"/review/{item}/labels", data={"csrf": csrf_of(form), **{f"label.{d}": "PASS" for d in dims},
                                               "critique": "fine"})
     review = acme.get("/review").text
-    table = review.split("<h3>Judge–human agreement</h3>")[1]
+    table = review.split("<h2>Judge–human agreement</h2>")[1]
     assert "insufficient data: 1 of the" in table and f"{MIN_AGREEMENT_ITEMS} labelled items" in table
     assert "Gwet" in table and not re.search(r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]", table)  # no AC1 at n = 1
     assert re.search(r"evaluator (quality|graph)</caption>", table)  # its name, not a fingerprint
