@@ -62,7 +62,6 @@ from collector.call_audit import CallAudit, read_call_audit
 from collector.lake import SEGMENT_SUFFIX
 from collector.lake_union import LakeUnion, read_errors
 from collector.views import materialize_duplicates, view_statements
-from verdict.semconv import CONTENT_OMITTED
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.versions import UNASSIGNED
 from verdict_daemon.config import Conversations, Sampling
@@ -222,18 +221,19 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
 
 def _candidates(lake_con, start: datetime, end: datetime) -> None:
     """TEMP TABLE candidates: the `llm_calls` rows starting in [start, end), reduced to what the draw reads
-    (`gradable`: neither judge workload nor an error; a parent only where the intent key is to inherit;
-    `content_omitted`: the SDK's reason for exporting the call without content, JSON parsed only where the
-    attributes name it). Evaluated once: with two dialects in the lake the view's duplicate rules are its costly part."""
+    (`gradable`: neither judge workload nor an error; a parent only where the intent key is to inherit), and
+    TEMP TABLE omitted_calls: the gradable ones the SDK exported without content, with its reason (the lake's
+    narrow `content_omitted` column, never the wide `attributes`; NULL in segments written before the column).
+    Evaluated once: with two dialects in the lake the view's duplicate rules are its costly part."""
     lake_con.execute(f"""
         CREATE OR REPLACE TEMP TABLE candidates AS
         SELECT trace_id, span_id, CASE WHEN intent_key IS NULL THEN parent_span_id END AS parent_span_id,
-               start_time, end_time, intent_key, date,
-               CASE WHEN contains(attributes, '{CONTENT_OMITTED}')
-                    THEN json_extract_string(attributes, '$."{CONTENT_OMITTED}"') END AS content_omitted,
+               start_time, end_time, intent_key, date, content_omitted,
                coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL
                  AS gradable
         FROM llm_calls WHERE start_time >= $start AND start_time < $end""", {"start": start, "end": end})
+    lake_con.execute("""CREATE OR REPLACE TEMP TABLE omitted_calls AS SELECT trace_id, span_id, content_omitted
+                        FROM candidates WHERE gradable AND content_omitted IS NOT NULL""")
 
 
 def _inherit_intents(lake_con) -> None:
@@ -277,29 +277,28 @@ def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tupl
         GROUP BY ALL ORDER BY n DESC, scope_name LIMIT 20""", window).fetchall())
 
 
-# Per trace of `candidates` (`{only}`: a condition on its calls): its graded call, stratum, window and the reason
-# its graded call was exported without content (NULL when it kept it).
+# Per trace of `candidates` (`{only}`: a condition on its calls): its graded call, stratum and window. Whether the
+# graded call lost its content is a join with the small `omitted_calls` after this aggregation, not one more
+# string state in it: that state per trace made the aggregation run out of the sampler's memory limit.
 _TRACES = f"""
     calls AS (
-        SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key,
-               coalesce(content_omitted, '') AS content_omitted
+        SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key
         FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
         WHERE gradable {{only}}
     ),
     traces AS (
-        SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
-               min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key,
-               coalesce(arg_max(intent_key, end_time), '{UNASSIGNED}') AS stratum,
-               to_timestamp(floor(epoch(min(start_time)) / $w) * $w)::TIMESTAMP AS window_start,
-               nullif(arg_max(content_omitted, end_time), '') AS omitted
-        FROM calls GROUP BY trace_id
+        SELECT *, coalesce(intent_key, '{UNASSIGNED}') AS stratum,
+               to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start
+        FROM (SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
+                     min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key
+              FROM calls GROUP BY trace_id)
     )"""
 
 
 def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
     """TEMP TABLE shortlist: per (stratum, window) of `candidates`, its trace count `n` and its `depth` traces
-    of lowest draw, both over the traces whose graded call kept its content. Every pick comes from there: a cell's picks are a prefix of its traces by draw less the
-    held ones, and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so one more row shows
+    of lowest draw, both over the traces whose graded call kept its content. Every pick comes from there: a cell's
+    picks are a prefix of its traces by draw less the held ones, and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so one more row shows
     a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held past the per-trace
     aggregation (which spills past the limit) is O(cells * depth), whatever the volume."""
     lake_con.register("done", done)
@@ -311,7 +310,8 @@ def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
         WITH {_TRACES.format(only="")}
         SELECT stratum, window_start, count(*) AS n,
                arg_min(struct_pack(trace_id, span_id, call_date, started_at, intent_key, draw), draw, {depth}) AS bottom
-        FROM (SELECT *, md5($seed || ':' || trace_id) AS draw FROM traces WHERE omitted IS NULL) GROUP BY ALL
+        FROM (SELECT *, md5($seed || ':' || trace_id) AS draw FROM traces ANTI JOIN omitted_calls USING (trace_id, span_id))
+        GROUP BY ALL
         """, {"w": window_s, "seed": str(config.seed)})
 
 
@@ -367,14 +367,15 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, confi
 def _omitted_cells(lake_con, start: datetime, window_s: float) -> tuple[OmittedCell, ...]:
     """The cells of the lookback (the window before it is read for its volume only) with traces left out of the
     draw because their content was omitted. Only the traces with such a call are read again, and only if any."""
-    if not lake_con.execute("SELECT count(*) FROM candidates WHERE content_omitted IS NOT NULL").fetchone()[0]:
+    if not lake_con.execute("SELECT count(*) FROM omitted_calls").fetchone()[0]:
         return ()
-    only = "AND trace_id IN (SELECT trace_id FROM candidates WHERE content_omitted IS NOT NULL)"
+    only = "AND trace_id IN (SELECT trace_id FROM omitted_calls)"
     rows = lake_con.execute(f"""
         WITH {_TRACES.format(only=only)},
-        omitted AS (SELECT stratum, window_start, list((omitted, n) ORDER BY omitted) AS reasons, sum(n) AS total
-                    FROM (SELECT stratum, window_start, omitted, count(*) AS n FROM traces
-                          WHERE omitted IS NOT NULL AND window_start >= $start GROUP BY ALL) GROUP BY ALL)
+        omitted AS (SELECT stratum, window_start, list((reason, n) ORDER BY reason) AS reasons, sum(n) AS total
+                    FROM (SELECT stratum, window_start, o.content_omitted AS reason, count(*) AS n
+                          FROM traces JOIN omitted_calls o USING (trace_id, span_id)
+                          WHERE window_start >= $start GROUP BY ALL) GROUP BY ALL)
         SELECT o.stratum, o.window_start, coalesce(s.n, 0) + o.total, o.reasons
         FROM omitted o LEFT JOIN shortlist s USING (stratum, window_start)
         ORDER BY o.window_start, o.stratum""", {"start": start, "w": window_s}).fetchall()
