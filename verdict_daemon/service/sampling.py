@@ -222,7 +222,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
 def _candidates(lake_con, start: datetime, end: datetime) -> None:
     """TEMP TABLE candidates: the `llm_calls` rows starting in [start, end), reduced to what the draw reads
     (`gradable`: neither judge workload nor an error; a parent only where the intent key is to inherit), and
-    TEMP TABLE omitted_calls: the gradable ones the SDK exported without content, with its reason (the lake's
+    TEMP TABLE omitted_calls: the gradable ones the SDK exported without content, with their reason (the lake's
     narrow `content_omitted` column, never the wide `attributes`; NULL in segments written before the column).
     Evaluated once: with two dialects in the lake the view's duplicate rules are its costly part."""
     lake_con.execute(f"""
@@ -298,8 +298,8 @@ _TRACES = f"""
 def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
     """TEMP TABLE shortlist: per (stratum, window) of `candidates`, its trace count `n` and its `depth` traces
     of lowest draw, both over the traces whose graded call kept its content. Every pick comes from there: a cell's
-    picks are a prefix of its traces by draw less the held ones, and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so one more row shows
-    a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held past the per-trace
+    picks are a prefix of its traces by draw less the held ones, and beyond CEILING_FACTOR * k + held positions all
+    are over the ceiling, so one more row shows a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held past the per-trace
     aggregation (which spills past the limit) is O(cells * depth), whatever the volume."""
     lake_con.register("done", done)
     (most_held,) = lake_con.execute(
