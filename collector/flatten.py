@@ -299,7 +299,9 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
     structural = redaction.structural
     workload, error_type = structural(_str(get(sc.WORKLOAD))), structural(_str(get(sc.ERROR_TYPE)))
     conversation_id = _conversation_id(attrs)
-    omitted = structural(_str(get(sc.CONTENT_OMITTED)))  # its own column: the sampler reads it, not `attributes`
+    omitted = get(sc.CONTENT_OMITTED)  # its own column: the sampler reads it, not `attributes`
+    if omitted is not None:  # rare (the SDK shed content): the common span pays one lookup
+        omitted = structural(_str(omitted))
     reasons = call.finish_reasons
     redaction.attributes(attrs)
     if intent_key_error is not None and redaction.mode != "off":  # a refused key may be personal data
