@@ -299,6 +299,9 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
     structural = redaction.structural
     workload, error_type = structural(_str(get(sc.WORKLOAD))), structural(_str(get(sc.ERROR_TYPE)))
     conversation_id = _conversation_id(attrs)
+    omitted = get(sc.CONTENT_OMITTED)  # its own column: the sampler reads it, not `attributes`
+    if omitted is not None:  # rare (the SDK shed content): the common span pays one lookup
+        omitted = structural(_str(omitted))
     reasons = call.finish_reasons
     redaction.attributes(attrs)
     if intent_key_error is not None and redaction.mode != "off":  # a refused key may be personal data
@@ -347,6 +350,7 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
         _message_column(call.input_messages, content.get("input_messages"), ctx, redaction),
         _message_column(call.output_messages, content.get("output_messages"), ctx, redaction),
         _message_column(call.system_instructions, content.get("system_instructions"), ctx, redaction),
+        omitted,
         dialect,
         received_ns,
     ), ignored)

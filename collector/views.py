@@ -53,8 +53,8 @@ LLM_CALL_COLUMNS = (
     "end_time", "duration_ns", "duration_ns / 1e6 AS latency_ms", "status_code", "status_message", "operation",
     "provider", "request_model", "response_model", "response_id", "finish_reasons", "input_tokens",
     "output_tokens", "cached_input_tokens", "cache_creation_input_tokens", "reasoning_tokens", "intent_key",
-    "intent_key_error", "workload", "error_type", "input_messages", "output_messages", "system_instructions", "attributes",
-    "dialect", "received_at",
+    "intent_key_error", "workload", "error_type", "input_messages", "output_messages", "system_instructions",
+    "content_omitted", "attributes", "dialect", "received_at",
 )
 MESSAGE_COLUMNS = ("input_messages", "output_messages", "system_instructions")
 

@@ -347,6 +347,13 @@ SPAN_COLUMNS: tuple[Column, ...] = (
     Column("output_messages", "string", f"{OUTPUT_MESSAGES} (semconv message JSON, redacted)"),
     Column("system_instructions", "string", f"{SYSTEM_INSTRUCTIONS} (semconv parts JSON, redacted)"),
     Column(
+        "content_omitted",
+        "string",
+        f"{CONTENT_OMITTED}: why the Verdict SDK exported the span without its content (export_backlog, "
+        "content_error; docs/tracing.md, under overload); NULL when it was not shed (and in segments written before "
+        "the column). The attribute stays in `attributes`",
+    ),
+    Column(
         "dialect",
         "string",
         "the instrumentation dialect recognised (verdict, vercel_ai, openinference, openllmetry, pydantic_ai, "

@@ -65,7 +65,7 @@ def test_unknown_redaction_mode_is_refused():
         ServerRedaction.create("most")
 
 
-def _row_with(attributes: dict) -> dict:
+def _row_with(attributes: dict, mode: str = "off") -> dict:
     """Flatten one span with `attributes` set (string or int values) and convert it to Arrow, as the server does."""
     request = export_request(random.Random(9), 1, time.time_ns())
     span = request.resource_spans[0].scope_spans[0].spans[0]
@@ -77,7 +77,7 @@ def _row_with(attributes: dict) -> dict:
             target.int_value = value
         else:
             target.string_value = value
-    policy = IngestPolicy("__verdict_local__", False, False, 10_000, ServerRedaction.create("off"))
+    policy = IngestPolicy("__verdict_local__", False, False, 10_000, ServerRedaction.create(mode))
     (part,) = flatten(request, policy).partitions.values()
     return _stored(part)  # the Arrow step must not raise (it would be a 500 before)
 
@@ -109,6 +109,16 @@ def test_valid_or_absent_intent_key():
     assert (row["intent_key"], row["intent_key_error"]) == ("billing.refund", None)
     row = _row_with({"verdict.intent_key": 7})
     assert (row["intent_key"], row["intent_key_error"]) == (None, "intent key must be a string, got int")
+
+
+def test_the_sdk_s_content_omitted_mark_is_its_own_column_and_stays_in_attributes():
+    # The daemon's sampler reads the narrow column, never `attributes` (docs/daemon.md).
+    row = _row_with({"verdict.content_omitted": "export_backlog"}, "content")
+    assert row["content_omitted"] == "export_backlog"
+    assert json.loads(row["attributes"])["verdict.content_omitted"] == "export_backlog"
+    assert _row_with({}, "content")["content_omitted"] is None
+    odd = _row_with({"verdict.content_omitted": f"shed, ask {EMAIL}"}, "content")["content_omitted"]
+    assert odd and EMAIL not in odd  # not token-shaped: redacted like any copied attribute
 
 
 def _content_row(authenticated: bool, claim: str | None, trust: str) -> dict:

@@ -114,9 +114,9 @@ def test_spans_without_a_recognised_llm_call_warn_naming_scopes(tmp_path):
 def test_a_lake_with_llm_calls_does_not_warn_even_when_all_are_sampled(tmp_path):
     data = _lake(tmp_path, [span_row(f"{1:032x}", START, intent="billing.v1", query="q?", answer="a.")])
     store = StateStore(data)
-    assert sample(store, data, TenantId("acme"), Sampling(), NOW).warning() is None
+    assert sample(store, data, TenantId("acme"), Sampling(), NOW).warnings() == []
     again = sample(store, data, TenantId("acme"), Sampling(), NOW)
-    assert again.sampled == 0 and again.warning() is None
+    assert again.sampled == 0 and again.warnings() == []
 
 
 def test_a_call_inherits_the_intent_key_of_its_nearest_ancestor(tmp_path):

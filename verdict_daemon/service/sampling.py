@@ -32,6 +32,12 @@ is stored with its conversation so far: the earlier turns' graded texts within `
 A pick whose graded call carries tool calls or results is stored with its tool trajectory (service/trajectory.py),
 from the same messages, beside the history.
 
+A trace whose graded call the SDK exported without content under overload (`verdict.content_omitted`, per reason:
+`export_backlog`, `content_error`; docs/tracing.md "Under overload") cannot be judged: it is left out of the draw
+and of the volumes the rates are computed from, and counted per (stratum, window) and reason
+(`SampleReport.content_omitted`). A window whose omitted share exceeds OMITTED_SHARE_WARNING is named in a
+warning: its sample stands for the calls that kept their content only, so a traffic spike is under-represented.
+
 A tenant with spans in the lookback but no recognised LLM call gets a warning naming the
 instrumentation scopes and their span counts (`SampleReport.unrecognised_scopes`), never a silent 0. Every run
 also counts, over the lookback's date partitions, the rows the identity rule merged as duplicates (per rule) and
@@ -70,8 +76,27 @@ log = logging.getLogger("verdict.daemon")
 
 DEFAULT_CONVERSATIONS = Conversations()  # [conversations] as a config without the section has it
 CEILING_FACTOR = 2  # a window's picks never exceed this many times per_cluster_per_window
+# A (stratum, window) whose traces lost their content in more than this share is reported incomplete.
+OMITTED_SHARE_WARNING = 0.05
 # u: the first 13 hex digits (52 bits, exact in a double) of the draw, scaled to [0, 1)
 _U = "('0x' || substr({draw}, 1, 13))::BIGINT / 4503599627370496.0"
+
+
+@dataclass(frozen=True)
+class OmittedCell:
+    """A (stratum, window) of the lookback with traces whose graded call was exported without content."""
+    stratum: str
+    window_start: datetime
+    traces: int  # gradable traces of the cell, omitted ones included
+    omitted: tuple[tuple[str, int], ...]  # (reason, traces), by reason
+
+    @property
+    def share(self) -> float:
+        return sum(n for _, n in self.omitted) / self.traces
+
+    def as_json(self) -> dict:
+        return {"stratum": self.stratum, "window_start": self.window_start.isoformat(), "traces": self.traces,
+                "content_omitted": dict(self.omitted), "share": round(self.share, 4)}
 
 
 @dataclass(frozen=True)
@@ -84,14 +109,35 @@ class SampleReport:
     # (scope name, spans) when the lookback has spans but not one recognised LLM call; else empty
     unrecognised_scopes: tuple[tuple[str, int], ...] = ()
     call_audit: CallAudit = CallAudit()  # why spans of the lookback are not llm_calls rows
+    omitted_cells: tuple[OmittedCell, ...] = ()  # cells with traces left out of the draw for lack of content
 
-    def warning(self) -> str | None:
-        """The operator-facing sentence for a lake of spans no dialect recognised as LLM calls."""
-        if not self.unrecognised_scopes:
-            return None
-        scopes = ", ".join(f"{name or '(no scope)'} ({n} spans)" for name, n in self.unrecognised_scopes)
-        return (f"spans but no recognised LLM call in the lookback: {scopes}; check that the instrumentation "
-                "records GenAI attributes (docs/tracing.md lists the supported peers)")
+    @property
+    def content_omitted(self) -> dict[str, int]:
+        """Traces of the lookback left out of the draw because their content was omitted, per reason."""
+        totals: dict[str, int] = {}
+        for cell in self.omitted_cells:
+            for reason, n in cell.omitted:
+                totals[reason] = totals.get(reason, 0) + n
+        return totals
+
+    def incomplete(self) -> list[OmittedCell]:
+        return [c for c in self.omitted_cells if c.share > OMITTED_SHARE_WARNING]
+
+    def warnings(self) -> list[str]:
+        """The operator-facing sentences: a lake of spans no dialect recognised as LLM calls; windows whose
+        sample misses more than OMITTED_SHARE_WARNING of the traces, exported without content."""
+        out = []
+        if self.unrecognised_scopes:
+            scopes = ", ".join(f"{name or '(no scope)'} ({n} spans)" for name, n in self.unrecognised_scopes)
+            out.append(f"spans but no recognised LLM call in the lookback: {scopes}; check that the instrumentation "
+                       "records GenAI attributes (docs/tracing.md lists the supported peers)")
+        if incomplete := self.incomplete():
+            cells = ", ".join(f"{c.stratum} @ {c.window_start.isoformat()} ({c.share:.0%} of {c.traces})"
+                              for c in incomplete[:10])
+            out.append(f"{len(incomplete)} window(s) incomplete, their traces exported without content "
+                       f"(verdict.content_omitted {self.content_omitted}) left out of the sample: {cells}; the SDK "
+                       "shed content under overload (docs/tracing.md, \"Under overload\")")
+        return out
 
 
 def _naive_utc(at: datetime) -> datetime:
@@ -145,6 +191,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
         _candidates(lake_con, start - window, end)
         _inherit_intents(lake_con)
         eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
+        omitted = _omitted_cells(lake_con, start, window.total_seconds())
         unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
         _conversation_turns(lake_con, conversations)  # before _content narrows the views to one day
         rows = _content(lake_con, lake, tenant)
@@ -162,25 +209,31 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
                for trace_id, span_id, intent, stratum, window_start, started_at, inputs, outputs, system in rows]
     insert_samples(store, records)
     strata = len({(r.stratum, r.window_start) for r in records})
-    log.info("sample tenant=%s eligible=%d sampled=%d strata=%d duplicates=%s not_inference=%s", tenant, eligible,
-             len(records), strata, dict(audit.duplicates), dict(audit.not_inference))
-    report = SampleReport(eligible, len(records), strata, eligible > len(records), at_ceiling, unrecognised, audit)
-    if report.warning():
-        log.warning("sample tenant=%s: %s", tenant, report.warning())
+    report = SampleReport(eligible, len(records), strata, eligible > len(records), at_ceiling, unrecognised, audit,
+                          omitted)
+    log.info("sample tenant=%s eligible=%d sampled=%d strata=%d duplicates=%s not_inference=%s content_omitted=%s",
+             tenant, eligible, len(records), strata, dict(audit.duplicates), dict(audit.not_inference),
+             report.content_omitted)
+    for warning in report.warnings():
+        log.warning("sample tenant=%s: %s", tenant, warning)
     return report
 
 
 def _candidates(lake_con, start: datetime, end: datetime) -> None:
     """TEMP TABLE candidates: the `llm_calls` rows starting in [start, end), reduced to what the draw reads
-    (`gradable`: neither judge workload nor an error; a parent only where the intent key is to inherit).
+    (`gradable`: neither judge workload nor an error; a parent only where the intent key is to inherit), and
+    TEMP TABLE omitted_calls: the gradable ones the SDK exported without content, with their reason (the lake's
+    narrow `content_omitted` column, never the wide `attributes`; NULL in segments written before the column).
     Evaluated once: with two dialects in the lake the view's duplicate rules are its costly part."""
     lake_con.execute(f"""
         CREATE OR REPLACE TEMP TABLE candidates AS
         SELECT trace_id, span_id, CASE WHEN intent_key IS NULL THEN parent_span_id END AS parent_span_id,
-               start_time, end_time, intent_key, date,
+               start_time, end_time, intent_key, date, content_omitted,
                coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL
                  AS gradable
         FROM llm_calls WHERE start_time >= $start AND start_time < $end""", {"start": start, "end": end})
+    lake_con.execute("""CREATE OR REPLACE TEMP TABLE omitted_calls AS SELECT trace_id, span_id, content_omitted
+                        FROM candidates WHERE gradable AND content_omitted IS NOT NULL""")
 
 
 def _inherit_intents(lake_con) -> None:
@@ -224,11 +277,29 @@ def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tupl
         GROUP BY ALL ORDER BY n DESC, scope_name LIMIT 20""", window).fetchall())
 
 
+# Per trace of `candidates` (`{only}`: a condition on its calls): its graded call, stratum and window. Whether the
+# graded call lost its content is a join with the small `omitted_calls` after this aggregation, not one more
+# string state in it: that state per trace made the aggregation run out of the sampler's memory limit.
+_TRACES = f"""
+    calls AS (
+        SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key
+        FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
+        WHERE gradable {{only}}
+    ),
+    traces AS (
+        SELECT *, coalesce(intent_key, '{UNASSIGNED}') AS stratum,
+               to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start
+        FROM (SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
+                     min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key
+              FROM calls GROUP BY trace_id)
+    )"""
+
+
 def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
     """TEMP TABLE shortlist: per (stratum, window) of `candidates`, its trace count `n` and its `depth` traces
-    of lowest draw. Every pick comes from there: a cell's picks are a prefix of its traces by draw less the
-    held ones, and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so one more row shows
-    a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held past the per-trace
+    of lowest draw, both over the traces whose graded call kept its content. Every pick comes from there: a cell's
+    picks are a prefix of its traces by draw less the held ones, and beyond CEILING_FACTOR * k + held positions all
+    are over the ceiling, so one more row shows a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held past the per-trace
     aggregation (which spills past the limit) is O(cells * depth), whatever the volume."""
     lake_con.register("done", done)
     (most_held,) = lake_con.execute(
@@ -236,20 +307,11 @@ def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
     depth = CEILING_FACTOR * config.per_cluster_per_window + 1 + most_held
     lake_con.execute(f"""
         CREATE TEMP TABLE shortlist AS
-        WITH calls AS (
-            SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key
-            FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
-            WHERE gradable
-        ),
-        traces AS (
-            SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
-                   min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key
-            FROM calls GROUP BY trace_id
-        )
-        SELECT coalesce(intent_key, '{UNASSIGNED}') AS stratum,
-               to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start, count(*) AS n,
+        WITH {_TRACES.format(only="")}
+        SELECT stratum, window_start, count(*) AS n,
                arg_min(struct_pack(trace_id, span_id, call_date, started_at, intent_key, draw), draw, {depth}) AS bottom
-        FROM (SELECT *, md5($seed || ':' || trace_id) AS draw FROM traces) GROUP BY ALL
+        FROM (SELECT *, md5($seed || ':' || trace_id) AS draw FROM traces ANTI JOIN omitted_calls USING (trace_id, span_id))
+        GROUP BY ALL
         """, {"w": window_s, "seed": str(config.seed)})
 
 
@@ -300,6 +362,25 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, confi
     lake_con.execute(f"""CREATE TEMP TABLE chosen AS
         SELECT * FROM picked WHERE NOT over_ceiling ORDER BY pick, draw LIMIT {config.max_traces_per_run}""")
     return eligible, over
+
+
+def _omitted_cells(lake_con, start: datetime, window_s: float) -> tuple[OmittedCell, ...]:
+    """The cells of the lookback (the window before it is read for its volume only) with traces left out of the
+    draw because their content was omitted. Only the traces with such a call are read again, and only if any."""
+    if not lake_con.execute("SELECT count(*) FROM omitted_calls").fetchone()[0]:
+        return ()
+    only = "AND trace_id IN (SELECT trace_id FROM omitted_calls)"
+    rows = lake_con.execute(f"""
+        WITH {_TRACES.format(only=only)},
+        omitted AS (SELECT stratum, window_start, list((reason, n) ORDER BY reason) AS reasons, sum(n) AS total
+                    FROM (SELECT stratum, window_start, o.content_omitted AS reason, count(*) AS n
+                          FROM traces JOIN omitted_calls o USING (trace_id, span_id)
+                          WHERE window_start >= $start GROUP BY ALL) GROUP BY ALL)
+        SELECT o.stratum, o.window_start, coalesce(s.n, 0) + o.total, o.reasons
+        FROM omitted o LEFT JOIN shortlist s USING (stratum, window_start)
+        ORDER BY o.window_start, o.stratum""", {"start": start, "w": window_s}).fetchall()
+    return tuple(OmittedCell(stratum, window_start, int(traces), tuple((r, int(n)) for r, n in reasons))
+                 for stratum, window_start, traces, reasons in rows)
 
 
 def _conversation_turns(lake_con, conversations: Conversations) -> None:
