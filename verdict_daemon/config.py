@@ -145,6 +145,19 @@ class EvaluatorConfig(_Section):
         return self
 
 
+class ImportedEvaluation(_Section):
+    """A drift series over other evaluators' `gen_ai.evaluation.result` records (the lake's `evaluations` view;
+    service/imported_evaluations.py): the records of `evaluator` (and `evaluator_version`, when given) whose
+    evaluation name is one of `evaluations`, one dimension each, read as verdicts (`scale = "label"`: the
+    documented labels pass / fail / unclear / error) or as scores (`scale = "score"`: `score.value`)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+    evaluator: str = Field(min_length=1, max_length=256)  # gen_ai.evaluation.evaluator.name
+    evaluator_version: str | None = Field(None, min_length=1, max_length=256)
+    evaluations: tuple[Annotated[str, Field(min_length=1, max_length=256)], ...] = Field(min_length=1)
+    scale: Literal["label", "score"] = "label"
+
+
 def _is_target(text: str) -> bool:
     module, sep, attribute = text.partition(":")
     return bool(sep and module and attribute) and all(p.isidentifier() for p in (*module.split("."), *attribute.split(".")))
@@ -401,6 +414,7 @@ class DaemonConfig(_Section):
     conversations: Conversations = Conversations()
     judging: Judging = Judging()
     evaluators: tuple[EvaluatorConfig, ...] = Field(min_length=1)
+    imported_evaluations: tuple[ImportedEvaluation, ...] = ()
     drift: Drift = Drift()
     alerts: Alerts = Alerts()
     retention: Retention = Retention()
@@ -413,7 +427,8 @@ class DaemonConfig(_Section):
 
     @model_validator(mode="after")
     def _unique(self) -> DaemonConfig:
-        for label, names in (("tenants", [str(t.id) for t in self.tenants]), ("evaluators", [e.name for e in self.evaluators])):
+        evaluators = [e.name for e in self.evaluators] + [e.name for e in self.imported_evaluations]
+        for label, names in (("tenants", [str(t.id) for t in self.tenants]), ("evaluators", evaluators)):
             duplicated = sorted({n for n in names if names.count(n) > 1})
             if duplicated:
                 raise ValueError(f"{label}: duplicate name(s) {duplicated}")
