@@ -12,6 +12,7 @@ import pytest
 from tests.collector.conftest import Collector
 from tests.daemon.conftest import NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
+from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.cycle import Cycle, store_for
 from verdict_daemon.service.imported_evaluations import value_of
@@ -78,7 +79,7 @@ def test_a_drop_in_a_teams_own_scores_is_flagged_per_intent_and_a_stable_intent_
     config = make_config(process.data_dir, imported_evaluations=[SERIES])
     cycle = Cycle(config, store_for(config), [])
     (series,) = cycle.imported
-    runs = cycle.drift_imported("acme", series, NOW)
+    runs = cycle.drift_imported(TenantId("acme"), series, NOW)
     signals = [(s.cluster, s.dimension, s.kind) for r in runs for s in r.signals]
     assert signals == [("billing.v1", "resolved", "regression")]
     assert {r.fingerprint for r in runs} == {series.fingerprint} and runs[-1].judgments == len(rows)

@@ -6,7 +6,7 @@ check that every tool call got a result."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -16,11 +16,13 @@ from collector.views import open_scoped
 from tests.daemon.lakes import grade
 from verdict.models.scripted import ScriptedModel
 from verdict.tenancy import validate_tenant_id
-from verdict_daemon.config import EvaluatorConfig, Judging, Sampling
-from verdict_daemon.service.cycle import build_evaluator
+from verdict_daemon.config import DaemonConfig, EvaluatorConfig, Judging, Sampling, parse_config
+from verdict_daemon.errors import DaemonError
+from verdict_daemon.service.cycle import build_evaluator, build_evaluators
+from verdict_daemon.service.evaluators import tool_call_check
 from verdict_daemon.service.judge_evaluators import build_judge_evaluator
 from verdict_daemon.service.judging import judge, pending_work
-from verdict_daemon.service.material import parse_messages
+from verdict_daemon.service.material import Material, parse_messages
 from verdict_daemon.service.sampling import sample
 from verdict_daemon.service.trajectory import MAX_CHARS, MAX_STEPS, Step, Trajectory, trajectory_of
 from verdict_daemon.store.state import StateStore
@@ -197,3 +199,78 @@ def test_a_trajectory_is_bounded_and_survives_storage():
     assert seen.text().startswith("(5 earlier steps not shown)\n[step 6] call search:")
     assert Trajectory.from_dict(json.loads(json.dumps(seen.to_dict()))) == seen
     assert seen.within(2).steps == seen.steps[-2:] and seen.within(2).omitted == MAX_STEPS + 3
+
+
+# --- only the evaluators that ask for trajectories see them; the tool-use rubric; the deterministic check ---------
+def _daemon_config(data: Path, conversations: dict | None = None, **evaluator) -> DaemonConfig:
+    return parse_config({"data_dir": str(data), "tenants": [{"id": "acme"}], "conversations": conversations or {},
+                         "evaluators": [{"name": "quality", "kind": "rubric", "model": f"{__name__}:recording_judge",
+                                         **evaluator}]})
+
+
+def test_only_an_evaluator_that_asks_for_trajectories_has_them_in_its_fingerprint(tmp_path):
+    """Trajectories are on by default (`trajectory_steps` 20), yet an evaluator without `trajectory = true` keeps
+    the fingerprint it had before trajectories existed: its drift baselines survive the upgrade."""
+    config = _daemon_config(tmp_path)
+    assert config.conversations.trajectory_steps == MAX_STEPS
+    (plain,) = build_evaluators(config)
+    before = build_evaluator(EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge"),
+                             config.conversations.history_tokens)
+    assert plain.fingerprint == before.fingerprint and "trajectory_steps" not in plain.definition
+    (asking,) = build_evaluators(_daemon_config(tmp_path, trajectory=True))
+    assert asking.fingerprint != plain.fingerprint and asking.definition["trajectory_steps"] == MAX_STEPS
+    (fewer,) = build_evaluators(_daemon_config(tmp_path, {"trajectory_steps": 5}, trajectory=True))
+    assert fewer.fingerprint not in (asking.fingerprint, plain.fingerprint)
+
+
+def test_the_tool_use_rubric_grades_agent_runs_and_leaves_other_traces_unjudged(lake):
+    (evaluator,) = build_evaluators(_daemon_config(lake, rubric="verdict-tool-use", trajectory=True))
+    agent, chat = validate_tenant_id("vercel-ai-7-tool"), validate_tenant_id("pydantic-ai")
+    ran = judge(_sampled(lake, agent), agent, evaluator, Judging(concurrency=1), "run-tool-use-agent")
+    asked = len(evaluator.judge.model.requests)  # type: ignore[attr-defined]  # a JudgeEvaluator's Judge
+    skipped = judge(_sampled(lake, chat), chat, evaluator, Judging(concurrency=1), "run-tool-use-chat")
+    assert (ran.judged, ran.no_content, skipped.judged, skipped.no_content, skipped.errors) == (2, 0, 0, 2, 0)
+    assert asked == 2 and len(evaluator.judge.model.requests) == asked  # type: ignore[attr-defined]  # not paid
+    con = duckdb.connect(str(lake / "state.duckdb"), read_only=True)
+    verdicts = con.execute("""SELECT a.tenant_id, v.dimension, v.value, count(*) FROM judgment_attempts a
+        JOIN dimension_verdicts v USING (tenant_id, attempt_id) WHERE a.fingerprint = ? GROUP BY ALL ORDER BY ALL""",
+                           [evaluator.fingerprint]).fetchall()
+    unjudged = con.execute("""SELECT DISTINCT status, error_message FROM judgment_attempts
+        WHERE fingerprint = ? AND tenant_id = ?""", [evaluator.fingerprint, chat]).fetchall()
+    con.close()
+    assert verdicts == [(agent, d, "PASS", 2) for d in ("right_arguments", "right_tool", "tool_calls_answered",
+                                                        "used_result")]
+    assert unjudged == [("NO_CONTENT", "the trace has no tool trajectory (no tool call or result): not an agent "
+                                       "run this rubric grades")]
+
+
+def test_a_tool_call_without_a_result_fails_the_deterministic_check():
+    inputs = [{"role": "user", "parts": [{"type": "text", "content": "refund order 7"}]},
+              {"role": "assistant", "parts": [_call("find_order", "a", id=7), _call("refund", "b", id=7)]},
+              {"role": "tool", "parts": [_result("b", "refunded")]}]
+    material = Material("7" * 32, datetime(2026, 12, 1), "refund order 7", "Refunded order 7.", "", None,
+                        trajectory_of(inputs, []))
+    config = EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge", trajectory=True)
+    verdicts = {v.dimension: v for v in build_evaluator(config, 0, MAX_STEPS).evaluate(material).verdicts}
+    assert (verdicts["tool_calls_answered"].value, verdicts["tool_calls_answered"].reason) == \
+        ("FAIL", "no result for: find_order")
+    assert verdicts["relevance"].value == "PASS"  # the judge's dimensions beside it
+    # an evaluator that does not ask for trajectories: no check, the judged item as before
+    assert "tool_calls_answered" not in {v.dimension for v in build_evaluator(config, 0, 0).evaluate(material).verdicts}
+    answered = trajectory_of(inputs + [{"role": "tool", "parts": [_result("a", "found")]}], [])
+    assert tool_call_check(Material("7" * 32, datetime(2026, 12, 1), "q", "a", "", None, answered), 5)[0].value == "PASS"
+
+
+@pytest.mark.parametrize(("evaluator", "conversations", "message"), [
+    ({"rubric": "verdict-tool-use"}, {}, "rubric 'verdict-tool-use' has dimensions that need a tool trajectory "
+                                         "(right_tool, right_arguments, used_result): set trajectory = true"),
+    ({"rubric": "no-such-rubric"}, {}, "rubric 'no-such-rubric' is not a shipped rubric (shipped: "
+                                       "verdict-default, verdict-tool-use)"),
+    ({"trajectory": True}, {"trajectory_steps": 0}, "ask for trajectories (trajectory = true) but "
+                                                    "conversations.trajectory_steps is 0"),
+])
+def test_a_tool_use_evaluator_that_cannot_see_trajectories_is_refused_at_start(tmp_path, evaluator, conversations,
+                                                                              message):
+    with pytest.raises(DaemonError) as raised:
+        build_evaluators(_daemon_config(tmp_path, conversations, **evaluator))
+    assert raised.value.code == "invalid_config" and message in raised.value.message

@@ -60,7 +60,10 @@ def store_for(config: DaemonConfig) -> StateStore:
 
 
 def build_evaluators(config: DaemonConfig) -> list[Evaluator]:
-    return [build_evaluator(e, config.conversations.history_tokens, config.conversations.trajectory_steps)
+    """The configured evaluators; only those with `trajectory = true` are shown trajectories (and have them in their
+    fingerprint): the others keep the fingerprint they had before trajectories existed."""
+    return [build_evaluator(e, config.conversations.history_tokens,
+                            config.conversations.trajectory_steps if e.trajectory else 0)
             for e in config.evaluators]
 
 
