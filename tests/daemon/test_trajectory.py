@@ -24,13 +24,23 @@ from verdict_daemon.service.judge_evaluators import build_judge_evaluator
 from verdict_daemon.service.judging import judge, pending_work
 from verdict_daemon.service.material import Material, parse_messages
 from verdict_daemon.service.sampling import sample
-from verdict_daemon.service.trajectory import MAX_CHARS, MAX_STEPS, Step, Trajectory, trajectory_of
+from verdict_daemon.service.trajectory import (
+    MAX_CHARS,
+    MAX_STEPS,
+    Step,
+    Trajectory,
+    tool_span,
+    trajectory_of,
+)
 from verdict_daemon.store.state import StateStore
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
 # Tool call in an assistant message, result in a `tool` message (Vercel AI, Agno) or a `user` one (Strands).
 TOOL_SENDERS = ("vercel-ai-7-tool", "agno-openinference", "strands-latest")
-SENDERS = (*TOOL_SENDERS, "smolagents-openinference", "pydantic-ai")
+# Tool executions recorded as spans: OpenInference TOOL spans (CrewAI, smolagents), GenAI `execute_tool` (ADK).
+SPAN_SENDERS = ("crewai-openinference", "google-adk", "strands", "strands-openinference", "agno-openllmetry",
+                "llama-index-openinference", "pydantic-ai-tool")
+SENDERS = (*TOOL_SENDERS, *SPAN_SENDERS, "smolagents-openinference", "pydantic-ai")
 RESULT = "two charges of 12.00 EUR on 2026-12-01"
 
 
@@ -115,8 +125,9 @@ def _judged(lake: Path, sender: str, trajectory_steps: int) -> tuple[list[str | 
     return stored, prompts
 
 
-def test_the_judge_reads_an_agent_runs_trajectory(lake):
-    stored, prompts = _judged(lake, "vercel-ai-7-tool", 20)
+@pytest.mark.parametrize("sender", ["vercel-ai-7-tool", "pydantic-ai-tool"])
+def test_the_judge_reads_an_agent_runs_trajectory(lake, sender):
+    stored, prompts = _judged(lake, sender, 20)
     assert [json.loads(s)["trajectory"]["unanswered"] for s in stored if s] == [[], []]
     assert len(prompts) == 2
     for prompt in prompts:
@@ -124,8 +135,8 @@ def test_the_judge_reads_an_agent_runs_trajectory(lake):
         assert block == (f'[step 1] call lookup_charge: {{"card_last4": "1111"}}\n'
                          f"[step 2] result of lookup_charge: {RESULT}"), prompt
         assert prompt.rindex("</trajectory>") < prompt.rindex("<answer>")  # the answer stays last
-    # `[conversations] trajectory_steps = 0` (the default): the old prompt, and the old fingerprint.
-    _, plain = _judged(lake, "vercel-ai-7-tool", 0)
+    # an evaluator shown no trajectory (trajectory_steps 0: one without `trajectory = true`): the old prompt and fingerprint
+    _, plain = _judged(lake, sender, 0)
     assert len(plain) == 2 and not any("<trajectory>" in prompt for prompt in plain)
     config = EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge")
     assert build_evaluator(config, 0, 0).fingerprint == build_judge_evaluator(config).fingerprint != \
@@ -152,7 +163,7 @@ def test_a_graph_evaluator_reads_the_trajectory_as_source_trajectory(lake):
     assert without == f"Steps:\n\nNow: {materials[0].response}"
 
 
-@pytest.mark.parametrize("sender", ["smolagents-openinference", "pydantic-ai"])
+@pytest.mark.parametrize("sender", ["pydantic-ai"])
 def test_a_run_without_tool_steps_is_judged_as_before(lake, sender):
     stored, prompts = _judged(lake, sender, 20)
     assert len(stored) == len(prompts) == 2  # pydantic-ai's runs are first turns of a conversation: history only
@@ -274,3 +285,63 @@ def test_a_tool_use_evaluator_that_cannot_see_trajectories_is_refused_at_start(t
     with pytest.raises(DaemonError) as raised:
         build_evaluators(_daemon_config(tmp_path, conversations, **evaluator))
     assert raised.value.code == "invalid_config" and message in raised.value.message
+
+
+def _stored_trajectories(lake: Path, sender: str) -> list[dict | None]:
+    store = _sampled(lake, sender)
+    con = duckdb.connect(str(store.path), read_only=True)
+    rows = [json.loads(h).get("trajectory") if h else None for (h,) in con.execute(
+        "SELECT history FROM sampled_traces WHERE tenant_id = ? ORDER BY started_at", [sender]).fetchall()]
+    con.close()
+    return rows
+
+
+@pytest.mark.parametrize(("sender", "result"), [
+    ("vercel-ai-7-tool", RESULT),  # the call in the messages and an execute_tool span with its id: once
+    ("agno-openinference", RESULT),  # a TOOL span without a call id: matched by name and arguments
+    ("strands-latest", f'[{{"text": "{RESULT}"}}]'),  # an execute_tool span with its id
+    ("crewai-openinference", RESULT),  # TOOL spans besides the messages
+    ("google-adk", f'{{"result": "{RESULT}"}}'),  # execute_tool spans with ids, no arguments or result recorded
+    ("smolagents-openinference", RESULT),  # its messages recount the call as text only: from its TOOL span alone
+    ("strands", RESULT),  # execute_tool spans with ids, no arguments or result recorded
+    ("strands-openinference", RESULT),  # execute_tool + TOOL attributes on one span, with ids
+    ("agno-openllmetry", RESULT),  # traceloop tool spans
+    ("llama-index-openinference", RESULT),  # TOOL spans, kwargs-wrapped arguments, no id
+    ("pydantic-ai-tool", RESULT),  # its own instrumentation: the result part's key is `result`, an execute_tool span
+])
+def test_a_tool_execution_is_one_step_whether_messages_spans_or_both_record_it(lake, sender, result):
+    """The stored trajectory of each recorded agent run: one call and its result per run, never two, and the
+    `final_answer` tool span (smolagents) no step."""
+    stored = _stored_trajectories(lake, sender)
+    assert len(stored) == 2, sender
+    for n, trajectory in enumerate(stored):
+        call_id = "" if sender == "smolagents-openinference" else f"call_{n}"
+        assert trajectory == {"steps": [["tool_call", "lookup_charge", call_id, '{"card_last4": "1111"}'],
+                                        ["tool_result", "lookup_charge", call_id, result]],
+                              "omitted": 0, "unanswered": []}, sender
+
+
+def test_tool_spans_alone_give_the_steps_and_a_failed_one_is_unanswered():
+    """A framework that records tools only as spans: the GenAI, OpenInference and OpenLLMetry spellings, a span
+    without a recorded result (it did not fail: answered) and one that ended in error (unanswered)."""
+    spans = [tool_span({"gen_ai.tool.name": "find_order", "gen_ai.tool.call.id": "a",
+                        "gen_ai.tool.call.arguments": '{"id": 7}', "gen_ai.tool.call.result": '{"status": "paid"}'},
+                       False),
+             tool_span({"openinference.span.kind": "TOOL", "tool.name": "refund",
+                        "input.value": '{"kwargs": {"id": 7}}'}, False),
+             tool_span({"traceloop.span.kind": "tool", "traceloop.entity.name": "notify",
+                        "traceloop.entity.input": '{"to": "user"}'}, True),
+             tool_span({"openinference.span.kind": "TOOL", "input.value": "{}"}, False)]  # no name: not a step
+    assert spans[3] is None
+    seen = trajectory_of([], [], [s for s in spans if s is not None])
+    assert seen is not None and seen.unanswered == ("notify",)
+    assert seen.text() == ('[step 1] call find_order: {"id": 7}\n[step 2] result of find_order: {"status": "paid"}\n'
+                           '[step 3] call refund: {"id": 7}\n[step 4] result of refund: (result not recorded)\n'
+                           '[step 5] call notify: {"to": "user"}\n(no result for: notify)')
+    # the same executions also in the graded call's messages: shown once, the spans' extra one first
+    inputs = [{"role": "assistant", "parts": [_call("refund", "", id=7)]},
+              {"role": "tool", "parts": [_result("", "refunded")]}]
+    merged = trajectory_of(inputs, [], [s for s in spans[:2] if s is not None])
+    assert merged is not None and [(s.kind, s.name) for s in merged.steps] == [
+        ("tool_call", "find_order"), ("tool_result", "find_order"), ("tool_call", "refund"), ("tool_result", "refund")]
+    assert merged.steps[-1].content == "refunded"  # the message's step, not the span's

@@ -94,6 +94,8 @@ SENDERS = (
     Sender("openllmetry-anthropic-native", "openllmetry", ("anthropic_messages.py",), provider="anthropic",
            note="OpenLLMetry's Anthropic spans and the anthropic SDK's own spans for the same calls"),
     Sender("pydantic-ai", "pydantic-ai", ("pydantic_ai_agent.py",)),
+    Sender("pydantic-ai-tool", "pydantic-ai", ("pydantic_ai_agent.py", "tool"), tool=True,
+           note="pydantic-ai as above with the scenario's tool: agent run, chat (tool call), running tools, chat"),
     Sender("vercel-ai", "vercel", ("vercel_ai.mjs",),
            note="ai generateText with experimental_telemetry: outer ai.generateText and inner ai.generateText.doGenerate"),
     # Families built by `make peers-record` only (RECORD_ONLY_FAMILIES): replayed from their fixtures in the suite.

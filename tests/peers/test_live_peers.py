@@ -30,7 +30,10 @@ from verdict.tenancy import LOCAL_TENANT
 pytestmark = pytest.mark.peers
 TENANT = LOCAL_TENANT  # the tokenless collector's scope
 # Families `make peers` builds (the record-only ones are replayed from their fixtures in the main suite).
-PYTHON_SENDERS = [s.name for s in SENDERS if s.family != "vercel" and s.family not in RECORD_ONLY_FAMILIES]
+# The two-call scenario (check_target); the tool scenario's senders are checked on their recordings
+# (tests/collector/test_peer_fixtures.py, tests/daemon/test_trajectory.py).
+PYTHON_SENDERS = [s.name for s in SENDERS
+                  if s.family != "vercel" and s.family not in RECORD_ONLY_FAMILIES and not s.tool]
 
 
 @pytest.fixture(scope="module")
