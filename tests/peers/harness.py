@@ -139,6 +139,8 @@ SENDERS = (
            note="a LangGraph StateGraph (draft -> review) under OpenInference: graph and node spans, one model call each"),
     Sender("langgraph-openllmetry", "langchain", ("langchain_app.py", "graph", "openllmetry"),
            note="the same graph under OpenLLMetry: workflow/task spans for the graph and its nodes"),
+    Sender("langgraph-agent-openinference", "langchain", ("langchain_app.py", "agent", "openinference"), tool=True,
+           note="a LangGraph tool-calling agent (agent node, ToolNode) under OpenInference: issue 29's trajectory"),
     # Issue 25's senders (record-only as well).
     Sender("mlflow", "mlflow", ("mlflow_openai.py",),
            note="mlflow.openai.autolog() exporting OTLP: mlflow.spanType/spanInputs/spanOutputs/chat.tokenUsage"),

@@ -148,8 +148,23 @@ def tool_span(attributes: dict[str, Any], failed: bool) -> ToolSpan | None:
     name = first("name")
     if not isinstance(name, str) or not name:
         return None
-    call_id = first("call_id")
-    return ToolSpan(name, call_id if isinstance(call_id, str) else "", first("arguments"), first("result"), failed)
+    call_id, result = first("call_id"), first("result")
+    message = _langchain_tool_message(result)
+    if message is not None:  # LangChain (OpenInference): the result is the ToolMessage, which names the call
+        call_id, result = call_id or message.get("tool_call_id"), message.get("content")
+    return ToolSpan(name, call_id if isinstance(call_id, str) else "", first("arguments"), result, failed)
+
+
+def _langchain_tool_message(result: Any) -> dict | None:
+    """A serialised LangChain ToolMessage (`{"type": "tool", "data": {"content", "tool_call_id", ...}}`), else None."""
+    if not isinstance(result, str) or not result.startswith("{"):
+        return None
+    try:
+        value = json.loads(result)
+    except ValueError:
+        return None
+    data = value.get("data") if isinstance(value, dict) and value.get("type") == "tool" else None
+    return data if isinstance(data, dict) and "tool_call_id" in data else None
 
 
 def _unwrapped(arguments: Any) -> Any:
