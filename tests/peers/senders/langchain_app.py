@@ -108,7 +108,7 @@ def run_graph() -> list[str]:
 def run_agent() -> list[str]:
     from langchain_core.messages import HumanMessage, SystemMessage
     from langchain_core.tools import tool
-    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
 
     lookup_charge = tool(_peer.lookup_charge)
