@@ -155,6 +155,7 @@ PEER_RECORD_FAMILIES := openlit semantic-kernel langfuse genkit langchain gemini
 PEER_RECORD_FAMILIES += mlflow logfire litellm mistral ollama  # issue 25
 # The agent frameworks of 2026 (issue 33); the Vercel AI SDK 7 in its own node_modules (.peer-vercel7).
 PEER_RECORD_FAMILIES += smolagents agno llama-index strands google-adk crewai
+PEER_RECORD_FAMILIES += openai-agents  # issue 29: the OpenAI Agents SDK's tool trajectory
 PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
 VERCEL_STAMP := .peer-vercel/.installed
 VERCEL7_STAMP := .peer-vercel7/.installed
@@ -221,6 +222,7 @@ lock: $(LLAMA_STAMP)
 	$(call freeze_venv,peer-strands,-r tests/peers/requirements/strands.txt)
 	$(call freeze_venv,peer-google-adk,-r tests/peers/requirements/google-adk.txt)
 	$(call freeze_venv,peer-crewai,-r tests/peers/requirements/crewai.txt)
+	$(call freeze_venv,peer-openai-agents,-r tests/peers/requirements/openai-agents.txt)
 	rm -rf $(LOCK_TMP)/vercel && mkdir -p $(LOCK_TMP)/vercel
 	cp tests/peers/vercel/package.json $(LOCK_TMP)/vercel/
 	cd $(LOCK_TMP)/vercel && npm install --package-lock-only --no-audit --no-fund --loglevel=error

@@ -39,7 +39,8 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
 TOOL_SENDERS = ("vercel-ai-7-tool", "agno-openinference", "strands-latest")
 # Tool executions recorded as spans: OpenInference TOOL spans (CrewAI, smolagents), GenAI `execute_tool` (ADK).
 SPAN_SENDERS = ("crewai-openinference", "google-adk", "strands", "strands-openinference", "agno-openllmetry",
-                "llama-index-openinference", "pydantic-ai-tool", "langgraph-agent-openinference")
+                "llama-index-openinference", "pydantic-ai-tool", "langgraph-agent-openinference",
+                "openai-agents-openinference")
 SENDERS = (*TOOL_SENDERS, *SPAN_SENDERS, "smolagents-openinference", "pydantic-ai")
 RESULT = "two charges of 12.00 EUR on 2026-12-01"
 
@@ -125,7 +126,8 @@ def _judged(lake: Path, sender: str, trajectory_steps: int) -> tuple[list[str | 
     return stored, prompts
 
 
-@pytest.mark.parametrize("sender", ["vercel-ai-7-tool", "pydantic-ai-tool", "langgraph-agent-openinference"])
+@pytest.mark.parametrize("sender", ["vercel-ai-7-tool", "pydantic-ai-tool", "langgraph-agent-openinference",
+                                    "openai-agents-openinference"])
 def test_the_judge_reads_an_agent_runs_trajectory(lake, sender):
     stored, prompts = _judged(lake, sender, 20)
     assert [json.loads(s)["trajectory"]["unanswered"] for s in stored if s] == [[], []]
@@ -311,6 +313,7 @@ def _stored_trajectories(lake: Path, sender: str) -> list[dict | None]:
     # a LangGraph agent (ToolNode) under OpenInference: the TOOL span's input is the bare argument value, its output
     # the LangChain ToolMessage naming the call: matched by that id
     ("langgraph-agent-openinference", RESULT),
+    ("openai-agents-openinference", RESULT),  # the OpenAI Agents SDK: a TOOL span without an id, name and arguments
 ])
 def test_a_tool_execution_is_one_step_whether_messages_spans_or_both_record_it(lake, sender, result):
     """The stored trajectory of each recorded agent run: one call and its result per run, never two, and the

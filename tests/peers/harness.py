@@ -206,6 +206,9 @@ SENDERS = (
            note="CrewAI crew with OpenLLMetry's CrewAIInstrumentor and its OpenAI instrumentation"),
     Sender("crewai-both", "crewai", ("crewai_crew.py", "both"), tool=True,
            note="CrewAI crew with both instrumentations at once"),
+    Sender("openai-agents-openinference", "openai-agents", ("openai_agents_run.py",), tool=True,
+           note="OpenAI Agents SDK Agent (chat completions model, a function tool) with OpenInference's "
+                "OpenAIAgentsInstrumentor: agent, generation and function spans"),
     Sender("llama-index-otel", "llama-index", ("llama_index_agent.py", "own"), tool=True,
            note="LlamaIndex FunctionAgent workflow with LlamaIndex's own llama-index-observability-otel: "
                 "the call in LLMChatStartEvent / LLMChatEndEvent span events"),
@@ -213,7 +216,8 @@ SENDERS = (
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
 RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "langfuse", "genkit", "langchain", "gemini", "bedrock"}
                                   | {"mlflow", "logfire", "litellm", "mistral", "ollama"}
-                                  | {"vercel7", "smolagents", "agno", "llama-index", "strands", "google-adk", "crewai"})
+                                  | {"vercel7", "smolagents", "agno", "llama-index", "strands", "google-adk", "crewai"}
+                                  | {"openai-agents"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 
