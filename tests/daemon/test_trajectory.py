@@ -351,3 +351,18 @@ def test_tool_spans_alone_give_the_steps_and_a_failed_one_is_unanswered():
     assert merged is not None and [(s.kind, s.name) for s in merged.steps] == [
         ("tool_call", "find_order"), ("tool_result", "find_order"), ("tool_call", "refund"), ("tool_result", "refund")]
     assert merged.steps[-1].content == "refunded"  # the message's step, not the span's
+
+
+def test_the_judge_sentinel_does_not_apply_to_an_evaluator_of_agent_runs_only(tmp_path):
+    """Sentinel items carry no trajectory: the tool-use rubric would skip every one and the gate would block the
+    evaluator for good (judge_unhealthy); the check applies to the other evaluators as before."""
+    from tests.daemon.test_sentinel import sentinel_file
+    from verdict_daemon.config import Sentinel
+    from verdict_daemon.service.sentinel_health import load_sets
+
+    config = parse_config({"data_dir": str(tmp_path), "tenants": [{"id": "acme"}], "evaluators": [
+        {"name": "quality", "kind": "rubric", "model": f"{__name__}:recording_judge", "trajectory": True},
+        {"name": "tool-use", "kind": "rubric", "model": f"{__name__}:recording_judge", "rubric": "verdict-tool-use",
+         "trajectory": True}]})
+    sets = load_sets(Sentinel(file=sentinel_file(tmp_path / "s.jsonl")), build_evaluators(config))
+    assert sorted(sets) == ["quality"]
