@@ -14,7 +14,7 @@ from tests.daemon.conftest import NOW, make_config
 from tests.daemon.lakes import synthetic_days, write_rows
 from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.service.cycle import Cycle, store_for
+from verdict_daemon.service.cycle import Cycle, build_evaluators, store_for
 from verdict_daemon.service.imported_evaluations import value_of
 
 TOKEN = "imported-evaluations-token-01"
@@ -92,6 +92,13 @@ def test_a_drop_in_a_teams_own_scores_is_flagged_per_intent_and_a_stable_intent_
     (section,) = report.evaluators
     assert (section.name, section.fingerprint) == ("support-qa", series.fingerprint)
     assert [(s.signal.cluster, s.signal.dimension) for s in section.signals] == [("billing.v1", "resolved")]
+
+    # the whole cycle (`verdict pipeline`'s): the judge and the series drift side by side, each named in the summary
+    later = NOW + timedelta(hours=1)
+    summary = Cycle(config, store_for(config), build_evaluators(config)).run(TenantId("acme"), later)
+    at = later.replace(tzinfo=None).isoformat()  # runs' as_of are naive UTC
+    assert {(r["evaluator"], r["as_of"]) for r in summary["drift_runs"]} >= {("quality", at), ("support-qa", at)}
+    assert {s["evaluator"] for s in summary["signals"]} <= {"quality", "support-qa"}
 
 
 def test_a_series_of_another_version_or_scale_is_another_fingerprint(tmp_path):
