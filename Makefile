@@ -168,6 +168,7 @@ PEER_RECORD_FAMILIES := openlit semantic-kernel genkit langchain gemini bedrock
 PEER_RECORD_FAMILIES += mlflow logfire litellm mistral ollama  # issue 25
 # The agent frameworks of 2026 (issue 33); the Vercel AI SDK 7 in its own node_modules (.peer-vercel7).
 PEER_RECORD_FAMILIES += smolagents agno llama-index strands google-adk crewai
+PEER_RECORD_FAMILIES += openai-agents  # issue 29: the OpenAI Agents SDK's tool trajectory
 PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
 VERCEL_STAMP := .peer-vercel/.installed
 VERCEL7_STAMP := .peer-vercel7/.installed
@@ -242,6 +243,7 @@ lock: $(LLAMA_STAMP)
 	$(call freeze_venv,peer-strands,-r tests/peers/requirements/strands.txt)
 	$(call freeze_venv,peer-google-adk,-r tests/peers/requirements/google-adk.txt)
 	$(call freeze_venv,peer-crewai,-r tests/peers/requirements/crewai.txt)
+	$(call freeze_venv,peer-openai-agents,-r tests/peers/requirements/openai-agents.txt)
 	$(call lock_node,vercel)
 	$(call lock_node,vercel7)
 	$(call lock_node,otel-js)

@@ -81,11 +81,12 @@ MAX_TRAJECTORY_STEPS = 20
 class Conversations(_Section):
     """Turns of a conversation and agent runs (docs/conversations.md): where one conversation ends, how much of
     the conversation so far a judged turn is shown (tokens estimated as characters / 4; 0 turns history off), and
-    how many steps of an agent run's tool trajectory (0, the default: none, and fingerprints as before)."""
+    how many steps of an agent run's tool trajectory an evaluator with `trajectory = true` is shown at most (0: none
+    for any evaluator)."""
 
     inactivity_minutes: float = Field(DEFAULT_INACTIVITY_MINUTES, gt=0, le=YEAR_HOURS * 60)
     history_tokens: int = Field(DEFAULT_HISTORY_TOKENS, ge=0, le=1_000_000)
-    trajectory_steps: int = Field(0, ge=0, le=MAX_TRAJECTORY_STEPS)
+    trajectory_steps: int = Field(MAX_TRAJECTORY_STEPS, ge=0, le=MAX_TRAJECTORY_STEPS)
 
 
 class Budget(_Section):
@@ -124,9 +125,13 @@ class EvaluatorConfig(_Section):
     model: str | None = None
     models: tuple[str, ...] = ()
     rubric_file: Path | None = None
+    rubric: str | None = None  # a shipped rubric by name (verdict.judges.rubric.SHIPPED_RUBRICS)
     graph: str | None = None
     # rubric/ensemble: grade one dimension per call (verdict first; for small and local models).
     per_dimension: bool = False
+    # Shown an agent run's tool trajectory ([conversations] trajectory_steps); only then does the trajectory enter
+    # this evaluator's fingerprint (docs/conversations.md).
+    trajectory: bool = False
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> EvaluatorConfig:
@@ -138,11 +143,34 @@ class EvaluatorConfig(_Section):
                 raise ValueError(f"{name!r} does not apply to kind {self.kind!r}")
         if self.per_dimension and self.kind == "graph":
             raise ValueError("'per_dimension' does not apply to kind 'graph'")
+        if self.kind == "graph" and self.rubric is not None:
+            raise ValueError("'rubric' does not apply to kind 'graph'")
+        if self.rubric is not None and self.rubric_file is not None:
+            raise ValueError("give at most one of 'rubric' (a shipped rubric) and 'rubric_file'")
+        if self.rubric is not None:
+            from verdict.judges.rubric import SHIPPED_RUBRICS
+
+            if self.rubric not in SHIPPED_RUBRICS:
+                raise ValueError(f"rubric {self.rubric!r} is not a shipped rubric (shipped: "
+                                 f"{', '.join(sorted(SHIPPED_RUBRICS))})")
         if self.kind == "ensemble" and len(self.models) < 2:
             raise ValueError("an ensemble needs at least two models")
         if self.graph is not None and not _is_target(self.graph):
             raise ValueError(f"graph must look like 'package.module:attribute', got {self.graph!r}")
         return self
+
+
+class ImportedEvaluation(_Section):
+    """A drift series over other evaluators' `gen_ai.evaluation.result` records (the lake's `evaluations` view;
+    service/imported_evaluations.py): the records of `evaluator` (and `evaluator_version`, when given) whose
+    evaluation name is one of `evaluations`, one dimension each, read as verdicts (`scale = "label"`: the
+    documented labels pass / fail / unclear / error) or as scores (`scale = "score"`: `score.value`)."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+    evaluator: str = Field(min_length=1, max_length=256)  # gen_ai.evaluation.evaluator.name
+    evaluator_version: str | None = Field(None, min_length=1, max_length=256)
+    evaluations: tuple[Annotated[str, Field(min_length=1, max_length=256)], ...] = Field(min_length=1)
+    scale: Literal["label", "score"] = "label"
 
 
 def _is_target(text: str) -> bool:
@@ -401,6 +429,7 @@ class DaemonConfig(_Section):
     conversations: Conversations = Conversations()
     judging: Judging = Judging()
     evaluators: tuple[EvaluatorConfig, ...] = Field(min_length=1)
+    imported_evaluations: tuple[ImportedEvaluation, ...] = ()
     drift: Drift = Drift()
     alerts: Alerts = Alerts()
     retention: Retention = Retention()
@@ -413,10 +442,15 @@ class DaemonConfig(_Section):
 
     @model_validator(mode="after")
     def _unique(self) -> DaemonConfig:
-        for label, names in (("tenants", [str(t.id) for t in self.tenants]), ("evaluators", [e.name for e in self.evaluators])):
+        evaluators = [e.name for e in self.evaluators] + [e.name for e in self.imported_evaluations]
+        for label, names in (("tenants", [str(t.id) for t in self.tenants]), ("evaluators", evaluators)):
             duplicated = sorted({n for n in names if names.count(n) > 1})
             if duplicated:
                 raise ValueError(f"{label}: duplicate name(s) {duplicated}")
+        asking = [e.name for e in self.evaluators if e.trajectory]
+        if asking and self.conversations.trajectory_steps == 0:
+            raise ValueError(f"evaluators {asking} ask for trajectories (trajectory = true) but "
+                             "conversations.trajectory_steps is 0")
         return self
 
 

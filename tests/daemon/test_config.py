@@ -80,5 +80,8 @@ def test_the_documented_example_config_is_valid():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "daemon.md").read_text()
     example = tomllib.loads(doc.split("```toml\n", 1)[1].split("```", 1)[0])
     config = parse_config(example)
-    assert [e.kind for e in config.evaluators] == ["rubric", "ensemble", "graph"]
+    assert [(e.kind, e.rubric, e.trajectory) for e in config.evaluators] == [
+        ("rubric", None, False), ("rubric", "verdict-tool-use", True), ("ensemble", None, False), ("graph", None, False)]
+    assert [(s.name, s.evaluations, s.scale) for s in config.imported_evaluations] == [
+        ("support-qa", ("resolved",), "label")]
     assert config.judging.budget.max_cost_usd == 25.0 and config.alerts.token_env == "VERDICT_WEBHOOK_TOKEN"

@@ -17,7 +17,7 @@ from verdict.judges.judge import (
     output_budget,
     quote_occurs,
 )
-from verdict.judges.rubric import DEFAULT_RUBRIC, Dimension, Rubric
+from verdict.judges.rubric import DEFAULT_RUBRIC, Dimension, Rubric, RubricError
 from verdict.models.base import ModelError
 from verdict.models.scripted import ScriptedModel, ScriptedReply
 
@@ -373,3 +373,45 @@ def test_a_trajectory_is_refused_by_a_judge_without_it_and_by_a_custom_prompt():
     judge, model = judge_with(lambda request: reply, per_dimension=True, trajectory=True)
     assert judge.grade(ANSWER, query=QUERY, trajectory=TRAJECTORY).status is JudgmentStatus.VALID
     assert all(f"<trajectory>\n{TRAJECTORY}\n</trajectory>" in r.messages[1].content for r in model.requests)
+
+
+# --- dimensions that need a tool trajectory (issue 29, item 4) ---------------------------------------------------
+TRAJECTORY = '[step 1] call lookup_charge: {"card_last4": "1111"}\n[step 2] result of lookup_charge: 12.00 EUR'
+
+
+def test_a_dimension_that_needs_a_trajectory_is_graded_only_for_an_item_with_one():
+    from verdict.judges.rubric import TOOL_USE_RUBRIC
+
+    rubric = Rubric("agent", "1", (*DEFAULT_RUBRIC.dimensions, TOOL_USE_RUBRIC.dimension("right_tool")))
+    model = ScriptedModel(lambda request: rubric_reply(
+        dimensions=tuple(d for d in rubric.dimension_names if f"- {d}:" in request.messages[0].content)), record=True)
+    judge = Judge(model, rubric, trajectory=True)
+    run, plain = judge.grade(ANSWER, query=QUERY, context=CONTEXT, trajectory=TRAJECTORY), \
+        judge.grade(ANSWER, query=QUERY, context=CONTEXT)
+    assert "right_tool" in run.verdicts and run.skipped == ()
+    assert "right_tool" not in plain.verdicts and plain.skipped == ("right_tool",) and plain.is_usable
+    assert ["- right_tool:" in r.messages[0].content for r in model.requests] == [True, False]
+
+
+def test_the_tool_use_rubric_skips_an_item_without_a_trajectory_without_a_call():
+    from verdict.judges.rubric import TOOL_USE_RUBRIC
+
+    model = ScriptedModel([rubric_reply(dimensions=TOOL_USE_RUBRIC.dimension_names)], record=True)
+    judgment = Judge(model, TOOL_USE_RUBRIC, trajectory=True).grade(ANSWER, query=QUERY)
+    assert judgment.status is JudgmentStatus.SKIPPED and model.requests == []
+    assert judgment.skipped == ("right_tool", "right_arguments", "used_result")
+    assert judgment.error == "every rubric dimension requires what the item lacks (context and a tool trajectory)"
+    with pytest.raises(ConfigurationError, match=r"need a tool trajectory \(right_tool, right_arguments, used_result\)"):
+        Judge(ScriptedModel([rubric_reply()]), TOOL_USE_RUBRIC)  # it could never grade them
+
+
+def test_rubrics_without_trajectory_dimensions_keep_their_canonical_form_and_fingerprint():
+    """`requires_trajectory` enters a rubric's canonical form (hashed into fingerprints) only when true."""
+    assert all(set(d) == {"name", "description", "requires_context"} for d in DEFAULT_RUBRIC.canonical()["dimensions"])
+    loaded = Rubric.from_mapping({"name": "r", "version": 1, "dimensions": [
+        {"name": "a", "description": "x", "requires_trajectory": True}, {"name": "b", "description": "y"}]})
+    assert [d.requires_trajectory for d in loaded.dimensions] == [True, False]
+    assert loaded.canonical()["dimensions"][0]["requires_trajectory"] is True
+    assert "requires_trajectory" not in loaded.canonical()["dimensions"][1]
+    with pytest.raises(RubricError, match="requires_trajectory must be true or false"):
+        Dimension("a", "x", requires_trajectory="yes")  # type: ignore[arg-type]

@@ -94,6 +94,8 @@ SENDERS = (
     Sender("openllmetry-anthropic-native", "openllmetry", ("anthropic_messages.py",), provider="anthropic",
            note="OpenLLMetry's Anthropic spans and the anthropic SDK's own spans for the same calls"),
     Sender("pydantic-ai", "pydantic-ai", ("pydantic_ai_agent.py",)),
+    Sender("pydantic-ai-tool", "pydantic-ai", ("pydantic_ai_agent.py", "tool"), tool=True,
+           note="pydantic-ai as above with the scenario's tool: agent run, chat (tool call), running tools, chat"),
     Sender("vercel-ai", "vercel", ("vercel_ai.mjs",),
            note="ai generateText with experimental_telemetry: outer ai.generateText and inner ai.generateText.doGenerate"),
     Sender("otel-js-openai", "otel-js", ("otel_js_openai.mjs", "proto", "chat"), CONTENT_ON,
@@ -150,6 +152,8 @@ SENDERS = (
            note="a LangGraph StateGraph (draft -> review) under OpenInference: graph and node spans, one model call each"),
     Sender("langgraph-openllmetry", "langchain", ("langchain_app.py", "graph", "openllmetry"),
            note="the same graph under OpenLLMetry: workflow/task spans for the graph and its nodes"),
+    Sender("langgraph-agent-openinference", "langchain", ("langchain_app.py", "agent", "openinference"), tool=True,
+           note="a LangGraph tool-calling agent (agent node, ToolNode) under OpenInference: issue 29's trajectory"),
     # Issue 25's senders (record-only as well).
     Sender("mlflow", "mlflow", ("mlflow_openai.py",),
            note="mlflow.openai.autolog() exporting OTLP: mlflow.spanType/spanInputs/spanOutputs/chat.tokenUsage"),
@@ -215,6 +219,9 @@ SENDERS = (
            note="CrewAI crew with OpenLLMetry's CrewAIInstrumentor and its OpenAI instrumentation"),
     Sender("crewai-both", "crewai", ("crewai_crew.py", "both"), tool=True,
            note="CrewAI crew with both instrumentations at once"),
+    Sender("openai-agents-openinference", "openai-agents", ("openai_agents_run.py",), tool=True,
+           note="OpenAI Agents SDK Agent (chat completions model, a function tool) with OpenInference's "
+                "OpenAIAgentsInstrumentor: agent, generation and function spans"),
     Sender("llama-index-otel", "llama-index", ("llama_index_agent.py", "own"), tool=True,
            note="LlamaIndex FunctionAgent workflow with LlamaIndex's own llama-index-observability-otel: "
                 "the call in LLMChatStartEvent / LLMChatEndEvent span events"),
@@ -222,7 +229,8 @@ SENDERS = (
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
 RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "genkit", "langchain", "gemini", "bedrock"}
                                   | {"mlflow", "logfire", "litellm", "mistral", "ollama"}
-                                  | {"vercel7", "smolagents", "agno", "llama-index", "strands", "google-adk", "crewai"})
+                                  | {"vercel7", "smolagents", "agno", "llama-index", "strands", "google-adk", "crewai"}
+                                  | {"openai-agents"})
 BY_NAME = {s.name: s for s in SENDERS}
 
 

@@ -119,6 +119,7 @@ class _PairwiseEvaluator:
 
         self.judge = PairwiseJudge(ScriptedModel(reply, name="scripted/position-biased"), retries=0)
         self.fingerprint = self.judge.fingerprint
+        self.needs_trajectory = False
 
     def evaluate(self, material):
         result = self.judge.compare(material.query, material.response, "Open the settings page.")
@@ -144,6 +145,7 @@ class _FailingEvaluator:
     name = "down"
     definition: Mapping[str, Any] = {"kind": "rubric"}
     fingerprint = "d0" * 32
+    needs_trajectory = False
 
     def evaluate(self, material):
         return error_outcome("judge: extraction: no verdict in the reply", Usage())

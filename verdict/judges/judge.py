@@ -493,14 +493,19 @@ class Judge:
         self.skip_context_dependent_when_missing = skip_context_dependent_when_missing
         context_free = tuple(d for d in rubric.dimensions if not d.requires_context)
         needs_context = len(context_free) < len(rubric.dimensions) and skip_context_dependent_when_missing
-        # Dimensions dropped for an item without context (when none is left, such an item is SKIPPED).
+        # Dimensions dropped for an item without context, and for one without a tool trajectory (when none is
+        # left, such an item is SKIPPED).
         self.skipped_without_context = tuple(d.name for d in rubric.dimensions if d.requires_context) \
             if needs_context else ()
+        self.skipped_without_trajectory = tuple(d.name for d in rubric.dimensions if d.requires_trajectory)
+        if self.skipped_without_trajectory and not trajectory:
+            raise ConfigurationError(f"rubric {rubric.name!r} has dimensions that need a tool trajectory "
+                                     f"({', '.join(self.skipped_without_trajectory)}): use a Judge(trajectory=True)")
         # The prompt per (with history, with trajectory) an item can have.
         self.prompts = self._prompt_variants(trajectory, prompt)
         # One judge graph per set of graded dimensions and prompt variant, built now so configuration errors
         # surface here.
-        graded_sets = (rubric.dimensions, context_free) if needs_context and context_free else (rubric.dimensions,)
+        graded_sets = {self._graded(c, t) for c in (True, False) for t in (True, False)} - {()}
         self._graphs = {(dimensions, *variant): self._graph(dimensions, text)
                         for dimensions in graded_sets for variant, text in self.prompts.items()}
         self.unit = self._graphs[(rubric.dimensions, False, False)][1][0][1]  # the (first) unit, for larger graphs
@@ -599,20 +604,19 @@ class Judge:
         batch = [GradingItem.of(item) for item in items]
         judgments: list[Judgment | None] = [None] * len(batch)
         groups: dict[tuple[tuple[Dimension, ...] | None, bool, bool], list[int]] = {}
-        context_free = tuple(d for d in self.rubric.dimensions if d.name not in self.skipped_without_context)
         for index, item in enumerate(batch):
             if item.has_history and self.history_prompt_text is None:
                 raise ValueError("an item with a conversation so far (history) needs a Judge(history=True)")
             if item.has_trajectory and (False, True) not in self.prompts:
                 raise ValueError("an item with a tool trajectory needs a Judge(trajectory=True)")
-            graded = self.rubric.dimensions if item.has_context or not self.skipped_without_context else context_free
+            graded = self._graded(item.has_context, item.has_trajectory)
             groups.setdefault((graded or None, item.has_history, item.has_trajectory), []).append(index)
         for (dimensions, with_history, with_trajectory), indices in groups.items():
             if dimensions is None:
                 for index in indices:
-                    judgments[index] = self._skipped_entirely()
+                    judgments[index] = self._skipped_entirely(batch[index])
                 continue
-            skipped = () if dimensions == self.rubric.dimensions else self.skipped_without_context
+            skipped = tuple(d.name for d in self.rubric.dimensions if d not in dimensions)
             pipeline, units = self._graphs[(dimensions, with_history, with_trajectory)]
             # A judgment needs every graded dimension: one that failed for good ends its item's calls.
             rows = pipeline.run_from_dataset([batch[i].sample() for i in indices],
@@ -642,6 +646,14 @@ class Judge:
                              tuple(q for q in grade.evidence if not is_placeholder(q)))
             for name, grade in graded.items()), **common)
 
-    def _skipped_entirely(self) -> Judgment:
-        return Judgment(JudgmentStatus.SKIPPED, (), self.skipped_without_context, self.fingerprint, self.model.name,
-                        Usage(), 0, error="every rubric dimension requires context and none was given")
+    def _graded(self, has_context: bool, has_trajectory: bool) -> tuple[Dimension, ...]:
+        """The rubric's dimensions an item with or without context and tool trajectory is graded on."""
+        return tuple(d for d in self.rubric.dimensions
+                     if (has_context or d.name not in self.skipped_without_context)
+                     and (has_trajectory or not d.requires_trajectory))
+
+    def _skipped_entirely(self, item: GradingItem) -> Judgment:
+        missing = " and ".join(what for what, has in (("context", item.has_context),
+                                                      ("a tool trajectory", item.has_trajectory)) if not has)
+        return Judgment(JudgmentStatus.SKIPPED, (), self.rubric.dimension_names, self.fingerprint, self.model.name,
+                        Usage(), 0, error=f"every rubric dimension requires what the item lacks ({missing})")

@@ -37,6 +37,9 @@ class Dimension:
     description: str
     # Needs the retrieved context to be graded (e.g. groundedness); see Judge(skip_context_dependent_when_missing).
     requires_context: bool = False
+    # Needs an agent run's tool trajectory (e.g. "called the right tool"): graded only for an item that has one, by
+    # a Judge(trajectory=True); left out of `canonical()` when false, so rubrics without it keep their fingerprint.
+    requires_trajectory: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -44,8 +47,9 @@ class Dimension:
                               "and '_', starting with a letter")
         if not isinstance(self.description, str) or not self.description.strip():
             raise RubricError(f"dimension {self.name!r} needs a non-empty description")
-        if not isinstance(self.requires_context, bool):
-            raise RubricError(f"dimension {self.name!r}: requires_context must be true or false")
+        for flag in ("requires_context", "requires_trajectory"):
+            if not isinstance(getattr(self, flag), bool):
+                raise RubricError(f"dimension {self.name!r}: {flag} must be true or false")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +86,9 @@ class Rubric:
     def canonical(self) -> dict[str, Any]:
         """The rubric as plain data, as hashed into the evaluator fingerprint."""
         return {"name": self.name, "version": self.version,
-                "dimensions": [{"name": d.name, "description": d.description,
-                                "requires_context": d.requires_context} for d in self.dimensions]}
+                "dimensions": [{"name": d.name, "description": d.description, "requires_context": d.requires_context,
+                                **({"requires_trajectory": True} if d.requires_trajectory else {})}
+                               for d in self.dimensions]}
 
     @classmethod
     def from_mapping(cls, data: Any, source: str = "rubric") -> Rubric:
@@ -110,13 +115,14 @@ class Rubric:
 def _dimension(item: Any, where: str) -> Dimension:
     if not isinstance(item, Mapping):
         raise RubricError(f"{where}: expected a mapping with name and description")
-    unknown = sorted(set(item) - {"name", "description", "requires_context"})
+    unknown = sorted(set(item) - {"name", "description", "requires_context", "requires_trajectory"})
     if unknown:
         raise RubricError(f"{where}: unknown key(s) {unknown}")
     if "name" not in item or "description" not in item:
         raise RubricError(f"{where}: needs 'name' and 'description'")
     try:
-        return Dimension(item["name"], item["description"], item.get("requires_context", False))
+        return Dimension(item["name"], item["description"], item.get("requires_context", False),
+                         item.get("requires_trajectory", False))
     except RubricError as exc:
         raise RubricError(f"{where}: {exc}") from None
 
@@ -148,3 +154,24 @@ DEFAULT_RUBRIC = Rubric(
                   "(requested format, language, scope, constraints); FAIL if it ignores one."),
     ),
 )
+
+# Tool use of an agent run (docs/conversations.md, "Agent runs judged with their trajectory"): graded only for an
+# item with a tool trajectory, by an evaluator that asks for trajectories (`trajectory = true`).
+TOOL_USE_RUBRIC = Rubric(
+    name="verdict-tool-use",
+    version="1",
+    dimensions=(
+        Dimension("right_tool", "Each tool the agent called in the trajectory suits what the user asked, and no tool "
+                  "the request clearly needed was left uncalled; FAIL if it called an unrelated tool or skipped a "
+                  "needed one.", requires_trajectory=True),
+        Dimension("right_arguments", "The arguments of each tool call in the trajectory match what the user asked "
+                  "and what earlier steps returned (right identifiers, amounts, dates); FAIL if an argument is "
+                  "wrong, invented or missing.", requires_trajectory=True),
+        Dimension("used_result", "The answer rests on what the tools returned in the trajectory: it neither "
+                  "ignores nor contradicts a tool result, and states nothing as looked up that no tool returned; "
+                  "FAIL otherwise.", requires_trajectory=True),
+    ),
+)
+
+# The rubrics an evaluator can name (`rubric = "<name>"` in the daemon's [[evaluators]]).
+SHIPPED_RUBRICS = {r.name: r for r in (DEFAULT_RUBRIC, TOOL_USE_RUBRIC)}

@@ -29,6 +29,11 @@ from verdict_daemon.review.routing import RoutingReport, route
 from verdict_daemon.service.drift_runs import evaluator_config, run_drift
 from verdict_daemon.service.evaluation_export import ExportReport, export
 from verdict_daemon.service.evaluators import Evaluator, GraphEvaluator, load_target
+from verdict_daemon.service.imported_evaluations import (
+    ImportedSeries,
+    imported_table,
+    register_series,
+)
 from verdict_daemon.service.judge_evaluators import build_judge_evaluator
 from verdict_daemon.service.judging import JudgeReport, coverage, judge
 from verdict_daemon.service.sampling import SampleReport, sample
@@ -55,7 +60,10 @@ def store_for(config: DaemonConfig) -> StateStore:
 
 
 def build_evaluators(config: DaemonConfig) -> list[Evaluator]:
-    return [build_evaluator(e, config.conversations.history_tokens, config.conversations.trajectory_steps)
+    """The configured evaluators; only those with `trajectory = true` are shown trajectories (and have them in their
+    fingerprint): the others keep the fingerprint they had before trajectories existed."""
+    return [build_evaluator(e, config.conversations.history_tokens,
+                            config.conversations.trajectory_steps if e.trajectory else 0)
             for e in config.evaluators]
 
 
@@ -117,9 +125,25 @@ class Cycle:
     def assign(self, tenant: TenantId, registry: ActiveRegistry | None) -> AssignReport:
         return assign_for(self.store, self.config.data_dir, tenant, registry, self.lake())
 
+    @property
+    def imported(self) -> list[ImportedSeries]:
+        """The drift series over other evaluators' records ([[imported_evaluations]])."""
+        return [ImportedSeries(c) for c in self.config.imported_evaluations]
+
+    def _drift_config(self):
+        """One evaluator's or series' drift config: the tenant's alpha shared among all of them."""
+        return evaluator_config(self.config.drift, len(self.evaluators) + len(self.config.imported_evaluations))
+
     def drift(self, tenant: TenantId, evaluator: Evaluator, as_of: datetime) -> list[DriftRunReport]:
-        return run_drift(self.store, tenant, evaluator.fingerprint,
-                         evaluator_config(self.config.drift, len(self.evaluators)), as_of)
+        return run_drift(self.store, tenant, evaluator.fingerprint, self._drift_config(), as_of)
+
+    def drift_imported(self, tenant: TenantId, series: ImportedSeries, as_of: datetime) -> list[DriftRunReport]:
+        """A drift look at an imported series: its records read from the tenant's lakes, its runs stored under
+        its fingerprint like a judge's (registered first, so the report and alerts name it)."""
+        register_series(self.store, tenant, series)
+        lake = self.lake()
+        return run_drift(self.store, tenant, series.fingerprint, self._drift_config(), as_of,
+                         lambda: imported_table(lake, tenant, series, self.config.drift, as_of))
 
     def run(self, tenant: TenantId, as_of: datetime, should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
         """Every step once, in order; returns the JSON summary (judged, errors, coverage, signals, ...). With a
@@ -132,13 +156,14 @@ class Cycle:
         routed = self.route(tenant)
         exported = self.export(tenant, should_stop)
         assigned = self.assign(tenant, registry)
-        runs = [] if should_stop() else [r for e in self.evaluators for r in self.drift(tenant, e, as_of)]
+        runs = [] if should_stop() else [r for e in self.evaluators for r in self.drift(tenant, e, as_of)] + \
+            [r for series in self.imported for r in self.drift_imported(tenant, series, as_of)]
         return self._summary(tenant, as_of, registry, health, sampled, judged, routed, assigned, runs, exported)
 
     def _summary(self, tenant: TenantId, as_of: datetime, registry: ActiveRegistry | None, health: list[dict[str, Any]],
                  sampled: SampleReport, judged: list[JudgeReport], routed: RoutingReport, assigned: AssignReport,
                  runs: list[DriftRunReport], exported: ExportReport | None) -> dict[str, Any]:
-        names = {e.fingerprint: e.name for e in self.evaluators}
+        names = {e.fingerprint: e.name for e in self.evaluators} | {s.fingerprint: s.name for s in self.imported}
         low_coverage = [why for j in judged if (why := j.low_coverage(self.config.judging)) is not None]
         signals = [{**asdict(s), "evaluator": names[s.fingerprint], "examples": list(s.examples)}
                    for r in runs for s in r.signals]

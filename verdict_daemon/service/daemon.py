@@ -146,6 +146,8 @@ class Daemon:
         as_of = self.clock()
         for evaluator in self.cycle.evaluators:
             self._each_tenant("drift", partial(self._drift, evaluator=evaluator, as_of=as_of))
+        for series in self.cycle.imported:
+            self._each_tenant("drift", partial(self.cycle.drift_imported, series=series, as_of=as_of))
 
     def _drift(self, tenant: TenantId, evaluator: Evaluator, as_of: datetime) -> list[DriftRunReport]:
         """A drift run apart from the assign job: the cycle's registry rule makes it assign under the version

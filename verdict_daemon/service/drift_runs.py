@@ -43,9 +43,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Drift
@@ -64,6 +65,9 @@ from verdict_daemon.store.drift_runs import (
     stored_run,
 )
 from verdict_daemon.store.state import StateStore
+
+if TYPE_CHECKING:
+    import pyarrow
 
 log = logging.getLogger("verdict.daemon")
 
@@ -189,11 +193,12 @@ def plan(config: Drift, at: datetime, runs: list[datetime]) -> list[Decision]:
 _REPLANS = 5
 
 
-def run_drift(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift,
-              as_of: datetime) -> list[DriftRunReport]:
+def run_drift(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift, as_of: datetime,
+              rows: Callable[[], pyarrow.Table] | None = None) -> list[DriftRunReport]:
     """The runs a look at `as_of` takes (see the module docstring): the closing decisions owed, oldest
     first, then the look, each stored with its signals and their alert deliveries. A look at an `as_of`
-    already taken returns the stored run (`reused`)."""
+    already taken returns the stored run (`reused`). The input is the fingerprint's judgments, or what `rows`
+    reads (an imported evaluation series, service/imported_evaluations.py: the same columns)."""
     at = as_of.astimezone(UTC).replace(tzinfo=None) if as_of.tzinfo else as_of
     since = lookback(config, at)
     done: list[DriftRunReport] = []
@@ -203,7 +208,7 @@ def run_drift(store: StateStore, tenant: TenantId, fingerprint: str, config: Dri
         if not decisions:
             return done + [cast(DriftRunReport, stored_run(store, tenant, run_id))  # listed just now: stored
                            for run_id in runs_at(store, tenant, fingerprint, at)]
-        table = judgment_table(store, tenant, fingerprint)
+        table = rows() if rows is not None else judgment_table(store, tenant, fingerprint)
         for decision in decisions:
             report = _decide(store, tenant, fingerprint, config, table, decision, (since, seen))
             if report is None:

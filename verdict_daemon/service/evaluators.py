@@ -55,6 +55,7 @@ class Evaluator(Protocol):
     name: str
     fingerprint: str
     definition: Mapping[str, Any]
+    needs_trajectory: bool  # grades agent runs only: a trace without a tool trajectory is NO_CONTENT for it
 
     def evaluate(self, material: Material) -> Outcome: ...
 
@@ -134,6 +135,7 @@ class GraphEvaluator:
             raise DaemonError("evaluator_error", f"{target!r}: {exc}") from None
         self.name = name
         self._pipeline = pipeline
+        self.needs_trajectory = False
         self.history_tokens = history_tokens
         self.trajectory_steps = trajectory_steps
         self.definition: Mapping[str, Any] = {
@@ -163,8 +165,23 @@ class GraphEvaluator:
         if not verdicts:
             return Outcome(error_code="evaluator_error", usage=row.usage,
                            error_message="the graph's output has no verdict or score field")
-        return Outcome(tuple(DimensionVerdict(v.dimension, v.value, v.score, reason) for v in verdicts),
-                       usage=row.usage)
+        return Outcome(tuple(DimensionVerdict(v.dimension, v.value, v.score, reason) for v in verdicts)
+                       + tool_call_check(material, self.trajectory_steps), usage=row.usage)
+
+
+TOOL_CALL_CHECK = "tool_calls_answered"  # the deterministic dimension of an agent run (docs/conversations.md)
+
+
+def tool_call_check(material: Material, trajectory_steps: int) -> tuple[DimensionVerdict, ...]:
+    """The deterministic check of an agent run, as a dimension verdict: PASS when every tool call of its trajectory
+    got a result, FAIL naming those that did not. Only for an evaluator shown trajectories (`trajectory_steps` > 0)
+    and an item that has one; none otherwise."""
+    trajectory = material.trajectory
+    if trajectory is None or trajectory_steps == 0:
+        return ()
+    if not trajectory.unanswered:
+        return (DimensionVerdict(TOOL_CALL_CHECK, "PASS", None, "every tool call got a result"),)
+    return (DimensionVerdict(TOOL_CALL_CHECK, "FAIL", None, f"no result for: {', '.join(trajectory.unanswered)}"),)
 
 
 def _describe(node: Any) -> dict[str, Any]:

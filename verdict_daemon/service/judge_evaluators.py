@@ -13,6 +13,7 @@ from verdict_daemon.service.evaluators import (
     Outcome,
     error_outcome,
     resolve_judge_model,
+    tool_call_check,
 )
 from verdict_daemon.service.history import history_fingerprint
 from verdict_daemon.service.material import Material
@@ -35,6 +36,8 @@ class JudgeEvaluator:
         self.trajectory_steps = trajectory_steps
         self.fingerprint: str = trajectory_fingerprint(history_fingerprint(judge.fingerprint, history_tokens),
                                                        trajectory_steps)
+        # A rubric graded on agent runs only (every dimension needs a trajectory): other traces are not sent.
+        self.needs_trajectory = rubric is not None and all(d.requires_trajectory for d in rubric.dimensions)
         self.definition: Mapping[str, Any] = definition
 
     def evaluate(self, material: Material) -> Outcome:
@@ -46,7 +49,8 @@ class JudgeEvaluator:
         if str(judgment.status) == "ERROR":
             return error_outcome(judgment.error or "the judge returned ERROR", usage, judgment.reply)
         return Outcome(tuple(DimensionVerdict(d.dimension, str(d.verdict), None, _reason(d), _votes(d))
-                             for d in judgment.dimensions), usage=usage)
+                             for d in judgment.dimensions) + tool_call_check(material, self.trajectory_steps),
+                       usage=usage)
 
 
 def _usage(judgment: Any) -> Usage:
@@ -70,14 +74,22 @@ def _votes(graded: Any) -> dict[str, int] | None:
 
 
 def _rubric(config: EvaluatorConfig):
-    from verdict.judges.rubric import DEFAULT_RUBRIC, RubricError, load_rubric
+    from verdict.judges.rubric import DEFAULT_RUBRIC, SHIPPED_RUBRICS, RubricError, load_rubric
 
-    if config.rubric_file is None:
-        return DEFAULT_RUBRIC
-    try:
-        return load_rubric(config.rubric_file)
-    except RubricError as exc:
-        raise DaemonError("invalid_config", f"evaluators.{config.name}.rubric_file: {exc}") from None
+    if config.rubric is not None:
+        rubric = SHIPPED_RUBRICS[config.rubric]  # a known name (EvaluatorConfig checks)
+    elif config.rubric_file is None:
+        rubric = DEFAULT_RUBRIC
+    else:
+        try:
+            rubric = load_rubric(config.rubric_file)
+        except RubricError as exc:
+            raise DaemonError("invalid_config", f"evaluators.{config.name}.rubric_file: {exc}") from None
+    needs = [d.name for d in rubric.dimensions if d.requires_trajectory]
+    if needs and not config.trajectory:
+        raise DaemonError("invalid_config", f"evaluators.{config.name}: rubric {rubric.name!r} has dimensions that "
+                          f"need a tool trajectory ({', '.join(needs)}): set trajectory = true")
+    return rubric
 
 
 def build_judge_evaluator(config: EvaluatorConfig, history_tokens: int = 0,

@@ -223,7 +223,7 @@ def judge(store: StateStore, tenant: TenantId, evaluator: Evaluator, config: Jud
         log.info("judge tenant=%s evaluator=%s started pending=%d", tenant, evaluator.name, len(work))
     budget = _Budget(config)
     writer = _Writer(store, tenant, evaluator.fingerprint, run_id)
-    no_content = _record_no_content(writer, work)
+    no_content = _record_no_content(writer, work, evaluator)
     judged = errors = 0
     probe = _EarlyStop(config.early_stop_after, len(work))
     in_flight: dict[Future, tuple[Material, int]] = {}
@@ -280,15 +280,27 @@ def judge(store: StateStore, tenant: TenantId, evaluator: Evaluator, config: Jud
                        stopped, budget.usage, early_stop)
 
 
-def _record_no_content(writer: _Writer, work: list[tuple[Material, int]]) -> int:
-    """Write a NO_CONTENT attempt for every work item without content and drop it from `work`."""
-    empty = [item for item in work if not item[0].has_content]
-    for material, attempt_no in empty:
-        writer.add(material, attempt_no, Outcome(error_code=NO_CONTENT, error_message=(
-            "the graded call has no question or no answer text (content not captured, or a dialect the "
-            "collector does not map)")))
-    work[:] = [item for item in work if item[0].has_content]
-    return len(empty)
+def _record_no_content(writer: _Writer, work: list[tuple[Material, int]], evaluator: Evaluator) -> int:
+    """Write a NO_CONTENT attempt for every work item without content (or, for an evaluator of agent runs only,
+    without a tool trajectory) and drop it from `work`."""
+    def missing(material: Material) -> str | None:
+        if not material.has_content:
+            return ("the graded call has no question or no answer text (content not captured, or a dialect the "
+                    "collector does not map)")
+        if evaluator.needs_trajectory and material.trajectory is None:
+            return "the trace has no tool trajectory (no tool call or result): not an agent run this rubric grades"
+        return None
+
+    kept = []
+    for material, attempt_no in work:
+        why = missing(material)
+        if why is None:
+            kept.append((material, attempt_no))
+        else:
+            writer.add(material, attempt_no, Outcome(error_code=NO_CONTENT, error_message=why))
+    empty = len(work) - len(kept)
+    work[:] = kept
+    return empty
 
 
 def coverage(store: StateStore, tenant: TenantId, fingerprint: str) -> dict[str, float | int]:

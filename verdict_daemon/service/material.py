@@ -9,11 +9,18 @@ collector): `[{"role": ..., "parts": [{"type": "text", "content": ...}, ...]}, .
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from verdict_daemon.service.history import History
-from verdict_daemon.service.trajectory import FINAL_ANSWER_TOOL, Trajectory, trajectory_of
+from verdict_daemon.service.trajectory import (
+    FINAL_ANSWER_TOOL,
+    ToolSpan,
+    Trajectory,
+    tool_response,
+    trajectory_of,
+)
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,7 @@ def message_text(message: dict) -> str:
     texts = []
     for part in parts:
         if isinstance(part, dict) and part.get("type") in ("text", "tool_call_response"):
-            content = part.get("content", part.get("response"))
+            content = part.get("content") if part.get("type") == "text" else tool_response(part)
             texts.append(content if isinstance(content, str) else json.dumps(content))
         elif isinstance(part, dict) and (answer := final_answer(part)) is not None:
             texts.append(answer)
@@ -110,9 +117,10 @@ def graded_texts(input_messages: str | None, output_messages: str | None,
     return query, response, "\n".join(p for p in context_parts if p)
 
 
-def graded_trajectory(input_messages: str | None, output_messages: str | None) -> Trajectory | None:
-    """The tool trajectory of the graded call (None when its messages hold no tool step)."""
-    return trajectory_of(parse_messages(input_messages), parse_messages(output_messages))
+def graded_trajectory(input_messages: str | None, output_messages: str | None,
+                      spans: Sequence[ToolSpan] = ()) -> Trajectory | None:
+    """The tool trajectory of the graded call and its trace's tool spans (None when neither holds a tool step)."""
+    return trajectory_of(parse_messages(input_messages), parse_messages(output_messages), spans)
 
 
 def background_json(history: History | None, trajectory: Trajectory | None) -> str | None:

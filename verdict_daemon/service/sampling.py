@@ -29,8 +29,8 @@ that has one (another instrumentation's LLM span under the app's span stamped by
 A pick that is a turn of a conversation (collector/conversations.py, cut by `[conversations] inactivity_minutes`)
 is stored with its conversation so far: the earlier turns' graded texts within `[conversations] history_tokens`
 (service/history.py), read from the lookback like the picks' own, so a judge run after a restart reads the same.
-A pick whose graded call carries tool calls or results is stored with its tool trajectory (service/trajectory.py),
-from the same messages, beside the history.
+A pick whose graded call carries tool calls or results, or whose trace has tool spans, is stored with its tool
+trajectory (service/trajectory.py), from the same messages and the picks' tool spans, beside the history.
 
 A trace whose graded call the SDK exported without content under overload (`verdict.content_omitted`, per reason:
 `export_backlog`, `content_error`; docs/tracing.md "Under overload") cannot be judged: it is left out of the draw
@@ -52,6 +52,7 @@ only, one date partition at a time.
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
 from verdict_daemon.service.history import History, Turn, most_turns
 from verdict_daemon.service.material import background_json, graded_texts, graded_trajectory
+from verdict_daemon.service.trajectory import ToolSpan, tool_span
 from verdict_daemon.store.samples import SampledTrace, insert_samples, picks_since
 from verdict_daemon.store.state import StateStore
 
@@ -195,6 +197,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
         unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
         _conversation_turns(lake_con, conversations)  # before _content narrows the views to one day
         rows = _content(lake_con, lake, tenant)
+        tools = _tool_spans(lake_con)
         histories = _histories(lake_con, conversations.history_tokens)
         audit = read_call_audit(lake_con, start.date(), end.date())
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
@@ -205,7 +208,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
     now = datetime.now(UTC).replace(tzinfo=None)
     records = [SampledTrace(tenant, trace_id, span_id, intent, stratum, window_start, started_at,
                             *graded_texts(inputs, outputs, system), now,
-                            background_json(histories.get(trace_id), graded_trajectory(inputs, outputs)))
+                            background_json(histories.get(trace_id), graded_trajectory(inputs, outputs, tools.get(trace_id, []))))
                for trace_id, span_id, intent, stratum, window_start, started_at, inputs, outputs, system in rows]
     insert_samples(store, records)
     strata = len({(r.stratum, r.window_start) for r in records})
@@ -428,6 +431,34 @@ def _histories(lake_con, budget_tokens: int) -> dict[str, History]:
             for trace_id, conversation_id, seq, turn in lake_con.execute("SELECT * FROM judged_turns").fetchall()}
 
 
+# The tool spans of the picks (service/trajectory.py), from their graded calls' date partitions: GenAI
+# `execute_tool`, OpenInference TOOL and OpenLLMetry tool spans. The pick filter comes first, so attributes are
+# read for the picks' spans only.
+_TOOL_SPANS = """
+INSERT INTO tool_spans
+SELECT trace_id, span_id, start_time, status_code, attributes FROM spans
+WHERE date = $day AND trace_id IN (SELECT trace_id FROM chosen)
+  AND (operation = 'execute_tool' OR json_extract_string(attributes, '$."openinference.span.kind"') = 'TOOL'
+       OR json_extract_string(attributes, '$."traceloop.span.kind"') = 'tool')
+QUALIFY row_number() OVER (PARTITION BY trace_id, span_id) = 1
+"""
+
+
+def _tool_spans(lake_con) -> dict[str, list[ToolSpan]]:
+    """Per pick, the tool executions its spans recorded, in start order."""
+    out: dict[str, list[ToolSpan]] = {}
+    for trace_id, status, attributes in lake_con.execute(
+            "SELECT trace_id, status_code, attributes FROM tool_spans ORDER BY trace_id, start_time, span_id").fetchall():
+        try:
+            parsed = json.loads(attributes) if attributes else {}
+        except ValueError:
+            continue
+        span = tool_span(parsed, status == "ERROR") if isinstance(parsed, dict) else None
+        if span is not None:
+            out.setdefault(trace_id, []).append(span)
+    return out
+
+
 def _content(lake_con, lake: LakeUnion, tenant: TenantId) -> list[tuple]:
     """The `chosen` picks with their messages from `llm_calls` (log-event messages attached, a call described by
     two instrumentations seen once), read one date partition at a time: the views deduplicate a partition's
@@ -436,6 +467,8 @@ def _content(lake_con, lake: LakeUnion, tenant: TenantId) -> list[tuple]:
     the picks' `earlier` turns are read alike, into `content`."""
     lake_con.execute("""CREATE TEMP TABLE content (trace_id VARCHAR, span_id VARCHAR, input_messages VARCHAR,
                         output_messages VARCHAR, system_instructions VARCHAR)""")
+    lake_con.execute("""CREATE TEMP TABLE tool_spans (trace_id VARCHAR, span_id VARCHAR, start_time TIMESTAMP_NS,
+                        status_code VARCHAR, attributes VARCHAR)""")
     lake_con.execute("""CREATE TEMP TABLE wanted AS SELECT span_id, call_date FROM chosen
                         UNION SELECT span_id, call_date FROM earlier WHERE span_id IS NOT NULL""")
     for (day,) in lake_con.execute("SELECT DISTINCT call_date FROM wanted ORDER BY 1").fetchall():
@@ -447,6 +480,7 @@ def _content(lake_con, lake: LakeUnion, tenant: TenantId) -> list[tuple]:
             WHERE date = $day AND span_id IN (SELECT span_id FROM wanted WHERE call_date = $day)
             QUALIFY row_number() OVER (PARTITION BY trace_id, span_id) = 1  -- a span compacted in two lakes
             """, {"day": day})
+        lake_con.execute(_TOOL_SPANS, {"day": day})
     rows: list[tuple] = lake_con.execute("""
         SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
                x.input_messages, x.output_messages, x.system_instructions

@@ -3,7 +3,8 @@
 Each rubric or ensemble evaluator grades the human-labelled sentinel set with its raw Judge or
 JudgeEnsemble before it judges traffic; the result is stored in `sentinel_health` and anything but
 `healthy` is a `judge_unhealthy` error, so neither judging nor drift runs on an untrusted judge.
-Graph evaluators have no rubric to label a sentinel set against: the check does not apply to them.
+Graph evaluators have no rubric to label a sentinel set against, and a sentinel item has no tool trajectory for an
+evaluator of agent runs only (the tool-use rubric) to grade: the check does not apply to them.
 The state file is not held open while the judge is called (one short transaction afterwards).
 """
 
@@ -34,7 +35,7 @@ def load_sets(settings: Sentinel, evaluators: list[Evaluator]) -> dict[str, Any]
         return {}
     sets: dict[str, Any] = {}
     for evaluator in evaluators:
-        if isinstance(evaluator, JudgeEvaluator):
+        if isinstance(evaluator, JudgeEvaluator) and not evaluator.needs_trajectory:
             try:
                 sets[evaluator.name] = load_sentinel_set(settings.file, rubric=evaluator.rubric or DEFAULT_RUBRIC)
             except SentinelError as exc:

@@ -1,9 +1,11 @@
 """Two Pydantic AI agent runs on an OpenAI chat model, Pydantic AI's own instrumentation on (its
-default version: messages as span attributes; it takes no LoggerProvider)."""
+default version: messages as span attributes; it takes no LoggerProvider). With the argument `tool`, the agent
+has the scenario's tool (`lookup_charge`): each run calls it, then answers."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import _peer
 
@@ -19,7 +21,8 @@ def main() -> None:
         _peer.MODEL, provider=OpenAIProvider(base_url=os.environ["PEER_OPENAI_BASE_URL"], api_key="sk-fake-peer")
     )
     Agent.instrument_all(InstrumentationSettings(tracer_provider=tp, include_content=True))
-    agent = Agent(model, system_prompt=_peer.SYSTEM)
+    tools = [_peer.lookup_charge] if sys.argv[1:] == ["tool"] else []
+    agent = Agent(model, system_prompt=_peer.SYSTEM, tools=tools)
     packages = _peer.versions("pydantic-ai-slim", "openai", "opentelemetry-sdk")
     calls = []
     for question in _peer.QUESTIONS:
