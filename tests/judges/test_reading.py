@@ -110,7 +110,8 @@ STATEMENT = st.one_of(
     VALUE.map(lambda v: (f"{v}/5", {v}, False)),
     VALUE.map(lambda v: (f"{v} out of 5", {v}, False)),
     st.tuples(VALUE, VALUE).map(lambda p: (f"between {p[0]} and {p[1]}", {*p}, False)),
-    st.tuples(VALUE, VALUE).map(lambda p: (f"{p[0]}-{p[1]}", {*p}, False)),
+    # "1-5" is the scale's two ends (like "1 to 5"), not a statement of either
+    st.tuples(VALUE, VALUE).map(lambda p: (f"{p[0]}-{p[1]}", set() if p == (1, 5) else {*p}, False)),
     VALUE.map(lambda v: (f"It does not deserve a {v}", {v}, True)),
     VALUE.map(lambda v: (f"I wouldn't give it {v}", {v}, True)),
     st.sampled_from([("On a scale of 1 to 5", set(), False), ("I cannot score this", set(), False),
