@@ -148,3 +148,19 @@ DEFAULT_RUBRIC = Rubric(
                   "(requested format, language, scope, constraints); FAIL if it ignores one."),
     ),
 )
+
+
+# Conversation rubric: a closed conversation is graded as a whole (Judge(unit="conversation")), as the user
+# experienced it; the daemon's conversation evaluators use it by default (docs/conversations.md).
+CONVERSATION_RUBRIC = Rubric(
+    name="verdict-conversation",
+    version="1",
+    dimensions=(
+        Dimension("resolved", "By the end of the conversation the user's problem or request is resolved, or the "
+                  "assistant clearly says what the user must do next; FAIL if it is left unresolved or abandoned."),
+        Dimension("user_frustration", "The user shows no frustration; FAIL if the user repeats a request, "
+                  "complains, corrects the assistant again and again, or asks for a human."),
+        Dimension("consistency", "The assistant's turns agree with each other; FAIL if an answer contradicts "
+                  "what the assistant said or promised earlier in the conversation."),
+    ),
+)
