@@ -34,6 +34,7 @@ from tests.daemon.test_conversation_history import (
     landed_conversations,
 )
 from tests.daemon.test_end_to_end import _start_daemon, _state, _wait
+from tests.daemon.test_sentinel import sentinel_file
 from tests.fakes import Reply
 from verdict.judges.judge import Judge
 from verdict.models.base import ModelRequest
@@ -46,12 +47,14 @@ from verdict_daemon.config import (
     EvaluatorConfig,
     Judging,
     Sampling,
+    Sentinel,
     parse_config,
 )
 from verdict_daemon.service.cycle import build_evaluator, build_evaluators
 from verdict_daemon.service.drift_runs import evaluator_config, run_drift
 from verdict_daemon.service.judging import judge
 from verdict_daemon.service.sampling import sample
+from verdict_daemon.service.sentinel_health import load_sets
 from verdict_daemon.store.state import StateStore
 
 ACME = TenantId("acme")
@@ -198,11 +201,16 @@ def test_turn_evaluators_keep_their_fingerprints_beside_conversation_evaluators(
     assert both["quality"].fingerprint == alone["quality"].fingerprint
     assert both["quality"].unit == "turn" and both["outcome"].unit == "conversation"
     assert both["outcome"].fingerprint != both["quality"].fingerprint
+    # The sentinel set (graded answers labelled on turn dimensions) applies to turn evaluators only.
+    sets = load_sets(Sentinel(file=sentinel_file(tmp_path / "s.jsonl")), list(both.values()))
+    assert set(sets) == {"quality"}
     # `unit="turn"` is the Judge of before: the same fingerprint, the same prompt
     plain = Judge(recording_conversation_judge(), name="quality")
     assert Judge(recording_conversation_judge(), name="quality", unit="turn").fingerprint == plain.fingerprint
     with pytest.raises(ValueError, match="unit must be 'turn' or 'conversation'"):
         Judge(recording_conversation_judge(), unit="thread")
+    with pytest.raises(ValueError, match="history and trajectory apply to turns"):
+        Judge(recording_conversation_judge(), unit="conversation", history=True)
 
 
 # --- exactly once across a kill -9 ------------------------------------------------------------------------

@@ -524,6 +524,8 @@ class Judge:
     `trajectory=True` (default prompts only) alike lets it grade agent runs: an item with a tool trajectory
     (`trajectory`) is graded with the prompt's variant that shows it in <trajectory> tags; the variants join the
     fingerprint only then, so a Judge without it keeps its fingerprint and refuses such an item.
+    `unit="conversation"` grades a whole conversation instead of an answer: the graded text is its turns in order
+    (`DEFAULT_CONVERSATION_PROMPT`, evidence quotes from the conversation; e.g. with `CONVERSATION_RUBRIC`).
     """
 
     kind = "rubric-judge"
