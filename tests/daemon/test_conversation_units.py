@@ -46,10 +46,12 @@ from verdict_daemon.config import (
     Drift,
     EvaluatorConfig,
     Judging,
+    Lake,
     Sampling,
     Sentinel,
     parse_config,
 )
+from verdict_daemon.report import build_report
 from verdict_daemon.service.cycle import build_evaluator, build_evaluators
 from verdict_daemon.service.drift_runs import evaluator_config, run_drift
 from verdict_daemon.service.judging import judge
@@ -188,6 +190,12 @@ def test_conversation_dimensions_enter_drift_per_intent_like_any_other(lake, tmp
     assert runs and {r.judgments for r in runs} == {6}  # 2 conversations x 3 dimensions; the turns are not its unit
     cells = _rows(store, "SELECT DISTINCT cluster, dimension FROM drift_cells ORDER BY ALL")
     assert cells == [(c, d) for c in ("billing.v1", "hours.v1") for d in ("consistency", "resolved", "user_frustration")]
+    # The report: the evaluator's section, its coverage counted over its own unit (2 conversations, not 5 traces).
+    data = build_report(tmp_path, "acme", lake=Lake(dirs=(lake,)))
+    (section,) = data.evaluators
+    assert (section.name, data.sampled_traces) == ("outcome", 5)
+    assert [(c.cluster, c.sampled, c.judged, c.usable) for c in section.coverage] == [
+        ("billing.v1", 1, 1, 3), ("hours.v1", 1, 1, 3)]
 
 
 def test_turn_evaluators_keep_their_fingerprints_beside_conversation_evaluators(tmp_path):
