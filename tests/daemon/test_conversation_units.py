@@ -23,6 +23,7 @@ import pytest
 
 from tests.collector.conftest import Collector
 from tests.daemon.cli import env
+from tests.daemon.graphs import CompletenessUnit
 from tests.daemon.test_conversation_history import (
     ANSWER_1,
     ANSWER_2,
@@ -36,6 +37,7 @@ from tests.daemon.test_conversation_history import (
 from tests.daemon.test_end_to_end import _start_daemon, _state, _wait
 from tests.daemon.test_sentinel import sentinel_file
 from tests.fakes import Reply
+from verdict.graph import Pipeline
 from verdict.judges.judge import Judge
 from verdict.models.base import ModelRequest
 from verdict.models.scripted import ScriptedModel
@@ -54,7 +56,8 @@ from verdict_daemon.config import (
 from verdict_daemon.report import build_report
 from verdict_daemon.service.cycle import build_evaluator, build_evaluators
 from verdict_daemon.service.drift_runs import evaluator_config, run_drift
-from verdict_daemon.service.judging import judge
+from verdict_daemon.service.evaluators import GraphEvaluator
+from verdict_daemon.service.judging import judge, pending_work
 from verdict_daemon.service.sampling import sample
 from verdict_daemon.service.sentinel_health import load_sets
 from verdict_daemon.store.state import StateStore
@@ -178,6 +181,16 @@ def test_over_the_budget_the_oldest_turns_are_not_shown_and_the_judge_is_told(la
         f"[turn 3] assistant: {ANSWER_3}", "</conversation>"])
     assert evaluator.fingerprint != _conversation_evaluator().fingerprint  # the budget is part of the identity
 
+    # A graph evaluator of conversations reads the same turns as `{source.conversation}`.
+    (material,) = [m for m, _ in pending_work(store, ACME, "no-such-fingerprint", 3, 100, "conversation")
+                   if m.response == ANSWER_3]
+    model = ScriptedModel(lambda request: json.dumps({"note": "ok", "complete": True}), record=True)
+    graph = GraphEvaluator("g", "m:a", Pipeline() >> CompletenessUnit().prompt("@user\n{source.conversation}").via(model),
+                           conversation_tokens=budget)
+    assert graph.unit == "conversation" and graph.evaluate(material).error_code is None
+    assert model.requests[0].messages[0].content == "\n".join([
+        "(2 earlier turns not shown)", f"[turn 3] user: {USER_3}", f"[turn 3] assistant: {ANSWER_3}"])
+
 
 def test_conversation_dimensions_enter_drift_per_intent_like_any_other(lake, tmp_path):
     store = StateStore(tmp_path)
@@ -207,6 +220,11 @@ def test_turn_evaluators_keep_their_fingerprints_beside_conversation_evaluators(
     alone = {e.name: e for e in build_evaluators(config("quality"))}
     both = {e.name: e for e in build_evaluators(config("quality", "outcome"))}
     assert both["quality"].fingerprint == alone["quality"].fingerprint
+    # ... and it is the fingerprint the code before conversation evaluators gave this config (taken on main)
+    quality = parse_config({"data_dir": str(tmp_path), "tenants": [{"id": "acme"}], "evaluators": [
+        {"name": "quality", "kind": "rubric", "model": "tests.daemon.lakes:scripted_judge_model"}]})
+    assert [e.fingerprint for e in build_evaluators(quality)] == [
+        "053e890f48100ed213515227f7767bfaa13234914b3af81b35609f4033aadca3"]
     assert both["quality"].unit == "turn" and both["outcome"].unit == "conversation"
     assert both["outcome"].fingerprint != both["quality"].fingerprint
     # The sentinel set (graded answers labelled on turn dimensions) applies to turn evaluators only.
