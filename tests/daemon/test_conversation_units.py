@@ -56,10 +56,12 @@ from verdict_daemon.config import (
 from verdict_daemon.report import build_report
 from verdict_daemon.service.cycle import build_evaluator, build_evaluators
 from verdict_daemon.service.drift_runs import evaluator_config, run_drift
+from verdict_daemon.service.evaluation_export import log_records
 from verdict_daemon.service.evaluators import GraphEvaluator
 from verdict_daemon.service.judging import judge, pending_work
 from verdict_daemon.service.sampling import sample
 from verdict_daemon.service.sentinel_health import load_sets
+from verdict_daemon.store import evaluation_exports
 from verdict_daemon.store.state import StateStore
 
 ACME = TenantId("acme")
@@ -158,6 +160,12 @@ def test_an_open_conversation_is_not_judged_and_once_closed_is_judged_once_as_a_
     assert units == [(f"conversation:{first_traces['c1']}", "billing.v1", "billing.v1", ANSWER_3),
                      (f"conversation:{first_traces['c2']}", "hours.v1", "hours.v1",
                       ANSWERS["What are your opening hours?"])]
+    # Exported as gen_ai.evaluation.result records parented to the first turn's trace and graded call.
+    exported = {a.trace_id: log_records("acme", a) for a in evaluation_exports.pending(store, "acme", 10)}
+    first_spans = dict(_rows(store, "SELECT trace_id, span_id FROM sampled_traces WHERE unit = 'turn'"))
+    (c1_records,) = [r for unit, r in exported.items() if unit == f"conversation:{first_traces['c1']}"]
+    assert {(r.trace_id.hex(), r.span_id.hex()) for r in c1_records} == {
+        (first_traces["c1"], first_spans[first_traces["c1"]])} and len(c1_records) == 3
     verdicts = dict(_rows(store, "SELECT s.intent_key || '/' || v.dimension, v.value FROM dimension_verdicts v "
                                  "JOIN judgment_attempts a USING (tenant_id, attempt_id) "
                                  "JOIN sampled_traces s USING (tenant_id, trace_id)"))
