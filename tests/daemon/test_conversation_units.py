@@ -54,10 +54,12 @@ from verdict_daemon.config import (
     parse_config,
 )
 from verdict_daemon.report import build_report
+from verdict_daemon.service.conversation import Transcript
 from verdict_daemon.service.cycle import build_evaluator, build_evaluators
 from verdict_daemon.service.drift_runs import evaluator_config, run_drift
 from verdict_daemon.service.evaluation_export import log_records
 from verdict_daemon.service.evaluators import GraphEvaluator
+from verdict_daemon.service.history import Turn
 from verdict_daemon.service.judging import judge, pending_work
 from verdict_daemon.service.sampling import sample
 from verdict_daemon.service.sentinel_health import load_sets
@@ -198,6 +200,13 @@ def test_over_the_budget_the_oldest_turns_are_not_shown_and_the_judge_is_told(la
     assert graph.unit == "conversation" and graph.evaluate(material).error_code is None
     assert model.requests[0].messages[0].content == "\n".join([
         "(2 earlier turns not shown)", f"[turn 3] user: {USER_3}", f"[turn 3] assistant: {ANSWER_3}"])
+
+
+def test_a_turn_longer_than_the_whole_budget_is_cut_never_dropped():
+    long = Transcript("c", 1, 2, (Turn(1, "hi", "hello"), Turn(2, "x" * 100, "y" * 100)))
+    (shown,) = long.within(10).turns  # 40 characters
+    assert (shown.turn, shown.query, shown.response) == (2, "x" * 19 + "…", "y" * 19 + "…")
+    assert long.within(10).text().startswith("(1 earlier turn not shown)\n[turn 2] user: xxx")
 
 
 def test_conversation_dimensions_enter_drift_per_intent_like_any_other(lake, tmp_path):

@@ -46,9 +46,12 @@ class Transcript:
         return self.turn_count - len(self.turns)
 
     def within(self, budget_tokens: int) -> Transcript:
-        """The newest turns whose tokens fit the budget together (the oldest are dropped)."""
-        return Transcript(self.conversation_id, self.conversation_seq, self.turn_count,
-                          newest_within(self.turns, budget_tokens))
+        """The newest turns whose tokens fit the budget together (the oldest are dropped); when not even the newest
+        fits, the newest cut to the budget (a conversation with text is never shown as none)."""
+        kept = newest_within(self.turns, budget_tokens)
+        if not kept and self.turns:
+            kept = (_cut(self.turns[-1], budget_tokens * CHARS_PER_TOKEN),)
+        return Transcript(self.conversation_id, self.conversation_seq, self.turn_count, kept)
 
     def text(self) -> str:
         """The conversation as the judge reads it."""
@@ -63,6 +66,12 @@ class Transcript:
     def from_dict(cls, data: dict[str, Any]) -> Transcript:
         return cls(data["conversation_id"], data["conversation_seq"], data["turn_count"],
                    tuple(Turn(t["turn"], t["query"], t["response"]) for t in data["turns"]))
+
+
+def _cut(turn: Turn, chars: int) -> Turn:
+    """A turn whose user message and answer are cut to half of `chars` each ("…" marks a cut)."""
+    half = max(chars // 2, 1)
+    return Turn(turn.turn, *(text if len(text) <= half else text[:half - 1] + "…" for text in (turn.query, turn.response)))
 
 
 def conversation_fingerprint(fingerprint: str, budget_tokens: int) -> str:
