@@ -187,8 +187,9 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
                 for unit, span_id, intent, stratum, window_start, started_at, query, response, transcript in units]
     insert_samples(store, records)
     strata = len({(r.stratum, r.window_start) for r in records})
-    log.info("sample tenant=%s eligible=%d sampled=%d strata=%d duplicates=%s not_inference=%s", tenant, eligible,
-             len(records), strata, dict(audit.duplicates), dict(audit.not_inference))
+    log.info("sample tenant=%s eligible=%d sampled=%d conversations=%d strata=%d duplicates=%s not_inference=%s",
+             tenant, eligible, len(records) - len(units), len(units), strata, dict(audit.duplicates),
+             dict(audit.not_inference))
     report = SampleReport(eligible, len(records) - len(units), strata, eligible > len(records) - len(units), at_ceiling,
                           unrecognised, audit, len(units))
     if report.warning():
