@@ -25,7 +25,7 @@ _NAMES = {
         "verdict.graph",
     ),
     # judges
-    **dict.fromkeys(["Judge", "JudgeEnsemble", "DEFAULT_RUBRIC", "PairwiseJudge", "PairwiseStatus",
+    **dict.fromkeys(["Judge", "JudgeEnsemble", "DEFAULT_RUBRIC", "CONVERSATION_RUBRIC", "PairwiseJudge", "PairwiseStatus",
                      "PairwiseVerdict"], "verdict.judges"),
     # drift, synthetic regressions, agreement
     "DriftDetector": "verdict.drift",

@@ -76,17 +76,22 @@ class Sampling(_Section):
 DEFAULT_HISTORY_TOKENS = 1000
 # The steps of an agent run's tool trajectory the sampler stores (the newest): what a judge can be shown at most.
 MAX_TRAJECTORY_STEPS = 20
+# About 16,000 characters: a support conversation of a dozen exchanges whole, at a judge call's usual size.
+DEFAULT_CONVERSATION_TOKENS = 4000
 
 
 class Conversations(_Section):
     """Turns of a conversation and agent runs (docs/conversations.md): where one conversation ends, how much of
     the conversation so far a judged turn is shown (tokens estimated as characters / 4; 0 turns history off), and
     how many steps of an agent run's tool trajectory an evaluator with `trajectory = true` is shown at most (0: none
-    for any evaluator)."""
+    for any evaluator), and how much of a closed conversation a conversation evaluator is shown."""
 
     inactivity_minutes: float = Field(DEFAULT_INACTIVITY_MINUTES, gt=0, le=YEAR_HOURS * 60)
     history_tokens: int = Field(DEFAULT_HISTORY_TOKENS, ge=0, le=1_000_000)
     trajectory_steps: int = Field(MAX_TRAJECTORY_STEPS, ge=0, le=MAX_TRAJECTORY_STEPS)
+    # How much of a closed conversation a conversation evaluator (unit = "conversation") is shown: its newest turns
+    # within this many tokens (characters / 4), the oldest dropped first.
+    conversation_tokens: int = Field(DEFAULT_CONVERSATION_TOKENS, ge=1, le=1_000_000)
 
 
 class Budget(_Section):
@@ -114,6 +119,7 @@ class Judging(_Section):
 
 
 EvaluatorKind = Literal["rubric", "ensemble", "graph"]
+EvaluatorUnit = Literal["turn", "conversation"]
 
 
 class EvaluatorConfig(_Section):
@@ -132,6 +138,9 @@ class EvaluatorConfig(_Section):
     # Shown an agent run's tool trajectory ([conversations] trajectory_steps); only then does the trajectory enter
     # this evaluator's fingerprint (docs/conversations.md).
     trajectory: bool = False
+    # What it judges: each sampled trace ("turn", with its history and trajectory) or each closed conversation as
+    # a whole ("conversation"; rubric/ensemble default to the shipped conversation rubric).
+    unit: EvaluatorUnit = "turn"
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> EvaluatorConfig:

@@ -162,7 +162,7 @@ def test_a_damaged_state_file_is_named_not_the_lake(data_dir):
         for statement in step:
             con.execute(statement)
     con.execute("INSERT INTO sampled_traces SELECT 'acme', 't' || i, 's' || i, 'k', 'x', now(), now(), "
-                "md5(i::VARCHAR) || repeat('q', 100), NULL, NULL, now(), NULL FROM range(200000) t(i)")
+                "md5(i::VARCHAR) || repeat('q', 100), NULL, NULL, now(), NULL, 'turn' FROM range(200000) t(i)")
     con.execute("INSERT INTO judgment_attempts SELECT 'acme', 'a' || i, 't' || i, 'fp', 1, 'OK', NULL, NULL, now(), "
                 "1, 1, 0.1, 'r', 1 FROM range(200000) t(i)")
     con.close()

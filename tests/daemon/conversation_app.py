@@ -7,7 +7,8 @@ API_KEY (the collector maps it to a tenant).
 
     python -m tests.daemon.conversation_app COLLECTOR_URL LLM_BASE_URL API_KEY TURNS_JSON
 
-TURNS_JSON: [{"conversation": "c1" or null, "intent": "billing.v1", "user": "..."}, ...], sent in order.
+TURNS_JSON: [{"conversation": "c1" or null, "intent": "billing.v1", "user": "...", "end": true (optional: the
+conversation's last turn, `conversation_context(id, end=True)`)}, ...], sent in order.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def main(argv: list[str]) -> int:
         with ExitStack() as scope:
             scope.enter_context(verdict.intent_context(turn["intent"]))
             if turn["conversation"]:
-                scope.enter_context(verdict.conversation_context(turn["conversation"]))
+                scope.enter_context(verdict.conversation_context(turn["conversation"], end=turn.get("end", False)))
             client.chat.completions.create(model="gpt-4o-mini", messages=[
                 {"role": "system", "content": SYSTEM}, {"role": "user", "content": turn["user"]}])
     if not verdict.flush(60):

@@ -65,25 +65,29 @@ def recording_judge() -> ScriptedModel:
     return ScriptedModel(grade, name="scripted/inspecting-judge", record=True)
 
 
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory, _fake_openai_server) -> Path:
-    """The data dir after both tenants' apps ran against the collector process."""
-    _fake_openai_server.reset()  # module scope: `fake_openai` is per test
-    _fake_openai_server.handler = lambda request: Reply(ANSWERS[request.body["messages"][-1]["content"]])
-    tmp = tmp_path_factory.mktemp("conversation-history")
+def landed_conversations(tmp: Path, fake_server: Any) -> Path:
+    """The data dir after both tenants' apps ran against a collector process in `tmp`, answered by `fake_server`."""
+    fake_server.reset()  # a module's fixture: `fake_openai` is per test
+    fake_server.handler = lambda request: Reply(ANSWERS[request.body["messages"][-1]["content"]])
     tokens = tmp / "tokens.yaml"
     tokens.write_text("".join(f'"{token}": {tenant}\n' for tenant, token in TOKENS.items()))
     collector = Collector(tmp / "data", ("--tokens", str(tokens))).start()
     try:
         for tenant, turns in (("acme", ACME_TURNS), ("globex", GLOBEX_TURNS)):
             app = subprocess.run([sys.executable, "-m", "tests.daemon.conversation_app", collector.url,
-                                  _fake_openai_server.base_url, TOKENS[tenant], json.dumps(turns)],
+                                  fake_server.base_url, TOKENS[tenant], json.dumps(turns)],
                                  capture_output=True, text=True, env=env(), timeout=300)
             assert app.returncode == 0, app.stderr[-2000:]
     finally:
         assert collector.stop() == 0, "".join(collector.log)
-        _fake_openai_server.reset()
+        fake_server.reset()
     return collector.data_dir
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory, _fake_openai_server) -> Path:
+    """The data dir after both tenants' apps ran against the collector process."""
+    return landed_conversations(tmp_path_factory.mktemp("conversation-history"), _fake_openai_server)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ def _insert(store: StateStore, *, traces: int, ok: int, failed: int, runs: int) 
     with store.transaction() as con:
         for n in range(traces):
             con.execute("INSERT OR IGNORE INTO sampled_traces VALUES ($t, $id, 's', 'i', 'x', now(), now(), 'q', 'r', "
-                        "'', now(), NULL)", {"t": TENANT, "id": f"tr{n}"})  # history: none
+                        "'', now(), NULL, 'turn')", {"t": TENANT, "id": f"tr{n}"})  # history: none
         for n in range(ok + failed):
             error = (None, None) if n < ok else ("provider_unavailable", "judge: model: server_error: HTTP 500 boom")
             con.execute("INSERT OR IGNORE INTO judgment_attempts VALUES ($t, $a, $id, 'fp', 1, $s, $c, $m, now(), "

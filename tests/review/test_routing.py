@@ -112,6 +112,7 @@ class _PairwiseEvaluator:
 
     name = "versus-reference"
     definition: Mapping[str, Any] = {"kind": "pairwise"}
+    unit = "turn"
 
     def __init__(self) -> None:
         def reply(request):
@@ -144,6 +145,7 @@ class _FailingEvaluator:
 
     name = "down"
     definition: Mapping[str, Any] = {"kind": "rubric"}
+    unit = "turn"
     fingerprint = "d0" * 32
     needs_trajectory = False
 

@@ -11,11 +11,17 @@ from verdict.judges.pairwise import (
     position_flip_rate,
 )
 from verdict.judges.ranking import rank_models
-from verdict.judges.rubric import DEFAULT_RUBRIC, Dimension, Rubric, load_rubric
+from verdict.judges.rubric import (
+    CONVERSATION_RUBRIC,
+    DEFAULT_RUBRIC,
+    Dimension,
+    Rubric,
+    load_rubric,
+)
 from verdict.judges.units import CategoricalJudgeUnit, JudgeUnit, PairwiseJudgeUnit
 
 __all__ = [
-    "DEFAULT_RUBRIC", "CategoricalJudgeUnit", "Dimension", "EnsembleJudgment", "GradingItem", "Judge",
+    "CONVERSATION_RUBRIC", "DEFAULT_RUBRIC", "CategoricalJudgeUnit", "Dimension", "EnsembleJudgment", "GradingItem", "Judge",
     "JudgeEnsemble", "JudgeUnit", "Judgment", "JudgmentStatus", "PairwiseJudge", "PairwiseJudgeEnsemble",
     "PairwiseJudgeUnit", "PairwiseJudgment", "PairwiseStatus", "PairwiseVerdict", "Rubric", "Verdict",
     "load_rubric", "position_flip_rate", "rank_models",

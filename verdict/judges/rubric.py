@@ -173,5 +173,20 @@ TOOL_USE_RUBRIC = Rubric(
     ),
 )
 
+# Conversation rubric: a closed conversation is graded as a whole (Judge(unit="conversation")), as the user
+# experienced it; the daemon's conversation evaluators use it by default (docs/conversations.md).
+CONVERSATION_RUBRIC = Rubric(
+    name="verdict-conversation",
+    version="1",
+    dimensions=(
+        Dimension("resolved", "By the end of the conversation the user's problem or request is resolved, or the "
+                  "assistant clearly says what the user must do next; FAIL if it is left unresolved or abandoned."),
+        Dimension("user_frustration", "The user shows no frustration; FAIL if the user repeats a request, "
+                  "complains, corrects the assistant again and again, or asks for a human."),
+        Dimension("consistency", "The assistant's turns agree with each other; FAIL if an answer contradicts "
+                  "what the assistant said or promised earlier in the conversation."),
+    ),
+)
+
 # The rubrics an evaluator can name (`rubric = "<name>"` in the daemon's [[evaluators]]).
-SHIPPED_RUBRICS = {r.name: r for r in (DEFAULT_RUBRIC, TOOL_USE_RUBRIC)}
+SHIPPED_RUBRICS = {r.name: r for r in (DEFAULT_RUBRIC, TOOL_USE_RUBRIC, CONVERSATION_RUBRIC)}

@@ -81,7 +81,8 @@ _COVERAGE = f"""
     SELECT coalesce(s.cluster, per.cluster) AS cluster, coalesce(s.sampled, 0), coalesce(per.judged, 0),
            coalesce(per.error_traces, 0), coalesce(per.verdicts, 0), coalesce(per.unclear, 0), coalesce(per.usable, 0),
            coalesce(per.no_content, 0)
-    FROM (SELECT coalesce(cluster, '{UNASSIGNED}') AS cluster, sampled FROM sampled_per_cluster) s
+    FROM (SELECT coalesce(cluster, '{UNASSIGNED}') AS cluster, sampled FROM sampled_per_cluster
+          WHERE unit = (SELECT coalesce(any_value(unit), 'turn') FROM judgments WHERE fingerprint = $fp)) s
     FULL JOIN per USING (cluster) ORDER BY 1"""
 
 _EXAMPLES = """
@@ -121,7 +122,7 @@ def gather(data_dir: Path | str, tenant: str, *, probes: Panel, review: ReviewQu
     try:
         views.add_state_views(con, root, tenant, lock_timeout=lock_timeout)
         views.add_report_tables(con, state, tenant, lock_timeout)
-        sampled = con.execute("SELECT coalesce(sum(sampled), 0) FROM sampled_per_cluster").fetchone()[0]  # type: ignore[index]  # an aggregate: one row
+        sampled = con.execute("SELECT coalesce(sum(sampled), 0) FROM sampled_per_cluster WHERE unit = 'turn'").fetchone()[0]  # type: ignore[index]  # an aggregate: one row
         return ReportData(tenant, at, int(sampled), _sections(con), _sentinel(con), _spend(con), _spend_days(con),
                           probes, _with_clusters(con, review))
     except duckdb.Error as exc:

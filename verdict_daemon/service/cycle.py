@@ -22,10 +22,11 @@ from collector.lake_union import LakeUnion
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.active import ActiveRegistry, require_active
 from verdict_daemon.clustering.assign_step import AssignReport, assign_for
-from verdict_daemon.config import DaemonConfig, EvaluatorConfig
+from verdict_daemon.config import DEFAULT_CONVERSATION_TOKENS, DaemonConfig, EvaluatorConfig
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.lakes import open_lakes
 from verdict_daemon.review.routing import RoutingReport, route
+from verdict_daemon.service.conversation import CONVERSATION
 from verdict_daemon.service.drift_runs import evaluator_config, run_drift
 from verdict_daemon.service.evaluation_export import ExportReport, export
 from verdict_daemon.service.evaluators import Evaluator, GraphEvaluator, load_target
@@ -62,16 +63,18 @@ def store_for(config: DaemonConfig) -> StateStore:
 def build_evaluators(config: DaemonConfig) -> list[Evaluator]:
     """The configured evaluators; only those with `trajectory = true` are shown trajectories (and have them in their
     fingerprint): the others keep the fingerprint they had before trajectories existed."""
-    return [build_evaluator(e, config.conversations.history_tokens,
-                            config.conversations.trajectory_steps if e.trajectory else 0)
+    c = config.conversations
+    return [build_evaluator(e, c.history_tokens, c.trajectory_steps if e.trajectory else 0, c.conversation_tokens)
             for e in config.evaluators]
 
 
-def build_evaluator(config: EvaluatorConfig, history_tokens: int = 0, trajectory_steps: int = 0) -> Evaluator:
+def build_evaluator(config: EvaluatorConfig, history_tokens: int = 0, trajectory_steps: int = 0,
+                    conversation_tokens: int = DEFAULT_CONVERSATION_TOKENS) -> Evaluator:
     """The evaluator of `config`; `history_tokens` ([conversations]) is its budget for the conversation so far,
-    `trajectory_steps` for an agent run's tool trajectory."""
+    `trajectory_steps` for an agent run's tool trajectory; a conversation evaluator (`unit = "conversation"`)
+    is shown a closed conversation within `conversation_tokens`."""
     if config.kind != "graph":
-        return build_judge_evaluator(config, history_tokens, trajectory_steps)
+        return build_judge_evaluator(config, history_tokens, trajectory_steps, conversation_tokens)
     from verdict.graph import Pipeline
 
     target = cast(str, config.graph)  # a graph evaluator names one (EvaluatorConfig checks)
@@ -81,7 +84,8 @@ def build_evaluator(config: EvaluatorConfig, history_tokens: int = 0, trajectory
         pipeline = obj() if is_factory else obj
     except Exception as exc:  # the user's factory failed
         raise DaemonError("evaluator_error", f"{target!r} raised {type(exc).__name__}: {str(exc)[:300]}") from None
-    return GraphEvaluator(config.name, target, pipeline, history_tokens, trajectory_steps)
+    return GraphEvaluator(config.name, target, pipeline, history_tokens, trajectory_steps,
+                          conversation_tokens if config.unit == CONVERSATION else 0)
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,9 @@ class Cycle:
         return open_lakes(self.config.data_dir, self.config.lake)
 
     def sample(self, tenant: TenantId, as_of: datetime) -> SampleReport:
-        return sample(self.store, self.lake(), tenant, self.config.sampling, as_of, self.config.conversations)
+        """Sample traces, and closed conversations when an evaluator judges conversations."""
+        return sample(self.store, self.lake(), tenant, self.config.sampling, as_of, self.config.conversations,
+                      judge_conversations=any(e.unit == CONVERSATION for e in self.evaluators))
 
     def judge(self, tenant: TenantId, evaluator: Evaluator, run_id: str, should_stop: Callable[[], bool]) -> JudgeReport:
         return judge(self.store, tenant, evaluator, self.config.judging, run_id, should_stop)
@@ -174,6 +180,7 @@ class Cycle:
             "registry_version": registry.version_id if registry else None,
             "sentinel_health": [summary(h) for h in health],
             "sampled": sampled.sampled,
+            "sampled_conversations": sampled.conversations,
             "budget_limited_sampling": sampled.budget_limited,
             "llm_calls_audit": sampled.call_audit.as_json(),
             "content_omitted": sampled.content_omitted,
@@ -186,13 +193,14 @@ class Cycle:
             "missing_intent_key": assigned.missing_intent_key,
             "review_queued": routed.queued,
             "evaluation_export": exported.as_dict() if exported is not None else None,
-            "evaluators": [{"name": j.evaluator, "fingerprint": j.fingerprint, "pending": j.pending, "judged": j.judged,
+            "evaluators": [{"name": j.evaluator, "fingerprint": j.fingerprint, "unit": j.unit, "pending": j.pending,
+                            "judged": j.judged,
                             "errors": j.errors, "no_content": j.no_content, "budget_exhausted": j.budget_exhausted, "stopped": j.stopped,
                             "early_stop": j.early_stop,
                             "input_tokens": j.usage.input_tokens, "output_tokens": j.usage.output_tokens,
                             "cost_usd": round(j.usage.cost_usd, 6), "requests": j.usage.requests,
                             "requests_per_judgment": j.requests_per_judgment,
-                            "coverage": coverage(self.store, tenant, j.fingerprint)} for j in judged],
+                            "coverage": coverage(self.store, tenant, j.fingerprint, j.unit)} for j in judged],
             "drift_runs": [{"run_id": r.run_id, "evaluator": names[r.fingerprint], "fingerprint": r.fingerprint,
                             "as_of": r.as_of.isoformat(), "alpha": r.alpha,
                             "judgments": r.judgments, "cells": r.cells, "tested": r.tested, "min_usable": r.min_usable,

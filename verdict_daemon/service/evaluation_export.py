@@ -4,7 +4,7 @@ one OTLP/HTTP protobuf request per batch to `[export.evaluations] endpoint` (doc
 - One record per dimension verdict of an OK attempt; one record for an ERROR attempt (`error.type` its code).
   NO_CONTENT attempts judged nothing and are not sent.
 - Each record is parented to the judged call's span (its trace_id and span_id), so a backend shows it on that
-  span. Its time is the judgment's, and its attributes are derived from stored rows only, so a resent record
+  span; a conversation judged as a whole, to its first turn's graded call. Its time is the judgment's, and its attributes are derived from stored rows only, so a resent record
   is byte for byte the one sent before; `verdict.evaluation.id` names it for receivers that deduplicate.
 - At least once: an attempt is marked exported (store.evaluation_exports) only after the endpoint answered
   2xx. A failed request (refused, unreachable, timed out) ends the run and is counted in the report and the
@@ -27,6 +27,7 @@ from verdict import semconv as sc
 from verdict.tenancy import TenantId
 from verdict_daemon.config import EvaluationExport
 from verdict_daemon.service import webhook
+from verdict_daemon.service.conversation import judged_trace
 from verdict_daemon.store import evaluation_exports
 from verdict_daemon.store.evaluation_exports import ExportableAttempt, ExportableVerdict
 from verdict_daemon.store.state import StateStore
@@ -123,7 +124,7 @@ def log_records(tenant: str, attempt: ExportableAttempt) -> list:
     provenance = _provenance(attempt)
     return [LogRecord(
         time_unix_nano=at, observed_time_unix_nano=at, severity_number=SeverityNumber.SEVERITY_NUMBER_INFO,
-        severity_text="INFO", event_name=sc.EVENT_EVALUATION_RESULT, trace_id=bytes.fromhex(attempt.trace_id),
+        severity_text="INFO", event_name=sc.EVENT_EVALUATION_RESULT, trace_id=bytes.fromhex(judged_trace(attempt.trace_id)),
         span_id=bytes.fromhex(attempt.span_id), flags=1,
         attributes=[_value(k, v) for k, v in {**attrs, **provenance,
                                               sc.EVALUATION_RECORD_ID: record_id(tenant, attempt.attempt_id, dim)}.items()])

@@ -17,6 +17,7 @@ from typing import Any, Final, Protocol
 
 from verdict.models.base import CONFIGURATION_KINDS, Model, Usage
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.service.conversation import CONVERSATION, TURN, conversation_fingerprint
 from verdict_daemon.service.history import history_fingerprint
 from verdict_daemon.service.material import Material
 from verdict_daemon.service.trajectory import trajectory_fingerprint
@@ -56,6 +57,7 @@ class Evaluator(Protocol):
     fingerprint: str
     definition: Mapping[str, Any]
     needs_trajectory: bool  # grades agent runs only: a trace without a tool trajectory is NO_CONTENT for it
+    unit: str  # what it judges: "turn" (each sampled trace) or "conversation" (each closed conversation)
 
     def evaluate(self, material: Material) -> Outcome: ...
 
@@ -120,10 +122,11 @@ class GraphEvaluator:
     PASS/FAIL, the strings PASS/FAIL/UNCLEAR are kept, numbers are scores; other fields (explanations)
     are reasons. The sample is `Material.as_sample()`; with `history_tokens` > 0 its `history` is the conversation
     so far within that budget (`{source.history}`), else ""; with `trajectory_steps` > 0 its `trajectory` the newest
-    steps of an agent run's tool trajectory (`{source.trajectory}`), else ""."""
+    steps of an agent run's tool trajectory (`{source.trajectory}`), else "". With `conversation_tokens` > 0 it
+    judges closed conversations: `{source.conversation}` is the conversation's turns within that budget."""
 
     def __init__(self, name: str, target: str, pipeline: Any, history_tokens: int = 0,
-                 trajectory_steps: int = 0) -> None:
+                 trajectory_steps: int = 0, conversation_tokens: int = 0) -> None:
         from verdict.graph import Pipeline
         from verdict.graph.errors import ConfigurationError
 
@@ -136,19 +139,24 @@ class GraphEvaluator:
         self.name = name
         self._pipeline = pipeline
         self.needs_trajectory = False
-        self.history_tokens = history_tokens
-        self.trajectory_steps = trajectory_steps
+        self.unit = CONVERSATION if conversation_tokens else TURN
+        self.history_tokens = 0 if conversation_tokens else history_tokens
+        self.trajectory_steps = 0 if conversation_tokens else trajectory_steps
+        self.conversation_tokens = conversation_tokens
         self.definition: Mapping[str, Any] = {
             "kind": "graph", "target": target, "units": [_describe(node) for node in graph.nodes],
-            **({"history_tokens": history_tokens} if history_tokens else {}),
-            **({"trajectory_steps": trajectory_steps} if trajectory_steps else {})}
-        self.fingerprint = trajectory_fingerprint(
-            history_fingerprint(_graph_fingerprint(self.definition), history_tokens), trajectory_steps)
+            **({"history_tokens": self.history_tokens} if self.history_tokens else {}),
+            **({"trajectory_steps": self.trajectory_steps} if self.trajectory_steps else {}),
+            **({"unit": CONVERSATION, "conversation_tokens": conversation_tokens} if conversation_tokens else {})}
+        self.fingerprint = conversation_fingerprint(_graph_fingerprint(self.definition), conversation_tokens) \
+            if conversation_tokens else trajectory_fingerprint(
+                history_fingerprint(_graph_fingerprint(self.definition), history_tokens), trajectory_steps)
 
     def evaluate(self, material: Material) -> Outcome:
         from pydantic import BaseModel
 
-        row = self._pipeline.run(material.as_sample(self.history_tokens, self.trajectory_steps), max_workers=1)
+        row = self._pipeline.run(material.as_sample(self.history_tokens, self.trajectory_steps,
+                                                    self.conversation_tokens), max_workers=1)
         if not row.ok or not isinstance(row.output, BaseModel):
             reply = next((e.reply for e in row.errors.values() if e.reply is not None), None)
             return error_outcome(row.error or "the graph produced no output", row.usage, reply)

@@ -48,21 +48,11 @@ class History:
 
     def within(self, budget_tokens: int) -> History:
         """The newest earlier turns whose tokens fit the budget together (the older ones are dropped)."""
-        kept: list[Turn] = []
-        used = 0
-        for turn in reversed(self.turns):
-            used += turn.tokens()
-            if used > budget_tokens:
-                break
-            kept.append(turn)
-        return History(self.conversation_id, self.conversation_seq, self.turn, tuple(reversed(kept)))
+        return History(self.conversation_id, self.conversation_seq, self.turn, newest_within(self.turns, budget_tokens))
 
     def text(self) -> str:
         """The conversation so far as the judge reads it ("" for a first turn)."""
-        if not self.turns and not self.omitted:
-            return ""
-        lines = [f"({self.omitted} earlier turn{'s' if self.omitted != 1 else ''} not shown)"] if self.omitted else []
-        return "\n".join(lines + [t.text() for t in self.turns])
+        return turns_text(self.turns, self.omitted)
 
     def to_dict(self) -> dict[str, Any]:
         return {"conversation_id": self.conversation_id, "conversation_seq": self.conversation_seq, "turn": self.turn,
@@ -73,6 +63,24 @@ class History:
         """A stored history (written by `to_dict`; material.read_background)."""
         return cls(data["conversation_id"], data["conversation_seq"], data["turn"],
                    tuple(Turn(t["turn"], t["query"], t["response"]) for t in data["turns"]))
+
+
+def newest_within(turns: tuple[Turn, ...], budget_tokens: int) -> tuple[Turn, ...]:
+    """The newest of `turns` (oldest first) whose tokens fit the budget together; the older ones are dropped."""
+    kept: list[Turn] = []
+    used = 0
+    for turn in reversed(turns):
+        used += turn.tokens()
+        if used > budget_tokens:
+            break
+        kept.append(turn)
+    return tuple(reversed(kept))
+
+
+def turns_text(turns: tuple[Turn, ...], omitted: int) -> str:
+    """Turns as a judge reads them, after a line saying how many earlier turns are not shown ("" for none)."""
+    lines = [f"({omitted} earlier turn{'s' if omitted != 1 else ''} not shown)"] if omitted else []
+    return "\n".join(lines + [t.text() for t in turns])
 
 
 def most_turns(budget_tokens: int) -> int:

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from verdict.models.base import Usage
-from verdict_daemon.config import EvaluatorConfig
+from verdict_daemon.config import DEFAULT_CONVERSATION_TOKENS, EvaluatorConfig
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.service.conversation import CONVERSATION, TURN, conversation_fingerprint
 from verdict_daemon.service.evaluators import (
     DimensionVerdict,
     Outcome,
@@ -25,26 +26,34 @@ class JudgeEvaluator:
     JudgeEnsemble). `judge` and `rubric` are public for the sentinel health check, which grades with the raw judge
     (`rubric` None: the default rubric). With `history_tokens` > 0 (a judge built with `history=True`) a turn of a
     conversation is graded with the conversation so far within that budget; with `trajectory_steps` > 0 (a judge
-    built with `trajectory=True`) an agent run with the newest steps of its tool trajectory."""
+    built with `trajectory=True`) an agent run with the newest steps of its tool trajectory. With
+    `conversation_tokens` > 0 (a judge built with `unit="conversation"`) it judges closed conversations, each shown
+    as its turns within that budget."""
 
     def __init__(self, name: str, judge: Any, definition: dict[str, Any], rubric: Any = None,
-                 history_tokens: int = 0, trajectory_steps: int = 0) -> None:
+                 history_tokens: int = 0, trajectory_steps: int = 0, conversation_tokens: int = 0) -> None:
         self.name = name
         self.judge = judge
         self.rubric = rubric
         self.history_tokens = history_tokens
         self.trajectory_steps = trajectory_steps
-        self.fingerprint: str = trajectory_fingerprint(history_fingerprint(judge.fingerprint, history_tokens),
-                                                       trajectory_steps)
+        self.conversation_tokens = conversation_tokens
+        self.unit = CONVERSATION if conversation_tokens else TURN
+        self.fingerprint: str = conversation_fingerprint(judge.fingerprint, conversation_tokens) \
+            if conversation_tokens else trajectory_fingerprint(history_fingerprint(judge.fingerprint, history_tokens),
+                                                               trajectory_steps)
         # A rubric graded on agent runs only (every dimension needs a trajectory): other traces are not sent.
         self.needs_trajectory = rubric is not None and all(d.requires_trajectory for d in rubric.dimensions)
         self.definition: Mapping[str, Any] = definition
 
     def evaluate(self, material: Material) -> Outcome:
-        judgment = self.judge.grade(material.response, query=material.query or None,
-                                     context=material.context or None,
-                                     history=material.history_text(self.history_tokens) or None,
-                                     trajectory=material.trajectory_text(self.trajectory_steps) or None)
+        if self.unit == CONVERSATION:
+            judgment = self.judge.grade(material.conversation_text(self.conversation_tokens))
+        else:
+            judgment = self.judge.grade(material.response, query=material.query or None,
+                                         context=material.context or None,
+                                         history=material.history_text(self.history_tokens) or None,
+                                         trajectory=material.trajectory_text(self.trajectory_steps) or None)
         usage = _usage(judgment)
         if str(judgment.status) == "ERROR":
             return error_outcome(judgment.error or "the judge returned ERROR", usage, judgment.reply)
@@ -74,44 +83,60 @@ def _votes(graded: Any) -> dict[str, int] | None:
 
 
 def _rubric(config: EvaluatorConfig):
-    from verdict.judges.rubric import DEFAULT_RUBRIC, SHIPPED_RUBRICS, RubricError, load_rubric
+    from verdict.judges.rubric import (
+        CONVERSATION_RUBRIC,
+        DEFAULT_RUBRIC,
+        SHIPPED_RUBRICS,
+        RubricError,
+        load_rubric,
+    )
 
     if config.rubric is not None:
         rubric = SHIPPED_RUBRICS[config.rubric]  # a known name (EvaluatorConfig checks)
     elif config.rubric_file is None:
-        rubric = DEFAULT_RUBRIC
+        rubric = CONVERSATION_RUBRIC if config.unit == CONVERSATION else DEFAULT_RUBRIC
     else:
         try:
             rubric = load_rubric(config.rubric_file)
         except RubricError as exc:
             raise DaemonError("invalid_config", f"evaluators.{config.name}.rubric_file: {exc}") from None
     needs = [d.name for d in rubric.dimensions if d.requires_trajectory]
+    if needs and config.unit == CONVERSATION:
+        raise DaemonError("invalid_config", f"evaluators.{config.name}: rubric {rubric.name!r} has dimensions that "
+                          f"need a tool trajectory ({', '.join(needs)}): a turn evaluator's, not unit = \"conversation\"")
     if needs and not config.trajectory:
         raise DaemonError("invalid_config", f"evaluators.{config.name}: rubric {rubric.name!r} has dimensions that "
                           f"need a tool trajectory ({', '.join(needs)}): set trajectory = true")
     return rubric
 
 
-def build_judge_evaluator(config: EvaluatorConfig, history_tokens: int = 0,
-                          trajectory_steps: int = 0) -> JudgeEvaluator:
+def build_judge_evaluator(config: EvaluatorConfig, history_tokens: int = 0, trajectory_steps: int = 0,
+                          conversation_tokens: int = DEFAULT_CONVERSATION_TOKENS) -> JudgeEvaluator:
     """The rubric or ensemble evaluator of `config`; with `history_tokens` > 0 its judges grade a turn of a
     conversation with the conversation so far ([conversations] history_tokens), with `trajectory_steps` > 0 an
-    agent run with its tool trajectory ([conversations] trajectory_steps)."""
+    agent run with its tool trajectory ([conversations] trajectory_steps). A conversation evaluator (`unit =
+    "conversation"`) grades closed conversations within `conversation_tokens` instead, neither of the two."""
     from verdict.graph.errors import ConfigurationError
     from verdict.judges.judge import Judge
 
     rubric = _rubric(config)
+    unit = config.unit
+    if unit == CONVERSATION:
+        history_tokens = trajectory_steps = 0
+    else:
+        conversation_tokens = 0
     judge: Any  # a Judge or a JudgeEnsemble: both have fingerprint and grade()
     try:
         if config.kind == "rubric":
             judge = Judge(resolve_judge_model(cast(str, config.model)), rubric, per_dimension=config.per_dimension,
-                          history=history_tokens > 0, trajectory=trajectory_steps > 0, name=config.name)
+                          history=history_tokens > 0, trajectory=trajectory_steps > 0, name=config.name, unit=unit)
             models = [judge.model.name]
         else:
             from verdict.judges.ensemble import JudgeEnsemble
 
             members = [Judge(resolve_judge_model(m), rubric, per_dimension=config.per_dimension,
-                             history=history_tokens > 0, trajectory=trajectory_steps > 0, name=f"{config.name}-{i}")
+                             history=history_tokens > 0, trajectory=trajectory_steps > 0, name=f"{config.name}-{i}",
+                             unit=unit)
                        for i, m in enumerate(config.models)]
             judge = JudgeEnsemble(members)
             models = [m.model.name for m in members]
@@ -123,4 +148,6 @@ def build_judge_evaluator(config: EvaluatorConfig, history_tokens: int = 0,
         definition["history_tokens"] = history_tokens
     if trajectory_steps:
         definition["trajectory_steps"] = trajectory_steps
-    return JudgeEvaluator(config.name, judge, definition, rubric, history_tokens, trajectory_steps)
+    if unit == CONVERSATION:
+        definition |= {"unit": unit, "conversation_tokens": conversation_tokens}
+    return JudgeEvaluator(config.name, judge, definition, rubric, history_tokens, trajectory_steps, conversation_tokens)

@@ -30,6 +30,7 @@ from verdict.models.base import Usage
 from verdict.tenancy import TenantId
 from verdict_daemon.config import Judging
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.service.conversation import TURN
 from verdict_daemon.service.evaluators import (
     JUDGE_WORKLOAD,
     PROVIDER_UNAVAILABLE,
@@ -62,6 +63,7 @@ class JudgeReport:
     usage: Usage
     # Why the run stopped before its work was done: its first results all failed with one error class.
     early_stop: str | None = None
+    unit: str = TURN  # what the evaluator judges: sampled traces, or closed conversations
 
     @property
     def requests_per_judgment(self) -> float | None:
@@ -125,12 +127,14 @@ def register_evaluator(store: StateStore, tenant: TenantId, evaluator: Evaluator
 
 
 def pending_work(store: StateStore, tenant: TenantId, fingerprint: str, max_attempts: int,
-                 limit: int) -> list[tuple[Material, int]]:
-    """(material, attempt number) to judge, newest traces first (the current drift window matters most); a turn
-    of a conversation carries the conversation so far, an agent run its tool trajectory, as stored when sampled."""
+                 limit: int, unit: str = TURN) -> list[tuple[Material, int]]:
+    """(material, attempt number) of the evaluator's unit to judge, newest first (the current drift window matters
+    most); a turn of a conversation carries the conversation so far, an agent run its tool trajectory, a closed
+    conversation its turns, as stored when sampled."""
     return [(Material(p.trace_id, p.started_at, p.query, p.response, p.context, *read_background(p.history)),
              p.attempt_no)
-            for p in judgments.pending_work(store, tenant, fingerprint, max_attempts, limit, PROVIDER_UNAVAILABLE)]
+            for p in judgments.pending_work(store, tenant, fingerprint, max_attempts, limit, PROVIDER_UNAVAILABLE,
+                                            unit)]
 
 
 class _Budget:
@@ -218,7 +222,7 @@ def judge(store: StateStore, tenant: TenantId, evaluator: Evaluator, config: Jud
           should_stop: Callable[[], bool] = lambda: False) -> JudgeReport:
     register_evaluator(store, tenant, evaluator)
     limit = config.budget.max_calls or 1_000_000
-    work = pending_work(store, tenant, evaluator.fingerprint, config.max_attempts, limit)
+    work = pending_work(store, tenant, evaluator.fingerprint, config.max_attempts, limit, evaluator.unit)
     if work:
         log.info("judge tenant=%s evaluator=%s started pending=%d", tenant, evaluator.name, len(work))
     budget = _Budget(config)
@@ -277,7 +281,7 @@ def judge(store: StateStore, tenant: TenantId, evaluator: Evaluator, config: Jud
             raise DaemonError(PROVIDER_UNAVAILABLE, f"evaluator {evaluator.name!r}: the judge model could not be "
                               f"reached ({early_stop})")
     return JudgeReport(evaluator.name, evaluator.fingerprint, len(work), judged, errors, no_content, exhausted,
-                       stopped, budget.usage, early_stop)
+                       stopped, budget.usage, early_stop, evaluator.unit)
 
 
 def _record_no_content(writer: _Writer, work: list[tuple[Material, int]], evaluator: Evaluator) -> int:
@@ -303,9 +307,9 @@ def _record_no_content(writer: _Writer, work: list[tuple[Material, int]], evalua
     return empty
 
 
-def coverage(store: StateStore, tenant: TenantId, fingerprint: str) -> dict[str, float | int]:
-    """Sampled traces and how many have a usable (latest OK) judgment by this fingerprint; `no_content`
-    traces had nothing to judge (they stay in the denominator: coverage is what monitoring sees)."""
-    c = judgments.coverage(store, tenant, fingerprint)
+def coverage(store: StateStore, tenant: TenantId, fingerprint: str, unit: str = TURN) -> dict[str, float | int]:
+    """Sampled rows of the evaluator's unit and how many have a usable (latest OK) judgment by this fingerprint;
+    `no_content` ones had nothing to judge (they stay in the denominator: coverage is what monitoring sees)."""
+    c = judgments.coverage(store, tenant, fingerprint, unit)
     return {"sampled_traces": c.sampled_traces, "usable": c.usable, "error": c.error, "no_content": c.no_content,
             "rate": round(c.usable / c.sampled_traces, 4) if c.sampled_traces else 0.0}

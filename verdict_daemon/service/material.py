@@ -1,6 +1,7 @@
 """What a judge grades, taken from one LLM span: the user's query, the response, and any context; for a turn of a
 conversation, also the conversation so far (service/history.py), and for an agent run its tool trajectory
-(service/trajectory.py), each shown apart from the graded answer.
+(service/trajectory.py), each shown apart from the graded answer; for a closed conversation judged as a whole, its
+turns (service/conversation.py).
 
 Span content columns hold GenAI semantic-convention messages (already redacted by the SDK and the
 collector): `[{"role": ..., "parts": [{"type": "text", "content": ...}, ...]}, ...]`.
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from verdict_daemon.service.conversation import Transcript
 from verdict_daemon.service.history import History
 from verdict_daemon.service.trajectory import (
     FINAL_ANSWER_TOOL,
@@ -32,6 +34,7 @@ class Material:
     context: str  # system instructions and tool results the answer could rely on; "" when none
     history: History | None = None  # its conversation's earlier turns, as sampled; None: in no conversation
     trajectory: Trajectory | None = None  # its tool calls and results, as sampled; None: no tool step
+    conversation: Transcript | None = None  # a conversation unit's turns, as sampled; None: a trace
 
     def history_text(self, budget_tokens: int) -> str:
         """The conversation so far within `budget_tokens` ("" without a conversation, for a first turn, or at 0)."""
@@ -41,18 +44,27 @@ class Material:
         """The newest `max_steps` steps of the tool trajectory ("" without one, or at 0)."""
         return self.trajectory.within(max_steps).text() if self.trajectory and max_steps > 0 else ""
 
+    def conversation_text(self, budget_tokens: int) -> str:
+        """A conversation unit's turns within `budget_tokens` ("" for a trace)."""
+        return self.conversation.within(budget_tokens).text() if self.conversation else ""
+
     @property
     def has_content(self) -> bool:
-        """Whether a judge has something to grade: an answer, and a question or context it answers.
-        Without (content capture off, an unrecognised dialect) the trace is `no_content`, never judged."""
+        """Whether a judge has something to grade: an answer, and a question or context it answers (a conversation:
+        a turn with text). Without (content capture off, an unrecognised dialect) it is `no_content`, never judged."""
+        if self.conversation is not None:
+            return bool(self.conversation.turns)
         return bool(self.response.strip()) and bool(self.query.strip() or self.context.strip())
 
-    def as_sample(self, history_tokens: int = 0, trajectory_steps: int = 0) -> dict[str, str]:
+    def as_sample(self, history_tokens: int = 0, trajectory_steps: int = 0,
+                  conversation_tokens: int = 0) -> dict[str, str]:
         """The sample a judge graph receives (`{source.query}`, `{source.response}`, `{source.context}`,
         `{source.history}`: the conversation so far within `history_tokens`, `{source.trajectory}`: the newest
-        `trajectory_steps` steps of the tool trajectory; "" when none)."""
+        `trajectory_steps` steps of the tool trajectory, `{source.conversation}`: a conversation unit's turns within
+        `conversation_tokens`; "" when none)."""
         return {"trace_id": self.trace_id, "query": self.query, "response": self.response, "context": self.context,
-                "history": self.history_text(history_tokens), "trajectory": self.trajectory_text(trajectory_steps)}
+                "history": self.history_text(history_tokens), "trajectory": self.trajectory_text(trajectory_steps),
+                "conversation": self.conversation_text(conversation_tokens)}
 
 
 def parse_messages(raw: str | None) -> list[dict]:
@@ -123,15 +135,19 @@ def graded_trajectory(input_messages: str | None, output_messages: str | None,
     return trajectory_of(parse_messages(input_messages), parse_messages(output_messages), spans)
 
 
-def background_json(history: History | None, trajectory: Trajectory | None) -> str | None:
+def background_json(history: History | None, trajectory: Trajectory | None,
+                    conversation: Transcript | None = None) -> str | None:
     """What a pick stores beside its graded texts (`sampled_traces.history`, JSON): its conversation so far (the
-    History's keys) and its tool trajectory (key `trajectory`); None when it has neither."""
-    data = (history.to_dict() if history else {}) | ({"trajectory": trajectory.to_dict()} if trajectory else {})
+    History's keys), its tool trajectory (key `trajectory`), a conversation unit's turns (key `conversation`);
+    None when it has none of them."""
+    data = (history.to_dict() if history else {}) | ({"trajectory": trajectory.to_dict()} if trajectory else {}) \
+        | ({"conversation": conversation.to_dict()} if conversation else {})
     return json.dumps(data) if data else None
 
 
-def read_background(raw: str | None) -> tuple[History | None, Trajectory | None]:
-    """A pick's stored (conversation so far, tool trajectory), written by `background_json`."""
+def read_background(raw: str | None) -> tuple[History | None, Trajectory | None, Transcript | None]:
+    """A pick's stored (conversation so far, tool trajectory, conversation unit's turns), by `background_json`."""
     data = json.loads(raw) if raw else {}
     return (History.from_dict(data) if "conversation_id" in data else None,
-            Trajectory.from_dict(data["trajectory"]) if "trajectory" in data else None)
+            Trajectory.from_dict(data["trajectory"]) if "trajectory" in data else None,
+            Transcript.from_dict(data["conversation"]) if "conversation" in data else None)

@@ -38,6 +38,13 @@ and of the volumes the rates are computed from, and counted per (stratum, window
 (`SampleReport.content_omitted`). A window whose omitted share exceeds OMITTED_SHARE_WARNING is named in a
 warning: its sample stands for the calls that kept their content only, so a traffic spike is under-represented.
 
+When an evaluator judges conversations (`judge_conversations`), closed conversations are sampled too, by the same
+rule with the conversation as the unit (service/conversation.py): its draw is on its unit id, its stratum its first
+turn's intent, its window that of its first turn's start; closed as of the run's `as_of` (`conversations_at`), whose
+first turn starts in the lookback (the lake is read from `inactivity` before it, so no earlier turn of it is
+missed). Each is stored with every turn's graded texts, once: a closed conversation never reopens and its unit id
+stays.
+
 A tenant with spans in the lookback but no recognised LLM call gets a warning naming the
 instrumentation scopes and their span counts (`SampleReport.unrecognised_scopes`), never a silent 0. Every run
 also counts, over the lookback's date partitions, the rows the identity rule merged as duplicates (per rule) and
@@ -67,6 +74,7 @@ from verdict.tenancy import TenantId
 from verdict_daemon.clustering.versions import UNASSIGNED
 from verdict_daemon.config import Conversations, Sampling
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.service.conversation import CONVERSATION, UNIT_PREFIX, Transcript
 from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
 from verdict_daemon.service.history import History, Turn, most_turns
 from verdict_daemon.service.material import background_json, graded_texts, graded_trajectory
@@ -112,6 +120,7 @@ class SampleReport:
     unrecognised_scopes: tuple[tuple[str, int], ...] = ()
     call_audit: CallAudit = CallAudit()  # why spans of the lookback are not llm_calls rows
     omitted_cells: tuple[OmittedCell, ...] = ()  # cells with traces left out of the draw for lack of content
+    conversations: int = 0  # closed conversations newly sampled as units (judge_conversations)
 
     @property
     def content_omitted(self) -> dict[str, int]:
@@ -158,29 +167,35 @@ def _days(start: datetime, end: datetime) -> list[date]:
 
 
 def sample(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, config: Sampling, as_of: datetime,
-           conversations: Conversations = DEFAULT_CONVERSATIONS) -> SampleReport:
+           conversations: Conversations = DEFAULT_CONVERSATIONS, judge_conversations: bool = False) -> SampleReport:
     """Sample the tenant's traces from `lake`: a data dir, or the union of every lake that holds the tenant
-    (read once per call: a fresh union sees the segments landed since the last one)."""
+    (read once per call: a fresh union sees the segments landed since the last one); with `judge_conversations`
+    also its closed conversations."""
     lake = LakeUnion.of(lake)
     end = _naive_utc(as_of)
     window = timedelta(hours=config.window_hours)
     start = _window_floor(end - timedelta(days=config.lookback_days), window)  # the oldest window, read whole
-    days = _days(start - window, end)
+    # Read from a window before the oldest (its volume), and for conversations at least `inactivity` before it too:
+    # a conversation starting in the lookback then shows its first turn, never a later one as its first.
+    inactivity = timedelta(minutes=conversations.inactivity_minutes) if judge_conversations else window
+    days = _days(start - max(window, inactivity), end)
     try:  # the listing, kept by `lake` for the views below
         if not lake.files("spans", tenant, f"*{SEGMENT_SUFFIX}", days):
             return SampleReport(0, 0, 0, False)
     except read_errors() as exc:  # a directory without permission; no such bucket, store unreachable
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {type(exc).__name__}: "
                           + (str(exc).splitlines() or [""])[0][:300]) from None
-    return _sample(store, lake, tenant, config, conversations, (start, end), days, window)
+    return _sample(store, lake, tenant, config, conversations, (start, end), days, window, judge_conversations)
 
 
 def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampling, conversations: Conversations,
-            span: tuple[datetime, datetime], days: list[date], window: timedelta) -> SampleReport:
+            span: tuple[datetime, datetime], days: list[date], window: timedelta,
+            judge_conversations: bool) -> SampleReport:
     import duckdb
 
     start, end = span
     done = picks_since(store, tenant, start)
+    done_conversations = picks_since(store, tenant, start, CONVERSATION) if judge_conversations else None
     # Capped: past the limit DuckDB spills the per-trace work to a directory of this run's own, so the
     # sampler's memory does not grow with the lookback's volume (docs/daemon.md, "Tests and figures").
     spill = tempfile.TemporaryDirectory(prefix="verdict-sample-")
@@ -192,13 +207,20 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
         materialize_duplicates(lake_con)
         _candidates(lake_con, start - window, end)
         _inherit_intents(lake_con)
-        eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config)
+        eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config, _TURNS, "chosen")
         omitted = _omitted_cells(lake_con, start, window.total_seconds())
         unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
         _conversation_turns(lake_con, conversations)  # before _content narrows the views to one day
+        _closed_conversations(lake_con, conversations, start, end, judge_conversations)  # the same
+        if done_conversations is not None:
+            _pick(lake_con, done_conversations, start, end, window.total_seconds(), config,
+                  "SELECT * FROM conversation_units", "chosen_conversations")
+            lake_con.execute("DELETE FROM conversation_members WHERE unit_id NOT IN "
+                             "(SELECT trace_id FROM chosen_conversations)")  # content is read for the picks only
         rows = _content(lake_con, lake, tenant)
         tools = _tool_spans(lake_con)
         histories = _histories(lake_con, conversations.history_tokens)
+        units = _transcripts(lake_con, conversations.conversation_tokens) if done_conversations is not None else []
         audit = read_call_audit(lake_con, start.date(), end.date())
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
@@ -210,13 +232,17 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
                             *graded_texts(inputs, outputs, system), now,
                             background_json(histories.get(trace_id), graded_trajectory(inputs, outputs, tools.get(trace_id, []))))
                for trace_id, span_id, intent, stratum, window_start, started_at, inputs, outputs, system in rows]
+    records += [SampledTrace(tenant, unit, span_id, intent, stratum, window_start, started_at, query, response, "",
+                             now, background_json(None, None, transcript), CONVERSATION)
+                for unit, span_id, intent, stratum, window_start, started_at, query, response, transcript in units]
     insert_samples(store, records)
     strata = len({(r.stratum, r.window_start) for r in records})
-    report = SampleReport(eligible, len(records), strata, eligible > len(records), at_ceiling, unrecognised, audit,
-                          omitted)
-    log.info("sample tenant=%s eligible=%d sampled=%d strata=%d duplicates=%s not_inference=%s content_omitted=%s",
-             tenant, eligible, len(records), strata, dict(audit.duplicates), dict(audit.not_inference),
-             report.content_omitted)
+    sampled = len(records) - len(units)
+    report = SampleReport(eligible, sampled, strata, eligible > sampled, at_ceiling, unrecognised, audit, omitted,
+                          len(units))
+    log.info("sample tenant=%s eligible=%d sampled=%d conversations=%d strata=%d duplicates=%s not_inference=%s "
+             "content_omitted=%s", tenant, eligible, sampled, len(units), strata, dict(audit.duplicates),
+             dict(audit.not_inference), report.content_omitted)
     for warning in report.warnings():
         log.warning("sample tenant=%s: %s", tenant, warning)
     return report
@@ -280,54 +306,55 @@ def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tupl
         GROUP BY ALL ORDER BY n DESC, scope_name LIMIT 20""", window).fetchall())
 
 
-# Per trace of `candidates` (`{only}`: a condition on its calls): its graded call, stratum and window. Whether the
-# graded call lost its content is a join with the small `omitted_calls` after this aggregation, not one more
-# string state in it: that state per trace made the aggregation run out of the sampler's memory limit.
-_TRACES = f"""
-    calls AS (
-        SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key
-        FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id)
-        WHERE gradable {{only}}
-    ),
-    traces AS (
-        SELECT *, coalesce(intent_key, '{UNASSIGNED}') AS stratum,
-               to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start
-        FROM (SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
-                     min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key
-              FROM calls GROUP BY trace_id)
-    )"""
+# The turn units: each trace's graded call (its last gradable call) with the trace's start and intent (`{only}`: a
+# condition on its calls). Whether the graded call lost its content is a join with the small `omitted_calls` after
+# this aggregation, not one more string state in it: that state per trace made the aggregation run out of the
+# sampler's memory limit.
+_TRACES = """
+    SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
+           min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key
+    FROM (SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key
+          FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id) WHERE gradable {only})
+    GROUP BY trace_id"""
+# The turns that can be drawn: those whose graded call kept its content.
+_TURNS = f"SELECT * FROM ({_TRACES.format(only='')}) ANTI JOIN omitted_calls USING (trace_id, span_id)"
+# A unit's stratum (its intent) and window.
+_CELL = f"""coalesce(intent_key, '{UNASSIGNED}') AS stratum,
+               to_timestamp(floor(epoch(started_at) / $w) * $w)::TIMESTAMP AS window_start"""
 
 
-def _shortlist(lake_con, done, window_s: float, config: Sampling) -> None:
-    """TEMP TABLE shortlist: per (stratum, window) of `candidates`, its trace count `n` and its `depth` traces
-    of lowest draw, both over the traces whose graded call kept its content. Every pick comes from there: a cell's
-    picks are a prefix of its traces by draw less the held ones, and beyond CEILING_FACTOR * k + held positions all
-    are over the ceiling, so one more row shows a cell at the ceiling. A top-n aggregate, not a sort of every trace: the memory held past the per-trace
-    aggregation (which spills past the limit) is O(cells * depth), whatever the volume."""
-    lake_con.register("done", done)
+def _shortlist(lake_con, done: str, units: str, into: str, window_s: float, config: Sampling) -> None:
+    """TEMP TABLE {into}_shortlist: per (stratum, window) of `units` (trace_id, span_id, call_date, started_at,
+    intent_key: one row per unit, a trace or a conversation), its unit count `n` and its `depth` units of lowest
+    draw. Every pick comes from there: a cell's picks are a prefix of its units by draw less the held ones (`done`),
+    and beyond CEILING_FACTOR * k + held positions all are over the ceiling, so one more row shows a cell at the
+    ceiling. A top-n aggregate, not a sort of every unit: the memory held past the per-unit aggregation (which
+    spills past the limit) is O(cells * depth), whatever the volume."""
     (most_held,) = lake_con.execute(
-        "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM done GROUP BY stratum, window_start)").fetchone()
+        f"SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM {done} GROUP BY stratum, window_start)").fetchone()
     depth = CEILING_FACTOR * config.per_cluster_per_window + 1 + most_held
     lake_con.execute(f"""
-        CREATE TEMP TABLE shortlist AS
-        WITH {_TRACES.format(only="")}
-        SELECT stratum, window_start, count(*) AS n,
+        CREATE TEMP TABLE {into}_shortlist AS
+        WITH traces AS ({units})
+        SELECT {_CELL}, count(*) AS n,
                arg_min(struct_pack(trace_id, span_id, call_date, started_at, intent_key, draw), draw, {depth}) AS bottom
-        FROM (SELECT *, md5($seed || ':' || trace_id) AS draw FROM traces ANTI JOIN omitted_calls USING (trace_id, span_id))
-        GROUP BY ALL
+        FROM (SELECT *, md5($seed || ':' || trace_id) AS draw FROM traces) GROUP BY ALL
         """, {"w": window_s, "seed": str(config.seed)})
 
 
-def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, config: Sampling) -> tuple[int, int]:
-    """TEMP TABLE chosen: this run's new picks, within the global budget, fairly shared. Returns how many
-    unsampled eligible traces there were and how many cells reached the ceiling."""
-    _shortlist(lake_con, done, window_s, config)
+def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, config: Sampling, units: str,
+          into: str) -> tuple[int, int]:
+    """TEMP TABLE `into`: this run's new picks among `units` (a SELECT, see _shortlist) not in `done` (the picks
+    held), within the global budget, fairly shared. Returns how many unsampled eligible units there were and how
+    many cells reached the ceiling."""
+    lake_con.register(f"{into}_done", done)
+    _shortlist(lake_con, f"{into}_done", units, into, window_s, config)
     u = _U.format(draw="s.draw")
     lake_con.execute(f"""
-        CREATE TEMP TABLE picked AS
-        WITH volume AS (SELECT stratum, window_start, n FROM shortlist),
+        CREATE TEMP TABLE {into}_picked AS
+        WITH volume AS (SELECT stratum, window_start, n FROM {into}_shortlist),
         held AS (SELECT stratum, window_start, count(*) AS n, max({_U.format(draw="md5($seed || ':' || trace_id)")})
-                 AS max_u FROM done GROUP BY ALL),
+                 AS max_u FROM {into}_done GROUP BY ALL),
         cells AS (
             SELECT v.stratum, v.window_start, v.n, coalesce(h.n, 0) AS held, coalesce(h.max_u, -1.0) AS held_max_u,
                    v.window_start + to_seconds($w) <= $end AS closed,
@@ -342,12 +369,12 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, confi
         ranked AS (
             SELECT s.*, {u} AS u, c.held, c.held_max_u, c.closed, c.rate,
                    row_number() OVER (PARTITION BY s.stratum, s.window_start ORDER BY s.draw) AS rank
-            FROM (SELECT stratum, window_start, unnest(bottom, recursive := true) FROM shortlist) s
+            FROM (SELECT stratum, window_start, unnest(bottom, recursive := true) FROM {into}_shortlist) s
             JOIN cells c USING (stratum, window_start)
         ),
         wanted AS (
             SELECT r.*, row_number() OVER (PARTITION BY r.stratum, r.window_start ORDER BY r.draw) AS pick
-            FROM ranked r ANTI JOIN done d ON d.trace_id = r.trace_id
+            FROM ranked r ANTI JOIN {into}_done d ON d.trace_id = r.trace_id
             WHERE CASE WHEN r.closed THEN r.rank <= $target OR r.u <= r.held_max_u ELSE r.u < r.rate END
         )
         SELECT trace_id, span_id, call_date, started_at::TIMESTAMP AS started_at, intent_key, stratum, window_start,
@@ -356,14 +383,14 @@ def _pick(lake_con, done, start: datetime, end: datetime, window_s: float, confi
         """, {"start": start, "end": end, "w": window_s, "seed": str(config.seed),
               "target": config.per_cluster_per_window,
               "ceiling": CEILING_FACTOR * config.per_cluster_per_window})
-    eligible, over = lake_con.execute("SELECT count(*) FILTER (NOT over_ceiling), "
-                                      "count(DISTINCT (stratum, window_start)) FILTER (over_ceiling) FROM picked").fetchone()
+    eligible, over = lake_con.execute("SELECT count(*) FILTER (NOT over_ceiling), count(DISTINCT (stratum, "
+                                      f"window_start)) FILTER (over_ceiling) FROM {into}_picked").fetchone()
     if over:
         log.warning("sample: %d (stratum, window) cell(s) reached the ceiling of %d picks (traffic well above the "
                     "previous window's); their further traces are not sampled", over,
                     CEILING_FACTOR * config.per_cluster_per_window)
-    lake_con.execute(f"""CREATE TEMP TABLE chosen AS
-        SELECT * FROM picked WHERE NOT over_ceiling ORDER BY pick, draw LIMIT {config.max_traces_per_run}""")
+    lake_con.execute(f"""CREATE TEMP TABLE {into} AS
+        SELECT * FROM {into}_picked WHERE NOT over_ceiling ORDER BY pick, draw LIMIT {config.max_traces_per_run}""")
     return eligible, over
 
 
@@ -374,13 +401,13 @@ def _omitted_cells(lake_con, start: datetime, window_s: float) -> tuple[OmittedC
         return ()
     only = "AND trace_id IN (SELECT trace_id FROM omitted_calls)"
     rows = lake_con.execute(f"""
-        WITH {_TRACES.format(only=only)},
+        WITH traces AS (SELECT *, {_CELL} FROM ({_TRACES.format(only=only)})),
         omitted AS (SELECT stratum, window_start, list((reason, n) ORDER BY reason) AS reasons, sum(n) AS total
                     FROM (SELECT stratum, window_start, o.content_omitted AS reason, count(*) AS n
                           FROM traces JOIN omitted_calls o USING (trace_id, span_id)
                           WHERE window_start >= $start GROUP BY ALL) GROUP BY ALL)
         SELECT o.stratum, o.window_start, coalesce(s.n, 0) + o.total, o.reasons
-        FROM omitted o LEFT JOIN shortlist s USING (stratum, window_start)
+        FROM omitted o LEFT JOIN chosen_shortlist s USING (stratum, window_start)
         ORDER BY o.window_start, o.stratum""", {"start": start, "w": window_s}).fetchall()
     return tuple(OmittedCell(stratum, window_start, int(traces), tuple((r, int(n)) for r, n in reasons))
                  for stratum, window_start, traces, reasons in rows)
@@ -415,6 +442,63 @@ def _conversation_turns(lake_con, conversations: Conversations) -> None:
         LEFT JOIN (SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date
                    FROM candidates WHERE gradable GROUP BY trace_id) g ON g.trace_id = e.trace_id""",
                      {"most": most_turns(conversations.history_tokens)})
+
+
+def _closed_conversations(lake_con, conversations: Conversations, start: datetime, end: datetime, on: bool) -> None:
+    """TEMP TABLEs conversation_members(unit_id, conversation_id, conversation_seq, turn_count, first_time, intent_key,
+    turn, trace_id, span_id, call_date): the newest turns its budget can hold of each conversation closed as of `end`
+    whose first turn starts at `start` or later, each with its graded call (NULL without one); conversation_units:
+    one row per such conversation as the sampler's unit (its first turn's graded call, '' without one). Empty
+    unless `on`: the macros read every keyed trace of the lookback."""
+    lake_con.execute("""CREATE TEMP TABLE conversation_members (unit_id VARCHAR, conversation_id VARCHAR,
+        conversation_seq BIGINT, turn_count BIGINT, first_time TIMESTAMP, intent_key VARCHAR, turn BIGINT,
+        trace_id VARCHAR, span_id VARCHAR, call_date DATE)""")
+    if on:
+        inactivity = repr(float(conversations.inactivity_minutes))
+        lake_con.execute(f"""
+            INSERT INTO conversation_members
+            WITH closed AS (
+                SELECT conversation_id, conversation_seq, first_trace_id, turns, first_time, intent_key
+                FROM conversations_at($end, {inactivity}) WHERE status = 'closed' AND first_time >= $start)
+            SELECT $prefix || c.first_trace_id, c.conversation_id, c.conversation_seq, c.turns, c.first_time,
+                   c.intent_key, t.turn, t.trace_id, g.span_id, g.call_date
+            FROM closed c JOIN conversation_turns_within({inactivity}) t USING (conversation_id, conversation_seq)
+            LEFT JOIN (SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date
+                       FROM candidates WHERE gradable GROUP BY trace_id) g USING (trace_id)
+            WHERE t.turn = 1 OR t.turn > c.turns - $most""",
+                         {"end": end, "start": start, "prefix": UNIT_PREFIX,
+                          "most": most_turns(conversations.conversation_tokens)})
+    lake_con.execute("""CREATE TEMP TABLE conversation_units AS
+        SELECT unit_id AS trace_id, coalesce(any_value(span_id) FILTER (WHERE turn = 1), '') AS span_id,
+               any_value(call_date) FILTER (WHERE turn = 1) AS call_date, any_value(first_time) AS started_at,
+               any_value(intent_key) AS intent_key
+        FROM conversation_members GROUP BY unit_id""")
+
+
+def _transcripts(lake_con, budget_tokens: int) -> list[tuple]:
+    """The `chosen_conversations` with their turns' graded texts within the budget: (unit id, span id, intent,
+    stratum, window start, started at, first user message, last answer, Transcript), in pick order."""
+    shown: dict[str, list[Turn]] = {}
+    for unit, turn, inputs, outputs, system in lake_con.execute("""
+            SELECT m.unit_id, m.turn, x.input_messages, x.output_messages, x.system_instructions
+            FROM conversation_members m JOIN content x USING (trace_id, span_id)
+            WHERE m.unit_id IN (SELECT trace_id FROM chosen_conversations) ORDER BY m.unit_id, m.turn""").fetchall():
+        query, response, _ = graded_texts(inputs, outputs, system)
+        if query.strip() or response.strip():
+            shown.setdefault(unit, []).append(Turn(turn, query, response))
+    units = []
+    for unit, span_id, intent, stratum, window_start, started_at, conversation, seq, count in lake_con.execute("""
+            SELECT c.trace_id, c.span_id, c.intent_key, c.stratum, c.window_start, c.started_at,
+                   any_value(m.conversation_id), any_value(m.conversation_seq), any_value(m.turn_count)
+            FROM chosen_conversations c JOIN conversation_members m ON m.unit_id = c.trace_id
+            GROUP BY ALL ORDER BY any_value(c.pick), any_value(c.draw)""").fetchall():
+        turns = tuple(shown.get(unit, ()))
+        first = turns[0].query if turns and turns[0].turn == 1 else ""
+        newest = tuple(t for t in turns if t.turn > count - most_turns(budget_tokens))  # turn 1 is read for `first`
+        transcript = Transcript(conversation, seq, count, newest).within(budget_tokens)
+        units.append((unit, span_id, intent, stratum, window_start, started_at, first,
+                      turns[-1].response if turns else "", transcript))
+    return units
 
 
 def _histories(lake_con, budget_tokens: int) -> dict[str, History]:
@@ -470,7 +554,8 @@ def _content(lake_con, lake: LakeUnion, tenant: TenantId) -> list[tuple]:
     lake_con.execute("""CREATE TEMP TABLE tool_spans (trace_id VARCHAR, span_id VARCHAR, start_time TIMESTAMP_NS,
                         status_code VARCHAR, attributes VARCHAR)""")
     lake_con.execute("""CREATE TEMP TABLE wanted AS SELECT span_id, call_date FROM chosen
-                        UNION SELECT span_id, call_date FROM earlier WHERE span_id IS NOT NULL""")
+                        UNION SELECT span_id, call_date FROM earlier WHERE span_id IS NOT NULL
+                        UNION SELECT span_id, call_date FROM conversation_members WHERE span_id IS NOT NULL""")
     for (day,) in lake_con.execute("SELECT DISTINCT call_date FROM wanted ORDER BY 1").fetchall():
         for statement in view_statements(lake, tenant, [day, day + timedelta(days=1)]):
             lake_con.execute(statement)

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from verdict_daemon.config import Sentinel
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.service.conversation import TURN
 from verdict_daemon.service.evaluators import JUDGE_WORKLOAD, Evaluator
 from verdict_daemon.service.judge_evaluators import JudgeEvaluator
 from verdict_daemon.store.sentinel_health import HealthCheck, insert_check
@@ -27,7 +28,8 @@ from verdict_daemon.store.state import StateStore
 
 def load_sets(settings: Sentinel, evaluators: list[Evaluator]) -> dict[str, Any]:
     """evaluator name -> its SentinelSet (parsed against that evaluator's rubric); empty when the
-    check is off. A bad file is `invalid_config` naming the file and line, before anything is written."""
+    check is off. A bad file is `invalid_config` naming the file and line, before anything is written. Conversation
+    evaluators have none: a sentinel item is one graded answer, not a conversation."""
     from verdict.judges.rubric import DEFAULT_RUBRIC
     from verdict.sentinel import SentinelError, load_sentinel_set
 
@@ -35,7 +37,7 @@ def load_sets(settings: Sentinel, evaluators: list[Evaluator]) -> dict[str, Any]
         return {}
     sets: dict[str, Any] = {}
     for evaluator in evaluators:
-        if isinstance(evaluator, JudgeEvaluator) and not evaluator.needs_trajectory:
+        if isinstance(evaluator, JudgeEvaluator) and evaluator.unit == TURN and not evaluator.needs_trajectory:
             try:
                 sets[evaluator.name] = load_sentinel_set(settings.file, rubric=evaluator.rubric or DEFAULT_RUBRIC)
             except SentinelError as exc:

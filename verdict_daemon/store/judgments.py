@@ -85,9 +85,10 @@ def evaluator_definition(store: StateStore, tenant: str, fingerprint: str) -> st
 
 
 def pending_work(store: StateStore, tenant: str, fingerprint: str, max_attempts: int, limit: int,
-                 uncounted_error: str) -> list[PendingTrace]:
+                 uncounted_error: str, unit: str = "turn") -> list[PendingTrace]:
     """Sampled traces without an attempt by this fingerprint, or whose latest is ERROR with fewer than
-    `max_attempts` counted attempts (`uncounted_error` attempts are not counted); newest traces first.
+    `max_attempts` counted attempts (`uncounted_error` attempts are not counted), of the evaluator's `unit` (a trace,
+    or a closed conversation); newest traces first.
     The next attempt number follows every attempt on the trace by the evaluator's name, under any of its
     fingerprints (a changed model or rubric), so `judgments` never shows one evaluator's attempt 1 twice;
     retries and the latest attempt stay per fingerprint (the fingerprint is registered first)."""
@@ -105,10 +106,10 @@ def pending_work(store: StateStore, tenant: str, fingerprint: str, max_attempts:
                 GROUP BY trace_id)
             SELECT s.trace_id, s.started_at, s.query, s.response, s.context, s.history, coalesce(n.last, 0) + 1
             FROM sampled_traces s LEFT JOIN a USING (trace_id) LEFT JOIN numbered n USING (trace_id)
-            WHERE s.tenant_id = $t AND (a.trace_id IS NULL OR (a.latest = 'ERROR' AND a.counted < $max))
+            WHERE s.tenant_id = $t AND s.unit = $unit AND (a.trace_id IS NULL OR (a.latest = 'ERROR' AND a.counted < $max))
             ORDER BY s.started_at DESC, s.trace_id LIMIT $limit""",
             {"t": tenant, "fp": fingerprint, "max": max_attempts, "limit": limit,
-             "uncounted": uncounted_error}).fetchall()
+             "uncounted": uncounted_error, "unit": unit}).fetchall()
     return [PendingTrace(t, started, q or "", r or "", c or "", n, h) for t, started, q, r, c, h, n in rows]
 
 
@@ -154,14 +155,14 @@ def _numbered(con, tenant: str, attempts: list[Attempt]) -> list[Attempt]:
     return numbered
 
 
-def coverage(store: StateStore, tenant: str, fingerprint: str) -> Coverage:
-    """Sampled traces by the status of their latest attempt by this fingerprint."""
+def coverage(store: StateStore, tenant: str, fingerprint: str, unit: str = "turn") -> Coverage:
+    """Sampled rows of the evaluator's unit by the status of their latest attempt by this fingerprint."""
     with store.transaction() as con:
         row = con.execute("""
             WITH latest AS (SELECT trace_id, arg_max(status, attempt_no) AS status FROM judgment_attempts
                             WHERE tenant_id = $t AND fingerprint = $fp GROUP BY trace_id)
             SELECT count(*), count(*) FILTER (WHERE l.status = 'OK'), count(*) FILTER (WHERE l.status = 'ERROR'),
                    count(*) FILTER (WHERE l.status = 'NO_CONTENT')
-            FROM sampled_traces s LEFT JOIN latest l USING (trace_id) WHERE s.tenant_id = $t""",
-            {"t": tenant, "fp": fingerprint}).fetchone()
+            FROM sampled_traces s LEFT JOIN latest l USING (trace_id) WHERE s.tenant_id = $t AND s.unit = $unit""",
+            {"t": tenant, "fp": fingerprint, "unit": unit}).fetchone()
     return Coverage(*row)

@@ -34,20 +34,21 @@ class SampledTrace:
     response: str
     context: str
     sampled_at: datetime
-    # The conversation so far and the tool trajectory (material.background_json); None: neither
+    # The conversation so far and the tool trajectory, or a conversation unit's turns (material.background_json)
     history: str | None = None
+    unit: str = "turn"  # or "conversation": a closed conversation judged as a whole (service/conversation.py)
 
 
 _COLUMNS = tuple(f.name for f in fields(SampledTrace))
 _ROW = attrgetter(*_COLUMNS)
 
 
-def picks_since(store: StateStore, tenant: TenantId, since: datetime) -> pyarrow.Table:
-    """(trace_id, stratum, window_start) of the tenant's picks in windows starting at `since` or later."""
+def picks_since(store: StateStore, tenant: TenantId, since: datetime, unit: str = "turn") -> pyarrow.Table:
+    """(trace_id, stratum, window_start) of the tenant's picks of one unit in windows starting at `since` or later."""
     with store.transaction() as con:
         return cast("pyarrow.Table", con.sql(
-            "SELECT trace_id, stratum, window_start FROM sampled_traces WHERE tenant_id = ? AND window_start >= ?",
-            params=[tenant, since]).to_arrow_table())
+            "SELECT trace_id, stratum, window_start FROM sampled_traces WHERE tenant_id = ? AND window_start >= ? "
+            "AND unit = ?", params=[tenant, since, unit]).to_arrow_table())
 
 
 def insert_samples(store: StateStore, samples: list[SampledTrace]) -> None:

@@ -189,6 +189,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             mde DOUBLE, small_cell BOOLEAN NOT NULL,
             PRIMARY KEY (tenant_id, run_id, cluster, dimension))""",
     ),
+    (  # what a sampled row is (issue 29, item 3): a trace ('turn', every row stored before) or a closed conversation
+        # judged as a whole ('conversation', its trace_id `conversation:<first trace id>`); an evaluator judges the
+        # rows of its own unit
+        "ALTER TABLE sampled_traces ADD COLUMN unit VARCHAR DEFAULT 'turn'",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = frozenset({"schema_version", *re.findall(r"CREATE TABLE (\w+)", " ".join(s for m in MIGRATIONS for s in m))})

@@ -40,7 +40,7 @@ WITH latest AS (
 SELECT l.tenant_id, l.trace_id, s.started_at, s.intent_key, c.cluster, e.name AS evaluator, l.fingerprint,
        v.dimension, CASE WHEN l.status IN ('ERROR', 'NO_CONTENT') THEN l.status ELSE v.value END AS value, v.score,
        CASE WHEN l.status IN ('ERROR', 'NO_CONTENT') THEN l.error_message ELSE v.reason END AS reason,
-       l.status, l.error_code, l.attempt_no, l.judged_at
+       l.status, l.error_code, l.attempt_no, l.judged_at, {{unit}} AS unit
 FROM latest l
 JOIN {STATE_ALIAS}.sampled_traces s ON s.tenant_id = l.tenant_id AND s.trace_id = l.trace_id
 LEFT JOIN {STATE_ALIAS}.cluster_assignments c ON c.tenant_id = l.tenant_id AND c.trace_id = l.trace_id
@@ -78,10 +78,11 @@ WHERE l.tenant_id = $tenant
 """
 
 # What a report reads besides the views (verdict_daemon/report/gather.py), per tenant: aggregates and ids only.
-# sampled_per_cluster's cluster is NULL for traces the assign step has not placed yet.
+# sampled_per_cluster's cluster is NULL for traces the assign step has not placed yet; its unit is the sampled row's
+# (turn or conversation).
 REPORT_TABLES = (
     f"""CREATE TEMP TABLE sampled_per_cluster AS
-        SELECT c.cluster, count(*) AS sampled
+        SELECT c.cluster, {{unit}} AS unit, count(*) AS sampled
         FROM {STATE_ALIAS}.sampled_traces s
         LEFT JOIN {STATE_ALIAS}.cluster_assignments c ON c.tenant_id = s.tenant_id AND c.trace_id = s.trace_id
         WHERE s.tenant_id = $tenant GROUP BY ALL""",
@@ -126,13 +127,21 @@ def add_report_tables(con, state: Path, tenant: TenantId, lock_timeout: float) -
     attach_state(con, state, lock_timeout)
     try:
         for statement in REPORT_TABLES:
-            con.execute(statement, {"tenant": tenant})
+            con.execute(statement.format(unit=_unit(con)), {"tenant": tenant})
         if "drift_cells" in _attached_tables(con):
             con.execute(RUN_CELLS, {"tenant": tenant})
         else:
             con.execute(NO_RUN_CELLS)
     finally:
         con.execute(f"DETACH {STATE_ALIAS}")
+
+
+def _unit(con) -> str:
+    """The sampled row's unit: its column, or 'turn' for a state file before schema step 12 (attached read-only,
+    so not migrated: every row of it is a trace)."""
+    (present,) = con.execute("SELECT count(*) FROM duckdb_columns() WHERE database_name = $db AND table_name = "
+                             "'sampled_traces' AND column_name = 'unit'", {"db": STATE_ALIAS}).fetchone()
+    return "s.unit" if present else "'turn'"
 
 
 def _attached_tables(con) -> set[str]:
@@ -188,7 +197,7 @@ def add_state_views(con, data_dir: Path, tenant: TenantId, *, lock_timeout: floa
         present = _attached_tables(con)
         # A file the review migration has not reached (attached read-only, so not migrated): no review tables.
         review = (REVIEW_ITEMS, REVIEW_LABELS) if "review_labels" in present else ()
-        for statement in (JUDGMENTS, DRIFT_RUNS, DRIFT_SIGNALS, *review):
+        for statement in (JUDGMENTS.format(unit=_unit(con)), DRIFT_RUNS, DRIFT_SIGNALS, *review):
             con.execute(statement, {"tenant": tenant})
     except (duckdb.InterruptException, duckdb.OutOfMemoryException):
         raise  # the reader's limits, not the file's fault
