@@ -49,6 +49,13 @@ from verdict_ui.access import (
     new_session,
     reviewer_from,
 )
+from verdict_ui.conversations import (
+    PAGE_SIZE,
+    ConversationFilter,
+    conversation_detail,
+    conversation_key,
+    conversation_page,
+)
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
 from verdict_ui.signals import signal_detail, signal_examples, signal_history, trace_signals
@@ -115,6 +122,7 @@ class _Views:
     def routes(self) -> list[Route]:
         return [
             Route("/", self.overview), Route("/traces", self.traces), Route("/traces/{trace_id}", self.one_trace),
+            Route("/conversations", self.conversations), Route("/conversations/{key:path}", self.one_conversation),
             Route("/traffic", self.traffic),
             Route("/signals", self.signals), Route("/signals/{signal_id}", self.one_signal), Route("/review", self.review),
             Route("/review/{item_id}", self.review_item), Route("/review/{item_id}/labels", self.label, methods=["POST"]),
@@ -183,8 +191,28 @@ class _Views:
         links = pages.related(tuple(sorted({c.intent_key for c in detail.calls if c.intent_key})),
                               tuple(sorted({(j.evaluator, j.cluster) for j in detail.judgments if j.cluster},
                                            key=lambda pair: (pair[0] or "", pair[1] or ""))),
-                              signals, items)
+                              signals, items, (detail.conversation_id, trace_id) if detail.conversation_id else None)
         return self.html(request, f"Trace {trace_id[:16]}", links + pages.trace(detail))
+
+    def conversations(self, request: Request) -> Response:
+        f, fmt = ConversationFilter.parse(request.query_params), export.wanted(request.query_params)
+        result, values = self.with_facets(request, lambda con, days: conversation_page(con, f))
+        if fmt != "html":
+            after = (f"/conversations?{urlencode(f.query_string(offset=str(f.offset + PAGE_SIZE), format=fmt))}"
+                     if result.more else None)
+            return export.respond("conversations", result.rows, fmt, after)
+        return self.html(request, "Conversations", pages.conversations(f, result, values), "/conversations")
+
+    def one_conversation(self, request: Request) -> Response:
+        key = conversation_key(request.path_params["key"])
+        seq = params.integer(request.query_params, "seq", 0, 1, 10**12) or None
+        raw_trace = request.query_params.get("trace", "").strip()
+        trace = params.identifier(raw_trace, "trace") if raw_trace else None
+        with self.snapshots.get(self.tenant(request)).reading() as con:
+            detail = conversation_detail(con, key, seq, trace)
+        if detail is None:
+            raise HTTPException(404, f"no conversation {key!r}{f' number {seq}' if seq else ''} for this tenant")
+        return self.html(request, f"Conversation {key[:32]}", pages.conversation(detail), "/conversations")
 
     def traffic(self, request: Request) -> Response:
         f, fmt = TrafficFilter.parse(request.query_params), export.wanted(request.query_params)
