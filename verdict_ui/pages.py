@@ -716,9 +716,12 @@ def _turn(t: Turn) -> str:
             + _messages((Message("user", t.question or "—"), Message("assistant", t.answer or "—"))) + "</article>")
 
 
+VERDICT_HEADERS = ("Evaluator", "Dimension", "Verdict", "Rationale")
+
+
 def _verdict_table(judgments, caption: str) -> str:
-    rows = (f'<tr><td>{safe(j.evaluator or "—")}</td><td>{safe(j.dimension or "—")}</td>'
-            f'<td><span class="badge v-{safe((j.value or "none").lower())}">{safe(j.value or "—")}</span>'
-            f"{' score ' + _num(j.score) if j.score is not None else ''}</td>"
-            f'<td class="wrap">{safe(j.reason or "")}</td></tr>' for j in judgments)
-    return table(caption, ("Evaluator", "Dimension", "Verdict", "Rationale"), rows, "verdicts")
+    rows = (card_row(VERDICT_HEADERS, (
+        safe(j.evaluator or "—"), safe(j.dimension or "—"),
+        f'<span class="badge v-{safe((j.value or "none").lower())}">{safe(j.value or "—")}</span>'
+        f"{' score ' + _num(j.score) if j.score is not None else ''}", safe(j.reason or ""))) for j in judgments)
+    return table(caption, VERDICT_HEADERS, rows, "verdicts cards")

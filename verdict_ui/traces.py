@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from verdict_ui import params
 from verdict_ui.params import BadRequest
-from verdict_ui.span_tree import SPAN_FIELDS, Span
+from verdict_ui.span_tree import SPAN_FIELDS, Span, pretty
 
 VERDICTS = ("PASS", "FAIL", "UNCLEAR", "ERROR", "NO_CONTENT")
 PAGE_SIZES = (1, 200)
@@ -280,9 +280,25 @@ def _parts_text(parts) -> str:
     for part in parts:
         if isinstance(part, dict) and isinstance(part.get("content"), str):
             texts.append(part["content"])
-        else:  # tool calls, tool results, media: shown as their JSON (redacted on the way out)
+        elif isinstance(part, dict) and part.get("type") in _TOOL_PARTS:  # semconv tool parts, formatted
+            texts.append(_tool_part(part))
+        else:  # media and anything else: shown as its JSON (redacted on the way out)
             texts.append(json.dumps(part, ensure_ascii=False))
     return "\n".join(texts)
+
+
+_TOOL_PARTS = ("tool_call", "tool_call_response")
+
+
+def _tool_part(part: dict) -> str:
+    """A tool call (name, id, arguments) or a tool result (id, response), its value pretty-printed and bounded."""
+    call = f" ({part['id']})" if part.get("id") else ""
+    if part["type"] == "tool_call":
+        head, value = f"tool call {part.get('name') or '?'}{call}, arguments:", part.get("arguments")
+    else:
+        head, value = f"tool result{call}:", part.get("response")
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return f"{head}\n{pretty(text)}"
 
 
 def last_text(raw: str | None, role: str) -> str | None:
