@@ -1,4 +1,4 @@
-"""Benchmark: `verdict ui` server time on a large lake — trace table first page and trace detail.
+"""Benchmark: `verdict ui` server time on a large lake — trace table, trace page (span tree), conversations.
 
     .venv/bin/python bench/ui.py [--spans 1000000] [--repeat 15]
 
@@ -7,6 +7,10 @@ one segment per tenant and day, as the collector writes them), then compacted by
 compaction (the steady state its maintenance job keeps: sorted by start time, each span once); the
 daemon's real sampler picks its
 default sample, and every sampled trace gets a 5-dimension judgment (daemon_cycle.fill_judgments).
+On top, `--agent-runs` agent runs (5 spans each: invoke_agent → two steps → chat, chat and execute_tool with
+arguments and result) are written into the newest day's partitions, in conversations of 4 turns (one key each,
+turns a minute apart), so the span tree, the conversations list and a conversation's page are measured on
+keyed traffic beside the model-call spans (the conversation views read every keyed trace).
 Requests go through the real app (Starlette's TestClient, in process: no network in the figure)
 with one snapshot taken up front, as a running server reuses it; the snapshot's cost is printed on
 its own. Each figure is the median of `--repeat` requests after one warm-up.
@@ -24,13 +28,59 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from verdict.tenancy import TenantId
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-TARGETS = {"trace table, first page": 300.0, "trace detail": 200.0}
+TARGETS = {"trace table, first page": 300.0, "trace detail": 200.0, "trace page with a span tree": 200.0,
+           "conversation page": 200.0, "conversations list": 300.0}
+TURNS = 4  # agent runs per conversation
+
+
+def add_agent_runs(data_dir: Path, tenant: str, runs: int, day_start_ns: int) -> list[tuple[str, str]]:
+    """`runs` agent runs of 5 spans in the day starting at `day_start_ns`, TURNS per conversation key; (trace id,
+    conversation key) of each, as written."""
+    import json
+
+    import pyarrow as pa
+
+    from collector import lake
+    from collector.schema import arrow_schema
+
+    schema = arrow_schema()
+    rows: dict[str, list] = {name: [] for name in schema.names}
+    made = []
+    tool = json.dumps({"gen_ai.tool.name": "lookup_charge", "gen_ai.tool.call.arguments": '{"card_last4": "1111"}',
+                       "gen_ai.tool.call.result": '"two charges of 12.00 EUR on 2026-12-01"'})
+    messages = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Can you refund the charge?"}]}])
+    answer = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Refunded."}]}])
+    for r in range(runs):
+        trace, key = f"ee{r:030x}", f"conv-{r // TURNS:08d}"
+        start = day_start_ns + (r // TURNS) * 300 * 10**9 % (80_000 * 10**9) + (r % TURNS) * 60 * 10**9
+        spans = (("a", None, "invoke_agent support", "invoke_agent", 0, 4000, None),
+                 ("b", "a", "step 1", None, 10, 3000, None), ("c", "b", "chat gpt-4o-mini", "chat", 20, 1500, None),
+                 ("d", "b", "execute_tool lookup_charge", "execute_tool", 1600, 1700, tool),
+                 ("e", "a", "chat gpt-4o-mini", "chat", 3100, 3900, None))
+        for suffix, parent, name, operation, begin_ms, end_ms, attributes in spans:
+            values = dict.fromkeys(schema.names)
+            values.update(trace_id=trace, span_id=f"{r:015x}{suffix}", parent_span_id=parent and f"{r:015x}{parent}",
+                          name=name, kind="INTERNAL", start_time=start + begin_ms * 10**6, end_time=start + end_ms * 10**6,
+                          duration_ns=(end_ms - begin_ms) * 10**6, status_code="UNSET", operation=operation,
+                          attributes=attributes or "{}", conversation_id=key, intent_key="intent-00.v1",
+                          received_at=start + end_ms * 10**6)
+            if operation == "chat":
+                values.update(request_model="gpt-4o-mini", input_tokens=30, output_tokens=8, input_messages=messages,
+                              output_messages=answer)
+            for name_ in schema.names:
+                rows[name_].append(values[name_])
+        made.append((trace, key))
+    table = pa.table([pa.array(rows[n], schema.field(n).type) for n in schema.names], schema=schema)
+    date = datetime.fromtimestamp(day_start_ns / 1e9, UTC).date().isoformat()
+    lake.write_segment(data_dir, tenant, date, table)
+    return made
 
 
 def median_ms(client, urls: list[str], repeat: int) -> float:
@@ -48,6 +98,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--agent-runs", type=int, default=20_000, help="keyed agent runs of 5 spans added (default 20,000)")
     args = parser.parse_args()
 
     from starlette.testclient import TestClient
@@ -59,6 +110,7 @@ def main() -> int:
     from verdict_daemon.store.state import StateStore
     from verdict_ui.access import Access
     from verdict_ui.app import Settings, create_app
+    from verdict_ui.conversations import materialize
     from verdict_ui.snapshot import take
     from verdict_ui.traces import FACET_DAYS, facets
 
@@ -66,13 +118,16 @@ def main() -> int:
     try:
         started = time.perf_counter()
         build_lake(work, args.spans)
+        newest_day = (int(NOW.timestamp()) // 86_400 - 1) * 86_400 * 10**9
+        runs = add_agent_runs(work, TENANTS[0], args.agent_runs, newest_day)
         compact_all(work, 1)
         store = StateStore(work)
         judged = {}
         for tenant in TENANTS:
             sample(store, work, TenantId(tenant), Sampling(), NOW)
             judged[tenant] = fill_judgments(store, tenant, "f" * 64)
-        print(f"lake: {args.spans:,} spans, {len(TENANTS)} tenants; judged traces {judged} "
+        print(f"lake: {args.spans:,} spans + {5 * len(runs):,} in {len(runs):,} agent runs ({len(runs) // TURNS:,} "
+              f"conversations), {len(TENANTS)} tenants; judged traces {judged} "
               f"(built in {time.perf_counter() - started:.0f} s)")
         tenant = TENANTS[0]
         started = time.perf_counter()
@@ -83,6 +138,10 @@ def main() -> int:
         facets(snapshot.con, snapshot.days)
         print(f"trace filter lists (newest {FACET_DAYS} days' calls + judgments): "
               f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first trace page)")
+        started = time.perf_counter()
+        materialize(snapshot.con)
+        print(f"conversations and turns (the lake's views over every keyed trace): "
+              f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first conversation page)")
         snapshot.con.close()
 
         client = TestClient(create_app(Settings(work, Access.create(TenantId(tenant), None), ("testserver",),
@@ -95,6 +154,11 @@ def main() -> int:
             "trace table, first page": median_ms(client, ["/traces"], args.repeat),
             "trace detail": median_ms(client, [f"/traces/{t}?day={d}" for t, d in traces], args.repeat),
             "trace detail without the day hint": median_ms(client, [f"/traces/{t}" for t, _ in traces], args.repeat),
+            "trace page with a span tree": median_ms(client, [f"/traces/{t}?day={datetime.fromtimestamp(newest_day / 1e9, UTC).date()}"
+                                                              for t, _ in runs[::max(len(runs) // 50, 1)]], args.repeat),
+            "conversation page": median_ms(client, [f"/conversations/{k}" for _, k in runs[::max(len(runs) // 50, 1)]],
+                                           args.repeat),
+            "conversations list": median_ms(client, ["/conversations"], args.repeat),
             "trace table, verdict=FAIL": median_ms(client, ["/traces?verdict=FAIL"], args.repeat),
             "trace table, one intent": median_ms(client, ["/traces?intent=intent-07.v1"], args.repeat),
             "trace table, text search": median_ms(client, ["/traces?q=billing"], args.repeat),

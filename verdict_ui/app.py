@@ -55,11 +55,12 @@ from verdict_ui.conversations import (
     conversation_detail,
     conversation_key,
     conversation_page,
+    materialize,
 )
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
 from verdict_ui.signals import signal_detail, signal_examples, signal_history, trace_signals
-from verdict_ui.snapshot import Snapshots
+from verdict_ui.snapshot import Snapshot, Snapshots
 from verdict_ui.traces import Facets, TraceFilter, facets, trace_detail, trace_page
 from verdict_ui.traffic import TrafficFilter, traffic
 
@@ -196,20 +197,29 @@ class _Views:
 
     def conversations(self, request: Request) -> Response:
         f, fmt = ConversationFilter.parse(request.query_params), export.wanted(request.query_params)
-        result, values = self.with_facets(request, lambda con, days: conversation_page(con, f))
+        result, values = self.with_conversations(request, lambda con, values: (conversation_page(con, f), values))
         if fmt != "html":
             after = (f"/conversations?{urlencode(f.query_string(offset=str(f.offset + PAGE_SIZE), format=fmt))}"
                      if result.more else None)
             return export.respond("conversations", result.rows, fmt, after)
         return self.html(request, "Conversations", pages.conversations(f, result, values), "/conversations")
 
+    def with_conversations(self, request: Request, query: Callable[[DuckDBPyConnection, Facets], R]) -> R:
+        """`query` on the request tenant's snapshot once its conversations are computed (once per snapshot: the
+        views cut every keyed trace of the lake), with the filter lists."""
+        snapshot = self.snapshots.get(self.tenant(request))
+        with snapshot.reading() as con:
+            if "conversations" not in snapshot.memo:
+                materialize(con)
+                snapshot.memo["conversations"] = True
+            return query(con, _facets(snapshot, con))
+
     def one_conversation(self, request: Request) -> Response:
         key = conversation_key(request.path_params["key"])
         seq = params.integer(request.query_params, "seq", 0, 1, 10**12) or None
         raw_trace = request.query_params.get("trace", "").strip()
         trace = params.identifier(raw_trace, "trace") if raw_trace else None
-        with self.snapshots.get(self.tenant(request)).reading() as con:
-            detail = conversation_detail(con, key, seq, trace)
+        detail = self.with_conversations(request, lambda con, _: conversation_detail(con, key, seq, trace))
         if detail is None:
             raise HTTPException(404, f"no conversation {key!r}{f' number {seq}' if seq else ''} for this tenant")
         return self.html(request, f"Conversation {key[:32]}", pages.conversation(detail), "/conversations")
@@ -225,8 +235,7 @@ class _Views:
         """`query` on the request tenant's snapshot, and the filter lists (computed once per snapshot)."""
         snapshot = self.snapshots.get(self.tenant(request))
         with snapshot.reading() as con:
-            values = snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days))
-            return query(con, snapshot.days), cast(Facets, values)
+            return query(con, snapshot.days), _facets(snapshot, con)
 
     def signals(self, request: Request) -> Response:
         fmt = export.wanted(request.query_params)
@@ -351,6 +360,11 @@ class _Views:
 
     def healthz(self, request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
+
+
+def _facets(snapshot: Snapshot, con: DuckDBPyConnection) -> Facets:
+    """The filter lists, computed once per snapshot."""
+    return cast(Facets, snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days)))
 
 
 def _page_tenant(access: Access, request: Request) -> str | None:

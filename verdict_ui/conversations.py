@@ -21,10 +21,19 @@ from verdict_ui import params
 from verdict_ui.params import BadRequest
 from verdict_ui.traces import Judgment, last_text
 
+# The lake's conversation views cut every keyed trace of the tenant into conversations (a window over all of them);
+# a snapshot computes them once into these TEMP tables, and pages read those (docs/ui.md, Performance).
+TURNS_TABLE, CONVERSATIONS_TABLE = "snapshot_conversation_turns", "snapshot_conversations"
 MAX_TURNS = 200  # turns shown on one conversation's page (the newest are cut, and the page says so)
 PAGE_SIZE = 50
 STATUSES = ("open", "closed")
 CONVERSATION_UNIT = "conversation"  # judgments.unit of a conversation evaluator's verdicts
+
+
+def materialize(cur) -> None:
+    """The snapshot's conversations and turns, computed once (the caller keeps them for the snapshot's life)."""
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {TURNS_TABLE} AS SELECT * FROM conversation_turns")
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {CONVERSATIONS_TABLE} AS SELECT * FROM conversations")
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,7 @@ def conversation_page(cur, f: ConversationFilter) -> ConversationPage:
     if f.intent:
         where.append("list_contains(intent_keys, $intent)")
         args["intent"] = f.intent
-    rows = cur.execute(f"SELECT {_ROW} FROM conversations WHERE {' AND '.join(where)} "
+    rows = cur.execute(f"SELECT {_ROW} FROM {CONVERSATIONS_TABLE} WHERE {' AND '.join(where)} "
                        f"ORDER BY last_time DESC, conversation_id, conversation_seq LIMIT {PAGE_SIZE + 1} OFFSET {f.offset}",
                        args).fetchall()
     return ConversationPage(tuple(ConversationRow(*r) for r in rows[:PAGE_SIZE]), f.offset, len(rows) > PAGE_SIZE)
@@ -127,11 +136,12 @@ _JUDGMENT = "evaluator, fingerprint, cluster, dimension, value, score, reason, e
 def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None) -> ConversationDetail | None:
     """Conversation `seq` of `key` (or the one holding `trace_id`, else the latest); None when the tenant has none."""
     summaries = {r[1]: ConversationRow(*r) for r in cur.execute(
-        f"SELECT {_ROW} FROM conversations WHERE conversation_id = $k ORDER BY conversation_seq", {"k": key}).fetchall()}
+        f"SELECT {_ROW} FROM {CONVERSATIONS_TABLE} WHERE conversation_id = $k ORDER BY conversation_seq",
+        {"k": key}).fetchall()}
     if not summaries:
         return None
     if seq is None and trace_id is not None:
-        found = cur.execute("SELECT conversation_seq FROM conversation_turns WHERE conversation_id = $k AND trace_id = $t",
+        found = cur.execute(f"SELECT conversation_seq FROM {TURNS_TABLE} WHERE conversation_id = $k AND trace_id = $t",
                             {"k": key, "t": trace_id}).fetchone()
         seq = found[0] if found else None
     chosen = summaries.get(seq if seq is not None else max(summaries))
@@ -139,7 +149,7 @@ def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None) ->
         return None
     turns = cur.execute(f"""
         SELECT turn, trace_id, start_time, end_time, intent_key, calls, input_tokens, output_tokens, end_marker
-        FROM conversation_turns WHERE conversation_id = $k AND conversation_seq = $s ORDER BY turn LIMIT {MAX_TURNS}""",
+        FROM {TURNS_TABLE} WHERE conversation_id = $k AND conversation_seq = $s ORDER BY turn LIMIT {MAX_TURNS}""",
                         {"k": key, "s": chosen.conversation_seq}).fetchall()
     ids = [t[1] for t in turns]
     texts = _texts(cur, ids, {t[2].date() for t in turns})
