@@ -38,6 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 TARGETS = {"trace table, first page": 300.0, "trace detail": 200.0, "trace page with a span tree": 200.0,
            "conversation page": 200.0, "conversations list": 300.0}
 TURNS = 4  # agent runs per conversation
+# The trace table's query before issue 29 (one row per model call: a top-N over the newest partition's calls), run
+# beside today's per-trace page on the same snapshot: the baseline of "trace table query".
+PER_CALL = """
+    SELECT trace_id, span_id, date, start_time, latency_ms, coalesce(request_model, response_model), intent_key,
+           status_code, input_tokens, output_tokens, service_name, input_messages, output_messages, epoch_ns(start_time)
+    FROM llm_calls WHERE true AND date = DATE '{day}' ORDER BY start_time DESC, span_id DESC LIMIT 51"""
 
 
 def add_agent_runs(data_dir: Path, tenant: str, runs: int, day_start_ns: int) -> list[tuple[str, str]]:
@@ -94,6 +100,16 @@ def median_ms(client, urls: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
+def median_of(run, repeat: int) -> float:
+    run()  # warm-up
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=1_000_000)
@@ -112,7 +128,7 @@ def main() -> int:
     from verdict_ui.app import Settings, create_app
     from verdict_ui.conversations import materialize
     from verdict_ui.snapshot import take
-    from verdict_ui.traces import FACET_DAYS, facets
+    from verdict_ui.traces import FACET_DAYS, TraceFilter, facets, trace_page
 
     work = Path(tempfile.mkdtemp(prefix="verdict-bench-ui-"))
     try:
@@ -138,6 +154,10 @@ def main() -> int:
         facets(snapshot.con, snapshot.days)
         print(f"trace filter lists (newest {FACET_DAYS} days' calls + judgments): "
               f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first trace page)")
+        per_trace = median_of(lambda: trace_page(snapshot.con, TraceFilter(), snapshot.days), args.repeat)
+        per_call = median_of(lambda: snapshot.con.execute(PER_CALL.format(day=snapshot.days[0])).fetchall(), args.repeat)
+        print(f"trace table query, first page: one row per trace {per_trace:.0f} ms (calls summed, span, verdicts) vs "
+              f"one row per call before {per_call:.0f} ms (its SQL only): ratio {per_trace / per_call:.2f}")
         started = time.perf_counter()
         materialize(snapshot.con)
         print(f"conversations and turns (the lake's views over every keyed trace): "

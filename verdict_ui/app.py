@@ -55,11 +55,18 @@ from verdict_ui.conversations import (
     conversation_detail,
     conversation_key,
     conversation_page,
+    keys_of,
     materialize,
 )
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
-from verdict_ui.signals import signal_detail, signal_examples, signal_history, trace_signals
+from verdict_ui.signals import (
+    SignalDetail,
+    signal_detail,
+    signal_examples,
+    signal_history,
+    trace_signals,
+)
 from verdict_ui.snapshot import Snapshot, Snapshots
 from verdict_ui.traces import Facets, TraceFilter, facets, trace_detail, trace_page
 from verdict_ui.traffic import TrafficFilter, traffic
@@ -247,12 +254,17 @@ class _Views:
 
     def one_signal(self, request: Request) -> Response:
         signal_id = params.identifier(request.path_params["signal_id"], "signal id")
-        with self.snapshots.get(self.tenant(request)).reading() as con:
-            detail = signal_detail(con, signal_id)
+        def read(con, _) -> tuple[SignalDetail | None, dict[str, str]]:
+            found = signal_detail(con, signal_id)
+            shown = [t.trace_id for t in (*found.examples, *found.window)] if found else []
+            return found, keys_of(con, shown)
+
+        detail, talks = self.with_conversations(request, read)
         if detail is None:
             raise HTTPException(404, f"no signal {signal_id!r} for this tenant")
         s = detail.signal
-        return self.html(request, f"Signal: {s.kind.replace('_', ' ')} in {s.cluster} × {s.dimension}", pages.signal(detail))
+        return self.html(request, f"Signal: {s.kind.replace('_', ' ')} in {s.cluster} × {s.dimension}",
+                         pages.signal(detail, talks))
 
     def review(self, request: Request) -> Response:
         t = self.tenant(request)
@@ -294,8 +306,10 @@ class _Views:
                                           if a.fingerprint == detail.item.fingerprint)) if labelled else ""
         described = labelling.dimension_descriptions(self.store, t, detail.item.fingerprint)
         signal, traces = self.signal_traces(request, t)
+        talk = (self.with_conversations(request, lambda con, _: keys_of(con, [detail.item.trace_id])).get(
+            detail.item.trace_id) if labelled else None)  # linked only after labelling, as the trace
         body = pages.review_item(detail, reviewer, self.csrf(request), agreement,
-                                 labelling.next_item(self.store, t, skip=item_id, traces=traces), described, signal)
+                                 labelling.next_item(self.store, t, skip=item_id, traces=traces), described, signal, talk)
         return self.html(request, f"Review item {item_id[:16]}", body, "/review")
 
     async def label(self, request: Request) -> Response:

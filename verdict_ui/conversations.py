@@ -180,6 +180,13 @@ def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None) ->
     return ConversationDetail(chosen, tuple(summaries), out, verdicts)
 
 
+def keys_of(cur, trace_ids: list[str]) -> dict[str, str]:
+    """trace id -> conversation key, for those of `trace_ids` that are turns of a conversation (after materialize)."""
+    marks, args = _constants(trace_ids)
+    return dict(cur.execute(f"SELECT trace_id, conversation_id FROM {TURNS_TABLE} WHERE trace_id IN ({marks})",
+                            args).fetchall())
+
+
 def _constants(ids: list[str]) -> tuple[str, dict[str, str]]:
     """`IN (...)` placeholders for a list of constants (NULL for none)."""
     return (", ".join(f"$t{i}" for i in range(len(ids))) or "NULL"), {f"t{i}": t for i, t in enumerate(ids)}

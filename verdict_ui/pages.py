@@ -379,7 +379,8 @@ def _tool_call(s: Span) -> str:
 
 
 # --- signal drill-down --------------------------------------------------------------------------------------
-def signal(d: SignalDetail) -> str:
+def signal(d: SignalDetail, talks: Mapping[str, str] | None = None) -> str:
+    """The drill-down; `talks`: trace id -> conversation key of the examples that are turns of a conversation."""
     s = d.signal
     level = (lambda v: _num(v)) if d.series is None and s.kind != "coverage_drop" else pct
     delta = "—" if s.delta is None else f"{s.delta:+.3f}"
@@ -413,9 +414,9 @@ def signal(d: SignalDetail) -> str:
              + ' · <a href="/signals">All signals</a></p>')
     return (links + '<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
             + section("series", "Pass rate over time", chart)
-            + section("examples", "Examples stored with the signal", _cell_traces(d.examples, "stored examples"))
+            + section("examples", "Examples stored with the signal", _cell_traces(d.examples, "stored examples", talks or {}))
             + section("window", "More traces of the current window",
-                      _cell_traces(d.window, "other traces of the current window with the verdict counted")))
+                      _cell_traces(d.window, "other traces of the current window with the verdict counted", talks or {})))
 
 
 def _domain(series: RateSeries, d: SignalDetail) -> tuple[datetime, datetime]:
@@ -424,12 +425,15 @@ def _domain(series: RateSeries, d: SignalDetail) -> tuple[datetime, datetime]:
     return min([start, *(a.start for a in d.alarms)]), max([end, *(a.raised_at for a in d.alarms)])
 
 
-def _cell_traces(rows: tuple[CellTrace, ...], what: str) -> str:
+def _cell_traces(rows: tuple[CellTrace, ...], what: str, talks: Mapping[str, str]) -> str:
     if not rows:
         return empty(f"No {what}.")
     body = (f'<tr><td>{_at(r.started_at)}</td><td><a class="example-link" '
             f'href="{safe(trace_url(r.trace_id, r.started_at.date()))}">'
-            f"<code>{safe(r.trace_id[:16])}</code></a></td><td>{safe(r.value or '—')}</td>"
+            f"<code>{safe(r.trace_id[:16])}</code></a>"
+            + (f' <a class="conversation-link" href="{safe(conversation_url(talks[r.trace_id], trace=r.trace_id))}">'
+               "conversation</a>" if r.trace_id in talks else "")
+            + f"</td><td>{safe(r.value or '—')}</td>"
             f'<td class="wrap">{safe(r.reason or "")}</td></tr>' for r in rows)
     return table(what.capitalize(), ("Started (UTC)", "Trace", "Verdict", "Judge rationale"), body, "examples")
 
@@ -561,13 +565,18 @@ def reviewer_form(csrf: str, back: str) -> str:
 
 
 def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: str, next_id: str | None,
-                described: Mapping[str, str], signal: str | None = None) -> str:
-    """One item to label; `signal`: opened from that signal's queue (the next item is one of its examples')."""
+                described: Mapping[str, str], signal: str | None = None, conversation: str | None = None) -> str:
+    """One item to label; `signal`: opened from that signal's queue (the next item is one of its examples');
+    `conversation`: the key of the conversation its trace is a turn of."""
     s = d.item
     mine = [r for r in d.labels if r.reviewer == reviewer]
-    # The trace page shows the judge's verdicts: linked only once the reviewer has labelled (blind labelling).
+    # The trace and conversation pages show the judge's verdicts: linked only once the reviewer has labelled
+    # (blind labelling).
     trace = (f'<a href="{safe(trace_url(s.trace_id))}"><code>{safe(s.trace_id[:16])}</code></a>' if mine
              else f"<code>{safe(s.trace_id[:16])}</code>")
+    if mine and conversation:
+        trace += (f' · <a class="conversation-link" href="{safe(conversation_url(conversation, trace=s.trace_id))}">'
+                  "its conversation</a>")
     head = (f'<p class="review-head">{", ".join(safe(REASON_LABELS.get(r, r)) for r in s.reasons)} · evaluator '
             f"<code>{safe(s.evaluator or s.fingerprint[:12])}</code> · intent {safe(s.intent_key or '—')} · "
             f"trace {trace}</p>")

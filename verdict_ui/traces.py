@@ -134,7 +134,8 @@ def _days(f: TraceFilter, days: tuple[date, ...]) -> list[date]:
 
 
 def _utc(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns / 1e9, UTC).replace(tzinfo=None)
+    """Nanoseconds since the epoch as a naive UTC datetime, floored to the microsecond (never after `ns`)."""
+    return datetime(1970, 1, 1) + timedelta(microseconds=ns // 1000)
 
 
 def _literals(days) -> str:
@@ -142,7 +143,7 @@ def _literals(days) -> str:
 
 
 def trace_page(cur, f: TraceFilter, days: tuple[date, ...]) -> TracePage:
-    """A page of traces with a matching model call, newest first by their first matching call, reading one date
+    """A page of traces with a matching model call, newest first by their first call, reading one date
     partition at a time from the newest, so the first page of a large lake reads about a day of calls rather than
     all of them; then the page's traces only are summed up (calls, tokens, span, judgments)."""
     values = {c: getattr(f, c) for c, _ in (*_CALL_FILTERS, *_JUDGMENT_FILTERS) if getattr(f, c)}
@@ -159,9 +160,13 @@ def trace_page(cur, f: TraceFilter, days: tuple[date, ...]) -> TracePage:
     if f.before:
         having = "HAVING (epoch_ns(min(start_time)), trace_id) < ($b_ns, $b_trace)"
         args.update(b_ns=f.before[0], b_trace=f.before[1])
+    # A trace is keyed by its first call in the partition, matching or not: the page's rows then cover every call of
+    # their traces from the earliest key on, which lets `_summed` read only those (a pruned time range).
+    matching = (f"AND trace_id IN (SELECT trace_id FROM llm_calls WHERE {' AND '.join(where)} AND date = DATE '{{day}}')"
+                if len(where) > 1 else "")
     query = f"""
         SELECT trace_id, epoch_ns(min(start_time)) AS first_ns FROM llm_calls
-        WHERE {' AND '.join(where)} AND date = DATE '{{day}}' GROUP BY trace_id {having}
+        WHERE date = DATE '{{day}}' {matching} GROUP BY trace_id {having}
         ORDER BY first_ns DESC, trace_id DESC LIMIT {{limit}}"""
     readable = _days(f, days)
     rows: list[tuple[str, int, date]] = []
@@ -200,7 +205,10 @@ def _summed(cur, shown: list[tuple[str, int, date]]) -> tuple[TraceRow, ...]:
         return ()
     ids = sorted({t for t, _, _ in shown})
     marks = ", ".join(f"$t{i}" for i in range(len(ids)))
-    args = {f"t{i}": t for i, t in enumerate(ids)}
+    # No call of these traces in their partitions starts before the earliest key (trace_page keys by the first call),
+    # and every span an ancestor of a call ends after it starts: time bounds DuckDB prunes row groups with (compacted
+    # segments are sorted by start time), where the list of ids alone would read the partitions' whole columns.
+    args = {f"t{i}": t for i, t in enumerate(ids)} | {"lowest": _utc(min(ns for _, ns, _ in shown))}
     dates = _literals({d + timedelta(days=k) for _, _, d in shown for k in (0, 1)})
     calls = {r[0]: r[1:] for r in cur.execute(f"""
         SELECT trace_id, count(*), list(DISTINCT coalesce(response_model, request_model) ORDER BY 1)
@@ -210,11 +218,13 @@ def _summed(cur, shown: list[tuple[str, int, date]]) -> tuple[TraceRow, ...]:
                count(*) FILTER (WHERE status_code = 'ERROR'), sum(input_tokens)::BIGINT, sum(output_tokens)::BIGINT,
                list(DISTINCT service_name ORDER BY 1) FILTER (WHERE service_name IS NOT NULL),
                arg_min(input_messages, (start_time, span_id)), arg_max(output_messages, (end_time, span_id))
-        FROM llm_calls WHERE date IN ({dates}) AND trace_id IN ({marks}) GROUP BY trace_id""", args).fetchall()}
+        FROM llm_calls WHERE date IN ({dates}) AND start_time >= $lowest AND trace_id IN ({marks})
+        GROUP BY trace_id""", args).fetchall()}
     spans = {r[0]: r[1:] for r in cur.execute(f"""
         SELECT trace_id, min(start_time), (epoch_ns(max(end_time)) - epoch_ns(min(start_time))) / 1e6,
                arg_min(conversation_id, (start_time, span_id)) FILTER (WHERE conversation_id IS NOT NULL)
-        FROM spans WHERE date IN ({dates}) AND trace_id IN ({marks}) GROUP BY trace_id""", args).fetchall()}
+        FROM spans WHERE date IN ({dates}) AND end_time >= $lowest AND trace_id IN ({marks})
+        GROUP BY trace_id""", args).fetchall()}
     verdicts = _verdicts(cur, ids)
     out = []
     for trace_id, first_ns, day in shown:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.ui.conftest import start_server
 from tests.ui.test_browser import A11Y, DESKTOP, PAGE_WIDTH, PHONE, Console, chrome, shot
-from tests.ui.test_conversations import data_dir as conversation_dir  # noqa: F401  (a fixture)
+from tests.ui.test_conversations import chat_dir  # noqa: F401  (a fixture)
 from tests.ui.test_trace_tree import agents  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.browser
@@ -105,11 +105,11 @@ def test_the_span_tree_fits_and_is_keyboard_reachable(agents, size):  # noqa: F8
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_the_conversation_pages_fit_and_are_keyboard_reachable(conversation_dir, size):  # noqa: F811
+def test_the_conversation_pages_fit_and_are_keyboard_reachable(chat_dir, size):  # noqa: F811
     from selenium.webdriver.common.by import By
 
     kind = "desktop" if size == DESKTOP else "phone"
-    with serving(conversation_dir, "acme") as url:
+    with serving(chat_dir, "acme") as url:
         driver = chrome(size, phone=size == PHONE)
         console = Console(driver)
         try:

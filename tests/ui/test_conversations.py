@@ -59,7 +59,7 @@ def judge_model() -> ScriptedModel:
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory, _fake_openai_server) -> Path:
+def chat_dir(tmp_path_factory, _fake_openai_server) -> Path:
     from verdict_daemon.config import Conversations, EvaluatorConfig, Judging, Review, Sampling
     from verdict_daemon.review.routing import route
     from verdict_daemon.service.cycle import build_evaluator
@@ -93,8 +93,8 @@ def data_dir(tmp_path_factory, _fake_openai_server) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ui(data_dir):
-    return {t: client(data_dir, Access.create(TenantId(t), None)) for t in TOKENS}
+def ui(chat_dir):
+    return {t: client(chat_dir, Access.create(TenantId(t), None)) for t in TOKENS}
 
 
 def _turns(page: str) -> list[str]:
@@ -122,7 +122,7 @@ def test_the_list_shows_each_conversation_of_the_tenant_once(ui):
     assert ui["acme"].get("/conversations?status=maybe").status_code == 400
 
 
-def test_a_conversation_shows_its_turns_in_order_with_their_verdicts(ui, data_dir):
+def test_a_conversation_shows_its_turns_in_order_with_their_verdicts(ui, chat_dir):
     page = ui["acme"].get("/conversations/c1").text
     assert _turns(page) == ["1", "2", "3"]
     questions = _messages(page, "user")
@@ -173,3 +173,49 @@ def test_hostile_turn_content_is_escaped_and_redacted(ui):
     assert "&lt;script&gt;alert" in third and "&lt;b onclick" in third
     for raw in ("<script>alert", "<img src", "<b onclick", "4111 1111 1111 1111", "bob@example.com"):
         assert raw not in page, raw
+
+
+def test_a_review_item_links_its_conversation_only_once_labelled(chat_dir, tmp_path):
+    import shutil
+
+    from tests.ui.conftest import csrf_of
+
+    writable = shutil.copytree(chat_dir, tmp_path / "data")
+    acme = client(writable, Access.create(TenantId("acme"), None))
+    page = acme.get("/conversations/c1").text
+    found = re.search(r'class="item-link" href="/review/([^"]+)"', page.split('id="turn-2"', 1)[1])
+    assert found is not None
+    item = found.group(1)
+    before = acme.get(f"/review/{item}").text
+    assert "/conversations/c1" not in before  # blind: the conversation page shows the judge's verdicts
+    acme.post("/reviewer", data={"csrf": csrf_of(before), "reviewer": "alice"})
+    form = acme.get(f"/review/{item}").text
+    dims = re.findall(r'name="label\.([a-z_]+)" value="PASS"', form)
+    assert dims
+    acme.post(f"/review/{item}/labels", data={"csrf": csrf_of(form), **{f"label.{d}": "PASS" for d in dims}})
+    after = acme.get(f"/review/{item}").text
+    assert re.search(r'class="conversation-link" href="/conversations/c1\?trace=[0-9a-f]{32}"', after)
+
+
+def test_a_signal_example_that_is_a_turn_links_its_conversation_and_back(data_dir, ids):
+    """The UI lake's tenant acme has signals but no conversations: a span that arrives later with a conversation key
+    (landed by the collector's segment writer) makes a stored example a turn; the signal page then links its
+    conversation, and the conversation's turn links the signal."""
+    from tests.daemon.lakes import span_row, write_rows
+    from tests.ui.conftest import state_rows
+
+    [(example, signal, started)] = state_rows(data_dir, """
+        SELECT json_extract_string(s.examples, '$[0]'), s.signal_id, t.started_at FROM drift_signals s
+        JOIN sampled_traces t ON t.tenant_id = s.tenant_id AND t.trace_id = json_extract_string(s.examples, '$[0]')
+        WHERE s.tenant_id = 'acme' ORDER BY s.signal_id LIMIT 1""")
+    late = span_row(example, started.replace(tzinfo=UTC) - timedelta(milliseconds=1), intent=None, query="", answer="",
+                    span_id="f" * 16)
+    late.update(operation="invoke_agent", name="invoke_agent late", input_messages=None, output_messages=None,
+                conversation_id="c-signal")
+    write_rows(data_dir, "acme", [late])
+    acme = client(data_dir, Access.create(TenantId("acme"), None))
+    page = acme.get(f"/signals/{signal}").text
+    examples = page.split('id="examples"', 1)[1].split("</section>", 1)[0]
+    assert f'class="conversation-link" href="/conversations/c-signal?trace={example}"' in examples
+    turn = acme.get(f"/conversations/c-signal?trace={example}").text
+    assert f'class="signal-link" href="/signals/{signal}"' in turn and _turns(turn) == ["1"]
