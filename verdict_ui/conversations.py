@@ -80,15 +80,13 @@ _ROW = ("conversation_id, conversation_seq, first_trace_id, turns, first_time, l
         "input_tokens, output_tokens, status, closed_by")
 
 
+_FILTERS = (("status", "status = $status"), ("intent", "list_contains(intent_keys, $intent)"))  # field -> condition
+
+
 def conversation_page(cur, f: ConversationFilter) -> ConversationPage:
     """A page of conversations, the latest turn first."""
-    where, args = ["true"], {}
-    if f.status:
-        where.append("status = $status")
-        args["status"] = f.status
-    if f.intent:
-        where.append("list_contains(intent_keys, $intent)")
-        args["intent"] = f.intent
+    args = {c: getattr(f, c) for c, _ in _FILTERS if getattr(f, c)}
+    where = ["true", *(sql for c, sql in _FILTERS if c in args)]
     rows = cur.execute(f"SELECT {_ROW} FROM {CONVERSATIONS_TABLE} WHERE {' AND '.join(where)} "
                        f"ORDER BY last_time DESC, conversation_id, conversation_seq LIMIT {PAGE_SIZE + 1} OFFSET {f.offset}",
                        args).fetchall()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,11 +30,14 @@ FOCUSED = "const e = document.activeElement; return e && e.dataset ? (e.dataset.
 
 
 @contextlib.contextmanager
-def serving(data_dir: Path, tenant: str) -> Iterator[str]:
+def browsing(data_dir: Path, tenant: str, size: tuple[int, int]) -> Iterator[tuple[Any, Console, str]]:
+    """The real server for `tenant` and a browser of `size` (a phone emulated at PHONE): driver, console, URL."""
     process, url = start_server(data_dir, "--tenant", tenant)
+    driver = chrome(size, phone=size == PHONE)
     try:
-        yield url
+        yield driver, Console(driver), url
     finally:
+        driver.quit()
         process.terminate()
         process.wait(timeout=30)
 
@@ -68,40 +72,35 @@ def test_the_span_tree_fits_and_is_keyboard_reachable(agents, size):  # noqa: F8
     from selenium.webdriver.common.keys import Keys
 
     kind = "desktop" if size == DESKTOP else "phone"
-    with serving(agents, "vercel-ai-7-tool") as url:
-        driver = chrome(size, phone=size == PHONE)
-        console = Console(driver)
-        try:
-            driver.get(url + "/traces")
-            fits(driver, size[0], "traces")
-            driver.find_element(By.CSS_SELECTOR, "a.trace-link").click()
-            assert driver.find_elements(By.CSS_SELECTOR, "ol.span-tree ol.span-tree ol.span-tree .k-tool")  # depth 2
-            fits(driver, size[0], "trace")
-            tracks = driver.execute_script("return [...document.querySelectorAll('.span-track')].map((t) => {"
-                                           "const r = t.getBoundingClientRect(); return [Math.round(r.left), Math.round(r.width)]; });")
-            assert len(tracks) == 6 and len(set(map(tuple, tracks))) == 1, tracks  # one time axis at every depth
-            assert driver.execute_script(A11Y) == []
-            selector = "#timeline a, #timeline summary"
-            reached = tab_through(driver, selector)
-            assert reached == [str(i) for i in range(len(reached))] and len(reached) == driver.execute_script(
-                TARGETS, selector), reached  # every one, in document order
-            tool = driver.find_element(By.CSS_SELECTOR, "details.tool-call summary")
-            tool.send_keys(Keys.ENTER)
-            opened = driver.find_element(By.CSS_SELECTOR, "details.tool-call[open]")
-            assert "card_last4" in opened.text and "two charges of 12.00 EUR" in opened.text
-            fits(driver, size[0], "tool call opened")
-            driver.execute_script("document.getElementById('timeline').scrollIntoView()")
-            shot(driver, f"trace-tree-{kind}.png", size[0])
-            link = driver.find_element(By.CSS_SELECTOR, "a.call-link")
-            fragment = link.get_attribute("href").split("#")[1]
-            link.send_keys(Keys.ENTER)  # a model call leads to its messages
-            assert driver.current_url.endswith("#" + fragment)
-            target = driver.execute_script("return document.querySelector(location.hash)")
-            assert target is not None and target.tag_name == "article"
-            assert "tool call lookup_charge (call_1), arguments:" in target.text  # formatted, not raw JSON
-            console.check("trace tree")
-        finally:
-            driver.quit()
+    with browsing(agents, "vercel-ai-7-tool", size) as (driver, console, url):
+        driver.get(url + "/traces")
+        fits(driver, size[0], "traces")
+        driver.find_element(By.CSS_SELECTOR, "a.trace-link").click()
+        assert driver.find_elements(By.CSS_SELECTOR, "ol.span-tree ol.span-tree ol.span-tree .k-tool")  # depth 2
+        fits(driver, size[0], "trace")
+        tracks = driver.execute_script("return [...document.querySelectorAll('.span-track')].map((t) => {"
+                                       "const r = t.getBoundingClientRect(); return [Math.round(r.left), Math.round(r.width)]; });")
+        assert len(tracks) == 6 and len(set(map(tuple, tracks))) == 1, tracks  # one time axis at every depth
+        assert driver.execute_script(A11Y) == []
+        selector = "#timeline a, #timeline summary"
+        reached = tab_through(driver, selector)
+        assert reached == [str(i) for i in range(len(reached))] and len(reached) == driver.execute_script(
+            TARGETS, selector), reached  # every one, in document order
+        tool = driver.find_element(By.CSS_SELECTOR, "details.tool-call summary")
+        tool.send_keys(Keys.ENTER)
+        opened = driver.find_element(By.CSS_SELECTOR, "details.tool-call[open]")
+        assert "card_last4" in opened.text and "two charges of 12.00 EUR" in opened.text
+        fits(driver, size[0], "tool call opened")
+        driver.execute_script("document.getElementById('timeline').scrollIntoView()")
+        shot(driver, f"trace-tree-{kind}.png", size[0])
+        link = driver.find_element(By.CSS_SELECTOR, "a.call-link")
+        fragment = link.get_attribute("href").split("#")[1]
+        link.send_keys(Keys.ENTER)  # a model call leads to its messages
+        assert driver.current_url.endswith("#" + fragment)
+        target = driver.execute_script("return document.querySelector(location.hash)")
+        assert target is not None and target.tag_name == "article"
+        assert "tool call lookup_charge (call_1), arguments:" in target.text  # formatted, not raw JSON
+        console.check("trace tree")
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
@@ -109,32 +108,27 @@ def test_the_conversation_pages_fit_and_are_keyboard_reachable(chat_dir, size): 
     from selenium.webdriver.common.by import By
 
     kind = "desktop" if size == DESKTOP else "phone"
-    with serving(chat_dir, "acme") as url:
-        driver = chrome(size, phone=size == PHONE)
-        console = Console(driver)
-        try:
-            driver.get(url + "/conversations")
-            fits(driver, size[0], "conversations")
-            assert driver.execute_script(A11Y) == []
-            shot(driver, f"conversations-{kind}.png", size[0])
-            driver.find_element(By.CSS_SELECTOR, "a.conversation-link[href^='/conversations/c1']").click()
-            assert [a.get_attribute("id") for a in driver.find_elements(By.CSS_SELECTOR, "article.turn")] == [
-                "turn-1", "turn-2", "turn-3"]
-            fits(driver, size[0], "conversation")
-            assert driver.execute_script(A11Y) == []
-            selector = "#turns a, #turns summary"
-            reached = tab_through(driver, selector)
-            assert reached == [str(i) for i in range(len(reached))] and len(reached) == driver.execute_script(
-                TARGETS, selector), reached
-            verdicts = driver.find_element(By.CSS_SELECTOR, "#turn-1 .turn-verdicts summary")
-            verdicts.click()
-            assert driver.find_elements(By.CSS_SELECTOR, "#turn-1 .turn-verdicts details[open] table.verdicts")
-            fits(driver, size[0], "verdicts opened")
-            shot(driver, f"conversation-{kind}.png", size[0])
-            driver.find_element(By.CSS_SELECTOR, "#turn-2 a.trace-link").click()
-            back = driver.find_element(By.CSS_SELECTOR, "dl.related a.conversation-link")
-            assert "/conversations/c1?trace=" in back.get_attribute("href")
-            fits(driver, size[0], "turn's trace")
-            console.check("conversation")
-        finally:
-            driver.quit()
+    with browsing(chat_dir, "acme", size) as (driver, console, url):
+        driver.get(url + "/conversations")
+        fits(driver, size[0], "conversations")
+        assert driver.execute_script(A11Y) == []
+        shot(driver, f"conversations-{kind}.png", size[0])
+        driver.find_element(By.CSS_SELECTOR, "a.conversation-link[href^='/conversations/c1']").click()
+        assert [a.get_attribute("id") for a in driver.find_elements(By.CSS_SELECTOR, "article.turn")] == [
+            "turn-1", "turn-2", "turn-3"]
+        fits(driver, size[0], "conversation")
+        assert driver.execute_script(A11Y) == []
+        selector = "#turns a, #turns summary"
+        reached = tab_through(driver, selector)
+        assert reached == [str(i) for i in range(len(reached))] and len(reached) == driver.execute_script(
+            TARGETS, selector), reached
+        verdicts = driver.find_element(By.CSS_SELECTOR, "#turn-1 .turn-verdicts summary")
+        verdicts.click()
+        assert driver.find_elements(By.CSS_SELECTOR, "#turn-1 .turn-verdicts details[open] table.verdicts")
+        fits(driver, size[0], "verdicts opened")
+        shot(driver, f"conversation-{kind}.png", size[0])
+        driver.find_element(By.CSS_SELECTOR, "#turn-2 a.trace-link").click()
+        back = driver.find_element(By.CSS_SELECTOR, "dl.related a.conversation-link")
+        assert "/conversations/c1?trace=" in back.get_attribute("href")
+        fits(driver, size[0], "turn's trace")
+        console.check("conversation")

@@ -15,17 +15,13 @@ import html
 import io
 import json
 import re
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.collector.conftest import Collector
-from tests.daemon.cli import env
+from tests.daemon.chats import land_chats
 from tests.daemon.lakes import grade
-from tests.fakes import Reply
 from tests.ui.conftest import client
 from tests.ui.test_app import trace_links
 from verdict.models.scripted import ScriptedModel
@@ -67,29 +63,16 @@ def chat_dir(tmp_path_factory, _fake_openai_server) -> Path:
     from verdict_daemon.service.sampling import sample
     from verdict_daemon.store.state import StateStore
 
-    _fake_openai_server.reset()
-    _fake_openai_server.handler = lambda request: Reply(ANSWERS[request.body["messages"][-1]["content"]])
-    tmp = tmp_path_factory.mktemp("conversation-ui")
-    tokens = tmp / "tokens.yaml"
-    tokens.write_text("".join(f'"{token}": {tenant}\n' for tenant, token in TOKENS.items()))
-    collector = Collector(tmp / "data", ("--tokens", str(tokens))).start()
-    try:
-        for tenant, turns in (("acme", ACME_TURNS), ("globex", GLOBEX_TURNS)):
-            app = subprocess.run([sys.executable, "-m", "tests.daemon.conversation_app", collector.url,
-                                  _fake_openai_server.base_url, TOKENS[tenant], json.dumps(turns)],
-                                 capture_output=True, text=True, env=env(), timeout=300)
-            assert app.returncode == 0, app.stderr[-2000:]
-    finally:
-        assert collector.stop() == 0, "".join(collector.log)
-        _fake_openai_server.reset()
-    store = StateStore(collector.data_dir)
+    data = land_chats(tmp_path_factory.mktemp("conversation-ui"), _fake_openai_server, ANSWERS, TOKENS,
+                      {"acme": ACME_TURNS, "globex": GLOBEX_TURNS})
+    store = StateStore(data)
     evaluator = build_evaluator(EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:judge_model"), 1000)
     for tenant in TOKENS:
-        sample(store, collector.data_dir, TenantId(tenant), Sampling(per_cluster_per_window=10),
+        sample(store, data, TenantId(tenant), Sampling(per_cluster_per_window=10),
                datetime.now(UTC) + timedelta(days=2), Conversations())
         judge(store, TenantId(tenant), evaluator, Judging(concurrency=1), f"run-{tenant}")
         route(store, TenantId(tenant), Review(audit_rate=1.0))
-    return collector.data_dir
+    return data
 
 
 @pytest.fixture(scope="module")
