@@ -61,7 +61,6 @@ from verdict_ui.conversations import (
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
 from verdict_ui.signals import (
-    SignalDetail,
     signal_detail,
     signal_examples,
     signal_history,
@@ -254,12 +253,10 @@ class _Views:
 
     def one_signal(self, request: Request) -> Response:
         signal_id = params.identifier(request.path_params["signal_id"], "signal id")
-        def read(con, _) -> tuple[SignalDetail | None, dict[str, str]]:
-            found = signal_detail(con, signal_id)
-            shown = [t.trace_id for t in (*found.examples, *found.window)] if found else []
-            return found, keys_of(con, shown)
-
-        detail, talks = self.with_conversations(request, read)
+        with self.snapshots.get(self.tenant(request)).reading() as con:
+            detail = signal_detail(con, signal_id)
+            talks = keys_of(con, {t.trace_id: t.started_at.date() for t in (*detail.examples, *detail.window)}
+                            if detail else {})
         if detail is None:
             raise HTTPException(404, f"no signal {signal_id!r} for this tenant")
         s = detail.signal
@@ -306,8 +303,11 @@ class _Views:
                                           if a.fingerprint == detail.item.fingerprint)) if labelled else ""
         described = labelling.dimension_descriptions(self.store, t, detail.item.fingerprint)
         signal, traces = self.signal_traces(request, t)
-        talk = (self.with_conversations(request, lambda con, _: keys_of(con, [detail.item.trace_id])).get(
-            detail.item.trace_id) if labelled else None)  # linked only after labelling, as the trace
+        talk = None
+        if labelled:  # linked only after labelling, as the trace
+            with self.snapshots.get(t).reading() as con:
+                talk = keys_of(con, {detail.item.trace_id: date.fromisoformat(detail.item.started_at[:10])}).get(
+                    detail.item.trace_id)
         body = pages.review_item(detail, reviewer, self.csrf(request), agreement,
                                  labelling.next_item(self.store, t, skip=item_id, traces=traces), described, signal, talk)
         return self.html(request, f"Review item {item_id[:16]}", body, "/review")

@@ -14,6 +14,7 @@ and the page says no conversation evaluator has judged it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -178,10 +179,17 @@ def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None) ->
     return ConversationDetail(chosen, tuple(summaries), out, verdicts)
 
 
-def keys_of(cur, trace_ids: list[str]) -> dict[str, str]:
-    """trace id -> conversation key, for those of `trace_ids` that are turns of a conversation (after materialize)."""
-    marks, args = _constants(trace_ids)
-    return dict(cur.execute(f"SELECT trace_id, conversation_id FROM {TURNS_TABLE} WHERE trace_id IN ({marks})",
+def keys_of(cur, traces: Mapping[str, date]) -> dict[str, str]:
+    """trace id -> conversation key (its earliest keyed span's, the views' rule) for those of `traces` (trace id ->
+    the day it started) that have one: read in their date partitions and the days around (dates as literals), so a
+    page linking a few traces does not compute every conversation of the lake."""
+    if not traces:
+        return {}
+    marks, args = _constants(list(traces))
+    dates = ", ".join(sorted({f"DATE '{(d + timedelta(days=k)).isoformat()}'" for d in traces.values() for k in (-1, 0, 1)}))
+    return dict(cur.execute(f"""
+        SELECT trace_id, arg_min(conversation_id, (start_time, span_id)) FROM spans
+        WHERE date IN ({dates}) AND conversation_id IS NOT NULL AND trace_id IN ({marks}) GROUP BY trace_id""",
                             args).fetchall())
 
 
