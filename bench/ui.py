@@ -110,6 +110,32 @@ def median_of(run, repeat: int) -> float:
     return statistics.median(times)
 
 
+def snapshot_figures(work: Path, tenant: str, repeat: int) -> None:
+    """What a snapshot costs once (views and state copy, filter lists, conversations), and the trace table's query
+    beside the per-call query it replaced, on one snapshot of `tenant`."""
+    from verdict_ui.conversations import materialize
+    from verdict_ui.snapshot import take
+    from verdict_ui.traces import FACET_DAYS, TraceFilter, facets, trace_page
+
+    started = time.perf_counter()
+    snapshot = take(work, TenantId(tenant), 10.0)
+    print(f"snapshot of {tenant} (views + state copy): {(time.perf_counter() - started) * 1000:.0f} ms "
+          "(once per --snapshot-ttl, not per request)")
+    started = time.perf_counter()
+    facets(snapshot.con, snapshot.days)
+    print(f"trace filter lists (newest {FACET_DAYS} days' calls + judgments): "
+          f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first trace page)")
+    per_trace = median_of(lambda: trace_page(snapshot.con, TraceFilter(), snapshot.days), repeat)
+    per_call = median_of(lambda: snapshot.con.execute(PER_CALL.format(day=snapshot.days[0])).fetchall(), repeat)
+    print(f"trace table query, first page: one row per trace {per_trace:.0f} ms (calls summed, span, verdicts) vs "
+          f"one row per call before {per_call:.0f} ms (its SQL only): ratio {per_trace / per_call:.2f}")
+    started = time.perf_counter()
+    materialize(snapshot.con)
+    print(f"conversations and turns (the lake's views over every keyed trace): "
+          f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first conversation page)")
+    snapshot.con.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=1_000_000)
@@ -126,9 +152,6 @@ def main() -> int:
     from verdict_daemon.store.state import StateStore
     from verdict_ui.access import Access
     from verdict_ui.app import Settings, create_app
-    from verdict_ui.conversations import materialize
-    from verdict_ui.snapshot import take
-    from verdict_ui.traces import FACET_DAYS, TraceFilter, facets, trace_page
 
     work = Path(tempfile.mkdtemp(prefix="verdict-bench-ui-"))
     try:
@@ -146,23 +169,7 @@ def main() -> int:
               f"conversations), {len(TENANTS)} tenants; judged traces {judged} "
               f"(built in {time.perf_counter() - started:.0f} s)")
         tenant = TENANTS[0]
-        started = time.perf_counter()
-        snapshot = take(work, TenantId(tenant), 10.0)
-        print(f"snapshot of {tenant} (views + state copy): {(time.perf_counter() - started) * 1000:.0f} ms "
-              "(once per --snapshot-ttl, not per request)")
-        started = time.perf_counter()
-        facets(snapshot.con, snapshot.days)
-        print(f"trace filter lists (newest {FACET_DAYS} days' calls + judgments): "
-              f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first trace page)")
-        per_trace = median_of(lambda: trace_page(snapshot.con, TraceFilter(), snapshot.days), args.repeat)
-        per_call = median_of(lambda: snapshot.con.execute(PER_CALL.format(day=snapshot.days[0])).fetchall(), args.repeat)
-        print(f"trace table query, first page: one row per trace {per_trace:.0f} ms (calls summed, span, verdicts) vs "
-              f"one row per call before {per_call:.0f} ms (its SQL only): ratio {per_trace / per_call:.2f}")
-        started = time.perf_counter()
-        materialize(snapshot.con)
-        print(f"conversations and turns (the lake's views over every keyed trace): "
-              f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first conversation page)")
-        snapshot.con.close()
+        snapshot_figures(work, tenant, args.repeat)
 
         client = TestClient(create_app(Settings(work, Access.create(TenantId(tenant), None), ("testserver",),
                                                 snapshot_ttl=3600.0)))

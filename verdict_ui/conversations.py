@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from verdict_daemon.store.review import trace_items_in
 from verdict_ui import params
 from verdict_ui.params import BadRequest
 from verdict_ui.traces import Judgment, last_text
@@ -165,12 +166,9 @@ def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None) ->
               SELECT signal_id, unnest(from_json(examples, '["VARCHAR"]')) AS trace_id FROM drift_signals)
             WHERE trace_id IN ({marks}) ORDER BY signal_id""", args).fetchall():
         examples.setdefault(trace, []).append(signal_id)
-    items: dict[str, list[str]] = {}
-    for item_id, trace in cur.execute(f"SELECT item_id, trace_id FROM review_items WHERE trace_id IN ({marks}) "
-                                      "ORDER BY queued_at DESC, item_id", args).fetchall():
-        items.setdefault(trace, []).append(item_id)
+    items = {trace: trace_items_in(cur, trace) for trace in ids}  # review SQL stays in the store (small TEMP table)
     out = tuple(Turn(*t, *texts.get(t[1], (None, None)), tuple(judged.get(t[1], ())),  # type: ignore[call-arg]  # columns in order
-                     tuple(examples.get(t[1], ())), tuple(items.get(t[1], ()))) for t in turns)
+                     tuple(examples.get(t[1], ())), items[t[1]]) for t in turns)
     verdicts = None
     if unit:
         verdicts = tuple(Judgment(*r) for r in cur.execute(
