@@ -1,4 +1,5 @@
-"""Benchmark: `verdict ui` server time on a large lake — trace table, trace detail, signals and app traffic.
+"""Benchmark: `verdict ui` server time on a large lake — trace table, trace page (span tree), conversations,
+signals and app traffic.
 
     .venv/bin/python bench/ui.py [--spans 1000000] [--repeat 15]
 
@@ -7,6 +8,10 @@ one segment per tenant and day, as the collector writes them), then compacted by
 compaction (the steady state its maintenance job keeps: sorted by start time, each span once); the
 daemon's real sampler picks its
 default sample, and every sampled trace gets a 5-dimension judgment (daemon_cycle.fill_judgments).
+On top, `--agent-runs` agent runs (5 spans each: invoke_agent → two steps → chat, chat and execute_tool with
+arguments and result) are written into the newest day's partitions, in conversations of 4 turns (one key each,
+turns a minute apart), so the span tree, the conversations list and a conversation's page are measured on
+keyed traffic beside the model-call spans (the conversation views read every keyed trace).
 Requests go through the real app (Starlette's TestClient, in process: no network in the figure)
 with one snapshot taken up front, as a running server reuses it; the snapshot's cost is printed on
 its own. Each figure is the median of `--repeat` requests after one warm-up.
@@ -14,7 +19,7 @@ its own. Each figure is the median of `--repeat` requests after one warm-up.
 Targets (issue 20): trace table first page ≤ 300 ms, trace detail ≤ 200 ms (median server time) on a
 10 M-span lake. `/traffic` (issue 30) has the table's target (a page a user waits for), ≤ 300 ms, and a
 baseline: unlike the table it aggregates every call of the days shown, so its figure is printed next to a
-bare scan of those calls (count and sums of latency and tokens, on the snapshot's connection, no page):
+bare scan of those calls (count and sums of latency and tokens, on a snapshot's connection, no page):
 the ratio is what the percentiles, grouping sets and the page cost on top of reading the days at all.
 Generating 10 M spans takes long on this shared 2-core machine; the default is 1 M (pass --spans 10000000
 for the target's size).
@@ -28,16 +33,68 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from verdict.tenancy import TenantId
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-TARGETS = {"trace table, first page": 300.0, "trace detail": 200.0, "app traffic, 7 days": 300.0,
+TARGETS = {"trace table, first page": 300.0, "trace detail": 200.0, "trace page with a span tree": 200.0,
+           "conversation page": 200.0, "conversations list": 300.0, "app traffic, 7 days": 300.0,
            "app traffic, 1 day": 300.0}
 # The floor under /traffic: reading the columns it aggregates over the same date partitions.
 SCAN = "SELECT count(*), sum(latency_ms), sum(input_tokens), sum(output_tokens) FROM llm_calls WHERE date IN ({days})"
+TURNS = 4  # agent runs per conversation
+# The trace table's query before issue 29 (one row per model call: a top-N over the newest partition's calls), run
+# beside today's per-trace page on the same snapshot: the baseline of "trace table query".
+PER_CALL = """
+    SELECT trace_id, span_id, date, start_time, latency_ms, coalesce(request_model, response_model), intent_key,
+           status_code, input_tokens, output_tokens, service_name, input_messages, output_messages, epoch_ns(start_time)
+    FROM llm_calls WHERE true AND date = DATE '{day}' ORDER BY start_time DESC, span_id DESC LIMIT 51"""
+
+
+def add_agent_runs(data_dir: Path, tenant: str, runs: int, day_start_ns: int) -> list[tuple[str, str]]:
+    """`runs` agent runs of 5 spans in the day starting at `day_start_ns`, TURNS per conversation key; (trace id,
+    conversation key) of each, as written."""
+    import json
+
+    import pyarrow as pa
+
+    from collector import lake
+    from collector.schema import arrow_schema
+
+    schema = arrow_schema()
+    rows: dict[str, list] = {name: [] for name in schema.names}
+    made = []
+    tool = json.dumps({"gen_ai.tool.name": "lookup_charge", "gen_ai.tool.call.arguments": '{"card_last4": "1111"}',
+                       "gen_ai.tool.call.result": '"two charges of 12.00 EUR on 2026-12-01"'})
+    messages = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Can you refund the charge?"}]}])
+    answer = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Refunded."}]}])
+    for r in range(runs):
+        trace, key = f"ee{r:030x}", f"conv-{r // TURNS:08d}"
+        start = day_start_ns + (r // TURNS) * 300 * 10**9 % (80_000 * 10**9) + (r % TURNS) * 60 * 10**9
+        spans = (("a", None, "invoke_agent support", "invoke_agent", 0, 4000, None),
+                 ("b", "a", "step 1", None, 10, 3000, None), ("c", "b", "chat gpt-4o-mini", "chat", 20, 1500, None),
+                 ("d", "b", "execute_tool lookup_charge", "execute_tool", 1600, 1700, tool),
+                 ("e", "a", "chat gpt-4o-mini", "chat", 3100, 3900, None))
+        for suffix, parent, name, operation, begin_ms, end_ms, attributes in spans:
+            values = dict.fromkeys(schema.names)
+            values.update(trace_id=trace, span_id=f"{r:015x}{suffix}", parent_span_id=parent and f"{r:015x}{parent}",
+                          name=name, kind="INTERNAL", start_time=start + begin_ms * 10**6, end_time=start + end_ms * 10**6,
+                          duration_ns=(end_ms - begin_ms) * 10**6, status_code="UNSET", operation=operation,
+                          attributes=attributes or "{}", conversation_id=key, intent_key="intent-00.v1",
+                          received_at=start + end_ms * 10**6)
+            if operation == "chat":
+                values.update(request_model="gpt-4o-mini", input_tokens=30, output_tokens=8, input_messages=messages,
+                              output_messages=answer)
+            for name_ in schema.names:
+                rows[name_].append(values[name_])
+        made.append((trace, key))
+    table = pa.table([pa.array(rows[n], schema.field(n).type) for n in schema.names], schema=schema)
+    date = datetime.fromtimestamp(day_start_ns / 1e9, UTC).date().isoformat()
+    lake.write_segment(data_dir, tenant, date, table)
+    return made
 
 
 def median_ms(client, urls: list[str], repeat: int) -> float:
@@ -51,22 +108,54 @@ def median_ms(client, urls: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
-def scan_ms(con, days, repeat: int) -> float:
-    """Median of the bare scan of `days`' calls (SCAN), after one warm-up."""
-    sql = SCAN.format(days=", ".join(f"DATE '{d.isoformat()}'" for d in days))
-    con.execute(sql).fetchall()
+def median_of(run, repeat: int) -> float:
+    run()  # warm-up
     times = []
     for _ in range(repeat):
         started = time.perf_counter()
-        con.execute(sql).fetchall()
+        run()
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
+
+
+def snapshot_figures(work: Path, tenant: str, repeat: int) -> dict[str, float]:
+    """What a snapshot costs once (views and state copy, filter lists, conversations), and the trace table's query
+    beside the per-call query it replaced, on one snapshot of `tenant`. Returns /traffic's floors (SCAN's medians)."""
+    from verdict_ui.conversations import materialize
+    from verdict_ui.snapshot import take
+    from verdict_ui.traces import FACET_DAYS, TraceFilter, facets, trace_page
+
+    started = time.perf_counter()
+    snapshot = take(work, TenantId(tenant), 10.0)
+    print(f"snapshot of {tenant} (views + state copy): {(time.perf_counter() - started) * 1000:.0f} ms "
+          "(once per --snapshot-ttl, not per request)")
+    started = time.perf_counter()
+    facets(snapshot.con, snapshot.days)
+    print(f"trace filter lists (newest {FACET_DAYS} days' calls + judgments): "
+          f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first trace page)")
+    per_trace = median_of(lambda: trace_page(snapshot.con, TraceFilter(), snapshot.days), repeat)
+    per_call = median_of(lambda: snapshot.con.execute(PER_CALL.format(day=snapshot.days[0])).fetchall(), repeat)
+    print(f"trace table query, first page: one row per trace {per_trace:.0f} ms (calls summed, span, verdicts) vs "
+          f"one row per call before {per_call:.0f} ms (its SQL only): ratio {per_trace / per_call:.2f}")
+    started = time.perf_counter()
+    materialize(snapshot.con)
+    print(f"conversations and turns (the lake's views over every keyed trace): "
+          f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first conversation page)")
+
+    def scan(days) -> float:
+        sql = SCAN.format(days=", ".join(f"DATE '{d.isoformat()}'" for d in days))
+        return median_of(lambda: snapshot.con.execute(sql).fetchall(), repeat)
+
+    floors = {"app traffic, 7 days": scan(snapshot.days[:7]), "app traffic, 1 day": scan(snapshot.days[:1])}
+    snapshot.con.close()
+    return floors
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--agent-runs", type=int, default=20_000, help="keyed agent runs of 5 spans added (default 20,000)")
     args = parser.parse_args()
 
     from starlette.testclient import TestClient
@@ -78,30 +167,24 @@ def main() -> int:
     from verdict_daemon.store.state import StateStore
     from verdict_ui.access import Access
     from verdict_ui.app import Settings, create_app
-    from verdict_ui.snapshot import take
-    from verdict_ui.traces import FACET_DAYS, facets
 
     work = Path(tempfile.mkdtemp(prefix="verdict-bench-ui-"))
     try:
         started = time.perf_counter()
         build_lake(work, args.spans)
+        newest_day = (int(NOW.timestamp()) // 86_400 - 1) * 86_400 * 10**9
+        runs = add_agent_runs(work, TENANTS[0], args.agent_runs, newest_day)
         compact_all(work, 1)
         store = StateStore(work)
         judged = {}
         for tenant in TENANTS:
             sample(store, work, TenantId(tenant), Sampling(), NOW)
             judged[tenant] = fill_judgments(store, tenant, "f" * 64)
-        print(f"lake: {args.spans:,} spans, {len(TENANTS)} tenants; judged traces {judged} "
+        print(f"lake: {args.spans:,} spans + {5 * len(runs):,} in {len(runs):,} agent runs ({len(runs) // TURNS:,} "
+              f"conversations), {len(TENANTS)} tenants; judged traces {judged} "
               f"(built in {time.perf_counter() - started:.0f} s)")
         tenant = TENANTS[0]
-        started = time.perf_counter()
-        snapshot = take(work, TenantId(tenant), 10.0)
-        print(f"snapshot of {tenant} (views + state copy): {(time.perf_counter() - started) * 1000:.0f} ms "
-              "(once per --snapshot-ttl, not per request)")
-        started = time.perf_counter()
-        facets(snapshot.con, snapshot.days)
-        print(f"trace filter lists (newest {FACET_DAYS} days' calls + judgments): "
-              f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first trace page)")
+        scans = snapshot_figures(work, tenant, args.repeat)
 
         client = TestClient(create_app(Settings(work, Access.create(TenantId(tenant), None), ("testserver",),
                                                 snapshot_ttl=3600.0)))
@@ -113,6 +196,11 @@ def main() -> int:
             "trace table, first page": median_ms(client, ["/traces"], args.repeat),
             "trace detail": median_ms(client, [f"/traces/{t}?day={d}" for t, d in traces], args.repeat),
             "trace detail without the day hint": median_ms(client, [f"/traces/{t}" for t, _ in traces], args.repeat),
+            "trace page with a span tree": median_ms(client, [f"/traces/{t}?day={datetime.fromtimestamp(newest_day / 1e9, UTC).date()}"
+                                                              for t, _ in runs[::max(len(runs) // 50, 1)]], args.repeat),
+            "conversation page": median_ms(client, [f"/conversations/{k}" for _, k in runs[::max(len(runs) // 50, 1)]],
+                                           args.repeat),
+            "conversations list": median_ms(client, ["/conversations"], args.repeat),
             "trace table, verdict=FAIL": median_ms(client, ["/traces?verdict=FAIL"], args.repeat),
             "trace table, one intent": median_ms(client, ["/traces?intent=intent-07.v1"], args.repeat),
             "trace table, text search": median_ms(client, ["/traces?q=billing"], args.repeat),
@@ -120,9 +208,6 @@ def main() -> int:
             "app traffic, 7 days": median_ms(client, ["/traffic"], args.repeat),
             "app traffic, 1 day": median_ms(client, ["/traffic?days=1"], args.repeat),
         }
-        scans = {"app traffic, 7 days": scan_ms(snapshot.con, snapshot.days[:7], args.repeat),  # after the pages
-                 "app traffic, 1 day": scan_ms(snapshot.con, snapshot.days[:1], args.repeat)}
-        snapshot.con.close()
         for name, ms in figures.items():
             target = TARGETS.get(name)
             versus = f"target <= {target:.0f} ms, ratio {ms / target:.2f}" if target else "no target"

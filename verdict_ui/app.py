@@ -49,10 +49,24 @@ from verdict_ui.access import (
     new_session,
     reviewer_from,
 )
+from verdict_ui.conversations import (
+    PAGE_SIZE,
+    ConversationFilter,
+    conversation_detail,
+    conversation_key,
+    conversation_page,
+    keys_of,
+    materialize,
+)
 from verdict_ui.params import BadRequest
 from verdict_ui.sign_in import SIGN_IN_SECONDS
-from verdict_ui.signals import signal_detail, signal_examples, signal_history, trace_signals
-from verdict_ui.snapshot import Snapshots
+from verdict_ui.signals import (
+    signal_detail,
+    signal_examples,
+    signal_history,
+    trace_signals,
+)
+from verdict_ui.snapshot import Snapshot, Snapshots
 from verdict_ui.traces import Facets, TraceFilter, facets, trace_detail, trace_page
 from verdict_ui.traffic import TrafficFilter, traffic
 
@@ -117,6 +131,7 @@ class _Views:
     def routes(self) -> list[Route]:
         return [
             Route("/", self.overview), Route("/traces", self.traces), Route("/traces/{trace_id}", self.one_trace),
+            Route("/conversations", self.conversations), Route("/conversations/{key:path}", self.one_conversation),
             Route("/traffic", self.traffic),
             Route("/signals", self.signals), Route("/signals/{signal_id}", self.one_signal), Route("/review", self.review),
             Route("/review/{item_id}", self.review_item), Route("/review/{item_id}/labels", self.label, methods=["POST"]),
@@ -185,8 +200,37 @@ class _Views:
         links = pages.related(tuple(sorted({c.intent_key for c in detail.calls if c.intent_key})),
                               tuple(sorted({(j.evaluator, j.cluster) for j in detail.judgments if j.cluster},
                                            key=lambda pair: (pair[0] or "", pair[1] or ""))),
-                              signals, items)
+                              signals, items, (detail.conversation_id, trace_id) if detail.conversation_id else None)
         return self.html(request, f"Trace {trace_id[:16]}", links + pages.trace(detail))
+
+    def conversations(self, request: Request) -> Response:
+        f, fmt = ConversationFilter.parse(request.query_params), export.wanted(request.query_params)
+        result, values = self.with_conversations(request, lambda con, values: (conversation_page(con, f), values))
+        if fmt != "html":
+            after = (f"/conversations?{urlencode(f.query_string(offset=str(f.offset + PAGE_SIZE), format=fmt))}"
+                     if result.more else None)
+            return export.respond("conversations", result.rows, fmt, after)
+        return self.html(request, "Conversations", pages.conversations(f, result, values), "/conversations")
+
+    def with_conversations(self, request: Request, query: Callable[[DuckDBPyConnection, Facets], R]) -> R:
+        """`query` on the request tenant's snapshot once its conversations are computed (once per snapshot: the
+        views cut every keyed trace of the lake), with the filter lists."""
+        snapshot = self.snapshots.get(self.tenant(request))
+        with snapshot.reading() as con:
+            if "conversations" not in snapshot.memo:
+                materialize(con)
+                snapshot.memo["conversations"] = True
+            return query(con, _facets(snapshot, con))
+
+    def one_conversation(self, request: Request) -> Response:
+        key = conversation_key(request.path_params["key"])
+        seq = params.integer(request.query_params, "seq", 0, 1, 10**12) or None
+        raw_trace = request.query_params.get("trace", "").strip()
+        trace = params.identifier(raw_trace, "trace") if raw_trace else None
+        detail = self.with_conversations(request, lambda con, _: conversation_detail(con, key, seq, trace))
+        if detail is None:
+            raise HTTPException(404, f"no conversation {key!r}{f' number {seq}' if seq else ''} for this tenant")
+        return self.html(request, f"Conversation {key[:32]}", pages.conversation(detail), "/conversations")
 
     def traffic(self, request: Request) -> Response:
         f, fmt = TrafficFilter.parse(request.query_params), export.wanted(request.query_params)
@@ -199,8 +243,7 @@ class _Views:
         """`query` on the request tenant's snapshot, and the filter lists (computed once per snapshot)."""
         snapshot = self.snapshots.get(self.tenant(request))
         with snapshot.reading() as con:
-            values = snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days))
-            return query(con, snapshot.days), cast(Facets, values)
+            return query(con, snapshot.days), _facets(snapshot, con)
 
     def signals(self, request: Request) -> Response:
         fmt = export.wanted(request.query_params)
@@ -214,10 +257,13 @@ class _Views:
         signal_id = params.identifier(request.path_params["signal_id"], "signal id")
         with self.snapshots.get(self.tenant(request)).reading() as con:
             detail = signal_detail(con, signal_id)
+            talks = keys_of(con, {t.trace_id: t.started_at.date() for t in (*detail.examples, *detail.window)}
+                            if detail else {})
         if detail is None:
             raise HTTPException(404, f"no signal {signal_id!r} for this tenant")
         s = detail.signal
-        return self.html(request, f"Signal: {s.kind.replace('_', ' ')} in {s.cluster} × {s.dimension}", pages.signal(detail))
+        return self.html(request, f"Signal: {s.kind.replace('_', ' ')} in {s.cluster} × {s.dimension}",
+                         pages.signal(detail, talks))
 
     def review(self, request: Request) -> Response:
         t = self.tenant(request)
@@ -259,8 +305,13 @@ class _Views:
                                           if a.fingerprint == detail.item.fingerprint)) if labelled else ""
         described = labelling.dimension_descriptions(self.store, t, detail.item.fingerprint)
         signal, traces = self.signal_traces(request, t)
+        talk = None
+        if labelled:  # linked only after labelling, as the trace
+            with self.snapshots.get(t).reading() as con:
+                talk = keys_of(con, {detail.item.trace_id: date.fromisoformat(detail.item.started_at[:10])}).get(
+                    detail.item.trace_id)
         body = pages.review_item(detail, reviewer, self.csrf(request), agreement,
-                                 labelling.next_item(self.store, t, skip=item_id, traces=traces), described, signal)
+                                 labelling.next_item(self.store, t, skip=item_id, traces=traces), described, signal, talk)
         return self.html(request, f"Review item {item_id[:16]}", body, "/review")
 
     async def label(self, request: Request) -> Response:
@@ -325,6 +376,11 @@ class _Views:
 
     def healthz(self, request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
+
+
+def _facets(snapshot: Snapshot, con: DuckDBPyConnection) -> Facets:
+    """The filter lists, computed once per snapshot."""
+    return cast(Facets, snapshot.memo.get("facets") or snapshot.memo.setdefault("facets", facets(con, snapshot.days)))
 
 
 def _page_tenant(access: Access, request: Request) -> str | None:

@@ -28,8 +28,17 @@ from verdict_daemon.report.render import (
     when,
 )
 from verdict_daemon.review import ItemDetail, ItemPage
+from verdict_ui.conversations import (
+    PAGE_SIZE,
+    STATUSES,
+    ConversationDetail,
+    ConversationFilter,
+    ConversationPage,
+    Turn,
+)
 from verdict_ui.labelling import MIN_AGREEMENT_ITEMS, EvaluatorAgreement
 from verdict_ui.signals import CellHistory, CellTrace, SignalDetail, TraceSignal
+from verdict_ui.span_tree import Span, pretty, tree
 from verdict_ui.traces import (
     VERDICTS,
     Facets,
@@ -41,8 +50,8 @@ from verdict_ui.traces import (
 )
 from verdict_ui.traffic import DAY_CHOICES, Traffic, TrafficFilter, TrafficRow
 
-NAV = (("/", "Overview"), ("/signals", "Signals"), ("/traces", "Traces"), ("/traffic", "Traffic"),
-       ("/review", "Review queue"))
+NAV = (("/", "Overview"), ("/signals", "Signals"), ("/traces", "Traces"), ("/conversations", "Conversations"),
+       ("/traffic", "Traffic"), ("/review", "Review queue"))
 LINKS = Links(signal=lambda signal_id: signal_url(signal_id), trace=lambda trace_id: trace_url(trace_id),
               traces=lambda values: f"/traces?{urlencode(values)}")
 _CURRENT = ' aria-current="page"'
@@ -61,6 +70,12 @@ def item_url(item_id: str, signal: str | None = None, tail: str = "") -> str:
 
 def signal_url(signal_id: str) -> str:
     return f"/signals/{quote(signal_id, safe='')}"
+
+
+def conversation_url(key: str, seq: int | None = None, trace: str | None = None) -> str:
+    """A conversation's page: the key's conversation `seq`, or the one holding `trace`."""
+    query = {k: v for k, v in (("seq", seq), ("trace", trace)) if v is not None}
+    return f"/conversations/{quote(key, safe='')}" + (f"?{urlencode(query)}" if query else "")
 
 
 def page(tenant: str, title: str, body: str, current: str = "", refresh: int | None = None) -> str:
@@ -192,24 +207,29 @@ def exports(path: str, query: dict[str, str]) -> str:
     return f'<p class="exports">Export this list: {links}</p>'
 
 
-TRACE_HEADERS = ("Started (UTC) · trace", "Intent · cluster · model", "Latency · tokens · status", "Latest verdicts",
-                 "Question (last user message)", "Answer")
+TRACE_HEADERS = ("Started (UTC) · trace", "Intent · cluster · models", "Calls · span · tokens · status",
+                 "Latest verdicts", "Question (first call's last user message)", "Answer")
 
 
 def _trace_row(r: TraceRow) -> str:
     where = " · ".join(filter_link(safe(v), {k: v}) for k, v in (("intent", r.intent_key), ("cluster", r.cluster),
-                                                                   ("model", r.model)) if v) or "—"
+                                                                   *(("model", m) for m in r.models)) if v) or "—"
+    status = safe(r.status_code or "—") + (f" ({r.errors} of {r.calls})" if r.errors else "")
+    talk = (f'<br><a class="conversation-link" href="{safe(conversation_url(r.conversation_id, trace=r.trace_id))}">'
+            "conversation</a>" if r.conversation_id else "")
     cells = (f'{_at(r.started_at)}<br><a class="trace-link" href="{safe(trace_url(r.trace_id, r.day))}">'
-             f"<code>{safe(r.trace_id[:16])}</code></a>", where,
-             f"{_ms(r.latency_ms)}<br>{_tokens(r.input_tokens, r.output_tokens)}<br>{safe(r.status_code or '—')}",
+             f"<code>{safe(r.trace_id[:16])}</code></a>{talk}", where,
+             f"{r.calls} call{'s' if r.calls != 1 else ''} · {_ms(r.latency_ms)}<br>"
+             f"{_tokens(r.input_tokens, r.output_tokens)}<br>{status}",
              _badges(r.verdicts), clipped(r.question), clipped(r.answer))
     return card_row(TRACE_HEADERS, cells)
 
 
 def traces(f: TraceFilter, result: TracePage, values: Facets) -> str:
-    listing = (table("Model calls, newest first", TRACE_HEADERS, (_trace_row(r) for r in result.rows), "traces cards")
+    listing = (table("Traces, newest first (one row per trace: its calls summed up)", TRACE_HEADERS,
+                     (_trace_row(r) for r in result.rows), "traces cards")
                if result.rows else
-               empty("No model call matches these filters." if f.query_string() else
+               empty("No model call matches these filters, so no trace is listed." if f.query_string() else
                      "No model call in the span lake yet: spans arrive through the collector."))
     more = (f'<p><a class="button" rel="next" href="/traces?{safe(urlencode(f.query_string(before=result.next_cursor)))}">'
             "Next page</a></p>" if result.next_cursor else "")
@@ -274,7 +294,7 @@ def _messages(items: tuple[Message, ...], quotes: tuple[str, ...] = ()) -> str:
 def trace(detail: TraceDetail) -> str:
     quotes = tuple(q for j in detail.judgments for q in _QUOTED.findall(j.reason or ""))
     calls = "".join(
-        f'<article class="call"><h3>Call <code>{safe(c.span_id)}</code> · {safe(c.model or "—")}</h3>'
+        f'<article class="call" id="call-{safe(c.span_id)}"><h3>Call <code>{safe(c.span_id)}</code> · {safe(c.model or "—")}</h3>'
         f'<p class="run">{_at(c.started_at)} UTC · {safe(c.provider or "—")} {safe(c.operation or "")} · latency '
         f"{_ms(c.latency_ms)} · tokens {_tokens(c.input_tokens, c.output_tokens)} · status {safe(c.status_code or '—')}"
         f"{' (' + safe(c.status_message) + ')' if c.status_message else ''} · finish "
@@ -285,7 +305,7 @@ def trace(detail: TraceDetail) -> str:
             + section("conversation", "Conversation", calls)
             + section("verdicts", "Judge verdicts", _judgments(detail))
             + section("attempts", "Judge attempts", _attempts(detail))
-            + section("timeline", "Spans", _timeline(detail)))
+            + section("timeline", "Span tree", _span_tree(detail)))
 
 
 def _judgments(detail: TraceDetail) -> str:
@@ -313,25 +333,54 @@ def _attempts(detail: TraceDetail) -> str:
     return table("Every judge attempt, with its evaluator fingerprint", headers, rows, "attempts")
 
 
-def _timeline(detail: TraceDetail) -> str:
+KIND_NAMES = {"agent": "agent", "model": "model call", "tool": "tool", "span": "span"}
+
+
+def _span_tree(detail: TraceDetail) -> str:
+    """The spans as nested lists (agent → model call → tool, any depth), each with its duration as a number and as
+    a bar on the trace's time axis; a model call links to its messages above, a tool call shows its name,
+    arguments and result (as stored: redacted, then redacted and escaped again here)."""
     if not detail.spans:
         return empty("No span of this trace is in the span lake.")
     start = min(s.start_ns for s in detail.spans)
-    span = max(max(s.end_ns for s in detail.spans) - start, 1)
-    rows = []
-    for s in detail.spans:
-        left, width = 100 * (s.start_ns - start) / span, max(100 * (s.end_ns - s.start_ns) / span, 0.5)
-        rows.append(f'<li><span class="span-name">{safe(s.name)} <span class="muted">{(s.end_ns - s.start_ns) / 1e6:,.1f}'
-                    f' ms</span></span><span class="span-track"><span class="span-bar s-{safe((s.status_code or "unset").lower())}" '
-                    f'style="left:{left:.2f}%;width:{min(width, 100 - left):.2f}%"></span></span></li>')
-    more = (f'<p class="muted">Showing the first {len(detail.spans)} of {detail.spans_total} spans.</p>'
+    total = max(max(s.end_ns for s in detail.spans) - start, 1)
+    calls = frozenset(c.span_id for c in detail.calls)
+    out, depth = [], -1
+    for node in tree(detail.spans, calls):
+        s = node.span
+        if node.depth > depth:
+            out.append('<ol class="span-tree">' * (node.depth - depth))
+        else:
+            out.append("</li>" + "</ol></li>" * (depth - node.depth))
+        depth = node.depth
+        left, width = 100 * (s.start_ns - start) / total, max(100 * (s.end_ns - s.start_ns) / total, 0.5)
+        name = (f'<a class="call-link" href="#call-{safe(s.span_id)}">{safe(s.name)}</a>' if node.kind == "model"
+                else safe(s.name))
+        out.append(f'<li><div class="span-node k-{node.kind}"><span class="span-name"><span class="kind-tag">'
+                   f'{KIND_NAMES[node.kind]}</span> {name} <span class="span-ms">{(s.end_ns - s.start_ns) / 1e6:,.1f} ms'
+                   f'</span>{" <strong>ERROR</strong>" if s.status_code == "ERROR" else ""}</span>'
+                   f'<span class="span-track" aria-hidden="true"><span class="span-bar s-{safe((s.status_code or "unset").lower())}" '
+                   f'style="left:{left:.2f}%;width:{min(width, 100 - left):.2f}%"></span></span></div>'
+                   + (_tool_call(s) if node.kind == "tool" else ""))
+    out.append("</li>" + "</ol></li>" * depth + "</ol>")
+    more = (f'<p class="muted">Showing the first {len(detail.spans)} of {detail.spans_total} spans (by start).</p>'
             if detail.spans_total > len(detail.spans) else "")
-    return (f'<p class="run">{len(detail.spans)} span(s) over {span / 1e6:,.1f} ms.</p>'
-            f'<ol class="timeline" aria-label="Spans in start order">{"".join(rows)}</ol>{more}')
+    return (f'<p class="run">{len(detail.spans)} span(s) over {total / 1e6:,.1f} ms; bars on the trace\'s time axis. '
+            "Model calls link to their messages.</p>" + "".join(out) + more)
+
+
+def _tool_call(s: Span) -> str:
+    arguments, result = pretty(s.tool_arguments), pretty(s.tool_result)
+    if s.tool_name is None and arguments is None and result is None:
+        return ""
+    return (f'<details class="tool-call"><summary>{safe(s.tool_name or s.name)}: arguments and result</summary>'
+            f'<p class="role">arguments</p><pre>{safe(arguments) if arguments is not None else "—"}</pre>'
+            f'<p class="role">result</p><pre>{safe(result) if result is not None else "—"}</pre></details>')
 
 
 # --- signal drill-down --------------------------------------------------------------------------------------
-def signal(d: SignalDetail) -> str:
+def signal(d: SignalDetail, talks: Mapping[str, str] | None = None) -> str:
+    """The drill-down; `talks`: trace id -> conversation key of the examples that are turns of a conversation."""
     s = d.signal
     level = (lambda v: _num(v)) if d.series is None and s.kind != "coverage_drop" else pct
     delta = "—" if s.delta is None else f"{s.delta:+.3f}"
@@ -365,9 +414,9 @@ def signal(d: SignalDetail) -> str:
              + ' · <a href="/signals">All signals</a></p>')
     return (links + '<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
             + section("series", "Pass rate over time", chart)
-            + section("examples", "Examples stored with the signal", _cell_traces(d.examples, "stored examples"))
+            + section("examples", "Examples stored with the signal", _cell_traces(d.examples, "stored examples", talks or {}))
             + section("window", "More traces of the current window",
-                      _cell_traces(d.window, "other traces of the current window with the verdict counted")))
+                      _cell_traces(d.window, "other traces of the current window with the verdict counted", talks or {})))
 
 
 def _domain(series: RateSeries, d: SignalDetail) -> tuple[datetime, datetime]:
@@ -376,12 +425,15 @@ def _domain(series: RateSeries, d: SignalDetail) -> tuple[datetime, datetime]:
     return min([start, *(a.start for a in d.alarms)]), max([end, *(a.raised_at for a in d.alarms)])
 
 
-def _cell_traces(rows: tuple[CellTrace, ...], what: str) -> str:
+def _cell_traces(rows: tuple[CellTrace, ...], what: str, talks: Mapping[str, str]) -> str:
     if not rows:
         return empty(f"No {what}.")
     body = (f'<tr><td>{_at(r.started_at)}</td><td><a class="example-link" '
             f'href="{safe(trace_url(r.trace_id, r.started_at.date()))}">'
-            f"<code>{safe(r.trace_id[:16])}</code></a></td><td>{safe(r.value or '—')}</td>"
+            f"<code>{safe(r.trace_id[:16])}</code></a>"
+            + (f' <a class="conversation-link" href="{safe(conversation_url(talks[r.trace_id], trace=r.trace_id))}">'
+               "conversation</a>" if r.trace_id in talks else "")
+            + f"</td><td>{safe(r.value or '—')}</td>"
             f'<td class="wrap">{safe(r.reason or "")}</td></tr>' for r in rows)
     return table(what.capitalize(), ("Started (UTC)", "Trace", "Verdict", "Judge rationale"), body, "examples")
 
@@ -412,9 +464,12 @@ def signals_page(history: tuple[CellHistory, ...]) -> str:
 
 
 def related(intents: tuple[str, ...], clusters: tuple[tuple[str | None, str], ...], signals: tuple[TraceSignal, ...],
-            items: tuple[str, ...]) -> str:
-    """Where a trace leads: its intent's and clusters' traces, the signals of its cells, its review items."""
-    parts = [("Intent", " ".join(filter_link(safe(i), {"intent": i}) for i in intents)),
+            items: tuple[str, ...], conversation: tuple[str, str] | None = None) -> str:
+    """Where a trace leads: its conversation (key, trace), its intent's and clusters' traces, the signals of its
+    cells, its review items."""
+    talk = (f'<a class="conversation-link" href="{safe(conversation_url(conversation[0], trace=conversation[1]))}">'
+            f"<code>{safe(conversation[0])}</code></a>" if conversation else "")
+    parts = [("Conversation", talk), ("Intent", " ".join(filter_link(safe(i), {"intent": i}) for i in intents)),
              ("Cluster", " ".join(filter_link(f"{safe(c)} <small>({safe(e or '—')})</small>", {"evaluator": e, "cluster": c})
                                   for e, c in clusters)),
              ("Signals", " ".join(f'<a class="signal-link" href="{safe(signal_url(g.signal_id))}">'
@@ -511,13 +566,18 @@ def reviewer_form(csrf: str, back: str) -> str:
 
 
 def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: str, next_id: str | None,
-                described: Mapping[str, str], signal: str | None = None) -> str:
-    """One item to label; `signal`: opened from that signal's queue (the next item is one of its examples')."""
+                described: Mapping[str, str], signal: str | None = None, conversation: str | None = None) -> str:
+    """One item to label; `signal`: opened from that signal's queue (the next item is one of its examples');
+    `conversation`: the key of the conversation its trace is a turn of."""
     s = d.item
     mine = [r for r in d.labels if r.reviewer == reviewer]
-    # The trace page shows the judge's verdicts: linked only once the reviewer has labelled (blind labelling).
+    # The trace and conversation pages show the judge's verdicts: linked only once the reviewer has labelled
+    # (blind labelling).
     trace = (f'<a href="{safe(trace_url(s.trace_id))}"><code>{safe(s.trace_id[:16])}</code></a>' if mine
              else f"<code>{safe(s.trace_id[:16])}</code>")
+    if mine and conversation:
+        trace += (f' · <a class="conversation-link" href="{safe(conversation_url(conversation, trace=s.trace_id))}">'
+                  "its conversation</a>")
     head = (f'<p class="review-head">{", ".join(safe(REASON_LABELS.get(r, r)) for r in s.reasons)} · evaluator '
             f"<code>{safe(s.evaluator or s.fingerprint[:12])}</code> · intent {safe(s.intent_key or '—')} · "
             f"trace {trace}</p>")
@@ -585,3 +645,93 @@ def _judge_view(d: ItemDetail, mine) -> str:
     return table("The judge's verdict against yours", ("Dimension", "Judge", "You", "Agreement", "Judge rationale"), rows,
                  "judge-view")
 
+
+
+# --- conversations -----------------------------------------------------------------------------------------
+CONVERSATION_HEADERS = ("Last turn (UTC)", "Conversation", "Turns · calls · tokens", "Intent (first turn)", "Status",
+                        "First turn")
+
+
+def conversations(f: ConversationFilter, result: ConversationPage, values: Facets) -> str:
+    form = ('<form method="get" action="/conversations" class="filters" role="search" aria-label="Filter conversations">'
+            + _select("status", "Status", f.status, STATUSES) + _select("intent", "Intent (any turn)", f.intent, values.intents)
+            + '<div class="field"><button type="submit">Filter</button> <a href="/conversations">Clear</a></div></form>')
+    rows = (card_row(CONVERSATION_HEADERS, (
+        _at(r.last_time),
+        f'<a class="conversation-link" href="{safe(conversation_url(r.conversation_id, r.conversation_seq))}">'
+        f"<code>{safe(r.conversation_id)}</code></a> <small>#{r.conversation_seq}</small>",
+        f"{r.turns} · {r.calls} · {_tokens(r.input_tokens, r.output_tokens)}",
+        filter_link(safe(r.intent_key), {"intent": r.intent_key}) if r.intent_key else "—",
+        safe(r.status) + (f" <small>({safe(r.closed_by.replace('_', ' '))})</small>" if r.closed_by else ""),
+        f'<a class="trace-link" href="{safe(trace_url(r.first_trace_id, r.first_time.date()))}">'
+        f"<code>{safe(r.first_trace_id[:16])}</code></a>")) for r in result.rows)
+    listing = (table("Conversations, latest turn first", CONVERSATION_HEADERS, rows, "conversations cards")
+               if result.rows else empty(
+                   "No conversation matches these filters." if f.status or f.intent else
+                   "No conversation in the span lake yet: traces join one through gen_ai.conversation.id or a vendor "
+                   "spelling (docs/conversations.md)."))
+    nav = []
+    if f.offset:
+        nav.append(f'<a href="/conversations?{safe(urlencode(f.query_string(offset=str(max(f.offset - PAGE_SIZE, 0)))))}">'
+                   "Previous</a>")
+    if result.more:
+        nav.append(f'<a rel="next" href="/conversations?{safe(urlencode(f.query_string(offset=str(f.offset + PAGE_SIZE))))}">'
+                   "Next</a>")
+    legend = ('<p class="legend">A conversation is the turns (traces) of one key until 30 minutes without a turn or an '
+              "end marker; status is against the newest span in the lake (docs/conversations.md).</p>")
+    return (form + legend + listing + (f'<p>{" · ".join(nav)}</p>' if nav else "")
+            + (exports("/conversations", f.query_string()) if result.rows else ""))
+
+
+def conversation(d: ConversationDetail) -> str:
+    c = d.summary
+    others = " ".join(f'<a href="{safe(conversation_url(c.conversation_id, s))}"{_CURRENT if s == c.conversation_seq else ""}>'
+                      f"#{s}</a>" for s in d.seqs)
+    facts = (("Key", f"<code>{safe(c.conversation_id)}</code>"),
+             ("Conversation of this key", others),
+             ("Status", safe(c.status) + (f" ({safe(c.closed_by.replace('_', ' '))})" if c.closed_by else "")),
+             ("First · last turn (UTC)", f"{_at(c.first_time)} · {_at(c.last_time)}"),
+             ("Turns · calls · tokens", f"{c.turns} · {c.calls} · {_tokens(c.input_tokens, c.output_tokens)}"),
+             ("Intent (first turn)", filter_link(safe(c.intent_key), {"intent": c.intent_key}) if c.intent_key else "—"))
+    summary_ = '<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
+    if d.verdicts is None:
+        whole = empty("No conversation evaluator has judged conversations here yet: its verdicts on the conversation as a "
+                      "whole (resolved, frustration, consistency) appear in this place.")
+    elif not d.verdicts:
+        whole = empty("No conversation evaluator has judged this conversation (only closed, sampled ones are).")
+    else:
+        whole = _verdict_table(d.verdicts, "Latest verdict per evaluator and dimension, on the whole conversation")
+    turns = "".join(_turn(t) for t in d.turns)
+    cut = (f'<p class="muted">Showing the first {len(d.turns)} of {c.turns} turns.</p>' if c.turns > len(d.turns) else "")
+    return (summary_ + section("conversation-verdicts", "Conversation verdicts", whole)
+            + section("turns", "Turns, in order", turns + cut))
+
+
+def _turn(t: Turn) -> str:
+    counted: dict[str, int] = {}
+    for j in t.judgments:
+        counted[j.value or "—"] = counted.get(j.value or "—", 0) + 1
+    links = " · ".join([f'<a class="trace-link" href="{safe(trace_url(t.trace_id, t.started_at.date()))}">trace '
+                        f"<code>{safe(t.trace_id[:16])}</code></a>",
+                        *(f'<a class="signal-link" href="{safe(signal_url(s))}">signal <code>{safe(s[:12])}</code></a>'
+                          for s in t.signals),
+                        *(f'<a class="item-link" href="{safe(item_url(i))}">review item <code>{safe(i[:12])}</code></a>'
+                          for i in t.items)])
+    verdicts = (f"<details><summary>{_badges(counted)}</summary>{_verdict_table(t.judgments, 'This turn’s latest verdicts')}"
+                "</details>" if t.judgments else _badges({}))
+    return (f'<article class="call turn" id="turn-{t.turn}"><h3>Turn {t.turn}</h3>'
+            f'<p class="run">{_at(t.started_at)} UTC · {safe(t.intent_key or "—")} · {t.calls} call(s) · '
+            f"{_tokens(t.input_tokens, t.output_tokens)}{' · end marker' if t.end_marker else ''}</p><p>{links}</p>"
+            f'<div class="turn-verdicts">{verdicts}</div>'
+            + _messages((Message("user", t.question or "—"), Message("assistant", t.answer or "—"))) + "</article>")
+
+
+VERDICT_HEADERS = ("Evaluator", "Dimension", "Verdict", "Rationale")
+
+
+def _verdict_table(judgments, caption: str) -> str:
+    rows = (card_row(VERDICT_HEADERS, (
+        safe(j.evaluator or "—"), safe(j.dimension or "—"),
+        f'<span class="badge v-{safe((j.value or "none").lower())}">{safe(j.value or "—")}</span>'
+        f"{' score ' + _num(j.score) if j.score is not None else ''}", safe(j.reason or ""))) for j in judgments)
+    return table(caption, VERDICT_HEADERS, rows, "verdicts cards")

@@ -12,8 +12,6 @@ request, so the test reads exactly what the judge was shown.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,10 +19,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.collector.conftest import Collector
-from tests.daemon.cli import env
+from tests.daemon.chats import land_chats
 from tests.daemon.lakes import grade
-from tests.fakes import Reply
 from verdict.judges.judge import Judge
 from verdict.models.scripted import ScriptedModel
 from verdict.tenancy import TenantId
@@ -67,21 +63,7 @@ def recording_judge() -> ScriptedModel:
 
 def landed_conversations(tmp: Path, fake_server: Any) -> Path:
     """The data dir after both tenants' apps ran against a collector process in `tmp`, answered by `fake_server`."""
-    fake_server.reset()  # a module's fixture: `fake_openai` is per test
-    fake_server.handler = lambda request: Reply(ANSWERS[request.body["messages"][-1]["content"]])
-    tokens = tmp / "tokens.yaml"
-    tokens.write_text("".join(f'"{token}": {tenant}\n' for tenant, token in TOKENS.items()))
-    collector = Collector(tmp / "data", ("--tokens", str(tokens))).start()
-    try:
-        for tenant, turns in (("acme", ACME_TURNS), ("globex", GLOBEX_TURNS)):
-            app = subprocess.run([sys.executable, "-m", "tests.daemon.conversation_app", collector.url,
-                                  fake_server.base_url, TOKENS[tenant], json.dumps(turns)],
-                                 capture_output=True, text=True, env=env(), timeout=300)
-            assert app.returncode == 0, app.stderr[-2000:]
-    finally:
-        assert collector.stop() == 0, "".join(collector.log)
-        fake_server.reset()
-    return collector.data_dir
+    return land_chats(tmp, fake_server, ANSWERS, TOKENS, {"acme": ACME_TURNS, "globex": GLOBEX_TURNS})
 
 
 @pytest.fixture(scope="module")

@@ -269,7 +269,7 @@ def test_trace_detail_shows_conversation_verdicts_attempts_and_spans(ui, ids, la
     acme = ui["acme"]
     trace = ids["acme"].judged_traces[0]
     page = acme.get(f"/traces/{trace}").text
-    for part in ("Conversation", "Judge verdicts", "Judge attempts", "Spans", "span-bar", "role-user",
+    for part in ("Conversation", "Judge verdicts", "Judge attempts", "Span tree", "span-bar", "role-user",
                  "role-assistant", "gpt-4o-mini"):
         assert part in page, part
     [(fingerprints,)] = state_rows(lake.data_dir, "SELECT list(DISTINCT fingerprint ORDER BY fingerprint) FROM "
@@ -360,12 +360,13 @@ def test_security_headers(ui):
     assert "HttpOnly" in session and "SameSite=Strict" in session
 
 
-def test_paging_walks_every_call_once_across_date_partitions(ui, lake):
-    """Pages read one date partition at a time from the newest; walked to the end they hold every model
-    call of the tenant exactly once, newest first (checked against `verdict sql`'s llm_calls)."""
+def test_paging_walks_every_trace_once_across_date_partitions(ui, lake):
+    """Pages read one date partition at a time from the newest; walked to the end they hold every trace with a
+    model call exactly once, newest first (checked against `verdict sql`'s llm_calls)."""
     from collector.sql import execute
 
-    _, expected = execute(lake.data_dir, "acme", "SELECT trace_id FROM llm_calls ORDER BY start_time DESC, span_id DESC")
+    _, expected = execute(lake.data_dir, "acme", "SELECT trace_id FROM llm_calls GROUP BY trace_id "
+                                                 "ORDER BY min(start_time) DESC, trace_id DESC")
     seen: list[str] = []
     url: str | None = "/traces?size=200"
     while url:
