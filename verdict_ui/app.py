@@ -36,6 +36,7 @@ from verdict_daemon.report.panels import probe_panel, review_counts
 from verdict_daemon.report.render import stylesheet
 from verdict_daemon.review import get_item, list_items, record_labels
 from verdict_daemon.review.queue import STATUSES
+from verdict_daemon.service.conversation import judged_trace
 from verdict_daemon.store.review import trace_items_in
 from verdict_daemon.store.state import StateStore
 from verdict_ui import export, labelling, pages, params
@@ -190,6 +191,8 @@ class _Views:
     def one_trace(self, request: Request) -> Response:
         t = self.tenant(request)
         trace_id = params.identifier(request.path_params["trace_id"], "trace id")
+        if trace_id != judged_trace(trace_id):  # a conversation unit (a signal's example, a review item): its first turn
+            return RedirectResponse(pages.trace_url(judged_trace(trace_id)), status_code=303)
         day = params.day(request.query_params, "day")
         with self.snapshots.get(t).reading() as con:
             detail = trace_detail(con, trace_id, day)

@@ -7,9 +7,9 @@ and seq; a trace's page links to its turn's conversation by key and trace (`?tra
 
 Verdicts: each turn shows its trace's latest judgments (the `judgments` view). Conversation-level verdicts
 (issue 29, item 3: conversation evaluators judge a closed conversation as a whole) are read from the same
-view: rows whose `unit` column is 'conversation' and whose `trace_id` is the conversation's `first_trace_id`
-(the id that names a conversation for good). A `judgments` view without a `unit` column holds no such rows
-and the page says no conversation evaluator has judged it.
+view: rows whose `unit` column is 'conversation' and whose `trace_id` is the conversation's unit id,
+`conversation:<first_trace_id>` (verdict_daemon.service.conversation.unit_id: its first turn names a conversation
+for good). Without such rows the page says no conversation evaluator has judged it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from verdict_daemon.service.conversation import CONVERSATION, unit_id
 from verdict_daemon.store.review import trace_items_in
 from verdict_ui import params
 from verdict_ui.params import BadRequest
@@ -29,7 +30,6 @@ TURNS_TABLE, CONVERSATIONS_TABLE = "snapshot_conversation_turns", "snapshot_conv
 MAX_TURNS = 200  # turns shown on one conversation's page (the newest are cut, and the page says so)
 PAGE_SIZE = 50
 STATUSES = ("open", "closed")
-CONVERSATION_UNIT = "conversation"  # judgments.unit of a conversation evaluator's verdicts
 
 
 def materialize(cur) -> None:
@@ -118,7 +118,7 @@ class ConversationDetail:
     summary: ConversationRow
     seqs: tuple[int, ...]  # every conversation of the key, in order
     turns: tuple[Turn, ...]  # in order, at most MAX_TURNS
-    verdicts: tuple[Judgment, ...] | None  # conversation-level; None: no results table for them here
+    verdicts: tuple[Judgment, ...]  # conversation-level (a conversation evaluator's, on the whole)
 
 
 def conversation_key(raw: str) -> str:
@@ -154,11 +154,9 @@ def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None) ->
     ids = [t[1] for t in turns]
     texts = _texts(cur, ids, {t[2].date() for t in turns})
     marks, args = _constants(ids)
-    unit = _has_unit(cur)
     judged: dict[str, list[Judgment]] = {}
     for row in cur.execute(f"SELECT trace_id, {_JUDGMENT} FROM judgments WHERE trace_id IN ({marks})"
-                           + (f" AND unit IS DISTINCT FROM '{CONVERSATION_UNIT}'" if unit else "")
-                           + " ORDER BY evaluator, fingerprint, dimension", args).fetchall():
+                           " ORDER BY evaluator, fingerprint, dimension", args).fetchall():
         judged.setdefault(row[0], []).append(Judgment(*row[1:]))
     examples: dict[str, list[str]] = {}
     for signal_id, trace in cur.execute(f"""
@@ -169,11 +167,9 @@ def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None) ->
     items = {trace: trace_items_in(cur, trace) for trace in ids}  # review SQL stays in the store (small TEMP table)
     out = tuple(Turn(*t, *texts.get(t[1], (None, None)), tuple(judged.get(t[1], ())),  # type: ignore[call-arg]  # columns in order
                      tuple(examples.get(t[1], ())), items[t[1]]) for t in turns)
-    verdicts = None
-    if unit:
-        verdicts = tuple(Judgment(*r) for r in cur.execute(
-            f"SELECT {_JUDGMENT} FROM judgments WHERE trace_id = $t AND unit = '{CONVERSATION_UNIT}' "
-            "ORDER BY evaluator, fingerprint, dimension", {"t": chosen.first_trace_id}).fetchall())
+    verdicts = tuple(Judgment(*r) for r in cur.execute(
+        f"SELECT {_JUDGMENT} FROM judgments WHERE trace_id = $t AND unit = '{CONVERSATION}' "
+        "ORDER BY evaluator, fingerprint, dimension", {"t": unit_id(chosen.first_trace_id)}).fetchall())
     return ConversationDetail(chosen, tuple(summaries), out, verdicts)
 
 
@@ -194,10 +190,6 @@ def keys_of(cur, traces: Mapping[str, date]) -> dict[str, str]:
 def _constants(ids: list[str]) -> tuple[str, dict[str, str]]:
     """`IN (...)` placeholders for a list of constants (NULL for none)."""
     return (", ".join(f"$t{i}" for i in range(len(ids))) or "NULL"), {f"t{i}": t for i, t in enumerate(ids)}
-
-
-def _has_unit(cur) -> bool:
-    return any(r[0] == "unit" for r in cur.execute("DESCRIBE judgments").fetchall())
 
 
 def _texts(cur, ids: list[str], days: set[date]) -> dict[str, tuple[str | None, str | None]]:

@@ -694,11 +694,10 @@ def conversation(d: ConversationDetail) -> str:
              ("Turns · calls · tokens", f"{c.turns} · {c.calls} · {_tokens(c.input_tokens, c.output_tokens)}"),
              ("Intent (first turn)", filter_link(safe(c.intent_key), {"intent": c.intent_key}) if c.intent_key else "—"))
     summary_ = '<dl class="summary">' + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts) + "</dl>"
-    if d.verdicts is None:
-        whole = empty("No conversation evaluator has judged conversations here yet: its verdicts on the conversation as a "
-                      "whole (resolved, frustration, consistency) appear in this place.")
-    elif not d.verdicts:
-        whole = empty("No conversation evaluator has judged this conversation (only closed, sampled ones are).")
+    if not d.verdicts:
+        whole = empty("No conversation evaluator has judged this conversation: an evaluator with unit = "
+                      "\"conversation\" judges closed, sampled ones as a whole (resolved, frustration, consistency; "
+                      "docs/conversations.md).")
     else:
         whole = _verdict_table(d.verdicts, "Latest verdict per evaluator and dimension, on the whole conversation")
     turns = "".join(_turn(t) for t in d.turns)

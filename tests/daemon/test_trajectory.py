@@ -278,8 +278,11 @@ def test_a_tool_call_without_a_result_fails_the_deterministic_check():
 @pytest.mark.parametrize(("evaluator", "conversations", "message"), [
     ({"rubric": "verdict-tool-use"}, {}, "rubric 'verdict-tool-use' has dimensions that need a tool trajectory "
                                          "(right_tool, right_arguments, used_result): set trajectory = true"),
+    ({"rubric": "verdict-tool-use", "trajectory": True, "unit": "conversation"}, {},
+     "rubric 'verdict-tool-use' has dimensions that need a tool trajectory (right_tool, right_arguments, "
+     'used_result): a turn evaluator\'s, not unit = "conversation"'),
     ({"rubric": "no-such-rubric"}, {}, "rubric 'no-such-rubric' is not a shipped rubric (shipped: "
-                                       "verdict-default, verdict-tool-use)"),
+                                       "verdict-conversation, verdict-default, verdict-tool-use)"),
     ({"trajectory": True}, {"trajectory_steps": 0}, "ask for trajectories (trajectory = true) but "
                                                     "conversations.trajectory_steps is 0"),
 ])

@@ -67,10 +67,14 @@ def chat_dir(tmp_path_factory, _fake_openai_server) -> Path:
                       {"acme": ACME_TURNS, "globex": GLOBEX_TURNS})
     store = StateStore(data)
     evaluator = build_evaluator(EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:judge_model"), 1000)
+    outcome = build_evaluator(EvaluatorConfig(  # a conversation evaluator: judges each closed conversation as a whole
+        name="outcome", kind="rubric", unit="conversation",
+        model="tests.daemon.test_conversation_units:recording_conversation_judge"))
     for tenant in TOKENS:
         sample(store, data, TenantId(tenant), Sampling(per_cluster_per_window=10),
-               datetime.now(UTC) + timedelta(days=2), Conversations())
+               datetime.now(UTC) + timedelta(days=2), Conversations(), judge_conversations=True)
         judge(store, TenantId(tenant), evaluator, Judging(concurrency=1), f"run-{tenant}")
+        judge(store, TenantId(tenant), outcome, Judging(concurrency=1), f"run-{tenant}-conversations")
         route(store, TenantId(tenant), Review(audit_rate=1.0))
     return data
 
@@ -117,7 +121,12 @@ def test_a_conversation_shows_its_turns_in_order_with_their_verdicts(ui, chat_di
         assert re.search(r'<span class="badge v-(pass|fail|unclear|error)">', turn), n
         assert "<caption>This turn’s latest verdicts</caption>" in turn
         assert re.search(r'class="item-link" href="/review/[^"]+"', turn), n  # queued for review: linked both ways
-    assert 'id="conversation-verdicts"' in page and "No conversation evaluator has judged" in page
+    # The conversation evaluator's verdicts on c1 as a whole, apart from every turn's own
+    whole = page.split('id="conversation-verdicts"', 1)[1].split("</section>", 1)[0]
+    assert "No conversation evaluator" not in whole
+    assert {d for d in ("resolved", "user_frustration", "consistency") if d in whole} == {
+        "resolved", "user_frustration", "consistency"}
+    assert "outcome" in whole and "outcome" not in page.split('id="turns"', 1)[1]
     assert "globex" not in page  # the other tenant's c1
 
 
@@ -136,6 +145,23 @@ def test_trace_and_conversation_link_both_ways(ui):
     alone = [t for t in trace_links(listing) if t not in turn_traces]
     assert len(alone) == 2  # c2's turn and the turn in no conversation
     assert sum(f'/conversations/c2?trace={t}' in listing for t in alone) == 1
+
+
+def test_a_conversation_units_id_opens_its_first_turn(ui, chat_dir):
+    """A conversation evaluator's results are stored under the unit id `conversation:<first trace>` (signal examples,
+    review items link it): the trace page of that id is its first turn's, whose page links the conversation."""
+    import duckdb
+
+    with duckdb.connect(str(chat_dir / "state.duckdb"), read_only=True) as con:
+        units = [u for (u,) in con.execute("SELECT trace_id FROM sampled_traces WHERE tenant_id = 'acme' "
+                                           "AND unit = 'conversation' ORDER BY trace_id").fetchall()]
+    assert len(units) == 2 and all(u.startswith("conversation:") for u in units)  # c1 and c2
+    for unit in units:
+        opened = ui["acme"].get(f"/traces/{unit}", follow_redirects=False)
+        first = unit.removeprefix("conversation:")
+        assert opened.status_code == 303 and opened.headers["location"] == f"/traces/{first}"
+        assert "/conversations/c" in ui["acme"].get(opened.headers["location"]).text
+    assert ui["globex"].get(f"/traces/{units[0]}", follow_redirects=True).status_code == 404  # not globex's trace
 
 
 def test_tenants_bad_keys_and_unknown_conversations(ui):
