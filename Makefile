@@ -148,13 +148,14 @@ clean:
 # Peer instrumentations (issue 14): each family in its own side venv, since their pins conflict
 # with ours and with each other; the Vercel AI SDKs in node_modules dirs. Idempotent (stamps).
 PEER_FAMILIES := openinference openllmetry-old openllmetry openai-v2 pydantic-ai  # and in `lock`
+PEER_FAMILIES += langfuse  # a small install; tests/peers/test_langfuse_live.py runs the real SDK in `make test`
 # The agent frameworks of 2026 (issue 33), live in `make test` too; `agents` is smolagents and agno in one
 # venv (their locks agree: one install of the deps they share). Vercel AI 7 in .peer-vercel7.
 PEER_FAMILIES += agents llama-index strands google-adk crewai
 PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
 # Families built for `peers-record` only, so CI does not pay for their installs (minutes each, see
 # docs/collector.md): `make test` replays their recorded fixtures (tests/collector/test_peer_fixtures.py). Also in `lock`.
-PEER_RECORD_FAMILIES := openlit semantic-kernel langfuse genkit langchain gemini bedrock
+PEER_RECORD_FAMILIES := openlit semantic-kernel genkit langchain gemini bedrock
 PEER_RECORD_FAMILIES += mlflow logfire litellm mistral ollama  # issue 25
 PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
 NODE_STAMPS := .peer-vercel/.installed .peer-vercel7/.installed

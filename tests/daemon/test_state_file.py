@@ -105,3 +105,22 @@ def test_a_daemon_does_not_start_on_a_damaged_state_file(tmp_path):
     again = subprocess.run(_daemon(config=tmp_path / "verdict.toml"), capture_output=True, text=True, env=env(),
                            timeout=120)
     assert again.returncode == 2 and closed_error(again.stderr)["code"] == "state_corrupt"
+
+
+def test_a_file_made_at_the_path_after_a_delete_is_never_taken_for_the_store_file(tmp_path):
+    """The race the daemon test above hit under load: the file is deleted, then something creates a new one at
+    the path before the next transaction (a DuckDB connect does). The filesystem may give the new file the old
+    one's inode number once nothing holds the old one; the store holds it open, so the check cannot be fooled."""
+    import duckdb
+
+    from verdict_daemon.store.state import StateFileBroken, StateStore
+
+    store = StateStore(tmp_path)
+    store.schema_version()  # creates and migrates the file
+    store.verify()
+    store.path.unlink()
+    duckdb.connect(str(store.path)).close()  # a new, empty database where the state file was
+    with pytest.raises(StateFileBroken, match="was deleted while in use"):
+        store.check()
+    assert duckdb.connect(str(store.path)).execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()").fetchall() == [(0,)]

@@ -20,6 +20,7 @@ import random
 import re
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -232,11 +233,22 @@ class StateStore:
         self.path = Path(data_dir) / STATE_FILE
         self.lock_timeout = lock_timeout
         self._migrated = False
-        self._identity: tuple[int, int] | None = None  # (device, inode) of the file this store opened
+        # A descriptor held on the file this store opened: it keeps the inode alive, so a file created at the
+        # path later can never reuse its number and pass for it (comparing (device, inode) alone did, under load)
+        self._pin: int | None = None
+
+    def _pin_file(self) -> None:
+        if self._pin is not None:
+            return
+        try:
+            self._pin = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise StateFileBroken(self.path, "does not exist (the daemon creates it when it first starts)") from None
+        weakref.finalize(self, os.close, self._pin)
 
     def _require_same_file(self) -> None:
         """Once opened, the file must stay: connecting to a deleted one would create it empty."""
-        if self._identity is None:
+        if self._pin is None:
             return
         try:
             stat = os.stat(self.path)
@@ -244,7 +256,10 @@ class StateStore:
             raise StateFileBroken(self.path, f"was deleted while in use; {_MEND}") from None
         except OSError as exc:
             raise StateFileBroken(self.path, f"cannot be examined ({exc.strerror})") from None
-        if (stat.st_dev, stat.st_ino) != self._identity:
+        pinned = os.fstat(self._pin)
+        if (stat.st_dev, stat.st_ino) != (pinned.st_dev, pinned.st_ino):
+            if pinned.st_nlink == 0:
+                raise StateFileBroken(self.path, f"was deleted while in use; {_MEND}")
             raise StateFileBroken(self.path, "was replaced by another file while in use; restart to use the new one")
 
     def _connect(self, *, read_only: bool = False):
@@ -291,8 +306,7 @@ class StateStore:
             if not self._migrated:
                 self._migrate(con)
                 self._migrated = True
-                stat = os.stat(self.path)
-                self._identity = (stat.st_dev, stat.st_ino)
+                self._pin_file()
             con.execute("BEGIN TRANSACTION")
             try:
                 yield con
@@ -337,13 +351,9 @@ class StateStore:
         daemon's start and `verdict daemon --check`. It never creates or migrates the file."""
         import duckdb
 
-        if self._identity is None and not self.path.is_file():
-            raise StateFileBroken(self.path, "does not exist (the daemon creates it when it first starts)")
+        self._pin_file()  # from now on this is the file: deleted or replaced later, it is not ours
         with _file_lock(self.path):
             con = self._connect(read_only=True)
-        if self._identity is None:  # from now on this is the file: deleted or replaced later, it is not ours
-            stat = os.stat(self.path)
-            self._identity = (stat.st_dev, stat.st_ino)
         try:
             version = self._schema(con)
             for table in sorted(TABLES):
