@@ -161,18 +161,19 @@ clean:
 # takes ~10 s with a cold cache) each in a node_modules dir. Idempotent (stamps).
 PEER_FAMILIES := openinference openllmetry-old openllmetry openai-v2 pydantic-ai  # and in `lock`
 PEER_FAMILIES += langfuse  # a small install; tests/peers/test_langfuse_live.py runs the real SDK in `make test`
+# The agent frameworks of 2026 (issue 33), live in `make test` too; `agents` is smolagents and agno in one
+# venv (their locks agree: one install of the deps they share). Vercel AI 7 in .peer-vercel7.
+PEER_FAMILIES += agents llama-index strands google-adk crewai
 PEER_STAMPS := $(foreach f,$(PEER_FAMILIES),.venv-peer-$(f)/.installed)
-# Families whose install takes minutes (issue 33): built for `peers-record` only, so CI does not pay for them;
-# `make test` replays their recorded fixtures (tests/collector/test_peer_fixtures.py). Also in `lock`.
+# Families built for `peers-record` only, so CI does not pay for their installs (minutes each, see
+# docs/collector.md): `make test` replays their recorded fixtures (tests/collector/test_peer_fixtures.py). Also in `lock`.
 PEER_RECORD_FAMILIES := openlit semantic-kernel genkit langchain gemini bedrock
 PEER_RECORD_FAMILIES += mlflow logfire litellm mistral ollama  # issue 25
-# The agent frameworks of 2026 (issue 33); the Vercel AI SDK 7 in its own node_modules (.peer-vercel7).
-PEER_RECORD_FAMILIES += smolagents agno llama-index strands google-adk crewai
 PEER_RECORD_FAMILIES += openai-agents  # issue 29: the OpenAI Agents SDK's tool trajectory
 PEER_RECORD_STAMPS := $(foreach f,$(PEER_RECORD_FAMILIES),.venv-peer-$(f)/.installed)
-VERCEL_STAMP := .peer-vercel/.installed
-VERCEL7_STAMP := .peer-vercel7/.installed
-OTEL_JS_STAMP := .peer-otel-js/.installed
+NODE_STAMPS := .peer-vercel/.installed .peer-vercel7/.installed .peer-otel-js/.installed
+# The side environments install PEER_JOBS at a time: one pip mostly waits on downloads and disk.
+PEER_JOBS ?= 4
 
 .PHONY: peers peers-record
 
@@ -183,6 +184,7 @@ OTEL_JS_STAMP := .peer-otel-js/.installed
 	# Verdict itself (no deps: its core ones are there), for the docs/tracing.md recipes
 	.venv-peer-$*/bin/pip install --quiet -c $(LOCKS)/peer-$*.txt --no-deps -e . 'wrapt>=1.16'
 	touch $@
+.venv-peer-agents/.installed: tests/peers/requirements/smolagents.txt tests/peers/requirements/agno.txt
 
 .peer-%/.installed: tests/peers/%/package.json tests/peers/%/package-lock.json
 	mkdir -p .peer-$*
@@ -190,10 +192,11 @@ OTEL_JS_STAMP := .peer-otel-js/.installed
 	cd .peer-$* && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-peers: $(PEER_STAMPS) $(VERCEL_STAMP) $(OTEL_JS_STAMP)
+peers:
+	$(MAKE) --no-print-directory -j$(PEER_JOBS) $(PEER_STAMPS) $(NODE_STAMPS)
 
 # Re-record tests/fixtures/dialects/ from the real packages (needs the test venv for the fake LLM).
-peers-record: peers $(PEER_RECORD_STAMPS) $(VERCEL7_STAMP) $(TEST_STAMP)
+peers-record: peers $(PEER_RECORD_STAMPS) $(TEST_STAMP)
 	$(BIN)/python tests/peers/record.py
 
 # Regenerate $(LOCKS)/ (and the Node dirs' package-lock.json: peers, axe-core): every environment resolved afresh from its
@@ -237,8 +240,7 @@ lock: $(LLAMA_STAMP)
 	$(call freeze_venv,peer-litellm,-r tests/peers/requirements/litellm.txt)
 	$(call freeze_venv,peer-mistral,-r tests/peers/requirements/mistral.txt)
 	$(call freeze_venv,peer-ollama,-r tests/peers/requirements/ollama.txt)
-	$(call freeze_venv,peer-smolagents,-r tests/peers/requirements/smolagents.txt)
-	$(call freeze_venv,peer-agno,-r tests/peers/requirements/agno.txt)
+	$(call freeze_venv,peer-agents,-r tests/peers/requirements/agents.txt)
 	$(call freeze_venv,peer-llama-index,-r tests/peers/requirements/llama-index.txt)
 	$(call freeze_venv,peer-strands,-r tests/peers/requirements/strands.txt)
 	$(call freeze_venv,peer-google-adk,-r tests/peers/requirements/google-adk.txt)

@@ -179,7 +179,8 @@ SENDERS = (
     Sender("openinference-ollama", "ollama", ("ollama_chat.py", "openinference"), provider_name="ollama",
            model="llama3.2", note="the ollama client's native /api/chat under OpenInference"),
 
-    # Agent frameworks of 2026 (issue 33), each with its documented OpenTelemetry set-up; record-only too.
+    # Agent frameworks of 2026 (issue 33), each with its documented OpenTelemetry set-up; live in `make test` too
+    # (`make peers`), smolagents and agno in one side venv (`agents`).
     Sender("vercel-ai-7", "vercel7", ("vercel_ai_7.mjs",),
            note="ai 7 with registerTelemetry(new OpenTelemetry()) from @ai-sdk/otel: GenAI-semconv spans; "
                 "generateText, then streamText"),
@@ -187,14 +188,14 @@ SENDERS = (
            note="ai 7 as vercel-ai-7 with a tool: invoke_agent, step 1 (chat -> tool call, execute_tool), step 2"),
     Sender("vercel-ai-7-legacy", "vercel7", ("vercel_ai_7.mjs", "legacy"),
            note="ai 7 with @ai-sdk/otel's LegacyOpenTelemetry: the ai.* spans, context as ai.settings.context.*"),
-    Sender("smolagents-openinference", "smolagents", ("smolagents_agent.py",), tool=True, final_answer=True,
+    Sender("smolagents-openinference", "agents", ("smolagents_agent.py",), tool=True, final_answer=True,
            note="smolagents ToolCallingAgent with OpenInference's SmolagentsInstrumentor: AGENT, CHAIN (steps), "
                 "LLM and TOOL spans; the answer is a final_answer tool call"),
-    Sender("agno-openinference", "agno", ("agno_agent.py", "openinference"), tool=True,
+    Sender("agno-openinference", "agents", ("agno_agent.py", "openinference"), tool=True,
            note="Agno Agent with OpenInference's AgnoInstrumentor"),
-    Sender("agno-openllmetry", "agno", ("agno_agent.py", "openllmetry"), tool=True,
+    Sender("agno-openllmetry", "agents", ("agno_agent.py", "openllmetry"), tool=True,
            note="Agno Agent with OpenLLMetry's AgnoInstrumentor"),
-    Sender("agno-both", "agno", ("agno_agent.py", "both"), tool=True,
+    Sender("agno-both", "agents", ("agno_agent.py", "both"), tool=True,
            note="Agno Agent with both instrumentations at once: two descriptions of each model call"),
     Sender("llama-index-openinference", "llama-index", ("llama_index_agent.py", "openinference"), tool=True,
            note="LlamaIndex FunctionAgent workflow with OpenInference's LlamaIndexInstrumentor"),
@@ -226,12 +227,33 @@ SENDERS = (
            note="LlamaIndex FunctionAgent workflow with LlamaIndex's own llama-index-observability-otel: "
                 "the call in LLMChatStartEvent / LLMChatEndEvent span events"),
 )
-# Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures.
+# Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures
+# (the Makefile's PEER_RECORD_FAMILIES).
 RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "genkit", "langchain", "gemini", "bedrock"}
                                   | {"mlflow", "logfire", "litellm", "mistral", "ollama"}
-                                  | {"vercel7", "smolagents", "agno", "llama-index", "strands", "google-adk", "crewai"}
                                   | {"openai-agents"})
 BY_NAME = {s.name: s for s in SENDERS}
+
+
+PROVIDER_MODELS = {"anthropic": _peer.ANTHROPIC_MODEL, "gemini": _peer.GEMINI_MODEL, "bedrock": _peer.BEDROCK_MODEL}
+
+
+def expected_llm_calls(sender: Sender) -> list[dict]:
+    """The `llm_calls` rows a sender's run should become, in order (the recordings' manifests and the live
+    tests): per question its answer (as a `final_answer` tool call where the framework answers so); in the
+    tool scenario first the call that asks for the tool (`tool_call`)."""
+    model = sender.model_as_sent or sender.model or PROVIDER_MODELS.get(sender.provider, _peer.MODEL)
+    about = {"operation": sender.operation,
+             "provider": (sender.provider_name or sender.provider) if sender.names_provider else None}
+    calls = []
+    for question, answer, usage, tool_usage in zip(_peer.QUESTIONS, _peer.ANSWERS, USAGE, TOOL_USAGE, strict=True):
+        if sender.tool:
+            calls.append({"request_model": model, "input_tokens": tool_usage[0], "output_tokens": tool_usage[1],
+                          "question": question, "tool_call": _peer.TOOL, **about})
+        calls.append({"request_model": model, "input_tokens": usage[0], "output_tokens": usage[1],
+                      "question": question, "answer": answer,
+                      **({"tool_call": FINAL_ANSWER} if sender.final_answer else {}), **about})
+    return calls
 
 
 def _reply(request: RecordedRequest) -> Reply:

@@ -24,13 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.peers.harness import (  # noqa: E402
-    FINAL_ANSWER,
     FIXTURES,
     SENDERS,
-    TOOL_USAGE,
-    USAGE,
-    Sender,
     _peer,
+    expected_llm_calls,
     fake_providers,
     run_sender,
 )
@@ -92,20 +89,6 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def expected_calls(sender: Sender) -> list[dict]:
-    """Per question its answer (as a `final_answer` tool call where the framework answers so); in the tool
-    scenario first the call that asks for the tool (`tool_call`)."""
-    calls = []
-    for question, answer, usage, tool_usage in zip(_peer.QUESTIONS, _peer.ANSWERS, USAGE, TOOL_USAGE, strict=True):
-        if sender.tool:
-            calls.append({"request_model": _peer.MODEL, "input_tokens": tool_usage[0],
-                          "output_tokens": tool_usage[1], "question": question, "tool_call": _peer.TOOL})
-        calls.append({"request_model": _peer.MODEL, "input_tokens": usage[0], "output_tokens": usage[1],
-                      "question": question, "answer": answer,
-                      **({"tool_call": FINAL_ANSWER} if sender.final_answer else {})})
-    return calls
-
-
 def record(names: list[str]) -> int:
     chosen = [s for s in SENDERS if not names or s.name in names]
     unknown = set(names) - {s.name for s in SENDERS}
@@ -133,17 +116,6 @@ def record(names: list[str]) -> int:
                 (out / name).write_bytes(body)
                 files[signal].append(name)
                 arrival.append(name)
-            expected = expected_calls(sender)
-            for call in expected:
-                call["operation"] = sender.operation
-                call["provider"] = (sender.provider_name or sender.provider) if sender.names_provider else None
-                if sender.provider == "anthropic":
-                    call["request_model"] = _peer.ANTHROPIC_MODEL
-                elif sender.provider == "gemini":
-                    call["request_model"] = _peer.GEMINI_MODEL
-                elif sender.provider == "bedrock":
-                    call["request_model"] = _peer.BEDROCK_MODEL
-                call["request_model"] = sender.model_as_sent or sender.model or call["request_model"]
             manifest = {
                 "sender": sender.name,
                 "family": sender.family,
@@ -153,7 +125,7 @@ def record(names: list[str]) -> int:
                 "calls": run.calls,
                 "provider_requests": run.provider_requests,
                 "system_instructions": _peer.SYSTEM,
-                "expected_llm_calls": expected,
+                "expected_llm_calls": expected_llm_calls(sender),
                 "planted_secrets": list(_peer.SECRETS),
                 "files": files,
                 "arrival_order": arrival,  # as the exporters sent them (log records may come first)

@@ -19,21 +19,21 @@ from tests.peers.harness import (
     BY_NAME,
     RECORD_ONLY_FAMILIES,
     SENDERS,
-    USAGE,
     Sender,
     _peer,
+    expected_llm_calls,
     fake_providers,
     run_sender,
 )
 from verdict.tenancy import LOCAL_TENANT
+from verdict_daemon.service.material import final_answer
 
 pytestmark = pytest.mark.peers
 TENANT = LOCAL_TENANT  # the tokenless collector's scope
 # Families `make peers` builds (the record-only ones are replayed from their fixtures in the main suite).
-# The two-call scenario (a tool scenario's recording is replayed by tests/collector/test_peer_fixtures.py).
-LIVE_SENDERS = [s for s in SENDERS if s.family not in RECORD_ONLY_FAMILIES and not s.tool]
+LIVE_SENDERS = [s for s in SENDERS if s.family not in RECORD_ONLY_FAMILIES]
 PYTHON_SENDERS = [s.name for s in LIVE_SENDERS if not s.node]
-NODE_SENDERS = [s.name for s in LIVE_SENDERS if s.node]  # the Vercel AI SDK, the OTel JS openai instrumentation
+NODE_SENDERS = [s.name for s in LIVE_SENDERS if s.node]  # the Vercel AI SDKs, the OTel JS openai instrumentation
 
 
 @pytest.fixture(scope="module")
@@ -109,36 +109,43 @@ def _redacted(text: str) -> str:
 
 
 def check_target(sender: Sender, collector: Collector) -> None:
-    """Issue 14's target for one sender's two calls."""
+    """Issue 14's target for one sender's model calls (issue 33's tool scenario: the call asking for the tool
+    too, its row naming the tool; smolagents answers through its `final_answer` tool)."""
     data_dir = collector.data_dir
     assert span_count(data_dir) > 0, "the collector landed no span"
     rows = llm_calls(data_dir)
-    expected_model = _peer.ANTHROPIC_MODEL if sender.provider == "anthropic" else _peer.MODEL
+    expected = expected_llm_calls(sender)
     summary = [(r["name"], r["operation"], r["request_model"], r["input_tokens"], r["output_tokens"]) for r in rows]
-    assert len(rows) == len(_peer.QUESTIONS), f"want one llm_calls row per call, got {summary}"
-    for row, question, answer, (inp, out) in zip(rows, _peer.QUESTIONS, _peer.ANSWERS, USAGE, strict=True):
-        assert expected_model in (row["request_model"], row["response_model"]), summary
-        assert (row["input_tokens"], row["output_tokens"]) == (inp, out), summary
+    assert len(rows) == len(expected), f"want one llm_calls row per model call, got {summary}"
+    for row, call in zip(rows, expected, strict=True):
+        assert call["request_model"] in (row["request_model"], row["response_model"]), summary
+        assert (row["input_tokens"], row["output_tokens"]) == (call["input_tokens"], call["output_tokens"]), summary
         asked, answered = _text(row["input_messages"]), _text(row["output_messages"])
-        assert _redacted(question) in asked, asked or "no input_messages"
-        assert _redacted(answer) in answered, answered or "no output_messages"
+        assert _redacted(call["question"]) in asked, asked or "no input_messages"
+        parts = [p for m in json.loads(row["output_messages"] or "[]") for p in m["parts"]]
+        if "tool_call" in call:
+            assert [p.get("name") for p in parts if p["type"] == "tool_call"] == [call["tool_call"]], answered
+        if "answer" in call:
+            answers = [answered, *(final_answer(p) or "" for p in parts)]
+            assert any(_redacted(call["answer"]) in text for text in answers), answered or "no output_messages"
     assert secrets_on_disk(data_dir, "".join(collector.log)) == []
+
+
+def _live(sender: Sender, providers: tuple, collector: Collector) -> None:
+    """Run the sender into the collector, then check the target."""
+    run = run_sender(_installed(sender), collector.url, *providers)
+    assert run.provider_requests == len(expected_llm_calls(sender))
+    check_target(sender, collector)
 
 
 @pytest.mark.parametrize("name", PYTHON_SENDERS)
 def test_python_peer_into_the_collector(name, providers, collector):
-    sender = _installed(BY_NAME[name])
-    run = run_sender(sender, collector.url, *providers)
-    assert run.provider_requests == len(_peer.QUESTIONS)
-    check_target(sender, collector)
+    _live(BY_NAME[name], providers, collector)
 
 
 @pytest.mark.parametrize("name", NODE_SENDERS)
 def test_node_peer_into_the_collector(name, providers, collector):
-    sender = _installed(BY_NAME[name])
-    run = run_sender(sender, collector.url, *providers)
-    assert run.provider_requests == len(_peer.QUESTIONS)
-    check_target(sender, collector)
+    _live(BY_NAME[name], providers, collector)
 
 
 # The docs/tracing.md recipes: the peer on Verdict's provider, exported by Verdict (export_peer_spans),
