@@ -229,7 +229,7 @@ SENDERS = (
 )
 # Their side venvs take minutes to install: `make peers-record` builds them, `make test` replays their fixtures
 # (the Makefile's PEER_RECORD_FAMILIES).
-RECORD_ONLY_FAMILIES = frozenset({"openlit", "semantic-kernel", "genkit", "langchain", "gemini", "bedrock"}
+RECORD_ONLY_FAMILIES = frozenset({"langchain", "gemini", "bedrock"}
                                   | {"mlflow", "logfire", "litellm", "mistral", "ollama"}
                                   | {"openai-agents"})
 BY_NAME = {s.name: s for s in SENDERS}
