@@ -42,8 +42,10 @@ TOOL_SENDERS = ("vercel-ai-7-tool", "agno-openinference", "strands-latest", "ote
 SPAN_SENDERS = ("crewai-openinference", "google-adk", "strands", "strands-openinference", "agno-openllmetry",
                 "llama-index-openinference", "pydantic-ai-tool", "langgraph-agent-openinference",
                 "openai-agents-openinference")
-SENDERS = (*TOOL_SENDERS, *SPAN_SENDERS, "smolagents-openinference", "pydantic-ai")
+TWO_TOOLS = "langgraph-agent-two-tools-openinference"  # lookup_charge, then refund_charge, then the answer
+SENDERS = (*TOOL_SENDERS, *SPAN_SENDERS, "smolagents-openinference", "pydantic-ai", TWO_TOOLS)
 RESULT = "two charges of 12.00 EUR on 2026-12-01"
+REFUND_RESULT = "refund of 12.00 EUR issued for charge 2"
 
 
 @pytest.fixture(scope="module")
@@ -329,6 +331,27 @@ def test_a_tool_execution_is_one_step_whether_messages_spans_or_both_record_it(l
         assert trajectory == {"steps": [["tool_call", "lookup_charge", call_id, '{"card_last4": "1111"}'],
                                         ["tool_result", "lookup_charge", call_id, result]],
                               "omitted": 0, "unanswered": []}, sender
+
+
+def test_an_agent_run_with_two_tools_is_judged_with_both_calls_and_results_in_order(lake):
+    """The recorded LangGraph agent that calls lookup_charge, then refund_charge (after the lookup's result), then
+    answers: its graded call carries both executions, each result after its call, and its ToolNode's TOOL spans
+    (matched by call id) add no step."""
+    stored = _stored_trajectories(lake, TWO_TOOLS)
+    assert stored == [{"steps": [["tool_call", "lookup_charge", f"call_{n}", '{"card_last4": "1111"}'],
+                                 ["tool_result", "lookup_charge", f"call_{n}", RESULT],
+                                 ["tool_call", "refund_charge", f"refund_{n}",
+                                  '{"card_last4": "1111", "charge_number": 2}'],
+                                 ["tool_result", "refund_charge", f"refund_{n}", REFUND_RESULT]],
+                       "omitted": 0, "unanswered": []} for n in (0, 1)]
+    _, prompts = _judged(lake, TWO_TOOLS, 20)
+    assert len(prompts) == 2
+    for prompt in prompts:
+        block = prompt.split("</context>\n<trajectory>\n", 1)[1].split("\n</trajectory>", 1)[0]
+        assert block == ('[step 1] call lookup_charge: {"card_last4": "1111"}\n'
+                         f"[step 2] result of lookup_charge: {RESULT}\n"
+                         '[step 3] call refund_charge: {"card_last4": "1111", "charge_number": 2}\n'
+                         f"[step 4] result of refund_charge: {REFUND_RESULT}"), prompt
 
 
 def test_tool_spans_alone_give_the_steps_and_a_failed_one_is_unanswered():

@@ -39,6 +39,7 @@ import _peer  # noqa: E402  (the scenario, shared with the side-venv scripts)
 # TOOL_USAGE for the tool-call reply that comes first in the tool scenario.
 USAGE = ((41, 17), (23, 11))
 TOOL_USAGE = ((37, 9), (29, 8))
+REFUND_USAGE = ((45, 12), (33, 10))  # the second tool call's reply in the two-tool scenario
 FINAL_ANSWER = "final_answer"  # verdict_daemon.service.material.FINAL_ANSWER_TOOL
 
 
@@ -54,6 +55,7 @@ class Sender:
     model: str = ""  # the model its calls name, when not the scenario's (_peer.MODEL / ANTHROPIC_MODEL)
     model_as_sent: str = ""  # the model name its spans state, when not the one the app asked for
     tool: bool = False  # the tool scenario: per question a tool-call reply, the tool, then the answer
+    second_tool: bool = False  # with `tool`: a second tool-call reply (refund_charge) after the first tool's result
     final_answer: bool = False  # the answer comes as a `final_answer` tool call (smolagents)
     operation: str = "chat"  # the GenAI operation its model calls are (Google ADK: generate_content)
     note: str = ""
@@ -154,6 +156,9 @@ SENDERS = (
            note="the same graph under OpenLLMetry: workflow/task spans for the graph and its nodes"),
     Sender("langgraph-agent-openinference", "langchain", ("langchain_app.py", "agent", "openinference"), tool=True,
            note="a LangGraph tool-calling agent (agent node, ToolNode) under OpenInference: issue 29's trajectory"),
+    Sender("langgraph-agent-two-tools-openinference", "langchain", ("langchain_app.py", "agent-two-tools", "openinference"),
+           tool=True, second_tool=True,
+           note="the LangGraph agent with two tools: per question lookup_charge, then refund_charge, then the answer"),
     # Issue 25's senders (record-only as well).
     Sender("mlflow", "mlflow", ("mlflow_openai.py",),
            note="mlflow.openai.autolog() exporting OTLP: mlflow.spanType/spanInputs/spanOutputs/chat.tokenUsage"),
@@ -241,35 +246,48 @@ PROVIDER_MODELS = {"anthropic": _peer.ANTHROPIC_MODEL, "gemini": _peer.GEMINI_MO
 def expected_llm_calls(sender: Sender) -> list[dict]:
     """The `llm_calls` rows a sender's run should become, in order (the recordings' manifests and the live
     tests): per question its answer (as a `final_answer` tool call where the framework answers so); in the
-    tool scenario first the call that asks for the tool (`tool_call`)."""
+    tool scenario first the call that asks for the tool (`tool_call`), in the two-tool scenario then the call that
+    asks for the second."""
     model = sender.model_as_sent or sender.model or PROVIDER_MODELS.get(sender.provider, _peer.MODEL)
     about = {"operation": sender.operation,
              "provider": (sender.provider_name or sender.provider) if sender.names_provider else None}
+    tools = ((_peer.TOOL, TOOL_USAGE),) * sender.tool + ((_peer.REFUND_TOOL, REFUND_USAGE),) * sender.second_tool
     calls = []
-    for question, answer, usage, tool_usage in zip(_peer.QUESTIONS, _peer.ANSWERS, USAGE, TOOL_USAGE, strict=True):
-        if sender.tool:
-            calls.append({"request_model": model, "input_tokens": tool_usage[0], "output_tokens": tool_usage[1],
-                          "question": question, "tool_call": _peer.TOOL, **about})
+    for i, (question, answer, usage) in enumerate(zip(_peer.QUESTIONS, _peer.ANSWERS, USAGE, strict=True)):
+        for tool, tool_usage in tools:
+            calls.append({"request_model": model, "input_tokens": tool_usage[i][0], "output_tokens": tool_usage[i][1],
+                          "question": question, "tool_call": tool, **about})
         calls.append({"request_model": model, "input_tokens": usage[0], "output_tokens": usage[1],
                       "question": question, "answer": answer,
                       **({"tool_call": FINAL_ANSWER} if sender.final_answer else {}), **about})
     return calls
 
 
+def _asked(text: str) -> int | None:
+    """Which scenario question a request asks: the one it carries last (a later turn of a conversation carries the
+    earlier questions as its history)."""
+    at = {i: max(text.rfind(json.dumps(question)[1:-1]), text.rfind(question))
+          for i, question in enumerate(_peer.QUESTIONS)}
+    asked = [i for i in at if at[i] >= 0]
+    return max(asked, key=at.__getitem__) if asked else None
+
+
 def _reply(request: RecordedRequest) -> Reply:
-    """The scripted answer to whichever scenario question the request carries; when the request offers the
-    scenario's tool and holds no result of it yet, a call of that tool instead."""
+    """The scripted answer to the scenario question the request asks; when the request offers the scenario's tool
+    and holds no result of it yet, a call of that tool instead (then the same for the second tool)."""
     text = request.raw.decode("utf-8", "replace")
-    for i, question in enumerate(_peer.QUESTIONS):
-        if json.dumps(question)[1:-1] in text or question in text:
-            if f'"{_peer.TOOL}"' in text and _peer.TOOL_RESULT not in text:
-                return Reply("", tool_calls=(ToolCall(_peer.TOOL, _peer.TOOL_ARGUMENTS, f"call_{i}"),),
-                             usage=TOOL_USAGE[i])
-            if f'"{FINAL_ANSWER}"' in text:  # smolagents' agents answer through this tool
-                return Reply("", tool_calls=(ToolCall(FINAL_ANSWER, {"answer": _peer.ANSWERS[i]}, f"answer_{i}"),),
-                             usage=USAGE[i])
-            return Reply(_peer.ANSWERS[i], usage=USAGE[i])
-    return Reply("unexpected request", usage=(1, 1))
+    i = _asked(text)
+    if i is None:
+        return Reply("unexpected request", usage=(1, 1))
+    if f'"{_peer.TOOL}"' in text and _peer.TOOL_RESULT not in text:
+        return Reply("", tool_calls=(ToolCall(_peer.TOOL, _peer.TOOL_ARGUMENTS, f"call_{i}"),), usage=TOOL_USAGE[i])
+    if f'"{_peer.REFUND_TOOL}"' in text and _peer.REFUND_RESULT not in text:
+        return Reply("", tool_calls=(ToolCall(_peer.REFUND_TOOL, _peer.REFUND_ARGUMENTS, f"refund_{i}"),),
+                     usage=REFUND_USAGE[i])
+    if f'"{FINAL_ANSWER}"' in text:  # smolagents' agents answer through this tool
+        return Reply("", tool_calls=(ToolCall(FINAL_ANSWER, {"answer": _peer.ANSWERS[i]}, f"answer_{i}"),),
+                     usage=USAGE[i])
+    return Reply(_peer.ANSWERS[i], usage=USAGE[i])
 
 
 @contextmanager

@@ -55,6 +55,23 @@ def lookup_charge(card_last4: str) -> str:
     return TOOL_RESULT
 
 
+# The two-tool scenario (a sender whose `Sender` says `second_tool`): once the lookup's result is in, the model asks
+# for this tool too, then answers with both results: three model calls per question around two tool executions.
+REFUND_TOOL = "refund_charge"
+REFUND_ARGUMENTS = {"card_last4": "1111", "charge_number": 2}
+REFUND_RESULT = "refund of 12.00 EUR issued for charge 2"
+
+
+def refund_charge(card_last4: str, charge_number: int) -> str:
+    """Refund one charge on a card, the card given by its last four digits.
+
+    Args:
+        card_last4: the card's last four digits.
+        charge_number: which of the card's charges to refund, 1 for the first.
+    """
+    return REFUND_RESULT
+
+
 MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
 GEMINI_MODEL = "gemini-2.0-flash"

@@ -2,14 +2,15 @@
 OpenLLMetry's LangChain instrumentation, alone or together with the same suite's OpenAI instrumentation
 (the Phoenix quick-start and Traceloop's default set-up): what a LangChain app team runs.
 
-usage: langchain_app.py chain|stream|graph|agent openinference|openllmetry [with-openai]
+usage: langchain_app.py chain|stream|graph|agent|agent-two-tools openinference|openllmetry [with-openai]
 
 chain: `ChatPromptTemplate | ChatOpenAI | StrOutputParser` invoked once per question (prompt, model and
 parser steps under one chain span); stream: the same chain consumed with `.stream()` (the model streams). graph: a LangGraph StateGraph with two nodes, `draft` (calls the
 model) and `review` (plain Python), compiled and invoked once per question (graph, node and model spans).
 agent: a LangGraph tool-calling agent, the scenario's tool bound to the model: an `agent` node (the model) and a
 `tools` node (langgraph.prebuilt's ToolNode) looping until the model answers (the tool scenario: per question a
-tool call, the tool, the answer).
+tool call, the tool, the answer). agent-two-tools: the same agent with the scenario's second tool bound too (the
+two-tool scenario: per question a call of each tool in turn, then the answer).
 """
 
 from __future__ import annotations
@@ -105,21 +106,21 @@ def run_graph() -> list[str]:
     return calls
 
 
-def run_agent() -> list[str]:
+def run_agent(two_tools: bool) -> list[str]:
     from langchain_core.messages import HumanMessage, SystemMessage
     from langchain_core.tools import tool
     from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
 
-    lookup_charge = tool(_peer.lookup_charge)
-    llm = model().bind_tools([lookup_charge])
+    tools = [tool(_peer.lookup_charge), *([tool(_peer.refund_charge)] if two_tools else [])]
+    llm = model().bind_tools(tools)
 
     def agent(state: MessagesState) -> dict:
         return {"messages": [llm.invoke(state["messages"])]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("agent", agent)
-    graph.add_node("tools", ToolNode([lookup_charge]))
+    graph.add_node("tools", ToolNode(tools))
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
@@ -128,7 +129,8 @@ def run_agent() -> list[str]:
     for question in _peer.QUESTIONS:
         with _peer.intent():
             app.invoke({"messages": [SystemMessage(_peer.SYSTEM), HumanMessage(question)]})
-        calls.append(f"StateGraph(agent <-> tools).invoke: ChatOpenAI(model={_peer.MODEL}).bind_tools([{_peer.TOOL}])")
+        names = ", ".join(t.name for t in tools)
+        calls.append(f"StateGraph(agent <-> tools).invoke: ChatOpenAI(model={_peer.MODEL}).bind_tools([{names}])")
     return calls
 
 
@@ -138,8 +140,8 @@ def main() -> None:
     tp = _peer.tracer_provider()
     packages = instrument(suite, with_openai, tp)
     packages |= _peer.versions("langchain-core", "langchain-openai", "langgraph", "openai", "opentelemetry-sdk")
-    calls = run_graph() if shape == "graph" else run_agent() if shape == "agent" else \
-        run_chain(stream=shape == "stream")
+    calls = run_graph() if shape == "graph" else run_agent(shape == "agent-two-tools") if shape.startswith("agent") \
+        else run_chain(stream=shape == "stream")
     _peer.report(packages, calls, tp)
 
 
