@@ -19,11 +19,15 @@ from typing import Any
 import duckdb
 import pytest
 
+from collector.views import open_scoped
 from tests.daemon.chats import land_chats
 from tests.daemon.lakes import grade
+from tests.daemon.recorded_peers import judged, replay_fixtures
+from tests.peers.harness import _peer
 from verdict.judges.judge import Judge
 from verdict.models.scripted import ScriptedModel
-from verdict.tenancy import TenantId
+from verdict.redact import redact_text
+from verdict.tenancy import TenantId, validate_tenant_id
 from verdict_daemon.config import Conversations, EvaluatorConfig, Judging, Sampling
 from verdict_daemon.service.cycle import build_evaluator
 from verdict_daemon.service.history import Turn
@@ -203,3 +207,32 @@ def test_graph_and_ensemble_evaluators_read_the_same_history(sampled):
     assert panel.evaluate(turn_3).error_code is None
     for member in panel.judge.judges:  # type: ignore[attr-defined]  # a JudgeEnsemble's Judges
         assert _history_block("\n".join(m.content for m in member.model.requests[0].messages)).endswith(ANSWER_2)
+
+
+# --- conversations recorded from real packages (tests/fixtures/dialects): the SDKs' own ways to keep a chat --------
+RECORDED = ("openai-agents-session-openinference",  # SQLiteSession, OpenInference's using_session: session.id
+            "vercel-ai-conversation")  # messages + experimental_telemetry.metadata.sessionId
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, request) -> Path:
+    """The data dir after each recorded conversation landed in its own tenant of the real collector process."""
+    return replay_fixtures(tmp_path_factory.mktemp("recorded-conversations") / "data", RECORDED, request)
+
+
+@pytest.mark.parametrize("sender", RECORDED)
+def test_a_recorded_conversations_last_turn_is_judged_with_the_turns_before_it(recorded, sender):
+    """Two turns, each its own trace, sent by the SDK with the turn before it: one key, one conversation of two
+    turns, and the second turn's judge reads the first (redacted as stored) as its history; the first has none."""
+    con = open_scoped(recorded, validate_tenant_id(sender))
+    turns = con.execute("SELECT conversation_id, conversation_seq, turn FROM conversation_turns ORDER BY turn"
+                        ).fetchall()
+    whole = con.execute("SELECT conversation_id, turns, status FROM conversations").fetchall()
+    con.close()
+    assert turns == [(_peer.CONVERSATION, 1, 1), (_peer.CONVERSATION, 1, 2)]
+    assert whole == [(_peer.CONVERSATION, 2, "open")]  # nothing after it in the lake: not closed by inactivity yet
+    (first, second), (question_1, question_2) = (map(redact_text, _peer.ANSWERS), map(redact_text, _peer.QUESTIONS))
+    _, prompts = judged(recorded, sender, 0, history_tokens=1000)
+    (graded_2,) = [p for p in prompts if f"<answer>\n{second}\n</answer>" in p]
+    (graded_1,) = [p for p in prompts if f"<answer>\n{first}\n</answer>" in p]
+    assert _history_block(graded_2).splitlines() == [f"[turn 1] user: {question_1}", f"[turn 1] assistant: {first}"]
+    assert f"<question>\n{question_2}\n</question>" in graded_2 and HISTORY_TAG not in graded_1
+    assert not any(secret in graded_2 for secret in _peer.SECRETS)

@@ -6,24 +6,23 @@ check that every tool call got a result."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from collector.views import open_scoped
-from tests.daemon.lakes import grade
+from tests.daemon.recorded_peers import RECORDING_JUDGE, judged, replay_fixtures, sampled
 from verdict.models.scripted import ScriptedModel
 from verdict.tenancy import validate_tenant_id
-from verdict_daemon.config import DaemonConfig, EvaluatorConfig, Judging, Sampling, parse_config
+from verdict_daemon.config import DaemonConfig, EvaluatorConfig, Judging, parse_config
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.cycle import build_evaluator, build_evaluators
 from verdict_daemon.service.evaluators import tool_call_check
 from verdict_daemon.service.judge_evaluators import build_judge_evaluator
 from verdict_daemon.service.judging import judge, pending_work
 from verdict_daemon.service.material import Material, parse_messages
-from verdict_daemon.service.sampling import sample
 from verdict_daemon.service.trajectory import (
     MAX_CHARS,
     MAX_STEPS,
@@ -32,9 +31,7 @@ from verdict_daemon.service.trajectory import (
     tool_span,
     trajectory_of,
 )
-from verdict_daemon.store.state import StateStore
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "dialects"
 # Tool call in an assistant message, result in a `tool` message (Vercel AI, Agno, OTel JS log events) or a `user` one
 # (Strands).
 TOOL_SENDERS = ("vercel-ai-7-tool", "agno-openinference", "strands-latest", "otel-js-openai-tool")
@@ -51,12 +48,7 @@ REFUND_RESULT = "refund of 12.00 EUR issued for charge 2"
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory, request) -> Path:
     """The data dir after every sender's recording landed in its own tenant of the collector process."""
-    from tests.collector.conftest import replay_recordings
-
-    manifests = {sender: json.loads((FIXTURES / sender / "manifest.json").read_text()) for sender in SENDERS}
-    return replay_recordings(tmp_path_factory.mktemp("trajectories") / "data",
-                             {sender: [FIXTURES / sender / name for name in manifests[sender]["arrival_order"]]
-                              for sender in SENDERS}, request)
+    return replay_fixtures(tmp_path_factory.mktemp("trajectories") / "data", SENDERS, request)
 
 
 @pytest.fixture(scope="module")
@@ -95,44 +87,10 @@ def test_a_call_without_tool_parts_has_no_trajectory(graded_calls, sender):
         assert trajectory_of(parse_messages(inputs), parse_messages(outputs)) is None, sender
 
 
-def recording_judge() -> ScriptedModel:
-    """The judge model `build_evaluator` resolves ('module:attribute'): the inspecting rubric judge, recording."""
-    return ScriptedModel(grade, name="scripted/inspecting-judge", record=True)
-
-
-def _sampled(lake: Path, sender: str) -> StateStore:
-    """The state store once the sender's traces are sampled (their windows closed; again: nothing new)."""
-    tenant = validate_tenant_id(sender)
-    con = open_scoped(lake, tenant)
-    last = con.execute("SELECT max(end_time) FROM spans").fetchone()[0]
-    con.close()
-    store = StateStore(lake)
-    sample(store, lake, tenant, Sampling(per_cluster_per_window=10), last + timedelta(days=2))
-    return store
-
-
-def _judged(lake: Path, sender: str, trajectory_steps: int) -> tuple[list[str | None], list[str]]:
-    """Sample the sender's traces (their windows closed) and judge them with a rubric evaluator showing up to
-    `trajectory_steps` steps: the stored backgrounds and, per judged trace, every message text its judge read."""
-    tenant = validate_tenant_id(sender)
-    store = _sampled(lake, sender)
-    evaluator = build_evaluator(EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge"),
-                                0, trajectory_steps)
-    report = judge(store, tenant, evaluator, Judging(concurrency=1), f"run-{sender}-{trajectory_steps}")
-    assert (report.judged, report.errors) == (2, 0), report
-    con = duckdb.connect(str(store.path), read_only=True)
-    stored = [h for (h,) in con.execute("SELECT history FROM sampled_traces WHERE tenant_id = ? ORDER BY query",
-                                         [tenant]).fetchall()]
-    con.close()
-    prompts = sorted("\n".join(m.content for m in r.messages)
-                     for r in evaluator.judge.model.requests)  # type: ignore[attr-defined]  # a JudgeEvaluator's Judge
-    return stored, prompts
-
-
 @pytest.mark.parametrize("sender", ["vercel-ai-7-tool", "pydantic-ai-tool", "langgraph-agent-openinference",
                                     "openai-agents-openinference"])
 def test_the_judge_reads_an_agent_runs_trajectory(lake, sender):
-    stored, prompts = _judged(lake, sender, 20)
+    stored, prompts = judged(lake, sender, 20)
     assert [json.loads(s)["trajectory"]["unanswered"] for s in stored if s] == [[], []]
     assert len(prompts) == 2
     for prompt in prompts:
@@ -141,9 +99,9 @@ def test_the_judge_reads_an_agent_runs_trajectory(lake, sender):
                          f"[step 2] result of lookup_charge: {RESULT}"), prompt
         assert prompt.rindex("</trajectory>") < prompt.rindex("<answer>")  # the answer stays last
     # an evaluator shown no trajectory (trajectory_steps 0: one without `trajectory = true`): the old prompt and fingerprint
-    _, plain = _judged(lake, sender, 0)
+    _, plain = judged(lake, sender, 0)
     assert len(plain) == 2 and not any("<trajectory>" in prompt for prompt in plain)
-    config = EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge")
+    config = EvaluatorConfig(name="quality", kind="rubric", model=RECORDING_JUDGE)
     assert build_evaluator(config, 0, 0).fingerprint == build_judge_evaluator(config).fingerprint != \
         build_evaluator(config, 0, 20).fingerprint != build_evaluator(config, 0, 5).fingerprint
 
@@ -153,7 +111,7 @@ def test_a_graph_evaluator_reads_the_trajectory_as_source_trajectory(lake):
     from verdict.graph import Pipeline
     from verdict_daemon.service.evaluators import GraphEvaluator
 
-    materials = [m for m, _ in pending_work(_sampled(lake, "agno-openinference"), validate_tenant_id(
+    materials = [m for m, _ in pending_work(sampled(lake, "agno-openinference"), validate_tenant_id(
         "agno-openinference"), "no-such-fingerprint", 3, 100)]
     model = ScriptedModel(lambda request: json.dumps({"note": "ok", "complete": True}), record=True)
     graph = Pipeline() >> CompletenessUnit().prompt("@user\nSteps:\n{source.trajectory}\nNow: {source.response}"
@@ -170,7 +128,7 @@ def test_a_graph_evaluator_reads_the_trajectory_as_source_trajectory(lake):
 
 @pytest.mark.parametrize("sender", ["pydantic-ai"])
 def test_a_run_without_tool_steps_is_judged_as_before(lake, sender):
-    stored, prompts = _judged(lake, sender, 20)
+    stored, prompts = judged(lake, sender, 20)
     assert len(stored) == len(prompts) == 2  # pydantic-ai's runs are first turns of a conversation: history only
     assert not any(s and "trajectory" in json.loads(s) for s in stored), stored
     assert not any("<trajectory>" in prompt for prompt in prompts), prompts
@@ -220,7 +178,7 @@ def test_a_trajectory_is_bounded_and_survives_storage():
 # --- only the evaluators that ask for trajectories see them; the tool-use rubric; the deterministic check ---------
 def _daemon_config(data: Path, conversations: dict | None = None, **evaluator) -> DaemonConfig:
     return parse_config({"data_dir": str(data), "tenants": [{"id": "acme"}], "conversations": conversations or {},
-                         "evaluators": [{"name": "quality", "kind": "rubric", "model": f"{__name__}:recording_judge",
+                         "evaluators": [{"name": "quality", "kind": "rubric", "model": RECORDING_JUDGE,
                                          **evaluator}]})
 
 
@@ -230,7 +188,7 @@ def test_only_an_evaluator_that_asks_for_trajectories_has_them_in_its_fingerprin
     config = _daemon_config(tmp_path)
     assert config.conversations.trajectory_steps == MAX_STEPS
     (plain,) = build_evaluators(config)
-    before = build_evaluator(EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge"),
+    before = build_evaluator(EvaluatorConfig(name="quality", kind="rubric", model=RECORDING_JUDGE),
                              config.conversations.history_tokens)
     assert plain.fingerprint == before.fingerprint and "trajectory_steps" not in plain.definition
     (asking,) = build_evaluators(_daemon_config(tmp_path, trajectory=True))
@@ -242,9 +200,9 @@ def test_only_an_evaluator_that_asks_for_trajectories_has_them_in_its_fingerprin
 def test_the_tool_use_rubric_grades_agent_runs_and_leaves_other_traces_unjudged(lake):
     (evaluator,) = build_evaluators(_daemon_config(lake, rubric="verdict-tool-use", trajectory=True))
     agent, chat = validate_tenant_id("vercel-ai-7-tool"), validate_tenant_id("pydantic-ai")
-    ran = judge(_sampled(lake, agent), agent, evaluator, Judging(concurrency=1), "run-tool-use-agent")
+    ran = judge(sampled(lake, agent), agent, evaluator, Judging(concurrency=1), "run-tool-use-agent")
     asked = len(evaluator.judge.model.requests)  # type: ignore[attr-defined]  # a JudgeEvaluator's Judge
-    skipped = judge(_sampled(lake, chat), chat, evaluator, Judging(concurrency=1), "run-tool-use-chat")
+    skipped = judge(sampled(lake, chat), chat, evaluator, Judging(concurrency=1), "run-tool-use-chat")
     assert (ran.judged, ran.no_content, skipped.judged, skipped.no_content, skipped.errors) == (2, 0, 0, 2, 0)
     assert asked == 2 and len(evaluator.judge.model.requests) == asked  # type: ignore[attr-defined]  # not paid
     con = duckdb.connect(str(lake / "state.duckdb"), read_only=True)
@@ -266,7 +224,7 @@ def test_a_tool_call_without_a_result_fails_the_deterministic_check():
               {"role": "tool", "parts": [_result("b", "refunded")]}]
     material = Material("7" * 32, datetime(2026, 12, 1), "refund order 7", "Refunded order 7.", "", None,
                         trajectory_of(inputs, []))
-    config = EvaluatorConfig(name="quality", kind="rubric", model=f"{__name__}:recording_judge", trajectory=True)
+    config = EvaluatorConfig(name="quality", kind="rubric", model=RECORDING_JUDGE, trajectory=True)
     verdicts = {v.dimension: v for v in build_evaluator(config, 0, MAX_STEPS).evaluate(material).verdicts}
     assert (verdicts["tool_calls_answered"].value, verdicts["tool_calls_answered"].reason) == \
         ("FAIL", "no result for: find_order")
@@ -296,7 +254,7 @@ def test_a_tool_use_evaluator_that_cannot_see_trajectories_is_refused_at_start(t
 
 
 def _stored_trajectories(lake: Path, sender: str) -> list[dict | None]:
-    store = _sampled(lake, sender)
+    store = sampled(lake, sender)
     con = duckdb.connect(str(store.path), read_only=True)
     rows = [json.loads(h).get("trajectory") if h else None for (h,) in con.execute(
         "SELECT history FROM sampled_traces WHERE tenant_id = ? ORDER BY started_at", [sender]).fetchall()]
@@ -344,7 +302,7 @@ def test_an_agent_run_with_two_tools_is_judged_with_both_calls_and_results_in_or
                                   '{"card_last4": "1111", "charge_number": 2}'],
                                  ["tool_result", "refund_charge", f"refund_{n}", REFUND_RESULT]],
                        "omitted": 0, "unanswered": []} for n in (0, 1)]
-    _, prompts = _judged(lake, TWO_TOOLS, 20)
+    _, prompts = judged(lake, TWO_TOOLS, 20)
     assert len(prompts) == 2
     for prompt in prompts:
         block = prompt.split("</context>\n<trajectory>\n", 1)[1].split("\n</trajectory>", 1)[0]
@@ -388,8 +346,8 @@ def test_the_judge_sentinel_does_not_apply_to_an_evaluator_of_agent_runs_only(tm
     from verdict_daemon.service.sentinel_health import load_sets
 
     config = parse_config({"data_dir": str(tmp_path), "tenants": [{"id": "acme"}], "evaluators": [
-        {"name": "quality", "kind": "rubric", "model": f"{__name__}:recording_judge", "trajectory": True},
-        {"name": "tool-use", "kind": "rubric", "model": f"{__name__}:recording_judge", "rubric": "verdict-tool-use",
+        {"name": "quality", "kind": "rubric", "model": RECORDING_JUDGE, "trajectory": True},
+        {"name": "tool-use", "kind": "rubric", "model": RECORDING_JUDGE, "rubric": "verdict-tool-use",
          "trajectory": True}]})
     sets = load_sets(Sentinel(file=sentinel_file(tmp_path / "s.jsonl")), build_evaluators(config))
     assert sorted(sets) == ["quality"]

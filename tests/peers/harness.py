@@ -100,6 +100,9 @@ SENDERS = (
            note="pydantic-ai as above with the scenario's tool: agent run, chat (tool call), running tools, chat"),
     Sender("vercel-ai", "vercel", ("vercel_ai.mjs",),
            note="ai generateText with experimental_telemetry: outer ai.generateText and inner ai.generateText.doGenerate"),
+    Sender("vercel-ai-conversation", "vercel", ("vercel_ai.mjs", "conversation"),
+           note="the two questions as turns of one chat (messages: the turns before), experimental_telemetry's "
+                "metadata.sessionId: ai.telemetry.metadata.sessionId"),
     Sender("otel-js-openai", "otel-js", ("otel_js_openai.mjs", "proto", "chat"), CONTENT_ON,
            note="@opentelemetry/instrumentation-openai (OTel JS SDK, OTLP protobuf): a plain then a streamed call; "
                 "content only in gen_ai.* log events"),
@@ -228,6 +231,9 @@ SENDERS = (
     Sender("openai-agents-openinference", "openai-agents", ("openai_agents_run.py",), tool=True,
            note="OpenAI Agents SDK Agent (chat completions model, a function tool) with OpenInference's "
                 "OpenAIAgentsInstrumentor: agent, generation and function spans"),
+    Sender("openai-agents-session-openinference", "openai-agents", ("openai_agents_run.py", "session"),
+           note="the OpenAI Agents SDK, the two questions as turns of one SQLiteSession (no tool), under "
+                "OpenInference's using_session: session.id on every span"),
     Sender("llama-index-otel", "llama-index", ("llama_index_agent.py", "own"), tool=True,
            note="LlamaIndex FunctionAgent workflow with LlamaIndex's own llama-index-observability-otel: "
                 "the call in LLMChatStartEvent / LLMChatEndEvent span events"),
@@ -348,7 +354,8 @@ def _run(sender: Sender, otlp_endpoint: str, urls: dict[str, str], otlp_headers:
         "PEER_NODE_MODULES": str(sender.environment / "node_modules"),
         "PEER_SCENARIO": json.dumps({"system": _peer.SYSTEM, "questions": list(_peer.QUESTIONS),
                                      "model": _peer.MODEL, "service": _peer.SERVICE, "tool": _peer.TOOL,
-                                     "tool_description": _peer.TOOL_DESCRIPTION, "tool_result": _peer.TOOL_RESULT}),
+                                     "tool_description": _peer.TOOL_DESCRIPTION, "tool_result": _peer.TOOL_RESULT,
+                                     "conversation": _peer.CONVERSATION}),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     proc = subprocess.run(sender.command(), env=env, capture_output=True, text=True, timeout=timeout)

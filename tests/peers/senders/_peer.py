@@ -72,6 +72,10 @@ def refund_charge(card_last4: str, charge_number: int) -> str:
     return REFUND_RESULT
 
 
+# The conversation scenario (multi-turn senders): the questions are the turns of one conversation, each turn sent
+# with the ones before it, under this key (opaque, so redaction leaves it as is).
+CONVERSATION = "chat-7f3a9c2e"
+
 MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
 GEMINI_MODEL = "gemini-2.0-flash"
