@@ -1,8 +1,8 @@
 """The fake Gemini API and Bedrock runtime the Gemini and Bedrock senders are recorded against
 (tests/peers/harness.py): the wire shapes google-genai and boto3 read — Gemini candidates with the `model`
 role, usage metadata, SSE chunks with the finish reason and usage on the last; Bedrock's Converse answer and an
-Anthropic model's InvokeModel body — and their errors. (The real clients are in record-only side venvs, so
-plain HTTP here.)"""
+Anthropic model's InvokeModel body — and their errors; and the scenario every fake provider plays (a later
+conversation turn, the tool scenarios). (The real clients are in record-only side venvs, so plain HTTP here.)"""
 
 from __future__ import annotations
 
@@ -99,3 +99,39 @@ def test_a_bedrock_error_names_its_type_in_the_header(bedrock):
     with pytest.raises(urllib.error.HTTPError) as failed:
         urllib.request.urlopen(request, timeout=10)
     assert failed.value.code == 429 and failed.value.headers["x-amzn-errortype"] == "ThrottlingException"
+
+
+def test_the_scenario_answers_the_question_a_request_carries_last_and_asks_for_each_offered_tool_in_turn():
+    """The harness's fake provider (`tests/peers/harness._reply`, over HTTP as the senders reach it): a later turn
+    of a conversation carries the earlier question and answer, and is answered for its own question; an agent
+    offered both scenario tools gets a call of `lookup_charge`, once its result is in one of `refund_charge`, once
+    both are in the answer; a request offering only the first tool is answered after its result, as before."""
+    from tests.peers.harness import _peer, fake_providers
+
+    system = {"role": "system", "content": _peer.SYSTEM}
+    first, second = ({"role": "user", "content": q} for q in _peer.QUESTIONS)
+    tools = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+             for name in (_peer.TOOL, _peer.REFUND_TOOL)]
+
+    def result(name: str, content: str) -> list[dict]:
+        return [{"role": "assistant", "tool_calls": [{"id": name, "type": "function",
+                                                      "function": {"name": name, "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": name, "content": content}]
+
+    with fake_providers() as (openai_server, _):
+        def ask(messages: list[dict], offered: list[dict]) -> dict:
+            status, text = post(f"{openai_server.base_url}/chat/completions",
+                                {"model": _peer.MODEL, "messages": messages, **({"tools": offered} if offered else {})})
+            assert status == 200, text
+            message = json.loads(text)["choices"][0]["message"]
+            return {"usage": json.loads(text)["usage"]["prompt_tokens"], "content": message.get("content"),
+                    "tools": [c["function"]["name"] for c in message.get("tool_calls") or []]}
+
+        later_turn = [system, first, {"role": "assistant", "content": _peer.ANSWERS[0]}, second]
+        assert ask(later_turn, [])["content"] == _peer.ANSWERS[1]
+        assert ask([system, first], [])["content"] == _peer.ANSWERS[0]
+        looked_up = [system, second, *result(_peer.TOOL, _peer.TOOL_RESULT)]
+        assert ask([system, second], tools) == {"usage": 29, "content": None, "tools": [_peer.TOOL]}
+        assert ask(looked_up, tools) == {"usage": 33, "content": None, "tools": [_peer.REFUND_TOOL]}
+        assert ask([*looked_up, *result(_peer.REFUND_TOOL, _peer.REFUND_RESULT)], tools)["content"] == _peer.ANSWERS[1]
+        assert ask(looked_up, tools[:1])["content"] == _peer.ANSWERS[1]
