@@ -539,7 +539,9 @@ def review_list(page_: ItemPage, query: dict[str, str], counts: Panel, next_id: 
         nav.append(f'<a rel="next" href="/review?{safe(urlencode({**query, "offset": page_.offset + page_.limit}))}">'
                    "Next</a>")
     scope = "" if signal is None else _signal_scope(signal, page_)
-    return (scope + start + panel(counts, "Review queue", "panel compact") + f'<p class="tabs">Show: {tabs}</p>' + listing
+    # Inside a signal's queue the counts are still the whole queue's: its title says so (the list is the signal's)
+    title = "Review queue" if signal is None else "The whole review queue (every item, not only this signal's)"
+    return (scope + start + panel(counts, title, "panel compact") + f'<p class="tabs">Show: {tabs}</p>' + listing
             + (f'<p>{" · ".join(nav)}</p>' if nav else "")
             + (exports("/review", {**query, "offset": str(page_.offset)}) if page_.items else "") + agreement_html)
 

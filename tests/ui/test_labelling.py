@@ -65,6 +65,9 @@ def test_a_signal_page_opens_the_queue_of_its_examples(ui, lake):
     [(queued,)] = state_rows(lake.data_dir, "SELECT count(*) FROM review_items WHERE tenant_id = 'umbrella'")
     assert listed == items and queued > len(items)  # the signal's items, and only them
     assert f"All items, newest first ({len(items)})" in queue
+    # the counts panel beside it is the whole queue's, and says so (its "Items" is not this list's count)
+    assert "The whole review queue (every item, not only this signal's)" in html.unescape(queue)
+    assert "The whole review queue" not in umbrella.get("/review?status=all").text
     [next_item] = re.findall(r'id="next-item" href="/review/([^"?]+)\?signal=', queue)
     assert next_item in items
     assert f'href="/signals/{signal}"' in queue  # and back
