@@ -228,3 +228,23 @@ def test_a_signal_example_that_is_a_turn_links_its_conversation_and_back(data_di
     assert f'class="conversation-link" href="/conversations/c-signal?trace={example}"' in examples
     turn = acme.get(f"/conversations/c-signal?trace={example}").text
     assert f'class="signal-link" href="/signals/{signal}"' in turn and _turns(turn) == ["1"]
+
+
+def test_a_conversation_units_review_item_shows_the_transcript_it_was_judged_on(ui, chat_dir):
+    """A reviewer labels a conversation evaluator's verdict on the conversation as a whole: the item shows every turn
+    the judge was shown (redacted, escaped), not only the conversation's last answer."""
+    import duckdb
+
+    from verdict_daemon.review import get_item
+    from verdict_daemon.store.state import StateStore
+
+    with duckdb.connect(str(chat_dir / "state.duckdb"), read_only=True) as con:
+        ((item_id,),) = con.execute(
+            "SELECT i.item_id FROM review_items i JOIN sampled_traces s USING (tenant_id, trace_id) "
+            "WHERE i.tenant_id = 'acme' AND s.unit = 'conversation' AND s.query LIKE 'I was charged twice%'").fetchall()
+    detail = get_item(StateStore(chat_dir), TenantId("acme"), item_id)
+    assert detail.response.count("[turn ") == 6  # three turns, user and assistant each
+    assert ANSWERS[C1[0]] in detail.response and ANSWERS[C1[1]] in detail.response
+    assert "jane@example.com" not in detail.response
+    page = ui["acme"].get(f"/review/{item_id}").text
+    assert html.escape(ANSWERS[C1[1]], quote=False) in page and "<script>alert('turn')" not in page

@@ -11,6 +11,7 @@ verdict.redact again on the way out, on top of the SDK's and the collector's red
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +20,9 @@ from datetime import UTC, datetime
 from verdict.redact import redact_text
 from verdict.tenancy import TenantId
 from verdict_daemon.review.routing import REASONS
+from verdict_daemon.service.conversation import Transcript
 from verdict_daemon.store.review import (
+    Content,
     DimensionJudgment,
     ItemSummary,
     LabelRecord,
@@ -108,12 +111,21 @@ def get_item(store: StateStore, tenant: TenantId, item_id: str) -> ItemDetail:
         raise item_not_found(tenant, item_id)
     content = stored.content
     return ItemDetail(
-        item=stored.item, query=redact_text(content.query or ""), response=redact_text(content.response or ""),
+        item=stored.item, query=redact_text(content.query or ""), response=redact_text(_graded(content)),
         context=redact_text(content.context or ""),
         judgments=tuple(DimensionJudgment(j.dimension, j.verdict, j.score,
                                           None if j.rationale is None else redact_text(j.rationale))
                         for j in stored.judgments),
         labels=stored.labels, latest=latest_labels(stored.labels))
+
+
+def _graded(content: Content) -> str:
+    """What the judge graded: the answer, or for a conversation unit the transcript it was shown (its stored
+    response is only the last answer; a reviewer labels the conversation as a whole)."""
+    stored = json.loads(content.history) if content.history else {}
+    if isinstance(stored, dict) and isinstance(stored.get("conversation"), dict):
+        return Transcript.from_dict(stored["conversation"]).text()
+    return content.response or ""
 
 
 def validate_label_input(labels: Mapping[str, str], critique: str, reviewer: str) -> str:

@@ -126,6 +126,7 @@ class Content:
     query: str | None
     response: str | None
     context: str | None
+    history: str | None = None  # sampled_traces.history (JSON): a conversation unit's transcript is there
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ class ReviewRepository:
                 return None
             item = _summary(row)
             content = Content(*con.execute(
-                "SELECT query, response, context FROM sampled_traces WHERE tenant_id = $t AND trace_id = $tr",
+                "SELECT query, response, context, history FROM sampled_traces WHERE tenant_id = $t AND trace_id = $tr",
                 {"t": tenant, "tr": item.trace_id}).fetchone())
             judged = con.execute("SELECT dimension, value, score, reason FROM dimension_verdicts "
                                  "WHERE tenant_id = $t AND attempt_id = $i ORDER BY dimension",
