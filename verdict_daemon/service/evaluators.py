@@ -148,9 +148,8 @@ class GraphEvaluator:
             **({"history_tokens": self.history_tokens} if self.history_tokens else {}),
             **({"trajectory_steps": self.trajectory_steps} if self.trajectory_steps else {}),
             **({"unit": CONVERSATION, "conversation_tokens": conversation_tokens} if conversation_tokens else {})}
-        self.fingerprint = conversation_fingerprint(_graph_fingerprint(self.definition), conversation_tokens) \
-            if conversation_tokens else trajectory_fingerprint(
-                history_fingerprint(_graph_fingerprint(self.definition), history_tokens), trajectory_steps)
+        self.fingerprint = evaluator_fingerprint(_graph_fingerprint(self.definition), history_tokens,
+                                                 trajectory_steps, conversation_tokens)
 
     def evaluate(self, material: Material) -> Outcome:
         from pydantic import BaseModel
@@ -175,6 +174,14 @@ class GraphEvaluator:
                            error_message="the graph's output has no verdict or score field")
         return Outcome(tuple(DimensionVerdict(v.dimension, v.value, v.score, reason) for v in verdicts)
                        + tool_call_check(material, self.trajectory_steps), usage=row.usage)
+
+
+def evaluator_fingerprint(base: str, history_tokens: int, trajectory_steps: int, conversation_tokens: int) -> str:
+    """An evaluator's fingerprint from its judge's or graph's: a conversation evaluator's under its transcript budget,
+    a turn evaluator's under its history budget and trajectory bound (each leaves it as it was at 0)."""
+    if conversation_tokens:
+        return conversation_fingerprint(base, conversation_tokens)
+    return trajectory_fingerprint(history_fingerprint(base, history_tokens), trajectory_steps)
 
 
 TOOL_CALL_CHECK = "tool_calls_answered"  # the deterministic dimension of an agent run (docs/conversations.md)

@@ -8,17 +8,16 @@ from typing import Any, cast
 from verdict.models.base import Usage
 from verdict_daemon.config import DEFAULT_CONVERSATION_TOKENS, EvaluatorConfig
 from verdict_daemon.errors import DaemonError
-from verdict_daemon.service.conversation import CONVERSATION, TURN, conversation_fingerprint
+from verdict_daemon.service.conversation import CONVERSATION, TURN
 from verdict_daemon.service.evaluators import (
     DimensionVerdict,
     Outcome,
     error_outcome,
+    evaluator_fingerprint,
     resolve_judge_model,
     tool_call_check,
 )
-from verdict_daemon.service.history import history_fingerprint
 from verdict_daemon.service.material import Material
-from verdict_daemon.service.trajectory import trajectory_fingerprint
 
 
 class JudgeEvaluator:
@@ -39,9 +38,8 @@ class JudgeEvaluator:
         self.trajectory_steps = trajectory_steps
         self.conversation_tokens = conversation_tokens
         self.unit = CONVERSATION if conversation_tokens else TURN
-        self.fingerprint: str = conversation_fingerprint(judge.fingerprint, conversation_tokens) \
-            if conversation_tokens else trajectory_fingerprint(history_fingerprint(judge.fingerprint, history_tokens),
-                                                               trajectory_steps)
+        self.fingerprint: str = evaluator_fingerprint(judge.fingerprint, history_tokens, trajectory_steps,
+                                                      conversation_tokens)
         # A rubric graded on agent runs only (every dimension needs a trajectory): other traces are not sent.
         self.needs_trajectory = rubric is not None and all(d.requires_trajectory for d in rubric.dimensions)
         self.definition: Mapping[str, Any] = definition

@@ -463,8 +463,7 @@ def _closed_conversations(lake_con, conversations: Conversations, start: datetim
             SELECT $prefix || c.first_trace_id, c.conversation_id, c.conversation_seq, c.turns, c.first_time,
                    c.intent_key, t.turn, t.trace_id, g.span_id, g.call_date
             FROM closed c JOIN conversation_turns_within({inactivity}) t USING (conversation_id, conversation_seq)
-            LEFT JOIN (SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date
-                       FROM candidates WHERE gradable GROUP BY trace_id) g USING (trace_id)
+            LEFT JOIN ({_TRACES.format(only='')}) g USING (trace_id)  -- each turn's graded call, the turns' rule
             WHERE t.turn = 1 OR t.turn > c.turns - $most""",
                          {"end": end, "start": start, "prefix": UNIT_PREFIX,
                           "most": most_turns(conversations.conversation_tokens)})
