@@ -16,10 +16,10 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
-import duckdb
 import pytest
 
 from tests.clustering.cli import lifecycle
+from tests.clustering.test_pipeline_active import _rows
 from tests.daemon.lakes import span_row, synthetic_days, write_rows
 from verdict.models.base import ModelRequest
 from verdict.models.scripted import ScriptedModel
@@ -81,14 +81,6 @@ def lake(tmp_path):
     rows, expected = conversation_day()
     write_rows(data, "acme", rows)
     return data, version, expected
-
-
-def _rows(data_dir, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(data_dir / "state.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _units(data_dir) -> dict[str, tuple]:
