@@ -18,6 +18,10 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 SYSTEM = "You are the support assistant of Acme. Be brief."
 
@@ -47,13 +51,13 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def tool_step(tool: dict | None) -> list[dict]:
+def tool_step(tool: dict | None) -> list[ChatCompletionMessageParam]:
     """The assistant's tool call and the tool's result, in the chat API's shape ([] without a tool)."""
     if not tool:
         return []
-    call = {"id": "call_1", "type": "function",
-            "function": {"name": tool["name"], "arguments": json.dumps(tool["arguments"])}}
-    return [{"role": "assistant", "content": None, "tool_calls": [call]},
+    return [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": tool["name"], "arguments": json.dumps(tool["arguments"])}}]},
             {"role": "tool", "tool_call_id": "call_1", "content": tool["result"]}]
 
 

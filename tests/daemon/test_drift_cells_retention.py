@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from tests.daemon.conftest import make_config
+from verdict.tenancy import TenantId
 from verdict_daemon.service.daemon import Daemon
 from verdict_daemon.store import views
 from verdict_daemon.store.drift_runs import RunCell, RunRecord, commit_run
@@ -89,7 +90,7 @@ def test_compact_retain_prunes_old_cells_and_keeps_what_the_report_reads(tmp_pat
         left = _cells_by_run(store, tenant)
         assert left == (every if days == 0 else runs["recent"] | runs["kept"]), tenant
         assert _report_cells(data, tenant) == report[tenant]  # the report and the UI see the same cells
-        assert store.cursor(tenant, "compact_retain.last_success") == NOW.replace(tzinfo=UTC).isoformat()
+        assert store.cursor(TenantId(tenant), "compact_retain.last_success") == NOW.replace(tzinfo=UTC).isoformat()
     assert _cells_by_run(store, "initech") == other  # no configured tenant: its rows are not this daemon's to prune
     with store.transaction() as con:  # the runs themselves stay: only their per-cell detail goes
         assert con.execute("SELECT count(*) FROM drift_runs").fetchone()[0] == sum(

@@ -17,6 +17,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -27,12 +28,15 @@ from tests.ui.conftest import client
 from verdict.tenancy import TenantId
 from verdict_ui.access import Access
 
+if TYPE_CHECKING:
+    from verdict.models.base import ModelRequest
+
 TOKENS = {"acme": "acme-token-0123456789abcdef"}
 FIRST = "I was charged twice for order 1001."
 SECOND = "Can you refund the second charge?"
 ANSWERS = {FIRST: "I see two charges of 30 EUR on order 1001.",
            SECOND: "I have refunded the second charge of 30 EUR on order 1001."}
-TOOL = {"name": "lookup_charge", "arguments": {"order": "1001"}, "result": "two charges of 30 EUR on order 1001"}
+TOOL: dict[str, Any] = {"name": "lookup_charge", "arguments": {"order": "1001"}, "result": "two charges of 30 EUR on order 1001"}
 TURNS = [{"conversation": "c-tools", "intent": "billing.v1", "user": FIRST},
          {"conversation": "c-tools", "intent": "billing.v1", "user": SECOND, "tool": TOOL}]
 JUDGE: dict[str, str] = {}  # the fake server's base URL, set by the fixture
@@ -48,7 +52,7 @@ def judge_model():
 
 def _judge_reply(request: RecordedRequest) -> Reply:
     messages = [SimpleNamespace(content=m["content"]) for m in request.body["messages"]]
-    return Reply(grade(SimpleNamespace(messages=messages)))
+    return Reply(grade(cast("ModelRequest", SimpleNamespace(messages=messages))))  # grade reads .messages only
 
 
 def _block(request: RecordedRequest, tag: str) -> str | None:
