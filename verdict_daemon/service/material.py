@@ -146,9 +146,11 @@ def graded_texts(input_messages: str | None, output_messages: str | None,
     query = message_text(users[-1]) if users else ""
     response = "\n".join(message_text(m) for m in parse_messages(output_messages) if m.get("role") in ("assistant", None))
     context_parts = [message_text(m) for m in inputs if m.get("role") in ("system", "tool")]
-    context_parts += [message_text(part) for part in parse_messages(system_instructions)]  # a list of parts
-    if system_instructions and not parse_messages(system_instructions):
-        context_parts.append(system_instructions)  # a bare string rather than a message list
+    instructions = [message_text(part) for part in parse_messages(system_instructions)]  # a list of parts
+    if system_instructions and not instructions:
+        instructions = [system_instructions]  # a bare string rather than a message list
+    # Some senders put the system prompt in both places (OTel JS's Responses API, OpenLIT): the judge reads it once.
+    context_parts += [text for text in instructions if text not in context_parts]
     return query, response, "\n".join(p for p in context_parts if p)
 
 
