@@ -228,6 +228,9 @@ class StateFileBroken(DaemonError):
         super().__init__("state_corrupt", f"state file {path} {reason}", {"file": str(path)})
 
 
+# A DuckDB file is three 4 KiB headers, then its blocks: one cut short lacks blocks its header counts
+_FILE_HEADERS = 3 * 4096
+
 _MEND = "nothing was recreated: restore it from a backup, or move it away to start with an empty state"
 
 
@@ -372,6 +375,7 @@ class StateStore:
     def _schema(self, con) -> int:
         tables = {name for (name,) in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+        self._require_whole(con, tables)
         if "schema_version" not in tables:
             raise StateFileBroken(self.path, f"is not a Verdict state file (no schema_version table); {_MEND}")
         version = cast(int, con.execute("SELECT max(version) FROM schema_version").fetchone()[0])
@@ -380,6 +384,21 @@ class StateStore:
         if missing := TABLES - tables:
             raise StateFileBroken(self.path, f"lacks the table(s) {', '.join(sorted(missing))}; {_MEND}")
         return version
+
+    def _require_whole(self, con, tables: set[str]) -> None:
+        """A file cut short can still open and answer from its first blocks. Every block the catalog or a
+        table points at must lie inside the file (their positions, not their data: no table is read); the
+        header's block count is no bound, as trailing free blocks are cut off the file."""
+        blocks = " UNION ALL ".join(
+            ["SELECT block_id FROM pragma_metadata_info()"]
+            + [f"SELECT greatest(block_id, list_max(additional_block_ids)) FROM pragma_storage_info('{table}')"
+               for table in sorted(tables)])
+        block_size, last = con.execute(
+            f"SELECT (SELECT block_size FROM pragma_database_size() WHERE database_name = current_database()), "
+            f"max(block_id) FROM ({blocks}) AS b(block_id)").fetchone()
+        size = os.fstat(self._pin).st_size if self._pin is not None else os.stat(self.path).st_size
+        if last is not None and size < (needed := _FILE_HEADERS + (last + 1) * block_size):
+            raise StateFileBroken(self.path, f"is truncated ({size} bytes; its block {last} ends at {needed}); {_MEND}")
 
     def schema_version(self) -> int:
         with self.transaction() as con:
