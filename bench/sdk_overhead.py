@@ -362,7 +362,7 @@ def main() -> None:
         print(f"peers: side venv {args.peer_python} not found (see the module docstring to create it)")
     if "verdict" in rows:
         added, per_chunk, _ = rows["verdict"]
-        peer_added = {k: v[0] for k, v in rows.items() if k not in ("none", "verdict") and v[2]}
+        peer_added = {k: v[0] for k, v in rows.items() if k not in ("none", "verdict", BASELINE) and v[2]}
         verdict_line = (f"targets: verdict adds {added:.1f} µs per call (<= 70: {'PASS' if added <= 70 else 'FAIL'}), "
                         f"{per_chunk:.3f} µs per chunk (<= 2: {'PASS' if per_chunk <= 2 else 'FAIL'})")
         if peer_added:

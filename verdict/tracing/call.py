@@ -64,6 +64,11 @@ class Operation:
         """Content attribute name -> semconv list (system instructions, input and output messages)."""
         return {}
 
+    def content_attributes(self, request: Any, output: Any, redactor: Redactor, max_bytes: int) -> dict[str, str]:
+        """Content attribute name -> redacted JSON (attributes with nothing to say left out)."""
+        lists = redact_content(self.content(request, output, PARTS), redactor)
+        return {name: dumps_bounded(value, max_bytes) for name, value in lists.items() if value}
+
 
 class StreamAccumulator:
     """Sees every stream item; at the end fills response attributes and the output for content."""
@@ -97,8 +102,7 @@ class PendingAttributes:
     def attributes(self, redactor: Redactor | None, max_bytes: int) -> dict[str, Any]:
         attrs = dict(self.recorded)
         if redactor is not None and self.op.captures_content:
-            lists = redact_content(self.op.content(self.request, self.output, PARTS), redactor)
-            attrs.update((name, dumps_bounded(value, max_bytes)) for name, value in lists.items() if value)
+            attrs.update(self.op.content_attributes(self.request, self.output, redactor, max_bytes))
         return attrs
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from verdict import semconv as sc
 from verdict.tracing.call import Operation, StreamAccumulator, async_wrapper, sync_wrapper
-from verdict.tracing.content import PartBuilder, field
+from verdict.tracing.content import PARTS, MessageJSON, PartBuilder, Redactor, field
 
 PROVIDER = "openai"
 
@@ -110,10 +110,23 @@ class ChatCompletions(Operation):
     def accumulator(self) -> StreamAccumulator:
         return ChatStream()
 
+    def content_attributes(self, request: Any, output: Any, redactor: Redactor, max_bytes: int) -> dict[str, str]:
+        inputs = _INPUT_JSON.join(request, redactor, max_bytes, _plain_message)
+        if inputs is None:
+            return super().content_attributes(request, output, redactor, max_bytes)
+        return {sc.INPUT_MESSAGES: inputs, **super().content_attributes(None, output, redactor, max_bytes)}
+
     def content(self, request: Any, output: Any, parts: PartBuilder) -> dict[str, list[Any]]:
         inputs = [_chat_message(m, parts) for m in request or ()]
         outputs = [_assistant_message(parts, content, tool_calls, finish) for content, tool_calls, finish in output or ()]
         return {sc.INPUT_MESSAGES: inputs, sc.OUTPUT_MESSAGES: outputs}
+
+
+_INPUT_JSON = MessageJSON()
+
+
+def _plain_message(message: Any) -> dict[str, Any]:
+    return _chat_message(message, PARTS)
 
 
 def _choice_output(choice: Any) -> tuple[Any, Any, str]:
