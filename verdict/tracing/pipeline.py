@@ -54,18 +54,24 @@ class QueuedSpan:
         self.context = span.context
         self.parent = span.parent
         self.resource = span.resource
-        # A plain dict of strings and numbers is not even tracked by the GC (the exported span's
-        # attributes were always a plain dict: materialize merges the content into a copy).
-        self.attributes = dict(span.attributes or {})
-        # Verdict's spans rarely have events or links: empty ones are an empty tuple (0 dropped, as before).
-        self.events: Any = span.events if span.events or span.dropped_events else ()
-        self.links: Any = span.links if span.links or span.dropped_links else ()
+        self.attributes = _plain_attributes(span)
+        self.events = span.events  # tuples, as the exported span always had (no dropped counts)
+        self.links = span.links
         self.kind = span.kind
         self.status = span.status
         self.start_time = span.start_time
         self.end_time = span.end_time
         self.instrumentation_scope = span.instrumentation_scope
         self.pending = pending
+
+
+def _plain_attributes(span: ReadableSpan) -> dict[str, Any]:
+    """The span's attributes as a plain dict (of strings and numbers: not even tracked by the GC).
+    The public mapping wraps the SDK's BoundedAttributes in a proxy, copied key by key through
+    Python-level methods; its inner dict is copied at C speed. The exported span's attributes were
+    always a plain dict (`materialize` merges the content into one)."""
+    inner = getattr(getattr(span, "_attributes", None), "_dict", None)
+    return dict(inner) if type(inner) is dict else dict(span.attributes or {})
 
 
 def materialize(span: QueuedSpan, redactor: Redactor | None, max_bytes: int,
