@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,20 @@ def test_a_waiting_span_keeps_few_objects_alive(fake_openai, provider):
         {"role": "assistant", "parts": [{"type": "text", "content": "Refunded."}], "finish_reason": "stop"}]
     assert last["gen_ai.usage.input_tokens"] == 9
 
+
+
+def test_events_on_the_span_are_exported(fake_openai, traced):
+    """The queued record keeps what the app or another instrumentation added to Verdict's span while it
+    was current (here an HTTP client hook adding an event), next to the pending content."""
+    import httpx2
+    from opentelemetry import trace
+
+    def hook(request: Any) -> None:
+        trace.get_current_span().add_event("request sent", {"http.method": request.method})
+
+    fake_openai.default = Reply("ok")
+    client = fake_openai.client(http_client=httpx2.Client(event_hooks={"request": [hook]}))
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    span = traced.one()
+    assert [(e.name, dict(e.attributes or {})) for e in span.events] == [("request sent", {"http.method": "POST"})]
+    assert json.loads(span.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"] == "hi"
