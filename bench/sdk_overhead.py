@@ -22,6 +22,7 @@ so per-call costs cancel out), and whole-process CPU added per call including ba
 toggles nothing: its figures are the noise floor.
 
   python bench/sdk_overhead.py [--rounds 3] [--calls 2000] [--peer-python /tmp/peer-venv/bin/python]
+                               [--baseline-root /path/to/a/worktree/of/main]
 
 With --rates (calls per second, e.g. 250,500,1000,2000) it instead measures sustained load: one thread
 calls at each rate for --rate-seconds (paced, non-streamed, instrumentation on), then flushes, and the
@@ -274,16 +275,20 @@ def rate_worker(mode: str, rate: float, seconds: float) -> dict:  # pragma: no c
 # -- driver ----------------------------------------------------------------------------------------
 
 
+BASELINE = "verdict@baseline"  # Verdict imported from --baseline-root (e.g. a worktree of main)
+
+
 def run_mode(python: str, mode: str, calls: int, streams: int, rate: tuple[float, float] | None = None,
-             unique: bool = False) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+             unique: bool = False, baseline_root: str | None = None) -> dict:
+    root = baseline_root if mode == BASELINE and baseline_root else str(ROOT)
+    env = {**os.environ, "PYTHONPATH": root, "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
     args = ["--calls", str(calls), "--streams", str(streams)] if rate is None else [
         "--rate", str(rate[0]), "--rate-seconds", str(rate[1])]
     if unique:
         args.append("--unique-prompts")
     proc = subprocess.run(
-        [python, str(Path(__file__).resolve()), "--worker", mode, *args],
+        [python, str(Path(__file__).resolve()), "--worker", mode.split("@")[0], *args],
         capture_output=True, text=True, env=env, timeout=900,
     )
     if proc.returncode != 0:
@@ -299,6 +304,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="subprocesses per mode")
     parser.add_argument("--peer-python", default="/tmp/peer-venv/bin/python")
     parser.add_argument("--openinference-python", help="OpenInference's venv python (default: --peer-python)")
+    parser.add_argument("--baseline-root", help="also run Verdict imported from this checkout (mode "
+                        f"{BASELINE}), e.g. a worktree of main, to compare a change in the same run")
     parser.add_argument("--rates", help="sustained-load mode: calls per second, comma-separated")
     parser.add_argument("--rate", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--rate-seconds", type=float, default=5.0, help="seconds of calls per rate")
@@ -312,17 +319,19 @@ def main() -> None:
         return
 
     plan = [("none", sys.executable), ("verdict", sys.executable)]
+    if args.baseline_root:
+        plan.append((BASELINE, sys.executable))
     peers_available = Path(args.peer_python).exists()
     if peers_available:
         plan += [("otel-openai-v2", args.peer_python), ("openinference", args.openinference_python or args.peer_python)]
     if args.rates:
-        _print_rates(plan[1:], [float(r) for r in args.rates.split(",")], args.rate_seconds)
+        _print_rates(plan[1:], [float(r) for r in args.rates.split(",")], args.rate_seconds, args.baseline_root)
         return
     results: dict[str, list[dict]] = {}
     for _ in range(args.rounds):  # rounds interleave modes so drift in machine load hits all of them
         for mode, python in plan:
             results.setdefault(mode, []).append(run_mode(python, mode, args.calls, args.streams,
-                                                         unique=args.unique_prompts))
+                                                         unique=args.unique_prompts, baseline_root=args.baseline_root))
 
     print(f"sdk_overhead: openai {_first(results, 'openai')}, real client over an in-process mock transport, "
           f"~{len(SYSTEM) + len(USER)} B prompt; each mode in its own subprocess ({args.rounds} rounds), "
@@ -353,7 +362,7 @@ def main() -> None:
         print(f"peers: side venv {args.peer_python} not found (see the module docstring to create it)")
     if "verdict" in rows:
         added, per_chunk, _ = rows["verdict"]
-        peer_added = {k: v[0] for k, v in rows.items() if k not in ("none", "verdict") and v[2]}
+        peer_added = {k: v[0] for k, v in rows.items() if k not in ("none", "verdict", BASELINE) and v[2]}
         verdict_line = (f"targets: verdict adds {added:.1f} µs per call (<= 70: {'PASS' if added <= 70 else 'FAIL'}), "
                         f"{per_chunk:.3f} µs per chunk (<= 2: {'PASS' if per_chunk <= 2 else 'FAIL'})")
         if peer_added:
@@ -361,13 +370,23 @@ def main() -> None:
             verdict_line += (f", below every working peer (cheapest {best:.1f} µs, ratio {added / best:.2f}): "
                              f"{'PASS' if added < best else 'FAIL'}")
         print(verdict_line)
-    if "verdict" in whole and whole.get("otel-openai-v2", 0) > 0:
-        ratio = whole["verdict"] / whole["otel-openai-v2"]
-        print(f"whole-process CPU per call (calling + export threads): verdict {whole['verdict']:.1f} µs, "
-              f"{ratio:.2f}x otel-openai-v2's {whole['otel-openai-v2']:.1f} µs (<= 0.5: {'PASS' if ratio <= 0.5 else 'FAIL'})")
+    _print_whole(whole, args.baseline_root)
 
 
-def _print_rates(plan: list[tuple[str, str]], rates: list[float], seconds: float) -> None:
+def _print_whole(whole: dict[str, float], baseline_root: str | None) -> None:
+    """The issue-31 target line: whole-process CPU per call against otel-openai-v2 (and the baseline's)."""
+    if "verdict" not in whole or whole.get("otel-openai-v2", 0) <= 0:
+        return
+    peer = whole["otel-openai-v2"]
+    ratio = whole["verdict"] / peer
+    print(f"whole-process CPU per call (calling + export threads): verdict {whole['verdict']:.1f} µs, "
+          f"{ratio:.2f}x otel-openai-v2's {peer:.1f} µs (<= 0.5: {'PASS' if ratio <= 0.5 else 'FAIL'})")
+    if BASELINE in whole:
+        print(f"  {BASELINE} ({baseline_root}): {whole[BASELINE]:.1f} µs, {whole[BASELINE] / peer:.2f}x "
+              f"otel-openai-v2; verdict / baseline {whole['verdict'] / whole[BASELINE]:.2f}")
+
+
+def _print_rates(plan: list[tuple[str, str]], rates: list[float], seconds: float, baseline_root: str | None) -> None:
     print(f"sdk_overhead --rates: one thread calling at each rate for {seconds:g} s (real openai client, mock "
           f"transport), then a flush; spans exported per call, in brackets exported with content, then the "
           f"call rate the mode reached; load "
@@ -376,7 +395,7 @@ def _print_rates(plan: list[tuple[str, str]], rates: list[float], seconds: float
     for rate in rates:
         cells = []
         for mode, python in plan:
-            r = run_mode(python, mode, 0, 0, (rate, seconds))
+            r = run_mode(python, mode, 0, 0, (rate, seconds), baseline_root=baseline_root)
             cells.append("FAILED" if "error" in r else f"{r['exported'] / r['calls']:.1%} "
                          f"({r['with_content'] / r['calls']:.1%}) {r['achieved']:.0f}/s")
         print(f"{rate:>8g}" + "".join(f"{c:>30}" for c in cells))

@@ -64,6 +64,11 @@ class Operation:
         """Content attribute name -> semconv list (system instructions, input and output messages)."""
         return {}
 
+    def content_attributes(self, request: Any, output: Any, redactor: Redactor, max_bytes: int) -> dict[str, str]:
+        """Content attribute name -> redacted JSON (attributes with nothing to say left out)."""
+        lists = redact_content(self.content(request, output, PARTS), redactor)
+        return {name: dumps_bounded(value, max_bytes) for name, value in lists.items() if value}
+
 
 class StreamAccumulator:
     """Sees every stream item; at the end fills response attributes and the output for content."""
@@ -78,27 +83,26 @@ class StreamAccumulator:
 
 
 class PendingAttributes:
-    """What a call leaves for later: `recorded` attributes not yet on the span, the unrecorded result
-    and the content references. Turned into response attributes and redacted JSON content on the
-    export thread (or at span end without Verdict's pipeline)."""
+    """What a call leaves for later: `recorded` attributes not yet on the span and the content
+    references. Turned into redacted JSON content on the export thread (or at span end without
+    Verdict's pipeline).
 
-    __slots__ = ("op", "recorded", "request", "output", "result")
+    The provider's result is recorded at the call's end, not here: a result object waiting for
+    export kept a dozen GC-tracked objects alive per span, which cost more in collections than
+    recording it on the calling thread does."""
 
-    def __init__(self, op: Operation, recorded: dict[str, Any], request: Any, output: Any, result: Any) -> None:
+    __slots__ = ("op", "recorded", "request", "output")
+
+    def __init__(self, op: Operation, recorded: dict[str, Any], request: Any, output: Any) -> None:
         self.op = op
         self.recorded = recorded
         self.request = request
         self.output = output
-        self.result = result
 
     def attributes(self, redactor: Redactor | None, max_bytes: int) -> dict[str, Any]:
         attrs = dict(self.recorded)
-        output = self.output
-        if self.result is not None:
-            output = self.op.record(attrs, self.result)
         if redactor is not None and self.op.captures_content:
-            lists = redact_content(self.op.content(self.request, output, PARTS), redactor)
-            attrs.update((name, dumps_bounded(value, max_bytes)) for name, value in lists.items() if value)
+            attrs.update(self.op.content_attributes(self.request, self.output, redactor, max_bytes))
         return attrs
 
 
@@ -162,7 +166,7 @@ def suppressed(ctx: otel_context.Context) -> bool:
 
 
 class LLMCall:
-    __slots__ = ("span", "op", "rt", "attrs", "request", "output", "result", "ended", "start_ns",
+    __slots__ = ("span", "op", "rt", "attrs", "request", "output", "ended", "start_ns",
                  "first_ns", "acc", "observer", "__weakref__")
 
     def __init__(self, span: Any, op: Operation, rt: Runtime, request: Any, start_ns: int,
@@ -173,7 +177,6 @@ class LLMCall:
         self.attrs = attrs  # recorded at span end (see `end`)
         self.request = request
         self.output: Any = None
-        self.result: Any = None  # a result whose recording is deferred to the export thread
         self.ended = False
         self.start_ns = start_ns
         self.first_ns = 0
@@ -200,9 +203,7 @@ class LLMCall:
             if target is not None and self.op.is_stream(target):
                 self._hook_stream(target)
                 return result
-            if target is result and self.rt.deferred_response:
-                self.result = result
-            elif target is not None:
+            if target is not None:
                 self.output = self.op.record(self.attrs, target)
         except Exception as exc:
             health.record_error(f"{self.op.provider}.record", exc)
@@ -234,21 +235,20 @@ class LLMCall:
             if rt.deferred_response:
                 # Verdict owns the provider: nothing sees the span before its exporter, which adds
                 # these attributes off the calling thread (the SDK validates each one under a lock).
-                PENDING[span.get_span_context().span_id] = PendingAttributes(
-                    self.op, attrs, self.request, self.output, self.result)
+                PENDING[span.get_span_context().span_id] = PendingAttributes(self.op, attrs, self.request, self.output)
             else:
-                if capture or self.result is not None:
-                    pending = PendingAttributes(self.op, {}, self.request, self.output, self.result)
+                if capture:
+                    pending = PendingAttributes(self.op, {}, self.request, self.output)
                     if rt.deferred_content:
                         PENDING[span.get_span_context().span_id] = pending
                     else:
-                        attrs.update(pending.attributes(rt.redactor if capture else None, rt.max_content_bytes))
+                        attrs.update(pending.attributes(rt.redactor, rt.max_content_bytes))
                 if attrs:
                     span.set_attributes(attrs)
         except Exception as exc:
             health.record_error("span_end", exc)
         # An app may keep a finished stream (and so this call) alive: hold no content past the end.
-        self.request = self.output = self.result = None
+        self.request = self.output = None
         try:
             self.span.end()
             health.count("spans_ended")

@@ -11,6 +11,7 @@ replaced by a marker.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 TRUNCATED = "…[truncated]"
@@ -154,6 +155,78 @@ def dumps_bounded(messages: list[Any], max_bytes: int) -> str:
     if len(text.encode()) > max_bytes:
         return _dumps([{"role": "verdict.truncated", "parts": [{"type": "text", "content": TRUNCATED}]}])
     return text
+
+
+class MessageJSON:
+    """The redacted JSON of plain text messages (`{"role": r, "content": "text"}`), remembered by
+    (role, text) and joined into a message list's JSON.
+
+    A system prompt and a conversation's history come back on every call; building, redacting and
+    serializing them again was most of the export thread's work per span. `_ENCODE` of a list is
+    "[" + ",".join(its items' `_ENCODE`) + "]" with these separators, and a built-in `Redactor`'s
+    `text()` depends only on the text (it remembers texts itself), so joining remembered fragments
+    gives exactly the JSON the structured path gives (tests/tracing/test_message_json.py)."""
+
+    __slots__ = ("_state", "_chars")
+
+    def __init__(self) -> None:
+        # (redactor, its fragments), replaced as one value: a call in flight with another redactor
+        # keeps writing to the dict of its own.
+        self._state: tuple[object, dict[tuple[str, str], str]] = (None, {})
+        self._chars = 0
+
+    def join(self, messages: Any, redactor: Redactor, max_bytes: int,
+             build: Callable[[Any], Message]) -> str | None:
+        """The JSON list of `messages` (each built by `build`, then redacted), or None when one is not a
+        plain text message, the redactor is not the built-in one, or the JSON needs truncating: then
+        the caller takes the structured path."""
+        if not messages:
+            return None
+        fragments = self._fragments(redactor)
+        if fragments is None:
+            return None
+        joined = []
+        for message in messages:
+            if type(message) is not dict or len(message) != 2:
+                return None
+            role, text = message.get("role"), message.get("content")
+            if type(role) is not str or type(text) is not str or role in _STRUCTURED_ROLES or not role:
+                return None
+            fragment = fragments.get((role, text))
+            if fragment is None:
+                fragment = _dumps(redact_content({"": [build(message)]}, redactor)[""][0])
+                self._remember(fragments, (role, text), fragment)
+            joined.append(fragment)
+        result = "[" + ",".join(joined) + "]"
+        if len(result) * 4 <= max_bytes or len(result.encode()) <= max_bytes:
+            return result
+        return None
+
+    def _fragments(self, redactor: Redactor) -> dict[tuple[str, str], str] | None:
+        state = self._state
+        if state[0] is not redactor:
+            from verdict.redact import Redactor as BuiltIn  # loaded already: it is the redactor
+
+            if type(redactor) is not BuiltIn or redactor.has_hook:
+                return None
+            state = self._state = (redactor, {})
+            self._chars = 0
+        return state[1]
+
+    def _remember(self, fragments: dict[tuple[str, str], str], key: tuple[str, str], fragment: str) -> None:
+        size = len(key[1])
+        if size > _FRAGMENT_TEXT_LIMIT:
+            return
+        if len(fragments) >= _FRAGMENTS or self._chars + size > _FRAGMENT_CHARS:
+            fragments.clear()  # plain dict operations: safe without a lock under concurrent callers
+            self._chars = 0
+        fragments[key] = fragment
+        self._chars += size
+
+
+# Tool messages carry call ids and structured results: the structured path builds them.
+_STRUCTURED_ROLES = frozenset({"tool", "function"})
+_FRAGMENTS, _FRAGMENT_TEXT_LIMIT, _FRAGMENT_CHARS = 1024, 16_384, 1 << 21  # as the Redactor's text memory
 
 
 # Built once: `json.dumps` with options builds a new encoder on every call.

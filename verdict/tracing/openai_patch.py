@@ -9,7 +9,7 @@ from typing import Any
 
 from verdict import semconv as sc
 from verdict.tracing.call import Operation, StreamAccumulator, async_wrapper, sync_wrapper
-from verdict.tracing.content import PartBuilder, field
+from verdict.tracing.content import PARTS, MessageJSON, PartBuilder, Redactor, field
 
 PROVIDER = "openai"
 
@@ -105,21 +105,35 @@ class ChatCompletions(Operation):
         attrs[sc.RESPONSE_MODEL] = result.model
         attrs[sc.RESPONSE_FINISH_REASONS] = tuple(c.finish_reason or "error" for c in result.choices)
         _set_usage(attrs, result.usage, "prompt_tokens", "completion_tokens")
-        return result.choices
+        return tuple(_choice_output(c) for c in result.choices)
 
     def accumulator(self) -> StreamAccumulator:
         return ChatStream()
 
+    def content_attributes(self, request: Any, output: Any, redactor: Redactor, max_bytes: int) -> dict[str, str]:
+        inputs = _INPUT_JSON.join(request, redactor, max_bytes, _plain_message)
+        if inputs is None:
+            return super().content_attributes(request, output, redactor, max_bytes)
+        return {sc.INPUT_MESSAGES: inputs, **super().content_attributes(None, output, redactor, max_bytes)}
+
     def content(self, request: Any, output: Any, parts: PartBuilder) -> dict[str, list[Any]]:
         inputs = [_chat_message(m, parts) for m in request or ()]
-        outputs = [
-            _assistant_message(
-                parts, field(field(c, "message"), "content"), field(field(c, "message"), "tool_calls"),
-                field(c, "finish_reason") or "error",
-            )
-            for c in output or ()
-        ]
+        outputs = [_assistant_message(parts, content, tool_calls, finish) for content, tool_calls, finish in output or ()]
         return {sc.INPUT_MESSAGES: inputs, sc.OUTPUT_MESSAGES: outputs}
+
+
+_INPUT_JSON = MessageJSON()
+
+
+def _plain_message(message: Any) -> dict[str, Any]:
+    return _chat_message(message, PARTS)
+
+
+def _choice_output(choice: Any) -> tuple[Any, Any, str]:
+    """What content capture needs of one choice, (content, tool calls, finish reason): a tuple of
+    strings, which the GC stops tracking, instead of the SDK's model objects while the span waits."""
+    message = field(choice, "message")
+    return field(message, "content"), field(message, "tool_calls") or None, field(choice, "finish_reason") or "error"
 
 
 def _assistant_message(parts: PartBuilder, content: Any, tool_calls: Any, finish: str | None) -> dict[str, Any]:
@@ -195,19 +209,15 @@ class ChatStream(StreamAccumulator):
         ordered = [self.choices[i] for i in sorted(self.choices)]
         attrs[sc.RESPONSE_FINISH_REASONS] = tuple(c.finish_reason or "error" for c in ordered) or ("error",)
         _set_usage(attrs, self.usage, "prompt_tokens", "completion_tokens")
-        return [
-            {
-                "finish_reason": c.finish_reason or "error",
-                "message": {
-                    "content": "".join(c.text),
-                    "tool_calls": [
-                        {"id": t[0], "function": {"name": t[1], "arguments": "".join(t[2])}}
-                        for _, t in sorted(c.tool_calls.items())
-                    ],
-                },
-            }
+        return tuple(
+            (
+                "".join(c.text),
+                [{"id": t[0], "function": {"name": t[1], "arguments": "".join(t[2])}}
+                 for _, t in sorted(c.tool_calls.items())] or None,
+                c.finish_reason or "error",
+            )
             for c in ordered
-        ]
+        )
 
 
 # -- Responses API ----------------------------------------------------------------------------------

@@ -29,8 +29,6 @@ from verdict.tracing.content import Redactor
 from verdict.tracing.peers import is_genai_span, redact_peer_span
 from verdict.tracing.runtime import SCOPE
 
-PENDING_CONTENT = "_verdict_content"
-
 # span_id -> pending content, from the call's end until the processor sees the finished span (the SDK
 # hands processors a fresh ReadableSpan, so the pending content cannot ride on the live span).
 PENDING: dict[int, Any] = {}
@@ -39,12 +37,49 @@ EXPORT_BACKLOG = "export_backlog"  # shed: the export queue was more than half f
 CONTENT_ERROR = "content_error"  # building it failed (counted in `errors` as well)
 
 
-def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int,
+class QueuedSpan:
+    """One of Verdict's finished spans waiting in the export queue, with its pending content.
+
+    The SDK's ReadableSpan holds about a dozen GC-tracked objects (its __dict__, the bounded
+    attributes with their lock, event and link lists with deques and locks); every span waiting
+    for export keeps them alive, and the young collections they trigger were a large share of the
+    SDK's whole-process CPU. This keeps what the export needs in one slotted object; the exported
+    ReadableSpan is built once, on the export thread (`materialize`)."""
+
+    __slots__ = ("name", "context", "parent", "resource", "attributes", "events", "links", "kind", "status",
+                 "start_time", "end_time", "instrumentation_scope", "pending")
+
+    def __init__(self, span: ReadableSpan, pending: Any) -> None:
+        self.name = span.name
+        self.context = span.context
+        self.parent = span.parent
+        self.resource = span.resource
+        self.attributes = _plain_attributes(span)
+        self.events = span.events  # tuples, as the exported span always had (no dropped counts)
+        self.links = span.links
+        self.kind = span.kind
+        self.status = span.status
+        self.start_time = span.start_time
+        self.end_time = span.end_time
+        self.instrumentation_scope = span.instrumentation_scope
+        self.pending = pending
+
+
+def _plain_attributes(span: ReadableSpan) -> dict[str, Any]:
+    """The span's attributes as a plain dict (of strings and numbers: not even tracked by the GC).
+    The public mapping wraps the SDK's BoundedAttributes in a proxy, copied key by key through
+    Python-level methods; its inner dict is copied at C speed. The exported span's attributes were
+    always a plain dict (`materialize` merges the content into one)."""
+    inner = getattr(getattr(span, "_attributes", None), "_dict", None)
+    return dict(inner) if type(inner) is dict else dict(span.attributes or {})
+
+
+def materialize(span: QueuedSpan, redactor: Redactor | None, max_bytes: int,
                 resource: Resource | None = None, shed: bool = False) -> ReadableSpan:
-    """The span with its pending attributes added (without content when `shed`) and, when given,
-    Verdict's resource (or the span itself when neither applies)."""
+    """The exported span: the queued one with its pending attributes added (without content when
+    `shed`) and, when given, Verdict's resource."""
     content: dict[str, Any] = {}
-    pending = span.__dict__.get(PENDING_CONTENT)
+    pending = span.pending
     if pending is not None:
         capturing = redactor is not None and pending.op.captures_content
         reason = EXPORT_BACKLOG if shed and capturing else None
@@ -58,14 +93,12 @@ def materialize(span: ReadableSpan, redactor: Redactor | None, max_bytes: int,
         if reason is not None:
             content[sc.CONTENT_OMITTED] = reason
             health.content_omitted(reason)
-    if not content and resource is None:
-        return span
     return ReadableSpan(
         name=span.name,
         context=span.context,
         parent=span.parent,
         resource=resource if resource is not None else span.resource,
-        attributes={**(span.attributes or {}), **content} if content else span.attributes,
+        attributes={**span.attributes, **content} if content else span.attributes,
         events=span.events,
         links=span.links,
         kind=span.kind,
@@ -103,8 +136,8 @@ class ContentExporter(SpanExporter):
         """Export batches without content while `backlog()` (spans still queued) is at least `limit`."""
         self._backlog, self._shed_at = backlog, limit
 
-    def _ready(self, span: ReadableSpan, shed: bool) -> ReadableSpan | None:
-        if _is_verdict_span(span):
+    def _ready(self, span: ReadableSpan | QueuedSpan, shed: bool) -> ReadableSpan | None:
+        if isinstance(span, QueuedSpan):
             return materialize(span, self._redactor, self._max_bytes, self._resource, shed)
         if self._peer_redactor is None:
             return None  # never export another instrumentation's span unredacted
@@ -180,18 +213,16 @@ class VerdictSpanProcessor(SpanProcessor):
         pending = PENDING.pop(span.context.span_id, None) if span.context is not None else None
         if batch is None:
             return
-        if pending is not None:
-            span.__dict__[PENDING_CONTENT] = pending
-        self._enqueue(batch, span)
+        self._enqueue(batch, QueuedSpan(span, pending))
 
-    def _enqueue(self, batch: BatchSpanProcessor, span: ReadableSpan) -> None:
+    def _enqueue(self, batch: BatchSpanProcessor, span: ReadableSpan | QueuedSpan) -> None:
         queue = self._queue
         if queue is not None and len(queue) >= self._queue_limit:
             # Exporter down or slow: keep memory bounded and the caller's thread quiet.
             health.count("spans_dropped")
             health.record_error("export_queue_full")
             return
-        batch.on_end(span)
+        batch.on_end(span)  # type: ignore[arg-type]  # the queue is ours: ContentExporter takes QueuedSpan
 
     def shutdown(self) -> None:
         batch = self.detach()
