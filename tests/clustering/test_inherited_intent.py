@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import duckdb
 import pytest
 
 from tests.clustering.cli import lifecycle
 from tests.clustering.lakes import INVALID_REASON
 from tests.clustering.test_conversation_clusters import conversation_judge  # noqa: F401 (the evaluators' model)
+from tests.clustering.test_pipeline_active import _rows
 from tests.daemon.lakes import plain_span, span_row, synthetic_days, write_rows
 from verdict.tenancy import TenantId
 from verdict_daemon.config import parse_config
@@ -125,12 +125,7 @@ def lake(tmp_path):
     return data, version, expected, first
 
 
-def _rows(data, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(data / "state.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+REASONS = {"valid": None, "missing": "missing_intent_key", "invalid": "invalid_intent_key"}
 
 
 def _clusters(data) -> dict[str, str]:
@@ -159,6 +154,8 @@ def test_both_registry_modes_read_the_same_inherited_intent_key(lake):
     assert set(expected) | {f"conversation:{first}"} <= sampled and set(active) == sampled
     want = {t: key or UNASSIGNED for t, (_, _, key) in expected.items()} | {f"conversation:{first}": "refunds.v1"}
     assert {t: active[t] for t in want} == want
+    reasons = dict(_rows(data, "SELECT trace_id, reason FROM cluster_assignments"))
+    assert {t: reasons[t] for t in expected} == {t: REASONS[status] for t, (_, status, _) in expected.items()}
 
     summary = run_cycle(config, ACME, NOW, evaluators, registry_mode="off")
     assert summary["registry_version"] is None

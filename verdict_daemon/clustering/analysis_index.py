@@ -4,7 +4,8 @@ One row per trace (in `state.duckdb`, table `analysis_index`): the graded call's
 start, its workload, the intent key with its status (`valid`, `missing`, `invalid` + redacted
 reason), the redacted first user message and its content hash (what semantic clustering embeds and
 caches by). A trace is taken as the sampler sees it (collector `llm_calls` view: each span once;
-judge workload and failed calls excluded). Rows are written once and never rewritten, so every
+judge workload and failed calls excluded; a call's intent key by the intent rule, service/intent_rule.py: its own,
+else its nearest keyed ancestor span's). Rows are written once and never rewritten, so every
 later fit and assignment reads the same fields for a trace.
 
 `normalize` backfills in bounded pages (oldest traces first); `pending` counts lake traces before a
