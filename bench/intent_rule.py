@@ -6,7 +6,7 @@
 The lake is bench/daemon_cycle.py's (`--traces` over 9 days, 20 intent keys, 2 tenants) where `--parent-share` of
 the traces carry their key on an app span around the call instead of on the call (the shape `intent_context` gives a
 foreign instrumentation's call). Each repeat runs, in fresh interpreters alternating baseline and this checkout
-(`git archive main | tar -x -C DIR` gives a baseline), on a fresh state.duckdb: the sampler over both tenants, the
+(`git archive main | tar -x -C DIR` into an empty DIR gives a baseline), on a fresh state.duckdb: the sampler over both tenants, the
 index step (`index_traces`) over the sampled traces, then `normalize` of the rest. Printed per step: the median
 process CPU seconds (DuckDB's threads included) of each and their ratio, and what each indexed or sampled without
 a key (the baseline's index misses the parent-keyed traces: the defect the rule fixes).
