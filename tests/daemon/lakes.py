@@ -37,6 +37,15 @@ def span_row(trace_id: str, start: datetime, *, intent: str | None, query: str, 
     return row
 
 
+
+def plain_span(trace_id: str, span_id: str, parent: str | None, start: datetime, *, name: str, intent: str | None,
+               scope: str, **extra) -> dict:
+    """A span that is no LLM call (operation NULL): an app's request span, an agent or an unmapped peer span."""
+    row = span_row(trace_id, start, intent=intent, query="", answer="", span_id=span_id)
+    row.update(operation=None, provider=None, request_model=None, input_messages=None, output_messages=None,
+               parent_span_id=parent, name=name, scope_name=scope, kind="INTERNAL", **extra)
+    return row
+
 def write_rows(data_dir: Path, tenant: str, rows: list[dict]) -> None:
     """One segment per date partition, as the collector would land them."""
     import pyarrow as pa

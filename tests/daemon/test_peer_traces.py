@@ -12,7 +12,7 @@ import duckdb
 
 from tests.daemon.cli import env, pipeline, write_config
 from tests.daemon.conftest import NOW
-from tests.daemon.lakes import answer_for, grade, span_row, write_rows
+from tests.daemon.lakes import answer_for, grade, plain_span, span_row, write_rows
 from verdict.judges.judge import Judge
 from verdict.models.scripted import ScriptedModel
 from verdict.tenancy import TenantId
@@ -40,11 +40,7 @@ def _lake(tmp_path, rows: list[dict]):
 
 
 def _plain(trace_id: str, span_id: str, parent: str | None, *, name: str, intent: str | None, scope: str) -> dict:
-    """A span that is no LLM call (operation NULL): an app's request span or an unmapped peer span."""
-    row = span_row(trace_id, START, intent=intent, query="", answer="", span_id=span_id)
-    row.update(operation=None, provider=None, request_model=None, input_messages=None, output_messages=None,
-               parent_span_id=parent, name=name, scope_name=scope, kind="INTERNAL")
-    return row
+    return plain_span(trace_id, span_id, parent, START, name=name, intent=intent, scope=scope)
 
 
 def test_calls_without_content_are_no_content_not_judged_not_paid_and_counted(tmp_path):

@@ -4,7 +4,8 @@ One row per trace (in `state.duckdb`, table `analysis_index`): the graded call's
 start, its workload, the intent key with its status (`valid`, `missing`, `invalid` + redacted
 reason), the redacted first user message and its content hash (what semantic clustering embeds and
 caches by). A trace is taken as the sampler sees it (collector `llm_calls` view: each span once;
-judge workload and failed calls excluded). Rows are written once and never rewritten, so every
+judge workload and failed calls excluded; a call's intent key by the intent rule, service/intent_rule.py: its own,
+else its nearest keyed ancestor span's). Rows are written once and never rewritten, so every
 later fit and assignment reads the same fields for a trace.
 
 `normalize` backfills in bounded pages (oldest traces first); `pending` counts lake traces before a
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import cast
 
@@ -27,6 +28,7 @@ from verdict.redact import redact_text
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
+from verdict_daemon.service.intent_rule import WALK_PARENT, inherit_intents, with_intents
 from verdict_daemon.service.material import message_text, parse_messages
 from verdict_daemon.store.clusters import ClusterRepository, IndexRow
 from verdict_daemon.store.state import StateStore
@@ -40,13 +42,22 @@ _ELIGIBLE = (f"operation IN ({', '.join(repr(op) for op in INFERENCE_OPERATIONS)
              f"AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL")
 
 
-def _traces() -> str:
-    """One row per eligible trace of the tenant's lake."""
-    return f"""
+def _trace_rows(con, calls: str) -> None:
+    """TEMP TABLE todo: one row per eligible trace of `llm_calls` whose calls `calls` keeps (a join on trace_id), its
+    intent key and refusal by the intent rule the sampler reads (service/intent_rule.py). The calls are evaluated
+    once, narrow: the walk and the aggregate both read them."""
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE calls AS
+        SELECT trace_id, span_id, start_time, end_time, workload, intent_key, intent_key_error,
+               {WALK_PARENT} AS parent_span_id
+        FROM llm_calls {calls} WHERE {_ELIGIBLE}""")
+    inherit_intents(con, "calls")
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE todo AS
         SELECT trace_id, arg_max(span_id, end_time) AS span_id, min(start_time)::TIMESTAMP AS started_at,
                arg_max(workload, end_time) AS workload, arg_max(intent_key, end_time) AS intent_key,
                arg_max(intent_key_error, end_time) AS key_error
-        FROM llm_calls WHERE {_ELIGIBLE} GROUP BY trace_id"""
+        FROM ({with_intents("calls")}) GROUP BY trace_id""")
 
 
 # The page's rows with the graded span's input messages (read only for the page's spans).
@@ -104,14 +115,24 @@ def _segments(lake: LakeUnion, tenant: TenantId, *, first: date | None = None, l
     except read_errors() as exc:  # a directory without permission; no such bucket, store unreachable
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {type(exc).__name__}: "
                            + (str(exc).splitlines() or [""])[0][:300]) from None
-    return sorted(f for f in files if low <= f.rsplit("/", 2)[-2].removeprefix("date=") <= high)
+    return sorted(f for f in files if low <= _day(f) <= high)
 
 
-def _lake(lake: LakeUnion, tenant: TenantId, files: list[str] | None = None):
-    """A lake connection with the `llm_calls` view: the whole lake through the collector's views, or
-    exactly `files` read as they are. Those may hold exporter-retry copies of a span, which the
-    collector's view drops; a copy repeats its span exactly, so the per-trace aggregates and the
-    graded span's messages come out the same."""
+def _day(segment: str) -> str:
+    """The segment's date partition, ISO."""
+    return segment.rsplit("/", 2)[-2].removeprefix("date=")
+
+
+def _read(files: list[str]) -> str:
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    return f"SELECT * FROM read_parquet([{listed}], union_by_name = true)"
+
+
+def _lake(lake: LakeUnion, tenant: TenantId, files: list[str] | None = None, ancestors: list[str] | None = None):
+    """A lake connection with the `llm_calls` and `spans` views: the whole lake through the collector's views, or
+    exactly `files` (`spans`: `ancestors`) read as they are. Those may hold exporter-retry copies of a span, which
+    the collector's view drops; a copy repeats its span exactly, so the per-trace aggregates, the intent rule's walk
+    and the graded span's messages come out the same."""
     import duckdb
 
     con = lake.connect({"threads": 2})
@@ -120,8 +141,8 @@ def _lake(lake: LakeUnion, tenant: TenantId, files: list[str] | None = None):
             for statement in view_statements(lake, tenant):
                 con.execute(statement)
         else:
-            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-            con.execute(f"CREATE VIEW llm_calls AS SELECT * FROM read_parquet([{listed}], union_by_name = true)")
+            con.execute(f"CREATE VIEW llm_calls AS {_read(files)}")
+            con.execute(f"CREATE VIEW spans AS {_read(ancestors or files)}")
     except duckdb.Error as exc:
         con.close()
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
@@ -137,7 +158,7 @@ def _unindexed(store: StateStore, lake: LakeUnion, tenant: TenantId):
     con = _lake(lake, tenant)
     try:
         con.register("done", done)
-        con.execute(f"CREATE TEMP TABLE todo AS SELECT t.* FROM ({_traces()}) t ANTI JOIN done USING (trace_id)")
+        _trace_rows(con, "ANTI JOIN done USING (trace_id)")
     except duckdb.Error as exc:
         con.close()
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
@@ -193,20 +214,26 @@ def normalize(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, limit
 
 def index_traces(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, traces: list[tuple[str, datetime]]) -> int:
     """Index these (trace_id, started_at) traces, which the index lacks (the daemon's sampled traces).
-    Runs every daemon tick, so it reads only the date partitions from the earliest start on: every
-    span of a trace starts at or after the trace's start."""
+    Runs every daemon tick, so it reads calls only from the date partitions from the earliest start on (every
+    call of a trace starts at or after the trace's start), and the spans a call inherits its intent key from
+    (which start before it) from the partition before that on: an agent or app span started up to a day before
+    its first call, as the sampler reads a window before its lookback."""
     import duckdb
     import pyarrow as pa
 
     lake = LakeUnion.of(lake)
-    files = _segments(lake, tenant, first=min(started for _, started in traces).date()) if traces else []
+    if not traces:
+        return 0
+    first = min(started for _, started in traces).date()
+    ancestors = _segments(lake, tenant, first=first - timedelta(days=1))
+    files = [f for f in ancestors if _day(f) >= first.isoformat()]
     if not files:
         return 0
-    con = _lake(lake, tenant, files)
+    con = _lake(lake, tenant, files, ancestors)
     try:
         con.register("wanted", pa.table({"trace_id": pa.array([t for t, _ in traces], pa.string())}))
-        rows = con.execute(f"WITH page AS (SELECT * FROM ({_traces()}) SEMI JOIN wanted USING (trace_id))"
-                           + _PAGE_ROWS).fetchall()
+        _trace_rows(con, "SEMI JOIN wanted USING (trace_id)")
+        rows = con.execute("WITH page AS (SELECT * FROM todo)" + _PAGE_ROWS).fetchall()
     except duckdb.Error as exc:
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:

@@ -23,8 +23,9 @@ keeps the judge budget bounded, filled by u, and is logged. The global budget (`
 is shared fairly: every stratum's first pick comes before any stratum's second. Every window
 overlapping the lookback is read whole (and the one before it, for its volume). The stratum is the
 intent key for now (`unassigned` when a call carries none); the cluster registry will take over
-this seam. A call without an intent key of its own inherits the key of its nearest ancestor span
-that has one (another instrumentation's LLM span under the app's span stamped by `intent_context`).
+this seam. A call's key is by the intent rule both registry modes read (service/intent_rule.py): its own, else
+that of its nearest ancestor span carrying one (another instrumentation's LLM span under the app's span stamped by
+`intent_context`).
 
 A pick that is a turn of a conversation (collector/conversations.py, cut by `[conversations] inactivity_minutes`)
 is stored with its conversation so far: the earlier turns' graded texts within `[conversations] history_tokens`
@@ -77,6 +78,7 @@ from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.conversation import CONVERSATION, UNIT_PREFIX, Transcript
 from verdict_daemon.service.evaluators import JUDGE_WORKLOAD
 from verdict_daemon.service.history import History, Turn, most_turns
+from verdict_daemon.service.intent_rule import WALK_PARENT, inherit_intents, with_intents
 from verdict_daemon.service.material import background_json, graded_texts, graded_trajectory
 from verdict_daemon.service.trajectory import ToolSpan, tool_span
 from verdict_daemon.store.samples import SampledTrace, insert_samples, picks_since
@@ -206,7 +208,7 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
             lake_con.execute(statement)
         materialize_duplicates(lake_con)
         _candidates(lake_con, start - window, end)
-        _inherit_intents(lake_con)
+        inherit_intents(lake_con, "candidates")
         eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config, _TURNS, "chosen")
         omitted = _omitted_cells(lake_con, start, window.total_seconds())
         unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
@@ -250,48 +252,20 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
 
 def _candidates(lake_con, start: datetime, end: datetime) -> None:
     """TEMP TABLE candidates: the `llm_calls` rows starting in [start, end), reduced to what the draw reads
-    (`gradable`: neither judge workload nor an error; a parent only where the intent key is to inherit), and
+    (`gradable`: neither judge workload nor an error; a parent only where the intent key is to inherit, by the intent
+    rule: service/intent_rule.py), and
     TEMP TABLE omitted_calls: the gradable ones the SDK exported without content, with their reason (the lake's
     narrow `content_omitted` column, never the wide `attributes`; NULL in segments written before the column).
     Evaluated once: with two dialects in the lake the view's duplicate rules are its costly part."""
     lake_con.execute(f"""
         CREATE OR REPLACE TEMP TABLE candidates AS
-        SELECT trace_id, span_id, CASE WHEN intent_key IS NULL THEN parent_span_id END AS parent_span_id,
-               start_time, end_time, intent_key, date, content_omitted,
+        SELECT trace_id, span_id, {WALK_PARENT} AS parent_span_id,
+               start_time, end_time, intent_key, intent_key_error, date, content_omitted,
                coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL
                  AS gradable
         FROM llm_calls WHERE start_time >= $start AND start_time < $end""", {"start": start, "end": end})
     lake_con.execute("""CREATE OR REPLACE TEMP TABLE omitted_calls AS SELECT trace_id, span_id, content_omitted
                         FROM candidates WHERE gradable AND content_omitted IS NOT NULL""")
-
-
-def _inherit_intents(lake_con) -> None:
-    """TEMP TABLE inherited_intent(trace_id, span_id, intent_key): for each LLM call in the window
-    without a key, the key of its nearest ancestor span that has one (at most 64 levels up; ancestors
-    may start before the window, so only the date partitions bound them). Without such a call, `spans` is
-    not read: reading it holds its fresh rows for deduplication."""
-    (orphans,) = lake_con.execute(
-        "SELECT count(*) FROM candidates WHERE intent_key IS NULL AND parent_span_id IS NOT NULL").fetchone()
-    if not orphans:
-        lake_con.execute("CREATE OR REPLACE TEMP TABLE inherited_intent "
-                         "(trace_id VARCHAR, span_id VARCHAR, intent_key VARCHAR)")
-        return
-    lake_con.execute("""
-        CREATE OR REPLACE TEMP TABLE inherited_intent AS
-        WITH RECURSIVE tree AS (  -- the spans of the traces with a call to resolve, not of every trace
-            SELECT trace_id, span_id, parent_span_id, intent_key FROM spans
-            SEMI JOIN (SELECT trace_id FROM candidates WHERE intent_key IS NULL) USING (trace_id)
-        ),
-        up(trace_id, span_id, parent, depth, key) AS (
-            SELECT trace_id, span_id, parent_span_id, 0, NULL::VARCHAR
-            FROM candidates WHERE intent_key IS NULL AND parent_span_id IS NOT NULL
-            UNION ALL
-            SELECT u.trace_id, u.span_id, t.parent_span_id, u.depth + 1, t.intent_key
-            FROM up u JOIN tree t ON t.trace_id = u.trace_id AND t.span_id = u.parent
-            WHERE u.key IS NULL AND u.depth < 64
-        )
-        SELECT trace_id, span_id, arg_min(key, depth) AS intent_key FROM up WHERE key IS NOT NULL GROUP BY ALL
-        """)
 
 
 def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tuple[str, int], ...]:
@@ -313,8 +287,7 @@ def _unrecognised_scopes(lake_con, start: datetime, end: datetime) -> tuple[tupl
 _TRACES = """
     SELECT trace_id, arg_max(span_id, end_time) AS span_id, arg_max(date, end_time) AS call_date,
            min(start_time) AS started_at, arg_max(intent_key, end_time) AS intent_key
-    FROM (SELECT trace_id, span_id, start_time, end_time, date, coalesce(s.intent_key, i.intent_key) AS intent_key
-          FROM candidates s LEFT JOIN inherited_intent i USING (trace_id, span_id) WHERE gradable {only})
+    FROM (""" + with_intents("candidates") + """) WHERE gradable {only}
     GROUP BY trace_id"""
 # The turns that can be drawn: those whose graded call kept its content.
 _TURNS = f"SELECT * FROM ({_TRACES.format(only='')}) ANTI JOIN omitted_calls USING (trace_id, span_id)"
