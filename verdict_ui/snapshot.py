@@ -73,10 +73,11 @@ def take(data_dir: Path, tenant: TenantId, lock_timeout: float) -> Snapshot:
         finally:
             con.execute(f"DETACH {_A}")
 
+    taken = time.monotonic()  # before the files are listed: compaction's delete grace runs from then
     con = open_scoped(Path(data_dir), tenant, prepare=prepare)
     days = sorted((date.fromisoformat(p.name.removeprefix("date=")) for p in tenant_dir(Path(data_dir), tenant).glob("date=*")
                    if p.is_dir()), reverse=True)
-    return Snapshot(tenant, time.monotonic(), con, tuple(days))
+    return Snapshot(tenant, taken, con, tuple(days))
 
 
 class Snapshots:
