@@ -47,7 +47,7 @@ def lake_clock(cur) -> int | None:
     return cur.execute("SELECT epoch_ns(max(end_time)) FROM spans").fetchone()[0]
 
 
-def _load_key(cur, key: str, as_of: int | None) -> None:
+def load_key(cur, key: str, as_of: int | None) -> None:
     """`key`'s turns and conversations into the KEY_ tables, equal to the views' rows of that key: its candidate
     traces first (every trace with a span of the key), then the views' rules over those traces alone."""
     traces = cur.execute("SELECT list(DISTINCT trace_id) FROM span_conversation_keys WHERE conversation_id = $k",
@@ -158,7 +158,7 @@ _JUDGMENT = "evaluator, fingerprint, cluster, dimension, value, score, reason, e
 def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None, as_of: int | None) -> ConversationDetail | None:
     """Conversation `seq` of `key` (or the one holding `trace_id`, else the latest); None when the tenant has none.
     `as_of`: the lake's clock (`lake_clock`)."""
-    _load_key(cur, key, as_of)
+    load_key(cur, key, as_of)
     summaries = {r[1]: ConversationRow(*r) for r in cur.execute(
         f"SELECT {_ROW} FROM {KEY_CONVERSATIONS_TABLE} ORDER BY conversation_seq").fetchall()}
     if not summaries:
