@@ -197,7 +197,7 @@ def conversation_pages(work: Path, tenant: str, keys: list[str], baseline: Path 
         for name, tree in trees.items():
             done = subprocess.run([sys.executable, "-c", CONVERSATION_CHILD, str(work), tenant, *keys], check=True,
                                   capture_output=True, text=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
-            out = json.loads(done.stdout)
+            out = json.loads(done.stdout.splitlines()[-1])  # the app may log lines before it
             assert Path(out.pop("code")).is_relative_to(tree), (name, tree)
             for kind, values in out.items():
                 runs[name][kind] += values
