@@ -128,7 +128,8 @@ class Timed:
     """A connection that notes each statement's process CPU time (DuckDB's threads included) under its first words."""
 
     def __init__(self, con) -> None:
-        self.con, self.spent = con, {}
+        self.con = con
+        self.spent: dict[str, list[float]] = {}
 
     def execute(self, sql: str, args=None):
         started = time.process_time()

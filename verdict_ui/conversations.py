@@ -44,7 +44,8 @@ def materialize(cur) -> None:
 def lake_clock(cur) -> int | None:
     """The `conversations` view's clock, the newest span end in the lake, in epoch nanoseconds (exact: a Python
     datetime would drop the nanoseconds the status compares); once per snapshot."""
-    return cur.execute("SELECT epoch_ns(max(end_time)) FROM spans").fetchone()[0]
+    clock: int | None = cur.execute("SELECT epoch_ns(max(end_time)) FROM spans").fetchone()[0]
+    return clock
 
 
 def load_key(cur, key: str, as_of: int | None) -> None:
