@@ -1,7 +1,7 @@
 """Benchmark: `verdict ui` server time on a large lake — trace table, trace page (span tree), conversations,
 signals and app traffic.
 
-    .venv/bin/python bench/ui.py [--spans 1000000] [--repeat 15]
+    .venv/bin/python bench/ui.py [--spans 1000000] [--repeat 15] [--fresh-runs 0] [--baseline DIR] [--only TEXT]
 
 The lake is bench/daemon_cycle.py's (`--spans` model-call spans over 9 days, 20 intents, 2 tenants,
 one segment per tenant and day, as the collector writes them), then compacted by the collector's own
@@ -14,7 +14,13 @@ turns a minute apart), so the span tree, the conversations list and a conversati
 keyed traffic beside the model-call spans (the conversation views read every keyed trace).
 Requests go through the real app (Starlette's TestClient, in process: no network in the figure)
 with one snapshot taken up front, as a running server reuses it; the snapshot's cost is printed on
-its own. Each figure is the median of `--repeat` requests after one warm-up.
+its own. Each figure is the median of `--repeat` requests after one warm-up. `--fresh-runs` adds agent runs
+after compaction (fresh segments, which the `spans` view deduplicates with a window).
+
+The conversation page is also measured as a server gives it once its snapshot has expired (`--snapshot-ttl`, 5 s):
+a new snapshot per request, in a child process per code tree, the snapshot alone timed beside it; `--baseline DIR`
+runs the same on another checkout, interleaved (`--rounds`), and prints the ratio. Its statements' CPU times on one
+snapshot are printed too (where the page's time goes).
 
 Targets (issue 20): trace table first page ≤ 300 ms, trace detail ≤ 200 ms (median server time) on a
 10 M-span lake. `/traffic` (issue 30) has the table's target (a page a user waits for), ≤ 300 ms, and a
@@ -54,9 +60,9 @@ PER_CALL = """
     FROM llm_calls WHERE true AND date = DATE '{day}' ORDER BY start_time DESC, span_id DESC LIMIT 51"""
 
 
-def add_agent_runs(data_dir: Path, tenant: str, runs: int, day_start_ns: int) -> list[tuple[str, str]]:
-    """`runs` agent runs of 5 spans in the day starting at `day_start_ns`, TURNS per conversation key; (trace id,
-    conversation key) of each, as written."""
+def add_agent_runs(data_dir: Path, tenant: str, runs: int, day_start_ns: int, first: int = 0) -> list[tuple[str, str]]:
+    """`runs` agent runs of 5 spans in the day starting at `day_start_ns`, TURNS per conversation key, numbered from
+    `first`; (trace id, conversation key) of each, as written."""
     import json
 
     import pyarrow as pa
@@ -71,7 +77,7 @@ def add_agent_runs(data_dir: Path, tenant: str, runs: int, day_start_ns: int) ->
                        "gen_ai.tool.call.result": '"two charges of 12.00 EUR on 2026-12-01"'})
     messages = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Can you refund the charge?"}]}])
     answer = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Refunded."}]}])
-    for r in range(runs):
+    for r in range(first, first + runs):
         trace, key = f"ee{r:030x}", f"conv-{r // TURNS:08d}"
         start = day_start_ns + (r // TURNS) * 300 * 10**9 % (80_000 * 10**9) + (r % TURNS) * 60 * 10**9
         spans = (("a", None, "invoke_agent support", "invoke_agent", 0, 4000, None),
@@ -118,7 +124,97 @@ def median_of(run, repeat: int) -> float:
     return statistics.median(times)
 
 
-def snapshot_figures(work: Path, tenant: str, repeat: int) -> dict[str, float]:
+class Timed:
+    """A connection that notes each statement's process CPU time (DuckDB's threads included) under its first words."""
+
+    def __init__(self, con) -> None:
+        self.con = con
+        self.spent: dict[str, list[float]] = {}
+
+    def execute(self, sql: str, args=None):
+        started = time.process_time()
+        result = self.con.execute(sql, args)
+        self.spent.setdefault(" ".join(sql.split()[:7])[:90], []).append(time.process_time() - started)
+        return result
+
+
+def conversation_queries(con, keys: list[str], repeat: int) -> None:
+    """Where one conversation page's time goes on a snapshot: each statement's median CPU over `repeat` keys."""
+    from verdict_ui.conversations import conversation_detail, lake_clock
+
+    started = time.process_time()
+    clock = lake_clock(con)
+    print(f"conversation page, the lake's clock (newest span end): {(time.process_time() - started) * 1000:.0f} ms CPU "
+          "(once per snapshot)")
+    timed = Timed(con)
+    for key in keys[:repeat]:
+        conversation_detail(timed, key, None, None, clock)
+    for label, spent in timed.spent.items():
+        print(f"  conversation page statement {label!r}: median {statistics.median(spent) * 1000:.1f} ms CPU "
+              f"x {len(spent) // min(len(keys), repeat)} per page")
+
+
+# The one-conversation page in a child process per code tree (its code first on sys.path), on APIs both trees have:
+# on a snapshot reused as within --snapshot-ttl (after one warm-up request), and as a server gives it once the
+# snapshot has expired (5 s by default): a new snapshot per request (ttl 0), the snapshot alone timed beside it.
+# Prints JSON: the code's path, and (CPU s, wall s) per request of each kind.
+CONVERSATION_CHILD = """
+import json, sys, time
+from pathlib import Path
+from starlette.testclient import TestClient
+import verdict_ui
+from verdict.tenancy import TenantId
+from verdict_ui.access import Access
+from verdict_ui.app import Settings, create_app
+from verdict_ui.snapshot import take
+work, tenant, keys = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+def client(ttl):
+    return TestClient(create_app(Settings(work, Access.create(TenantId(tenant), None), ("testserver",), snapshot_ttl=ttl)))
+reused, new = client(3600.0), client(0.0)
+reused.get(f"/conversations/{keys[0]}").raise_for_status()
+out = {"code": verdict_ui.__file__, "reused": [], "new": [], "snapshot": []}
+def timed(kind, run):
+    cpu, wall = time.process_time(), time.perf_counter()
+    run()
+    out[kind].append((time.process_time() - cpu, time.perf_counter() - wall))
+for key in keys:
+    timed("reused", lambda: reused.get(f"/conversations/{key}").raise_for_status())
+    timed("new", lambda: new.get(f"/conversations/{key}").raise_for_status())
+    timed("snapshot", lambda: take(work, TenantId(tenant), 10.0).con.close())
+print(json.dumps(out))
+"""
+KINDS = {"reused": "on a reused snapshot", "new": "on a new snapshot", "snapshot": "the snapshot alone"}
+
+
+def conversation_pages(work: Path, tenant: str, keys: list[str], baseline: Path | None, rounds: int) -> None:
+    """The conversation page per code tree (this one, and `baseline`'s interleaved with it): medians of CPU and wall."""
+    import json
+    import os
+    import subprocess
+
+    trees = {"this tree": Path(__file__).resolve().parents[1], **({"baseline": baseline.resolve()} if baseline else {})}
+    runs: dict[str, dict[str, list]] = {name: {kind: [] for kind in KINDS} for name in trees}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            done = subprocess.run([sys.executable, "-c", CONVERSATION_CHILD, str(work), tenant, *keys], check=True,
+                                  capture_output=True, text=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
+            out = json.loads(done.stdout.splitlines()[-1])  # the app may log lines before it
+            assert Path(out.pop("code")).is_relative_to(tree), (name, tree)
+            for kind, values in out.items():
+                runs[name][kind] += values
+    medians = {name: {kind: tuple(statistics.median(v[i] for v in values) * 1000 for i in (0, 1))
+                      for kind, values in kinds.items()} for name, kinds in runs.items()}
+    for name, m in medians.items():
+        print(f"conversation page ({name}, {trees[name]}): " + "; ".join(
+            f"{label} median {m[kind][0]:.0f} ms CPU, {m[kind][1]:.0f} ms wall" for kind, label in KINDS.items()))
+    if baseline:
+        new, old = medians["this tree"], medians["baseline"]
+        print("conversation page, this tree / baseline: " + "; ".join(
+            f"{KINDS[kind]} CPU {new[kind][0] / old[kind][0]:.2f}, wall {new[kind][1] / old[kind][1]:.2f}"
+            for kind in ("reused", "new")) + f" ({rounds} interleaved rounds of {len(keys)} requests each)")
+
+
+def snapshot_figures(work: Path, tenant: str, keys: list[str], repeat: int) -> dict[str, float]:
     """What a snapshot costs once (views and state copy, filter lists, conversations), and the trace table's query
     beside the per-call query it replaced, on one snapshot of `tenant`. Returns /traffic's floors (SCAN's medians)."""
     from verdict_ui.conversations import materialize
@@ -140,7 +236,8 @@ def snapshot_figures(work: Path, tenant: str, repeat: int) -> dict[str, float]:
     started = time.perf_counter()
     materialize(snapshot.con)
     print(f"conversations and turns (the lake's views over every keyed trace): "
-          f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first conversation page)")
+          f"{(time.perf_counter() - started) * 1000:.0f} ms (once per snapshot, on its first conversations list)")
+    conversation_queries(snapshot.con, keys, repeat)
 
     def scan(days) -> float:
         sql = SCAN.format(days=", ".join(f"DATE '{d.isoformat()}'" for d in days))
@@ -156,6 +253,12 @@ def main() -> int:
     parser.add_argument("--spans", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--agent-runs", type=int, default=20_000, help="keyed agent runs of 5 spans added (default 20,000)")
+    parser.add_argument("--fresh-runs", type=int, default=0,
+                        help="more agent runs (new keys) written after compaction: fresh segments the `spans` view dedupes")
+    parser.add_argument("--baseline", type=Path, help="a checkout (e.g. `git worktree add --detach /tmp/main-wt main`) "
+                        "whose conversation page is measured beside this tree's, interleaved")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the conversation page per tree")
+    parser.add_argument("--only", default="", help="print only the request figures whose name contains this")
     args = parser.parse_args()
 
     from starlette.testclient import TestClient
@@ -175,16 +278,19 @@ def main() -> int:
         newest_day = (int(NOW.timestamp()) // 86_400 - 1) * 86_400 * 10**9
         runs = add_agent_runs(work, TENANTS[0], args.agent_runs, newest_day)
         compact_all(work, 1)
+        runs += add_agent_runs(work, TENANTS[0], args.fresh_runs, newest_day, first=len(runs)) if args.fresh_runs else []
         store = StateStore(work)
         judged = {}
         for tenant in TENANTS:
             sample(store, work, TenantId(tenant), Sampling(), NOW)
             judged[tenant] = fill_judgments(store, tenant, "f" * 64)
         print(f"lake: {args.spans:,} spans + {5 * len(runs):,} in {len(runs):,} agent runs ({len(runs) // TURNS:,} "
-              f"conversations), {len(TENANTS)} tenants; judged traces {judged} "
+              f"conversations; {5 * args.fresh_runs:,} spans fresh), {len(TENANTS)} tenants; judged traces {judged} "
               f"(built in {time.perf_counter() - started:.0f} s)")
         tenant = TENANTS[0]
-        scans = snapshot_figures(work, tenant, args.repeat)
+        keys = [k for _, k in runs[::max(len(runs) // 50, 1)]]
+        scans = snapshot_figures(work, tenant, keys, args.repeat)
+        conversation_pages(work, tenant, keys[:args.repeat], args.baseline, args.rounds)
 
         client = TestClient(create_app(Settings(work, Access.create(TenantId(tenant), None), ("testserver",),
                                                 snapshot_ttl=3600.0)))
@@ -192,22 +298,22 @@ def main() -> int:
             traces = [(t, d) for t, d in con.execute(
                 "SELECT trace_id, started_at::DATE FROM sampled_traces WHERE tenant_id = ? ORDER BY hash(trace_id) "
                 "LIMIT 50", [tenant]).fetchall()]
-        figures = {
-            "trace table, first page": median_ms(client, ["/traces"], args.repeat),
-            "trace detail": median_ms(client, [f"/traces/{t}?day={d}" for t, d in traces], args.repeat),
-            "trace detail without the day hint": median_ms(client, [f"/traces/{t}" for t, _ in traces], args.repeat),
-            "trace page with a span tree": median_ms(client, [f"/traces/{t}?day={datetime.fromtimestamp(newest_day / 1e9, UTC).date()}"
-                                                              for t, _ in runs[::max(len(runs) // 50, 1)]], args.repeat),
-            "conversation page": median_ms(client, [f"/conversations/{k}" for _, k in runs[::max(len(runs) // 50, 1)]],
-                                           args.repeat),
-            "conversations list": median_ms(client, ["/conversations"], args.repeat),
-            "trace table, verdict=FAIL": median_ms(client, ["/traces?verdict=FAIL"], args.repeat),
-            "trace table, one intent": median_ms(client, ["/traces?intent=intent-07.v1"], args.repeat),
-            "trace table, text search": median_ms(client, ["/traces?q=billing"], args.repeat),
-            "signals list": median_ms(client, ["/signals"], args.repeat),
-            "app traffic, 7 days": median_ms(client, ["/traffic"], args.repeat),
-            "app traffic, 1 day": median_ms(client, ["/traffic?days=1"], args.repeat),
+        pages = {  # figure -> the URLs its requests cycle through
+            "trace table, first page": ["/traces"],
+            "trace detail": [f"/traces/{t}?day={d}" for t, d in traces],
+            "trace detail without the day hint": [f"/traces/{t}" for t, _ in traces],
+            "trace page with a span tree": [f"/traces/{t}?day={datetime.fromtimestamp(newest_day / 1e9, UTC).date()}"
+                                            for t, _ in runs[::max(len(runs) // 50, 1)]],
+            "conversation page": [f"/conversations/{k}" for k in keys],
+            "conversations list": ["/conversations"],
+            "trace table, verdict=FAIL": ["/traces?verdict=FAIL"],
+            "trace table, one intent": ["/traces?intent=intent-07.v1"],
+            "trace table, text search": ["/traces?q=billing"],
+            "signals list": ["/signals"],
+            "app traffic, 7 days": ["/traffic"],
+            "app traffic, 1 day": ["/traffic?days=1"],
         }
+        figures = {name: median_ms(client, urls, args.repeat) for name, urls in pages.items() if args.only in name}
         for name, ms in figures.items():
             target = TARGETS.get(name)
             versus = f"target <= {target:.0f} ms, ratio {ms / target:.2f}" if target else "no target"

@@ -11,6 +11,13 @@ the wall clock: the `conversations` view passes the newest span end in the tenan
   conversation_turns_within(inactivity_minutes)   one row per turn (trace)        (table macro)
   conversations_at(as_of, inactivity_minutes)     one row per conversation        (table macro)
   conversation_turns, conversations               the macros with the default limit and clock (views)
+
+One key's rows without computing every key's (what a page about one conversation needs):
+
+  conversation_turns_of(conversation_key, traces, inactivity_minutes)   its turns; `traces`: a list holding every
+      trace id `span_conversation_keys` (collector.views) has under the key (more are harmless)  (table macro)
+  conversations_among(turns, as_of, inactivity_minutes)   one row per conversation of the turns in the table
+      named `turns`                                                                                (table macro)
 """
 
 from __future__ import annotations
@@ -22,25 +29,33 @@ from verdict.tenancy import TenantId
 # A turn's end marker may be on any span of its trace (the SDK stamps every span inside the context).
 _END_MARKER = f"coalesce(attributes->>'$.\"{CONVERSATION_END}\"' = 'true', false)"
 _INACTIVITY = "to_seconds(inactivity_minutes * 60)"
+_SPAN_COLUMNS = "trace_id, span_id, start_time, end_time, conversation_id, service_name, intent_key, attributes"
 
 
-def _turns_macro(tenant: TenantId) -> str:
+def _turns_select(tenant: TenantId, scope: str = "true", key: str | None = None) -> str:
+    """The turns of the keyed traces whose id satisfies `scope` (a condition on `trace_id`); with `key` (an SQL
+    expression), only the turns of that conversation key. Conversations are cut per key, so a `scope` holding
+    every trace of the keys it touches gives those keys exactly the rows of the whole lake."""
     tenant_literal = "'" + tenant.replace("'", "''") + "'"
-    return f"""CREATE OR REPLACE MACRO conversation_turns_within(inactivity_minutes) AS TABLE
-WITH keyed AS (
-  SELECT trace_id, arg_min(conversation_id, (start_time, span_id)) AS conversation_id
-  FROM spans WHERE conversation_id IS NOT NULL GROUP BY trace_id
+    # A scoped read takes the traces' spans from `spans` once (each read re-runs its dedupe over fresh segments).
+    rows = "spans" if key is None else "scoped"
+    return f"""WITH {"" if key is None else f"scoped AS MATERIALIZED (SELECT {_SPAN_COLUMNS} FROM spans WHERE {scope}),"}
+keyed AS (
+  SELECT * FROM (
+    SELECT trace_id, arg_min(conversation_id, (start_time, span_id)) AS conversation_id
+    FROM {rows} WHERE conversation_id IS NOT NULL GROUP BY trace_id
+  ) WHERE {"true" if key is None else f"conversation_id = {key}"}
 ),
 traces AS (
   SELECT trace_id, min(start_time) AS start_time, max(end_time) AS end_time,
     list_sort(list_distinct(list(service_name))) AS services,
     arg_min(intent_key, (start_time, span_id)) AS intent_key,
     bool_or({_END_MARKER}) AS end_marker
-  FROM spans SEMI JOIN keyed USING (trace_id) GROUP BY trace_id
+  FROM {rows} SEMI JOIN keyed USING (trace_id) GROUP BY trace_id
 ),
 usage AS (
   SELECT trace_id, count(*) AS calls, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
-  FROM llm_calls SEMI JOIN keyed USING (trace_id) GROUP BY trace_id
+  FROM llm_calls SEMI JOIN keyed USING (trace_id) WHERE {scope} GROUP BY trace_id
 ),
 ordered AS (
   SELECT conversation_id, t.*, coalesce(u.calls, 0) AS calls, u.input_tokens, u.output_tokens,
@@ -61,8 +76,9 @@ SELECT {tenant_literal} AS tenant_id, conversation_id, conversation_seq,
 FROM numbered"""
 
 
-_CONVERSATIONS_MACRO = f"""CREATE OR REPLACE MACRO conversations_at(as_of, inactivity_minutes) AS TABLE
-SELECT * EXCLUDE (ended),
+def _conversations_select(turns: str) -> str:
+    """One row per conversation of the turns `turns` (a table expression), status as of `as_of`."""
+    return f"""SELECT * EXCLUDE (ended),
   CASE WHEN ended THEN 'end_marker' WHEN last_time + {_INACTIVITY} <= as_of THEN 'inactivity' END AS closed_by,
   CASE WHEN ended OR last_time + {_INACTIVITY} <= as_of THEN 'closed' ELSE 'open' END AS status,
   CASE WHEN ended THEN last_time ELSE last_time + {_INACTIVITY} END AS closes_at
@@ -73,9 +89,16 @@ FROM (
     list_sort(list_distinct(flatten(list(services)))) AS services, sum(calls)::BIGINT AS calls,
     sum(input_tokens)::BIGINT AS input_tokens, sum(output_tokens)::BIGINT AS output_tokens,
     bool_or(end_marker) AS ended
-  FROM conversation_turns_within(inactivity_minutes)
+  FROM {turns}
   GROUP BY tenant_id, conversation_id, conversation_seq
 )"""
+
+
+# One key's turns read only the traces `traces` (a list), which must include every trace with a span of the key
+# (`span_conversation_keys` lists them cheaply: no dedupe window there): the earliest-key rule is re-checked on
+# `spans`, so a superset is exact. `list_contains` is pushed into the segment scans, below the `spans` view's dedupe
+# window, but costs the list's length per row: past 1,000 traces only the semi join (one hash probe) filters.
+_AMONG = "(len(traces) > 1000 OR list_contains(traces, trace_id)) AND trace_id IN (SELECT unnest(traces))"
 
 
 def conversation_statements(tenant: TenantId, inactivity_minutes: float = DEFAULT_INACTIVITY_MINUTES) -> list[str]:
@@ -84,8 +107,13 @@ def conversation_statements(tenant: TenantId, inactivity_minutes: float = DEFAUL
         raise ValueError(f"the conversation inactivity limit must be positive minutes, got {inactivity_minutes!r}")
     limit = repr(float(inactivity_minutes))
     return [
-        _turns_macro(tenant),
-        _CONVERSATIONS_MACRO,
+        f"CREATE OR REPLACE MACRO conversation_turns_within(inactivity_minutes) AS TABLE\n{_turns_select(tenant)}",
+        "CREATE OR REPLACE MACRO conversations_at(as_of, inactivity_minutes) AS TABLE\n"
+        + _conversations_select("conversation_turns_within(inactivity_minutes)"),
+        "CREATE OR REPLACE MACRO conversation_turns_of(conversation_key, traces, inactivity_minutes) AS TABLE\n"
+        + _turns_select(tenant, _AMONG, "conversation_key"),
+        "CREATE OR REPLACE MACRO conversations_among(turns, as_of, inactivity_minutes) AS TABLE\n"
+        + _conversations_select("query_table(turns)"),
         f"CREATE OR REPLACE VIEW conversation_turns AS SELECT * FROM conversation_turns_within({limit})",
         "CREATE OR REPLACE VIEW conversations AS\n"
         f"SELECT * FROM conversations_at((SELECT max(end_time) FROM spans), {limit})",

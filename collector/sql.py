@@ -51,7 +51,8 @@ _EPILOG = f"""\
 views: spans (every span once; schema in docs/collector.md), llm_calls (GenAI inference spans
 with typed columns: request_model, input_tokens, intent_key, latency_ms, ...), conversation_turns and
 conversations (docs/conversations.md; macros conversations_at(as_of, inactivity_minutes) and
-conversation_turns_within(inactivity_minutes)), evaluations (gen_ai.evaluation.result log records,
+conversation_turns_within(inactivity_minutes); one key's: span_conversation_keys, conversation_turns_of,
+conversations_among), evaluations (gen_ai.evaluation.result log records,
 each once; docs/evaluations.md), scoped to --tenant.
 Only SELECT statements run; files outside the tenant's partition directories (in every lake read)
 cannot be read. --lake-dir and --lake-url add lakes: the query sees their union, each span once.

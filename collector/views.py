@@ -308,12 +308,14 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
         deduplicate = _instrumentations(source, con, tenant, days) > 1
     finally:
         con.close()
-    parts = []
+    parts, stored = [], []  # the view's parts; every stored row as it is (fresh copies included)
     if compacted:
         parts.append(f"SELECT * EXCLUDE (tenant) FROM {_read(compacted)}")
+        stored.append(_read(compacted))
     if fresh_since is not None:
+        stored.append(_read(source.files('spans', tenant, FRESH_PATTERN, days)))
         fresh = (
-            f"SELECT * EXCLUDE (tenant) FROM {_read(source.files('spans', tenant, FRESH_PATTERN, days))}\n"
+            f"SELECT * EXCLUDE (tenant) FROM {stored[-1]}\n"
             "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1"
         )
         if compacted:
@@ -327,8 +329,11 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
         parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
+    # A superset of `spans`' keyed rows without its dedupe window, so a filter on a key reaches the files.
+    keys = ("CREATE OR REPLACE VIEW span_conversation_keys AS\nSELECT trace_id, conversation_id FROM (\n"
+            + "\nUNION ALL BY NAME\n".join(stored or [_typed_empty()]) + ")\nWHERE conversation_id IS NOT NULL")
     with_events = bool(source.files("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days))
-    return [spans, _logs_view(source, tenant, days), _llm_call_rows(with_events), _llm_call_duplicates(deduplicate),
+    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(with_events), _llm_call_duplicates(deduplicate),
             _llm_calls(deduplicate), _llm_calls_audit(), *conversation_statements(tenant),
             *evaluation_statements()]
 

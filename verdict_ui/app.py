@@ -57,6 +57,7 @@ from verdict_ui.conversations import (
     conversation_key,
     conversation_page,
     keys_of,
+    lake_clock,
     materialize,
 )
 from verdict_ui.params import BadRequest
@@ -230,7 +231,11 @@ class _Views:
         seq = params.integer(request.query_params, "seq", 0, 1, 10**12) or None
         raw_trace = request.query_params.get("trace", "").strip()
         trace = params.identifier(raw_trace, "trace") if raw_trace else None
-        detail = self.with_conversations(request, lambda con, _: conversation_detail(con, key, seq, trace))
+        snapshot = self.snapshots.get(self.tenant(request))
+        with snapshot.reading() as con:  # reads its key's traces only: no conversations of the whole lake
+            if "lake_clock" not in snapshot.memo:
+                snapshot.memo["lake_clock"] = lake_clock(con)
+            detail = conversation_detail(con, key, seq, trace, cast(int | None, snapshot.memo["lake_clock"]))
         if detail is None:
             raise HTTPException(404, f"no conversation {key!r}{f' number {seq}' if seq else ''} for this tenant")
         return self.html(request, f"Conversation {key[:32]}", pages.conversation(detail), "/conversations")

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from verdict.conversation import DEFAULT_INACTIVITY_MINUTES
 from verdict_daemon.service.conversation import CONVERSATION, unit_id
 from verdict_daemon.store.review import trace_items_in
 from verdict_ui import params
@@ -25,8 +26,10 @@ from verdict_ui.params import BadRequest
 from verdict_ui.traces import Judgment, last_text
 
 # The lake's conversation views cut every keyed trace of the tenant into conversations (a window over all of them);
-# a snapshot computes them once into these TEMP tables, and pages read those (docs/ui.md, Performance).
+# for the list a snapshot computes them once into these TEMP tables (docs/ui.md, Performance).
 TURNS_TABLE, CONVERSATIONS_TABLE = "snapshot_conversation_turns", "snapshot_conversations"
+# One conversation's page reads its key's traces only, into these (requests take turns on a snapshot's connection).
+KEY_TURNS_TABLE, KEY_CONVERSATIONS_TABLE = "key_conversation_turns", "key_conversations"
 MAX_TURNS = 200  # turns shown on one conversation's page (the newest are cut, and the page says so)
 PAGE_SIZE = 50
 STATUSES = ("open", "closed")
@@ -36,6 +39,26 @@ def materialize(cur) -> None:
     """The snapshot's conversations and turns, computed once (the caller keeps them for the snapshot's life)."""
     cur.execute(f"CREATE OR REPLACE TEMP TABLE {TURNS_TABLE} AS SELECT * FROM conversation_turns")
     cur.execute(f"CREATE OR REPLACE TEMP TABLE {CONVERSATIONS_TABLE} AS SELECT * FROM conversations")
+
+
+def lake_clock(cur) -> int | None:
+    """The `conversations` view's clock, the newest span end in the lake, in epoch nanoseconds (exact: a Python
+    datetime would drop the nanoseconds the status compares); once per snapshot."""
+    clock: int | None = cur.execute("SELECT epoch_ns(max(end_time)) FROM spans").fetchone()[0]
+    return clock
+
+
+def load_key(cur, key: str, as_of: int | None) -> None:
+    """`key`'s turns and conversations into the KEY_ tables, equal to the views' rows of that key: its candidate
+    traces first (every trace with a span of the key), then the views' rules over those traces alone."""
+    traces = cur.execute("SELECT list(DISTINCT trace_id) FROM span_conversation_keys WHERE conversation_id = $k",
+                         {"k": key}).fetchone()[0]
+    limit = repr(float(DEFAULT_INACTIVITY_MINUTES))  # the views' limit (collector.views.view_statements)
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {KEY_TURNS_TABLE} AS SELECT * FROM conversation_turns_of($k, $t, {limit})",
+                {"k": key, "t": traces or []})
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {KEY_CONVERSATIONS_TABLE} AS "
+                f"SELECT * FROM conversations_among('{KEY_TURNS_TABLE}', make_timestamp_ns($as_of), {limit})",
+                {"as_of": as_of})
 
 
 @dataclass(frozen=True)
@@ -133,24 +156,25 @@ def conversation_key(raw: str) -> str:
 _JUDGMENT = "evaluator, fingerprint, cluster, dimension, value, score, reason, error_code"
 
 
-def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None) -> ConversationDetail | None:
-    """Conversation `seq` of `key` (or the one holding `trace_id`, else the latest); None when the tenant has none."""
+def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None, as_of: int | None) -> ConversationDetail | None:
+    """Conversation `seq` of `key` (or the one holding `trace_id`, else the latest); None when the tenant has none.
+    `as_of`: the lake's clock (`lake_clock`)."""
+    load_key(cur, key, as_of)
     summaries = {r[1]: ConversationRow(*r) for r in cur.execute(
-        f"SELECT {_ROW} FROM {CONVERSATIONS_TABLE} WHERE conversation_id = $k ORDER BY conversation_seq",
-        {"k": key}).fetchall()}
+        f"SELECT {_ROW} FROM {KEY_CONVERSATIONS_TABLE} ORDER BY conversation_seq").fetchall()}
     if not summaries:
         return None
     if seq is None and trace_id is not None:
-        found = cur.execute(f"SELECT conversation_seq FROM {TURNS_TABLE} WHERE conversation_id = $k AND trace_id = $t",
-                            {"k": key, "t": trace_id}).fetchone()
+        found = cur.execute(f"SELECT conversation_seq FROM {KEY_TURNS_TABLE} WHERE trace_id = $t",
+                            {"t": trace_id}).fetchone()
         seq = found[0] if found else None
     chosen = summaries.get(seq if seq is not None else max(summaries))
     if chosen is None:
         return None
     turns = cur.execute(f"""
         SELECT turn, trace_id, start_time, end_time, intent_key, calls, input_tokens, output_tokens, end_marker
-        FROM {TURNS_TABLE} WHERE conversation_id = $k AND conversation_seq = $s ORDER BY turn LIMIT {MAX_TURNS}""",
-                        {"k": key, "s": chosen.conversation_seq}).fetchall()
+        FROM {KEY_TURNS_TABLE} WHERE conversation_seq = $s ORDER BY turn LIMIT {MAX_TURNS}""",
+                        {"s": chosen.conversation_seq}).fetchall()
     ids = [t[1] for t in turns]
     texts = _texts(cur, ids, {t[2].date() for t in turns})
     marks, args = _constants(ids)
