@@ -51,13 +51,16 @@ from verdict_ui.access import (
     reviewer_from,
 )
 from verdict_ui.conversations import (
+    CONVERSATIONS_TABLE,
     PAGE_SIZE,
+    TURNS_TABLE,
     ConversationFilter,
     conversation_detail,
     conversation_key,
     conversation_page,
     keys_of,
     lake_clock,
+    load_key,
     materialize,
 )
 from verdict_ui.params import BadRequest
@@ -232,10 +235,14 @@ class _Views:
         raw_trace = request.query_params.get("trace", "").strip()
         trace = params.identifier(raw_trace, "trace") if raw_trace else None
         snapshot = self.snapshots.get(self.tenant(request))
-        with snapshot.reading() as con:  # reads its key's traces only: no conversations of the whole lake
-            if "lake_clock" not in snapshot.memo:
-                snapshot.memo["lake_clock"] = lake_clock(con)
-            detail = conversation_detail(con, key, seq, trace, cast(int | None, snapshot.memo["lake_clock"]))
+        with snapshot.reading() as con:
+            if "conversations" in snapshot.memo:  # the list computed every conversation of this snapshot: read them
+                tables = (TURNS_TABLE, CONVERSATIONS_TABLE)
+            else:  # read its key's traces only, not the conversations of the whole lake
+                if "lake_clock" not in snapshot.memo:
+                    snapshot.memo["lake_clock"] = lake_clock(con)
+                tables = load_key(con, key, cast(int | None, snapshot.memo["lake_clock"]))
+            detail = conversation_detail(con, key, seq, trace, tables)
         if detail is None:
             raise HTTPException(404, f"no conversation {key!r}{f' number {seq}' if seq else ''} for this tenant")
         return self.html(request, f"Conversation {key[:32]}", pages.conversation(detail), "/conversations")

@@ -48,9 +48,10 @@ def lake_clock(cur) -> int | None:
     return clock
 
 
-def load_key(cur, key: str, as_of: int | None) -> None:
+def load_key(cur, key: str, as_of: int | None) -> tuple[str, str]:
     """`key`'s turns and conversations into the KEY_ tables, equal to the views' rows of that key: its candidate
-    traces first (every trace with a span of the key), then the views' rules over those traces alone."""
+    traces first (every trace with a span of the key), then the views' rules over those traces alone. Returns the
+    (turns, conversations) tables, as `conversation_detail` takes them."""
     traces = cur.execute("SELECT list(DISTINCT trace_id) FROM span_conversation_keys WHERE conversation_id = $k",
                          {"k": key}).fetchone()[0]
     limit = repr(float(DEFAULT_INACTIVITY_MINUTES))  # the views' limit (collector.views.view_statements)
@@ -59,6 +60,7 @@ def load_key(cur, key: str, as_of: int | None) -> None:
     cur.execute(f"CREATE OR REPLACE TEMP TABLE {KEY_CONVERSATIONS_TABLE} AS "
                 f"SELECT * FROM conversations_among('{KEY_TURNS_TABLE}', make_timestamp_ns($as_of), {limit})",
                 {"as_of": as_of})
+    return KEY_TURNS_TABLE, KEY_CONVERSATIONS_TABLE
 
 
 @dataclass(frozen=True)
@@ -156,25 +158,28 @@ def conversation_key(raw: str) -> str:
 _JUDGMENT = "evaluator, fingerprint, cluster, dimension, value, score, reason, error_code"
 
 
-def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None, as_of: int | None) -> ConversationDetail | None:
+def conversation_detail(cur, key: str, seq: int | None, trace_id: str | None,
+                        tables: tuple[str, str]) -> ConversationDetail | None:
     """Conversation `seq` of `key` (or the one holding `trace_id`, else the latest); None when the tenant has none.
-    `as_of`: the lake's clock (`lake_clock`)."""
-    load_key(cur, key, as_of)
+    `tables`: (turns, conversations) holding the key's rows — the snapshot's whole-lake tables once the list
+    computed them, else `load_key`'s."""
+    turns_table, conversations_table = tables
     summaries = {r[1]: ConversationRow(*r) for r in cur.execute(
-        f"SELECT {_ROW} FROM {KEY_CONVERSATIONS_TABLE} ORDER BY conversation_seq").fetchall()}
+        f"SELECT {_ROW} FROM {conversations_table} WHERE conversation_id = $k ORDER BY conversation_seq",
+        {"k": key}).fetchall()}
     if not summaries:
         return None
     if seq is None and trace_id is not None:
-        found = cur.execute(f"SELECT conversation_seq FROM {KEY_TURNS_TABLE} WHERE trace_id = $t",
-                            {"t": trace_id}).fetchone()
+        found = cur.execute(f"SELECT conversation_seq FROM {turns_table} WHERE conversation_id = $k AND trace_id = $t",
+                            {"k": key, "t": trace_id}).fetchone()
         seq = found[0] if found else None
     chosen = summaries.get(seq if seq is not None else max(summaries))
     if chosen is None:
         return None
     turns = cur.execute(f"""
         SELECT turn, trace_id, start_time, end_time, intent_key, calls, input_tokens, output_tokens, end_marker
-        FROM {KEY_TURNS_TABLE} WHERE conversation_seq = $s ORDER BY turn LIMIT {MAX_TURNS}""",
-                        {"s": chosen.conversation_seq}).fetchall()
+        FROM {turns_table} WHERE conversation_id = $k AND conversation_seq = $s ORDER BY turn LIMIT {MAX_TURNS}""",
+                        {"k": key, "s": chosen.conversation_seq}).fetchall()
     ids = [t[1] for t in turns]
     texts = _texts(cur, ids, {t[2].date() for t in turns})
     marks, args = _constants(ids)

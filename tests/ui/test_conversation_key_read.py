@@ -26,12 +26,15 @@ from tests.daemon.lakes import write_rows
 from verdict.semconv import CONVERSATION_END
 from verdict.tenancy import TenantId
 from verdict_ui.conversations import (
+    CONVERSATIONS_TABLE,
     KEY_CONVERSATIONS_TABLE,
     KEY_TURNS_TABLE,
     MAX_TURNS,
+    TURNS_TABLE,
     conversation_detail,
     lake_clock,
     load_key,
+    materialize,
 )
 from verdict_ui.snapshot import take
 
@@ -180,12 +183,14 @@ def test_the_page_shows_the_views_conversation_cut_at_max_turns(lake_dir):
     con = snapshot.con
     try:
         clock = lake_clock(con)
+        materialize(con)  # the whole-lake tables the list computes: the page reads them when they exist
         seqs = _rows(con, "SELECT conversation_seq, turns FROM conversations WHERE conversation_id = 'k-long' ORDER BY 1")
         assert seqs == [(1, MAX_TURNS + 5), (2, 2), (3, 1)]
         # (seq asked, trace asked) -> the conversation shown: the latest, the one asked, the one holding the trace.
         for seq, trace, want in ((None, None, 3), (1, None, 1), (None, "t-more1", 2), (None, "t-more2", 3)):
-            detail = conversation_detail(con, "k-long", seq, trace, clock)
+            detail = conversation_detail(con, "k-long", seq, trace, load_key(con, "k-long", clock))
             assert detail is not None and detail.seqs == (1, 2, 3)
+            assert conversation_detail(con, "k-long", seq, trace, (TURNS_TABLE, CONVERSATIONS_TABLE)) == detail
             view = _rows(con, "SELECT turn, trace_id, start_time, end_time, intent_key, calls, input_tokens, output_tokens,"
                               " end_marker FROM conversation_turns WHERE conversation_id = 'k-long' AND conversation_seq = $s"
                               f" ORDER BY turn LIMIT {MAX_TURNS}", {"s": want})
@@ -194,7 +199,8 @@ def test_the_page_shows_the_views_conversation_cut_at_max_turns(lake_dir):
                                  "WHERE conversation_id = 'k-long' AND conversation_seq = $s", {"s": want})
             assert [(detail.summary.first_trace_id, detail.summary.turns, detail.summary.status,
                      detail.summary.closed_by)] == summary
-        assert len(conversation_detail(con, "k-long", 1, None, clock).turns) == MAX_TURNS  # type: ignore[union-attr]
-        assert conversation_detail(con, "k-copy", None, None, clock) is None  # only a hidden copy carries it
+        assert len(conversation_detail(con, "k-long", 1, None, load_key(con, "k-long", clock)).turns) == MAX_TURNS  # type: ignore[union-attr]
+        assert conversation_detail(con, "k-copy", None, None, load_key(con, "k-copy", clock)) is None  # only a hidden copy carries it
+        assert conversation_detail(con, "k-copy", None, None, (TURNS_TABLE, CONVERSATIONS_TABLE)) is None
     finally:
         con.close()
