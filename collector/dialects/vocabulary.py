@@ -22,7 +22,7 @@ ROLE_ALIASES = {"model": "assistant", "ai": "assistant", "human": "user", "devel
 _ROLE = re.compile(r'"role"\s*:\s*"([^"\\]*)"')
 # Where `_ROLE` would find a role outside ROLES (one C-level search instead of findall and a Python check per role;
 # None means every role `_ROLE` finds is in ROLES: tests/collector/test_vocabulary.py compares them).
-_OTHER_ROLE = re.compile(r'"role"\s*:\s*"(?!(?:%s)")[^"\\]*"' % "|".join(sorted(ROLES)))
+_OTHER_ROLE = re.compile(r'"role"\s*:\s*"(?!(?:' + "|".join(sorted(ROLES)) + r')")[^"\\]*"')
 
 
 def role_name(value: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import orjson
-
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
