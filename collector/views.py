@@ -165,32 +165,28 @@ def _islands(name: str, key: str, valid: str) -> str:
 
 
 def _contested() -> str:
-    """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. Those are the
-    calls of an overlap component of their service and model (calls of one model linked by overlapping
-    [start_time, end_time], transitively) that two instrumentations wrote: every group the rule looks at lies
-    inside one component, and a component one instrumentation wrote holds no group that merges. Computed from
-    narrow rows, so the user messages are parsed only for contested calls."""
-    part = "call_service, call_model"
+    """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. A call is in a group
+    the rule merges only when its key (service, model and response id, or service, model and input fingerprint) is
+    shared by a call of another instrumentation: keys are compared as hashes over narrow rows first (a collision
+    only adds a call, which the exact keys of `_islands` then leave alone), so only calls with such a key are read
+    again with their messages, and none is sorted by time unless its key is contested."""
     return (
-        "sweep AS (\n  SELECT * FROM (\n    SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, instrumentation,\n"
-        "      start_time,\n"
-        "      coalesce(start_time > max(end_time) OVER (by_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)\n"
-        "        AS opens,\n"
-        "      coalesce(lead(start_time) OVER by_start > max(end_time) OVER (by_start ROWS UNBOUNDED PRECEDING), true)\n"
-        "        AS closes\n"
+        "keyed AS MATERIALIZED (\n  SELECT call_hash, instrumentation,\n"
+        "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
+        "    CASE WHEN call_input IS NOT NULL THEN hash(call_service, call_model, call_input) END AS input_key\n"
+        f"  FROM (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, call_service, call_model, response_id,\n"
+        f"      {_CALL_INPUT} AS call_input\n"
         # A call without a model is in no group: it leaves here.
-        f"    FROM candidates WHERE call_model IS NOT NULL WINDOW by_start AS (PARTITION BY {part} ORDER BY start_time))\n"
-        "  WHERE NOT (opens AND closes)  -- a call alone in its component\n),\n"
-        # Without those, each component is still a run of rows its first row opens.
-        f"components AS (\n  SELECT call_hash, {part}, instrumentation,\n"
-        f"    sum(opens::INT) OVER (PARTITION BY {part} ORDER BY start_time) AS component\n  FROM sweep\n),\n"
-        "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
-        f"    SELECT {part}, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
-        f"  ) USING ({part}, component)\n),\n"
+        "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
+        "paired AS (\n  SELECT call_hash FROM keyed SEMI JOIN (\n"
+        "    SELECT id_key FROM keyed WHERE id_key IS NOT NULL GROUP BY id_key HAVING min(instrumentation) <> max(instrumentation)\n"
+        "  ) USING (id_key)\n"
+        "  UNION ALL\n  SELECT call_hash FROM keyed SEMI JOIN (\n"
+        "    SELECT input_key FROM keyed WHERE input_key IS NOT NULL GROUP BY input_key HAVING min(instrumentation) <> max(instrumentation)\n"
+        "  ) USING (input_key)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
         f"    start_time, end_time, response_id, call_model, {_CALL_INPUT} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
-        # A hash collision only adds a row of an unpaired component: it overlaps no other contested row.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
     )
 
