@@ -162,7 +162,16 @@ def _switch(mode: str, exporter) -> _Switch:  # pragma: no cover - runs in the s
     return _Switch(toggle=lambda on: None, scope=nullcontext, flush=lambda: None)
 
 
-def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - subprocess
+def _prompts(unique: bool) -> Callable[[], list[ChatCompletionMessageParam]]:  # pragma: no cover - subprocess
+    """The messages of each non-streamed call: the same list every time, or (unique) a user message that
+    no earlier call sent, so nothing an instrumentation remembers from earlier calls applies."""
+    if not unique:
+        return lambda: MESSAGES
+    counter = iter(range(1 << 62))
+    return lambda: [MESSAGES[0], {"role": "user", "content": f"{USER} (Reference {next(counter)}.)"}]
+
+
+def worker(mode: str, calls: int, streams: int, unique: bool = False) -> dict:  # pragma: no cover - subprocess
     """Paired measurement: batches with the mode's instrumentation on and off alternate in this one
     process, so machine load drifting during the run hits both sides alike. Mode `none` never turns
     anything on (its added figures measure the noise floor)."""
@@ -178,11 +187,13 @@ def worker(mode: str, calls: int, streams: int) -> dict:  # pragma: no cover - s
     # CPU time of the calling thread: what instrumentation adds to the caller, not inflated by the
     # scheduler on a shared machine. Background export threads show up in cpu_us instead.
     clock = time.thread_time_ns
+    prompts = _prompts(unique)
 
     def one() -> int:
+        messages = prompts()
         start = clock()
         with switch.scope():
-            chat.create(model="gpt-4o-mini", messages=MESSAGES, temperature=0.2)
+            chat.create(model="gpt-4o-mini", messages=messages, temperature=0.2)
         return clock() - start
 
     def stream(n: int) -> int:
@@ -263,11 +274,14 @@ def rate_worker(mode: str, rate: float, seconds: float) -> dict:  # pragma: no c
 # -- driver ----------------------------------------------------------------------------------------
 
 
-def run_mode(python: str, mode: str, calls: int, streams: int, rate: tuple[float, float] | None = None) -> dict:
+def run_mode(python: str, mode: str, calls: int, streams: int, rate: tuple[float, float] | None = None,
+             unique: bool = False) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
     args = ["--calls", str(calls), "--streams", str(streams)] if rate is None else [
         "--rate", str(rate[0]), "--rate-seconds", str(rate[1])]
+    if unique:
+        args.append("--unique-prompts")
     proc = subprocess.run(
         [python, str(Path(__file__).resolve()), "--worker", mode, *args],
         capture_output=True, text=True, env=env, timeout=900,
@@ -288,9 +302,11 @@ def main() -> None:
     parser.add_argument("--rates", help="sustained-load mode: calls per second, comma-separated")
     parser.add_argument("--rate", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--rate-seconds", type=float, default=5.0, help="seconds of calls per rate")
+    parser.add_argument("--unique-prompts", action="store_true",
+                        help="every non-streamed call sends a user message no earlier call sent")
     args = parser.parse_args()
     if args.worker:
-        result = (worker(args.worker, args.calls, args.streams) if args.rate is None
+        result = (worker(args.worker, args.calls, args.streams, args.unique_prompts) if args.rate is None
                   else rate_worker(args.worker, args.rate, args.rate_seconds))
         print(json.dumps(result))
         return
@@ -305,15 +321,19 @@ def main() -> None:
     results: dict[str, list[dict]] = {}
     for _ in range(args.rounds):  # rounds interleave modes so drift in machine load hits all of them
         for mode, python in plan:
-            results.setdefault(mode, []).append(run_mode(python, mode, args.calls, args.streams))
+            results.setdefault(mode, []).append(run_mode(python, mode, args.calls, args.streams,
+                                                         unique=args.unique_prompts))
 
     print(f"sdk_overhead: openai {_first(results, 'openai')}, real client over an in-process mock transport, "
           f"~{len(SYSTEM) + len(USER)} B prompt; each mode in its own subprocess ({args.rounds} rounds), "
           f"instrumentation toggled on/off in alternating batches ({args.calls} calls, {args.streams} streams "
-          f"of {SHORT} and {LONG} chunks per side); medians of the rounds' paired medians")
+          f"of {SHORT} and {LONG} chunks per side); medians of the rounds' paired medians; "
+          f"{'a new user message every call' if args.unique_prompts else 'the same messages every call'}; "
+          f"load {os.getloadavg()[0]:.1f}")
     print("added = calling-thread CPU time added per call; cpu incl. background = whole-process CPU added per call")
     print(f"{'mode':<16}{'baseline µs':>12}{'added µs':>10}{'ratio':>8}{'cpu incl. bg µs':>17}{'added/chunk µs':>16}{'spans':>8}")
     rows: dict[str, tuple[float, float, bool]] = {}
+    whole: dict[str, float] = {}
     for mode, _python in plan:
         errors = [r["error"] for r in results[mode] if "error" in r]
         if errors:
@@ -324,6 +344,7 @@ def main() -> None:
         spans = min(r["spans"] for r in results[mode])
         works = mode == "none" or spans > 0
         rows[mode] = (med["added_us"], med["added_chunk_us"], works)
+        whole[mode] = med["added_cpu_us"]
         note = "" if works else "  (produced no spans: does not work with this openai)"
         print(f"{mode:<16}{med['base_us']:>12.1f}{med['added_us']:>10.1f}"
               f"{(med['base_us'] + med['added_us']) / med['base_us']:>8.2f}{med['added_cpu_us']:>17.1f}"
@@ -340,6 +361,10 @@ def main() -> None:
             verdict_line += (f", below every working peer (cheapest {best:.1f} µs, ratio {added / best:.2f}): "
                              f"{'PASS' if added < best else 'FAIL'}")
         print(verdict_line)
+    if "verdict" in whole and whole.get("otel-openai-v2", 0) > 0:
+        ratio = whole["verdict"] / whole["otel-openai-v2"]
+        print(f"whole-process CPU per call (calling + export threads): verdict {whole['verdict']:.1f} µs, "
+              f"{ratio:.2f}x otel-openai-v2's {whole['otel-openai-v2']:.1f} µs (<= 0.5: {'PASS' if ratio <= 0.5 else 'FAIL'})")
 
 
 def _print_rates(plan: list[tuple[str, str]], rates: list[float], seconds: float) -> None:

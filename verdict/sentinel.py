@@ -5,7 +5,9 @@ A sentinel file is JSONL, one example per line::
     {"id": "s1", "query": "…", "response": "…", "context": "…", "labels": {"relevance": "PASS"}}
 
 `context` is optional (a string or a list of strings); labels are exactly "PASS" or "FAIL" per rubric
-dimension. The same shape serves the CI gate's regression cases (verdict.gate), where labels may be
+dimension. `history` (the conversation so far) and `trajectory` (an agent run's tool steps) are optional strings:
+the background the labelled answer was shown with (a judge built with `history=True` / `trajectory=True` reads
+them; one without refuses such an example). The same shape serves the CI gate's regression cases (verdict.gate), where labels may be
 omitted. An example *passes* only when every declared label matches the judge's verdict (UNCLEAR never
 matches); an unlabelled case passes when every graded dimension is PASS.
 
@@ -33,7 +35,7 @@ from verdict.redact import redact_text
 from verdict.text_files import json_object_line, read_text
 
 LABELS = ("PASS", "FAIL")
-_KEYS = {"id", "query", "response", "context", "labels"}
+_KEYS = {"id", "query", "response", "context", "labels", "history", "trajectory"}
 # Kappa's categories: the judge may also say UNCLEAR, which never agrees with a human PASS/FAIL.
 _KAPPA_CATEGORIES = ("PASS", "FAIL", "UNCLEAR")
 _BATCH = 50  # examples per engine run: large enough to use the workers, small enough for steady progress
@@ -50,18 +52,22 @@ class SentinelExample:
     query: str | None = None
     context: str | tuple[str, ...] | None = None
     labels: tuple[tuple[str, str], ...] = ()  # (dimension, PASS|FAIL), sorted by dimension
+    history: str | None = None  # the conversation so far the answer was labelled with
+    trajectory: str | None = None  # the tool trajectory the answer was labelled with
 
     @property
     def label_map(self) -> dict[str, str]:
         return dict(self.labels)
 
     def item(self) -> GradingItem:
-        return GradingItem(self.response, self.query, self.context)
+        return GradingItem(self.response, self.query, self.context, self.history, self.trajectory)
 
     def canonical(self) -> dict[str, Any]:
         context = list(self.context) if isinstance(self.context, tuple) else self.context
+        # history and trajectory only when given: a set without them keeps the fingerprint it had before them
         return {"id": self.id, "query": self.query, "response": self.response, "context": context,
-                "labels": dict(self.labels)}
+                "labels": dict(self.labels),
+                **{k: v for k, v in (("history", self.history), ("trajectory", self.trajectory)) if v is not None}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +120,9 @@ def _example(line: str, where: str, rubric: Rubric, require_labels: bool) -> Sen
     response = data.get("response")
     if not isinstance(response, str):
         raise SentinelError(f"{where}: 'response' must be a string")
-    query = data.get("query")
-    if query is not None and not isinstance(query, str):
-        raise SentinelError(f"{where}: 'query' must be a string or null")
+    for key in ("query", "history", "trajectory"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise SentinelError(f"{where}: {key!r} must be a string or null")
     context = data.get("context")
     if isinstance(context, list) and all(isinstance(doc, str) for doc in context):
         context = tuple(context)
@@ -125,7 +131,8 @@ def _example(line: str, where: str, rubric: Rubric, require_labels: bool) -> Sen
     labels = _labels(data.get("labels", {}), where, rubric)
     if require_labels and not labels:
         raise SentinelError(f"{where}: example {example_id!r} declares no labels")
-    return SentinelExample(example_id, response, query, context, labels)
+    return SentinelExample(example_id, response, data.get("query"), context, labels, data.get("history"),
+                           data.get("trajectory"))
 
 
 def _labels(raw: Any, where: str, rubric: Rubric) -> tuple[tuple[str, str], ...]:

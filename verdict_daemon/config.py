@@ -391,6 +391,10 @@ class Retention(_Section):
     days: int = Field(30, ge=0, le=36_600)  # 0 keeps everything
     compact_min_segments: int = Field(8, ge=2, le=MANY)
     delete_grace_seconds: float = Field(600, ge=0, le=86_400)  # replaced or expired files: hidden, then deleted
+    # state.duckdb: a drift run's cells (`drift_cells`, one row per cell per run) are kept this many days after its
+    # as_of; the cells of the runs a report shows (per evaluator its latest closing decision, early look and weekly
+    # decision) are kept whatever their age. 0 keeps every run's cells.
+    drift_cells_days: int = Field(7, ge=0, le=36_600)
 
 
 class Lake(_Section):

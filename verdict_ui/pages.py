@@ -583,10 +583,7 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
     head = (f'<p class="review-head">{", ".join(safe(REASON_LABELS.get(r, r)) for r in s.reasons)} · evaluator '
             f"<code>{safe(s.evaluator or s.fingerprint[:12])}</code> · intent {safe(s.intent_key or '—')} · "
             f"trace {trace}</p>")
-    conversation = ((f'<div class="msg role-context"><p class="role">context</p><pre>{safe(d.context)}</pre></div>'
-                     if d.context else "")
-                    + f'<div class="msg role-user"><p class="role">user</p><pre>{safe(d.query)}</pre></div>'
-                    + f'<div class="msg role-assistant"><p class="role">assistant</p><pre>{safe(d.response)}</pre></div>')
+    conversation = _judged_item(d)
     dimensions = [j for j in d.judgments if j.verdict is not None]
     if reviewer is None:
         action = reviewer_form(csrf, item_url(s.item_id, signal))  # back to this item, inside the signal's queue
@@ -600,6 +597,28 @@ def review_item(d: ItemDetail, reviewer: str | None, csrf: str, agreement_html: 
                  '<p class="muted">No other pending item.</p>')
     return (head + section("item-conversation", "Conversation", conversation) + section("label", "Your labels", action)
             + section("judge", "The judge's view", judge) + following)
+
+
+def _judged_item(d: ItemDetail) -> str:
+    """The item as its judge was shown it, in the judge's order: the conversation so far, the context and question,
+    the tool trajectory, then the graded answer; the background under headings of its own, apart from the answer."""
+    def message(role: str, text: str) -> str:
+        return f'<div class="msg role-{role}"><p class="role">{role}</p><pre>{safe(text)}</pre></div>'
+
+    def background(key: str, title: str, text: str) -> str:
+        return (f'<section class="background" id="{key}" aria-labelledby="{key}-h"><h3 id="{key}-h">{title} '
+                f'<span class="muted">(shown to the judge as background, not graded)</span></h3>'
+                f'<pre>{safe(text)}</pre></section>')
+
+    question = (message("context", d.context) if d.context else "") + message("user", d.query)
+    if not (d.history or d.trajectory):
+        return question + message("assistant", d.response)
+    return ((background("judged-history", "Conversation so far", d.history) if d.history else "")
+            + '<section id="judged-question" aria-labelledby="judged-question-h"><h3 id="judged-question-h">'
+            f"This turn</h3>{question}</section>"
+            + (background("judged-trajectory", "Tool trajectory", d.trajectory) if d.trajectory else "")
+            + '<section id="judged-answer" aria-labelledby="judged-answer-h"><h3 id="judged-answer-h">'
+            f'The graded answer</h3>{message("assistant", d.response)}</section>')
 
 
 LABEL_CHOICES = ("PASS", "FAIL", "UNCLEAR")  # UNCLEAR: the reviewer cannot tell; nothing is recorded for it

@@ -96,7 +96,9 @@ def test_no_planted_secret_anywhere(replayed):
 @pytest.mark.parametrize("sender", SENDERS)
 def test_the_judge_reads_the_question_and_the_answer(replayed, sender):
     """What the sampler hands the judge (verdict_daemon.service.material.graded_texts): the question from a
-    `user` message, the answer from an `assistant` message, for every call of every recorded sender."""
+    `user` message, the answer from an `assistant` message, the system prompt at most once, for every call of every
+    recorded sender."""
+    from tests.peers.harness import _peer
     from verdict_daemon.service.material import graded_texts
 
     collector, manifests, _ = replayed
@@ -104,8 +106,10 @@ def test_the_judge_reads_the_question_and_the_answer(replayed, sender):
     rows = con.execute("SELECT input_messages, output_messages, system_instructions FROM llm_calls "
                        "ORDER BY start_time").fetchall()
     for (inputs, outputs, system), call in zip(rows, manifests[sender]["expected_llm_calls"], strict=True):
-        query, response, _context = graded_texts(inputs, outputs, system)
+        query, response, context = graded_texts(inputs, outputs, system)
         assert query and redact_text(call["question"]) in query, (sender, query)
+        # the scenario's system prompt, sent in two places by some senders, is read once
+        assert context.splitlines().count(_peer.SYSTEM) <= 1, (sender, context)
         if "answer" in call:  # a tool-call row has no answer text to grade
             assert response and redact_text(call["answer"]) in response, (sender, response)
 

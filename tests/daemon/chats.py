@@ -18,7 +18,8 @@ def land_chats(tmp: Path, server, answers: dict[str, str], tokens: dict[str, str
                turns: dict[str, list]) -> Path:
     """The data dir after every tenant's app sent its `turns` (tenant -> turns; `tokens`: tenant -> token)."""
     server.reset()  # a module-scoped server: `fake_openai` is per test
-    server.handler = lambda request: Reply(answers[request.body["messages"][-1]["content"]])
+    server.handler = lambda request: Reply(answers[next(  # keyed by the turn's user message (a tool result may follow)
+        m["content"] for m in reversed(request.body["messages"]) if m["role"] == "user")])
     token_file = tmp / "tokens.yaml"
     token_file.write_text("".join(f'"{token}": {tenant}\n' for tenant, token in tokens.items()))
     collector = Collector(tmp / "data", ("--tokens", str(token_file))).start()

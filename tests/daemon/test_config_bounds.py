@@ -31,6 +31,8 @@ UNBOUNDED = [
     ("sentinel", "recheck_seconds", "inf"),
     ("judging.budget", "max_cost_usd", "inf"),
     ("retention", "days", "9223372036854775807"),
+    ("retention", "drift_cells_days", "9223372036854775807"),
+    ("retention", "drift_cells_days", "-1"),
 ]
 
 

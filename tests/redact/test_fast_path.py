@@ -160,3 +160,46 @@ def test_the_key_cache_is_bounded_and_stays_exact_past_its_bound(monkeypatch: py
             assert len(cached._keys) <= 3
     assert "x" * 300 + " b@example.com" not in cached._keys  # too long to remember
     assert cached.value({"key_9 a9@example.com": 1}) == {"key_9 <EMAIL>": 1}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(adversarial, min_size=1, max_size=6), mode=st.sampled_from(["redact", "hash", "drop"]),
+       extra=st.booleans())
+@example(texts=["mail a@example.com", "plain prose", "mail a@example.com"], mode="redact", extra=False)
+def test_remembered_texts_redact_exactly_as_every_text_scanned_every_time(texts: list[str], mode: str,
+                                                                          extra: bool) -> None:
+    # Each text twice (first scanned and remembered, then looked up), interleaved with the others,
+    # against the reference that scans every text every time; with and without a user rule.
+    secret = b"k" if mode == "hash" else None
+    patterns = {"TICKET": r"TCK-\d{6}"} if extra else None
+    cached = Redactor(mode=mode, secret=secret, extra_patterns=patterns)
+    full = _FullRedactor(mode=mode, secret=secret, extra_patterns=patterns)
+    for text in texts + texts:
+        assert cached.text(text) == full.text(text)
+
+
+def test_remembered_texts_belong_to_one_redactor() -> None:
+    # The result depends on the redactor's mode, secret and rules: one redactor's remembered text
+    # never answers for another.
+    text = "call TCK-123456 or mail a@example.com"
+    plain, ticket = Redactor(), Redactor(extra_patterns={"TICKET": r"TCK-\d{6}"})
+    hashed = Redactor(mode="hash", secret=b"k")
+    assert plain.text(text) == plain.text(text) == "call TCK-123456 or mail <EMAIL>"
+    assert ticket.text(text) == "call <TICKET> or mail <EMAIL>"
+    assert hashed.text(text).startswith("call TCK-123456 or mail <EMAIL:")
+    assert Redactor(mode="hash", secret=b"other").text(text) != hashed.text(text)
+
+
+def test_the_text_cache_is_bounded_and_stays_exact_past_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redactor_module, "_TEXT_CACHE_SIZE", 3)
+    monkeypatch.setattr(redactor_module, "_TEXT_CACHE_CHARS", 200)
+    cached, full = Redactor(), _FullRedactor()
+    texts = [f"note {n}: write to a{n}@example.com" for n in range(10)] + ["x" * 150 + " b@example.com"]
+    for _ in range(2):
+        for text in texts:
+            assert cached.text(text) == full.text(text)
+            assert len(cached._texts) <= 3 and cached._text_chars <= 200
+            assert cached._text_chars == sum(map(len, cached._texts))
+    monkeypatch.setattr(redactor_module, "_TEXT_CACHE_LENGTH", 20)
+    long_text = "y" * 30 + " c@example.com"
+    assert cached.text(long_text) == "y" * 30 + " <EMAIL>" and long_text not in cached._texts  # too long to remember

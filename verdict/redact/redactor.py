@@ -46,6 +46,12 @@ _DIGITS = frozenset("0123456789")
 _JOINERS = frozenset("-.+'%/\\")  # join tokens in numbers, keys, e-mail local parts, paths
 _KEY_CACHE_SIZE = 4096  # distinct mapping keys a Redactor remembers; past it the cache starts over
 _KEY_CACHE_LENGTH = 256  # longer keys (content used as a key) are redacted on every call
+# Texts `text()` remembers: system prompts and conversation history come back in every call of a
+# conversation. Bounded in entries, in the length of one text and in the characters held in all;
+# past a bound the cache starts over.
+_TEXT_CACHE_SIZE = 1024
+_TEXT_CACHE_LENGTH = 16_384
+_TEXT_CACHE_CHARS = 1 << 21
 
 
 class Redactor:
@@ -63,7 +69,7 @@ class Redactor:
 
     __slots__ = (
         "mode", "max_depth", "max_items", "max_string",
-        "_secret", "_hook", "_user", "_placeholder", "_fixed", "_keys",
+        "_secret", "_hook", "_user", "_placeholder", "_fixed", "_keys", "_texts", "_text_chars",
     )  # fmt: skip
 
     def __init__(
@@ -104,6 +110,8 @@ class Redactor:
             "<(?:%s)(?::[0-9a-f]{%d})?>" % ("|".join(labels), _HASH_HEX)  # noqa: UP031
         )
         self._keys: dict[str, str] = {}  # mapping key -> the key redacted (`_key`)
+        self._texts: dict[str, str] = {}  # text -> the text redacted (`text`)
+        self._text_chars = 0  # characters of the texts in `_texts`
 
     def __repr__(self) -> str:
         users = ", ".join(label for label, _ in self._user)
@@ -124,9 +132,24 @@ class Redactor:
     def text(self, s: str) -> str:
         """`s` with every finding replaced according to the mode."""
         _require_str(s)
-        if not self._user and not maybe_sensitive(s):
-            return s
-        return self._redact(s)
+        # The result depends only on `s` and this redactor's configuration, fixed when it is built:
+        # a text seen before (the system prompt, the history a conversation resends every turn) is
+        # looked up instead of scanned again (tests/redact/test_fast_path.py checks it is exact).
+        redacted = self._texts.get(s)
+        if redacted is None:
+            redacted = self._redact(s) if self._user or maybe_sensitive(s) else s
+            self._remember(s, redacted)
+        return redacted
+
+    def _remember(self, s: str, redacted: str) -> None:
+        size = len(s)
+        if size > _TEXT_CACHE_LENGTH:
+            return
+        if len(self._texts) >= _TEXT_CACHE_SIZE or self._text_chars + size > _TEXT_CACHE_CHARS:
+            self._texts.clear()  # plain dict operations: safe without a lock under concurrent callers
+            self._text_chars = 0
+        self._texts[s] = redacted
+        self._text_chars += size
 
     def _redact(self, s: str) -> str:
         # A replacement glued to a token ("...819<IBAN>GB29...") changes what its neighbours look

@@ -156,8 +156,12 @@ def dumps_bounded(messages: list[Any], max_bytes: int) -> str:
     return text
 
 
+# Built once: `json.dumps` with options builds a new encoder on every call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+
 def _dumps(obj: object) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODE(obj)
 
 
 def _text_parts(messages: list[Any]) -> list[Part]:

@@ -56,11 +56,13 @@ def _set_usage(attrs: dict[str, Any], usage: Any, input_name: str, output_name: 
     value = getattr(usage, output_name, None)
     if type(value) is int:
         attrs[sc.USAGE_OUTPUT_TOKENS] = value
-    details = getattr(usage, "prompt_tokens_details", None) or getattr(usage, "input_tokens_details", None)
+    # Chat usage has `prompt_tokens_details`, Responses usage `input_tokens_details`: only the one named
+    # after this usage's own token counts is read (a pydantic model's missing attribute is a slow miss).
+    details = getattr(usage, f"{input_name}_details", None)
     cached = getattr(details, "cached_tokens", None)
     if type(cached) is int:
         attrs[sc.USAGE_CACHE_READ_INPUT_TOKENS] = cached
-    details = getattr(usage, "completion_tokens_details", None) or getattr(usage, "output_tokens_details", None)
+    details = getattr(usage, f"{output_name}_details", None)
     reasoning = getattr(details, "reasoning_tokens", None)
     if type(reasoning) is int:
         attrs[sc.USAGE_REASONING_OUTPUT_TOKENS] = reasoning

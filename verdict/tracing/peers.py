@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from verdict import semconv as sc
 from verdict.tracing.content import Redactor
 from verdict.tracing.context import INTENT_KEY, WORKLOAD, conversation_attributes
+from verdict.tracing.runtime import SCOPE
 
 # Attribute-name prefixes that mark a span as describing a GenAI operation, per dialect:
 # OTel GenAI semconv, OpenLLMetry (gen_ai.* / llm.* / traceloop.*), OpenInference (llm.*,
@@ -41,6 +42,11 @@ class ContextStampProcessor(SpanProcessor):
     """
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        # Verdict's own spans: the call records the keys itself (verdict.tracing.call.begin), on the
+        # span or, when Verdict owns the provider, with the attributes its exporter adds.
+        scope = span.instrumentation_scope
+        if scope is not None and scope.name == SCOPE:
+            return
         # The ContextVars, not `parent_context`: intent_context is not an OTel context value.
         intent = INTENT_KEY.get()
         workload = WORKLOAD.get()

@@ -5,7 +5,9 @@ under that version only (`assign_active`): sampled traces missing from the analy
 indexed first, assigned by the version (stored immutably in `registry_assignments`), then
 `cluster_assignments` (what drift runs read) is switched to that version in one transaction, each
 row carrying `method = 'registry:<version_id>'`. A drift run reads `cluster_assignments` in one
-transaction, so it sees one version's clusters, never a mix.
+transaction, so it sees one version's clusters, never a mix. A conversation unit (`conversation:<first trace
+id>`) is clustered as its first turn is: that trace is indexed and assigned like a sampled one, and the unit's
+row takes its cluster and reason (store/clusters.py; the intent-key mode reads the same first turn).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class ActiveRegistry:
 @dataclass(frozen=True)
 class ActiveAssignReport:
     version_id: str
-    assigned: int  # sampled traces newly given a cluster for drift
+    assigned: int  # sampled rows (traces, conversation units) newly given a cluster for drift
     missing_intent_key: int  # of those, traces without an intent key
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.versions import UNASSIGNED
-from verdict_daemon.store.clusters import Assignment, ClusterRepository
+from verdict_daemon.store.clusters import MISSING_INTENT_KEY, Assignment, ClusterRepository
 from verdict_daemon.store.state import StateStore
 
 if TYPE_CHECKING:
@@ -25,9 +25,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("verdict.daemon")
 
-__all__ = ["Assignment", "AssignReport", "ClusterAssigner", "IntentKeyAssigner", "assign", "assign_for"]
-
-MISSING_INTENT_KEY = "missing_intent_key"
+__all__ = ["MISSING_INTENT_KEY", "Assignment", "AssignReport", "ClusterAssigner", "IntentKeyAssigner", "assign",
+           "assign_for"]
 
 
 class ClusterAssigner(Protocol):

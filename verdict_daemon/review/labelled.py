@@ -7,7 +7,9 @@
   it, agreement among the reviewers themselves on the same items (each reviewer's latest label per
   item, through verdict.agreement.evaluate_rater_agreement), which flags a vague rubric.
 - `export_sentinel`: one sentinel example per labelled trace (verdict.sentinel's JSONL), the latest
-  label per (trace, dimension) across the trace's items, content redacted. The file is written
+  label per (trace, dimension) across the trace's items, content redacted, with the conversation so far and the
+  tool trajectory its judge was shown (so the sentinel grades the input the reviewer labelled); a trace whose
+  evaluators were shown different inputs gives one example per input. The file is written
   atomically, so a failed export leaves no partial file behind.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +26,12 @@ from typing import Any
 from verdict.redact import redact_text
 from verdict.tenancy import TenantId
 from verdict_daemon.errors import DaemonError
+from verdict_daemon.review.queue import judged_input
 from verdict_daemon.store.review import ReviewRepository
 from verdict_daemon.store.state import StateStore
+
+# What a sentinel example takes of the judge's input: the graded text, and what it was shown beside it.
+_SHOWN = ("query", "graded", "context", "history", "trajectory")
 
 
 @dataclass(frozen=True)
@@ -113,19 +120,33 @@ def export_sentinel(store: StateStore, tenant: TenantId, out: Path, *, evaluator
     if evaluator is not None or fingerprint is not None:
         chosen = choose_fingerprint({r.fingerprint: r.evaluator for r in rows}, evaluator, fingerprint)
         rows = [r for r in rows if r.fingerprint == chosen]
-    labels: dict[str, dict[str, tuple]] = {}
+    content, definitions = repository.contents(tenant, sorted({r.trace_id for r in rows}),
+                                               sorted({r.fingerprint for r in rows}))
+    shown: dict[tuple[str, str], tuple[str, ...]] = {}  # (trace, fingerprint) -> what its judge was shown
+    labels: dict[tuple[str, ...], dict[str, tuple]] = {}  # (trace, *shown) -> dimension -> latest label
     for r in rows:
-        current = labels.setdefault(r.trace_id, {}).get(r.dimension)
+        if (r.trace_id, r.fingerprint) not in shown:
+            sample = judged_input(content[r.trace_id], definitions.get(r.fingerprint))
+            shown[r.trace_id, r.fingerprint] = tuple(sample[k] for k in _SHOWN)
+        example = labels.setdefault((r.trace_id, *shown[r.trace_id, r.fingerprint]), {})
+        current = example.get(r.dimension)
         if current is None or (r.labelled_at, r.revision) > current[1:]:
-            labels[r.trace_id][r.dimension] = (r.label, r.labelled_at, r.revision)
-    content = repository.contents(tenant, sorted(labels))
+            example[r.dimension] = (r.label, r.labelled_at, r.revision)
+    per_trace = Counter(key[0] for key in labels)
+    numbers: Counter[str] = Counter()
     lines = []
-    for trace in sorted(labels):
-        query, response, context = content[trace].query, content[trace].response, content[trace].context
+    for key in sorted(labels):
+        trace, values = key[0], dict(zip(_SHOWN, key[1:], strict=True))
+        numbers[trace] += 1
         lines.append(json.dumps({
-            "id": trace, "query": redact_text(query) if query else None, "response": redact_text(response or ""),
-            "context": redact_text(context) if context else None,
-            "labels": {d: v[0] for d, v in sorted(labels[trace].items())}}, ensure_ascii=False))
+            # A trace whose judges were shown different inputs (another history bound, trajectories or not) gives
+            # one example per input: each is labelled against what its reviewer saw.
+            "id": trace if per_trace[trace] == 1 else f"{trace}#{numbers[trace]}",
+            "query": redact_text(values["query"]) if values["query"] else None,
+            "response": redact_text(values["graded"]),
+            "context": redact_text(values["context"]) if values["context"] else None,
+            **{k: redact_text(values[k]) for k in ("history", "trajectory") if values[k]},
+            "labels": {d: v[0] for d, v in sorted(labels[key].items())}}, ensure_ascii=False))
     _write_atomically(out, "".join(line + "\n" for line in lines))
     return len(lines)
 

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from verdict.redact import redact_text
 from verdict.tenancy import TenantId
 from verdict_daemon.review.routing import REASONS
-from verdict_daemon.service.conversation import Transcript
+from verdict_daemon.service.material import judged_sample
 from verdict_daemon.store.review import (
     Content,
     DimensionJudgment,
@@ -51,6 +51,9 @@ class ItemPage:
 
 @dataclass(frozen=True)
 class ItemDetail:
+    """An item as its judge was shown it (`material.judged_sample`, redacted again): `response` is the graded text
+    (a conversation unit's transcript); `history` and `trajectory` are the background beside it ("" when none)."""
+
     item: ItemSummary
     query: str
     response: str
@@ -58,6 +61,8 @@ class ItemDetail:
     judgments: tuple[DimensionJudgment, ...]
     labels: tuple[LabelRecord, ...]  # every record, oldest first
     latest: dict[str, LabelRecord]  # dimension -> the label in force
+    history: str = ""  # the conversation so far the judge was shown (a turn of a conversation)
+    trajectory: str = ""  # the tool trajectory the judge was shown (an agent run, an evaluator with trajectory = true)
 
 
 def list_items(store: StateStore, tenant: TenantId, *, status: str = "all", reason: str | None = None,
@@ -103,29 +108,30 @@ def latest_labels(records: list[LabelRecord] | tuple[LabelRecord, ...]) -> dict[
 
 
 def get_item(store: StateStore, tenant: TenantId, item_id: str) -> ItemDetail:
-    """The item with its redacted conversation, the judge's verdict and rationale per dimension, and
-    its label history; `item_not_found` for an id this tenant does not have."""
+    """The item as its judge was shown it (redacted), the judge's verdict and rationale per dimension, and its label
+    history; `item_not_found` for an id this tenant does not have."""
     repository = ReviewRepository(store)
     stored = repository.item(tenant, item_id) if repository.exists() else None
     if stored is None:
         raise item_not_found(tenant, item_id)
-    content = stored.content
+    shown = judged_input(stored.content, stored.definition)
     return ItemDetail(
-        item=stored.item, query=redact_text(content.query or ""), response=redact_text(_graded(content)),
-        context=redact_text(content.context or ""),
+        item=stored.item, query=redact_text(shown["query"]), response=redact_text(shown["graded"]),
+        context=redact_text(shown["context"]),
         judgments=tuple(DimensionJudgment(j.dimension, j.verdict, j.score,
                                           None if j.rationale is None else redact_text(j.rationale))
                         for j in stored.judgments),
-        labels=stored.labels, latest=latest_labels(stored.labels))
+        labels=stored.labels, latest=latest_labels(stored.labels), history=redact_text(shown["history"]),
+        trajectory=redact_text(shown["trajectory"]))
 
 
-def _graded(content: Content) -> str:
-    """What the judge graded: the answer, or for a conversation unit the transcript it was shown (its stored
-    response is only the last answer; a reviewer labels the conversation as a whole)."""
-    stored = json.loads(content.history) if content.history else {}
-    if isinstance(stored, dict) and isinstance(stored.get("conversation"), dict):
-        return Transcript.from_dict(stored["conversation"]).text()
-    return content.response or ""
+def judged_input(content: Content, definition: str | None) -> dict[str, str]:
+    """What the item's judge was shown (`material.judged_sample`, the sample judging built, under the bounds its
+    evaluator's registered definition records), not redacted again; `graded` is the graded text: the answer, or
+    for a conversation unit the transcript (its stored response is only the last answer)."""
+    sample = judged_sample(content.query, content.response, content.context, content.history,
+                           None if definition is None else json.loads(definition))
+    return sample | {"graded": sample["conversation"] or sample["response"]}
 
 
 def validate_label_input(labels: Mapping[str, str], critique: str, reviewer: str) -> str:

@@ -16,19 +16,10 @@ from typing import Any
 
 from verdict_daemon.service.history import CHARS_PER_TOKEN, Turn, newest_within, turns_text
 
-TURN = "turn"  # the judged unit of a trace (a turn, an agent run, a single call): today's
-CONVERSATION = "conversation"  # a closed conversation as a whole
-UNIT_PREFIX = "conversation:"
+# The units and the unit id rule live with the rows they name (the store's SQL reads them too).
+from verdict_daemon.store.samples import CONVERSATION, TURN, UNIT_PREFIX, judged_trace, unit_id
 
-
-def unit_id(first_trace_id: str) -> str:
-    """The `sampled_traces.trace_id` of a conversation unit, from its first turn's trace."""
-    return UNIT_PREFIX + first_trace_id
-
-
-def judged_trace(trace_id: str) -> str:
-    """The lake trace a judged unit's results belong to: a conversation's first turn, or the trace itself."""
-    return trace_id.removeprefix(UNIT_PREFIX)
+__all__ = ["CONVERSATION", "TURN", "UNIT_PREFIX", "Transcript", "conversation_fingerprint", "judged_trace", "unit_id"]
 
 
 @dataclass(frozen=True)

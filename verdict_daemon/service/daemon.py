@@ -32,7 +32,7 @@ from verdict.tenancy import TenantId
 from verdict_daemon.config import DaemonConfig, Schedule
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.lakes import open_lakes
-from verdict_daemon.service import alerts
+from verdict_daemon.service import alerts, drift_runs
 from verdict_daemon.service.cycle import Cycle, build_evaluators, store_for
 from verdict_daemon.service.evaluators import Evaluator
 from verdict_daemon.service.probe_job import ProbeJob
@@ -179,8 +179,11 @@ class Daemon:
             self.probe_job()
 
     def compact_retain(self) -> None:
+        """State retention (every tenant's drift cells past `[retention] drift_cells_days`), then the lake's
+        compaction and retention unless a collector on this data dir maintains the lake itself."""
         from collector import compaction, lake, retention, retire
 
+        self._each_tenant("compact_retain", self._prune_state)
         lake_lock = lake.LakeLock(self.config.data_dir)
         try:
             lake_lock.acquire()
@@ -197,6 +200,10 @@ class Daemon:
             log.error("job=compact_retain error=storage_error: %s", type(exc).__name__)
         finally:
             lake_lock.release()
+
+    def _prune_state(self, tenant: TenantId) -> None:
+        pruned = drift_runs.prune_cells(self.store, tenant, self.config.retention.drift_cells_days, self.clock())
+        log.info("job=compact_retain tenant=%s drift_cells_pruned=%d", tenant, pruned)
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def _tracked(self, name: str) -> None:

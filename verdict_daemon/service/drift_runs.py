@@ -45,7 +45,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, cast
 
 from verdict.tenancy import TenantId
@@ -64,6 +64,7 @@ from verdict_daemon.store.drift_runs import (
     runs_at,
     stored_run,
 )
+from verdict_daemon.store.drift_runs import prune_cells as store_prune_cells
 from verdict_daemon.store.state import StateStore
 
 if TYPE_CHECKING:
@@ -219,6 +220,16 @@ def run_drift(store: StateStore, tenant: TenantId, fingerprint: str, config: Dri
             return done
     raise DaemonError("storage_locked", f"fingerprint {fingerprint[:12]}: other processes kept taking drift runs "
                       f"of this fingerprint; the look at {at.isoformat()} was not taken (it is retried next time)")
+
+
+def prune_cells(store: StateStore, tenant: TenantId, days: int, now: datetime) -> int:
+    """`[retention] drift_cells_days`: delete the cells of the tenant's runs as of more than `days` before `now`,
+    except those of the runs a report shows (store.drift_runs.prune_cells); 0 days keeps them all. The number of
+    rows deleted."""
+    if days == 0:
+        return 0
+    at = now.astimezone(UTC).replace(tzinfo=None) if now.tzinfo else now
+    return store_prune_cells(store, tenant, at - timedelta(days=days))
 
 
 def _decide(store: StateStore, tenant: TenantId, fingerprint: str, config: Drift, table, decision: Decision,

@@ -19,7 +19,7 @@ from verdict.models.base import CONFIGURATION_KINDS, Model, Usage
 from verdict_daemon.errors import DaemonError
 from verdict_daemon.service.conversation import CONVERSATION, TURN, conversation_fingerprint
 from verdict_daemon.service.history import history_fingerprint
-from verdict_daemon.service.material import Material
+from verdict_daemon.service.material import Material, bound_entries
 from verdict_daemon.service.trajectory import trajectory_fingerprint
 
 VERDICTS = ("PASS", "FAIL", "UNCLEAR", "ERROR")
@@ -145,9 +145,8 @@ class GraphEvaluator:
         self.conversation_tokens = conversation_tokens
         self.definition: Mapping[str, Any] = {
             "kind": "graph", "target": target, "units": [_describe(node) for node in graph.nodes],
-            **({"history_tokens": self.history_tokens} if self.history_tokens else {}),
-            **({"trajectory_steps": self.trajectory_steps} if self.trajectory_steps else {}),
-            **({"unit": CONVERSATION, "conversation_tokens": conversation_tokens} if conversation_tokens else {})}
+            **({"unit": CONVERSATION} if conversation_tokens else {}),
+            **bound_entries(self.history_tokens, self.trajectory_steps, conversation_tokens)}
         self.fingerprint = evaluator_fingerprint(_graph_fingerprint(self.definition), history_tokens,
                                                  trajectory_steps, conversation_tokens)
 

@@ -17,7 +17,7 @@ from verdict_daemon.service.evaluators import (
     resolve_judge_model,
     tool_call_check,
 )
-from verdict_daemon.service.material import Material
+from verdict_daemon.service.material import Material, bound_entries
 
 
 class JudgeEvaluator:
@@ -42,16 +42,19 @@ class JudgeEvaluator:
                                                       conversation_tokens)
         # A rubric graded on agent runs only (every dimension needs a trajectory): other traces are not sent.
         self.needs_trajectory = rubric is not None and all(d.requires_trajectory for d in rubric.dimensions)
-        self.definition: Mapping[str, Any] = definition
+        # The bounds it shows the judge, as the review queue reads them back (material.judged_sample).
+        self.definition: Mapping[str, Any] = definition | bound_entries(history_tokens, trajectory_steps,
+                                                                        conversation_tokens)
 
     def evaluate(self, material: Material) -> Outcome:
+        # The sample a graph evaluator gets too; the review queue rebuilds it from the definition (judged_sample).
+        sample = material.as_sample(self.history_tokens, self.trajectory_steps, self.conversation_tokens)
         if self.unit == CONVERSATION:
-            judgment = self.judge.grade(material.conversation_text(self.conversation_tokens))
+            judgment = self.judge.grade(sample["conversation"])
         else:
-            judgment = self.judge.grade(material.response, query=material.query or None,
-                                         context=material.context or None,
-                                         history=material.history_text(self.history_tokens) or None,
-                                         trajectory=material.trajectory_text(self.trajectory_steps) or None)
+            judgment = self.judge.grade(sample["response"], query=sample["query"] or None,
+                                        context=sample["context"] or None, history=sample["history"] or None,
+                                        trajectory=sample["trajectory"] or None)
         usage = _usage(judgment)
         if str(judgment.status) == "ERROR":
             return error_outcome(judgment.error or "the judge returned ERROR", usage, judgment.reply)
@@ -142,10 +145,6 @@ def build_judge_evaluator(config: EvaluatorConfig, history_tokens: int = 0, traj
         raise DaemonError("evaluator_error", f"evaluator {config.name!r}: {exc}") from None
     definition = {"kind": config.kind, "models": models, "rubric": rubric.canonical(),
                   "fingerprint_of": type(judge).__name__}
-    if history_tokens:
-        definition["history_tokens"] = history_tokens
-    if trajectory_steps:
-        definition["trajectory_steps"] = trajectory_steps
     if unit == CONVERSATION:
-        definition |= {"unit": unit, "conversation_tokens": conversation_tokens}
+        definition["unit"] = unit
     return JudgeEvaluator(config.name, judge, definition, rubric, history_tokens, trajectory_steps, conversation_tokens)

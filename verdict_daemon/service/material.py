@@ -10,9 +10,10 @@ collector): `[{"role": ..., "parts": [{"type": "text", "content": ...}, ...]}, .
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from verdict_daemon.service.conversation import Transcript
 from verdict_daemon.service.history import History
@@ -65,6 +66,28 @@ class Material:
         return {"trace_id": self.trace_id, "query": self.query, "response": self.response, "context": self.context,
                 "history": self.history_text(history_tokens), "trajectory": self.trajectory_text(trajectory_steps),
                 "conversation": self.conversation_text(conversation_tokens)}
+
+
+# An evaluator's bounds on what of its material it shows the judge (Material.as_sample's arguments), recorded under
+# these keys in its registered definition (absent: 0) and part of its fingerprint.
+BOUNDS = ("history_tokens", "trajectory_steps", "conversation_tokens")
+UNBOUNDED = 1 << 62  # the bound of an evaluator whose definition is not on record: everything stored is shown
+
+
+def bound_entries(history_tokens: int, trajectory_steps: int, conversation_tokens: int) -> dict[str, int]:
+    """An evaluator's bounds as its definition records them: the ones above 0."""
+    return {k: v for k, v in zip(BOUNDS, (history_tokens, trajectory_steps, conversation_tokens), strict=True) if v}
+
+
+def judged_sample(query: str | None, response: str | None, context: str | None, background: str | None,
+                  definition: Mapping[str, Any] | None) -> dict[str, str]:
+    """What an evaluator showed its judge of a stored pick (its `sampled_traces` texts and `history` JSON): the
+    sample judging built, `Material.as_sample` under the bounds the evaluator's registered definition records (they
+    are in its fingerprint, so a definition stands for one set of bounds for good). Everything stored when the
+    definition is not on record. The review queue shows this and exports it to sentinel sets."""
+    bounds = {k: UNBOUNDED for k in BOUNDS} if definition is None else {k: int(definition.get(k, 0)) for k in BOUNDS}
+    material = Material("", datetime.min, query or "", response or "", context or "", *read_background(background))
+    return material.as_sample(**bounds)
 
 
 def parse_messages(raw: str | None) -> list[dict]:
@@ -123,9 +146,11 @@ def graded_texts(input_messages: str | None, output_messages: str | None,
     query = message_text(users[-1]) if users else ""
     response = "\n".join(message_text(m) for m in parse_messages(output_messages) if m.get("role") in ("assistant", None))
     context_parts = [message_text(m) for m in inputs if m.get("role") in ("system", "tool")]
-    context_parts += [message_text(part) for part in parse_messages(system_instructions)]  # a list of parts
-    if system_instructions and not parse_messages(system_instructions):
-        context_parts.append(system_instructions)  # a bare string rather than a message list
+    instructions = [message_text(part) for part in parse_messages(system_instructions)]  # a list of parts
+    if system_instructions and not instructions:
+        instructions = [system_instructions]  # a bare string rather than a message list
+    # Some senders put the system prompt in both places (OTel JS's Responses API, OpenLIT): the judge reads it once.
+    context_parts += [text for text in instructions if text not in context_parts]
     return query, response, "\n".join(p for p in context_parts if p)
 
 

@@ -40,7 +40,7 @@ warning: its sample stands for the calls that kept their content only, so a traf
 
 When an evaluator judges conversations (`judge_conversations`), closed conversations are sampled too, by the same
 rule with the conversation as the unit (service/conversation.py): its draw is on its unit id, its stratum its first
-turn's intent, its window that of its first turn's start; closed as of the run's `as_of` (`conversations_at`), whose
+turn's intent (the intent that turn has as a turn: its graded call's key, inherited like any turn's), its window that of its first turn's start; closed as of the run's `as_of` (`conversations_at`), whose
 first turn starts in the lookback (the lake is read from `inactivity` before it, so no earlier turn of it is
 missed). Each is stored with every turn's graded texts, once: a closed conversation never reopens and its unit id
 stays.
@@ -447,8 +447,9 @@ def _conversation_turns(lake_con, conversations: Conversations) -> None:
 def _closed_conversations(lake_con, conversations: Conversations, start: datetime, end: datetime, on: bool) -> None:
     """TEMP TABLEs conversation_members(unit_id, conversation_id, conversation_seq, turn_count, first_time, intent_key,
     turn, trace_id, span_id, call_date): the newest turns its budget can hold of each conversation closed as of `end`
-    whose first turn starts at `start` or later, each with its graded call (NULL without one); conversation_units:
-    one row per such conversation as the sampler's unit (its first turn's graded call, '' without one). Empty
+    whose first turn starts at `start` or later, each with its graded call and that call's intent as a turn's (NULL
+    without one); conversation_units: one row per such conversation as the sampler's unit (its first turn's graded
+    call, '' without one, and intent: a conversation is clustered as its first turn is, docs/conversations.md). Empty
     unless `on`: the macros read every keyed trace of the lookback."""
     lake_con.execute("""CREATE TEMP TABLE conversation_members (unit_id VARCHAR, conversation_id VARCHAR,
         conversation_seq BIGINT, turn_count BIGINT, first_time TIMESTAMP, intent_key VARCHAR, turn BIGINT,
@@ -461,7 +462,7 @@ def _closed_conversations(lake_con, conversations: Conversations, start: datetim
                 SELECT conversation_id, conversation_seq, first_trace_id, turns, first_time, intent_key
                 FROM conversations_at($end, {inactivity}) WHERE status = 'closed' AND first_time >= $start)
             SELECT $prefix || c.first_trace_id, c.conversation_id, c.conversation_seq, c.turns, c.first_time,
-                   c.intent_key, t.turn, t.trace_id, g.span_id, g.call_date
+                   g.intent_key, t.turn, t.trace_id, g.span_id, g.call_date
             FROM closed c JOIN conversation_turns_within({inactivity}) t USING (conversation_id, conversation_seq)
             LEFT JOIN ({_TRACES.format(only='')}) g USING (trace_id)  -- each turn's graded call, the turns' rule
             WHERE t.turn = 1 OR t.turn > c.turns - $most""",
@@ -470,7 +471,7 @@ def _closed_conversations(lake_con, conversations: Conversations, start: datetim
     lake_con.execute("""CREATE TEMP TABLE conversation_units AS
         SELECT unit_id AS trace_id, coalesce(any_value(span_id) FILTER (WHERE turn = 1), '') AS span_id,
                any_value(call_date) FILTER (WHERE turn = 1) AS call_date, any_value(first_time) AS started_at,
-               any_value(intent_key) AS intent_key
+               any_value(intent_key) FILTER (WHERE turn = 1) AS intent_key
         FROM conversation_members GROUP BY unit_id""")
 
 

@@ -3,8 +3,10 @@
 Each rubric or ensemble evaluator grades the human-labelled sentinel set with its raw Judge or
 JudgeEnsemble before it judges traffic; the result is stored in `sentinel_health` and anything but
 `healthy` is a `judge_unhealthy` error, so neither judging nor drift runs on an untrusted judge.
-Graph evaluators have no rubric to label a sentinel set against, and a sentinel item has no tool trajectory for an
-evaluator of agent runs only (the tool-use rubric) to grade: the check does not apply to them.
+Graph evaluators have no rubric to label a sentinel set against, and an evaluator of agent runs only (the tool-use
+rubric) is not checked: the check does not apply to them. An example is graded with the conversation so far and the
+tool trajectory it was labelled with (`verdict review export-sentinel` writes what the item's judge was shown), so the
+judge grades the input the reviewer labelled; an evaluator not shown one of them refuses such a set at start.
 The state file is not held open while the judge is called (one short transaction afterwards).
 """
 
@@ -42,7 +44,24 @@ def load_sets(settings: Sentinel, evaluators: list[Evaluator]) -> dict[str, Any]
                 sets[evaluator.name] = load_sentinel_set(settings.file, rubric=evaluator.rubric or DEFAULT_RUBRIC)
             except SentinelError as exc:
                 raise DaemonError("invalid_config", f"sentinel.file (evaluator {evaluator.name!r}): {exc}") from None
+            _check_readable(evaluator, sets[evaluator.name])
     return sets
+
+
+def _check_readable(evaluator: JudgeEvaluator, sentinel_set: Any) -> None:
+    """An example is graded with the conversation so far and tool trajectory it was labelled with (the judge's input
+    the reviewer saw): an evaluator not built to read one would grade another input than the one labelled, so such
+    a set is `invalid_config` for it."""
+    for example in sentinel_set:
+        for what, given, bound in (("history", example.history, evaluator.history_tokens),
+                                   ("trajectory", example.trajectory, evaluator.trajectory_steps)):
+            if given and given.strip() and not bound:
+                setting = ("[conversations] history_tokens is 0" if what == "history" else
+                           "it has no trajectory = true")
+                raise DaemonError("invalid_config", f"sentinel.file (evaluator {evaluator.name!r}): "
+                                  f"{sentinel_set.source}: example {example.id!r} was labelled with its {what}, "
+                                  f"which this evaluator is not shown ({setting}); export its own set "
+                                  f"(verdict review export-sentinel --evaluator {evaluator.name})")
 
 
 class HealthGate:

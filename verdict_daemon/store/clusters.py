@@ -20,6 +20,7 @@ from typing import Any, cast
 from verdict.tenancy import TenantId
 from verdict_daemon.clustering.errors import ClusterError
 from verdict_daemon.clustering.versions import RESERVED_CLUSTERS, UNASSIGNED, Version, canonical
+from verdict_daemon.store.samples import CONVERSATION, judged_trace_sql
 from verdict_daemon.store.state import StateStore, insert_rows
 
 _VERSION_COLUMNS = ("tenant_id", "version_id", "strategy", "experimental", "status", "cutoff", "target_workload",
@@ -30,6 +31,13 @@ _INDEX_COLUMNS = ("tenant_id", "trace_id", "span_id", "started_at", "workload", 
 _DRIFT_COLUMNS = ("tenant_id", "trace_id", "cluster", "method", "reason", "assigned_at")
 EXPLICIT_KIND = "intent_key"
 REGISTRY_METHOD_PREFIX = "registry:"  # cluster_assignments.method of rows a registry version gave
+MISSING_INTENT_KEY = "missing_intent_key"
+
+# The lake trace whose cluster a sampled row takes: a turn row's own trace, a conversation unit's first turn's.
+# A conversation unit whose first turn has no graded call (span_id '') has none: it is no trace the index can hold.
+_JUDGED = judged_trace_sql("s")
+_CLUSTERED_SAMPLES = f"SELECT {_JUDGED} FROM sampled_traces s WHERE s.tenant_id = $t"
+_NO_GRADED_FIRST_TURN = f"s.unit = '{CONVERSATION}' AND s.span_id = ''"
 
 # The candidate rows of a fit: the tenant's indexed traces before the cutoff (of the target workload).
 _CANDIDATES = "a.tenant_id = $t AND a.started_at < $cutoff AND ($workload IS NULL OR a.workload = $workload)"
@@ -41,7 +49,7 @@ _ASSIGN_EXPLICIT = f"""
     INSERT INTO registry_assignments
     SELECT a.tenant_id, $v, a.trace_id, a.started_at, coalesce(c.cluster_id, '{UNASSIGNED}'), 'explicit',
            CASE WHEN c.cluster_id IS NOT NULL THEN NULL
-                WHEN a.key_status = 'missing' THEN 'missing_intent_key'
+                WHEN a.key_status = 'missing' THEN '{MISSING_INTENT_KEY}'
                 WHEN a.key_status = 'invalid' THEN 'invalid_intent_key'
                 ELSE 'unknown_intent_key' END,
            $now
@@ -60,14 +68,14 @@ _EVENTS = ("SELECT seq, version_id, action, actor, generation, detail, recorded_
 @dataclass(frozen=True)
 class Scope:
     """Which indexed traces an assignment covers: those started before `before`, or the tenant's
-    sampled traces (the daemon's cycle)."""
+    sampled traces (the daemon's cycle; a conversation unit's: its first turn's trace)."""
 
     before: datetime | None = None
     sampled_only: bool = False
 
     def sql(self) -> tuple[str, dict[str, Any]]:
         if self.sampled_only:
-            return "a.trace_id IN (SELECT trace_id FROM sampled_traces WHERE tenant_id = $t)", {}
+            return f"a.trace_id IN ({_CLUSTERED_SAMPLES})", {}
         if self.before is None:
             raise ValueError("a scope needs a cutoff or sampled_only")
         return "a.started_at < $cutoff", {"cutoff": self.before}
@@ -379,28 +387,35 @@ class RegistryTransaction:
 
     # --- the drift view: cluster_assignments -------------------------------------------------------
     def unindexed_sampled(self, tenant: TenantId) -> list[tuple[str, datetime]]:
-        """(trace_id, started_at) of sampled traces the analysis index lacks."""
-        return cast(list[tuple[str, datetime]], self._con.execute(
-            "SELECT trace_id, started_at FROM sampled_traces WHERE tenant_id = ? AND trace_id NOT IN "
-            "(SELECT trace_id FROM analysis_index WHERE tenant_id = ?)", [tenant, tenant]).fetchall())
+        """(trace_id, started_at) of the lake traces sampled rows take their cluster from (a conversation unit's
+        first turn) that the analysis index lacks."""
+        return cast(list[tuple[str, datetime]], self._con.execute(f"""
+            SELECT {_JUDGED} AS trace_id, min(s.started_at) FROM sampled_traces s
+            WHERE s.tenant_id = $t AND NOT ({_NO_GRADED_FIRST_TURN})
+              AND {_JUDGED} NOT IN (SELECT trace_id FROM analysis_index WHERE tenant_id = $t)
+            GROUP BY 1 ORDER BY 1""", {"t": tenant}).fetchall())
 
     def _drift_counts(self, tenant: TenantId) -> tuple[int, int]:
         return cast(tuple[int, int], self._con.execute(  # two counts: one row
-            "SELECT count(*), count(*) FILTER (WHERE reason = 'missing_intent_key') "
-            "FROM cluster_assignments WHERE tenant_id = ?", [tenant]).fetchone())
+            "SELECT count(*), count(*) FILTER (WHERE reason = ?) "
+            "FROM cluster_assignments WHERE tenant_id = ?", [MISSING_INTENT_KEY, tenant]).fetchone())
 
     def switch_drift_to_version(self, tenant: TenantId, version_id: str, method: str, now: datetime) -> tuple[int, int]:
-        """Replace rows of any other method by the version's assignments of sampled traces; returns
-        (rows added, of those without an intent key)."""
+        """Replace rows of any other method by the version's assignments of sampled rows; returns (rows added, of
+        those without an intent key). A conversation unit takes its first turn's assignment (`unassigned`, without
+        an intent key, when that turn has no graded call: as in the intent-key mode)."""
         self._con.execute("DELETE FROM cluster_assignments WHERE tenant_id = ? AND method <> ?", [tenant, method])
         before = self._drift_counts(tenant)
-        self._con.execute("""
+        self._con.execute(f"""
             INSERT INTO cluster_assignments
-            SELECT r.tenant_id, r.trace_id, r.cluster_id, $method, r.reason, $now FROM registry_assignments r
-            WHERE r.tenant_id = $t AND r.version_id = $v
-              AND r.trace_id IN (SELECT trace_id FROM sampled_traces WHERE tenant_id = $t)
-              AND r.trace_id NOT IN (SELECT trace_id FROM cluster_assignments WHERE tenant_id = $t)""",
-                          {"t": tenant, "v": version_id, "method": method, "now": now})
+            SELECT s.tenant_id, s.trace_id, coalesce(r.cluster_id, $unassigned), $method,
+                   CASE WHEN r.trace_id IS NULL THEN $missing ELSE r.reason END, $now
+            FROM sampled_traces s
+            LEFT JOIN registry_assignments r ON r.tenant_id = $t AND r.version_id = $v AND r.trace_id = {_JUDGED}
+            WHERE s.tenant_id = $t AND (r.trace_id IS NOT NULL OR {_NO_GRADED_FIRST_TURN})
+              AND s.trace_id NOT IN (SELECT trace_id FROM cluster_assignments WHERE tenant_id = $t)""",
+                          {"t": tenant, "v": version_id, "method": method, "now": now, "unassigned": UNASSIGNED,
+                           "missing": MISSING_INTENT_KEY})
         added, missing = (after - first for after, first in zip(self._drift_counts(tenant), before, strict=True))
         return added, missing
 

@@ -304,9 +304,11 @@ IS_CLOSING = "epoch_us(as_of) % (epoch_us(as_of) - epoch_us(current_start)) = 0"
 RUN_COLUMNS = ("run_id, as_of, baseline_start, baseline_end, current_start, alpha, effect_gate, min_usable, "
                f"judgments, cells, tested, signals, {IS_CLOSING} AS closing, small_cell_start")  # a DriftWindows
 SIGNAL_COLUMNS = _SIGNAL_COLUMNS[2:]  # a Signal, examples as JSON
-_LATEST_RUNS = f"""
+# Over `{runs}`: the snapshot's `drift_runs` (one tenant's), or the state file's rows of one tenant (prune_cells).
+_LATEST_RUNS_OF = f"""
     SELECT fingerprint, {RUN_COLUMNS}
-    FROM drift_runs QUALIFY row_number() OVER (PARTITION BY fingerprint, closing ORDER BY as_of DESC, completed_at DESC) = 1"""
+    FROM {{runs}} QUALIFY row_number() OVER (PARTITION BY fingerprint, closing ORDER BY as_of DESC, completed_at DESC) = 1"""
+_LATEST_RUNS = _LATEST_RUNS_OF.format(runs="drift_runs")
 
 
 def latest_runs_in(snapshot) -> list[tuple[str, DriftWindows]]:
@@ -314,14 +316,29 @@ def latest_runs_in(snapshot) -> list[tuple[str, DriftWindows]]:
     return [(fp, DriftWindows(*row)) for fp, *row in snapshot.execute(_LATEST_RUNS).fetchall()]
 
 
-_LATEST_WEEKLY = f"""
-    SELECT fingerprint, {RUN_COLUMNS} FROM drift_runs WHERE small_cell_start IS NOT NULL
+_LATEST_WEEKLY_OF = f"""
+    SELECT fingerprint, {RUN_COLUMNS} FROM {{runs}} WHERE small_cell_start IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY fingerprint ORDER BY as_of DESC, completed_at DESC) = 1"""
+_LATEST_WEEKLY = _LATEST_WEEKLY_OF.format(runs="drift_runs")
+
+# The runs whose cells a report (and the UI, through it) reads (views.add_report_tables): per fingerprint its
+# latest closing decision, latest early look and latest weekly decision. prune_cells keeps them whatever their age.
+_LATEST_RUN_IDS_OF = "SELECT run_id FROM ({latest}) UNION SELECT run_id FROM ({weekly})"
+LATEST_RUN_IDS = _LATEST_RUN_IDS_OF.format(latest=_LATEST_RUNS, weekly=_LATEST_WEEKLY)
+_TENANT_RUNS = "(SELECT * FROM drift_runs WHERE tenant_id = $t) AS drift_runs"
 
 
-# The runs whose cells a report reads (views.add_report_tables): per fingerprint its latest closing decision,
-# latest early look and latest weekly decision.
-LATEST_RUN_IDS = f"SELECT run_id FROM ({_LATEST_RUNS}) UNION SELECT run_id FROM ({_LATEST_WEEKLY})"
+def prune_cells(store: StateStore, tenant: str, before: datetime) -> int:
+    """Delete the tenant's `drift_cells` rows of runs as of before `before` (naive UTC), except those of the runs a
+    report reads (LATEST_RUN_IDS), in one transaction; the number of rows deleted."""
+    kept = _LATEST_RUN_IDS_OF.format(latest=_LATEST_RUNS_OF.format(runs=_TENANT_RUNS),
+                                     weekly=_LATEST_WEEKLY_OF.format(runs=_TENANT_RUNS))
+    with store.transaction() as con:
+        (deleted,) = con.execute(f"""
+            DELETE FROM drift_cells WHERE tenant_id = $t
+              AND run_id IN (SELECT run_id FROM drift_runs WHERE tenant_id = $t AND as_of < $before)
+              AND run_id NOT IN ({kept})""", {"t": tenant, "before": before}).fetchone()
+    return cast(int, deleted)
 
 
 def latest_weekly_in(snapshot) -> dict[str, DriftWindows]:

@@ -126,7 +126,7 @@ class Content:
     query: str | None
     response: str | None
     context: str | None
-    history: str | None = None  # sampled_traces.history (JSON): a conversation unit's transcript is there
+    history: str | None = None  # sampled_traces.history (JSON): conversation so far, trajectory, or transcript
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,7 @@ class StoredItem:
     content: Content
     judgments: tuple[DimensionJudgment, ...]
     labels: tuple[LabelRecord, ...]  # every record, oldest first
+    definition: str | None = None  # the item's evaluator as registered (JSON): the bounds of what its judge was shown
 
 
 @dataclass(frozen=True)
@@ -283,8 +284,10 @@ class ReviewRepository:
                 "SELECT dimension, revision, label, critique, reviewer, labelled_at FROM review_labels "
                 "WHERE tenant_id = $t AND item_id = $i ORDER BY labelled_at, dimension, revision",
                 {"t": tenant, "i": item_id}).fetchall()
+            definition = _definitions(con, tenant, [item.fingerprint]).get(item.fingerprint)
         return StoredItem(item, content, tuple(DimensionJudgment(*j) for j in judged),
-                          tuple(LabelRecord(d, r, lab, c, who, at.isoformat()) for d, r, lab, c, who, at in labels))
+                          tuple(LabelRecord(d, r, lab, c, who, at.isoformat()) for d, r, lab, c, who, at in labels),
+                          definition)
 
     def append_labels(self, tenant: TenantId, item_id: str, labels: Mapping[str, str], *, critique: str,
                       reviewer: str, at: datetime) -> list[LabelRecord]:
@@ -322,17 +325,26 @@ class ReviewRepository:
         with self.store.transaction() as con:
             return [ReviewerLabel(*row) for row in con.execute(_BY_REVIEWER, {"t": tenant}).fetchall()]
 
-    def contents(self, tenant: TenantId, trace_ids: Sequence[str]) -> dict[str, Content]:
+    def contents(self, tenant: TenantId, trace_ids: Sequence[str],
+                 fingerprints: Sequence[str] = ()) -> tuple[dict[str, Content], dict[str, str]]:
+        """(trace -> its sampled content, fingerprint -> its evaluator's registered definition JSON)."""
         with self.store.transaction() as con:
-            rows = con.execute("SELECT trace_id, query, response, context FROM sampled_traces WHERE tenant_id = $t "
-                               "AND list_contains($traces, trace_id)", {"t": tenant, "traces": list(trace_ids)}).fetchall()
-        return {t: Content(q, r, c) for t, q, r, c in rows}
+            rows = con.execute("SELECT trace_id, query, response, context, history FROM sampled_traces "
+                               "WHERE tenant_id = $t AND list_contains($traces, trace_id)",
+                               {"t": tenant, "traces": list(trace_ids)}).fetchall()
+            definitions = _definitions(con, tenant, fingerprints)
+        return {t: Content(q, r, c, h) for t, q, r, c, h in rows}, definitions
 
     def latest_judgments(self, tenant: TenantId) -> list[LatestJudgment]:
         if not self.exists():
             return []
         with self.store.transaction() as con:
             return [LatestJudgment(*row) for row in con.execute(_JUDGMENTS, {"t": tenant}).fetchall()]
+
+
+def _definitions(con, tenant: TenantId, fingerprints: Sequence[str]) -> dict[str, str]:
+    return dict(con.execute("SELECT fingerprint, definition FROM evaluators WHERE tenant_id = $t "
+                            "AND list_contains($f, fingerprint)", {"t": tenant, "f": list(fingerprints)}).fetchall())
 
 
 def trace_items_in(snapshot, trace_id: str) -> tuple[str, ...]:
