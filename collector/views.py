@@ -164,29 +164,35 @@ def _islands(name: str, key: str, valid: str) -> str:
     )
 
 
+def _shared_keys(key: str) -> str:
+    """The `key` hashes of `keyed` that two instrumentations wrote. Most keys occur once: those leave through an
+    integer count, so the instrumentation strings are compared (exactly, min <> max) only for repeated keys."""
+    return (f"SELECT {key} FROM keyed SEMI JOIN (\n"
+            f"      SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
+            f"    GROUP BY {key} HAVING min(instrumentation) <> max(instrumentation)")
+
+
 def _contested() -> str:
     """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. A call is in a group
     the rule merges only when its key (service, model and response id, or service, model and input fingerprint) is
-    shared by a call of another instrumentation: keys are compared as hashes over narrow rows first (a collision
-    only adds a call, which the exact keys of `_islands` then leave alone), so only calls with such a key are read
-    again with their messages, and none is sorted by time unless its key is contested."""
+    shared by a call of another instrumentation, wherever the calls lie in time: keys are compared as hashes over
+    narrow materialized rows (a collision only adds a call, which the exact keys of `_islands` then leave alone),
+    so only calls with such a key are read again with their messages and sorted by time. Unlike a sweep over
+    overlapping calls, this prunes as much on a lake where one model's calls overlap all day as on a sparse one."""
     return (
         "keyed AS MATERIALIZED (\n  SELECT call_hash, instrumentation,\n"
         "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
         "    CASE WHEN call_input IS NOT NULL THEN hash(call_service, call_model, call_input) END AS input_key\n"
-        f"  FROM (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, call_service, call_model, response_id,\n"
+        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, call_service, call_model, response_id,\n"
         f"      {_CALL_INPUT} AS call_input\n"
         # A call without a model is in no group: it leaves here.
         "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
-        "paired AS (\n  SELECT call_hash FROM keyed SEMI JOIN (\n"
-        "    SELECT id_key FROM keyed WHERE id_key IS NOT NULL GROUP BY id_key HAVING min(instrumentation) <> max(instrumentation)\n"
-        "  ) USING (id_key)\n"
-        "  UNION ALL\n  SELECT call_hash FROM keyed SEMI JOIN (\n"
-        "    SELECT input_key FROM keyed WHERE input_key IS NOT NULL GROUP BY input_key HAVING min(instrumentation) <> max(instrumentation)\n"
-        "  ) USING (input_key)\n),\n"
+        f"paired AS (\n  SELECT call_hash FROM keyed SEMI JOIN ({_shared_keys('id_key')}) USING (id_key)\n"
+        f"  UNION ALL\n  SELECT call_hash FROM keyed SEMI JOIN ({_shared_keys('input_key')}) USING (input_key)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
         f"    start_time, end_time, response_id, call_model, {_CALL_INPUT} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
+        # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
     )
 
