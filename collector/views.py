@@ -133,10 +133,11 @@ _CALL_MODEL = (r"regexp_replace(lower(coalesce(request_model, response_model)), 
 # cost 3x more. A value that is not text (a number, an object) is its JSON text, as json_extract_string gives it.
 _MESSAGE_PARTS = '[{"role": "VARCHAR", "parts": [{"content": "VARCHAR"}]}]'
 # Only the text is guarded (CASE around the whole expression costs 3x: its branch is evaluated row by row).
-_CALL_INPUT = (
-    "md5_number(nullif(array_to_string(list_transform(flatten(list_transform(list_filter(from_json("
+_USER_TEXT = (
+    "nullif(array_to_string(list_transform(flatten(list_transform(list_filter(from_json("
     f"CASE WHEN json_valid(input_messages) THEN input_messages END, '{_MESSAGE_PARTS}'), lambda m: m.role = 'user'), "
-    "lambda m: m.parts)), lambda p: p.content), chr(31)), ''))")
+    "lambda m: m.parts)), lambda p: p.content), chr(31)), '')")
+_CALL_INPUT = f"md5_number({_USER_TEXT})"  # the rule's fingerprint; the key-first pass hashes the text itself (cheaper)
 _PROVIDER_SDK = " OR ".join(f"scope_name LIKE '{scope}%'" for scope in PROVIDER_SDK_SCOPES)
 _CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT"
               " + 4 * (input_tokens IS NOT NULL AND output_tokens IS NOT NULL)::INT"
@@ -174,17 +175,18 @@ def _shared_keys(key: str) -> str:
 
 def _contested() -> str:
     """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. A call is in a group
-    the rule merges only when its key (service, model and response id, or service, model and input fingerprint) is
-    shared by a call of another instrumentation, wherever the calls lie in time: keys are compared as hashes over
-    narrow materialized rows (a collision only adds a call, which the exact keys of `_islands` then leave alone),
-    so only calls with such a key are read again with their messages and sorted by time. Unlike a sweep over
-    overlapping calls, this prunes as much on a lake where one model's calls overlap all day as on a sparse one."""
+    the rule merges only when one of its keys (service, model and response id; service, model and the user messages'
+    text, which the input fingerprint digests) is shared by a call of another instrumentation, wherever the calls lie
+    in time: keys are compared as hashes over narrow materialized rows (a collision only adds a call, which the exact
+    keys of `_islands` then leave alone), so only calls with such a key are read again with their messages and
+    sorted by time. Unlike a sweep over overlapping calls, this prunes a lake where one model's calls overlap all day
+    as well as a sparse one."""
     return (
         "keyed AS MATERIALIZED (\n  SELECT call_hash, instrumentation,\n"
         "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
-        "    CASE WHEN call_input IS NOT NULL THEN hash(call_service, call_model, call_input) END AS input_key\n"
+        "    CASE WHEN user_text IS NOT NULL THEN hash(call_service, call_model, user_text) END AS input_key\n"
         "  FROM (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, call_service, call_model, response_id,\n"
-        f"      {_CALL_INPUT} AS call_input\n"
+        f"      {_USER_TEXT} AS user_text\n"
         # A call without a model is in no group: it leaves here.
         "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
         f"paired AS (\n  SELECT call_hash FROM keyed SEMI JOIN ({_shared_keys('id_key')}) USING (id_key)\n"
