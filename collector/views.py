@@ -176,21 +176,32 @@ def _shared_keys(key: str) -> str:
 def _contested() -> str:
     """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. A call is in a group
     the rule merges only when one of its keys (service, model and response id; service, model and the user messages'
-    text, which the input fingerprint digests) is shared by a call of another instrumentation, wherever the calls lie
-    in time: keys are compared as hashes over narrow materialized rows (a collision only adds a call, which the exact
-    keys of `_islands` then leave alone), so only calls with such a key are read again with their messages and
-    sorted by time. Unlike a sweep over overlapping calls, this prunes a lake where one model's calls overlap all day
-    as well as a sparse one."""
+    text, which the input fingerprint digests) is shared by a call of another instrumentation, and only with calls
+    of that key that overlap it in time, transitively. Both are tested over narrow materialized rows: keys as hashes
+    (a collision only adds a call, which the exact keys of `_islands` then leave alone), then a sweep by start time
+    over the calls of each shared key splits them into overlap components, and only components two
+    instrumentations wrote keep their calls. Only those are read again with their messages. Keys first prunes a lake
+    where one model's calls overlap all day; the sweep per key, one where many calls share a key (one prompt sent
+    all day by two instrumentations)."""
+    order = "PARTITION BY kind, key ORDER BY start_time, call_hash"
     return (
-        "keyed AS MATERIALIZED (\n  SELECT call_hash, instrumentation,\n"
+        "keyed AS MATERIALIZED (\n  SELECT call_hash, instrumentation, start_time, end_time,\n"
         "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
         "    CASE WHEN user_text IS NOT NULL THEN hash(call_service, call_model, user_text) END AS input_key\n"
-        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, call_service, call_model, response_id,\n"
-        f"      {_USER_TEXT} AS user_text\n"
+        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time, call_service,\n"
+        f"      call_model, response_id, {_USER_TEXT} AS user_text\n"
         # A call without a model is in no group: it leaves here.
         "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
-        f"paired AS (\n  SELECT call_hash FROM keyed SEMI JOIN ({_shared_keys('id_key')}) USING (id_key)\n"
-        f"  UNION ALL\n  SELECT call_hash FROM keyed SEMI JOIN ({_shared_keys('input_key')}) USING (input_key)\n),\n"
+        "shared AS (\n  SELECT call_hash, instrumentation, start_time, end_time, 1 AS kind, id_key AS key\n"
+        f"  FROM keyed SEMI JOIN ({_shared_keys('id_key')}) USING (id_key)\n"
+        "  UNION ALL\n  SELECT call_hash, instrumentation, start_time, end_time, 2, input_key\n"
+        f"  FROM keyed SEMI JOIN ({_shared_keys('input_key')}) USING (input_key)\n),\n"
+        f"components AS (\n  SELECT *, sum(opens::INT) OVER ({order}) AS component\n"
+        f"  FROM (SELECT *, coalesce(start_time > max(end_time) OVER ({order}\n"
+        "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens FROM shared)\n),\n"
+        "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
+        "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
+        "  ) USING (kind, key, component)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
         f"    start_time, end_time, response_id, call_model, {_CALL_INPUT} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
