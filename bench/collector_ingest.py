@@ -285,11 +285,12 @@ _SQL_ROW = """
 
 
 # --two-dialects: half the calls written by a second instrumentation, each with its user message, so that
-# llm_calls' identity rule runs over every call (none of them has a twin: its whole cost, no saving).
+# llm_calls' identity rule runs over every call (none of them has a twin: its whole cost, no saving). With
+# same_question every call asks the same question (one prompt sent all day): every call shares its key.
 _TWO_DIALECTS = """
   SELECT *, (['verdict', 'openllmetry'])[1 + (hash(span_id) % 2)::BIGINT] AS dialect,
          (['verdict.tracing', 'opentelemetry.instrumentation.openai.v1'])[1 + (hash(span_id) % 2)::BIGINT] AS scope_name,
-         '[{{"role": "user", "parts": [{{"type": "text", "content": "question ' || span_id || '"}}]}}]' AS input_messages
+         '[{{"role": "user", "parts": [{{"type": "text", "content": "question ' || {question} || '"}}]}}]' AS input_messages
   FROM ({select})"""
 
 
@@ -302,7 +303,7 @@ _CALL_S = """
 
 
 def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialects: bool = False,
-                   call_s: float | None = None) -> int:
+                   call_s: float | None = None, same_question: bool = False) -> int:
     """Steady state: 30 days compacted, plus fresh segments of the last hour that include retries. Returns the
     rows stored."""
     import duckdb
@@ -314,7 +315,8 @@ def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialect
     def rows_of(**fields) -> str:
         select = _SQL_ROW.format(**fields)
         select = select if call_s is None else _CALL_S.format(select=select, call_us=round(call_s * 1e6))
-        return _TWO_DIALECTS.format(select=select) if two_dialects else select
+        question = "'the same'" if same_question else "span_id"
+        return _TWO_DIALECTS.format(select=select, question=question) if two_dialects else select
 
     for d in range(days):
         date = f"2026-10-{d + 1:02d}"

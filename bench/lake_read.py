@@ -5,6 +5,7 @@
     .venv/bin/python bench/lake_read.py --rows 2000000 --seconds 0 --engines 0 --two-dialects   # identity rule on
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --baseline /tmp/main
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --call-s 30 --baseline /tmp/main
+    .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --same-question --baseline /tmp/main
 
 1. `verdict sql` "calls per intent per day" (bench/collector_ingest.py's query and lake: 30 compacted days
    plus fresh segments with retries) over --rows spans on local disk, then the same files shipped to an
@@ -17,7 +18,8 @@
    revision, e.g. `git archive main | tar -x -C /tmp/main`), `verdict sql` from DIR's code is timed on the same
    lake, run for run alternating with this code's, and must give the same answer. With --call-s S, every call lasts S
    seconds (0.9 otherwise): 30 makes each call overlap the next of its own model and service all day (the
-   identity rule can then prune no call before parsing it).
+   overlap sweep the identity rule used before could then prune no call). With --same-question every call's user
+   message is the same text (one prompt sent all day by both instrumentations: every key is shared).
 2. Ingest throughput of the real collector with shipping off, then on (`--lake-url` to the same server,
    sealing every 5 s); target: shipping on stays at or above 25,000 spans/s (bench/collector_ingest.py).
 """
@@ -132,13 +134,13 @@ def compare_with(baseline: Path, args: list[str], runs: int = 4) -> None:
 
 
 def read_phase(rows: int, server, engines: bool, two_dialects: bool = False, baseline: Path | None = None,
-               call_s: float | None = None) -> None:
+               call_s: float | None = None, same_question: bool = False) -> None:
     baseline_cpu: list[float] = []
     local_cpu: list[float] = []
     baseline_s = identity_rule_baseline(rows, baseline_cpu, call_s) if two_dialects else None
     with tempfile.TemporaryDirectory(prefix="verdict-bench-lake-") as tmp:
         data_dir = Path(tmp) / "data"
-        stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects, call_s=call_s)
+        stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects, call_s=call_s, same_question=same_question)
         local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)], cpu=local_cpu)
         if baseline is not None:
             compare_with(baseline, ["--data-dir", str(data_dir)])
@@ -191,6 +193,8 @@ def main() -> None:
     parser.add_argument("--two-dialects", action="store_true",
                         help="half the calls from a second instrumentation: llm_calls' identity rule runs on all")
     parser.add_argument("--call-s", type=float, help="every call lasts this long (default 0.9; 30: dense overlap)")
+    parser.add_argument("--same-question", action="store_true",
+                        help="with --two-dialects: every call asks the same question (every key shared)")
     parser.add_argument("--baseline", type=Path, help="a checkout whose `verdict sql` is timed on the same lake")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
@@ -199,7 +203,7 @@ def main() -> None:
     try:
         if args.rows:
             read_phase(args.rows, server, bool(args.engines), args.two_dialects,
-                       args.baseline.resolve() if args.baseline else None, args.call_s)
+                       args.baseline.resolve() if args.baseline else None, args.call_s, args.same_question)
         if args.seconds:
             ingest_phases(args.seconds, args.clients, server)
     finally:

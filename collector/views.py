@@ -133,10 +133,11 @@ _CALL_MODEL = (r"regexp_replace(lower(coalesce(request_model, response_model)), 
 # cost 3x more. A value that is not text (a number, an object) is its JSON text, as json_extract_string gives it.
 _MESSAGE_PARTS = '[{"role": "VARCHAR", "parts": [{"content": "VARCHAR"}]}]'
 # Only the text is guarded (CASE around the whole expression costs 3x: its branch is evaluated row by row).
-_CALL_INPUT = (
-    "md5_number(nullif(array_to_string(list_transform(flatten(list_transform(list_filter(from_json("
+_USER_TEXT = (
+    "nullif(array_to_string(list_transform(flatten(list_transform(list_filter(from_json("
     f"CASE WHEN json_valid(input_messages) THEN input_messages END, '{_MESSAGE_PARTS}'), lambda m: m.role = 'user'), "
-    "lambda m: m.parts)), lambda p: p.content), chr(31)), ''))")
+    "lambda m: m.parts)), lambda p: p.content), chr(31)), '')")
+_CALL_INPUT = f"md5_number({_USER_TEXT})"  # the rule's fingerprint; the key-first pass hashes the text itself (cheaper)
 _PROVIDER_SDK = " OR ".join(f"scope_name LIKE '{scope}%'" for scope in PROVIDER_SDK_SCOPES)
 _CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT"
               " + 4 * (input_tokens IS NOT NULL AND output_tokens IS NOT NULL)::INT"
@@ -164,33 +165,47 @@ def _islands(name: str, key: str, valid: str) -> str:
     )
 
 
+def _shared_keys(key: str) -> str:
+    """The `key` hashes of `keyed` that two instrumentations wrote. Most keys occur once: those leave through an
+    integer count, so the instrumentation strings are compared (exactly, min <> max) only for repeated keys."""
+    return (f"SELECT {key} FROM keyed SEMI JOIN (\n"
+            f"      SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
+            f"    GROUP BY {key} HAVING min(instrumentation) <> max(instrumentation)")
+
+
 def _contested() -> str:
-    """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. Those are the
-    calls of an overlap component of their service and model (calls of one model linked by overlapping
-    [start_time, end_time], transitively) that two instrumentations wrote: every group the rule looks at lies
-    inside one component, and a component one instrumentation wrote holds no group that merges. Computed from
-    narrow rows, so the user messages are parsed only for contested calls."""
-    part = "call_service, call_model"
+    """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. A call is in a group
+    the rule merges only when one of its keys (service, model and response id; service, model and the user messages'
+    text, which the input fingerprint digests) is shared by a call of another instrumentation, and only with calls
+    of that key that overlap it in time, transitively. Both are tested over narrow materialized rows: keys as hashes
+    (a collision only adds a call, which the exact keys of `_islands` then leave alone), then a sweep by start time
+    over the calls of each shared key splits them into overlap components, and only components two
+    instrumentations wrote keep their calls. Only those are read again with their messages. Keys first prunes a lake
+    where one model's calls overlap all day; the sweep per key, one where many calls share a key (one prompt sent
+    all day by two instrumentations)."""
+    order = "PARTITION BY kind, key ORDER BY start_time, call_hash"
     return (
-        "sweep AS (\n  SELECT * FROM (\n    SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, instrumentation,\n"
-        "      start_time,\n"
-        "      coalesce(start_time > max(end_time) OVER (by_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)\n"
-        "        AS opens,\n"
-        "      coalesce(lead(start_time) OVER by_start > max(end_time) OVER (by_start ROWS UNBOUNDED PRECEDING), true)\n"
-        "        AS closes\n"
+        "keyed AS MATERIALIZED (\n  SELECT call_hash, instrumentation, start_time, end_time,\n"
+        "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
+        "    CASE WHEN user_text IS NOT NULL THEN hash(call_service, call_model, user_text) END AS input_key\n"
+        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time, call_service,\n"
+        f"      call_model, response_id, {_USER_TEXT} AS user_text\n"
         # A call without a model is in no group: it leaves here.
-        f"    FROM candidates WHERE call_model IS NOT NULL WINDOW by_start AS (PARTITION BY {part} ORDER BY start_time))\n"
-        "  WHERE NOT (opens AND closes)  -- a call alone in its component\n),\n"
-        # Without those, each component is still a run of rows its first row opens.
-        f"components AS (\n  SELECT call_hash, {part}, instrumentation,\n"
-        f"    sum(opens::INT) OVER (PARTITION BY {part} ORDER BY start_time) AS component\n  FROM sweep\n),\n"
+        "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
+        "shared AS (\n  SELECT call_hash, instrumentation, start_time, end_time, 1 AS kind, id_key AS key\n"
+        f"  FROM keyed SEMI JOIN ({_shared_keys('id_key')}) USING (id_key)\n"
+        "  UNION ALL\n  SELECT call_hash, instrumentation, start_time, end_time, 2, input_key\n"
+        f"  FROM keyed SEMI JOIN ({_shared_keys('input_key')}) USING (input_key)\n),\n"
+        f"components AS (\n  SELECT *, sum(opens::INT) OVER ({order}) AS component\n"
+        f"  FROM (SELECT *, coalesce(start_time > max(end_time) OVER ({order}\n"
+        "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens FROM shared)\n),\n"
         "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
-        f"    SELECT {part}, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
-        f"  ) USING ({part}, component)\n),\n"
+        "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
+        "  ) USING (kind, key, component)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
         f"    start_time, end_time, response_id, call_model, {_CALL_INPUT} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
-        # A hash collision only adds a row of an unpaired component: it overlaps no other contested row.
+        # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
     )
 

@@ -5,7 +5,9 @@ normalise alike, several instrumentations, services and operations.
 
 The view prunes and reorders the work for speed (`collector/views.py` `_contested`); the reference below
 compares every pair of rows, as the rule is written. Spans are written as lake segments with the collector's
-own schema and writer, and read back through the real views.
+own schema and writer, and read back through the real views. The same calls are also laid out as a dense lake
+(every call overlapping every other, up to 25 of them) and as a sparse one (starts minutes apart), with the spans
+of no instrumentation optionally in a segment of the old layout (no `dialect` / `scope_name` columns).
 """
 
 from __future__ import annotations
@@ -171,22 +173,51 @@ _FAR_APART = {"service_name": "support-bot", "model": "gpt-4o-mini", "response_i
               "described_by": [_described(0, 0), _described(1, 45)]}
 
 
-@example(calls=[_FAR_APART])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(calls=st.lists(_CALL, min_size=1, max_size=8))
-def test_llm_calls_equals_the_reference_rule(tmp_path_factory, calls):
+def _shown_and_expected(data, spans: list[dict], old_layout: bool = False) -> tuple[list, set]:
+    """llm_calls' (trace_id, span_id) rows read through the real views, and the reference's. With `old_layout`, the
+    spans of no instrumentation are written as a segment without the `dialect` and `scope_name` columns."""
     import pyarrow as pa
 
-    data = tmp_path_factory.mktemp("reference")
-    spans = _spans(calls)
     schema = arrow_schema("spans")
     lake.prepare(data)
-    lake.write_segment(data, "ref", "2026-12-01", pa.Table.from_pylist(
-        [{name: s.get(name) for name in schema.names} for s in spans], schema=schema))
+    old = [s for s in spans if old_layout and s["dialect"] is None and s["scope_name"] is None]
+    for segment, layout in ((old, pa.schema([f for f in schema if f.name not in ("dialect", "scope_name")])),
+                            ([s for s in spans if s not in old], schema)):
+        if segment:
+            lake.write_segment(data, "ref", "2026-12-01", pa.Table.from_pylist(
+                [{name: s.get(name) for name in layout.names} for s in segment], schema=layout))
     con = open_scoped(data, TenantId("ref"))
     try:
         shown = con.execute("SELECT trace_id, span_id FROM llm_calls").fetchall()
     finally:
         con.close()
+    return shown, reference(spans)
+
+
+@example(calls=[_FAR_APART])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(calls=st.lists(_CALL, min_size=1, max_size=8))
+def test_llm_calls_equals_the_reference_rule(tmp_path_factory, calls):
+    shown, expected = _shown_and_expected(tmp_path_factory.mktemp("reference"), _spans(calls))
     assert len(shown) == len(set(shown))
-    assert set(shown) == reference(spans)
+    assert set(shown) == expected
+
+
+# (start scale, seconds added to every duration): dense, every call overlaps all others (one model's calls overlap
+# all day); sparse, calls start 5 to 550 minutes apart unless drawn at the same start.
+_LAYOUTS = {"dense": (0.05, 120), "sparse": (300, 0)}
+
+
+# One call described by Verdict's SDK and by a span of an old-layout segment (no instrumentation columns): two
+# instrumentations, though each file's footer statistics name at most one.
+@example(layout="sparse", old_layout=True,
+         calls=[dict(_FAR_APART, described_by=[_described(0, 0), _described(len(INSTRUMENTATIONS) - 1, 1)])])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(layout=st.sampled_from(sorted(_LAYOUTS)), old_layout=st.booleans(),
+       calls=st.lists(_CALL, min_size=1, max_size=25))
+def test_dense_and_sparse_lakes_equal_the_reference_rule(tmp_path_factory, layout, old_layout, calls):
+    scale, longer = _LAYOUTS[layout]
+    laid_out = [dict(c, start=c["start"] * scale, duration=c["duration"] + longer) for c in calls]
+    shown, expected = _shown_and_expected(tmp_path_factory.mktemp("layout"), _spans(laid_out), old_layout)
+    assert len(shown) == len(set(shown))
+    assert set(shown) == expected
