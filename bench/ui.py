@@ -140,7 +140,7 @@ class Timed:
 
 def conversation_queries(con, keys: list[str], repeat: int) -> None:
     """Where one conversation page's time goes on a snapshot: each statement's median CPU over `repeat` keys."""
-    from verdict_ui.conversations import conversation_detail, lake_clock
+    from verdict_ui.conversations import conversation_detail, lake_clock, load_key
 
     started = time.process_time()
     clock = lake_clock(con)
@@ -148,7 +148,7 @@ def conversation_queries(con, keys: list[str], repeat: int) -> None:
           "(once per snapshot)")
     timed = Timed(con)
     for key in keys[:repeat]:
-        conversation_detail(timed, key, None, None, clock)
+        conversation_detail(timed, key, None, None, load_key(timed, key, clock))
     for label, spent in timed.spent.items():
         print(f"  conversation page statement {label!r}: median {statistics.median(spent) * 1000:.1f} ms CPU "
               f"x {len(spent) // min(len(keys), repeat)} per page")
