@@ -22,6 +22,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from verdict import semconv as sc
 from verdict.tracing import health
+from verdict.tracing.callspan import CallSpan
 from verdict.tracing.content import PARTS, PartBuilder, Redactor, dumps_bounded, redact_content
 from verdict.tracing.context import INTENT_KEY, WORKLOAD, conversation_attributes
 from verdict.tracing.pipeline import PENDING
@@ -235,7 +236,11 @@ class LLMCall:
             if rt.deferred_response:
                 # Verdict owns the provider: nothing sees the span before its exporter, which adds
                 # these attributes off the calling thread (the SDK validates each one under a lock).
-                PENDING[span.get_span_context().span_id] = PendingAttributes(self.op, attrs, self.request, self.output)
+                pending = PendingAttributes(self.op, attrs, self.request, self.output)
+                if type(span) is CallSpan:
+                    span.pending = pending
+                else:
+                    PENDING[span.get_span_context().span_id] = pending
             else:
                 if capture:
                     pending = PendingAttributes(self.op, {}, self.request, self.output)
@@ -398,7 +403,10 @@ def begin(op: Operation, instance: Any, kwargs: dict[str, Any]) -> LLMCall | Non
         request_attrs.update(conversation_attributes())
         request = op.snapshot(kwargs) if rt.capture_content and op.captures_content else None
         start_ns = time.monotonic_ns()
-        span = rt.tracer.start_span(f"{op.name} {model}", context=ctx, kind=_CLIENT, attributes=attrs)
+        name = f"{op.name} {model}"
+        spans = rt.call_spans
+        span = (spans.start(name, ctx, attrs) if spans is not None
+                else rt.tracer.start_span(name, context=ctx, kind=_CLIENT, attributes=attrs))
         if not span.is_recording():
             return None
         health.count("spans_started")

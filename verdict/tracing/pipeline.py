@@ -49,20 +49,29 @@ class QueuedSpan:
     __slots__ = ("name", "context", "parent", "resource", "attributes", "events", "links", "kind", "status",
                  "start_time", "end_time", "instrumentation_scope", "pending")
 
-    def __init__(self, span: ReadableSpan, pending: Any) -> None:
-        self.name = span.name
-        self.context = span.context
-        self.parent = span.parent
-        self.resource = span.resource
-        self.attributes = _plain_attributes(span)
-        self.events = span.events  # tuples, as the exported span always had (no dropped counts)
-        self.links = span.links
-        self.kind = span.kind
-        self.status = span.status
-        self.start_time = span.start_time
-        self.end_time = span.end_time
-        self.instrumentation_scope = span.instrumentation_scope
+    def __init__(self, name: str, context: Any, parent: Any, resource: Resource, attributes: dict[str, Any],
+                 events: Sequence[Any], links: Sequence[Any], kind: Any, status: Any, start_time: int | None,
+                 end_time: int | None, instrumentation_scope: Any, pending: Any) -> None:
+        self.name = name
+        self.context = context
+        self.parent = parent
+        self.resource = resource
+        self.attributes = attributes
+        self.events = events
+        self.links = links
+        self.kind = kind
+        self.status = status
+        self.start_time = start_time
+        self.end_time = end_time
+        self.instrumentation_scope = instrumentation_scope
         self.pending = pending
+
+    @classmethod
+    def of(cls, span: ReadableSpan, pending: Any) -> QueuedSpan:
+        """The SDK's finished span (events and links: the tuples the exported span always had)."""
+        return cls(span.name, span.context, span.parent, span.resource, _plain_attributes(span), span.events,
+                   span.links, span.kind, span.status, span.start_time, span.end_time, span.instrumentation_scope,
+                   pending)
 
 
 def _plain_attributes(span: ReadableSpan) -> dict[str, Any]:
@@ -208,14 +217,14 @@ class VerdictSpanProcessor(SpanProcessor):
         batch = self.batch
         if not _is_verdict_span(span):
             if batch is not None and self.peer_spans and is_genai_span(span):
-                self._enqueue(batch, span)
+                self.enqueue(batch, span)
             return
         pending = PENDING.pop(span.context.span_id, None) if span.context is not None else None
         if batch is None:
             return
-        self._enqueue(batch, QueuedSpan(span, pending))
+        self.enqueue(batch, QueuedSpan.of(span, pending))
 
-    def _enqueue(self, batch: BatchSpanProcessor, span: ReadableSpan | QueuedSpan) -> None:
+    def enqueue(self, batch: BatchSpanProcessor, span: ReadableSpan | QueuedSpan) -> None:
         queue = self._queue
         if queue is not None and len(queue) >= self._queue_limit:
             # Exporter down or slow: keep memory bounded and the caller's thread quiet.

@@ -7,6 +7,7 @@ flight keeps a consistent view.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
@@ -14,6 +15,9 @@ from opentelemetry.trace import Tracer
 from verdict import __version__
 from verdict.tracing.config import DEFAULT_MAX_CONTENT_BYTES, capture_content_from_env
 from verdict.tracing.content import Redactor
+
+if TYPE_CHECKING:
+    from verdict.tracing.callspan import CallSpans
 
 SCOPE = "verdict.tracing"
 
@@ -31,6 +35,8 @@ class Runtime:
     # the provider, so no other exporter sees a span before they are added.
     deferred_response: bool
     dup_system: bool
+    # Starts the calls' light spans when Verdict created the provider (verdict.tracing.callspan); None: the SDK's.
+    call_spans: CallSpans | None = None
 
 
 def load_redactor() -> Redactor:

@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from verdict import semconv as sc
+from verdict.tracing.callspan import CallSpans
 from verdict.tracing.config import PROTOCOL_GRPC, TracingConfig, resolve_config
 from verdict.tracing.content import Redactor
 from verdict.tracing.peers import ContextStampProcessor
@@ -104,8 +105,9 @@ def init(
         )
         _processor.attach(batch, config.max_queue_size, peer_spans=export_peer_spans)
         content_exporter.shed_content_above(_processor.backlog, max(config.max_queue_size // 2, 1))
+        tracer = verdict_tracer(provider, builtin_redaction)
         STATE.current = Runtime(
-            tracer=verdict_tracer(provider, builtin_redaction),
+            tracer=tracer,
             tenant_id=config.tenant_id,
             capture_content=config.capture_content,
             max_content_bytes=config.max_content_bytes,
@@ -113,6 +115,7 @@ def init(
             deferred_content=True,
             deferred_response=owned,
             dup_system=emit_deprecated_system(),
+            call_spans=CallSpans.of(provider, tracer, _processor) if owned else None,
         )
         _config.append(config)
     return config
