@@ -85,6 +85,14 @@ class CallSpans:
         return CallSpan(self, name, context, None, attributes)
 
 
+def _append(items: list[Any] | None, limit: int | None, item: Any) -> list[Any]:
+    """`items` with `item` appended unless the SDK's limit is reached (then dropped, as the SDK does)."""
+    items = [] if items is None else items
+    if limit is None or len(items) < limit:
+        items.append(item)
+    return items
+
+
 class CallSpan(trace.Span):
     """One call's span (see the module docstring). `pending` is what the call left for its export."""
 
@@ -128,28 +136,19 @@ class CallSpan(trace.Span):
         attrs[key] = value
 
     def add_event(self, name: str, attributes: types.Attributes = None, timestamp: int | None = None) -> None:
-        if self.end_time is not None:
-            return
-        limits = self._owner._limits
-        events = self._events
-        if events is None:
-            events = self._events = []
-        if limits.max_events is not None and len(events) >= limits.max_events:
-            return
-        events.append(Event(name, BoundedAttributes(limits.max_event_attributes, attributes, immutable=True,
-                                                    max_value_len=limits.max_attribute_length), timestamp))
+        if self.end_time is None:
+            limits = self._owner._limits
+            event = Event(name, self._frozen(limits.max_event_attributes, attributes), timestamp)
+            self._events = _append(self._events, limits.max_events, event)
 
     def add_link(self, context: SpanContext, attributes: types.Attributes = None) -> None:
-        if self.end_time is not None or not (context.is_valid or attributes or context.trace_state):
-            return
-        limits = self._owner._limits
-        links = self._links
-        if links is None:
-            links = self._links = []
-        if limits.max_links is not None and len(links) >= limits.max_links:
-            return
-        links.append(Link(context, BoundedAttributes(limits.max_link_attributes, attributes, immutable=True,
-                                                     max_value_len=limits.max_attribute_length)))
+        if self.end_time is None and (context.is_valid or attributes or context.trace_state):
+            limits = self._owner._limits
+            link = Link(context, self._frozen(limits.max_link_attributes, attributes))
+            self._links = _append(self._links, limits.max_links, link)
+
+    def _frozen(self, limit: int | None, attributes: types.Attributes) -> BoundedAttributes:
+        return BoundedAttributes(limit, attributes, immutable=True, max_value_len=self._owner._limits.max_attribute_length)
 
     def update_name(self, name: str) -> None:
         if self.end_time is None:
