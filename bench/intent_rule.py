@@ -96,9 +96,11 @@ def add_parent_spans(data_dir: Path, share: float) -> None:
     con.close()
 
 
-def run_child(code: Path, lake: Path, state: Path) -> dict:
+def run_child(code: Path, lake: Path, state: Path, child: str = _CHILD) -> dict:
+    """`child` run on `code` in a fresh interpreter (argv: code dir, lake dir, state dir, as_of, tenants...); the
+    JSON line it prints last."""
     env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(code), str(lake), str(state), NOW.isoformat(), *TENANTS],
+    done = subprocess.run([sys.executable, "-c", child, str(code), str(lake), str(state), NOW.isoformat(), *TENANTS],
                           env=env, capture_output=True, text=True, check=True)
     last = done.stdout.splitlines()[-1]
     return json.loads(last[last.rindex("{"):])  # after DuckDB's progress bar, if it drew one
