@@ -15,7 +15,6 @@ key, which is the same here: the rows differ where the earliest keyed span is no
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.daemon_cycle import NOW, TENANTS, build_lake  # noqa: E402
-from bench.intent_rule import add_parent_spans, run_child  # noqa: E402
+from bench.intent_rule import add_parent_spans, alternate, arguments  # noqa: E402
 
 EVALUATOR = "offline-suite"
 
@@ -84,24 +83,13 @@ def add_records(data_dir: Path, share: float) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", type=int, default=100_000)
-    parser.add_argument("--parent-share", type=float, default=0.2)
-    parser.add_argument("--evaluated", type=float, default=0.2)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the code to compare with")
-    args = parser.parse_args()
-    here = Path(__file__).resolve().parents[1]
+    args = arguments(__doc__, ("--evaluated", 0.2))
     with tempfile.TemporaryDirectory(prefix="verdict-imported-bench-") as tmp:
         lake = Path(tmp) / "lake"
         build_lake(lake, args.traces)
         add_parent_spans(lake, args.parent_share)
         add_records(lake, args.evaluated)
-        runs: dict[str, list[dict]] = {"baseline": [], "this": []}
-        for n in range(args.repeats):
-            for name, code in (("baseline", args.baseline), ("this", here)) if n % 2 == 0 else \
-                    (("this", here), ("baseline", args.baseline)):
-                runs[name].append(run_child(code.resolve(), lake, Path(tmp) / "unused", _CHILD))
+        runs = alternate(args, lake, Path(tmp), _CHILD)
     print(f"lake: {args.traces} traces, {args.parent_share:.0%} keyed on a parent span, {args.evaluated:.0%} "
           f"evaluated; {args.repeats} repeats alternating; load average {os.getloadavg()[0]:.1f}")
     old, new = (statistics.median(r["cpu_s"] for r in runs[k]) for k in ("baseline", "this"))
