@@ -96,31 +96,47 @@ def add_parent_spans(data_dir: Path, share: float) -> None:
     con.close()
 
 
-def run_child(code: Path, lake: Path, state: Path) -> dict:
+def run_child(code: Path, lake: Path, state: Path, child: str = _CHILD) -> dict:
+    """`child` run on `code` in a fresh interpreter (argv: code dir, lake dir, state dir, as_of, tenants...); the
+    JSON line it prints last."""
     env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(code), str(lake), str(state), NOW.isoformat(), *TENANTS],
+    done = subprocess.run([sys.executable, "-c", child, str(code), str(lake), str(state), NOW.isoformat(), *TENANTS],
                           env=env, capture_output=True, text=True, check=True)
     last = done.stdout.splitlines()[-1]
     return json.loads(last[last.rindex("{"):])  # after DuckDB's progress bar, if it drew one
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(doc: str, *extra: tuple[str, float]) -> argparse.Namespace:
+    """The lake's and the comparison's options (`extra`: more float options and their defaults)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--traces", type=int, default=100_000)
     parser.add_argument("--parent-share", type=float, default=0.2)
+    for option, default in extra:
+        parser.add_argument(option, type=float, default=default)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the code to compare with")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def alternate(args: argparse.Namespace, lake: Path, states: Path, child: str = _CHILD) -> dict[str, list[dict]]:
+    """`child`'s outputs per checkout ("baseline", "this"), `args.repeats` each, the order alternating; each run on
+    a fresh state dir under `states`."""
     here = Path(__file__).resolve().parents[1]
+    runs: dict[str, list[dict]] = {"baseline": [], "this": []}
+    for n in range(args.repeats):
+        for name, code in (("baseline", args.baseline), ("this", here)) if n % 2 == 0 else \
+                (("this", here), ("baseline", args.baseline)):
+            runs[name].append(run_child(code.resolve(), lake, states / f"state-{name}-{n}", child))
+    return runs
+
+
+def main() -> int:
+    args = arguments(__doc__)
     with tempfile.TemporaryDirectory(prefix="verdict-intent-bench-") as tmp:
         lake = Path(tmp) / "lake"
         build_lake(lake, args.traces)
         add_parent_spans(lake, args.parent_share)
-        runs: dict[str, list[dict]] = {"baseline": [], "this": []}
-        for n in range(args.repeats):
-            for name, code in (("baseline", args.baseline), ("this", here)) if n % 2 == 0 else \
-                    (("this", here), ("baseline", args.baseline)):
-                runs[name].append(run_child(code.resolve(), lake, Path(tmp) / f"state-{name}-{n}"))
+        runs = alternate(args, lake, Path(tmp))
     print(f"lake: {args.traces} traces, {args.parent_share:.0%} keyed on a parent span; {args.repeats} repeats "
           f"alternating; load average {os.getloadavg()[0]:.1f}")
     for step in ("sample_cpu_s", "index_step_cpu_s", "normalize_cpu_s"):

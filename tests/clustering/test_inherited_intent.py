@@ -6,23 +6,32 @@ The lake: three days of keyed traffic plus, each day, one trace of every shape b
 fitted on them and activated (so `normalize` reads the shapes too), then the day after the cutoff holds the shapes
 again (indexed by the cycle's own assign step) and a two-turn conversation whose first turn has its key on a parent
 span. The real cycle runs in `--registry-mode active`, then `off`, on real Parquet segments and DuckDB files; every
-sampled trace and unit gets the same cluster in both, and the shapes the one the rule says.
+sampled trace and unit gets the same cluster in both, and the shapes the one the rule says. A team's imported
+evaluation records of those traces (`[[imported_evaluations]]`) land in the same cells as their judgments, in both
+modes.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
 import pytest
 
+from collector.lake import write_segment
+from collector.schema import arrow_schema
 from tests.clustering.cli import lifecycle
 from tests.clustering.lakes import INVALID_REASON
 from tests.clustering.test_conversation_clusters import conversation_judge  # noqa: F401 (the evaluators' model)
 from tests.clustering.test_pipeline_active import _rows
 from tests.daemon.lakes import plain_span, span_row, synthetic_days, write_rows
+from verdict import semconv as sc
 from verdict.tenancy import TenantId
-from verdict_daemon.config import parse_config
+from verdict_daemon.config import Clustering, parse_config
 from verdict_daemon.service.cycle import build_evaluators, run_cycle
+from verdict_daemon.service.daemon import Daemon
 
 ACME = TenantId("acme")
 NOW = datetime(2026, 11, 20, tzinfo=UTC)
@@ -162,3 +171,61 @@ def test_both_registry_modes_read_the_same_inherited_intent_key(lake):
     assert _clusters(data) == active  # every sampled trace and unit, not only the shapes
     keys = dict(_rows(data, "SELECT trace_id, intent_key FROM sampled_traces"))
     assert {t: keys[t] for t in expected} == {t: key for t, (_, _, key) in expected.items()}
+
+
+def evaluation_records(data, traces: dict[str, str], at: datetime) -> None:
+    """One `gen_ai.evaluation.result` log record per trace, named by `traces` (each its own evaluation name, so
+    the drift cells show each trace's cluster), landed with the collector's writer as the log exporter's would."""
+    records = []
+    for n, (trace, name) in enumerate(sorted(traces.items())):
+        ns = int((at + timedelta(seconds=n)).timestamp() * 1e9)
+        record = dict.fromkeys(c.name for c in sc.LOG_COLUMNS)
+        record.update(record_id=f"{n:032x}", trace_id=trace, time=ns, sequence=0, received_at=ns,
+                      event_name=sc.EVENT_EVALUATION_RESULT, attributes=json.dumps({
+                          sc.EVALUATION_NAME: name, sc.EVALUATION_SCORE_LABEL: "pass",
+                          sc.EVALUATOR_NAME: "support-qa-suite"}))
+        records.append(record)
+    write_segment(data, "acme", at.date().isoformat(), pa.Table.from_pylist(records, schema=arrow_schema("logs")),
+                  table_name="logs")
+
+
+def _cells(data, series: str) -> dict[str, str]:
+    """dimension -> cluster of the cells of the series' latest drift run."""
+    return dict(_rows(data, f"""
+        SELECT c.dimension, c.cluster FROM drift_cells c JOIN drift_runs r USING (tenant_id, run_id)
+        WHERE r.run_id = (SELECT run_id FROM drift_runs WHERE fingerprint = (
+            SELECT fingerprint FROM evaluators WHERE name = '{series}') ORDER BY as_of DESC, completed_at DESC LIMIT 1)"""))
+
+
+def test_imported_evaluations_land_in_the_cells_of_the_judgments_of_their_traces(lake):
+    """The shapes whose earliest keyed span is not the rule's (a keyed parent started before the call's own key;
+    an earlier agent's key; a refused key under a keyed parent), a trace without a key, a conversation's turns, a
+    call under a keyed span of the day before, and a key the active version does not know (`unassigned` there, its
+    own cluster in the intent-key mode): each trace's record is in the cell of its judgment, in both modes."""
+    data, _, expected, _ = lake
+    unknown = _id("b", 11)  # a valid key the version was not fitted on
+    write_rows(data, "acme", [_call(unknown, _id("b", 111, 16), None, DAY + timedelta(hours=3), "returns.v1")])
+    names = {t: f"q{t[:3]}" for t in [*expected, unknown]}
+    evaluation_records(data, names, DAY + timedelta(hours=4))
+    config = parse_config({"data_dir": str(data), "tenants": [{"id": "acme"}],
+                           "sampling": {"per_cluster_per_window": 50},
+                           "evaluators": [
+                               {"name": "quality", "kind": "rubric", "model": f"{__name__}:conversation_judge"}],
+                           "imported_evaluations": [{"name": "support-qa", "evaluator": "support-qa-suite",
+                                                     "evaluations": sorted(names.values())}]})
+    evaluators = build_evaluators(config)
+    daemon = Daemon(config.model_copy(update={"clustering": Clustering(registry_mode="active")}),
+                    clock=lambda: NOW + timedelta(seconds=10))
+
+    def pipeline(mode: str, as_of: datetime) -> Callable[[], object]:
+        return lambda: run_cycle(config, ACME, as_of, evaluators, registry_mode=mode)
+
+    # Later looks each (one at an `as_of` taken returns its stored run), the current window still past midnight;
+    # the daemon's drift job pins the version apart from the pipeline's cycle.
+    for mode, look in (("active", pipeline("active", NOW)), ("daemon", daemon.drift),
+                       ("off", pipeline("off", NOW + timedelta(seconds=20)))):
+        look()
+        judged = _clusters(data)
+        assert _cells(data, "support-qa") == {name: judged[t] for t, name in names.items()}, mode
+        assert judged[unknown] == ("returns.v1" if mode == "off" else UNASSIGNED)
+    assert {judged[t] for t in expected} >= {UNASSIGNED, "search.v1", "refunds.v1"}

@@ -79,7 +79,7 @@ def test_a_drop_in_a_teams_own_scores_is_flagged_per_intent_and_a_stable_intent_
     config = make_config(process.data_dir, imported_evaluations=[SERIES])
     cycle = Cycle(config, store_for(config), [])
     (series,) = cycle.imported
-    runs = cycle.drift_imported(TenantId("acme"), series, NOW)
+    runs = cycle.drift_imported(TenantId("acme"), series, NOW, None)
     signals = [(s.cluster, s.dimension, s.kind) for r in runs for s in r.signals]
     assert signals == [("billing.v1", "resolved", "regression")]
     assert {r.fingerprint for r in runs} == {series.fingerprint} and runs[-1].judgments == len(rows)

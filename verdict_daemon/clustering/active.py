@@ -7,7 +7,9 @@ indexed first, assigned by the version (stored immutably in `registry_assignment
 row carrying `method = 'registry:<version_id>'`. A drift run reads `cluster_assignments` in one
 transaction, so it sees one version's clusters, never a mix. A conversation unit (`conversation:<first trace
 id>`) is clustered as its first turn is: that trace is indexed and assigned like a sampled one, and the unit's
-row takes its cluster and reason (store/clusters.py; the intent-key mode reads the same first turn).
+row takes its cluster and reason (store/clusters.py; the intent-key mode reads the same first turn). An imported
+evaluation series' traces are clustered by the same version (`version_clusters`), so its records land in the cells
+of the judgments of the same traces.
 """
 
 from __future__ import annotations
@@ -89,3 +91,25 @@ def assign_active(store: StateStore, data_dir: Path, tenant: TenantId, registry:
         log.warning("assign tenant=%s version=%s: %d trace(s) carry no intent key (missing_intent_key)",
                     tenant, registry.version_id, missing)
     return ActiveAssignReport(registry.version_id, added, missing)
+
+
+def version_clusters(store: StateStore, data_dir: Path, tenant: TenantId, registry: ActiveRegistry, lake: LakeUnion,
+                     traces: list[tuple[str, datetime]]) -> dict[str, str]:
+    """trace_id -> the cluster `registry`'s version gives each of these (trace_id, started_at), indexed and
+    assigned first as a sampled trace is (`assign_active`) when the version has not assigned it yet. A trace it
+    cannot assign (no eligible call to index; outside its target workload) is absent."""
+    from verdict_daemon.clustering.analysis_index import index_traces
+    from verdict_daemon.clustering.assignment import assign_scope
+
+    repository = ClusterRepository(store)
+    with _daemon_errors():
+        with repository.transaction() as tx:
+            version = tx.version(tenant, registry.version_id)
+            clusters = tx.version_clusters(tenant, version.version_id, [t for t, _ in traces])
+        todo = [(t, started) for t, started in traces if t not in clusters]
+        if todo:
+            index_traces(store, lake, tenant, todo)  # a trace indexed meanwhile is kept as it is
+            assign_scope(store, data_dir, version, Scope(traces=tuple(t for t, _ in todo)))
+            with repository.transaction() as tx:
+                clusters |= tx.version_clusters(tenant, version.version_id, [t for t, _ in todo])
+    return clusters

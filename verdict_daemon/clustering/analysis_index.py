@@ -42,7 +42,7 @@ _ELIGIBLE = (f"operation IN ({', '.join(repr(op) for op in INFERENCE_OPERATIONS)
              f"AND coalesce(workload, '') <> '{JUDGE_WORKLOAD}' AND status_code <> 'ERROR' AND error_type IS NULL")
 
 
-def _trace_rows(con, calls: str) -> None:
+def trace_rows(con, calls: str) -> None:
     """TEMP TABLE todo: one row per eligible trace of `llm_calls` whose calls `calls` keeps (a join on trace_id), its
     intent key and refusal by the intent rule the sampler reads (service/intent_rule.py). The calls are evaluated
     once, narrow: the walk and the aggregate both read them."""
@@ -158,7 +158,7 @@ def _unindexed(store: StateStore, lake: LakeUnion, tenant: TenantId):
     con = _lake(lake, tenant)
     try:
         con.register("done", done)
-        _trace_rows(con, "ANTI JOIN done USING (trace_id)")
+        trace_rows(con, "ANTI JOIN done USING (trace_id)")
     except duckdb.Error as exc:
         con.close()
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
@@ -232,7 +232,7 @@ def index_traces(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, tr
     con = _lake(lake, tenant, files, ancestors)
     try:
         con.register("wanted", pa.table({"trace_id": pa.array([t for t, _ in traces], pa.string())}))
-        _trace_rows(con, "SEMI JOIN wanted USING (trace_id)")
+        trace_rows(con, "SEMI JOIN wanted USING (trace_id)")
         rows = con.execute("WITH page AS (SELECT * FROM todo)" + _PAGE_ROWS).fetchall()
     except duckdb.Error as exc:
         raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None

@@ -16,11 +16,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, cast
 
 from collector.lake_union import LakeUnion
 from verdict.tenancy import TenantId
-from verdict_daemon.clustering.active import ActiveRegistry, require_active
+from verdict_daemon.clustering.active import ActiveRegistry, require_active, version_clusters
 from verdict_daemon.clustering.assign_step import AssignReport, assign_for
 from verdict_daemon.config import DEFAULT_CONVERSATION_TOKENS, DaemonConfig, EvaluatorConfig
 from verdict_daemon.errors import DaemonError
@@ -143,13 +144,17 @@ class Cycle:
     def drift(self, tenant: TenantId, evaluator: Evaluator, as_of: datetime) -> list[DriftRunReport]:
         return run_drift(self.store, tenant, evaluator.fingerprint, self._drift_config(), as_of)
 
-    def drift_imported(self, tenant: TenantId, series: ImportedSeries, as_of: datetime) -> list[DriftRunReport]:
+    def drift_imported(self, tenant: TenantId, series: ImportedSeries, as_of: datetime,
+                       registry: ActiveRegistry | None) -> list[DriftRunReport]:
         """A drift look at an imported series: its records read from the tenant's lakes, its runs stored under
-        its fingerprint like a judge's (registered first, so the report and alerts name it)."""
+        its fingerprint like a judge's (registered first, so the report and alerts name it). Its traces are
+        clustered as the judged ones are: by `registry` (the unit's pin) when one is active, else by intent key."""
         register_series(self.store, tenant, series)
         lake = self.lake()
+        clusters = None if registry is None else partial(
+            version_clusters, self.store, self.config.data_dir, tenant, registry, lake)
         return run_drift(self.store, tenant, series.fingerprint, self._drift_config(), as_of,
-                         lambda: imported_table(lake, tenant, series, self.config.drift, as_of))
+                         lambda: imported_table(lake, tenant, series, self.config.drift, as_of, clusters))
 
     def run(self, tenant: TenantId, as_of: datetime, should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
         """Every step once, in order; returns the JSON summary (judged, errors, coverage, signals, ...). With a
@@ -163,7 +168,7 @@ class Cycle:
         exported = self.export(tenant, should_stop)
         assigned = self.assign(tenant, registry)
         runs = [] if should_stop() else [r for e in self.evaluators for r in self.drift(tenant, e, as_of)] + \
-            [r for series in self.imported for r in self.drift_imported(tenant, series, as_of)]
+            [r for series in self.imported for r in self.drift_imported(tenant, series, as_of, registry)]
         return self._summary(tenant, as_of, registry, health, sampled, judged, routed, assigned, runs, exported)
 
     def _summary(self, tenant: TenantId, as_of: datetime, registry: ActiveRegistry | None, health: list[dict[str, Any]],

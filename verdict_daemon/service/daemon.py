@@ -35,6 +35,7 @@ from verdict_daemon.lakes import open_lakes
 from verdict_daemon.service import alerts, drift_runs
 from verdict_daemon.service.cycle import Cycle, build_evaluators, store_for
 from verdict_daemon.service.evaluators import Evaluator
+from verdict_daemon.service.imported_evaluations import ImportedSeries
 from verdict_daemon.service.probe_job import ProbeJob
 from verdict_daemon.service.sentinel_health import HealthGate
 from verdict_daemon.store.drift_runs import DriftRunReport
@@ -147,7 +148,7 @@ class Daemon:
         for evaluator in self.cycle.evaluators:
             self._each_tenant("drift", partial(self._drift, evaluator=evaluator, as_of=as_of))
         for series in self.cycle.imported:
-            self._each_tenant("drift", partial(self.cycle.drift_imported, series=series, as_of=as_of))
+            self._each_tenant("drift", partial(self._drift_imported, series=series, as_of=as_of))
 
     def _drift(self, tenant: TenantId, evaluator: Evaluator, as_of: datetime) -> list[DriftRunReport]:
         """A drift run apart from the assign job: the cycle's registry rule makes it assign under the version
@@ -157,6 +158,10 @@ class Daemon:
         if registry is not None:
             self.cycle.assign(tenant, registry)
         return self.cycle.drift(tenant, evaluator, as_of)
+
+    def _drift_imported(self, tenant: TenantId, series: ImportedSeries, as_of: datetime) -> list[DriftRunReport]:
+        """An imported series' look, its traces clustered under the version this job pins (as `_drift`'s)."""
+        return self.cycle.drift_imported(tenant, series, as_of, self.cycle.pin(tenant))
 
     def alert(self) -> None:
         """Every tenant's deliveries side by side (at most ALERT_WORKERS at once): a receiver that stalls on

@@ -7,10 +7,15 @@ the DriftDetector's rows (one dimension per evaluation name), its runs, signals,
 stored under its fingerprint exactly as a judge's are (service/drift_runs.run_drift), so the report and the alerts
 show it, with the tenant's alpha shared among judges and series alike.
 
-The rows (one per evaluated trace and evaluation name, the latest record wins): the trace's start time and its
-intent key (its earliest span that has one; `unassigned` without one) from `spans`, so records land in the same
-windows and intent cells as judgments of the same traces; a record whose trace is not in the lake within a drift
-run's reach (`Drift.reach`), or that names no trace, is left out. Values per `scale`: `label` reads the documented vocabulary (`pass`, `fail`,
+The rows (one per evaluated trace and evaluation name, the latest record wins) land in the cells of the judgments of
+the same traces: the trace's start and cluster are read as the sampler reads them for a judged trace. Its start is
+that of its first eligible model call (the analysis index's `trace_rows`: neither judge workload nor failed; the
+earliest span's without one). Its cluster, as the assign step gives a judged trace: with `--registry-mode off`, its
+intent key by the intent rule (service/intent_rule.py: a call's own key, else its nearest keyed ancestor's, a
+refused key carried; the trace's last keyed call's), `unassigned` without one; with `active`, the cluster the pinned
+registry version gives it (clustering/active.version_clusters indexes and assigns it like a sampled trace;
+`unassigned` when the version cannot). A record whose trace is not in the lake within a drift run's reach
+(`Drift.reach`), or that names no trace, is left out. Values per `scale`: `label` reads the documented vocabulary (`pass`, `fail`,
 `unclear`, `error`, any case; a record without a label but with a 1.0 / 0.0 score is PASS / FAIL, as Verdict's
 own records carry both), anything else is ERROR (unusable: out of the pass rate, in coverage); `score` reads
 `score.value` (none: ERROR).
@@ -19,13 +24,14 @@ own records carry both), anything else is ERROR (unusable: out of the pass rate,
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from collector.lake_union import LakeUnion
 from verdict.tenancy import TenantId
+from verdict_daemon.clustering.analysis_index import trace_rows
 from verdict_daemon.clustering.versions import UNASSIGNED
 from verdict_daemon.config import Drift, ImportedEvaluation
 from verdict_daemon.errors import DaemonError
@@ -73,18 +79,17 @@ WHERE evaluator_name = $evaluator AND ($version IS NULL OR evaluator_version = $
   AND list_contains($names, name) AND trace_id IS NOT NULL
 QUALIFY row_number() OVER (PARTITION BY trace_id, name ORDER BY time DESC, evaluation_id DESC) = 1
 """
-# Their traces' start and intent key, from the spans a drift run can look at.
+# Their traces' start (an eligible call's, by `trace_rows` in TEMP TABLE todo; else the earliest span's) and key.
 _ROWS = """
-WITH traces AS (
-  SELECT trace_id, min(start_time) AS started_at,
-         arg_min(intent_key, (start_time, span_id)) FILTER (WHERE intent_key IS NOT NULL) AS intent_key
-  FROM spans SEMI JOIN chosen USING (trace_id) GROUP BY trace_id
-)
-SELECT t.started_at::TIMESTAMP AS started_at, c.trace_id, coalesce(t.intent_key, $unassigned) AS cluster,
+WITH traces AS (SELECT trace_id, min(start_time) AS started_at FROM spans SEMI JOIN chosen USING (trace_id)
+                GROUP BY trace_id)
+SELECT coalesce(k.started_at, t.started_at::TIMESTAMP) AS started_at, c.trace_id, k.intent_key,
        c.name AS dimension, c.score_label, c.score_value, c.evaluation_id AS attempt_id
-FROM chosen c JOIN traces t USING (trace_id)
+FROM chosen c JOIN traces t USING (trace_id) LEFT JOIN todo k USING (trace_id)
 ORDER BY attempt_id, dimension
 """
+# What gives a trace its cluster under an active registry version: (trace_id, started_at) -> cluster per trace.
+VersionClusters = Callable[[list[tuple[str, datetime]]], Mapping[str, str]]
 
 
 def value_of(scale: str, label: str | None, score: float | None) -> tuple[str | None, float | None]:
@@ -97,10 +102,11 @@ def value_of(scale: str, label: str | None, score: float | None) -> tuple[str | 
 
 
 def imported_table(lake: LakeUnion, tenant: TenantId, series: ImportedSeries, drift: Drift,
-                   as_of: datetime) -> pyarrow.Table:
+                   as_of: datetime, version_clusters: VersionClusters | None = None) -> pyarrow.Table:
     """The series' records as the DriftDetector's input (run_drift's `table`): the columns of
     store.drift_runs.judgment_table, the record's `evaluation_id` as `attempt_id`. Reads the date partitions a
-    drift run at `as_of` can look at (`Drift.reach`)."""
+    drift run at `as_of` can look at (`Drift.reach`). A trace's cluster is its intent key, or with
+    `version_clusters` (`--registry-mode active`) the pinned version's cluster."""
     import duckdb
     import pyarrow
 
@@ -114,16 +120,20 @@ def imported_table(lake: LakeUnion, tenant: TenantId, series: ImportedSeries, dr
         con.execute(_CHOSEN, {"evaluator": c.evaluator, "version": c.evaluator_version, "names": list(c.evaluations)})
         for statement in view_statements(lake, tenant, _days(as_of - drift.reach - timedelta(days=1), as_of)):
             con.execute(statement)
-        kept = con.execute(_ROWS, {"unassigned": UNASSIGNED}).fetchall()
+        trace_rows(con, "SEMI JOIN chosen USING (trace_id)")
+        kept = con.execute(_ROWS).fetchall()
     except duckdb.Error as exc:
         raise DaemonError("storage_error", f"lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
     finally:
         con.close()
+    if version_clusters is not None:
+        clusters = version_clusters(sorted({(r[1], r[0]) for r in kept}))
+        kept = [(r[0], r[1], clusters.get(r[1]), *r[3:]) for r in kept]
     values = [value_of(c.scale, label, score) for *_, label, score, _ in kept]
     return pyarrow.table({
         "started_at": pyarrow.array([r[0] for r in kept], pyarrow.timestamp("us")),
         "trace_id": pyarrow.array([r[1] for r in kept], pyarrow.string()),
-        "cluster": pyarrow.array([r[2] for r in kept], pyarrow.string()),
+        "cluster": pyarrow.array([r[2] or UNASSIGNED for r in kept], pyarrow.string()),
         "dimension": pyarrow.array([r[3] for r in kept], pyarrow.string()),
         "value": pyarrow.array([v for v, _ in values], pyarrow.string()),
         "fingerprint": pyarrow.array([series.fingerprint] * len(kept), pyarrow.string()),

@@ -1,6 +1,7 @@
 """The intent rule: which intent key a model call has, in SQL over a lake connection (docs/daemon.md, "The intent
 rule"). Both registry modes read it: the sampler (`--registry-mode off`: a turn's stratum and cluster) and the
-analysis index (`active`: what a registry version is fitted on and assigns by), so one trace never gets two keys.
+analysis index (`active`: what a registry version is fitted on and assigns by), so one trace never gets two keys; an
+imported evaluation series' records take their trace's key through the index's `trace_rows`.
 
 A call's key is that of the nearest span carrying `verdict.intent_key`: the call itself, else its parent, its
 parent's parent, up to MAX_DEPTH levels (`intent_context` stamps the app's, agent's or framework's span around a

@@ -67,15 +67,19 @@ _EVENTS = ("SELECT seq, version_id, action, actor, generation, detail, recorded_
 
 @dataclass(frozen=True)
 class Scope:
-    """Which indexed traces an assignment covers: those started before `before`, or the tenant's
-    sampled traces (the daemon's cycle; a conversation unit's: its first turn's trace)."""
+    """Which indexed traces an assignment covers: those started before `before`, the tenant's sampled traces (the
+    daemon's cycle; a conversation unit's: its first turn's trace), or these `traces` (an imported evaluation
+    series' traces, clustered as a judgment of the same trace is)."""
 
     before: datetime | None = None
     sampled_only: bool = False
+    traces: tuple[str, ...] = ()
 
     def sql(self) -> tuple[str, dict[str, Any]]:
         if self.sampled_only:
             return f"a.trace_id IN ({_CLUSTERED_SAMPLES})", {}
+        if self.traces:
+            return "a.trace_id IN (SELECT unnest($traces))", {"traces": list(self.traces)}  # a semi join
         if self.before is None:
             raise ValueError("a scope needs a cutoff or sampled_only")
         return "a.started_at < $cutoff", {"cutoff": self.before}
@@ -386,6 +390,12 @@ class RegistryTransaction:
                                                                      "cutoff": before}).fetchall()]
 
     # --- the drift view: cluster_assignments -------------------------------------------------------
+    def version_clusters(self, tenant: TenantId, version_id: str, traces: Sequence[str]) -> dict[str, str]:
+        """trace_id -> the cluster the version assigned it, for those of `traces` it assigned."""
+        return dict(self._con.execute(
+            "SELECT trace_id, cluster_id FROM registry_assignments WHERE tenant_id = $t AND version_id = $v "
+            "AND trace_id IN (SELECT unnest($traces))", {"t": tenant, "v": version_id, "traces": list(traces)}).fetchall())
+
     def unindexed_sampled(self, tenant: TenantId) -> list[tuple[str, datetime]]:
         """(trace_id, started_at) of the lake traces sampled rows take their cluster from (a conversation unit's
         first turn) that the analysis index lacks."""
