@@ -111,8 +111,8 @@ class RuleFacts:
     """What the Parquet footers of the tenant's spans say about the identity rule's input (no rows are read)."""
 
     instrumentations: int  # the most distinct values of `dialect` or `scope_name` (NULL counts as one)
-    # Most input_messages values lie in column chunks a writer stored dictionary-encoded: prompts repeat (DuckDB's
-    # writer, which compacts, keeps a dictionary only for a few thousand distinct values per row group).
+    # Most input_messages values (not NULLs) lie in column chunks a writer stored dictionary-encoded: prompts repeat
+    # (DuckDB's writer, which compacts, keeps a dictionary only for a few thousand distinct values per row group).
     repeated_prompts: bool
 
 
@@ -132,7 +132,8 @@ def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | 
         if any(n for *_x, n in found) or len({f for f, *_x in found}) < len(files):
             values.add(None)  # NULLs, or files from before the column
         counts.append(len(values))
-    prompts = [(any(e.strip().endswith("DICTIONARY") for e in (row[5] or "").split(",")), row[6] or 0)
+    # Values, not NULLs: spans whose messages came as log events leave the column empty.
+    prompts = [(any(e.strip().endswith("DICTIONARY") for e in (row[5] or "").split(",")), (row[6] or 0) - (row[4] or 0))
                for row in stats if row[0] == "input_messages"]
     repeated = sum(n for dictionary, n in prompts if dictionary)
     return RuleFacts(max(counts), 2 * repeated > sum(n for _d, n in prompts))
