@@ -22,6 +22,7 @@ directory, and the configuration is locked so the query cannot switch it back on
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -105,24 +106,37 @@ def _event_messages() -> str:
             f"({' OR '.join(f'{c} IS NOT NULL' for c in MESSAGE_COLUMNS)})\nGROUP BY trace_id, span_id")
 
 
-def _instrumentations(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | None) -> int:
-    """How many instrumentations the tenant's spans carry: the most distinct values of `dialect` or of
-    `scope_name` (NULL, for spans written before the column, counts as one), from the Parquet footers'
-    statistics: no rows are read."""
+@dataclass(frozen=True)
+class RuleFacts:
+    """What the Parquet footers of the tenant's spans say about the identity rule's input (no rows are read)."""
+
+    instrumentations: int  # the most distinct values of `dialect` or `scope_name` (NULL counts as one)
+    # Most input_messages values (not NULLs) lie in column chunks a writer stored dictionary-encoded: prompts repeat
+    # (DuckDB's writer, which compacts, keeps a dictionary only for a few thousand distinct values per row group).
+    repeated_prompts: bool
+
+
+def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | None) -> RuleFacts:
+    """The tenant's RuleFacts from the footers of its span segments."""
     files = source.files("spans", tenant, "*" + lake.SEGMENT_SUFFIX, days)
     if not files:
-        return 0
+        return RuleFacts(0, False)
     stats = con.execute(
-        "SELECT path_in_schema, file_name, stats_min_value, stats_max_value, stats_null_count FROM parquet_metadata(?) "
-        "WHERE path_in_schema IN ('dialect', 'scope_name')", [files]).fetchall()
+        "SELECT path_in_schema, file_name, stats_min_value, stats_max_value, stats_null_count, encodings, num_values "
+        "FROM parquet_metadata(?) WHERE path_in_schema IN ('dialect', 'scope_name', 'input_messages')",
+        [files]).fetchall()
     counts = []
     for column in ("dialect", "scope_name"):
-        found = [row[1:] for row in stats if row[0] == column]
+        found = [row[1:5] for row in stats if row[0] == column]
         values = {v for _f, low, high, _n in found for v in (low, high)}
         if any(n for *_x, n in found) or len({f for f, *_x in found}) < len(files):
             values.add(None)  # NULLs, or files from before the column
         counts.append(len(values))
-    return max(counts)
+    # Values, not NULLs: spans whose messages came as log events leave the column empty.
+    prompts = [(any(e.strip().endswith("DICTIONARY") for e in (row[5] or "").split(",")), (row[6] or 0) - (row[4] or 0))
+               for row in stats if row[0] == "input_messages"]
+    repeated = sum(n for dictionary, n in prompts if dictionary)
+    return RuleFacts(max(counts), 2 * repeated > sum(n for _d, n in prompts))
 
 
 # Per contested row: the model named (request, else response model; lower case, without a `provider/` prefix
@@ -173,17 +187,47 @@ def _shared_keys(key: str) -> str:
             f"    GROUP BY {key} HAVING min(instrumentation) <> max(instrumentation)")
 
 
-def _contested() -> str:
+def _contested(keys_first: bool) -> str:
     """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. A call is in a group
-    the rule merges only when one of its keys (service, model and response id; service, model and the user messages'
-    text, which the input fingerprint digests) is shared by a call of another instrumentation, and only with calls
-    of that key that overlap it in time, transitively. Both are tested over narrow materialized rows: keys as hashes
-    (a collision only adds a call, which the exact keys of `_islands` then leave alone), then a sweep by start time
-    over the calls of each shared key splits them into overlap components, and only components two
-    instrumentations wrote keep their calls. Only those are read again with their messages. Keys first prunes a lake
-    where one model's calls overlap all day; the sweep per key, one where many calls share a key (one prompt sent
-    all day by two instrumentations)."""
-    order = "PARTITION BY kind, key ORDER BY start_time, call_hash"
+    the rule merges only when it overlaps in time, transitively, a call of another instrumentation with its service
+    and model, and only when one of its keys (service, model and response id; service, model and the user messages'
+    text, which the input fingerprint digests) is shared by such a call. Both are tested over narrow rows, as hashes
+    (a collision only adds a call, which the exact keys of `_islands` then leave alone), and only the calls that
+    pass are read again with their messages. With `keys_first`, every call's keys are hashed (its messages parsed),
+    and a sweep by start time over the calls of each key two instrumentations wrote splits them into overlap
+    components; this prunes a lake where one model's calls overlap all day. Otherwise the sweep runs over the calls
+    of each service and model, unparsed: keys shared by many calls (prompts that repeat) prune little, and their
+    parse would be the whole cost. Either way only components two instrumentations wrote keep their calls."""
+    if keys_first:
+        shared = _shared_by_key()
+    else:  # a call without a model is in no group: it leaves here
+        shared = ("shared AS (\n  SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time, 0 AS kind,\n"
+                  "    hash(call_service, call_model) AS key\n  FROM candidates WHERE call_model IS NOT NULL\n)")
+    order = "PARTITION BY kind, key ORDER BY start_time"
+    return (
+        f"{shared},\n"
+        "sweep AS (\n  SELECT * FROM (\n    SELECT *,\n"
+        "      coalesce(start_time > max(end_time) OVER (by_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)\n"
+        "        AS opens,\n"
+        "      coalesce(lead(start_time) OVER by_start > max(end_time) OVER (by_start ROWS UNBOUNDED PRECEDING), true)\n"
+        f"        AS closes\n    FROM shared WINDOW by_start AS ({order}))\n"
+        "  WHERE NOT (opens AND closes)  -- a call alone in its component\n),\n"
+        # Without those, each component is still a run of rows its first row opens.
+        f"components AS (\n  SELECT *, sum(opens::INT) OVER ({order}) AS component FROM sweep\n),\n"
+        "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
+        "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
+        "  ) USING (kind, key, component)\n),\n"
+        "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
+        f"    start_time, end_time, response_id, call_model, {_CALL_INPUT} AS call_input,\n"
+        f"    {_CALL_RANK} AS call_rank\n"
+        # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
+        "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
+    )
+
+
+def _shared_by_key() -> str:
+    """CTE `shared` (with `keyed`): every call with a model whose response id key (kind 1) or input key (kind 2) a call
+    of another instrumentation has too, once per such key."""
     return (
         "keyed AS MATERIALIZED (\n  SELECT call_hash, instrumentation, start_time, end_time,\n"
         "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
@@ -195,18 +239,7 @@ def _contested() -> str:
         "shared AS (\n  SELECT call_hash, instrumentation, start_time, end_time, 1 AS kind, id_key AS key\n"
         f"  FROM keyed SEMI JOIN ({_shared_keys('id_key')}) USING (id_key)\n"
         "  UNION ALL\n  SELECT call_hash, instrumentation, start_time, end_time, 2, input_key\n"
-        f"  FROM keyed SEMI JOIN ({_shared_keys('input_key')}) USING (input_key)\n),\n"
-        f"components AS (\n  SELECT *, sum(opens::INT) OVER ({order}) AS component\n"
-        f"  FROM (SELECT *, coalesce(start_time > max(end_time) OVER ({order}\n"
-        "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens FROM shared)\n),\n"
-        "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
-        "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
-        "  ) USING (kind, key, component)\n),\n"
-        "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
-        f"    start_time, end_time, response_id, call_model, {_CALL_INPUT} AS call_input,\n"
-        f"    {_CALL_RANK} AS call_rank\n"
-        # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
-        "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
+        f"  FROM keyed SEMI JOIN ({_shared_keys('input_key')}) USING (input_key)\n)"
     )
 
 
@@ -223,9 +256,9 @@ def _llm_call_rows(with_events: bool) -> str:
     return f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * FROM ({source})\nWHERE operation IN ({inference})"
 
 
-def _identity_rule(select: str, detail: bool) -> str:
+def _identity_rule(select: str, detail: bool, keys_first: bool) -> str:
     """The identity rule's CTEs over `llm_call_rows`, then `select` over them: `losers` are the rows left out (with
-    `detail`, also their date, start time, rule and the row kept for their call)."""
+    `detail`, also their date, start time, rule and the row kept for their call); `keys_first` as `_contested`."""
     # The identity rule (docs/collector.md, *llm_calls*): rows sharing a response id, or (without a shared id)
     # the user messages' text, with the same model and service and overlapping in time, are one call; the
     # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is kept: the
@@ -240,7 +273,7 @@ def _identity_rule(select: str, detail: bool) -> str:
         f"    {_CALL_MODEL} AS call_model,\n"
         "    coalesce(dialect, '') || '|' || coalesce(scope_name, '') AS instrumentation\n"
         "  FROM llm_call_rows\n),\n"
-        f"{_contested()},\n"
+        f"{_contested(keys_first)},\n"
         f"{_islands('by_id', 'response_id', 'count(DISTINCT call_input) <= 1')},\n"
         f"{_islands('by_input', 'call_input', 'count(DISTINCT response_id) <= 1')},\n"
         "linked AS (\n  SELECT c.trace_id, c.span_id, c.start_time, c.call_rank, i.call IS NOT NULL AS shares_id,\n"
@@ -255,7 +288,7 @@ def _identity_rule(select: str, detail: bool) -> str:
     )
 
 
-def _llm_call_duplicates(deduplicate: bool) -> str:
+def _llm_call_duplicates(deduplicate: bool, keys_first: bool) -> str:
     """VIEW `llm_call_duplicates`: the rows of `llm_call_rows` the identity rule leaves out, each with the rule that
     merged it (`response_id`: a shared response id; `input`: the input fingerprint, without a shared id) and the
     row kept for its call (`kept_trace_id`, `kept_span_id`)."""
@@ -263,17 +296,17 @@ def _llm_call_duplicates(deduplicate: bool) -> str:
         return ("CREATE OR REPLACE VIEW llm_call_duplicates AS\nSELECT trace_id, span_id, date, start_time, "
                 "NULL::VARCHAR AS rule, trace_id AS kept_trace_id, span_id AS kept_span_id FROM llm_call_rows "
                 "WHERE false")
-    return f"CREATE OR REPLACE VIEW llm_call_duplicates AS\n{_identity_rule('SELECT * FROM losers', detail=True)}"
+    return f"CREATE OR REPLACE VIEW llm_call_duplicates AS\n{_identity_rule('SELECT * FROM losers', True, keys_first)}"
 
 
-def _llm_calls(deduplicate: bool) -> str:
+def _llm_calls(deduplicate: bool, keys_first: bool) -> str:
     """VIEW `llm_calls`: `llm_call_rows` less the rows the identity rule leaves out; the rule runs inside this
     statement (not through `llm_call_duplicates`), so a query of `llm_calls` alone plans as before the split."""
     columns = ", ".join(LLM_CALL_COLUMNS)
     if not deduplicate:
         return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM llm_call_rows"
     select = f"SELECT {columns} FROM candidates ANTI JOIN losers USING (trace_id, span_id)"
-    return f"CREATE OR REPLACE VIEW llm_calls AS\n{_identity_rule(select, detail=False)}"
+    return f"CREATE OR REPLACE VIEW llm_calls AS\n{_identity_rule(select, False, keys_first)}"
 
 
 def _llm_calls_audit() -> str:
@@ -304,9 +337,11 @@ def _fresh_since(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] 
     return None if earliest is None else str(earliest)
 
 
-def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, days: Sequence[date] | None = None) -> list[str]:
+def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, days: Sequence[date] | None = None,
+                    keys_first: bool | None = None) -> list[str]:
     """CREATE VIEW statements for `spans`, `logs`, `llm_calls`, the conversations and `evaluations`, for the lake as it is now; over the
-    date partitions `days` only when given (the daemon's sampler reads its lookback, not the history).
+    date partitions `days` only when given (the daemon's sampler reads its lookback, not the history). How the
+    identity rule prunes (`keys_first`, as `_contested`; the answer is the same) is decided from the footers unless given.
 
     Compacted segments hold each span once (collector.compaction), so they are read as they are;
     only fresh segments are deduplicated, among themselves and against compacted rows received
@@ -318,9 +353,7 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     try:
         compacted = source.files("spans", tenant, COMPACTED_PATTERN, days)
         fresh_since = _fresh_since(source, con, tenant, days)
-        # One instrumentation describes a call once (Vercel's outer spans are no call): the identity rule
-        # runs only when two or more dialects or instrumentation scopes are present.
-        deduplicate = _instrumentations(source, con, tenant, days) > 1
+        facts = rule_facts(source, con, tenant, days)
     finally:
         con.close()
     parts, stored = [], []  # the view's parts; every stored row as it is (fresh copies included)
@@ -348,8 +381,13 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     keys = ("CREATE OR REPLACE VIEW span_conversation_keys AS\nSELECT trace_id, conversation_id FROM (\n"
             + "\nUNION ALL BY NAME\n".join(stored or [_typed_empty()]) + ")\nWHERE conversation_id IS NOT NULL")
     with_events = bool(source.files("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days))
-    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(with_events), _llm_call_duplicates(deduplicate),
-            _llm_calls(deduplicate), _llm_calls_audit(), *conversation_statements(tenant),
+    # One instrumentation describes a call once (Vercel's outer spans are no call): the identity rule
+    # runs only when two or more dialects or instrumentation scopes are present.
+    deduplicate = facts.instrumentations > 1
+    keys_first = not facts.repeated_prompts if keys_first is None else keys_first
+    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(with_events),
+            _llm_call_duplicates(deduplicate, keys_first), _llm_calls(deduplicate, keys_first), _llm_calls_audit(),
+            *conversation_statements(tenant),
             *evaluation_statements()]
 
 

@@ -7,7 +7,9 @@ The view prunes and reorders the work for speed (`collector/views.py` `_conteste
 compares every pair of rows, as the rule is written. Spans are written as lake segments with the collector's
 own schema and writer, and read back through the real views. The same calls are also laid out as a dense lake
 (every call overlapping every other, up to 25 of them) and as a sparse one (starts minutes apart), with the spans
-of no instrumentation optionally in a segment of the old layout (no `dialect` / `scope_name` columns).
+of no instrumentation optionally in a segment of the old layout (no `dialect` / `scope_name` columns). The view
+prunes keys first or sweeps first as the footers suggest (the collector's writer leaves no hint: keys first); every
+lake is read both ways, and compacted lakes as `verdict sql` opens them.
 """
 
 from __future__ import annotations
@@ -16,12 +18,20 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
+import duckdb
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from collector import lake
+from collector import compaction, lake
+from collector.lake_union import LakeUnion
 from collector.schema import arrow_schema
-from collector.views import INFERENCE_OPERATIONS, PROVIDER_SDK_SCOPES, open_scoped
+from collector.views import (
+    INFERENCE_OPERATIONS,
+    PROVIDER_SDK_SCOPES,
+    open_scoped,
+    rule_facts,
+    view_statements,
+)
 from verdict.tenancy import TenantId
 
 T0 = datetime(2026, 12, 1, 12, tzinfo=UTC)
@@ -173,9 +183,24 @@ _FAR_APART = {"service_name": "support-bot", "model": "gpt-4o-mini", "response_i
               "described_by": [_described(0, 0), _described(1, 45)]}
 
 
-def _shown_and_expected(data, spans: list[dict], old_layout: bool = False) -> tuple[list, set]:
-    """llm_calls' (trace_id, span_id) rows read through the real views, and the reference's. With `old_layout`, the
-    spans of no instrumentation are written as a segment without the `dialect` and `scope_name` columns."""
+def _llm_calls(data, keys_first: bool | None = None) -> list:
+    """llm_calls' (trace_id, span_id) rows through the real views: as `verdict sql` opens them, or pruned `keys_first`
+    (True) or sweep first (False)."""
+    if keys_first is None:
+        con = open_scoped(data, TenantId("ref"))
+    else:
+        con = duckdb.connect()
+        for statement in view_statements(data, TenantId("ref"), keys_first=keys_first):
+            con.execute(statement)
+    try:
+        return con.execute("SELECT trace_id, span_id FROM llm_calls").fetchall()
+    finally:
+        con.close()
+
+
+def _write(data, spans: list[dict], old_layout: bool = False) -> None:
+    """`spans` as fresh segments with the collector's writer. With `old_layout`, the spans of no instrumentation are
+    written as a segment without the `dialect` and `scope_name` columns."""
     import pyarrow as pa
 
     schema = arrow_schema("spans")
@@ -186,21 +211,22 @@ def _shown_and_expected(data, spans: list[dict], old_layout: bool = False) -> tu
         if segment:
             lake.write_segment(data, "ref", "2026-12-01", pa.Table.from_pylist(
                 [{name: s.get(name) for name in layout.names} for s in segment], schema=layout))
-    con = open_scoped(data, TenantId("ref"))
-    try:
-        shown = con.execute("SELECT trace_id, span_id FROM llm_calls").fetchall()
-    finally:
-        con.close()
-    return shown, reference(spans)
+
+
+def _shown_and_expected(data, spans: list[dict], old_layout: bool = False) -> tuple[list[list], set]:
+    """llm_calls' rows read through the real views (keys first, sweep first; `_write`'s lake), and the reference's."""
+    _write(data, spans, old_layout)
+    return [_llm_calls(data, keys_first) for keys_first in (True, False)], reference(spans)
 
 
 @example(calls=[_FAR_APART])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(calls=st.lists(_CALL, min_size=1, max_size=8))
 def test_llm_calls_equals_the_reference_rule(tmp_path_factory, calls):
-    shown, expected = _shown_and_expected(tmp_path_factory.mktemp("reference"), _spans(calls))
-    assert len(shown) == len(set(shown))
-    assert set(shown) == expected
+    ways, expected = _shown_and_expected(tmp_path_factory.mktemp("reference"), _spans(calls))
+    for shown in ways:
+        assert len(shown) == len(set(shown))
+        assert set(shown) == expected
 
 
 # (start scale, seconds added to every duration): dense, every call overlaps all others (one model's calls overlap
@@ -218,6 +244,38 @@ _LAYOUTS = {"dense": (0.05, 120), "sparse": (300, 0)}
 def test_dense_and_sparse_lakes_equal_the_reference_rule(tmp_path_factory, layout, old_layout, calls):
     scale, longer = _LAYOUTS[layout]
     laid_out = [dict(c, start=c["start"] * scale, duration=c["duration"] + longer) for c in calls]
-    shown, expected = _shown_and_expected(tmp_path_factory.mktemp("layout"), _spans(laid_out), old_layout)
-    assert len(shown) == len(set(shown))
-    assert set(shown) == expected
+    ways, expected = _shown_and_expected(tmp_path_factory.mktemp("layout"), _spans(laid_out), old_layout)
+    for shown in ways:
+        assert len(shown) == len(set(shown))
+        assert set(shown) == expected
+
+
+def _compacted_lake(data, questions: int) -> list[dict]:
+    """600 calls (sparse, each described by two instrumentations, every tenth twinned) asking `questions` distinct
+    questions, written as fresh segments and compacted as the collector compacts (DuckDB's writer)."""
+    calls = [{"service_name": "support-bot", "model": "gpt-4o-mini", "response_id": None,
+              "input_messages": messages([("user", f"q{i % questions}")]), "start": 400 * i, "duration": 5,
+              "described_by": [_described(i % 2, 0)] + ([_described(1 - i % 2, 1)] if i % 10 == 0 else [])}
+             for i in range(600)]
+    spans = _spans(calls)
+    _write(data, spans[:len(spans) // 2])
+    _write(data, spans[len(spans) // 2:])
+    assert compaction.compact_partition(data, lake.partition_dir(data, "ref", "2026-12-01", "spans"), min_segments=1)
+    return spans
+
+
+def test_repeated_prompts_are_swept_first_and_give_the_reference_rows(tmp_path):
+    """Compacted segments whose prompts repeat (dictionary-encoded input_messages) choose the sweep first, unique prompts
+    keys first; the rows are the reference's either way."""
+    for questions, repeated in ((3, True), (10_000, False)):
+        data = tmp_path / str(questions)
+        spans = _compacted_lake(data, questions)
+        source = LakeUnion.of(data)
+        con = source.connect()
+        try:
+            facts = rule_facts(source, con, TenantId("ref"), None)
+        finally:
+            con.close()
+        assert (facts.instrumentations, facts.repeated_prompts) == (2, repeated)
+        shown = _llm_calls(data)
+        assert len(shown) == len(set(shown)) and set(shown) == reference(spans)
