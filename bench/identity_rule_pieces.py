@@ -82,7 +82,7 @@ def main() -> None:
                 started = time.process_time()
                 con.execute(sql).fetchall()
                 cpu[name].append(time.process_time() - started)
-    print(f"{args.rows:,} spans; process CPU, medians of {args.rounds} interleaved rounds:")
+    print(f"{args.data_dir or f'{args.rows:,} spans'}: process CPU, medians of {args.rounds} interleaved rounds:")
     for name, seconds in cpu.items():
         print(f"{statistics.median(seconds):7.2f} s  {name}  ({' '.join(f'{s:.2f}' for s in seconds)})")
     print(f"machine: load average {os.getloadavg()[0]:.1f} at the end")
