@@ -6,6 +6,7 @@
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --baseline /tmp/main
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --call-s 30 --baseline /tmp/main
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --same-question --baseline /tmp/main
+    .venv/bin/python bench/lake_read.py --rows 10000000 --seconds 0 --engines 0 --two-dialects --baseline /tmp/before --runs 3 --no-object-store
 
 1. `verdict sql` "calls per intent per day" (bench/collector_ingest.py's query and lake: 30 compacted days
    plus fresh segments with retries) over --rows spans on local disk, then the same files shipped to an
@@ -16,7 +17,8 @@
    With --two-dialects, the same spans written by one instrumentation (llm_calls' identity rule off) are timed
    first: the rule's cost is the ratio of the two local-disk medians. With --baseline DIR (a checkout of another
    revision, e.g. `git archive main | tar -x -C /tmp/main`), `verdict sql` from DIR's code is timed on the same
-   lake, run for run alternating with this code's, and must give the same answer. With --call-s S, every call lasts S
+   lake, run for run alternating with this code's, and must give the same answer (CPU and peak RSS
+   of each `verdict sql` process; --runs each). With --call-s S, every call lasts S
    seconds (0.9 otherwise): 30 makes each call overlap the next of its own model and service all day (the
    overlap sweep the identity rule used before could then prune no call). With --same-question every call's user
    message is the same text (one prompt sent all day by both instrumentations: every key is shared).
