@@ -6,6 +6,7 @@
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --baseline /tmp/main
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --call-s 30 --baseline /tmp/main
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --same-question --baseline /tmp/main
+    .venv/bin/python bench/lake_read.py --rows 10000000 --seconds 0 --engines 0 --two-dialects --baseline /tmp/before --runs 3 --no-object-store
 
 1. `verdict sql` "calls per intent per day" (bench/collector_ingest.py's query and lake: 30 compacted days
    plus fresh segments with retries) over --rows spans on local disk, then the same files shipped to an
@@ -16,7 +17,8 @@
    With --two-dialects, the same spans written by one instrumentation (llm_calls' identity rule off) are timed
    first: the rule's cost is the ratio of the two local-disk medians. With --baseline DIR (a checkout of another
    revision, e.g. `git archive main | tar -x -C /tmp/main`), `verdict sql` from DIR's code is timed on the same
-   lake, run for run alternating with this code's, and must give the same answer. With --call-s S, every call lasts S
+   lake, run for run alternating with this code's, and must give the same answer (CPU and peak RSS
+   of each `verdict sql` process; --runs each). With --call-s S, every call lasts S
    seconds (0.9 otherwise): 30 makes each call overlap the next of its own model and service all day (the
    overlap sweep the identity rule used before could then prune no call). With --same-question every call's user
    message is the same text (one prompt sent all day by both instrumentations: every key is shared).
@@ -29,7 +31,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -57,22 +58,29 @@ TARGET_READ_RATIO = 3.0
 
 
 def _sql_seconds(args: list[str], runs: int = 3, cpu: list[float] | None = None,
-                 code: Path = ROOT) -> tuple[float, str]:
+                 code: Path = ROOT, rss: list[float] | None = None) -> tuple[float, str]:
     """Median wall seconds of `verdict sql` (the checkout `code`'s) and its output; each run's CPU seconds (user +
-    system, the figure a busy machine disturbs least) are appended to `cpu` when given."""
+    system, the figure a busy machine disturbs least) are appended to `cpu` and its peak RSS (MiB) to `rss`
+    when given. Both come from wait4 on that one child: RUSAGE_CHILDREN's peak is the largest of every child."""
     timings = []
     for _ in range(runs):
-        started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        out = subprocess.run([sys.executable, "-m", "verdict_daemon.cli", "sql", SQL_QUERY, "--tenant", "bench",
-                              "--format", "csv", *args], capture_output=True, text=True, cwd=code,
-                             env={**os.environ, "PYTHONPATH": str(code)})
-        timings.append(time.perf_counter() - started)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+            started = time.perf_counter()
+            child = subprocess.Popen([sys.executable, "-m", "verdict_daemon.cli", "sql", SQL_QUERY, "--tenant", "bench",
+                                      "--format", "csv", *args], stdout=stdout, stderr=stderr, text=True, cwd=code,
+                                     env={**os.environ, "PYTHONPATH": str(code)})
+            _, status, usage = os.wait4(child.pid, 0)
+            timings.append(time.perf_counter() - started)
+            child.returncode = os.waitstatus_to_exitcode(status)  # reaped here; Popen must not wait again
+            stdout.seek(0), stderr.seek(0)
+            out = stdout.read()
+            if child.returncode != 0:
+                raise SystemExit(f"verdict sql {' '.join(args)} failed: {stderr.read()}")
         if cpu is not None:
-            cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if out.returncode != 0:
-            raise SystemExit(f"verdict sql {' '.join(args)} failed: {out.stderr}")
-    return statistics.median(timings), out.stdout
+            cpu.append(usage.ru_utime + usage.ru_stime)
+        if rss is not None:
+            rss.append(usage.ru_maxrss / 1024)  # Linux reports KiB
+    return statistics.median(timings), out
 
 
 def _median_s(run, runs: int = 3) -> float:
@@ -121,20 +129,47 @@ def compare_with(baseline: Path, args: list[str], runs: int = 4) -> None:
     """`verdict sql` of this code and of `baseline`'s on one lake, alternating run for run: medians side by side."""
     cpu: dict[Path, list[float]] = {ROOT: [], baseline: []}
     wall: dict[Path, list[float]] = {ROOT: [], baseline: []}
+    rss: dict[Path, list[float]] = {ROOT: [], baseline: []}
     answers = set()
     for _ in range(runs):
         for code in (baseline, ROOT):
-            seconds, out = _sql_seconds(args, runs=1, cpu=cpu[code], code=code)
+            seconds, out = _sql_seconds(args, runs=1, cpu=cpu[code], code=code, rss=rss[code])
             wall[code].append(seconds)
             answers.add(out)
     assert len(answers) == 1, "the baseline answered differently"
-    (now_s, now_cpu), (base_s, base_cpu) = ((statistics.median(wall[c]), statistics.median(cpu[c])) for c in (ROOT, baseline))
-    print(f"[read] against {baseline} (same lake, alternating, medians of {runs}): {now_s:.2f} s ({now_cpu:.2f} s CPU) "
-          f"vs {base_s:.2f} s ({base_cpu:.2f} s CPU); ratio {now_s / base_s:.2f}x ({now_cpu / base_cpu:.2f}x CPU)")
+    now_s, now_cpu, now_rss, base_s, base_cpu, base_rss = (
+        statistics.median(figures[c]) for c in (ROOT, baseline) for figures in (wall, cpu, rss))
+    print(f"[read] against {baseline} (same lake, alternating, medians of {runs}): {now_s:.2f} s ({now_cpu:.2f} s CPU, "
+          f"peak RSS {now_rss:.0f} MiB) vs {base_s:.2f} s ({base_cpu:.2f} s CPU, peak RSS {base_rss:.0f} MiB); "
+          f"ratio {now_s / base_s:.2f}x ({now_cpu / base_cpu:.2f}x CPU, {now_rss / base_rss:.2f}x RSS)")
+    for c, label in ((baseline, "baseline"), (ROOT, "this code")):
+        print(f"[read]   {label} per run: CPU {' '.join(f'{x:.2f}' for x in cpu[c])} s; "
+              f"peak RSS {' '.join(f'{x:.0f}' for x in rss[c])} MiB")
+
+
+def read_object_store(server, data_dir: Path, files: list[Path], local_s: float, local_out: str,
+                      engines: bool) -> None:
+    """The lake's files shipped to the S3 server and read with `--lake-url` only (and by the other engines)."""
+    bucket = server.new_bucket()
+    lake_url = f"s3://{bucket}/lake/a"  # one collector's dir, as the engines' recipes lay a lake out
+    remote = ObjectLake(lake_url)
+    started = time.perf_counter()
+    size = sum(remote.upload(f, f.relative_to(data_dir).as_posix()).size for f in files)
+    upload_s = time.perf_counter() - started
+    remote_s, remote_out = _sql_seconds(["--lake-url", lake_url, "--data-dir", str(data_dir.parent / "absent")])
+    assert remote_out == local_out, "the object store answered differently"
+    print(f"[read] {len(files)} files, {size / 1e6:.0f} MB (uploaded in {upload_s:.1f} s)")
+    print(f"[read] verdict sql calls per intent per day (median of 3): local disk {local_s:.2f} s; object store "
+          f"(loopback) {remote_s:.2f} s; ratio {remote_s / local_s:.2f}x (target <= {TARGET_READ_RATIO:.0f}x)")
+    if engines:
+        env = server.env
+        engines_on_s3(recipes.S3Lake(server.endpoint, bucket, "lake", env["AWS_ACCESS_KEY_ID"],
+                                     env["AWS_SECRET_ACCESS_KEY"]), remote_s)
 
 
 def read_phase(rows: int, server, engines: bool, two_dialects: bool = False, baseline: Path | None = None,
-               call_s: float | None = None, same_question: bool = False) -> None:
+               call_s: float | None = None, same_question: bool = False, runs: int = 4,
+               object_store: bool = True) -> None:
     baseline_cpu: list[float] = []
     local_cpu: list[float] = []
     baseline_s = identity_rule_baseline(rows, baseline_cpu, call_s) if two_dialects else None
@@ -142,29 +177,18 @@ def read_phase(rows: int, server, engines: bool, two_dialects: bool = False, bas
         data_dir = Path(tmp) / "data"
         stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects, call_s=call_s, same_question=same_question)
         local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)], cpu=local_cpu)
-        if baseline is not None:
-            compare_with(baseline, ["--data-dir", str(data_dir)])
-        bucket = server.new_bucket()
-        lake_url = f"s3://{bucket}/lake/a"  # one collector's dir, as the engines' recipes lay a lake out
-        remote = ObjectLake(lake_url)
-        started = time.perf_counter()
         files = sorted(data_dir.rglob("*.parquet"))
-        size = sum(remote.upload(f, f.relative_to(data_dir).as_posix()).size for f in files)
-        upload_s = time.perf_counter() - started
-        remote_s, remote_out = _sql_seconds(["--lake-url", lake_url, "--data-dir", str(Path(tmp) / "absent")])
-    assert remote_out == local_out, "the object store answered differently"
-    print(f"[read] {stored:,} spans in {len(files)} files, {size / 1e6:.0f} MB (uploaded in {upload_s:.1f} s)")
-    print(f"[read] verdict sql calls per intent per day (median of 3): local disk {local_s:.2f} s; object store "
-          f"(loopback) {remote_s:.2f} s; ratio {remote_s / local_s:.2f}x (target <= {TARGET_READ_RATIO:.0f}x)")
+        print(f"[read] {stored:,} spans in {len(files)} files, {sum(f.stat().st_size for f in files) / 1e6:.0f} MB; "
+              f"verdict sql on local disk {local_s:.2f} s (median of 3)")
+        if baseline is not None:
+            compare_with(baseline, ["--data-dir", str(data_dir)], runs)
+        if object_store:
+            read_object_store(server, data_dir, files, local_s, local_out, engines)
     if baseline_s is not None:
         cpu_s, baseline_cpu_s = statistics.median(local_cpu), statistics.median(baseline_cpu)
         print(f"[read] identity rule (half the calls from a second instrumentation, none twinned), local disk, "
               f"medians of 3: {local_s:.2f} s ({cpu_s:.2f} s CPU) vs {baseline_s:.2f} s ({baseline_cpu_s:.2f} s CPU) "
               f"from one instrumentation (rule off); ratio {local_s / baseline_s:.2f}x ({cpu_s / baseline_cpu_s:.2f}x CPU)")
-    if engines:
-        env = server.env
-        engines_on_s3(recipes.S3Lake(server.endpoint, bucket, "lake", env["AWS_ACCESS_KEY_ID"],
-                                     env["AWS_SECRET_ACCESS_KEY"]), remote_s)
 
 
 def ingest_phases(seconds: float, clients: int, server) -> None:
@@ -196,6 +220,9 @@ def main() -> None:
     parser.add_argument("--same-question", action="store_true",
                         help="with --two-dialects: every call asks the same question (every key shared)")
     parser.add_argument("--baseline", type=Path, help="a checkout whose `verdict sql` is timed on the same lake")
+    parser.add_argument("--runs", type=int, default=4, help="with --baseline: alternating runs of each checkout")
+    parser.add_argument("--no-object-store", action="store_true",
+                        help="read phase on local disk only (no upload to the S3 server, no other engines)")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     server = start_s3_server()
@@ -203,11 +230,13 @@ def main() -> None:
     try:
         if args.rows:
             read_phase(args.rows, server, bool(args.engines), args.two_dialects,
-                       args.baseline.resolve() if args.baseline else None, args.call_s, args.same_question)
+                       args.baseline.resolve() if args.baseline else None, args.call_s, args.same_question,
+                       args.runs, not args.no_object_store)
         if args.seconds:
             ingest_phases(args.seconds, args.clients, server)
     finally:
         server.stop()
+        print(f"machine: load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

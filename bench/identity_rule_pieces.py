@@ -1,0 +1,92 @@
+"""Where `llm_calls`' identity rule spends its CPU: pieces of the view timed apart (no assertions).
+
+    nice .venv/bin/python bench/identity_rule_pieces.py --rows 10000000 --baseline /tmp/before [--data-dir LAKE]
+
+bench/lake_read.py --two-dialects's lake (half the calls from a second instrumentation, each with its own
+question, none twinned), then in one DuckDB session per checkout (views from `verdict sql --print-views` of this
+code and of --baseline DIR, e.g. `git archive <rev> | tar -x -C DIR`): the bench's query over `llm_calls` in both,
+the same query over `llm_call_rows` (the rule off), and the rule's steps one on top of the other (read the
+messages, validate them, parse the user text, normalise the model, hash and count the keys). Process CPU
+(DuckDB's threads included), rounds interleaved, medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import duckdb  # noqa: E402
+
+from bench.collector_ingest import SQL_QUERY, build_sql_lake  # noqa: E402
+from collector.views import _CALL_MODEL, _USER_TEXT  # noqa: E402
+
+QUERY_OF = SQL_QUERY.replace(" ORDER BY day, intent_key", "")  # the order is 150 rows: not what is measured
+
+
+def session(code: Path, data_dir: Path) -> duckdb.DuckDBPyConnection:
+    """A DuckDB session holding the views `verdict sql` of the checkout `code` creates over `data_dir`."""
+    views = subprocess.run([sys.executable, "-m", "verdict_daemon.cli", "sql", "--print-views", "--tenant", "bench",
+                            "--data-dir", str(data_dir)], capture_output=True, text=True, check=True, cwd=code,
+                           env={**os.environ, "PYTHONPATH": str(code)}).stdout
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '4GB'")
+    con.execute(views)
+    return con
+
+
+def pieces(now: duckdb.DuckDBPyConnection, before: duckdb.DuckDBPyConnection) -> dict[str, tuple]:
+    rows = "FROM llm_call_rows"
+    return {
+        "the query, this code (rule on)": (now, QUERY_OF),
+        "the query, baseline": (before, QUERY_OF),
+        "the query over llm_call_rows (rule off)": (now, QUERY_OF.replace("llm_calls", "llm_call_rows")),
+        "baseline's shared traces (GROUP BY trace_id)": (before, "SELECT count(*) FROM (SELECT trace_id FROM spans "
+                                                         "WHERE operation IS NOT NULL GROUP BY 1 HAVING count(*) > 1)"),
+        "read input_messages": (now, f"SELECT sum(length(input_messages)) {rows}"),
+        "+ json_valid": (now, f"SELECT count(*) {rows} WHERE json_valid(input_messages)"),
+        "+ user text (from_json, role filter, flatten, join)": (now, f"SELECT count({_USER_TEXT}) {rows}"),
+        "model normalisation + instrumentation (apart)": (
+            now, f"SELECT count({_CALL_MODEL}), sum(length(coalesce(dialect, '') || '|' || coalesce(scope_name, ''))) {rows}"),
+        "+ key hash, GROUP BY key HAVING count(*) > 1": (
+            now, f"SELECT count(*) FROM (SELECT hash(coalesce(service_name, ''), {_CALL_MODEL}, {_USER_TEXT}) AS k {rows} "
+                 "GROUP BY k HAVING count(*) > 1)"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the code before")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--data-dir", type=Path, help="a lake this bench (or lake_read's builder) wrote: reused, kept")
+    args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
+    with tempfile.TemporaryDirectory(prefix="verdict-bench-pieces-") as tmp:
+        data_dir = args.data_dir or Path(tmp) / "data"
+        if not args.data_dir:
+            build_sql_lake(data_dir, args.rows, two_dialects=True)
+        timed = pieces(session(ROOT, data_dir), session(args.baseline.resolve(), data_dir))
+        cpu: dict[str, list[float]] = {name: [] for name in timed}
+        for _ in range(args.rounds):
+            for name, (con, sql) in timed.items():
+                started = time.process_time()
+                con.execute(sql).fetchall()
+                cpu[name].append(time.process_time() - started)
+    print(f"{args.data_dir or f'{args.rows:,} spans'}: process CPU, medians of {args.rounds} interleaved rounds:")
+    for name, seconds in cpu.items():
+        print(f"{statistics.median(seconds):7.2f} s  {name}  ({' '.join(f'{s:.2f}' for s in seconds)})")
+    print(f"machine: load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
