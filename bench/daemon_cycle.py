@@ -167,6 +167,27 @@ def fill_judgments(store, tenant: str, fingerprint: str) -> int:
         return con.execute("SELECT count(*) FROM judgment_attempts WHERE tenant_id = ?", [tenant]).fetchone()[0]
 
 
+def _sampling_runs(args: argparse.Namespace, work: Path) -> tuple[list[dict], list[dict]]:
+    """Alternating sampler runs of the baseline and this code, each into a fresh state (a second run into one
+    state would find its picks taken); the first run of this code samples into `work`, the state judging and
+    drift read. Prints their figures; returns (baseline runs, this code's runs)."""
+    before: list[dict] = []
+    after: list[dict] = []
+    for i in range(args.runs):
+        if args.baseline:
+            before.append(sample_in_child(args.baseline, work, work / f"baseline-state-{i}"))
+        after.append(sample_in_child(None, work, work / f"state-{i}" if i else work))
+    if args.baseline:
+        print(f"sampling, baseline ({args.baseline}): {_sampling_figures(before)}")
+    print(f"sampling: {_sampling_figures(after)} (targets at 100k traces: <= 5 s, <= 500 MB)"
+          + (f"; same picks as the baseline: {_same_picks(before, after)}" if args.baseline else ""))
+    if args.baseline:
+        print(f"sampling, this code / baseline (medians of {args.runs}): "
+              + ", ".join(f"{key} {_median(after, key) / _median(before, key):.2f}x"
+                          for key in ("seconds", "cpu_s", "peak_rss_mib")))
+    return before, after
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=100_000)
@@ -199,23 +220,8 @@ def main() -> int:
         store = StateStore(work)
         store.schema_version()
 
-        # Alternating runs, each into a fresh state (a second run into one state would find its picks taken); the
-        # first run of this code samples into `work`, the state judging and drift read below.
-        before: list[dict] = []
-        after: list[dict] = []
-        for i in range(args.runs):
-            if args.baseline:
-                before.append(sample_in_child(args.baseline, work, work / f"baseline-state-{i}"))
-            after.append(sample_in_child(None, work, work / f"state-{i}" if i else work))
-        if args.baseline:
-            print(f"sampling, baseline ({args.baseline}): {_sampling_figures(before)}")
-        print(f"sampling: {_sampling_figures(after)} (targets at 100k traces: <= 5 s, <= 500 MB)"
-              + (f"; same picks as the baseline: {_same_picks(before, after)}" if args.baseline else ""))
+        before, after = _sampling_runs(args, work)
         sampling_s, sampler_rss = _median(after, "seconds"), _median(after, "peak_rss_mib")
-        if args.baseline:
-            print(f"sampling, this code / baseline (medians of {args.runs}): "
-                  + ", ".join(f"{key} {_median(after, key) / _median(before, key):.2f}x"
-                              for key in ("seconds", "cpu_s", "peak_rss_mib")))
         if args.sampling_only:
             return 0
 
