@@ -6,7 +6,8 @@ bench/lake_read.py --two-dialects's lake (half the calls from a second instrumen
 question, none twinned), then in one DuckDB session per checkout (views from `verdict sql --print-views` of this
 code and of --baseline DIR, e.g. `git archive <rev> | tar -x -C DIR`): the bench's query over `llm_calls` in both,
 the same query over `llm_call_rows` (the rule off), and the rule's steps one on top of the other (read the
-messages, validate them, parse the user text, normalise the model, hash and count the keys). Process CPU
+messages, validate them, parse the user text, normalise the model, hash and count the keys), and the rejected
+TRY(from_json) in place of the json_valid guard, also with some messages not JSON. Process CPU
 (DuckDB's threads included), rounds interleaved, medians.
 """
 
@@ -31,6 +32,14 @@ from bench.collector_ingest import SQL_QUERY, build_sql_lake  # noqa: E402
 from collector.views import _CALL_MODEL, _USER_TEXT  # noqa: E402
 
 QUERY_OF = SQL_QUERY.replace(" ORDER BY day, intent_key", "")  # the order is 150 rows: not what is measured
+_GUARD = "CASE WHEN json_valid(input_messages) THEN input_messages END"
+# The alternative to the json_valid guard (rejected, docs/collector.md): TRY turns from_json's error into NULL.
+TRY_TEXT = _USER_TEXT.replace(_GUARD, "input_messages").replace("from_json(", "TRY(from_json(", 1).replace(
+    "), lambda m: m.role", ")), lambda m: m.role", 1)
+assert _GUARD in _USER_TEXT and TRY_TEXT.count("TRY(") == 1
+# One message in 500 not JSON: TRY re-evaluates a vector holding an error row by row.
+SOME_INVALID = ("(SELECT CASE WHEN hash(span_id) % 500 = 0 THEN 'not json' ELSE input_messages END AS input_messages "
+                "FROM llm_call_rows)")
 
 
 def session(code: Path, data_dir: Path) -> duckdb.DuckDBPyConnection:
@@ -55,6 +64,9 @@ def pieces(now: duckdb.DuckDBPyConnection, before: duckdb.DuckDBPyConnection) ->
         "read input_messages": (now, f"SELECT sum(length(input_messages)) {rows}"),
         "+ json_valid": (now, f"SELECT count(*) {rows} WHERE json_valid(input_messages)"),
         "+ user text (from_json, role filter, flatten, join)": (now, f"SELECT count({_USER_TEXT}) {rows}"),
+        "user text, TRY(from_json) instead of json_valid": (now, f"SELECT count({TRY_TEXT}) {rows}"),
+        "user text, 1 in 500 messages not JSON: json_valid": (now, f"SELECT count({_USER_TEXT}) FROM {SOME_INVALID}"),
+        "user text, 1 in 500 messages not JSON: TRY": (now, f"SELECT count({TRY_TEXT}) FROM {SOME_INVALID}"),
         "model normalisation + instrumentation (apart)": (
             now, f"SELECT count({_CALL_MODEL}), sum(length(coalesce(dialect, '') || '|' || coalesce(scope_name, ''))) {rows}"),
         "+ key hash, GROUP BY key HAVING count(*) > 1": (

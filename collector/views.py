@@ -179,14 +179,6 @@ def _islands(name: str, key: str, valid: str) -> str:
     )
 
 
-def _shared_keys(key: str) -> str:
-    """The `key` hashes of `keyed` that two instrumentations wrote. Most keys occur once: those leave through an
-    integer count, so the instrumentation strings are compared (exactly, min <> max) only for repeated keys."""
-    return (f"SELECT {key} FROM keyed SEMI JOIN (\n"
-            f"      SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
-            f"    GROUP BY {key} HAVING min(instrumentation) <> max(instrumentation)")
-
-
 def _contested(keys_first: bool) -> str:
     """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. A call is in a group
     the rule merges only when it overlaps in time, transitively, a call of another instrumentation with its service
@@ -227,19 +219,28 @@ def _contested(keys_first: bool) -> str:
 
 def _shared_by_key() -> str:
     """CTE `shared` (with `keyed`): every call with a model whose response id key (kind 1) or input key (kind 2) a call
-    of another instrumentation has too, once per such key."""
+    of another instrumentation has too, once per such key. `keyed` holds only hashes: most keys occur once, and those
+    leave through an integer count before a call's instrumentation and times are read (again, unparsed, by its hash;
+    a collision only adds a row), so the strings are held and compared (exactly, min <> max) only for repeated keys."""
+    repeated = " UNION ALL\n".join(
+        f"  SELECT call_hash, {kind} AS kind, {key} AS key FROM keyed SEMI JOIN (\n"
+        f"    SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
+        for kind, key in ((1, "id_key"), (2, "input_key")))
     return (
-        "keyed AS MATERIALIZED (\n  SELECT call_hash, instrumentation, start_time, end_time,\n"
+        "keyed AS MATERIALIZED (\n  SELECT call_hash,\n"
         "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
         "    CASE WHEN user_text IS NOT NULL THEN hash(call_service, call_model, user_text) END AS input_key\n"
-        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time, call_service,\n"
-        f"      call_model, response_id, {_USER_TEXT} AS user_text\n"
+        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id,\n"
+        f"      {_USER_TEXT} AS user_text\n"
         # A call without a model is in no group: it leaves here.
         "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
-        "shared AS (\n  SELECT call_hash, instrumentation, start_time, end_time, 1 AS kind, id_key AS key\n"
-        f"  FROM keyed SEMI JOIN ({_shared_keys('id_key')}) USING (id_key)\n"
-        "  UNION ALL\n  SELECT call_hash, instrumentation, start_time, end_time, 2, input_key\n"
-        f"  FROM keyed SEMI JOIN ({_shared_keys('input_key')}) USING (input_key)\n)"
+        f"repeated AS (\n{repeated}),\n"
+        "repeated_calls AS (\n  SELECT r.call_hash, c.instrumentation, c.start_time, c.end_time, r.kind, r.key FROM repeated r\n"
+        "  JOIN (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time FROM candidates) c\n"
+        "  USING (call_hash)\n),\n"
+        "shared AS (\n  SELECT * FROM repeated_calls SEMI JOIN (\n"
+        "    SELECT kind, key FROM repeated_calls GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
+        "  ) USING (kind, key)\n)"
     )
 
 
