@@ -27,7 +27,6 @@ from opentelemetry.sdk.trace import Span as SDKSpan
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.util import types
 
-from verdict.tracing import health
 from verdict.tracing.peers import ContextStampProcessor
 from verdict.tracing.pipeline import QueuedSpan, VerdictSpanProcessor
 
@@ -179,13 +178,7 @@ class CallSpan(trace.Span):
         if batch is None:  # shut down meanwhile: as the processor drops it
             return
         attrs = self.attributes
-        try:
-            queued = QueuedSpan(
-                self._name, self._context, self.parent, owner._resource,
-                attrs if type(attrs) is dict else dict(attrs),
-                tuple(self._events) if self._events else (), tuple(self._links) if self._links else (),
-                _CLIENT, self._status, self.start_time, self.end_time, owner._scope, self.pending)
-        except Exception as exc:
-            health.record_error("span_end", exc)
-            return
-        processor.enqueue(batch, queued)
+        processor.enqueue(batch, QueuedSpan(
+            self._name, self._context, self.parent, owner._resource, attrs if type(attrs) is dict else dict(attrs),
+            tuple(self._events) if self._events else (), tuple(self._links) if self._links else (),
+            _CLIENT, self._status, self.start_time, self.end_time, owner._scope, self.pending))
