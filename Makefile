@@ -11,6 +11,10 @@ TEST_STAMP := $(VENV)/.installed-test
 # Every environment installs the versions the suite last passed with (`make lock` regenerates them);
 # pyproject.toml keeps ranges for users' installs.
 LOCKS := constraints
+# setup.py's compiled extensions (each optional, with a pure-Python fallback), built in place so the
+# checkout imports them: the tests assert they are loaded.
+EXTENSION_SOURCES := $(wildcard verdict/*/*.c verdict/*/*.h collector/*.c collector/*.h)
+BUILD_EXTENSIONS = $(BIN)/python setup.py --quiet build_ext --inplace
 
 .PHONY: demo test lint typecheck browser axe java spark-s3a clean reference-venvs realmodel-env lock
 
@@ -18,12 +22,14 @@ $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(DEMO_STAMP): pyproject.toml $(LOCKS)/test.txt | $(VENV)/bin/python
+$(DEMO_STAMP): pyproject.toml setup.py $(LOCKS)/test.txt $(EXTENSION_SOURCES) | $(VENV)/bin/python
 	$(BIN)/pip install --quiet -c $(LOCKS)/test.txt -e '.[$(DEMO_EXTRAS)]'
+	$(BUILD_EXTENSIONS)
 	touch $@
 
-$(TEST_STAMP): pyproject.toml $(LOCKS)/test.txt | $(VENV)/bin/python
+$(TEST_STAMP): pyproject.toml setup.py $(LOCKS)/test.txt $(EXTENSION_SOURCES) | $(VENV)/bin/python
 	$(BIN)/pip install --quiet -c $(LOCKS)/test.txt -e '.[$(TEST_EXTRAS)]'
+	$(BUILD_EXTENSIONS)
 	touch $@
 
 demo: $(DEMO_STAMP)

@@ -34,6 +34,28 @@ MODES = ("redact", "hash", "drop")
 # Every built-in detector. `Redactor._scan` skips those whose anchor is absent from the text;
 # tests/redact/test_fast_path.py checks that this finds exactly what running them all finds.
 SCANS = (scan_numbers, scan_emails, scan_url_credentials, scan_ipv6, scan_assignments, scan_keys)
+# Detector families, as bits of `families(s)` (the compiled gate verdict/redact/_gate.c uses the
+# same values): a family whose bit is clear finds nothing in `s`.
+NUMBERS, ASSIGNMENTS, KEYS, AT, IPV6 = 1, 2, 4, 8, 16
+
+
+def _anchors(s: str) -> int:
+    """`families` without the compiled gate: only the anchors a substring search finds at memchr
+    speed rule a family out (e-mails and URL credentials need an `@`, an IPv6 address "::" or
+    seven colons); the other families always run."""
+    return (NUMBERS | ASSIGNMENTS | KEYS | (AT if "@" in s else 0)
+            | (IPV6 if "::" in s or s.count(":") >= 7 else 0))  # fmt: skip
+
+
+# The compiled gate rules out numbers, assignments and keys too, in one pass over the text at a
+# few instructions per character (in Python `re`, a gate costs as much as the scanner it spares).
+# It is built optionally (setup.py); apps that install the SDK without it redact exactly the same.
+families: Callable[[str], int]
+try:
+    from verdict.redact._gate import families
+except ImportError:
+    families = _anchors
+COMPILED_GATE = families is not _anchors
 _LABEL = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
 _HASH_HEX = 12
 _PROTECTED = 1 << 30  # priority of placeholders already present in the input
@@ -122,7 +144,7 @@ class Redactor:
     def find(self, s: str) -> list[Finding]:
         """What `text` would replace, before overlapping findings are merged (sorted by start)."""
         _require_str(s)
-        return sorted(self._scan(s)) if s else []
+        return sorted(self._scan(s, families(s))) if s else []
 
     @property
     def has_hook(self) -> bool:
@@ -137,7 +159,9 @@ class Redactor:
         # looked up instead of scanned again (tests/redact/test_fast_path.py checks it is exact).
         redacted = self._texts.get(s)
         if redacted is None:
-            redacted = self._redact(s) if self._user or maybe_sensitive(s) else s
+            # The compiled gate rules out every family for text `maybe_sensitive` clears, and more.
+            possible = families(s) if COMPILED_GATE or maybe_sensitive(s) else 0
+            redacted = self._redact(s, possible) if possible or self._user else s
             self._remember(s, redacted)
         return redacted
 
@@ -151,11 +175,12 @@ class Redactor:
         self._texts[s] = redacted
         self._text_chars += size
 
-    def _redact(self, s: str) -> str:
+    def _redact(self, s: str, possible: int) -> str:
+        """`s` redacted, `possible` being `families(s)`."""
         # A replacement glued to a token ("...819<IBAN>GB29...") changes what its neighbours look
         # like to the detectors; rescanning until nothing changes keeps redaction idempotent.
-        for _ in range(_MAX_PASSES):
-            found = self._scan(s) if s else None
+        for rescan in range(_MAX_PASSES):
+            found = self._scan(s, families(s) if rescan else possible) if s else None
             if not found:
                 return s
             redacted, glued = self._replace(s, found)
@@ -164,19 +189,23 @@ class Redactor:
             s = redacted
         return s
 
-    def _scan(self, s: str) -> list[Finding]:
+    def _scan(self, s: str, possible: int) -> list[Finding]:
+        """Findings of the built-in detector families in `possible` (`families(s)`: the others
+        find nothing in `s`) and of the user's patterns."""
         out: list[Finding] = []
         # Each call costs more than its own first check on short text (the cost is per operation,
-        # not per character), so the anchors are checked here: e-mails and URL credentials both
-        # need an `@` (found at memchr speed), an IPv6 address "::" or seven colons.
-        scan_numbers(s, out)
-        if "@" in s:
+        # not per character), so the families that cannot find anything are ruled out first.
+        if possible & NUMBERS:
+            scan_numbers(s, out)
+        if possible & AT:
             scan_emails(s, out)
             scan_url_credentials(s, out)
-        if "::" in s or s.count(":") >= 7:
+        if possible & IPV6:
             scan_ipv6(s, out)
-        scan_assignments(s, out)
-        scan_keys(s, out)
+        if possible & ASSIGNMENTS:
+            scan_assignments(s, out)
+        if possible & KEYS:
+            scan_keys(s, out)
         for label, pattern in self._user:
             out.extend(
                 Finding(m.start(), m.end(), label, USER_PRIORITY)
