@@ -83,10 +83,26 @@ def is_structural(key: str) -> bool:
     return known
 
 
-def token_shaped(value: str) -> bool:
+def _token_shaped(value: str) -> bool:
     """What a structural value looks like (`gpt-4o-mini`, `chatcmpl-…`, `stop`): short, one word, no `@`.
     A structural key holding anything else (a sentence, an address, a card number) is redacted anyway."""
     return len(value) <= _MAX_TOKEN and value.isprintable() and " " not in value and "@" not in value
+
+
+# The same tests compiled (verdict/redact/_gate.c, optional; tests/collector/test_redaction_gate.py
+# checks they agree with the Python): every span calls `structural` ~8 times and `attributes` over
+# ~15 attributes, ≈ 3k and 30k instructions a span in Python.
+_content_keys: Callable[[dict, dict, int], list[str] | None] | None
+_structural: Callable[[Callable[[Any], Any], int, Any], Any] | None
+token_shaped: Callable[[str], bool]
+try:
+    from verdict.redact._gate import content_keys as _content_keys
+    from verdict.redact._gate import structural as _structural
+    from verdict.redact._gate import token_shaped as _compiled_token_shaped
+except ImportError:
+    _content_keys, _structural, token_shaped = None, None, _token_shaped
+else:
+    token_shaped = functools.partial(_compiled_token_shaped, _MAX_TOKEN)
 
 
 def redaction_version() -> str:
@@ -108,6 +124,11 @@ class ServerRedaction:
     trust_sdk: bool = False  # skip `content` for authenticated spans whose scope claims `version`
     version: str = ""
 
+    def __post_init__(self) -> None:
+        if _structural is not None and self.mode == "content":
+            # `structural` compiled: an instance attribute comes before the method (the reference).
+            object.__setattr__(self, "structural", functools.partial(_structural, self.value, _MAX_TOKEN))
+
     def attributes(self, attrs: dict) -> dict:
         """A decoded attribute map with every non-structural value redacted (in place; returned).
 
@@ -116,6 +137,21 @@ class ServerRedaction:
         """
         if self.mode == "off":
             return attrs
+        keys = _content_keys(attrs, _STRUCTURAL_SEEN, _MAX_TOKEN) if _content_keys and self.mode == "content" else None
+        if keys is None:
+            content = self._content(attrs)
+        elif keys:
+            content = {key: attrs[key] for key in keys}
+        else:
+            return attrs  # the common span: nothing but structural values and small numbers
+        if content:
+            for key in content:
+                del attrs[key]
+            attrs.update(self.value(content))
+        return attrs
+
+    def _content(self, attrs: dict) -> dict:
+        """The attributes `attributes` redacts (the reference for verdict/redact/_gate.c's `content_keys`)."""
         everything = self.mode == "all"
         seen = _STRUCTURAL_SEEN
         content = {}
@@ -127,14 +163,10 @@ class ServerRedaction:
                     continue
             elif t is bool or t is float or v is None or (t is int and v in _SMALL_INT) or (
                     not everything and is_structural(key)
-                    and (t is int or (t is list and all(type(x) is str and token_shaped(x) for x in v)))):
+                    and (t is int or (t is list and all(type(x) is str and _token_shaped(x) for x in v)))):
                 continue
             content[key] = v
-        if content:
-            for key in content:
-                del attrs[key]
-            attrs.update(self.value(content))
-        return attrs
+        return content
 
     def structural(self, value: str | None) -> str | None:
         """A first-class column copied from a structural attribute: as sent when token-shaped, else redacted."""

@@ -104,7 +104,8 @@ EDGES = [
     (NUMBERS, "ssn 123456789"),  # a run of exactly nine characters
     (NUMBERS, "+12345678"),  # "+" and eight digits: a run of eight
     (NUMBERS, "10.0.0.1"),  # three dots in eight characters
-    (NUMBERS, "GB29NWBK60161331926819"),  # an IBAN: its digits start in runs of two
+    (NUMBERS, "GB29NWBK60161331926819"),
+    (NUMBERS, "pay GB03 WEST A234 5A98 7A54 32"),  # an IBAN whose digits are in runs of 2 to 5
     (NUMBERS, "SSN: 536-90-4399"),
     *((ASSIGNMENTS, f"{name}=x") for name in
       ("pass", "apikey", "auth", "credential", "secret", "token", "cookie", "sessionid", "pwd", "jwt", "otp", "pin", "cvv")),

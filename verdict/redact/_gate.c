@@ -107,9 +107,129 @@ families(PyObject *Py_UNUSED(module), PyObject *arg)
     return PyLong_FromLong(bits);
 }
 
+/* collector.redaction.token_shaped: at most `max_len` characters, printable (str.isprintable),
+ * no space and no `@`. */
+static int
+is_token(PyObject *s, Py_ssize_t max_len)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (n > max_len) return 0;
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == ' ' || c == '@') return 0;
+        if (c < 128 ? (c < 0x20 || c == 0x7f) : !Py_UNICODE_ISPRINTABLE(c)) return 0;
+    }
+    return 1;
+}
+
+static int
+max_len_arg(PyObject *arg, Py_ssize_t *max_len)
+{
+    *max_len = PyLong_AsSsize_t(arg);
+    return *max_len == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *
+token_shaped(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t max_len;
+    if (nargs != 2 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "token_shaped(max_len, text)");
+        return NULL;
+    }
+    if (max_len_arg(args[0], &max_len) < 0 || PyUnicode_READY(args[1]) < 0) return NULL;
+    return PyBool_FromLong(is_token(args[1], max_len));
+}
+
+/* structural(redact, max_len, value): collector.redaction.ServerRedaction.structural in `content`
+ * mode: None and token-shaped strings as they are, anything else through `redact`. */
+static PyObject *
+structural(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t max_len;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "structural(redact, max_len, value)");
+        return NULL;
+    }
+    if (max_len_arg(args[1], &max_len) < 0) return NULL;
+    PyObject *value = args[2];
+    if (value == Py_None) return Py_NewRef(value);
+    if (PyUnicode_Check(value)) {
+        if (PyUnicode_READY(value) < 0) return NULL;
+        if (is_token(value, max_len)) return Py_NewRef(value);
+    }
+    return PyObject_CallOneArg(args[0], value);
+}
+
+/* content_keys(attrs, structural, max_len): the keys of the attribute map `attrs` whose values
+ * collector.redaction.ServerRedaction.attributes redacts in `content` mode (its Python loop, kept
+ * as the reference: tests/collector/test_redaction_gate.py), in the map's order; None when a key
+ * is not an exact str or not yet in `structural` (key -> is_structural(key)): then the caller runs
+ * the loop, which also fills `structural`. Runs no Python code, so the maps cannot change under it. */
+static PyObject *
+content_keys(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t max_len, pos = 0;
+    PyObject *key, *value;
+    if (nargs != 3 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "content_keys(attrs: dict, structural: dict, max_len: int)");
+        return NULL;
+    }
+    if (max_len_arg(args[2], &max_len) < 0) return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    while (PyDict_Next(args[0], &pos, &key, &value)) {
+        int keep;
+        if (!PyUnicode_CheckExact(key)) goto unknown;
+        if (PyBool_Check(value) || PyFloat_CheckExact(value) || value == Py_None) {
+            keep = 1;
+        } else {
+            int overflow = 0;
+            long small = PyLong_CheckExact(value) ? PyLong_AsLongAndOverflow(value, &overflow) : 0;
+            if (PyLong_CheckExact(value) && !overflow && small > -1000000 && small < 1000000) {
+                keep = 1;  /* _SMALL_INT */
+            } else if (PyUnicode_CheckExact(value) || PyLong_CheckExact(value) || PyList_CheckExact(value)) {
+                PyObject *structural = PyDict_GetItemWithError(args[1], key);  /* borrowed */
+                if (structural == NULL) {
+                    if (PyErr_Occurred()) goto error;
+                    goto unknown;
+                }
+                keep = structural == Py_True;
+                if (keep && PyUnicode_CheckExact(value)) {
+                    if (PyUnicode_READY(value) < 0) goto error;
+                    keep = is_token(value, max_len);
+                } else if (keep && PyList_CheckExact(value)) {
+                    for (Py_ssize_t i = 0; keep && i < PyList_GET_SIZE(value); i++) {
+                        PyObject *item = PyList_GET_ITEM(value, i);
+                        keep = PyUnicode_CheckExact(item) && PyUnicode_READY(item) == 0 && is_token(item, max_len);
+                    }
+                }
+            } else {
+                keep = 0;  /* maps, bytes, tuples, subclasses: content */
+            }
+        }
+        if (!keep && PyList_Append(out, key) < 0) goto error;
+    }
+    return out;
+unknown:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef METHODS[] = {
     {"families", families, METH_O,
      "families(text) -> int: the bitmask of detector families that could find something in text."},
+    {"token_shaped", (PyCFunction)(void (*)(void))token_shaped, METH_FASTCALL,
+     "token_shaped(max_len, text) -> bool: collector.redaction.token_shaped."},
+    {"structural", (PyCFunction)(void (*)(void))structural, METH_FASTCALL,
+     "structural(redact, max_len, value): collector.redaction.ServerRedaction.structural in content mode."},
+    {"content_keys", (PyCFunction)(void (*)(void))content_keys, METH_FASTCALL,
+     "content_keys(attrs, structural, max_len) -> list | None: the keys ServerRedaction.attributes redacts."},
     {NULL, NULL, 0, NULL},
 };
 
