@@ -6,6 +6,8 @@ and large integers, bools, floats, None, lists, maps, bytes and str/int subclass
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -18,6 +20,7 @@ from collector.redaction import (
     _token_shaped,
     is_structural,
 )
+from tests.redact.test_gates import run_without_gate
 
 _gate = pytest.importorskip("verdict.redact._gate", reason="not built: python setup.py build_ext --inplace")
 
@@ -92,3 +95,20 @@ def test_structural_compiled_equals_the_method(value: str | None) -> None:
     for mode in ("all", "off"):  # the method, as before
         other = ServerRedaction.create(mode, "never")
         assert other.structural(value) == ServerRedaction.structural(other, value)
+
+
+def test_without_the_compiled_module_the_collector_redacts_the_same() -> None:
+    attrs = {"gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 12, "user.note": "mail jane@example.com",
+             "gen_ai.response.finish_reasons": ["stop"], "server.address": "a b"}  # fmt: skip
+    script = """
+        import json
+        from collector import redaction
+        assert redaction._content_keys is None and redaction.token_shaped is redaction._token_shaped
+        server = redaction.ServerRedaction.create("content", "never")
+        attrs = json.loads(sys.stdin.read())
+        print(json.dumps([server.attributes(attrs), server.structural("gpt-4o"), server.structural("a b")]))
+    """
+    server = ServerRedaction.create("content", "never")
+    expected = [server.attributes(dict(attrs)), server.structural("gpt-4o"), server.structural("a b")]
+    assert json.loads(run_without_gate(script, json.dumps(attrs))) == expected
+    assert expected[0] == {**attrs, "user.note": "mail <EMAIL>"}

@@ -187,24 +187,32 @@ def test_the_gate_rules_out_ordinary_prose_and_message_json() -> None:
     assert Redactor().text(text) == text == _FullRedactor().text(text)
 
 
+# A Python process in which the compiled module cannot be imported (as in an install without a compiler).
+WITHOUT_GATE = textwrap.dedent("""
+    import importlib.abc, sys
+    class NoGate(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "verdict.redact._gate":
+                raise ImportError("not built")
+    sys.meta_path.insert(0, NoGate())
+""")
+
+
+def run_without_gate(script: str, stdin: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-c", WITHOUT_GATE + textwrap.dedent(script)]
+    return subprocess.run(command, input=stdin, capture_output=True, text=True, check=True, env=env).stdout
+
+
 def test_without_the_compiled_gate_the_sdk_imports_and_redacts_the_same() -> None:
     # An app installs the SDK from a wheel built without a compiler: the import of `_gate` fails.
-    script = textwrap.dedent("""
-        import importlib.abc, sys
-        class NoGate(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name == "verdict.redact._gate":
-                    raise ImportError("not built")
-        sys.meta_path.insert(0, NoGate())
+    script = """
         import verdict
         from verdict.redact import Redactor, redactor
         assert redactor.families is redactor._anchors and not redactor.COMPILED_GATE
         assert "verdict.redact._gate" not in sys.modules
         for line in sys.stdin.read().split("\\0"):
             print(Redactor().text(line), end="\\0")
-    """)
+    """
     lines = [text for _, text in EDGES] + ["Ticket 62992312: a quote for 40 seats, basically.", "İ basıc dXNlcjpwYXNz"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    result = subprocess.run([sys.executable, "-c", script], input="\0".join(lines), capture_output=True,
-                            text=True, check=True, env=env)  # fmt: skip
-    assert result.stdout.split("\0")[:-1] == [Redactor().text(line) for line in lines]
+    assert run_without_gate(script, "\0".join(lines)).split("\0")[:-1] == [Redactor().text(line) for line in lines]
