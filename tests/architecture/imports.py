@@ -84,9 +84,16 @@ def imports_of(module: str, path: Path, known: set[str]) -> list[Import]:
     return found
 
 
+def compiled_modules(root: Path, packages: Iterable[str] = LAYERS) -> set[str]:
+    """Dotted names of the C extensions (setup.py names each after its source file): they import nothing
+    of ours, and an import of one is an import of it, not of its package."""
+    return {".".join(path.relative_to(root).with_suffix("").parts)
+            for package in packages for path in (root / package).rglob("*.c")}  # fmt: skip
+
+
 def all_imports(root: Path, packages: Iterable[str] = LAYERS) -> list[Import]:
     modules = find_modules(root, packages)
-    known = set(modules)
+    known = set(modules) | compiled_modules(root, packages)
     return [imp for name, path in modules.items() for imp in imports_of(name, path, known)]
 
 
