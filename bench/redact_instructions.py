@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # bench.sdk_overhead, when run as a script
 _DRIVER = """
 import json, sys
 from verdict.redact import Redactor
@@ -38,13 +39,12 @@ for text in texts[:n]:
 
 def _texts(kind: str, n: int) -> list[str]:
     if kind == "sdk":
-        sys.path.insert(0, str(ROOT / "bench"))
-        from sdk_overhead import USER
+        from bench.sdk_overhead import USER
 
         return [f"{USER} (Reference {i}.)" for i in range(n)]
     from collector import loadgen
 
-    rng, texts = random.Random(5), []
+    rng, texts = random.Random(5), []  # type: tuple[random.Random, list[str]]
     while len(texts) < n:
         attributes = {kv.key: kv.value.string_value for kv in loadgen.genai_span(rng, 0).attributes}
         texts += [attributes["gen_ai.input.messages"], attributes["gen_ai.output.messages"]]

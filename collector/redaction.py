@@ -96,13 +96,12 @@ _content_keys: Callable[[dict, dict, int], list[str] | None] | None
 _structural: Callable[[Callable[[Any], Any], int, Any], Any] | None
 token_shaped: Callable[[str], bool]
 try:
-    from verdict.redact._gate import content_keys as _content_keys
-    from verdict.redact._gate import structural as _structural
-    from verdict.redact._gate import token_shaped as _compiled_token_shaped
+    from verdict.redact import _gate
 except ImportError:
     _content_keys, _structural, token_shaped = None, None, _token_shaped
 else:
-    token_shaped = functools.partial(_compiled_token_shaped, _MAX_TOKEN)
+    _content_keys, _structural = _gate.content_keys, _gate.structural
+    token_shaped = functools.partial(_gate.token_shaped, _MAX_TOKEN)
 
 
 def redaction_version() -> str:

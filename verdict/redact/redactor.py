@@ -52,9 +52,11 @@ def _anchors(s: str) -> int:
 # It is built optionally (setup.py); apps that install the SDK without it redact exactly the same.
 families: Callable[[str], int]
 try:
-    from verdict.redact._gate import families
+    from verdict.redact import _gate
 except ImportError:
     families = _anchors
+else:
+    families = _gate.families
 COMPILED_GATE = families is not _anchors
 _LABEL = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
 _HASH_HEX = 12
