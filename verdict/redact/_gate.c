@@ -7,6 +7,11 @@
  * finds something. Per text in Python `re` such a gate costs as much as the scanner it spares;
  * here it is a few instructions per character. Optional: without it the redactor runs every
  * scanner, as before.
+ *
+ * Also here, compiled for the same reason: the collector's tests of which attribute values need no
+ * redaction (collector/redaction.py: token_shaped, structural, content_keys; its Python stays the
+ * reference and the fallback). All functions hold the GIL and run no Python code while they read
+ * a str or walk a dict (structural calls `redact` only after it has read its value).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
