@@ -29,8 +29,18 @@ typedef struct {
     Py_ssize_t items, values, max_items, max_values;
 } Budget;
 
+/* Span attribute keys by position, from the previous span: senders repeat them in the same order, so most
+ * keys are the previous span's string object again (decoded once, hash cached for the dict inserts). */
+#define KEY_SLOTS 64
+
+typedef struct {
+    PyObject *keys[KEY_SLOTS];
+    Py_ssize_t last_count; /* attributes of the previous span: the next one's dict is sized for them */
+} Recent;
+
 typedef struct {
     Budget *budget;
+    Recent *recent;
     Py_ssize_t cap;
     PyObject *cap_obj;
     PyObject *truncate; /* callable(str, cap) -> str: collector.flatten's one truncation format */
@@ -164,8 +174,19 @@ static int spend(Ctx *c, Py_ssize_t items, Py_ssize_t values) {
 
 static PyObject *any_value(Ctx *c, Rd r, int depth);
 
-/* KeyValue -> (key, decoded value). */
-static int key_value(Ctx *c, Rd r, int depth, PyObject **key, PyObject **value) {
+/* The key as a str, reusing *slot when it holds these very bytes (an ASCII str's data is its UTF-8). */
+static PyObject *key_text(const Rd *s, PyObject **slot) {
+    Py_ssize_t n = s->end - s->p;
+    if (slot == NULL) return text(s);
+    PyObject *k = *slot;
+    if (k != NULL && PyUnicode_GET_LENGTH(k) == n && memcmp(PyUnicode_DATA(k), s->p, n) == 0) return Py_NewRef(k);
+    k = text(s);
+    if (k != NULL && PyUnicode_IS_COMPACT_ASCII(k)) Py_XSETREF(*slot, Py_NewRef(k));
+    return k;
+}
+
+/* KeyValue -> (key, decoded value); slot: a key cache (Recent), or NULL. */
+static int key_value(Ctx *c, Rd r, int depth, PyObject **key, PyObject **value, PyObject **slot) {
     uint32_t f;
     int wt, seen_value = 0;
     Rd s;
@@ -173,7 +194,7 @@ static int key_value(Ctx *c, Rd r, int depth, PyObject **key, PyObject **value) 
     while (r.p < r.end) {
         if (tag(&r, &f, &wt)) goto fail;
         if (f == 1 && wt == 2) {
-            if (sub(&r, &s) || put(key, text(&s))) goto fail;
+            if (sub(&r, &s) || put(key, key_text(&s, slot))) goto fail;
         } else if (f == 2 && wt == 2) {
             if (seen_value++ || sub(&r, &s) || put(value, any_value(c, s, depth + 1))) goto fail;
         } else if (skip(&r, wt)) goto fail;
@@ -230,7 +251,7 @@ static PyObject *any_value(Ctx *c, Rd r, int depth) {
                 if (tag(&s, &f, &wt)) goto fail_o;
                 if (f == 1 && wt == 2) {
                     PyObject *k, *val;
-                    if (sub(&s, &item) || key_value(c, item, depth, &k, &val)) goto fail_o;
+                    if (sub(&s, &item) || key_value(c, item, depth, &k, &val, NULL)) goto fail_o;
                     int rc = PyDict_SetItem(o, k, val);
                     Py_DECREF(k);
                     Py_DECREF(val);
@@ -266,7 +287,7 @@ fail:
 static int pair(Ctx *c, Rd *r, PyObject *list) {
     Rd s;
     PyObject *k, *v;
-    if (spend(c, 0, 1) || sub(r, &s) || key_value(c, s, 0, &k, &v)) return -1;
+    if (spend(c, 0, 1) || sub(r, &s) || key_value(c, s, 0, &k, &v, NULL)) return -1;
     PyObject *t = PyTuple_Pack(2, k, v);
     Py_DECREF(k);
     Py_DECREF(v);
@@ -328,10 +349,11 @@ fail:
 }
 
 /* Span attributes straight into (attributes, content) dicts, as flatten._span_attributes splits them. */
-static int span_attribute(Ctx *c, Rd *r, PyObject *attrs, PyObject *content) {
+static int span_attribute(Ctx *c, Rd *r, Py_ssize_t index, PyObject *attrs, PyObject *content) {
     Rd s;
     PyObject *k, *v;
-    if (spend(c, 0, 1) || sub(r, &s) || key_value(c, s, 0, &k, &v)) return -1;
+    PyObject **slot = index < KEY_SLOTS ? &c->recent->keys[index] : NULL;
+    if (spend(c, 0, 1) || sub(r, &s) || key_value(c, s, 0, &k, &v, slot)) return -1;
     PyObject *column = PyDict_GetItemWithError(c->content, k);
     int rc = column != NULL ? PyDict_SetItem(content, column, v)
              : PyErr_Occurred() ? -1 : PyDict_SetItem(attrs, k, v);
@@ -349,7 +371,7 @@ static PyObject *span(Ctx *c, Rd r) {
     Py_ssize_t nattrs = 0;
     Rd s, ids[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
     PyObject *state = NULL, *name = NULL, *message = NULL, *out = NULL;
-    PyObject *attrs = PyDict_New(), *content = PyDict_New(), *events = PyList_New(0), *links = PyList_New(0);
+    PyObject *attrs = _PyDict_NewPresized(c->recent->last_count), *content = PyDict_New(), *events = PyList_New(0), *links = PyList_New(0);
     if (attrs == NULL || content == NULL || events == NULL || links == NULL) goto fail;
     while (r.p < r.end) {
         if (tag(&r, &f, &wt)) goto fail;
@@ -365,8 +387,7 @@ static PyObject *span(Ctx *c, Rd r) {
         } else if ((f == 7 || f == 8) && wt == 1) {
             if (fixed(&r, 8, f == 7 ? &start : &end)) goto fail;
         } else if (f == 9 && wt == 2) {
-            if (span_attribute(c, &r, attrs, content)) goto fail;
-            nattrs++;
+            if (span_attribute(c, &r, nattrs++, attrs, content)) goto fail;
         } else if ((f == 10 || f == 12 || f == 14) && wt == 0) {
             if (varint(&r, &v)) goto fail;
             *(f == 10 ? &dropped_attrs : f == 12 ? &dropped_events : &dropped_links) = (uint32_t)v;
@@ -397,6 +418,7 @@ static PyObject *span(Ctx *c, Rd r) {
                 PyLong_FromUnsignedLong(dropped_links), PyLong_FromLong(code),
                 message ? message : Py_NewRef(empty));
     Py_DECREF(empty);
+    c->recent->last_count = nattrs;
     return out;
 fail:
     Py_XDECREF(state);
@@ -495,7 +517,8 @@ fail:
 static PyObject *decode(PyObject *module, PyObject *args) {
     Py_buffer data;
     Budget budget = {0, 0, 0, 0};
-    Ctx c = {&budget, 0, NULL, NULL, NULL, NULL};
+    Recent recent = {{NULL}, 0};
+    Ctx c = {&budget, &recent, 0, NULL, NULL, NULL, NULL};
     if (!PyArg_ParseTuple(args, "y*nOOO!nn:decode", &data, &c.cap, &c.truncate, &c.b64, &PyDict_Type, &c.content,
                           &budget.max_items, &budget.max_values))
         return NULL;
@@ -519,6 +542,7 @@ static PyObject *decode(PyObject *module, PyObject *args) {
 done:
     Py_XDECREF(resources);
     Py_XDECREF(c.cap_obj);
+    for (int i = 0; i < KEY_SLOTS; i++) Py_XDECREF(recent.keys[i]);
     PyBuffer_Release(&data);
     if (out == NULL && !PyErr_Occurred()) out = Py_NewRef(Py_None); /* abstained: parse with upb */
     return out;
