@@ -350,8 +350,8 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
                     part = partitions[(tenant, date)] = Partition(tenant, date)
                 part.rows.append(row)
                 if dialect is None:
-                    scope = ctx.scope_name or "(no scope)"
-                    unrecognised[scope] = unrecognised.get(scope, 0) + 1
+                    name = ctx.scope_name or "(no scope)"
+                    unrecognised[name] = unrecognised.get(name, 0) + 1
                 else:
                     dialects[dialect] = dialects.get(dialect, 0) + 1
                 if ignored is not None:

@@ -4,6 +4,7 @@ the upb path decides; it never accepts what upb rejects, never crashes, never le
 
 from __future__ import annotations
 
+import functools
 import random
 import struct
 import sys
@@ -29,7 +30,7 @@ def test_the_compiled_decoder_is_built_and_loaded():
     assert spandata._otlpdecode is not None, "collector._otlpdecode is not built: python setup.py build_ext --inplace"
 
 
-def check(data: bytes, cap: int = CAP) -> spandata.ResourceData | None:
+def check(data: bytes, cap: int = CAP) -> list[spandata.ResourceData] | None:
     got = spandata.compiled(data, cap)
     try:
         want = spandata.parse(data, cap)
@@ -128,6 +129,10 @@ REPEATED = {("Request", 1), ("ResourceSpans", 2), ("Resource", 1), ("Resource", 
             ("KeyValueList", 1)}
 
 
+def _keyed(key: int | None, number: int, payload: bytes) -> tuple[int | None, bytes]:
+    return key, _len(number, payload)
+
+
 def _message(name: str, depth: int, wild: bool) -> st.SearchStrategy[bytes]:
     """A message's fields in any order, repeated ones and scalars possibly several times (the last scalar
     wins), singular messages at most once (twice protobuf merges them: test_it_abstains_where_...), unknown
@@ -138,9 +143,9 @@ def _message(name: str, depth: int, wild: bool) -> st.SearchStrategy[bytes]:
         if isinstance(kind, tuple):
             if depth <= 0:
                 continue
-            inner = st.deferred(lambda k=kind[1], d=depth: _message(k, d - 1, wild))
+            inner = st.deferred(functools.partial(_message, kind[1], depth - 1, wild))
             once = None if (name, number) in REPEATED else number  # the unique_by key of a singular message
-            parts += [inner.map(lambda b, n=number, key=once: (key, _len(n, b)))] * 3  # nesting is the work
+            parts += [inner.map(functools.partial(_keyed, once, number))] * 3  # nesting is the work
         else:
             parts.append(_scalar(kind, number, wild).map(lambda b: (None, b)))
         other = _scalar("fixed32" if _WIRE.get(kind if isinstance(kind, str) else "bytes") != 5 else "varint", number)
