@@ -5,6 +5,7 @@ the upb path decides; it never accepts what upb rejects, never crashes, never le
 from __future__ import annotations
 
 import functools
+import gc
 import random
 import struct
 import sys
@@ -303,3 +304,18 @@ def test_keys_reused_from_the_previous_span_only_when_their_bytes_match():
     got = check(data)
     assert got is not None
     assert [list(s.attributes) for s in got[0].scopes[0].spans] == [[k, k + "x"] for k in ["ab", "ac", "ab", "é", "é", "a", ""]]
+
+
+def test_the_cyclic_collector_is_left_as_it_was():
+    """The decoder pauses the cyclic collector while it builds (trees only): on every exit it is as before."""
+    data = loadgen.export_request(random.Random(3), 2, 1_700_000_000 * 10**9).SerializeToString()
+    for item in (data, data[:-3]):  # decoded, abstained
+        assert gc.isenabled()
+        spandata.compiled(item, CAP)
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            spandata.compiled(item, CAP)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
