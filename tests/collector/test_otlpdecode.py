@@ -130,6 +130,10 @@ REPEATED = {("Request", 1), ("ResourceSpans", 2), ("Resource", 1), ("Resource", 
             ("KeyValueList", 1)}
 
 
+def _deferred(name: str, depth: int, wild: bool) -> st.SearchStrategy[bytes]:
+    return st.deferred(lambda: _message(name, depth, wild))
+
+
 def _keyed(key: int | None, number: int, payload: bytes) -> tuple[int | None, bytes]:
     return key, _len(number, payload)
 
@@ -144,7 +148,7 @@ def _message(name: str, depth: int, wild: bool) -> st.SearchStrategy[bytes]:
         if isinstance(kind, tuple):
             if depth <= 0:
                 continue
-            inner = st.deferred(functools.partial(_message, kind[1], depth - 1, wild))
+            inner = _deferred(kind[1], depth - 1, wild)
             once = None if (name, number) in REPEATED else number  # the unique_by key of a singular message
             parts += [inner.map(functools.partial(_keyed, once, number))] * 3  # nesting is the work
         else:
