@@ -2,9 +2,10 @@
 
 `flatten` orchestrates; `span_row` is the per-span step (validate, decode, map the dialect to
 the first-class GenAI columns with collector.dialects, redact) producing one tuple per span
-(transposed to Arrow columns once per partition). This is the collector's hot path: each
-protobuf field is touched once, and the mappers see decoded values before anything is redacted
-so they can rebuild messages, which are then redacted once as JSON.
+(transposed to Arrow columns once per partition). This is the collector's hot path: it reads the
+request as collector.spandata decoded it (each protobuf field once, attributes already decoded),
+and the mappers see decoded values before anything is redacted so they can rebuild messages,
+which are then redacted once as JSON.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import NamedTuple
 
 import orjson
 
-from collector.dialects import CONTENT_ATTRIBUTES, SpanEvent, normalise
+from collector.dialects import SpanEvent, normalise
 from collector.redaction import ServerRedaction
-from collector.spandata import Link, ResourceData, ScopeData, SpanData, from_message
+from collector.spandata import Event, Link, ResourceData, ScopeData, SpanData, from_message
 from verdict import semconv as sc
 from verdict.conversation import MAX_CONVERSATION_ID_LENGTH, validate_conversation_id
 from verdict.intent import MAX_INTENT_KEY_LENGTH, validate_intent_key
@@ -32,8 +33,6 @@ _STATUS = ("UNSET", "OK", "ERROR")
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 
-# Message contents: moved out of `attributes` into their own columns, redacted.
-CONTENT_COLUMNS = CONTENT_ATTRIBUTES
 # JSON columns stay UTF-8 bytes: Arrow takes them for `string` columns as they are (and checks
 # the UTF-8), and orjson encodes several times faster than the json module: this is the hot path.
 _json = orjson.dumps
@@ -360,7 +359,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
     return FlattenResult(partitions, accepted, rejected, reasons, dialects, unrecognised, outside, ignored_claims)
 
 
-def _events(raw: list[SpanEvent], events: list, redaction: ServerRedaction) -> bytes:
+def _events(raw: list[SpanEvent], events: list[Event], redaction: ServerRedaction) -> bytes:
     out = []
     for decoded, e in zip(raw, events, strict=True):
         item = {"name": e.name, "time_unix_nano": e.time_unix_nano,
