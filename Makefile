@@ -11,28 +11,37 @@ TEST_STAMP := $(VENV)/.installed-test
 # Every environment installs the versions the suite last passed with (`make lock` regenerates them);
 # pyproject.toml keeps ranges for users' installs.
 LOCKS := constraints
-# setup.py's compiled extensions (each optional, with a pure-Python fallback), built in place so the
-# checkout imports them: the tests assert they are loaded.
-EXTENSION_SOURCES := $(wildcard verdict/*/*.c verdict/*/*.h collector/*.c collector/*.h)
-BUILD_EXTENSIONS = $(BIN)/python setup.py --quiet build_ext --inplace
 
-.PHONY: demo test lint typecheck browser axe java spark-s3a clean reference-venvs realmodel-env lock
+.PHONY: demo test extensions lint typecheck browser axe java spark-s3a clean reference-venvs realmodel-env lock
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(DEMO_STAMP): pyproject.toml setup.py $(LOCKS)/test.txt $(EXTENSION_SOURCES) | $(VENV)/bin/python
+$(DEMO_STAMP): pyproject.toml setup.py $(LOCKS)/test.txt | $(VENV)/bin/python
 	$(BIN)/pip install --quiet -c $(LOCKS)/test.txt -e '.[$(DEMO_EXTRAS)]'
-	$(BUILD_EXTENSIONS)
 	touch $@
 
-$(TEST_STAMP): pyproject.toml setup.py $(LOCKS)/test.txt $(EXTENSION_SOURCES) | $(VENV)/bin/python
+$(TEST_STAMP): pyproject.toml setup.py $(LOCKS)/test.txt | $(VENV)/bin/python
 	$(BIN)/pip install --quiet -c $(LOCKS)/test.txt -e '.[$(TEST_EXTRAS)]'
-	$(BUILD_EXTENSIONS)
 	touch $@
 
-demo: $(DEMO_STAMP)
+# setup.py's C extensions, built next to their sources (the editable install imports them from there); each is
+# optional (a pure-Python fallback runs without it), but the environments make and test always have them. A
+# fresh Debian machine gets gcc and the Python headers the way `browser` gets chromium.
+EXT_SOURCES := $(wildcard collector/*.c verdict/*/*.c verdict/*/*.h)
+EXT_STAMP := $(VENV)/.built-extensions
+$(EXT_STAMP): setup.py $(EXT_SOURCES) | $(VENV)/bin/python
+	@command -v gcc >/dev/null 2>&1 && $(BIN)/python -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' || { \
+	  echo "installing Debian gcc and python3-dev for the compiled extensions"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc python3-dev >/dev/null; } \
+	  || { echo "could not install gcc/python3-dev (needs root and apt): the pure-Python fallbacks will run" >&2; }
+	$(BIN)/python setup.py --quiet build_ext --inplace
+	touch $@
+
+extensions: $(EXT_STAMP)
+
+demo: $(DEMO_STAMP) $(EXT_STAMP)
 	$(BIN)/python -m verdict_demo
 
 # The HTML report is tested in a real headless Chromium (Debian package); install it when missing.
@@ -108,7 +117,7 @@ typecheck: $(TEST_STAMP)
 # pytest exits 5 when it collected nothing: that is a failure, never a silent pass.
 # The soak runs 300 s here (its own default, run alone, is 600 s): the suite's live peer tiers took its minutes.
 SOAK_SECONDS ?= 300
-test: $(TEST_STAMP) browser axe java spark-s3a reference-venvs realmodel-env peers
+test: $(TEST_STAMP) $(EXT_STAMP) browser axe java spark-s3a reference-venvs realmodel-env peers
 	$(BIN)/ruff check .
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \

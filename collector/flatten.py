@@ -2,14 +2,14 @@
 
 `flatten` orchestrates; `span_row` is the per-span step (validate, decode, map the dialect to
 the first-class GenAI columns with collector.dialects, redact) producing one tuple per span
-(transposed to Arrow columns once per partition). This is the collector's hot path: each
-protobuf field is touched once, and the mappers see decoded values before anything is redacted
-so they can rebuild messages, which are then redacted once as JSON.
+(transposed to Arrow columns once per partition). This is the collector's hot path: it reads the
+request as collector.spandata decoded it (each protobuf field once, attributes already decoded),
+and the mappers see decoded values before anything is redacted so they can rebuild messages,
+which are then redacted once as JSON.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import time
 from dataclasses import dataclass, field
@@ -17,8 +17,9 @@ from typing import NamedTuple
 
 import orjson
 
-from collector.dialects import CONTENT_ATTRIBUTES, SpanEvent, normalise
+from collector.dialects import SpanEvent, normalise
 from collector.redaction import ServerRedaction
+from collector.spandata import Event, Link, ResourceData, ScopeData, SpanData, from_message
 from verdict import semconv as sc
 from verdict.conversation import MAX_CONVERSATION_ID_LENGTH, validate_conversation_id
 from verdict.intent import MAX_INTENT_KEY_LENGTH, validate_intent_key
@@ -32,8 +33,6 @@ _STATUS = ("UNSET", "OK", "ERROR")
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 
-# Message contents: moved out of `attributes` into their own columns, redacted.
-CONTENT_COLUMNS = CONTENT_ATTRIBUTES
 # JSON columns stay UTF-8 bytes: Arrow takes them for `string` columns as they are (and checks
 # the UTF-8), and orjson encodes several times faster than the json module: this is the hot path.
 _json = orjson.dumps
@@ -92,36 +91,6 @@ def outside_retention(day: int, retention_days: int) -> SpanRejected:
     date = time.strftime("%Y-%m-%d", time.gmtime(day * 86_400))
     return SpanRejected(f"dated {date}, older than the collector's retention of {retention_days} days "
                         "(--retention-days): it would be deleted at the next retention run")
-
-
-def _any(value, cap: int):
-    """AnyValue -> plain JSON-able Python value (bytes as base64, long strings capped)."""
-    kind = value.WhichOneof("value")
-    if kind == "string_value":
-        s = value.string_value
-        return s if len(s) <= cap else _truncate(s, cap)
-    if kind == "int_value":
-        return value.int_value
-    if kind == "double_value":
-        d = value.double_value
-        return d if d == d and d not in (float("inf"), float("-inf")) else str(d)
-    if kind == "bool_value":
-        return value.bool_value
-    if kind == "array_value":
-        return [_any(v, cap) for v in value.array_value.values]
-    if kind == "kvlist_value":
-        return {kv.key: _any(kv.value, cap) for kv in value.kvlist_value.values}
-    if kind == "bytes_value":
-        return base64.b64encode(value.bytes_value).decode("ascii")
-    return None
-
-
-def _truncate(s: str, cap: int) -> str:
-    return f"{s[:cap]}…[truncated by verdict collector: {len(s)} chars]"
-
-
-def _attributes(kvs, cap: int) -> dict:
-    return {kv.key: _any(kv.value, cap) for kv in kvs}
 
 
 def _claims(resource_attrs: dict, span_attrs: dict) -> set[str]:
@@ -226,26 +195,6 @@ def _content(value) -> str:
     return value if isinstance(value, str) else _json(value).decode()
 
 
-def _span_attributes(kvs, cap: int) -> tuple[dict, dict]:
-    """Span attributes -> (attributes, semconv message-content attributes), decoded, not yet redacted."""
-    attrs: dict = {}
-    content: dict = {}
-    for kv in kvs:
-        key = kv.key
-        value = kv.value
-        v = value.string_value  # most attributes are strings: one access instead of WhichOneof first
-        if not v:
-            v = _any(value, cap)
-        elif len(v) > cap:
-            v = _truncate(v, cap)
-        column = CONTENT_COLUMNS.get(key)
-        if column is None:
-            attrs[key] = v
-        else:
-            content[column] = v
-    return attrs, content
-
-
 @dataclass(frozen=True)
 class ScopeContext:
     """What every span of one ScopeSpans shares."""
@@ -260,7 +209,7 @@ class ScopeContext:
     trusted_content: bool  # the Verdict SDK's own message attributes are not redacted again
 
 
-def scope_context(policy: IngestPolicy, resource_attrs: dict, resource_json: bytes, scope) -> ScopeContext:
+def scope_context(policy: IngestPolicy, resource_attrs: dict, resource_json: bytes, scope: ScopeData) -> ScopeContext:
     service = resource_attrs.get(sc.SERVICE_NAME)
     redaction = policy.redaction
     return ScopeContext(
@@ -278,21 +227,20 @@ class SpanRow(NamedTuple):
     ignored_claim: str | None  # the tenant the span claimed in vain (ignored_claim)
 
 
-def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
+def span_row(span: SpanData, ctx: ScopeContext, received_ns: int) -> SpanRow:
     """One span -> its row (schema.SPAN_COLUMNS order). Raises SpanRejected for an invalid span."""
     policy = ctx.policy
-    cap = policy.max_attribute_chars
     redaction = policy.redaction
     trace_id, span_id, parent = _ids(span)
     start, end = _times(span)
-    attrs, content = _span_attributes(span.attributes, cap)
+    attrs, content = span.attributes, span.content
     if ctx.resource_claim is None and sc.TENANT_ID not in attrs:
         tenant, ignored = policy.tenant, None  # no claim at all: the common case, no sets built
     else:
         claims = _claims(ctx.resource_attrs, attrs)
         tenant, ignored = _tenant_for(policy, claims), ignored_claim(policy, claims)
     events = span.events
-    raw_events = [SpanEvent(e.name, _attributes(e.attributes, cap)) for e in events] if events else []
+    raw_events = [SpanEvent(e.name, dict(e.attributes)) for e in events] if events else []
     dialect, call = normalise(ctx.scope_name or "", span.name, attrs, content, raw_events)
     get = attrs.get
     intent_key, intent_key_error = _intent(get(sc.INTENT_KEY))
@@ -307,8 +255,7 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
     if intent_key_error is not None and redaction.mode != "off":  # a refused key may be personal data
         attrs[sc.INTENT_KEY] = redaction.value(attrs[sc.INTENT_KEY])
     kind = span.kind
-    status = span.status
-    code = status.code
+    code = span.status_code
     links = span.links
     dropped = (span.dropped_attributes_count, span.dropped_events_count, span.dropped_links_count)
     return SpanRow(tenant, start // _NS_PER_DAY, dialect, (
@@ -322,14 +269,14 @@ def span_row(span, ctx: ScopeContext, received_ns: int) -> SpanRow:
         end,
         end - start,
         _STATUS[code] if 0 <= code < 3 else str(code),
-        redaction.value(status.message) if status.message else None,
+        redaction.value(span.status_message) if span.status_message else None,
         ctx.service,
         ctx.scope_name,
         ctx.scope_version,
         ctx.resource_json,
         _json(attrs),
         _events(raw_events, events, redaction) if events else "[]",
-        _links(links, cap, redaction) if links else "[]",
+        _links(links, redaction) if links else "[]",
         _json(dict(zip(("attributes", "events", "links"), dropped, strict=True))) if any(dropped) else None,
         structural(call.operation),
         structural(call.provider),
@@ -365,8 +312,10 @@ def _message_column(value, sent, ctx: ScopeContext, redaction: ServerRedaction) 
 
 
 def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> FlattenResult:
+    """request: collector.spandata's tuples (decoded), or an upb ExportTraceServiceRequest."""
     received_ns = time.time_ns() if received_ns is None else received_ns
-    cap = policy.max_attribute_chars
+    resources: list[ResourceData] = (
+        request if isinstance(request, list) else from_message(request, policy.max_attribute_chars))
     partitions: dict[tuple[str, str], Partition] = {}
     day_names: dict[int, str] = {}
     dialects: dict[str, int] = {}
@@ -376,12 +325,12 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
     reasons: list[str] = []
     first_day = policy.first_kept_day(received_ns)
 
-    for r, resource_spans in enumerate(request.resource_spans):
-        resource_attrs = _attributes(resource_spans.resource.attributes, cap)
+    for r, resource in enumerate(resources):
+        resource_attrs = dict(resource.attributes)
         resource_json = _json(policy.redaction.attributes(dict(resource_attrs)))
-        for s, scope_spans in enumerate(resource_spans.scope_spans):
-            ctx = scope_context(policy, resource_attrs, resource_json, scope_spans.scope)
-            for i, span in enumerate(scope_spans.spans):
+        for s, scope in enumerate(resource.scopes):
+            ctx = scope_context(policy, resource_attrs, resource_json, scope)
+            for i, span in enumerate(scope.spans):
                 try:
                     tenant, day, dialect, row, ignored = span_row(span, ctx, received_ns)
                     if day < first_day:
@@ -400,8 +349,8 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
                     part = partitions[(tenant, date)] = Partition(tenant, date)
                 part.rows.append(row)
                 if dialect is None:
-                    scope = ctx.scope_name or "(no scope)"
-                    unrecognised[scope] = unrecognised.get(scope, 0) + 1
+                    name = ctx.scope_name or "(no scope)"
+                    unrecognised[name] = unrecognised.get(name, 0) + 1
                 else:
                     dialects[dialect] = dialects.get(dialect, 0) + 1
                 if ignored is not None:
@@ -410,7 +359,7 @@ def flatten(request, policy: IngestPolicy, received_ns: int | None = None) -> Fl
     return FlattenResult(partitions, accepted, rejected, reasons, dialects, unrecognised, outside, ignored_claims)
 
 
-def _events(raw: list[SpanEvent], events, redaction: ServerRedaction) -> bytes:
+def _events(raw: list[SpanEvent], events: list[Event], redaction: ServerRedaction) -> bytes:
     out = []
     for decoded, e in zip(raw, events, strict=True):
         item = {"name": e.name, "time_unix_nano": e.time_unix_nano,
@@ -421,14 +370,14 @@ def _events(raw: list[SpanEvent], events, redaction: ServerRedaction) -> bytes:
     return _json(out)
 
 
-def _links(links, cap: int, redaction: ServerRedaction) -> bytes:
+def _links(links: list[Link], redaction: ServerRedaction) -> bytes:
     return _json(
         [
             {
                 "trace_id": link.trace_id.hex(),
                 "span_id": link.span_id.hex(),
                 "trace_state": link.trace_state or None,
-                "attributes": redaction.attributes(_attributes(link.attributes, cap)),
+                "attributes": redaction.attributes(dict(link.attributes)),
             }
             for link in links
         ]

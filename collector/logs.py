@@ -19,17 +19,20 @@ from collector.flatten import (
     IngestPolicy,
     Partition,
     SpanRejected,
-    _any,
-    _attributes,
     _claims,
     _json,
     _tenant_for,
     ignored_claim,
     outside_retention,
 )
+from collector.spandata import any_value
 from verdict.semconv import SERVICE_NAME
 
 _MAX_NS = 2**63 - 1
+
+
+def _attributes(kvs, cap: int) -> dict:
+    return {kv.key: any_value(kv.value, cap) for kv in kvs}
 
 
 def _ids(record) -> tuple[str | None, str | None]:
@@ -82,7 +85,7 @@ def flatten_logs(request, policy: IngestPolicy, received_ns: int | None = None) 
                         reasons.append(f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{i}]: {exc}")
                     continue
                 date = time.strftime("%Y-%m-%d", time.gmtime(at // _NS_PER_DAY * 86_400))
-                body = _any(record.body, cap) if record.HasField("body") else None
+                body = any_value(record.body, cap) if record.HasField("body") else None
                 event_name = getattr(record, "event_name", "") or attrs.get("event.name")
                 event_name = None if event_name is None else str(event_name)
                 messages = collect(event_messages(event_name, attrs, body))

@@ -1,7 +1,8 @@
 """OTLP/HTTP request bodies -> Export{Trace,Logs}ServiceRequest (protobuf or OTLP JSON, optionally gzip).
 
-Decoding is done once, with the upb-backed generated messages; every failure becomes a
-`RequestError` carrying the HTTP status and a message saying what is wrong.
+Parsing is done once, with the upb-backed generated messages (protobuf traces go to the compiled
+decoder first: collector.spandata, collector.decoding); every failure becomes a `RequestError`
+carrying the HTTP status and a message saying what is wrong.
 """
 
 from __future__ import annotations
@@ -199,14 +200,6 @@ def parse_json(data: bytes, signal: Signal = TRACES):
     except (json_format.ParseError, ValueError, TypeError, AttributeError) as exc:
         raise RequestError(400, f"invalid OTLP JSON: {str(exc)[:300]}") from None
     return request
-
-
-def decode(body: bytes, content_type: str | None, content_encoding: str | None, max_bytes: int,
-           signal: Signal = TRACES):
-    """Body -> (Export*ServiceRequest, media type). Raises RequestError (4xx)."""
-    kind = media_type(content_type)
-    data = decompress(body, content_encoding, max_bytes)
-    return (parse_protobuf(data, signal) if kind == PROTOBUF else parse_json(data, signal)), kind
 
 
 def encode_response(kind: str, rejected: int, message: str, signal: Signal = TRACES) -> bytes:

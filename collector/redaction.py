@@ -196,7 +196,7 @@ class ServerRedaction:
         """The content redactor for one scope's spans: identity when the sender is a trusted SDK."""
         if not (self.trust_sdk and authenticated):
             return self.content
-        for kv in scope_attributes:
-            if kv.key == SDK_REDACTION_ATTRIBUTE:
-                return _identity if kv.value.string_value == self.version else self.content
+        for key, value in scope_attributes:  # (key, value) pairs as sent (collector.spandata.ScopeData)
+            if key == SDK_REDACTION_ATTRIBUTE:
+                return _identity if value == self.version else self.content
         return self.content
