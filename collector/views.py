@@ -27,7 +27,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from collector import lake
+from collector import call_input, lake
 from collector.compaction import COMPACTED_PREFIX
 from collector.conversations import conversation_statements
 from collector.evaluations import evaluation_statements
@@ -74,6 +74,8 @@ def logs_tenant_dir(data_dir: Path, tenant: TenantId) -> Path:
 
 def _typed_empty(columns=SPAN_COLUMNS) -> str:
     typed = ", ".join(f"NULL::{_DUCKDB_TYPES[c.arrow_type]} AS {c.name}" for c in columns)
+    if columns is SPAN_COLUMNS:  # compacted segments store it; the others (and lakes from before) lack it
+        typed += f", NULL::{call_input.FINGERPRINT_TYPE} AS {call_input.FINGERPRINT_COLUMN}"
     return f"SELECT {typed}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
 
 
@@ -140,18 +142,9 @@ def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | 
 
 
 # Per contested row: the model named (request, else response model; lower case, without a `provider/` prefix
-# or a trailing release date), a fingerprint of the text of its user messages, and its rank among twins.
+# or a trailing release date), its input fingerprint (`llm_call_rows.input_fingerprint`), and its rank among twins.
 _CALL_MODEL = (r"regexp_replace(lower(coalesce(request_model, response_model)), "
                r"'^[a-z0-9_.-]+/|-(\d{4}-\d{2}-\d{2}|\d{8})$', '', 'g')")
-# The messages are parsed once into typed lists (from_json): lambdas over JSON text re-parse every message and
-# cost 3x more. A value that is not text (a number, an object) is its JSON text, as json_extract_string gives it.
-_MESSAGE_PARTS = '[{"role": "VARCHAR", "parts": [{"content": "VARCHAR"}]}]'
-# Only the text is guarded (CASE around the whole expression costs 3x: its branch is evaluated row by row).
-_USER_TEXT = (
-    "nullif(array_to_string(list_transform(flatten(list_transform(list_filter(from_json("
-    f"CASE WHEN json_valid(input_messages) THEN input_messages END, '{_MESSAGE_PARTS}'), lambda m: m.role = 'user'), "
-    "lambda m: m.parts)), lambda p: p.content), chr(31)), '')")
-_CALL_INPUT = f"md5_number({_USER_TEXT})"  # the rule's fingerprint; the key-first pass hashes the text itself (cheaper)
 _PROVIDER_SDK = " OR ".join(f"scope_name LIKE '{scope}%'" for scope in PROVIDER_SDK_SCOPES)
 _CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT"
               " + 4 * (input_tokens IS NOT NULL AND output_tokens IS NOT NULL)::INT"
@@ -210,7 +203,7 @@ def _contested(keys_first: bool) -> str:
         "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
         "  ) USING (kind, key, component)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
-        f"    start_time, end_time, response_id, call_model, {_CALL_INPUT} AS call_input,\n"
+        f"    start_time, end_time, response_id, call_model, input_fingerprint AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
         # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
@@ -229,9 +222,8 @@ def _shared_by_key() -> str:
     return (
         "keyed AS MATERIALIZED (\n  SELECT call_hash,\n"
         "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
-        "    CASE WHEN user_text IS NOT NULL THEN hash(call_service, call_model, user_text) END AS input_key\n"
-        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id,\n"
-        f"      {_USER_TEXT} AS user_text\n"
+        "    CASE WHEN input_fingerprint IS NOT NULL THEN hash(call_service, call_model, input_fingerprint) END AS input_key\n"
+        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id, input_fingerprint\n"
         # A call without a model is in no group: it leaves here.
         "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
         f"repeated AS (\n{repeated}),\n"
@@ -244,17 +236,21 @@ def _shared_by_key() -> str:
     )
 
 
-def _llm_call_rows(with_events: bool) -> str:
+def _llm_call_rows(with_events: bool, stored_spans: str) -> str:
     """VIEW `llm_call_rows`: every span of an inference operation, with every span column (messages from its log
-    events where the span has none): `llm_calls` before the identity rule."""
+    events where the span has none) and its `input_fingerprint`: `llm_calls` before the identity rule.
+    `stored_spans`: `spans` with the fingerprint compaction stored (a span's own messages: events-sourced ones
+    have none stored, so theirs is computed here)."""
     inference = ", ".join(_quote(op) for op in INFERENCE_OPERATIONS)
     if with_events:
         replaced = ", ".join(f"coalesce(s.{c}, e.{c}) AS {c}" for c in MESSAGE_COLUMNS)
-        source = (f"SELECT s.* REPLACE ({replaced}) FROM spans s\n"
+        source = (f"SELECT s.* REPLACE ({replaced}) FROM ({stored_spans}) s\n"
                   f"  LEFT JOIN ({_event_messages()}) e USING (trace_id, span_id)")
     else:
-        source = "SELECT * FROM spans"
-    return f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * FROM ({source})\nWHERE operation IN ({inference})"
+        source = stored_spans
+    return (f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}),\n"
+            f"  {call_input.stored_or_computed()} AS input_fingerprint\nFROM ({source})\n"
+            f"WHERE operation IN ({inference})")
 
 
 def _identity_rule(select: str, detail: bool, keys_first: bool) -> str:
@@ -377,7 +373,10 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     if not parts:
         parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
-    spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
+    stored_spans = f"SELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
+    # The stored input fingerprint is the identity rule's (llm_call_rows.input_fingerprint), not a span attribute.
+    spans = (f"CREATE OR REPLACE VIEW spans AS\nSELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}) FROM "
+             f"({stored_spans})")
     # A superset of `spans`' keyed rows without its dedupe window, so a filter on a key reaches the files.
     keys = ("CREATE OR REPLACE VIEW span_conversation_keys AS\nSELECT trace_id, conversation_id FROM (\n"
             + "\nUNION ALL BY NAME\n".join(stored or [_typed_empty()]) + ")\nWHERE conversation_id IS NOT NULL")
@@ -386,7 +385,7 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     # runs only when two or more dialects or instrumentation scopes are present.
     deduplicate = facts.instrumentations > 1
     keys_first = not facts.repeated_prompts if keys_first is None else keys_first
-    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(with_events),
+    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(with_events, stored_spans),
             _llm_call_duplicates(deduplicate, keys_first), _llm_calls(deduplicate, keys_first), _llm_calls_audit(),
             *conversation_statements(tenant),
             *evaluation_statements()]
