@@ -318,29 +318,26 @@ def _stored_fingerprints(data) -> int:
 @given(layout=st.sampled_from(["compacted", "mixed"]), events=st.booleans(), calls=st.lists(_CALL, min_size=1, max_size=8))
 def test_compacted_and_mixed_lakes_equal_the_reference_rule(tmp_path_factory, layout, events, calls):
     data = tmp_path_factory.mktemp(layout)
+    lake.prepare(data)
     spans: list[dict] = []
-    first: list[dict] = []
+    first, rest = [], []  # as written: each call's first description, the others
     for call in calls:
-        described = _spans([call])
-        for k, span in enumerate(described):
+        for k, span in enumerate(_spans([call])):
             span["span_id"] = f"{len(spans) + 1:016x}"
             spans.append(span)
-            if k == 0:
-                first.append(span)
-    by_event = [s for s in first if events]
-    written = [dict(s, input_messages=None) if s in by_event else s for s in spans]
-    lake.prepare(data)
-    _write_events(data, by_event)
+            if k == 0 and events:
+                _write_events(data, [span])
+                span = dict(span, input_messages=None)
+            (rest if k else first).append(span)
     if layout == "compacted":
-        _write(data, written)
+        _write(data, first + rest)
         _compact(data)
     else:
-        _write(data, [w for w, s in zip(written, spans) if s in first])
+        _write(data, first)
         _compact(data)
-        rest = [w for w, s in zip(written, spans) if s not in first]
         if rest:
             _write(data, rest)
-    compacted = written if layout == "compacted" else [w for w, s in zip(written, spans) if s in first]
+    compacted = first + rest if layout == "compacted" else first
     assert _stored_fingerprints(data) == sum(_fingerprint(w) is not None for w in compacted)
     expected = reference(spans)
     for shown in (_llm_calls(data, True), _llm_calls(data, False), _llm_calls(data)):
