@@ -143,12 +143,8 @@ def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | 
 
 # Per contested row: the model named (request, else response model; lower case, without a `provider/` prefix
 # or a trailing release date), its input fingerprint (`llm_call_rows.input_fingerprint`), and its rank among twins.
-# Each column normalised on its own, then coalesced (the same value: a non-NULL name stays non-NULL): DuckDB then
-# runs the regex once per distinct name of a dictionary-encoded column chunk, not once per row (1.2 s of CPU per
-# 10 M rows when coalesced first).
-_CALL_MODEL = "coalesce({})".format(", ".join(
-    rf"regexp_replace(lower({column}), '^[a-z0-9_.-]+/|-(\d{{4}}-\d{{2}}-\d{{2}}|\d{{8}})$', '', 'g')"
-    for column in ("request_model", "response_model")))
+_CALL_MODEL = (r"regexp_replace(lower(coalesce(request_model, response_model)), "
+               r"'^[a-z0-9_.-]+/|-(\d{4}-\d{2}-\d{2}|\d{8})$', '', 'g')")
 _PROVIDER_SDK = " OR ".join(f"scope_name LIKE '{scope}%'" for scope in PROVIDER_SDK_SCOPES)
 _CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT"
               " + 4 * (input_tokens IS NOT NULL AND output_tokens IS NOT NULL)::INT"
@@ -216,26 +212,21 @@ def _contested(keys_first: bool) -> str:
 
 def _shared_by_key() -> str:
     """CTE `shared` (with `keyed`): every call with a model whose response id key (kind 1) or input key (kind 2) a call
-    of another instrumentation has too, once per such key. Keys are hashes, counted in one pass that also keeps the
-    least and greatest call of each: most keys occur once and leave there, a key of two calls (a twin) names both, and
-    only keys of more calls read the calls again (`keyed` is not materialized: holding every call's keys cost more
-    than the rest of the rule; with no such key, that read stops at once). Their instrumentation and times are read
-    again, unparsed, by the call's hash (a collision only adds a row), and compared exactly only for repeated keys."""
+    of another instrumentation has too, once per such key. `keyed` holds only hashes: most keys occur once, and those
+    leave through an integer count before a call's instrumentation and times are read (again, unparsed, by its hash;
+    a collision only adds a row), so the strings are held and compared (exactly, min <> max) only for repeated keys."""
+    repeated = " UNION ALL\n".join(
+        f"  SELECT call_hash, {kind} AS kind, {key} AS key FROM keyed SEMI JOIN (\n"
+        f"    SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
+        for kind, key in ((1, "id_key"), (2, "input_key")))
     return (
-        "keyed AS NOT MATERIALIZED (\n  SELECT * FROM (\n    SELECT call_hash, unnest([1, 2]) AS kind,\n"
-        "      unnest([CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END,\n"
-        "              CASE WHEN input_fingerprint IS NOT NULL THEN hash(call_service, call_model, input_fingerprint) END])"
-        " AS key\n"
-        "    FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id, input_fingerprint\n"
+        "keyed AS MATERIALIZED (\n  SELECT call_hash,\n"
+        "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
+        "    CASE WHEN input_fingerprint IS NOT NULL THEN hash(call_service, call_model, input_fingerprint) END AS input_key\n"
+        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id, input_fingerprint\n"
         # A call without a model is in no group: it leaves here.
-        "      FROM candidates WHERE coalesce(request_model, response_model) IS NOT NULL))\n  WHERE key IS NOT NULL\n),\n"
-        "key_counts AS MATERIALIZED (\n  SELECT kind, key, count(*) AS calls, min(call_hash) AS least, max(call_hash) AS greatest\n"
-        "  FROM keyed GROUP BY kind, key HAVING count(*) > 1\n),\n"
-        "repeated AS (\n"
-        "  SELECT least AS call_hash, kind, key FROM key_counts WHERE calls = 2 UNION ALL\n"
-        "  SELECT greatest AS call_hash, kind, key FROM key_counts WHERE calls = 2 UNION ALL\n"
-        "  SELECT call_hash, kind, key FROM keyed SEMI JOIN (SELECT kind, key FROM key_counts WHERE calls > 2)"
-        " USING (kind, key)\n),\n"
+        "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
+        f"repeated AS (\n{repeated}),\n"
         "repeated_calls AS (\n  SELECT r.call_hash, c.instrumentation, c.start_time, c.end_time, r.kind, r.key FROM repeated r\n"
         "  JOIN (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time FROM candidates) c\n"
         "  USING (call_hash)\n),\n"
