@@ -305,8 +305,9 @@ def _stored_fingerprints(data) -> int:
         return 0
     with duckdb.connect() as con:
         assert con.execute(call_input.disagreeing(files)).fetchone() == (0,)
-        return con.execute(f"SELECT count({call_input.FINGERPRINT_COLUMN}) FROM read_parquet(?, union_by_name = true)",
-                           [files]).fetchone()[0]
+        (stored,) = con.execute(  # type: ignore[misc]  # an aggregate: one row
+            f"SELECT count({call_input.FINGERPRINT_COLUMN}) FROM read_parquet(?, union_by_name = true)", [files]).fetchone()
+        return stored
 
 
 # compacted: every span in compacted segments (the stored fingerprint read); mixed: each call's first description
@@ -320,7 +321,8 @@ def test_compacted_and_mixed_lakes_equal_the_reference_rule(tmp_path_factory, la
     data = tmp_path_factory.mktemp(layout)
     lake.prepare(data)
     spans: list[dict] = []
-    first, rest = [], []  # as written: each call's first description, the others
+    first: list[dict] = []  # as written: each call's first description, and the others
+    rest: list[dict] = []
     for call in calls:
         for k, span in enumerate(_spans([call])):
             span["span_id"] = f"{len(spans) + 1:016x}"

@@ -57,7 +57,8 @@ def test_the_definition_is_pinned_to_the_reference():
     with duckdb.connect() as con:
         for value in INPUTS:
             raw = _raw(value)
-            (stored,) = con.execute(f"SELECT {call_input.STORED} FROM (SELECT ? AS input_messages)", [raw]).fetchone()
+            (stored,) = con.execute(  # type: ignore[misc]  # one row
+                f"SELECT {call_input.STORED} FROM (SELECT ? AS input_messages)", [raw]).fetchone()
             assert (None if stored is None else bytes(stored)) == _reference(raw), raw
     assert call_input.FINGERPRINT_COLUMN == "input_fingerprint_v1"
 
@@ -103,7 +104,7 @@ def test_a_stored_fingerprint_that_disagrees_is_detected(tmp_path, column):
     with duckdb.connect() as con:
         con.execute(f"COPY (SELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}), "
                     f"unhex(md5(coalesce(input_messages, ''))) AS {column} FROM read_parquet(?)) TO '{wrong}'", [files])
-        bad = con.execute(call_input.disagreeing([wrong])).fetchone()[0]
+        (bad,) = con.execute(call_input.disagreeing([wrong])).fetchone()  # type: ignore[misc]  # a count: one row
         assert bad == (len(INPUTS) + 1 if column == call_input.FINGERPRINT_COLUMN else 0)  # every span
         for f in files:
             Path(f).unlink()
