@@ -203,7 +203,7 @@ def _contested(keys_first: bool) -> str:
         "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
         "  ) USING (kind, key, component)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
-        f"    start_time, end_time, response_id, call_model, input_fingerprint AS call_input,\n"
+        f"    start_time, end_time, response_id, call_model, {call_input.stored_or_computed()} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
         # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
@@ -223,7 +223,8 @@ def _shared_by_key() -> str:
         "keyed AS MATERIALIZED (\n  SELECT call_hash,\n"
         "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
         "    CASE WHEN input_fingerprint IS NOT NULL THEN hash(call_service, call_model, input_fingerprint) END AS input_key\n"
-        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id, input_fingerprint\n"
+        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id,\n"
+        f"      {call_input.stored_or_computed()} AS input_fingerprint\n"
         # A call without a model is in no group: it leaves here.
         "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
         f"repeated AS (\n{repeated}),\n"
@@ -238,9 +239,11 @@ def _shared_by_key() -> str:
 
 def _llm_call_rows(with_events: bool, stored_spans: str) -> str:
     """VIEW `llm_call_rows`: every span of an inference operation, with every span column (messages from its log
-    events where the span has none) and its `input_fingerprint`: `llm_calls` before the identity rule.
-    `stored_spans`: `spans` with the fingerprint compaction stored (a span's own messages: events-sourced ones
-    have none stored, so theirs is computed here)."""
+    events where the span has none), the fingerprint compaction stored (`call_input.FINGERPRINT_COLUMN`: NULL where
+    none is) and `input_fingerprint`, the rule's (stored, else computed): `llm_calls` before the identity rule.
+    `stored_spans`: `spans` with the stored fingerprint (of a span's own messages: events-sourced ones have none).
+    The rule computes the fingerprint itself where its rows are filtered: DuckDB evaluates a view's column below a
+    filter above it (the key-first pass, then the contested calls: twice for every call)."""
     inference = ", ".join(_quote(op) for op in INFERENCE_OPERATIONS)
     if with_events:
         replaced = ", ".join(f"coalesce(s.{c}, e.{c}) AS {c}" for c in MESSAGE_COLUMNS)
@@ -248,9 +251,8 @@ def _llm_call_rows(with_events: bool, stored_spans: str) -> str:
                   f"  LEFT JOIN ({_event_messages()}) e USING (trace_id, span_id)")
     else:
         source = stored_spans
-    return (f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}),\n"
-            f"  {call_input.stored_or_computed()} AS input_fingerprint\nFROM ({source})\n"
-            f"WHERE operation IN ({inference})")
+    return (f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT *, {call_input.stored_or_computed()} AS input_fingerprint\n"
+            f"FROM ({source})\nWHERE operation IN ({inference})")
 
 
 def _identity_rule(select: str, detail: bool, keys_first: bool) -> str:
