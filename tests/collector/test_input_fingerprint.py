@@ -20,7 +20,8 @@ import pytest
 
 from collector import call_input, compaction, lake
 from collector.schema import arrow_schema
-from collector.views import view_statements
+from collector.lake_union import LakeUnion
+from collector.views import rule_facts, view_statements
 from tests.collector.test_call_identity_reference import _fingerprint
 from verdict.tenancy import TenantId
 
@@ -93,6 +94,21 @@ def test_compaction_stores_the_fingerprint_the_views_compute(tmp_path):
         assert con.execute("SELECT input_fingerprint FROM llm_call_rows ORDER BY span_id").fetchall() == computed
         # Users see the rule's fingerprint in llm_call_rows, not a stored column that fresh segments lack.
         assert call_input.FINGERPRINT_COLUMN not in [c for (c, *_r) in con.execute("DESCRIBE spans").fetchall()]
+
+
+def test_the_footers_say_whether_the_keys_can_be_the_stored_fingerprints(tmp_path):
+    """The key-first pass keys by stored fingerprints where most messages have one, else by the user text (computing
+    an md5 for every call of a lake compacted before the column costs 2x the text hash: docs/collector.md)."""
+    source = LakeUnion.of(tmp_path)
+    _compacted_lake(tmp_path)
+    with duckdb.connect() as con:
+        assert rule_facts(source, con, TenantId("t"), None).stored_fingerprints
+        for f in lake.partition_dir(tmp_path, "t", "2026-12-01", "spans").glob("c-*.parquet"):
+            con.execute(f"COPY (SELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}) FROM read_parquet('{f}')) "
+                        f"TO '{f}.old' (FORMAT parquet)")
+            Path(f"{f}.old").rename(f)
+    with duckdb.connect() as con:  # a new one: a connection keeps the footers it read
+        assert not rule_facts(source, con, TenantId("t"), None).stored_fingerprints
 
 
 @pytest.mark.parametrize("column", [call_input.FINGERPRINT_COLUMN, "input_fingerprint_v0"])
