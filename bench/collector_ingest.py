@@ -303,10 +303,13 @@ _CALL_S = """
 
 
 def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialects: bool = False,
-                   call_s: float | None = None, same_question: bool = False) -> int:
+                   call_s: float | None = None, same_question: bool = False, stored_fingerprints: bool = True) -> int:
     """Steady state: 30 days compacted, plus fresh segments of the last hour that include retries. Returns the
-    rows stored."""
+    rows stored. The compacted days hold the input fingerprint compaction stores (collector.call_input) unless
+    `stored_fingerprints` is false (segments compacted before it was stored)."""
     import duckdb
+
+    from collector import call_input
 
     days, fresh_segments, fresh_rows = 30, 20, 5_000
     per_day = (rows - fresh_segments * fresh_rows) // days
@@ -323,6 +326,8 @@ def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialect
         part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
         part.mkdir(parents=True)
         select = rows_of(offset=d * per_day, date=date, step_us=86_400_000_000 // per_day, n=per_day)
+        if stored_fingerprints and two_dialects:  # the one-instrumentation lake has no messages
+            select = f"SELECT *, {call_input.STORED} FROM ({select})"
         con.execute(f"COPY ({select} ORDER BY start_time) TO '{part}/c-0-bench.parquet' "
                     "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)")
     # Fresh segments of the last day: new spans, and every fourth segment re-sends 1,000 old ones.

@@ -107,9 +107,9 @@ started, cpu_started = time.perf_counter(), time.process_time()
 sampled = sum(sample(store, Path(sys.argv[2]), TenantId(t), Sampling(), datetime.fromisoformat(sys.argv[4])).sampled
               for t in sys.argv[5:])
 seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu_started  # CPU: every thread's
-# This process's own peak (VmHWM), not ru_maxrss: Linux carries the parent's peak into a child's ru_maxrss at
-# exec (the lake builder's, ~1 GiB at 10M traces, hid the sampler's own ~480 MiB).
-rss = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")) / 1024
+# This process's own peak, not ru_maxrss (the lake builder's, ~1 GiB at 10M traces, hid the sampler's own ~480 MiB).
+import os, runpy
+rss = runpy.run_path(os.environ["VERDICT_BENCH_OWN_PEAK"])["own_peak_mib"]()
 con = duckdb.connect(str(store.path), read_only=True)
 picks = con.execute("SELECT string_agg(tenant_id || trace_id, ',' ORDER BY tenant_id, trace_id) FROM sampled_traces")
 print(json.dumps({"sampled": sampled, "seconds": seconds, "cpu_s": cpu_s, "peak_rss_mib": rss,
@@ -121,7 +121,8 @@ def sample_in_child(code: Path | None, data_dir: Path, state_dir: Path) -> dict:
     """Both tenants sampled by a fresh interpreter (`code`: another checkout to import the sampler from)."""
     import subprocess
 
-    env = {**os.environ, "PYTHONPATH": str(code or Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(code or Path(__file__).resolve().parents[1]),
+           "VERDICT_BENCH_OWN_PEAK": str(Path(__file__).with_name("own_peak.py"))}  # this checkout's, by path
     done = subprocess.run([sys.executable, "-c", _SAMPLE_CHILD, str(code or ""), str(data_dir), str(state_dir),
                            NOW.isoformat(), *TENANTS], env=env, capture_output=True, text=True, check=True)
     last = done.stdout.splitlines()[-1]

@@ -7,7 +7,8 @@ question, none twinned), then in one DuckDB session per checkout (views from `ve
 code and of --baseline DIR, e.g. `git archive <rev> | tar -x -C DIR`): the bench's query over `llm_calls` in both,
 the same query over `llm_call_rows` (the rule off), and the rule's steps one on top of the other (read the
 messages, validate them, parse the user text, normalise the model, hash and count the keys), and the rejected
-TRY(from_json) in place of the json_valid guard, also with some messages not JSON. Process CPU
+TRY(from_json) in place of the json_valid guard, also with some messages not JSON; over the compacted days' files,
+the stored input fingerprint read three ways (collector/call_input.py: only the views' guard skips the parse). Process CPU
 (DuckDB's threads included), rounds interleaved, medians.
 """
 
@@ -29,8 +30,10 @@ if str(ROOT) not in sys.path:
 import duckdb  # noqa: E402
 
 from bench.collector_ingest import SQL_QUERY, build_sql_lake  # noqa: E402
-from collector.views import _CALL_MODEL, _USER_TEXT  # noqa: E402
+from collector import call_input  # noqa: E402
+from collector.views import _CALL_MODEL  # noqa: E402
 
+_USER_TEXT = call_input.user_text()
 QUERY_OF = SQL_QUERY.replace(" ORDER BY day, intent_key", "")  # the order is 150 rows: not what is measured
 _GUARD = "CASE WHEN json_valid(input_messages) THEN input_messages END"
 # The alternative to the json_valid guard (rejected, docs/collector.md): TRY turns from_json's error into NULL.
@@ -53,8 +56,11 @@ def session(code: Path, data_dir: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def pieces(now: duckdb.DuckDBPyConnection, before: duckdb.DuckDBPyConnection) -> dict[str, tuple]:
+def pieces(now: duckdb.DuckDBPyConnection, before: duckdb.DuckDBPyConnection, data_dir: Path) -> dict[str, tuple]:
     rows = "FROM llm_call_rows"
+    # The compacted days as files (their stored fingerprint is not a column of the views): how it is read.
+    compacted = f"FROM read_parquet('{data_dir}/spans/*/*/c-*.parquet')"
+    stored, computed = call_input.FINGERPRINT_COLUMN, call_input.fingerprint(_USER_TEXT)
     return {
         "the query, this code (rule on)": (now, QUERY_OF),
         "the query, baseline": (before, QUERY_OF),
@@ -67,6 +73,12 @@ def pieces(now: duckdb.DuckDBPyConnection, before: duckdb.DuckDBPyConnection) ->
         "user text, TRY(from_json) instead of json_valid": (now, f"SELECT count({TRY_TEXT}) {rows}"),
         "user text, 1 in 500 messages not JSON: json_valid": (now, f"SELECT count({_USER_TEXT}) FROM {SOME_INVALID}"),
         "user text, 1 in 500 messages not JSON: TRY": (now, f"SELECT count({TRY_TEXT}) FROM {SOME_INVALID}"),
+        "compacted days: stored fingerprint, parse guarded in the json_valid CASE (the views')": (
+            now, f"SELECT count({call_input.stored_or_computed()}) {compacted}"),
+        "compacted days: coalesce(stored, computed), unguarded": (now, f"SELECT count(coalesce({stored}, {computed})) {compacted}"),
+        "compacted days: CASE WHEN stored IS NULL THEN computed": (
+            now, f"SELECT count(CASE WHEN {stored} IS NULL THEN {computed} ELSE {stored} END) {compacted}"),
+        "compacted days: fingerprint computed (none stored)": (now, f"SELECT count({computed}) {compacted}"),
         "model normalisation + instrumentation (apart)": (
             now, f"SELECT count({_CALL_MODEL}), sum(length(coalesce(dialect, '') || '|' || coalesce(scope_name, ''))) {rows}"),
         "+ key hash, GROUP BY key HAVING count(*) > 1": (
@@ -87,7 +99,7 @@ def main() -> None:
         data_dir = args.data_dir or Path(tmp) / "data"
         if not args.data_dir:
             build_sql_lake(data_dir, args.rows, two_dialects=True)
-        timed = pieces(session(ROOT, data_dir), session(args.baseline.resolve(), data_dir))
+        timed = pieces(session(ROOT, data_dir), session(args.baseline.resolve(), data_dir), data_dir)
         cpu: dict[str, list[float]] = {name: [] for name in timed}
         for _ in range(args.rounds):
             for name, (con, sql) in timed.items():

@@ -21,7 +21,9 @@
    of each `verdict sql` process; --runs each). With --call-s S, every call lasts S
    seconds (0.9 otherwise): 30 makes each call overlap the next of its own model and service all day (the
    overlap sweep the identity rule used before could then prune no call). With --same-question every call's user
-   message is the same text (one prompt sent all day by both instrumentations: every key is shared).
+   message is the same text (one prompt sent all day by both instrumentations: every key is shared). The compacted
+   days hold the input fingerprint as compaction stores it; --unstored-fingerprints leaves it out (a lake
+   compacted before it was stored: every call's user messages are parsed when read).
 2. Ingest throughput of the real collector with shipping off, then on (`--lake-url` to the same server,
    sealing every 5 s); target: shipping on stays at or above 25,000 spans/s (bench/collector_ingest.py).
 """
@@ -61,12 +63,15 @@ def _sql_seconds(args: list[str], runs: int = 3, cpu: list[float] | None = None,
                  code: Path = ROOT, rss: list[float] | None = None) -> tuple[float, str]:
     """Median wall seconds of `verdict sql` (the checkout `code`'s) and its output; each run's CPU seconds (user +
     system, the figure a busy machine disturbs least) are appended to `cpu` and its peak RSS (MiB) to `rss`
-    when given. Both come from wait4 on that one child: RUSAGE_CHILDREN's peak is the largest of every child."""
+    when given. CPU comes from wait4 on that one child (RUSAGE_CHILDREN sums every child), the peak from the child
+    itself (bench/own_peak.py: wait4's ru_maxrss would be this process's peak, the lake builder's, when larger)."""
     timings = []
     for _ in range(runs):
-        with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        with (tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr,
+              tempfile.NamedTemporaryFile("r") as peak):
             started = time.perf_counter()
-            child = subprocess.Popen([sys.executable, "-m", "verdict_daemon.cli", "sql", SQL_QUERY, "--tenant", "bench",
+            child = subprocess.Popen([sys.executable, str(ROOT / "bench" / "own_peak.py"), peak.name,
+                                      "-m", "verdict_daemon.cli", "sql", SQL_QUERY, "--tenant", "bench",
                                       "--format", "csv", *args], stdout=stdout, stderr=stderr, text=True, cwd=code,
                                      env={**os.environ, "PYTHONPATH": str(code)})
             _, status, usage = os.wait4(child.pid, 0)
@@ -76,10 +81,10 @@ def _sql_seconds(args: list[str], runs: int = 3, cpu: list[float] | None = None,
             out = stdout.read()
             if child.returncode != 0:
                 raise SystemExit(f"verdict sql {' '.join(args)} failed: {stderr.read()}")
+            if rss is not None:
+                rss.append(float(peak.read()))
         if cpu is not None:
             cpu.append(usage.ru_utime + usage.ru_stime)
-        if rss is not None:
-            rss.append(usage.ru_maxrss / 1024)  # Linux reports KiB
     return statistics.median(timings), out
 
 
@@ -169,13 +174,14 @@ def read_object_store(server, data_dir: Path, files: list[Path], local_s: float,
 
 def read_phase(rows: int, server, engines: bool, two_dialects: bool = False, baseline: Path | None = None,
                call_s: float | None = None, same_question: bool = False, runs: int = 4,
-               object_store: bool = True) -> None:
+               object_store: bool = True, stored_fingerprints: bool = True) -> None:
     baseline_cpu: list[float] = []
     local_cpu: list[float] = []
     baseline_s = identity_rule_baseline(rows, baseline_cpu, call_s) if two_dialects else None
     with tempfile.TemporaryDirectory(prefix="verdict-bench-lake-") as tmp:
         data_dir = Path(tmp) / "data"
-        stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects, call_s=call_s, same_question=same_question)
+        stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects, call_s=call_s, same_question=same_question,
+                                stored_fingerprints=stored_fingerprints)
         local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)], cpu=local_cpu)
         files = sorted(data_dir.rglob("*.parquet"))
         print(f"[read] {stored:,} spans in {len(files)} files, {sum(f.stat().st_size for f in files) / 1e6:.0f} MB; "
@@ -221,6 +227,8 @@ def main() -> None:
                         help="with --two-dialects: every call asks the same question (every key shared)")
     parser.add_argument("--baseline", type=Path, help="a checkout whose `verdict sql` is timed on the same lake")
     parser.add_argument("--runs", type=int, default=4, help="with --baseline: alternating runs of each checkout")
+    parser.add_argument("--unstored-fingerprints", action="store_true",
+                        help="compacted days without the input fingerprint compaction stores (compacted before it)")
     parser.add_argument("--no-object-store", action="store_true",
                         help="read phase on local disk only (no upload to the S3 server, no other engines)")
     args = parser.parse_args()
@@ -231,7 +239,7 @@ def main() -> None:
         if args.rows:
             read_phase(args.rows, server, bool(args.engines), args.two_dialects,
                        args.baseline.resolve() if args.baseline else None, args.call_s, args.same_question,
-                       args.runs, not args.no_object_store)
+                       args.runs, not args.no_object_store, not args.unstored_fingerprints)
         if args.seconds:
             ingest_phases(args.seconds, args.clients, server)
     finally:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from collector import lake, retire
+from collector import call_input, lake, retire
 
 log = logging.getLogger("verdict.collector")
 
@@ -102,12 +102,14 @@ def _steps(inputs: list[Path]) -> list[list[Path]]:
 class _Table:
     key: str  # what identifies a row: its copies (exporter retries) share it
     order: str  # the time column compacted segments are sorted by; a copy has its original's value
+    derived: str = ""  # columns computed once here for every reader (", <expr> AS <name>")
 
 
 # Log records' `time` is the received time when a record carries neither time nor observed time, so
 # such a record's late copy can escape the pruned duplicate check; the `logs` view deduplicates every
 # record by record_id anyway, compacted or not.
-_TABLES = {"spans": _Table("trace_id, span_id", "start_time"), "logs": _Table("record_id", "time")}
+_TABLES = {"spans": _Table("trace_id, span_id", "start_time", f", {call_input.STORED}"),
+           "logs": _Table("record_id", "time")}
 
 
 def compact_partition(data_dir: Path, part: Path, min_segments: int, table: str = "spans",
@@ -157,7 +159,7 @@ def _merge(data_dir: Path, part: Path, inputs: list[Path], compacted: list[Path]
             )
         target = str(tmp).replace("'", "''")
         con.execute(
-            f"COPY (SELECT * FROM {fresh} {already}"
+            f"COPY (SELECT *{table.derived} FROM {fresh} {already}"
             f"QUALIFY row_number() OVER (PARTITION BY {table.key} ORDER BY received_at) = 1 "
             f"ORDER BY {table.order}) TO {_quote(target)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)"
         )

@@ -27,7 +27,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from collector import lake
+from collector import call_input, lake
 from collector.compaction import COMPACTED_PREFIX
 from collector.conversations import conversation_statements
 from collector.evaluations import evaluation_statements
@@ -74,6 +74,8 @@ def logs_tenant_dir(data_dir: Path, tenant: TenantId) -> Path:
 
 def _typed_empty(columns=SPAN_COLUMNS) -> str:
     typed = ", ".join(f"NULL::{_DUCKDB_TYPES[c.arrow_type]} AS {c.name}" for c in columns)
+    if columns is SPAN_COLUMNS:  # compacted segments store it; the others (and lakes from before) lack it
+        typed += f", NULL::{call_input.FINGERPRINT_TYPE} AS {call_input.FINGERPRINT_COLUMN}"
     return f"SELECT {typed}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
 
 
@@ -114,6 +116,18 @@ class RuleFacts:
     # Most input_messages values (not NULLs) lie in column chunks a writer stored dictionary-encoded: prompts repeat
     # (DuckDB's writer, which compacts, keeps a dictionary only for a few thousand distinct values per row group).
     repeated_prompts: bool
+    # Most input_messages values lie in files that store the input fingerprint (compacted since it was added).
+    stored_fingerprints: bool = False
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """How the identity rule prunes (the answer is the same either way): `keys_first` as `_contested`; `stored_keys`:
+    the key-first pass keys calls by the input fingerprint (stored, computed where not), else by their parsed user
+    text, hashed (cheaper than computing a fingerprint for every call where few are stored)."""
+
+    keys_first: bool
+    stored_keys: bool
 
 
 def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | None) -> RuleFacts:
@@ -123,8 +137,8 @@ def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | 
         return RuleFacts(0, False)
     stats = con.execute(
         "SELECT path_in_schema, file_name, stats_min_value, stats_max_value, stats_null_count, encodings, num_values "
-        "FROM parquet_metadata(?) WHERE path_in_schema IN ('dialect', 'scope_name', 'input_messages')",
-        [files]).fetchall()
+        "FROM parquet_metadata(?) WHERE path_in_schema IN ('dialect', 'scope_name', 'input_messages', ?)",
+        [files, call_input.FINGERPRINT_COLUMN]).fetchall()
     counts = []
     for column in ("dialect", "scope_name"):
         found = [row[1:5] for row in stats if row[0] == column]
@@ -133,25 +147,19 @@ def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | 
             values.add(None)  # NULLs, or files from before the column
         counts.append(len(values))
     # Values, not NULLs: spans whose messages came as log events leave the column empty.
-    prompts = [(any(e.strip().endswith("DICTIONARY") for e in (row[5] or "").split(",")), (row[6] or 0) - (row[4] or 0))
-               for row in stats if row[0] == "input_messages"]
-    repeated = sum(n for dictionary, n in prompts if dictionary)
-    return RuleFacts(max(counts), 2 * repeated > sum(n for _d, n in prompts))
+    prompts = [(any(e.strip().endswith("DICTIONARY") for e in (row[5] or "").split(",")), (row[6] or 0) - (row[4] or 0),
+                row[1]) for row in stats if row[0] == "input_messages"]
+    storing = {row[1] for row in stats if row[0] == call_input.FINGERPRINT_COLUMN}
+    total = sum(n for _d, n, _f in prompts)
+    repeated = sum(n for dictionary, n, _f in prompts if dictionary)
+    stored = sum(n for _d, n, file in prompts if file in storing)
+    return RuleFacts(max(counts), 2 * repeated > total, 2 * stored > total)
 
 
 # Per contested row: the model named (request, else response model; lower case, without a `provider/` prefix
-# or a trailing release date), a fingerprint of the text of its user messages, and its rank among twins.
+# or a trailing release date), its input fingerprint (`llm_call_rows.input_fingerprint`), and its rank among twins.
 _CALL_MODEL = (r"regexp_replace(lower(coalesce(request_model, response_model)), "
                r"'^[a-z0-9_.-]+/|-(\d{4}-\d{2}-\d{2}|\d{8})$', '', 'g')")
-# The messages are parsed once into typed lists (from_json): lambdas over JSON text re-parse every message and
-# cost 3x more. A value that is not text (a number, an object) is its JSON text, as json_extract_string gives it.
-_MESSAGE_PARTS = '[{"role": "VARCHAR", "parts": [{"content": "VARCHAR"}]}]'
-# Only the text is guarded (CASE around the whole expression costs 3x: its branch is evaluated row by row).
-_USER_TEXT = (
-    "nullif(array_to_string(list_transform(flatten(list_transform(list_filter(from_json("
-    f"CASE WHEN json_valid(input_messages) THEN input_messages END, '{_MESSAGE_PARTS}'), lambda m: m.role = 'user'), "
-    "lambda m: m.parts)), lambda p: p.content), chr(31)), '')")
-_CALL_INPUT = f"md5_number({_USER_TEXT})"  # the rule's fingerprint; the key-first pass hashes the text itself (cheaper)
 _PROVIDER_SDK = " OR ".join(f"scope_name LIKE '{scope}%'" for scope in PROVIDER_SDK_SCOPES)
 _CALL_RANK = ("8 * (input_messages IS NOT NULL AND output_messages IS NOT NULL)::INT"
               " + 4 * (input_tokens IS NOT NULL AND output_tokens IS NOT NULL)::INT"
@@ -179,7 +187,7 @@ def _islands(name: str, key: str, valid: str) -> str:
     )
 
 
-def _contested(keys_first: bool) -> str:
+def _contested(pruning: Pruning) -> str:
     """CTE `contested`: the calls that can have a twin, with the columns the identity rule reads. A call is in a group
     the rule merges only when it overlaps in time, transitively, a call of another instrumentation with its service
     and model, and only when one of its keys (service, model and response id; service, model and the user messages'
@@ -190,8 +198,8 @@ def _contested(keys_first: bool) -> str:
     components; this prunes a lake where one model's calls overlap all day. Otherwise the sweep runs over the calls
     of each service and model, unparsed: keys shared by many calls (prompts that repeat) prune little, and their
     parse would be the whole cost. Either way only components two instrumentations wrote keep their calls."""
-    if keys_first:
-        shared = _shared_by_key()
+    if pruning.keys_first:
+        shared = _shared_by_key(pruning.stored_keys)
     else:  # a call without a model is in no group: it leaves here
         shared = ("shared AS (\n  SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time, 0 AS kind,\n"
                   "    hash(call_service, call_model) AS key\n  FROM candidates WHERE call_model IS NOT NULL\n)")
@@ -210,18 +218,20 @@ def _contested(keys_first: bool) -> str:
         "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
         "  ) USING (kind, key, component)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
-        f"    start_time, end_time, response_id, call_model, {_CALL_INPUT} AS call_input,\n"
+        f"    start_time, end_time, response_id, call_model, {call_input.stored_or_computed()} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
         # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
     )
 
 
-def _shared_by_key() -> str:
+def _shared_by_key(stored_keys: bool) -> str:
     """CTE `shared` (with `keyed`): every call with a model whose response id key (kind 1) or input key (kind 2) a call
     of another instrumentation has too, once per such key. `keyed` holds only hashes: most keys occur once, and those
     leave through an integer count before a call's instrumentation and times are read (again, unparsed, by its hash;
-    a collision only adds a row), so the strings are held and compared (exactly, min <> max) only for repeated keys."""
+    a collision only adds a row), so the strings are held and compared (exactly, min <> max) only for repeated keys.
+    The input key is the fingerprint with `stored_keys`, else the user text (`Pruning`)."""
+    text = call_input.stored_or_computed() if stored_keys else call_input.user_text()
     repeated = " UNION ALL\n".join(
         f"  SELECT call_hash, {kind} AS kind, {key} AS key FROM keyed SEMI JOIN (\n"
         f"    SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
@@ -229,9 +239,9 @@ def _shared_by_key() -> str:
     return (
         "keyed AS MATERIALIZED (\n  SELECT call_hash,\n"
         "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
-        "    CASE WHEN user_text IS NOT NULL THEN hash(call_service, call_model, user_text) END AS input_key\n"
+        "    CASE WHEN user_input IS NOT NULL THEN hash(call_service, call_model, user_input) END AS input_key\n"
         "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id,\n"
-        f"      {_USER_TEXT} AS user_text\n"
+        f"      {text} AS user_input\n"
         # A call without a model is in no group: it leaves here.
         "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
         f"repeated AS (\n{repeated}),\n"
@@ -244,22 +254,27 @@ def _shared_by_key() -> str:
     )
 
 
-def _llm_call_rows(with_events: bool) -> str:
+def _llm_call_rows(with_events: bool, stored_spans: str) -> str:
     """VIEW `llm_call_rows`: every span of an inference operation, with every span column (messages from its log
-    events where the span has none): `llm_calls` before the identity rule."""
+    events where the span has none), the fingerprint compaction stored (`call_input.FINGERPRINT_COLUMN`: NULL where
+    none is) and `input_fingerprint`, the rule's (stored, else computed): `llm_calls` before the identity rule.
+    `stored_spans`: `spans` with the stored fingerprint (of a span's own messages: events-sourced ones have none).
+    The rule computes the fingerprint itself where its rows are filtered: DuckDB evaluates a view's column below a
+    filter above it (the key-first pass, then the contested calls: twice for every call)."""
     inference = ", ".join(_quote(op) for op in INFERENCE_OPERATIONS)
     if with_events:
         replaced = ", ".join(f"coalesce(s.{c}, e.{c}) AS {c}" for c in MESSAGE_COLUMNS)
-        source = (f"SELECT s.* REPLACE ({replaced}) FROM spans s\n"
+        source = (f"SELECT s.* REPLACE ({replaced}) FROM ({stored_spans}) s\n"
                   f"  LEFT JOIN ({_event_messages()}) e USING (trace_id, span_id)")
     else:
-        source = "SELECT * FROM spans"
-    return f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * FROM ({source})\nWHERE operation IN ({inference})"
+        source = stored_spans
+    return (f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT *, {call_input.stored_or_computed()} AS input_fingerprint\n"
+            f"FROM ({source})\nWHERE operation IN ({inference})")
 
 
-def _identity_rule(select: str, detail: bool, keys_first: bool) -> str:
+def _identity_rule(select: str, detail: bool, pruning: Pruning) -> str:
     """The identity rule's CTEs over `llm_call_rows`, then `select` over them: `losers` are the rows left out (with
-    `detail`, also their date, start time, rule and the row kept for their call); `keys_first` as `_contested`."""
+    `detail`, also their date, start time, rule and the row kept for their call); `pruning` as `_contested`."""
     # The identity rule (docs/collector.md, *llm_calls*): rows sharing a response id, or (without a shared id)
     # the user messages' text, with the same model and service and overlapping in time, are one call; the
     # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is kept: the
@@ -274,7 +289,7 @@ def _identity_rule(select: str, detail: bool, keys_first: bool) -> str:
         f"    {_CALL_MODEL} AS call_model,\n"
         "    coalesce(dialect, '') || '|' || coalesce(scope_name, '') AS instrumentation\n"
         "  FROM llm_call_rows\n),\n"
-        f"{_contested(keys_first)},\n"
+        f"{_contested(pruning)},\n"
         f"{_islands('by_id', 'response_id', 'count(DISTINCT call_input) <= 1')},\n"
         f"{_islands('by_input', 'call_input', 'count(DISTINCT response_id) <= 1')},\n"
         "linked AS (\n  SELECT c.trace_id, c.span_id, c.start_time, c.call_rank, i.call IS NOT NULL AS shares_id,\n"
@@ -289,7 +304,7 @@ def _identity_rule(select: str, detail: bool, keys_first: bool) -> str:
     )
 
 
-def _llm_call_duplicates(deduplicate: bool, keys_first: bool) -> str:
+def _llm_call_duplicates(deduplicate: bool, pruning: Pruning) -> str:
     """VIEW `llm_call_duplicates`: the rows of `llm_call_rows` the identity rule leaves out, each with the rule that
     merged it (`response_id`: a shared response id; `input`: the input fingerprint, without a shared id) and the
     row kept for its call (`kept_trace_id`, `kept_span_id`)."""
@@ -297,17 +312,17 @@ def _llm_call_duplicates(deduplicate: bool, keys_first: bool) -> str:
         return ("CREATE OR REPLACE VIEW llm_call_duplicates AS\nSELECT trace_id, span_id, date, start_time, "
                 "NULL::VARCHAR AS rule, trace_id AS kept_trace_id, span_id AS kept_span_id FROM llm_call_rows "
                 "WHERE false")
-    return f"CREATE OR REPLACE VIEW llm_call_duplicates AS\n{_identity_rule('SELECT * FROM losers', True, keys_first)}"
+    return f"CREATE OR REPLACE VIEW llm_call_duplicates AS\n{_identity_rule('SELECT * FROM losers', True, pruning)}"
 
 
-def _llm_calls(deduplicate: bool, keys_first: bool) -> str:
+def _llm_calls(deduplicate: bool, pruning: Pruning) -> str:
     """VIEW `llm_calls`: `llm_call_rows` less the rows the identity rule leaves out; the rule runs inside this
     statement (not through `llm_call_duplicates`), so a query of `llm_calls` alone plans as before the split."""
     columns = ", ".join(LLM_CALL_COLUMNS)
     if not deduplicate:
         return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM llm_call_rows"
     select = f"SELECT {columns} FROM candidates ANTI JOIN losers USING (trace_id, span_id)"
-    return f"CREATE OR REPLACE VIEW llm_calls AS\n{_identity_rule(select, False, keys_first)}"
+    return f"CREATE OR REPLACE VIEW llm_calls AS\n{_identity_rule(select, False, pruning)}"
 
 
 def _llm_calls_audit() -> str:
@@ -377,7 +392,10 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     if not parts:
         parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
-    spans = f"CREATE OR REPLACE VIEW spans AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
+    stored_spans = f"SELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
+    # The stored input fingerprint is the identity rule's (llm_call_rows.input_fingerprint), not a span attribute.
+    spans = (f"CREATE OR REPLACE VIEW spans AS\nSELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}) FROM "
+             f"({stored_spans})")
     # A superset of `spans`' keyed rows without its dedupe window, so a filter on a key reaches the files.
     keys = ("CREATE OR REPLACE VIEW span_conversation_keys AS\nSELECT trace_id, conversation_id FROM (\n"
             + "\nUNION ALL BY NAME\n".join(stored or [_typed_empty()]) + ")\nWHERE conversation_id IS NOT NULL")
@@ -385,9 +403,9 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     # One instrumentation describes a call once (Vercel's outer spans are no call): the identity rule
     # runs only when two or more dialects or instrumentation scopes are present.
     deduplicate = facts.instrumentations > 1
-    keys_first = not facts.repeated_prompts if keys_first is None else keys_first
-    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(with_events),
-            _llm_call_duplicates(deduplicate, keys_first), _llm_calls(deduplicate, keys_first), _llm_calls_audit(),
+    pruning = Pruning(not facts.repeated_prompts if keys_first is None else keys_first, facts.stored_fingerprints)
+    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(with_events, stored_spans),
+            _llm_call_duplicates(deduplicate, pruning), _llm_calls(deduplicate, pruning), _llm_calls_audit(),
             *conversation_statements(tenant),
             *evaluation_statements()]
 

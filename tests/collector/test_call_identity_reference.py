@@ -22,7 +22,7 @@ import duckdb
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from collector import compaction, lake
+from collector import call_input, compaction, lake
 from collector.lake_union import LakeUnion
 from collector.schema import arrow_schema
 from collector.views import (
@@ -279,3 +279,69 @@ def test_repeated_prompts_are_swept_first_and_give_the_reference_rows(tmp_path):
         assert (facts.instrumentations, facts.repeated_prompts) == (2, repeated)
         shown = _llm_calls(data)
         assert len(shown) == len(set(shown)) and set(shown) == reference(spans)
+
+
+def _write_events(data, spans: list[dict]) -> None:
+    """Each span's input messages as one GenAI log event emitted in it (the `with_events` path)."""
+    import pyarrow as pa
+
+    records = [{"record_id": f"r{s['span_id']}", "trace_id": s["trace_id"], "span_id": s["span_id"],
+                "time": s["start_time"], "sequence": 0, "input_messages": s["input_messages"],
+                "received_at": s["start_time"]} for s in spans if s["input_messages"] is not None]
+    if records:
+        schema = arrow_schema("logs")
+        lake.write_segment(data, "ref", "2026-12-01", pa.Table.from_pylist(
+            [{name: r.get(name) for name in schema.names} for r in records], schema=schema), table_name="logs")
+
+
+def _compact(data) -> None:
+    assert compaction.compact_partition(data, lake.partition_dir(data, "ref", "2026-12-01", "spans"), min_segments=1)
+
+
+def _stored_fingerprints(data) -> int:
+    """Non-NULL input fingerprints stored in the lake's compacted span segments."""
+    files = [str(p) for p in lake.partition_dir(data, "ref", "2026-12-01", "spans").glob("c-*.parquet")]
+    if not files:
+        return 0
+    with duckdb.connect() as con:
+        assert con.execute(call_input.disagreeing(files)).fetchone() == (0,)
+        (stored,) = con.execute(  # type: ignore[misc]  # an aggregate: one row
+            f"SELECT count({call_input.FINGERPRINT_COLUMN}) FROM read_parquet(?, union_by_name = true)", [files]).fetchone()
+        return stored
+
+
+# compacted: every span in compacted segments (the stored fingerprint read); mixed: each call's first description
+# compacted, the others in fresh segments (a call's two rows meet with one fingerprint stored, one computed).
+# events: the first description's messages come as a log event (none stored: computed from the event when read).
+@example(layout="mixed", events=True, calls=[dict(_FAR_APART, response_id=None)])
+@example(layout="mixed", events=False, calls=[dict(_FAR_APART, response_id=None)])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(layout=st.sampled_from(["compacted", "mixed"]), events=st.booleans(), calls=st.lists(_CALL, min_size=1, max_size=8))
+def test_compacted_and_mixed_lakes_equal_the_reference_rule(tmp_path_factory, layout, events, calls):
+    data = tmp_path_factory.mktemp(layout)
+    lake.prepare(data)
+    spans: list[dict] = []
+    first: list[dict] = []  # as written: each call's first description, and the others
+    rest: list[dict] = []
+    for call in calls:
+        for k, span in enumerate(_spans([call])):
+            span["span_id"] = f"{len(spans) + 1:016x}"
+            spans.append(span)
+            if k == 0 and events:
+                _write_events(data, [span])
+                span = dict(span, input_messages=None)
+            (rest if k else first).append(span)
+    if layout == "compacted":
+        _write(data, first + rest)
+        _compact(data)
+    else:
+        _write(data, first)
+        _compact(data)
+        if rest:
+            _write(data, rest)
+    compacted = first + rest if layout == "compacted" else first
+    assert _stored_fingerprints(data) == sum(_fingerprint(w) is not None for w in compacted)
+    expected = reference(spans)
+    for shown in (_llm_calls(data, True), _llm_calls(data, False), _llm_calls(data)):
+        assert len(shown) == len(set(shown))
+        assert set(shown) == expected

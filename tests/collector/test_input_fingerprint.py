@@ -1,0 +1,132 @@
+"""The input fingerprint compaction stores (collector/call_input.py) is the one the views would compute, and can
+only ever be compared with values of its own definition.
+
+Stored values outlive the code that wrote them: the definition is pinned here to an independent reference (hashlib
+over the user texts as tests/collector/test_call_identity_reference.py reads them), so changing the SQL without
+bumping `call_input.VERSION` fails; and a stored value that disagrees with the expression is counted
+(`call_input.disagreeing`), on segments written by the real compaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from collector import call_input, compaction, lake
+from collector.schema import arrow_schema
+from collector.lake_union import LakeUnion
+from collector.views import rule_facts, view_statements
+from tests.collector.test_call_identity_reference import _fingerprint
+from verdict.tenancy import TenantId
+
+T0 = datetime(2026, 12, 1, 12, tzinfo=UTC)
+
+# Shapes the instrumentations send: text and non-text parts, several user messages, other roles, non-string
+# contents, unicode, separators in the text, no user text, not JSON, not a list.
+INPUTS = [
+    [{"role": "user", "parts": [{"type": "text", "content": "What is my balance?"}]}],
+    [{"role": "system", "parts": [{"type": "text", "content": "be brief"}]},
+     {"role": "user", "parts": [{"type": "text", "content": "q1"}, {"type": "uri"}, {"type": "text", "content": "q2"}]},
+     {"role": "assistant", "parts": [{"type": "text", "content": "a1"}]},
+     {"role": "user", "parts": [{"type": "text", "content": "ünïcødé \u001f and 'quotes'"}]}],
+    [{"role": "user", "parts": [{"type": "text", "content": ""}]}],
+    [{"role": "assistant", "parts": [{"type": "text", "content": "only an answer"}]}],
+    [],
+    "not json",
+    {"role": "user"},
+]
+
+
+def _raw(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _reference(raw: str) -> bytes | None:
+    text = _fingerprint({"input_messages": raw})
+    return None if text is None else hashlib.md5(text.encode()).digest()
+
+
+def test_the_definition_is_pinned_to_the_reference():
+    """Fails when the fingerprint's SQL changes: bump call_input.VERSION (stored values of the old definition are
+    then ignored, not compared with new ones) and make this reference say what the new definition does."""
+    with duckdb.connect() as con:
+        for value in INPUTS:
+            raw = _raw(value)
+            (stored,) = con.execute(  # type: ignore[misc]  # one row
+                f"SELECT {call_input.STORED} FROM (SELECT ? AS input_messages)", [raw]).fetchone()
+            assert (None if stored is None else bytes(stored)) == _reference(raw), raw
+    assert call_input.FINGERPRINT_COLUMN == "input_fingerprint_v1"
+
+
+def _compacted_lake(data) -> list:
+    """A span per input (and one without messages), written fresh and compacted by the real compaction."""
+    schema = arrow_schema("spans")
+    spans = [{"trace_id": f"{i + 1:032x}", "span_id": f"{i + 1:016x}", "name": "chat", "operation": "chat",
+              "start_time": T0 + timedelta(seconds=i), "end_time": T0 + timedelta(seconds=i + 1),
+              "received_at": T0 + timedelta(seconds=i + 1), "dialect": "verdict",
+              "input_messages": None if i == len(INPUTS) else _raw(INPUTS[i])} for i in range(len(INPUTS) + 1)]
+    lake.prepare(data)
+    lake.write_segment(data, "t", "2026-12-01", pa.Table.from_pylist(
+        [{n: s.get(n) for n in schema.names} for s in spans], schema=schema))
+    part = lake.partition_dir(data, "t", "2026-12-01", "spans")
+    assert compaction.compact_partition(data, part, min_segments=1)
+    return sorted(str(p) for p in part.glob("c-*.parquet"))
+
+
+def test_compaction_stores_the_fingerprint_the_views_compute(tmp_path):
+    files = _compacted_lake(tmp_path)
+    with duckdb.connect() as con:
+        stored = con.execute(f"SELECT input_messages, {call_input.FINGERPRINT_COLUMN} FROM read_parquet(?) "
+                             "ORDER BY span_id", [files]).fetchall()
+        assert [(None if f is None else bytes(f)) for _m, f in stored] == [
+            _reference(m) if m is not None else None for m, _f in stored]
+        assert con.execute(call_input.disagreeing(files)).fetchone() == (0,)
+        for statement in view_statements(tmp_path, TenantId("t")):
+            con.execute(statement)
+        computed = con.execute(f"SELECT {call_input.fingerprint(call_input.user_text())} FROM llm_call_rows "
+                               "ORDER BY span_id").fetchall()
+        assert con.execute("SELECT input_fingerprint FROM llm_call_rows ORDER BY span_id").fetchall() == computed
+        # Users see the rule's fingerprint in llm_call_rows, not a stored column that fresh segments lack.
+        assert call_input.FINGERPRINT_COLUMN not in [c for (c, *_r) in con.execute("DESCRIBE spans").fetchall()]
+
+
+def test_the_footers_say_whether_the_keys_can_be_the_stored_fingerprints(tmp_path):
+    """The key-first pass keys by stored fingerprints where most messages have one, else by the user text (computing
+    an md5 for every call of a lake compacted before the column costs 2x the text hash: docs/collector.md)."""
+    source = LakeUnion.of(tmp_path)
+    _compacted_lake(tmp_path)
+    with duckdb.connect() as con:
+        assert rule_facts(source, con, TenantId("t"), None).stored_fingerprints
+        for f in lake.partition_dir(tmp_path, "t", "2026-12-01", "spans").glob("c-*.parquet"):
+            con.execute(f"COPY (SELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}) FROM read_parquet('{f}')) "
+                        f"TO '{f}.old' (FORMAT parquet)")
+            Path(f"{f}.old").rename(f)
+    with duckdb.connect() as con:  # a new one: a connection keeps the footers it read
+        assert not rule_facts(source, con, TenantId("t"), None).stored_fingerprints
+
+
+@pytest.mark.parametrize("column", [call_input.FINGERPRINT_COLUMN, "input_fingerprint_v0"])
+def test_a_stored_fingerprint_that_disagrees_is_detected(tmp_path, column):
+    """A compacted segment whose stored values another definition wrote: counted when the column has this version's
+    name, and never read when it has another's (the views compute instead)."""
+    files = _compacted_lake(tmp_path)
+    wrong = str(tmp_path / "wrong.parquet")
+    with duckdb.connect() as con:
+        con.execute(f"COPY (SELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}), "
+                    f"unhex(md5(coalesce(input_messages, ''))) AS {column} FROM read_parquet(?)) TO '{wrong}'", [files])
+        (bad,) = con.execute(call_input.disagreeing([wrong])).fetchone()  # type: ignore[misc]  # a count: one row
+        assert bad == (len(INPUTS) + 1 if column == call_input.FINGERPRINT_COLUMN else 0)  # every span
+        for f in files:
+            Path(f).unlink()
+        Path(wrong).rename(files[0])
+        for statement in view_statements(tmp_path, TenantId("t")):
+            con.execute(statement)
+        rows = con.execute("SELECT input_fingerprint, input_messages FROM llm_call_rows ORDER BY span_id").fetchall()
+        matches = [(None if f is None else bytes(f)) == (_reference(m) if m is not None else None) for f, m in rows]
+        assert all(matches) == (column != call_input.FINGERPRINT_COLUMN)
