@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 
 from collector import call_input, compaction, lake
-from collector.schema import arrow_schema
 from collector.lake_union import LakeUnion
+from collector.schema import arrow_schema
 from collector.views import rule_facts, view_statements
 from tests.collector.test_call_identity_reference import _fingerprint
 from verdict.tenancy import TenantId
