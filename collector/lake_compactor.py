@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from collector import lake, lake_manifest
+from collector import call_input, lake, lake_manifest
 from collector.compaction import _crash_point, _file_list, _quote
 from collector.lake_manifest import MERGED_PREFIX, SHIPPED_PREFIX, Lease, Manifest, ManifestConflict
 from collector.objectstore import ObjectLake, ObjectMeta
@@ -176,7 +176,9 @@ class LakeCompactor:
                            f"union_by_name=true, hive_partitioning=false) WHERE start_time BETWEEN TIMESTAMP_NS "
                            f"{_quote(lo)} AND TIMESTAMP_NS {_quote(hi)}) USING (trace_id, span_id) ")
             (rows,) = con.execute(  # type: ignore[misc]  # COPY answers one row: the count written
-                f"COPY (SELECT * FROM {fresh} {already}"
+                # Every row of a file with the stored fingerprint holds it (collector.call_input.STORED): inputs
+                # from collectors that compacted before it get it here.
+                f"COPY (SELECT * FROM {call_input.filled(fresh)} {already}"
                 "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1 "
                 f"ORDER BY start_time) TO {_quote(str(target))} (FORMAT parquet, COMPRESSION zstd, "
                 "ROW_GROUP_SIZE 131072)").fetchone()

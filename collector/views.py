@@ -58,6 +58,12 @@ LLM_CALL_COLUMNS = (
     "content_omitted", "attributes", "dialect", "received_at",
 )
 MESSAGE_COLUMNS = ("input_messages", "output_messages", "system_instructions")
+# The messages the identity rule parses for a span's input fingerprint where none is stored: NULL in the files that
+# store it for every row (RuleFacts.fingerprinted), so the rule never reads their input_messages (decompressing that
+# column for every call was most of what it cost over a compacted lake). Internal to the views, never shown.
+_UNSTORED = "unstored_messages"
+# Columns of the span files no view shows (the hive partition; stored fingerprints of earlier definitions).
+_HIDDEN = ", ".join(("tenant", *(name for name, _kind in call_input.RETIRED_COLUMNS)))
 
 
 def _quote(text: str) -> str:
@@ -75,7 +81,8 @@ def logs_tenant_dir(data_dir: Path, tenant: TenantId) -> Path:
 def _typed_empty(columns=SPAN_COLUMNS) -> str:
     typed = ", ".join(f"NULL::{_DUCKDB_TYPES[c.arrow_type]} AS {c.name}" for c in columns)
     if columns is SPAN_COLUMNS:  # compacted segments store it; the others (and lakes from before) lack it
-        typed += f", NULL::{call_input.FINGERPRINT_TYPE} AS {call_input.FINGERPRINT_COLUMN}"
+        typed += "".join(f", NULL::{kind} AS {name}" for name, kind in (
+            (call_input.FINGERPRINT_COLUMN, call_input.FINGERPRINT_TYPE), *call_input.RETIRED_COLUMNS))
     return f"SELECT {typed}, NULL::VARCHAR AS tenant, NULL::DATE AS date WHERE false"
 
 
@@ -118,6 +125,7 @@ class RuleFacts:
     repeated_prompts: bool
     # Most input_messages values lie in files that store the input fingerprint (compacted since it was added).
     stored_fingerprints: bool = False
+    fingerprinted: frozenset[str] = frozenset()  # the files that store it (for every row: call_input.STORED)
 
 
 @dataclass(frozen=True)
@@ -153,7 +161,7 @@ def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | 
     total = sum(n for _d, n, _f in prompts)
     repeated = sum(n for dictionary, n, _f in prompts if dictionary)
     stored = sum(n for _d, n, file in prompts if file in storing)
-    return RuleFacts(max(counts), 2 * repeated > total, 2 * stored > total)
+    return RuleFacts(max(counts), 2 * repeated > total, 2 * stored > total, frozenset(storing))
 
 
 # Per contested row: the model named (request, else response model; lower case, without a `provider/` prefix
@@ -218,7 +226,7 @@ def _contested(pruning: Pruning) -> str:
         "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
         "  ) USING (kind, key, component)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
-        f"    start_time, end_time, response_id, call_model, {call_input.stored_or_computed()} AS call_input,\n"
+        f"    start_time, end_time, response_id, call_model, {call_input.stored_or_computed(_UNSTORED)} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
         # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
@@ -231,7 +239,7 @@ def _shared_by_key(stored_keys: bool) -> str:
     leave through an integer count before a call's instrumentation and times are read (again, unparsed, by its hash;
     a collision only adds a row), so the strings are held and compared (exactly, min <> max) only for repeated keys.
     The input key is the fingerprint with `stored_keys`, else the user text (`Pruning`)."""
-    text = call_input.stored_or_computed() if stored_keys else call_input.user_text()
+    text = call_input.stored_or_computed(_UNSTORED) if stored_keys else call_input.user_text()
     repeated = " UNION ALL\n".join(
         f"  SELECT call_hash, {kind} AS kind, {key} AS key FROM keyed SEMI JOIN (\n"
         f"    SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
@@ -254,27 +262,34 @@ def _shared_by_key(stored_keys: bool) -> str:
     )
 
 
-def _llm_call_rows(with_events: bool, stored_spans: str) -> str:
-    """VIEW `llm_call_rows`: every span of an inference operation, with every span column (messages from its log
-    events where the span has none), the fingerprint compaction stored (`call_input.FINGERPRINT_COLUMN`: NULL where
-    none is) and `input_fingerprint`, the rule's (stored, else computed): `llm_calls` before the identity rule.
-    `stored_spans`: `spans` with the stored fingerprint (of a span's own messages: events-sourced ones have none).
-    The rule computes the fingerprint itself where its rows are filtered: DuckDB evaluates a view's column below a
-    filter above it (the key-first pass, then the contested calls: twice for every call)."""
+def _call_rows(with_events: bool, stored_spans: str) -> str:
+    """SQL: every span of an inference operation, with every span column (messages from its log events where the span
+    has none), the fingerprint compaction stored (`call_input.FINGERPRINT_COLUMN`: NULL where none is) and
+    `_UNSTORED`. `stored_spans`: `spans` with both (the stored fingerprint is of a span's own messages: with events
+    every row's messages are parsed where none is stored, as the span's own may hold no user text)."""
     inference = ", ".join(_quote(op) for op in INFERENCE_OPERATIONS)
     if with_events:
         replaced = ", ".join(f"coalesce(s.{c}, e.{c}) AS {c}" for c in MESSAGE_COLUMNS)
-        source = (f"SELECT s.* REPLACE ({replaced}) FROM ({stored_spans}) s\n"
-                  f"  LEFT JOIN ({_event_messages()}) e USING (trace_id, span_id)")
+        source = (f"SELECT s.* REPLACE ({replaced}, coalesce(s.input_messages, e.input_messages) AS {_UNSTORED}) "
+                  f"FROM ({stored_spans}) s\n  LEFT JOIN ({_event_messages()}) e USING (trace_id, span_id)")
     else:
         source = stored_spans
-    return (f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT *, {call_input.stored_or_computed()} AS input_fingerprint\n"
-            f"FROM ({source})\nWHERE operation IN ({inference})")
+    return f"SELECT * FROM ({source})\nWHERE operation IN ({inference})"
 
 
-def _identity_rule(select: str, detail: bool, pruning: Pruning) -> str:
-    """The identity rule's CTEs over `llm_call_rows`, then `select` over them: `losers` are the rows left out (with
-    `detail`, also their date, start time, rule and the row kept for their call); `pruning` as `_contested`."""
+def _llm_call_rows(rows: str) -> str:
+    """VIEW `llm_call_rows`: the `_call_rows` `rows` with `input_fingerprint`, the rule's (stored, else computed):
+    `llm_calls` before the identity rule. The rule computes the fingerprint itself where its rows are filtered: DuckDB
+    evaluates a view's column below a filter above it (the key-first pass, then the contested calls: twice for every
+    call)."""
+    return (f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * EXCLUDE ({_UNSTORED}), "
+            f"{call_input.stored_or_computed(_UNSTORED)} AS input_fingerprint\nFROM ({rows})")
+
+
+def _identity_rule(select: str, detail: bool, pruning: Pruning, rows: str) -> str:
+    """The identity rule's CTEs over the `_call_rows` `rows` (`llm_call_rows`), then `select` over them: `losers` are
+    the rows left out (with `detail`, also their date, start time, rule and the row kept for their call); `pruning` as
+    `_contested`."""
     # The identity rule (docs/collector.md, *llm_calls*): rows sharing a response id, or (without a shared id)
     # the user messages' text, with the same model and service and overlapping in time, are one call; the
     # two relations are joined over two hops (id -> input -> id). The best-ranked row of a call is kept: the
@@ -288,7 +303,7 @@ def _identity_rule(select: str, detail: bool, pruning: Pruning) -> str:
         "WITH candidates AS NOT MATERIALIZED (\n  SELECT *, coalesce(service_name, '') AS call_service,\n"
         f"    {_CALL_MODEL} AS call_model,\n"
         "    coalesce(dialect, '') || '|' || coalesce(scope_name, '') AS instrumentation\n"
-        "  FROM llm_call_rows\n),\n"
+        f"  FROM ({rows})\n),\n"
         f"{_contested(pruning)},\n"
         f"{_islands('by_id', 'response_id', 'count(DISTINCT call_input) <= 1')},\n"
         f"{_islands('by_input', 'call_input', 'count(DISTINCT response_id) <= 1')},\n"
@@ -304,7 +319,7 @@ def _identity_rule(select: str, detail: bool, pruning: Pruning) -> str:
     )
 
 
-def _llm_call_duplicates(deduplicate: bool, pruning: Pruning) -> str:
+def _llm_call_duplicates(deduplicate: bool, pruning: Pruning, rows: str) -> str:
     """VIEW `llm_call_duplicates`: the rows of `llm_call_rows` the identity rule leaves out, each with the rule that
     merged it (`response_id`: a shared response id; `input`: the input fingerprint, without a shared id) and the
     row kept for its call (`kept_trace_id`, `kept_span_id`)."""
@@ -312,17 +327,17 @@ def _llm_call_duplicates(deduplicate: bool, pruning: Pruning) -> str:
         return ("CREATE OR REPLACE VIEW llm_call_duplicates AS\nSELECT trace_id, span_id, date, start_time, "
                 "NULL::VARCHAR AS rule, trace_id AS kept_trace_id, span_id AS kept_span_id FROM llm_call_rows "
                 "WHERE false")
-    return f"CREATE OR REPLACE VIEW llm_call_duplicates AS\n{_identity_rule('SELECT * FROM losers', True, pruning)}"
+    return f"CREATE OR REPLACE VIEW llm_call_duplicates AS\n{_identity_rule('SELECT * FROM losers', True, pruning, rows)}"
 
 
-def _llm_calls(deduplicate: bool, pruning: Pruning) -> str:
+def _llm_calls(deduplicate: bool, pruning: Pruning, rows: str) -> str:
     """VIEW `llm_calls`: `llm_call_rows` less the rows the identity rule leaves out; the rule runs inside this
     statement (not through `llm_call_duplicates`), so a query of `llm_calls` alone plans as before the split."""
     columns = ", ".join(LLM_CALL_COLUMNS)
     if not deduplicate:
         return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM llm_call_rows"
     select = f"SELECT {columns} FROM candidates ANTI JOIN losers USING (trace_id, span_id)"
-    return f"CREATE OR REPLACE VIEW llm_calls AS\n{_identity_rule(select, False, pruning)}"
+    return f"CREATE OR REPLACE VIEW llm_calls AS\n{_identity_rule(select, False, pruning, rows)}"
 
 
 def _llm_calls_audit() -> str:
@@ -373,13 +388,18 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     finally:
         con.close()
     parts, stored = [], []  # the view's parts; every stored row as it is (fresh copies included)
+    parsed = f"input_messages AS {_UNSTORED}"
     if compacted:
-        parts.append(f"SELECT * EXCLUDE (tenant) FROM {_read(compacted)}")
+        fingerprinted = [f for f in compacted if f in facts.fingerprinted]
+        for files, messages in ((fingerprinted, f"NULL::VARCHAR AS {_UNSTORED}"),
+                                ([f for f in compacted if f not in facts.fingerprinted], parsed)):
+            if files:
+                parts.append(f"SELECT * EXCLUDE ({_HIDDEN}), {messages} FROM {_read(files)}")
         stored.append(_read(compacted))
     if fresh_since is not None:
         stored.append(_read(source.files('spans', tenant, FRESH_PATTERN, days)))
         fresh = (
-            f"SELECT * EXCLUDE (tenant) FROM {stored[-1]}\n"
+            f"SELECT * EXCLUDE ({_HIDDEN}), {parsed} FROM {stored[-1]}\n"
             "QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY received_at) = 1"
         )
         if compacted:
@@ -390,11 +410,11 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
             )
         parts.append(fresh)
     if not parts:
-        parts.append(f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty()})")  # no data yet: queries still bind
+        parts.append(f"SELECT * EXCLUDE ({_HIDDEN}), {parsed} FROM ({_typed_empty()})")  # no data yet: queries bind
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     stored_spans = f"SELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
     # The stored input fingerprint is the identity rule's (llm_call_rows.input_fingerprint), not a span attribute.
-    spans = (f"CREATE OR REPLACE VIEW spans AS\nSELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}) FROM "
+    spans = (f"CREATE OR REPLACE VIEW spans AS\nSELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}, {_UNSTORED}) FROM "
              f"({stored_spans})")
     # A superset of `spans`' keyed rows without its dedupe window, so a filter on a key reaches the files.
     keys = ("CREATE OR REPLACE VIEW span_conversation_keys AS\nSELECT trace_id, conversation_id FROM (\n"
@@ -404,8 +424,9 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     # runs only when two or more dialects or instrumentation scopes are present.
     deduplicate = facts.instrumentations > 1
     pruning = Pruning(not facts.repeated_prompts if keys_first is None else keys_first, facts.stored_fingerprints)
-    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(with_events, stored_spans),
-            _llm_call_duplicates(deduplicate, pruning), _llm_calls(deduplicate, pruning), _llm_calls_audit(),
+    rows = _call_rows(with_events, stored_spans)
+    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(rows),
+            _llm_call_duplicates(deduplicate, pruning, rows), _llm_calls(deduplicate, pruning, rows), _llm_calls_audit(),
             *conversation_statements(tenant),
             *evaluation_statements()]
 

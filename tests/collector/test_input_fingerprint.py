@@ -47,9 +47,9 @@ def _raw(value) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _reference(raw: str) -> bytes | None:
+def _reference(raw: str) -> int | None:
     text = _fingerprint({"input_messages": raw})
-    return None if text is None else hashlib.md5(text.encode()).digest()
+    return None if text is None else int.from_bytes(hashlib.md5(text.encode()).digest()[:8], "little")
 
 
 def test_the_definition_is_pinned_to_the_reference():
@@ -60,8 +60,8 @@ def test_the_definition_is_pinned_to_the_reference():
             raw = _raw(value)
             (stored,) = con.execute(  # type: ignore[misc]  # one row
                 f"SELECT {call_input.STORED} FROM (SELECT ? AS input_messages)", [raw]).fetchone()
-            assert (None if stored is None else bytes(stored)) == _reference(raw), raw
-    assert call_input.FINGERPRINT_COLUMN == "input_fingerprint_v1"
+            assert stored == _reference(raw), raw
+    assert call_input.FINGERPRINT_COLUMN == "input_fingerprint_v2"
 
 
 def _compacted_lake(data) -> list:
@@ -84,7 +84,7 @@ def test_compaction_stores_the_fingerprint_the_views_compute(tmp_path):
     with duckdb.connect() as con:
         stored = con.execute(f"SELECT input_messages, {call_input.FINGERPRINT_COLUMN} FROM read_parquet(?) "
                              "ORDER BY span_id", [files]).fetchall()
-        assert [(None if f is None else bytes(f)) for _m, f in stored] == [
+        assert [f for _m, f in stored] == [
             _reference(m) if m is not None else None for m, _f in stored]
         assert con.execute(call_input.disagreeing(files)).fetchone() == (0,)
         for statement in view_statements(tmp_path, TenantId("t")):
@@ -119,7 +119,7 @@ def test_a_stored_fingerprint_that_disagrees_is_detected(tmp_path, column):
     wrong = str(tmp_path / "wrong.parquet")
     with duckdb.connect() as con:
         con.execute(f"COPY (SELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}), "
-                    f"unhex(md5(coalesce(input_messages, ''))) AS {column} FROM read_parquet(?)) TO '{wrong}'", [files])
+                    f"md5_number_lower(coalesce(input_messages, '')) AS {column} FROM read_parquet(?)) TO '{wrong}'", [files])
         (bad,) = con.execute(call_input.disagreeing([wrong])).fetchone()  # type: ignore[misc]  # a count: one row
         assert bad == (len(INPUTS) + 1 if column == call_input.FINGERPRINT_COLUMN else 0)  # every span
         for f in files:
@@ -128,5 +128,5 @@ def test_a_stored_fingerprint_that_disagrees_is_detected(tmp_path, column):
         for statement in view_statements(tmp_path, TenantId("t")):
             con.execute(statement)
         rows = con.execute("SELECT input_fingerprint, input_messages FROM llm_call_rows ORDER BY span_id").fetchall()
-        matches = [(None if f is None else bytes(f)) == (_reference(m) if m is not None else None) for f, m in rows]
+        matches = [f == (_reference(m) if m is not None else None) for f, m in rows]
         assert all(matches) == (column != call_input.FINGERPRINT_COLUMN)
