@@ -58,10 +58,12 @@ LLM_CALL_COLUMNS = (
     "content_omitted", "attributes", "dialect", "received_at",
 )
 MESSAGE_COLUMNS = ("input_messages", "output_messages", "system_instructions")
-# The messages the identity rule parses for a span's input fingerprint where none is stored: NULL in the files that
-# store it for every row (RuleFacts.fingerprinted), so the rule never reads their input_messages (decompressing that
-# column for every call was most of what it cost over a compacted lake). Internal to the views, never shown.
-_UNSTORED = "unstored_messages"
+# A span's input fingerprint as each part of the span union gives it: the stored column as it is in the files that
+# store it for every row (RuleFacts.fingerprinted), so their input_messages are never read (decompressing that column
+# for every call was most of what the rule cost over a compacted lake); computed where not stored elsewhere.
+# Computed above the union instead, the parse's fallback is evaluated for every row, also where it is NULL (1.27x
+# ccfa5fc's CPU at 10 M where this is 1.0x). Internal to the views: `llm_call_rows.input_fingerprint` shows it.
+_KEY = "stored_input_key"
 # Columns of the span files no view shows (the hive partition; stored fingerprints of earlier definitions).
 _HIDDEN = ", ".join(("tenant", *(name for name, _kind in call_input.RETIRED_COLUMNS)))
 
@@ -132,10 +134,14 @@ class RuleFacts:
 class Pruning:
     """How the identity rule prunes (the answer is the same either way): `keys_first` as `_contested`; `stored_keys`:
     the key-first pass keys calls by the input fingerprint (stored, computed where not), else by their parsed user
-    text, hashed (cheaper than computing a fingerprint for every call where few are stored)."""
+    text, hashed (cheaper than computing a fingerprint for every call where few are stored). `part_keys`: the
+    contested calls read it as the union's parts give it (`_KEY`, computed below the rule's filters, for every call
+    where none is stored), else compute it from input_messages above them (a lake compacted before the column; log
+    events, whose spans store none)."""
 
     keys_first: bool
     stored_keys: bool
+    part_keys: bool = False
 
 
 def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | None) -> RuleFacts:
@@ -226,7 +232,8 @@ def _contested(pruning: Pruning) -> str:
         "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
         "  ) USING (kind, key, component)\n),\n"
         "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
-        f"    start_time, end_time, response_id, call_model, {call_input.stored_or_computed(_UNSTORED)} AS call_input,\n"
+        f"    start_time, end_time, response_id, call_model, {_KEY if pruning.part_keys else call_input.stored_or_computed()}"
+        " AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
         # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
@@ -239,7 +246,7 @@ def _shared_by_key(stored_keys: bool) -> str:
     leave through an integer count before a call's instrumentation and times are read (again, unparsed, by its hash;
     a collision only adds a row), so the strings are held and compared (exactly, min <> max) only for repeated keys.
     The input key is the fingerprint with `stored_keys`, else the user text (`Pruning`)."""
-    text = call_input.stored_or_computed(_UNSTORED) if stored_keys else call_input.user_text()
+    text = _KEY if stored_keys else call_input.user_text()
     repeated = " UNION ALL\n".join(
         f"  SELECT call_hash, {kind} AS kind, {key} AS key FROM keyed SEMI JOIN (\n"
         f"    SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
@@ -264,13 +271,14 @@ def _shared_by_key(stored_keys: bool) -> str:
 
 def _call_rows(with_events: bool, stored_spans: str) -> str:
     """SQL: every span of an inference operation, with every span column (messages from its log events where the span
-    has none), the fingerprint compaction stored (`call_input.FINGERPRINT_COLUMN`: NULL where none is) and
-    `_UNSTORED`. `stored_spans`: `spans` with both (the stored fingerprint is of a span's own messages: with events
-    every row's messages are parsed where none is stored, as the span's own may hold no user text)."""
+    has none), the fingerprint compaction stored (`call_input.FINGERPRINT_COLUMN`: NULL where none is) and `_KEY`.
+    `stored_spans`: `spans` with both (the stored fingerprint is of a span's own messages: with events `_KEY` is
+    computed from the messages shown where none is stored, as the span's own may hold no user text)."""
     inference = ", ".join(_quote(op) for op in INFERENCE_OPERATIONS)
     if with_events:
         replaced = ", ".join(f"coalesce(s.{c}, e.{c}) AS {c}" for c in MESSAGE_COLUMNS)
-        source = (f"SELECT s.* REPLACE ({replaced}, coalesce(s.input_messages, e.input_messages) AS {_UNSTORED}) "
+        key = call_input.stored_or_computed("coalesce(s.input_messages, e.input_messages)")
+        source = (f"SELECT s.* REPLACE ({replaced}, {key} AS {_KEY}) "
                   f"FROM ({stored_spans}) s\n  LEFT JOIN ({_event_messages()}) e USING (trace_id, span_id)")
     else:
         source = stored_spans
@@ -279,11 +287,8 @@ def _call_rows(with_events: bool, stored_spans: str) -> str:
 
 def _llm_call_rows(rows: str) -> str:
     """VIEW `llm_call_rows`: the `_call_rows` `rows` with `input_fingerprint`, the rule's (stored, else computed):
-    `llm_calls` before the identity rule. The rule computes the fingerprint itself where its rows are filtered: DuckDB
-    evaluates a view's column below a filter above it (the key-first pass, then the contested calls: twice for every
-    call)."""
-    return (f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * EXCLUDE ({_UNSTORED}), "
-            f"{call_input.stored_or_computed(_UNSTORED)} AS input_fingerprint\nFROM ({rows})")
+    `llm_calls` before the identity rule."""
+    return f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * EXCLUDE ({_KEY}), {_KEY} AS input_fingerprint\nFROM ({rows})"
 
 
 def _identity_rule(select: str, detail: bool, pruning: Pruning, rows: str) -> str:
@@ -388,13 +393,13 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     finally:
         con.close()
     parts, stored = [], []  # the view's parts; every stored row as it is (fresh copies included)
-    parsed = f"input_messages AS {_UNSTORED}"
+    parsed = f"{call_input.stored_or_computed()} AS {_KEY}"
     if compacted:
         fingerprinted = [f for f in compacted if f in facts.fingerprinted]
-        for files, messages in ((fingerprinted, f"NULL::VARCHAR AS {_UNSTORED}"),
-                                ([f for f in compacted if f not in facts.fingerprinted], parsed)):
+        for files, key in ((fingerprinted, f"{call_input.FINGERPRINT_COLUMN} AS {_KEY}"),
+                           ([f for f in compacted if f not in facts.fingerprinted], parsed)):
             if files:
-                parts.append(f"SELECT * EXCLUDE ({_HIDDEN}), {messages} FROM {_read(files)}")
+                parts.append(f"SELECT * EXCLUDE ({_HIDDEN}), {key} FROM {_read(files)}")
         stored.append(_read(compacted))
     if fresh_since is not None:
         stored.append(_read(source.files('spans', tenant, FRESH_PATTERN, days)))
@@ -414,7 +419,7 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
     stored_spans = f"SELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
     # The stored input fingerprint is the identity rule's (llm_call_rows.input_fingerprint), not a span attribute.
-    spans = (f"CREATE OR REPLACE VIEW spans AS\nSELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}, {_UNSTORED}) FROM "
+    spans = (f"CREATE OR REPLACE VIEW spans AS\nSELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}, {_KEY}) FROM "
              f"({stored_spans})")
     # A superset of `spans`' keyed rows without its dedupe window, so a filter on a key reaches the files.
     keys = ("CREATE OR REPLACE VIEW span_conversation_keys AS\nSELECT trace_id, conversation_id FROM (\n"
@@ -423,7 +428,8 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     # One instrumentation describes a call once (Vercel's outer spans are no call): the identity rule
     # runs only when two or more dialects or instrumentation scopes are present.
     deduplicate = facts.instrumentations > 1
-    pruning = Pruning(not facts.repeated_prompts if keys_first is None else keys_first, facts.stored_fingerprints)
+    pruning = Pruning(not facts.repeated_prompts if keys_first is None else keys_first, facts.stored_fingerprints,
+                      facts.stored_fingerprints and not with_events)
     rows = _call_rows(with_events, stored_spans)
     return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(rows),
             _llm_call_duplicates(deduplicate, pruning, rows), _llm_calls(deduplicate, pruning, rows), _llm_calls_audit(),
