@@ -128,6 +128,25 @@ class LakeSource:
         return [path for path, seen in candidates.items()
                 if seen is not None and any(fnmatch.fnmatchcase(seen, w) for w in wanted)]
 
+    def vanished(self) -> bool:
+        """Whether a segment this snapshot listed is gone now: purged after its grace (collector.retire, the lake
+        compactor's `--lake-delete-grace-s`) while a read slower than the grace had yet to open it. Segments are
+        immutable and only purges delete them, so a listed name that no longer exists means exactly that."""
+        local = [f for key, files in self._local.items() if isinstance(key, tuple) and len(key) == 3 for f in files]
+        if any(not f.exists() for f in local):
+            return True
+        if self.remote is None:
+            return False
+        for (table, tenant), (_manifest, names) in self._listings.items():
+            now = self.remote.listing(self.remote_prefix(table, tenant))
+            if any(seen is not None and relative not in now for relative, seen in names.items()):
+                return True
+        return False
+
+    def fresh(self, known: dict) -> LakeSource:
+        """The same lake with no listing taken yet (`known`: the object metadata map its listings fill)."""
+        return LakeSource(self.data_dir, self.remote, _known=known)
+
     @cached_property
     def _filesystem(self):
         """One per source: the view plan and the query share its cache of fetched segments (None: local only)."""

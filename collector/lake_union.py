@@ -69,6 +69,15 @@ class LakeUnion:
                     local.setdefault(relative, f)
         return [*remote.values(), *(f for relative, f in local.items() if relative not in remote)]
 
+    def vanished(self) -> bool:
+        """Whether a segment some member listed is gone now (LakeSource.vanished)."""
+        return any(m.vanished() for m in self.members)
+
+    def fresh(self) -> LakeUnion:
+        """The same lakes with no listing taken yet: a new snapshot."""
+        known: dict[str, ObjectMeta] = {}
+        return LakeUnion(tuple(m.fresh(known) for m in self.members), known)
+
     def _shipped_here(self, root: Path, relative: str) -> bool:
         """Whether the collector of `root` shipped this segment to a store of the union (its outbox record, kept
         until the local copy is deleted, names the key): that store shows it, or the object that merged it."""

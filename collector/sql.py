@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from collector import sql_output
+from collector.lake_reads import LakeChanged, read_fresh, vanished, vanishing_errors
 from collector.lake_source import LakeSource
 from collector.lake_union import LakeUnion, read_errors
 from collector.sql_limits import (
@@ -36,7 +38,7 @@ from collector.sql_limits import (
 from collector.views import open_scoped, view_statements
 from verdict.cli_errors import CliError, ErrorCode
 from verdict.cli_runner import add_data_dir, add_tenant, checked_tenant
-from verdict.tenancy import LOCAL_TENANT
+from verdict.tenancy import LOCAL_TENANT, TenantId
 
 SQL_ERROR_CODES: tuple[ErrorCode, ...] = ("invalid_tenant", "no_data_dir", "query_error", "access_denied")  # exits 3-6
 BATCH_ROWS = 1024  # rows Python holds at a time
@@ -128,9 +130,11 @@ def execute(lake: LakeUnion | LakeSource | Path, tenant: str, query: str,
             prepare: Callable[[Any], None] | None = None,
             limits: QueryLimits = DEFAULT_LIMITS) -> tuple[list[str], list[tuple]]:
     """Every row of `query` over the tenant's views of `lake` at once (in-process callers; the command
-    streams: query_result)."""
-    with query_result(lake, tenant, query, prepare, limits) as result:
-        return result.columns, [row for rows in result.batches for row in rows]
+    streams: query_result). Nothing is emitted before the end, so a read that meets a purged segment at any row
+    is retried whole."""
+    opened = _run(lake, tenant, query, prepare, limits, lambda cursor: [r for rows in _batches(cursor) for r in rows])
+    opened.close()
+    return opened.columns, opened.rows
 
 
 @contextmanager
@@ -139,29 +143,75 @@ def query_result(lake: LakeUnion | LakeSource | Path, tenant: str, query: str,
                  limits: QueryLimits = DEFAULT_LIMITS) -> Iterator[Result]:
     """`query` over the tenant's views of `lake` (a data dir must exist: require_data_dir), its rows read
     while the block runs and within `limits` (timeout, memory). Any failure in the block, the query's or
-    Python running out of memory while writing, is a SqlCommandError."""
-    con = _connect(lake, tenant, prepare, limits)
-    watchdog = Watchdog(con, limits.timeout_s)
+    Python running out of memory while writing, is a SqlCommandError. The first batch is read before the block
+    starts, so a read that meets a purged segment up to then (an aggregate reads every file by then) is retried
+    from a fresh listing; one met by a later batch, with rows already written, is a query_error that says so."""
+    opened = _run(lake, tenant, query, prepare, limits, lambda cursor: cursor.fetchmany(BATCH_ROWS))
     try:
-        with _query_errors(watchdog, limits):
-            _require_read_only(con, query)
-            cursor = con.execute(query)
-            columns = [d[0] for d in cursor.description or []]
-            yield Result(columns, _batches(cursor) if columns else iter(()))
+        with _query_errors(opened.watchdog, limits, opened.snapshot):
+            yield Result(opened.columns, opened.batches())
     finally:
-        watchdog.stop()  # before close: no interrupt reaches a closed connection
-        con.close()
+        opened.close()
 
 
-def _connect(lake: LakeUnion | LakeSource | Path, tenant: str, prepare: Callable[[Any], None] | None,
-             limits: QueryLimits):
-    """The tenant's scoped connection with DuckDB's memory limit set (before its configuration is locked)."""
-    import duckdb
+@dataclass
+class _Open:
+    """A query running over one snapshot of the lake: its connection and watchdog, its columns, the rows fetched."""
 
+    con: Any
+    watchdog: Watchdog
+    cursor: Any
+    columns: list[str]
+    rows: list[tuple]
+    snapshot: LakeUnion
+
+    def batches(self) -> Iterator[list[tuple]]:
+        if not self.columns:
+            return
+        if self.rows:
+            yield self.rows
+        yield from _batches(self.cursor)
+
+    def close(self) -> None:
+        self.watchdog.stop()  # before close: no interrupt reaches a closed connection
+        self.con.close()
+
+
+def _run(lake: LakeUnion | LakeSource | Path, tenant: str, query: str, prepare: Callable[[Any], None] | None,
+         limits: QueryLimits, fetch: Callable[[Any], list[tuple]]) -> _Open:
+    """`query` run and its first rows `fetch`ed over a snapshot of the lake, again over a fresh one when a segment
+    the snapshot listed was purged before it was read (collector.lake_reads); the timeout counts from the start."""
     valid = checked_tenant(tenant)
     if isinstance(lake, Path):
         require_data_dir(lake)
     source = LakeUnion.of(lake)
+    deadline = time.monotonic() + limits.timeout_s
+
+    def attempt(snapshot: LakeUnion) -> _Open:
+        con = _connect(snapshot, valid, prepare, limits)
+        watchdog = Watchdog(con, max(deadline - time.monotonic(), 0.0))
+        try:
+            with _query_errors(watchdog, limits, passing=vanishing_errors()):
+                _require_read_only(con, query)
+                cursor = con.execute(query)
+                columns = [d[0] for d in cursor.description or []]
+                return _Open(con, watchdog, cursor, columns, fetch(cursor) if columns else [], snapshot)
+        except BaseException:
+            watchdog.stop()
+            con.close()
+            raise
+
+    try:
+        return read_fresh(source, attempt)
+    except LakeChanged as exc:
+        raise SqlCommandError("query_error", str(exc)) from None
+    except vanishing_errors() as exc:  # nothing purged: a directory without permission, a store error
+        raise _read_error(exc, source) from None
+
+
+def _connect(snapshot: LakeUnion, tenant: TenantId, prepare: Callable[[Any], None] | None, limits: QueryLimits):
+    """The tenant's scoped connection with DuckDB's memory limit set (before its configuration is locked)."""
+    import duckdb
 
     def bounded(con) -> None:
         con.execute(f"SET memory_limit = '{limits.memory_limit}'")  # validated: digits and a unit
@@ -169,11 +219,13 @@ def _connect(lake: LakeUnion | LakeSource | Path, tenant: str, prepare: Callable
             prepare(con)
 
     try:
-        return open_scoped(source, valid, prepare=bounded)
+        return open_scoped(snapshot, tenant, prepare=bounded)
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
         raise _out_of_memory(exc, limits) from None
+    except vanishing_errors():
+        raise  # maybe a purged segment: read_fresh tells
     except _unreadable() as exc:
-        raise _read_error(exc, source) from None
+        raise _read_error(exc, snapshot) from None
 
 
 def _batches(cursor) -> Iterator[list[tuple]]:
@@ -188,13 +240,18 @@ def _batches(cursor) -> Iterator[list[tuple]]:
 
 
 @contextmanager
-def _query_errors(watchdog: Watchdog, limits: QueryLimits) -> Iterator[None]:
+def _query_errors(watchdog: Watchdog, limits: QueryLimits, snapshot: LakeUnion | None = None,
+                  passing: tuple[type[Exception], ...] = ()) -> Iterator[None]:
     """DuckDB's error classes (and Python's MemoryError) as closed errors: PermissionException is
-    access_denied; the watchdog's interrupt, running out of memory and every other error are query_error."""
+    access_denied; the watchdog's interrupt, running out of memory and every other error are query_error, a
+    segment of `snapshot` purged while the rows streamed too (with a message that says so). `passing` are left
+    as they are (for collector.lake_reads to judge)."""
     import duckdb
 
     try:
         yield
+    except passing:
+        raise
     except duckdb.InterruptException:
         if not watchdog.fired:
             raise SqlCommandError("query_error", "the query was interrupted") from None
@@ -206,6 +263,13 @@ def _query_errors(watchdog: Watchdog, limits: QueryLimits) -> Iterator[None]:
         raise SqlCommandError(
             "access_denied", "queries may read only the views (and this tenant's span files): "
             + _first_line(exc)[:300]) from None
+    except vanishing_errors() as exc:
+        if snapshot is not None and vanished(snapshot):  # past the first rows: those are out, no retry
+            raise SqlCommandError("query_error", f"{LakeChanged(1, exc)}; the rows already written are "
+                                                 "incomplete") from None
+        if isinstance(exc, duckdb.Error):
+            raise SqlCommandError("query_error", _first_line(exc)[:500]) from None
+        raise
     except duckdb.Error as exc:
         raise SqlCommandError("query_error", _first_line(exc)[:500]) from None
 
@@ -247,8 +311,10 @@ def _read_error(exc: Exception, lake: LakeUnion) -> SqlCommandError:
 
 def _view_text(lake: LakeUnion, tenant: str) -> str:
     valid = checked_tenant(tenant)
-    try:
-        return ";\n\n".join(view_statements(lake, valid)) + ";\n"
+    try:  # the views name the files of a listing and read their footers: a purge since is read again
+        return read_fresh(lake, lambda snapshot: ";\n\n".join(view_statements(snapshot, valid)) + ";\n")
+    except LakeChanged as exc:
+        raise SqlCommandError("query_error", str(exc)) from None
     except _unreadable() as exc:
         raise _read_error(exc, lake) from None
 

@@ -69,6 +69,7 @@ from pathlib import Path
 
 from collector.call_audit import CallAudit, read_call_audit
 from collector.lake import SEGMENT_SUFFIX
+from collector.lake_reads import LakeChanged, read_fresh
 from collector.lake_union import LakeUnion, read_errors
 from collector.views import materialize_duplicates, view_statements
 from verdict.tenancy import TenantId
@@ -190,6 +191,21 @@ def sample(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, config: 
     return _sample(store, lake, tenant, config, conversations, (start, end), days, window, judge_conversations)
 
 
+@dataclass(frozen=True)
+class _LakeRead:
+    """What one sample step reads of the lake: the picks with their content and what is reported about the rest."""
+
+    eligible: int
+    at_ceiling: int
+    omitted: tuple[OmittedCell, ...]
+    unrecognised: tuple[tuple[str, int], ...]
+    rows: list[tuple]  # (trace_id, span_id, intent, stratum, window_start, started_at, inputs, outputs, system)
+    tools: dict[str, list[ToolSpan]]
+    histories: dict[str, History]
+    units: list[tuple]  # conversation units: _transcripts
+    audit: CallAudit
+
+
 def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampling, conversations: Conversations,
             span: tuple[datetime, datetime], days: list[date], window: timedelta,
             judge_conversations: bool) -> SampleReport:
@@ -198,37 +214,46 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
     start, end = span
     done = picks_since(store, tenant, start)
     done_conversations = picks_since(store, tenant, start, CONVERSATION) if judge_conversations else None
-    # Capped: past the limit DuckDB spills the per-trace work to a directory of this run's own, so the
-    # sampler's memory does not grow with the lookback's volume (docs/daemon.md, "Tests and figures").
-    spill = tempfile.TemporaryDirectory(prefix="verdict-sample-")
-    lake_con = lake.connect({"threads": 2, "preserve_insertion_order": False,
-                             "memory_limit": f"{config.memory_limit_mb}MB", "temp_directory": spill.name})
-    try:
-        for statement in view_statements(lake, tenant, days):  # `spans` and `llm_calls` over the lookback
-            lake_con.execute(statement)
-        materialize_duplicates(lake_con)
-        _candidates(lake_con, start - window, end)
-        inherit_intents(lake_con, "candidates")
-        eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config, _TURNS, "chosen")
-        omitted = _omitted_cells(lake_con, start, window.total_seconds())
-        unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
-        _conversation_turns(lake_con, conversations)  # before _content narrows the views to one day
-        _closed_conversations(lake_con, conversations, start, end, judge_conversations)  # the same
-        if done_conversations is not None:
-            _pick(lake_con, done_conversations, start, end, window.total_seconds(), config,
-                  "SELECT * FROM conversation_units", "chosen_conversations")
-            lake_con.execute("DELETE FROM conversation_members WHERE unit_id NOT IN "
-                             "(SELECT trace_id FROM chosen_conversations)")  # content is read for the picks only
-        rows = _content(lake_con, lake, tenant)
-        tools = _tool_spans(lake_con)
-        histories = _histories(lake_con, conversations.history_tokens)
-        units = _transcripts(lake_con, conversations.conversation_tokens) if done_conversations is not None else []
-        audit = read_call_audit(lake_con, start.date(), end.date())
+
+    def read(snapshot: LakeUnion) -> _LakeRead:
+        # Capped: past the limit DuckDB spills the per-trace work to a directory of this run's own, so the
+        # sampler's memory does not grow with the lookback's volume (docs/daemon.md, "Tests and figures").
+        spill = tempfile.TemporaryDirectory(prefix="verdict-sample-")
+        lake_con = snapshot.connect({"threads": 2, "preserve_insertion_order": False,
+                                     "memory_limit": f"{config.memory_limit_mb}MB", "temp_directory": spill.name})
+        try:
+            for statement in view_statements(snapshot, tenant, days):  # `spans` and `llm_calls` over the lookback
+                lake_con.execute(statement)
+            materialize_duplicates(lake_con)
+            _candidates(lake_con, start - window, end)
+            inherit_intents(lake_con, "candidates")
+            eligible, at_ceiling = _pick(lake_con, done, start, end, window.total_seconds(), config, _TURNS, "chosen")
+            omitted = _omitted_cells(lake_con, start, window.total_seconds())
+            unrecognised = () if eligible else _unrecognised_scopes(lake_con, start, end)
+            _conversation_turns(lake_con, conversations)  # before _content narrows the views to one day
+            _closed_conversations(lake_con, conversations, start, end, judge_conversations)  # the same
+            if done_conversations is not None:
+                _pick(lake_con, done_conversations, start, end, window.total_seconds(), config,
+                      "SELECT * FROM conversation_units", "chosen_conversations")
+                lake_con.execute("DELETE FROM conversation_members WHERE unit_id NOT IN "
+                                 "(SELECT trace_id FROM chosen_conversations)")  # content is read for the picks only
+            rows = _content(lake_con, snapshot, tenant)
+            return _LakeRead(eligible, at_ceiling, omitted, unrecognised, rows, _tool_spans(lake_con),
+                             _histories(lake_con, conversations.history_tokens),
+                             _transcripts(lake_con, conversations.conversation_tokens)
+                             if done_conversations is not None else [],
+                             read_call_audit(lake_con, start.date(), end.date()))
+        finally:
+            lake_con.close()
+            spill.cleanup()
+
+    try:  # nothing is written before the read is whole: a read that met a purged segment starts again
+        got = read_fresh(lake, read)
+    except LakeChanged as exc:
+        raise DaemonError("storage_error", f"span lake of tenant {tenant}: {exc}") from None
     except duckdb.Error as exc:  # an unreadable segment: this tenant waits, the others carry on
         raise DaemonError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
-    finally:
-        lake_con.close()
-        spill.cleanup()
+    rows, tools, histories, units, audit = got.rows, got.tools, got.histories, got.units, got.audit
     now = datetime.now(UTC).replace(tzinfo=None)
     records = [SampledTrace(tenant, trace_id, span_id, intent, stratum, window_start, started_at,
                             *graded_texts(inputs, outputs, system), now,
@@ -240,10 +265,10 @@ def _sample(store: StateStore, lake: LakeUnion, tenant: TenantId, config: Sampli
     insert_samples(store, records)
     strata = len({(r.stratum, r.window_start) for r in records})
     sampled = len(records) - len(units)
-    report = SampleReport(eligible, sampled, strata, eligible > sampled, at_ceiling, unrecognised, audit, omitted,
-                          len(units))
+    report = SampleReport(got.eligible, sampled, strata, got.eligible > sampled, got.at_ceiling, got.unrecognised, audit,
+                          got.omitted, len(units))
     log.info("sample tenant=%s eligible=%d sampled=%d conversations=%d strata=%d duplicates=%s not_inference=%s "
-             "content_omitted=%s", tenant, eligible, sampled, len(units), strata, dict(audit.duplicates),
+             "content_omitted=%s", tenant, got.eligible, sampled, len(units), strata, dict(audit.duplicates),
              dict(audit.not_inference), report.content_omitted)
     for warning in report.warnings():
         log.warning("sample tenant=%s: %s", tenant, warning)
