@@ -36,6 +36,10 @@ class LakeChanged(Exception):
             "longest read")
 
 
+class Stale(Exception):
+    """A read met a segment its snapshot listed, deleted since (the cause says how it failed); read it again."""
+
+
 def vanishing_errors() -> tuple[type[Exception], ...]:
     """What opening a purged segment raises: DuckDB's IO error (a local file, or the store's filesystem
     failing under DuckDB), the file system's and the store's own errors."""
@@ -44,21 +48,35 @@ def vanishing_errors() -> tuple[type[Exception], ...]:
     return (duckdb.IOException, *read_errors())
 
 
+def retry_stale(read: Callable[[], T], attempts: int = ATTEMPTS) -> T:
+    """`read()`, again each time it raises Stale (it takes a new snapshot itself), LakeChanged after `attempts`."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return read()
+        except Stale as exc:
+            if attempt == attempts:
+                raise LakeChanged(attempts, exc.__cause__ or exc) from exc
+            log.warning("a segment was deleted while a read used it (the read outlasted the delete grace); "
+                        "reading again from a fresh listing (attempt %d of %d)", attempt + 1, attempts)
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
 def read_fresh(lake: LakeUnion, read: Callable[[LakeUnion], T], attempts: int = ATTEMPTS) -> T:
     """`read(snapshot)`, the first over `lake` (its listings, if taken, are kept), again over a fresh snapshot
     when it failed because a segment it listed has vanished since; LakeChanged after `attempts` such failures."""
-    for attempt in range(1, attempts + 1):
+    snapshots = [lake]
+
+    def attempt() -> T:
+        snapshot = snapshots[-1]
         try:
-            return read(lake)
+            return read(snapshot)
         except vanishing_errors() as exc:
-            if not vanished(lake):
+            if not vanished(snapshot):
                 raise
-            if attempt == attempts:
-                raise LakeChanged(attempts, exc) from exc
-            log.warning("a segment was deleted while a read used it (the read outlasted the delete grace); "
-                        "reading again from a fresh listing (attempt %d of %d)", attempt + 1, attempts)
-            lake = lake.fresh()
-    raise AssertionError("unreachable")  # the loop returns or raises
+            snapshots.append(snapshot.fresh())
+            raise Stale(str(exc)) from exc
+
+    return retry_stale(attempt, attempts)
 
 
 def vanished(lake: LakeUnion) -> bool:

@@ -7,6 +7,7 @@ through verdict_daemon.review with that tenant, so another tenant's id is simply
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -134,12 +135,14 @@ class _Views:
         return self.settings.access
 
     def routes(self) -> list[Route]:
+        read = _fresh_snapshots  # the pages that read the tenant's snapshot (GET: served again at no cost)
         return [
-            Route("/", self.overview), Route("/traces", self.traces), Route("/traces/{trace_id}", self.one_trace),
-            Route("/conversations", self.conversations), Route("/conversations/{key:path}", self.one_conversation),
-            Route("/traffic", self.traffic),
-            Route("/signals", self.signals), Route("/signals/{signal_id}", self.one_signal), Route("/review", self.review),
-            Route("/review/{item_id}", self.review_item), Route("/review/{item_id}/labels", self.label, methods=["POST"]),
+            Route("/", self.overview), Route("/traces", read(self.traces)), Route("/traces/{trace_id}", read(self.one_trace)),
+            Route("/conversations", read(self.conversations)),
+            Route("/conversations/{key:path}", read(self.one_conversation)), Route("/traffic", read(self.traffic)),
+            Route("/signals", read(self.signals)), Route("/signals/{signal_id}", read(self.one_signal)),
+            Route("/review", read(self.review)),
+            Route("/review/{item_id}", read(self.review_item)), Route("/review/{item_id}/labels", self.label, methods=["POST"]),
             Route("/reviewer", self.set_reviewer, methods=["POST"]), Route("/login", self.login_form),
             Route("/login", self.login, methods=["POST"]), Route("/static/{name}", self.static), Route("/healthz", self.healthz),
         ]
@@ -391,6 +394,21 @@ class _Views:
 
     def healthz(self, request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
+
+
+def _fresh_snapshots(page: Callable[[Request], Response]) -> Callable[[Request], Response]:
+    """`page`, served again from a new snapshot when its snapshot met a segment purged since it was taken
+    (collector.lake_reads; Snapshot.reading marked it stale); storage_error after a few such attempts."""
+    from collector.lake_reads import LakeChanged, retry_stale
+
+    @functools.wraps(page)
+    def served(request: Request) -> Response:
+        try:
+            return retry_stale(lambda: page(request))
+        except LakeChanged as exc:
+            raise DaemonError("storage_error", str(exc)) from None
+
+    return served
 
 
 def _facets(snapshot: Snapshot, con: DuckDBPyConnection) -> Facets:

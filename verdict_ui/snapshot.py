@@ -21,13 +21,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verdict.tenancy import TenantId
+from verdict_daemon.errors import DaemonError
 from verdict_daemon.store import views
 from verdict_daemon.store.state import STATE_FILE
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
 
+    from collector.lake_union import LakeUnion
+
 _A = views.STATE_ALIAS
+STALE = "stale"  # in a snapshot's memo: a query met a segment purged since it was taken; take a new one
 ATTEMPTS = f"""
 CREATE TEMP TABLE attempts AS
 SELECT a.trace_id, a.attempt_id, a.attempt_no, a.fingerprint, e.name AS evaluator, a.status, a.error_code,
@@ -48,17 +52,31 @@ class Snapshot:
     tenant: TenantId
     taken: float  # time.monotonic() when taken
     con: DuckDBPyConnection  # the scoped connection
+    source: LakeUnion  # the listing its views name
     days: tuple[date, ...]  # the tenant's span date partitions, newest first (pages read the newest first)
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
     memo: dict[str, object] = field(default_factory=dict, compare=False)  # values derived once per snapshot
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[DuckDBPyConnection]:
+        """The connection, one request at a time. A query that met a segment this snapshot listed, purged since
+        (a page read after the delete grace), marks the snapshot stale and raises Stale: the page is served again
+        from a new snapshot (verdict_ui.app)."""
+        from collector.lake_reads import Stale, vanished, vanishing_errors
+
         with self.lock:
-            yield self.con
+            try:
+                yield self.con
+            except vanishing_errors() as exc:
+                if not vanished(self.source):
+                    raise
+                self.memo[STALE] = True
+                raise Stale(str(exc)) from exc
 
 
 def take(data_dir: Path, tenant: TenantId, lock_timeout: float) -> Snapshot:
+    from collector.lake_reads import LakeChanged, read_fresh
+    from collector.lake_union import LakeUnion
     from collector.views import open_scoped, tenant_dir
 
     def prepare(con) -> None:
@@ -74,10 +92,13 @@ def take(data_dir: Path, tenant: TenantId, lock_timeout: float) -> Snapshot:
             con.execute(f"DETACH {_A}")
 
     taken = time.monotonic()  # before the files are listed: compaction's delete grace runs from then
-    con = open_scoped(Path(data_dir), tenant, prepare=prepare)
+    try:  # the views read the footers of the files they name: a purge since is read again (collector.lake_reads)
+        source, con = read_fresh(LakeUnion.of(Path(data_dir)), lambda lake: (lake, open_scoped(lake, tenant, prepare=prepare)))
+    except LakeChanged as exc:
+        raise DaemonError("storage_error", f"span lake of tenant {tenant}: {exc}") from None
     days = sorted((date.fromisoformat(p.name.removeprefix("date=")) for p in tenant_dir(Path(data_dir), tenant).glob("date=*")
                    if p.is_dir()), reverse=True)
-    return Snapshot(tenant, taken, con, tuple(days))
+    return Snapshot(tenant, taken, con, source, tuple(days))
 
 
 class Snapshots:
@@ -91,7 +112,7 @@ class Snapshots:
     def get(self, tenant: TenantId) -> Snapshot:
         with self._lock:  # one copy of the state at a time; concurrent requests wait for it
             current = self._latest.get(tenant)
-            if current is None or time.monotonic() - current.taken > self.ttl:
+            if current is None or STALE in current.memo or time.monotonic() - current.taken > self.ttl:
                 current = self._latest[tenant] = take(self.data_dir, tenant, self.lock_timeout)
             return current
 
