@@ -15,12 +15,14 @@ cutoff that the index does not hold yet (fit and assign refuse to run on a parti
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 from collector.lake import SEGMENT_SUFFIX
+from collector.lake_reads import LakeChanged, read_fresh
 from collector.lake_union import LakeUnion, read_errors
 from collector.views import INFERENCE_OPERATIONS, view_statements
 from verdict.intent import validate_intent_key
@@ -33,6 +35,7 @@ from verdict_daemon.service.material import message_text, parse_messages
 from verdict_daemon.store.clusters import ClusterRepository, IndexRow
 from verdict_daemon.store.state import StateStore
 
+T = TypeVar("T")
 MAX_PAGE = 50_000  # hard ceiling of one normalize page (bounded memory and transaction size)
 MAX_MESSAGE_CHARS = 2_000  # the stored first user message is cut here before redaction and hashing
 
@@ -133,8 +136,6 @@ def _lake(lake: LakeUnion, tenant: TenantId, files: list[str] | None = None, anc
     exactly `files` (`spans`: `ancestors`) read as they are. Those may hold exporter-retry copies of a span, which
     the collector's view drops; a copy repeats its span exactly, so the per-trace aggregates, the intent rule's walk
     and the graded span's messages come out the same."""
-    import duckdb
-
     con = lake.connect({"threads": 2})
     try:
         if files is None:
@@ -143,49 +144,65 @@ def _lake(lake: LakeUnion, tenant: TenantId, files: list[str] | None = None, anc
         else:
             con.execute(f"CREATE VIEW llm_calls AS {_read(files)}")
             con.execute(f"CREATE VIEW spans AS {_read(ancestors or files)}")
-    except duckdb.Error as exc:
+    except BaseException:
         con.close()
-        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
+        raise
     return con
 
 
-def _unindexed(store: StateStore, lake: LakeUnion, tenant: TenantId):
-    """A lake connection holding TEMP TABLE `todo`: the eligible traces the index lacks."""
+def _fresh(lake: LakeUnion, tenant: TenantId, read: Callable[[LakeUnion], T]) -> T:
+    """`read(snapshot)` over the lake, again over a fresh snapshot when a segment it listed was purged before it was
+    read (collector.lake_reads); DuckDB's errors (an unreadable segment) and a lake that kept changing: storage_error."""
     import duckdb
 
+    try:
+        return read_fresh(lake, read)
+    except LakeChanged as exc:
+        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {exc}") from None
+    except duckdb.Error as exc:
+        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
+
+
+def _unindexed(store: StateStore, lake: LakeUnion, tenant: TenantId, limit: int) -> tuple[int, list[tuple]]:
+    """How many eligible traces the index lacks, and the `limit` oldest of them with their page rows."""
     _segments(lake, tenant)  # lists every lake first (the views reuse the listing): a store error is closed
     done = ClusterRepository(store).indexed_trace_ids(tenant)
-    con = _lake(lake, tenant)
-    try:
-        con.register("done", done)
-        trace_rows(con, "ANTI JOIN done USING (trace_id)")
-    except duckdb.Error as exc:
-        con.close()
-        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
-    return con
+
+    def read(snapshot: LakeUnion) -> tuple[int, list[tuple]]:
+        con = _lake(snapshot, tenant)
+        try:
+            con.register("done", done)
+            trace_rows(con, "ANTI JOIN done USING (trace_id)")
+            todo = con.execute("SELECT count(*) FROM todo").fetchone()[0]
+            return todo, con.execute("WITH page AS (SELECT * FROM todo ORDER BY started_at, trace_id LIMIT $limit)"
+                                     + _PAGE_ROWS, {"limit": limit}).fetchall()
+        finally:
+            con.close()
+
+    return _fresh(lake, tenant, read)
 
 
 def pending(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, cutoff: datetime) -> int:
     """Lake traces started before `cutoff` (naive UTC) that the index does not hold. Reads only the
     few columns it needs from the date partitions up to the cutoff: fit and assign call it every time."""
-    import duckdb
-
     lake = LakeUnion.of(lake)
-    files = _segments(lake, tenant, last=cutoff.date())
-    if not files:
+    if not _segments(lake, tenant, last=cutoff.date()):
         return 0
     done = ClusterRepository(store).indexed_trace_ids(tenant)
-    con = lake.connect({"threads": 2})
-    try:
-        con.register("done", done)
-        return cast(int, con.execute(f"""
-            SELECT count(DISTINCT trace_id) FROM read_parquet($files, union_by_name = true)
-            WHERE start_time < $cutoff AND {_ELIGIBLE} AND trace_id NOT IN (SELECT trace_id FROM done)""",
-                           {"files": files, "cutoff": cutoff}).fetchone()[0])  # a count: one row
-    except duckdb.Error as exc:
-        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
-    finally:
-        con.close()
+
+    def read(snapshot: LakeUnion) -> int:
+        files = _segments(snapshot, tenant, last=cutoff.date())
+        con = snapshot.connect({"threads": 2})
+        try:
+            con.register("done", done)
+            return cast(int, con.execute(f"""
+                SELECT count(DISTINCT trace_id) FROM read_parquet($files, union_by_name = true)
+                WHERE start_time < $cutoff AND {_ELIGIBLE} AND trace_id NOT IN (SELECT trace_id FROM done)""",
+                               {"files": files, "cutoff": cutoff}).fetchone()[0])  # a count: one row
+        finally:
+            con.close()
+
+    return _fresh(lake, tenant, read)
 
 
 def require_indexed(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, cutoff: datetime) -> None:
@@ -201,13 +218,7 @@ def normalize(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, limit
     """Index the `limit` oldest traces the index lacks (one page)."""
     if not 1 <= limit <= MAX_PAGE:
         raise ClusterError("invalid_config", f"--limit must be between 1 and {MAX_PAGE}, got {limit}")
-    con = _unindexed(store, LakeUnion.of(lake), tenant)
-    try:
-        todo = con.execute("SELECT count(*) FROM todo").fetchone()[0]
-        rows = con.execute("WITH page AS (SELECT * FROM todo ORDER BY started_at, trace_id LIMIT $limit)"
-                           + _PAGE_ROWS, {"limit": limit}).fetchall()
-    finally:
-        con.close()
+    todo, rows = _unindexed(store, LakeUnion.of(lake), tenant, limit)
     written, total = _write(store, tenant, rows)
     return NormalizeReport(written, todo - len(rows), total)
 
@@ -218,27 +229,30 @@ def index_traces(store: StateStore, lake: LakeUnion | Path, tenant: TenantId, tr
     call of a trace starts at or after the trace's start), and the spans a call inherits its intent key from
     (which start before it) from the partition before that on: an agent or app span started up to a day before
     its first call, as the sampler reads a window before its lookback."""
-    import duckdb
     import pyarrow as pa
 
     lake = LakeUnion.of(lake)
     if not traces:
         return 0
     first = min(started for _, started in traces).date()
-    ancestors = _segments(lake, tenant, first=first - timedelta(days=1))
-    files = [f for f in ancestors if _day(f) >= first.isoformat()]
-    if not files:
-        return 0
-    con = _lake(lake, tenant, files, ancestors)
-    try:
-        con.register("wanted", pa.table({"trace_id": pa.array([t for t, _ in traces], pa.string())}))
-        trace_rows(con, "SEMI JOIN wanted USING (trace_id)")
-        rows = con.execute("WITH page AS (SELECT * FROM todo)" + _PAGE_ROWS).fetchall()
-    except duckdb.Error as exc:
-        raise ClusterError("storage_error", f"span lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
-    finally:
-        con.close()
-    return _write(store, tenant, rows)[0]
+    wanted = pa.table({"trace_id": pa.array([t for t, _ in traces], pa.string())})
+
+    def read(snapshot: LakeUnion) -> list[tuple]:
+        ancestors = _segments(snapshot, tenant, first=first - timedelta(days=1))
+        files = [f for f in ancestors if _day(f) >= first.isoformat()]
+        if not files:
+            return []
+        con = _lake(snapshot, tenant, files, ancestors)
+        try:
+            con.register("wanted", wanted)
+            trace_rows(con, "SEMI JOIN wanted USING (trace_id)")
+            rows: list[tuple] = con.execute("WITH page AS (SELECT * FROM todo)" + _PAGE_ROWS).fetchall()
+            return rows
+        finally:
+            con.close()
+
+    rows = _fresh(lake, tenant, read)
+    return _write(store, tenant, rows)[0] if rows else 0
 
 
 def _write(store: StateStore, tenant: TenantId, rows: list[tuple]) -> tuple[int, int]:

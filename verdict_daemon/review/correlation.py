@@ -60,15 +60,22 @@ def lake_signals(lake: LakeUnion | Path, tenant: TenantId) -> list[UserSignal]:
     that is not a string is kept as its text and counted as unknown by `correlate`."""
     import duckdb
 
+    from collector.lake_reads import LakeChanged, read_fresh
     from collector.views import open_scoped
 
-    try:
-        con = open_scoped(lake, tenant)
+    def read(snapshot: LakeUnion) -> list[tuple]:
+        con = open_scoped(snapshot, tenant)
         try:
-            rows = con.execute("SELECT trace_id, events FROM spans WHERE contains(events, $name)",
-                               {"name": SIGNAL_EVENT}).fetchall()
+            rows: list[tuple] = con.execute("SELECT trace_id, events FROM spans WHERE contains(events, $name)",
+                                            {"name": SIGNAL_EVENT}).fetchall()
+            return rows
         finally:
             con.close()
+
+    try:  # a segment purged after the listing is read again from a fresh one
+        rows = read_fresh(LakeUnion.of(lake), read)
+    except LakeChanged as exc:
+        raise DaemonError("storage_error", f"cannot read the span lake: {exc}") from None
     except duckdb.Error as exc:  # a truncated segment
         raise _unreadable(exc) from None
     except read_errors() as exc:  # a directory without permission; no such bucket, store unreachable

@@ -110,22 +110,32 @@ def imported_table(lake: LakeUnion, tenant: TenantId, series: ImportedSeries, dr
     import duckdb
     import pyarrow
 
+    from collector.lake_reads import LakeChanged, read_fresh
     from collector.views import view_statements
 
-    con = lake.connect({"threads": 2})
     c = series.config
-    try:
-        for statement in view_statements(lake, tenant):
-            con.execute(statement)
-        con.execute(_CHOSEN, {"evaluator": c.evaluator, "version": c.evaluator_version, "names": list(c.evaluations)})
-        for statement in view_statements(lake, tenant, _days(as_of - drift.reach - timedelta(days=1), as_of)):
-            con.execute(statement)
-        trace_rows(con, "SEMI JOIN chosen USING (trace_id)")
-        kept = con.execute(_ROWS).fetchall()
+
+    def read(snapshot: LakeUnion) -> list[tuple]:
+        con = snapshot.connect({"threads": 2})
+        try:
+            for statement in view_statements(snapshot, tenant):
+                con.execute(statement)
+            con.execute(_CHOSEN, {"evaluator": c.evaluator, "version": c.evaluator_version,
+                                  "names": list(c.evaluations)})
+            for statement in view_statements(snapshot, tenant, _days(as_of - drift.reach - timedelta(days=1), as_of)):
+                con.execute(statement)
+            trace_rows(con, "SEMI JOIN chosen USING (trace_id)")
+            rows: list[tuple] = con.execute(_ROWS).fetchall()
+            return rows
+        finally:
+            con.close()
+
+    try:  # a segment purged after the listing is read again from a fresh one
+        kept = read_fresh(lake, read)
+    except LakeChanged as exc:
+        raise DaemonError("storage_error", f"lake of tenant {tenant}: {exc}") from None
     except duckdb.Error as exc:
         raise DaemonError("storage_error", f"lake of tenant {tenant}: {str(exc).splitlines()[0][:300]}") from None
-    finally:
-        con.close()
     if version_clusters is not None:
         clusters = version_clusters(sorted({(r[1], r[0]) for r in kept}))
         kept = [(r[0], r[1], clusters.get(r[1]), *r[3:]) for r in kept]
