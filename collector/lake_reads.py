@@ -40,12 +40,13 @@ class Stale(Exception):
     """A read met a segment its snapshot listed, deleted since (the cause says how it failed); read it again."""
 
 
-def vanishing_errors() -> tuple[type[Exception], ...]:
-    """What opening a purged segment raises: DuckDB's IO error (a local file, or the store's filesystem
-    failing under DuckDB), the file system's and the store's own errors."""
+def may_be_purged(exc: BaseException) -> bool:
+    """Whether `exc` is how opening a purged segment fails: DuckDB's IO error (a local file), the plain duckdb.Error
+    DuckDB raises for an exception of a Python filesystem (the store's, whose object is gone), the file system's
+    and the store's own errors. Whether a segment really vanished is then asked of the listing (vanished)."""
     import duckdb
 
-    return (duckdb.IOException, *read_errors())
+    return isinstance(exc, (duckdb.IOException, *read_errors())) or type(exc) is duckdb.Error
 
 
 def retry_stale(read: Callable[[], T], attempts: int = ATTEMPTS) -> T:
@@ -70,8 +71,8 @@ def read_fresh(lake: LakeUnion, read: Callable[[LakeUnion], T], attempts: int = 
         snapshot = snapshots[-1]
         try:
             return read(snapshot)
-        except vanishing_errors() as exc:
-            if not vanished(snapshot):
+        except Exception as exc:
+            if not (may_be_purged(exc) and vanished(snapshot)):
                 raise
             snapshots.append(snapshot.fresh())
             raise Stale(str(exc)) from exc

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from collector import sql_output
-from collector.lake_reads import LakeChanged, read_fresh, vanished, vanishing_errors
+from collector.lake_reads import LakeChanged, may_be_purged, read_fresh, vanished
 from collector.lake_source import LakeSource
 from collector.lake_union import LakeUnion, read_errors
 from collector.sql_limits import (
@@ -148,7 +148,7 @@ def query_result(lake: LakeUnion | LakeSource | Path, tenant: str, query: str,
     from a fresh listing; one met by a later batch, with rows already written, is a query_error that says so."""
     opened = _run(lake, tenant, query, prepare, limits, lambda cursor: cursor.fetchmany(BATCH_ROWS))
     try:
-        with _query_errors(opened.watchdog, limits, opened.snapshot):
+        with _query_errors(lambda: opened.watchdog.fired, limits, opened.snapshot):
             yield Result(opened.columns, opened.batches())
     finally:
         opened.close()
@@ -187,26 +187,34 @@ def _run(lake: LakeUnion | LakeSource | Path, tenant: str, query: str, prepare: 
     source = LakeUnion.of(lake)
     deadline = time.monotonic() + limits.timeout_s
 
+    watchdogs: list[Watchdog] = []  # one per attempt
+    connected = [False]  # whether the last attempt's views were made (else a failure is the lake's)
+
     def attempt(snapshot: LakeUnion) -> _Open:
+        connected[0] = False
         con = _connect(snapshot, valid, prepare, limits)
+        connected[0] = True
         watchdog = Watchdog(con, max(deadline - time.monotonic(), 0.0))
+        watchdogs.append(watchdog)
         try:
-            with _query_errors(watchdog, limits, passing=vanishing_errors()):
-                _require_read_only(con, query)
-                cursor = con.execute(query)
-                columns = [d[0] for d in cursor.description or []]
-                return _Open(con, watchdog, cursor, columns, fetch(cursor) if columns else [], snapshot)
+            _require_read_only(con, query)
+            cursor = con.execute(query)
+            columns = [d[0] for d in cursor.description or []]
+            return _Open(con, watchdog, cursor, columns, fetch(cursor) if columns else [], snapshot)
         except BaseException:
             watchdog.stop()
             con.close()
             raise
 
-    try:
-        return read_fresh(source, attempt)
-    except LakeChanged as exc:
-        raise SqlCommandError("query_error", str(exc)) from None
-    except vanishing_errors() as exc:  # nothing purged: a directory without permission, a store error
-        raise _read_error(exc, source) from None
+    with _query_errors(lambda: any(w.fired for w in watchdogs), limits):
+        try:
+            return read_fresh(source, attempt)
+        except LakeChanged as exc:
+            raise SqlCommandError("query_error", str(exc)) from None
+        except _unreadable() as exc:
+            if not connected[0]:  # nothing purged: a truncated segment, a directory without permission, the store
+                raise _read_error(exc, source) from None
+            raise
 
 
 def _connect(snapshot: LakeUnion, tenant: TenantId, prepare: Callable[[Any], None] | None, limits: QueryLimits):
@@ -222,10 +230,6 @@ def _connect(snapshot: LakeUnion, tenant: TenantId, prepare: Callable[[Any], Non
         return open_scoped(snapshot, tenant, prepare=bounded)
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
         raise _out_of_memory(exc, limits) from None
-    except vanishing_errors():
-        raise  # maybe a purged segment: read_fresh tells
-    except _unreadable() as exc:
-        raise _read_error(exc, snapshot) from None
 
 
 def _batches(cursor) -> Iterator[list[tuple]]:
@@ -240,20 +244,16 @@ def _batches(cursor) -> Iterator[list[tuple]]:
 
 
 @contextmanager
-def _query_errors(watchdog: Watchdog, limits: QueryLimits, snapshot: LakeUnion | None = None,
-                  passing: tuple[type[Exception], ...] = ()) -> Iterator[None]:
+def _query_errors(fired: Callable[[], bool], limits: QueryLimits, snapshot: LakeUnion | None = None) -> Iterator[None]:
     """DuckDB's error classes (and Python's MemoryError) as closed errors: PermissionException is
-    access_denied; the watchdog's interrupt, running out of memory and every other error are query_error, a
-    segment of `snapshot` purged while the rows streamed too (with a message that says so). `passing` are left
-    as they are (for collector.lake_reads to judge)."""
+    access_denied; the watchdog's interrupt (`fired`: it was the watchdog's), running out of memory and every other
+    error are query_error, a segment of `snapshot` purged while the rows streamed too (with a message that says so)."""
     import duckdb
 
     try:
         yield
-    except passing:
-        raise
     except duckdb.InterruptException:
-        if not watchdog.fired:
+        if not fired():
             raise SqlCommandError("query_error", "the query was interrupted") from None
         raise SqlCommandError("query_error", f"the query ran longer than --timeout-s {limits.timeout_s:g} s and "
                                              "was cancelled") from None
@@ -263,15 +263,13 @@ def _query_errors(watchdog: Watchdog, limits: QueryLimits, snapshot: LakeUnion |
         raise SqlCommandError(
             "access_denied", "queries may read only the views (and this tenant's span files): "
             + _first_line(exc)[:300]) from None
-    except vanishing_errors() as exc:
-        if snapshot is not None and vanished(snapshot):  # past the first rows: those are out, no retry
+    except _unreadable() as exc:
+        if snapshot is not None and may_be_purged(exc) and vanished(snapshot):  # rows are out already: no retry
             raise SqlCommandError("query_error", f"{LakeChanged(1, exc)}; the rows already written are "
                                                  "incomplete") from None
         if isinstance(exc, duckdb.Error):
             raise SqlCommandError("query_error", _first_line(exc)[:500]) from None
         raise
-    except duckdb.Error as exc:
-        raise SqlCommandError("query_error", _first_line(exc)[:500]) from None
 
 
 def _out_of_memory(exc: BaseException, limits: QueryLimits) -> SqlCommandError:

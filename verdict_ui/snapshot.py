@@ -62,13 +62,13 @@ class Snapshot:
         """The connection, one request at a time. A query that met a segment this snapshot listed, purged since
         (a page read after the delete grace), marks the snapshot stale and raises Stale: the page is served again
         from a new snapshot (verdict_ui.app)."""
-        from collector.lake_reads import Stale, vanished, vanishing_errors
+        from collector.lake_reads import Stale, may_be_purged, vanished
 
         with self.lock:
             try:
                 yield self.con
-            except vanishing_errors() as exc:
-                if not vanished(self.source):
+            except Exception as exc:
+                if not (may_be_purged(exc) and vanished(self.source)):
                     raise
                 self.memo[STALE] = True
                 raise Stale(str(exc)) from exc

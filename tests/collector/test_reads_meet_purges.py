@@ -19,11 +19,13 @@ from collector.lake_reads import ATTEMPTS
 from collector.lake_union import LakeUnion
 from collector.loadgen import export_request
 from collector.sql import SqlCommandError, execute, query_result
+from tests.collector import test_objectstore
 from tests.collector.conftest import land_request
 from verdict.tenancy import LOCAL_TENANT, TenantId
 
 TENANT = TenantId(LOCAL_TENANT)
 COUNT = "SELECT count(*), count(DISTINCT (trace_id, span_id)) FROM spans"
+s3 = test_objectstore.s3  # the S3-compatible server on loopback (one per module)
 
 
 def fresh_lake(data_dir: Path, requests: int = 4) -> set[tuple]:
@@ -109,3 +111,30 @@ def test_a_corrupt_segment_fails_at_once_without_a_retry(tmp_path, monkeypatch):
         execute(tmp_path, LOCAL_TENANT, COUNT)
     assert failed.value.code == "query_error" and "too small to be a Parquet file" in failed.value.message
     assert fresh == []
+
+
+@pytest.mark.objectstore
+def test_sql_over_a_bucket_snapshot_whose_objects_the_lake_compactor_deleted_reads_each_span_once(s3, tmp_path):
+    """The object-store path: shipped objects listed by a reader, then merged by the lake compactor and deleted
+    after its grace (0 here) before the reader opens them."""
+    from collector.lake_compactor import LakeCompactor
+    from collector.lake_source import LakeSource
+    from collector.objectstore import ObjectLake
+    from collector.shipping import Shipper
+    from collector.stats import Stats
+
+    remote = ObjectLake(f"s3://{s3.new_bucket()}/lake")
+    ids: set[tuple] = set()
+    for writer in ("a", "b"):  # two collectors shipping to one lake: the compactor merges their objects
+        data_dir = tmp_path / writer
+        ids |= fresh_lake(data_dir, requests=2)
+        compaction.compact_all(data_dir, 1)
+        assert Shipper(data_dir, remote, 0.0, Stats()).ship_once() > 0
+    snapshot = LakeUnion.of(LakeSource(None, remote))
+    listed = snapshot.files("spans", TENANT, "*", None)
+    compactor = LakeCompactor(tmp_path / "compactor", remote, 1.0, 0.0, 0, Stats())
+    for _ in range(2):  # merge, then delete the absorbed inputs (no grace)
+        compactor.run_once()
+    assert not set(listed) & {remote.object_url(r) for r in remote.list("spans/")}  # every listed object is gone
+    _columns, rows = execute(snapshot, LOCAL_TENANT, COUNT)
+    assert rows == [(len(ids), len(ids))]
