@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from collector import lake
-from collector.lake_source import LakeSource
+from collector.lake_union import LakeUnion
 from verdict.tenancy import InvalidTenantError, TenantId, validate_tenant_id
 
 log = logging.getLogger("verdict.collector")
@@ -64,24 +64,31 @@ def _tenants_of(data_dir: Path, day: str) -> list[TenantId]:
     return [tenant for _mtime, tenant in sorted(found, reverse=True)]
 
 
-def audit_recent(data_dir: Path) -> RecentAudit:
-    """The call audit of today's (UTC) date partition of each tenant on this collector's local disk. One DuckDB
-    thread under a memory cap (spilling to a private directory): it runs beside ingest."""
+def audit_recent(data_dir: Path, snapshot: LakeUnion | None = None) -> RecentAudit:
+    """The call audit of today's (UTC) date partition of each tenant on this collector's local disk (`snapshot`: a
+    listing of it taken already; a fresh one by default). One DuckDB thread under a memory cap (spilling to a private
+    directory): it runs beside ingest. Read again from a fresh listing if a purge (the daemon's `compact_retain` on a
+    shared data dir) deleted a listed segment first (collector.lake_reads)."""
+    from collector.lake_reads import read_fresh
     from collector.views import view_statements
 
     started = time.monotonic()
     today = datetime.now(UTC).date()
     tenants = _tenants_of(data_dir, today.isoformat())
-    audited: dict[str, dict[str, dict[str, int]]] = {}
-    source = LakeSource(data_dir)  # a fresh listing per pass
-    with tempfile.TemporaryDirectory(prefix="verdict-audit-") as spill:
-        con = source.connect({"threads": 1, "memory_limit": "512MB", "temp_directory": spill})
-        try:
-            for tenant in tenants[:MAX_TENANTS]:
-                for statement in view_statements(source, tenant, [today]):
-                    con.execute(statement)
-                audited[tenant] = read_call_audit(con, today, today).as_json()
-        finally:
-            con.close()
+
+    def audit(source: LakeUnion) -> dict[str, dict[str, dict[str, int]]]:
+        audited: dict[str, dict[str, dict[str, int]]] = {}
+        with tempfile.TemporaryDirectory(prefix="verdict-audit-") as spill:
+            con = source.connect({"threads": 1, "memory_limit": "512MB", "temp_directory": spill})
+            try:
+                for tenant in tenants[:MAX_TENANTS]:
+                    for statement in view_statements(source, tenant, [today]):
+                        con.execute(statement)
+                    audited[tenant] = read_call_audit(con, today, today).as_json()
+            finally:
+                con.close()
+        return audited
+
+    audited = read_fresh(LakeUnion.of(data_dir) if snapshot is None else snapshot, audit)
     return RecentAudit(datetime.now(UTC).isoformat(timespec="seconds"), today.isoformat(),
                        round(time.monotonic() - started, 3), audited, max(len(tenants) - MAX_TENANTS, 0))

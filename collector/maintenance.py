@@ -119,9 +119,11 @@ class Maintenance:
         upkeep: /stats keeps the previous audit, whose `as_of` says how old it is."""
         import duckdb
 
+        from collector.lake_reads import LakeChanged
+
         try:
             stats.set_call_audit(call_audit.audit_recent(self._config.data_dir))
-        except (duckdb.Error, OSError) as exc:
+        except (duckdb.Error, OSError, LakeChanged) as exc:
             log.warning("call audit for /stats failed: %s: %s", type(exc).__name__, str(exc).splitlines()[0][:300])
 
     def stop(self) -> None:

@@ -154,7 +154,7 @@ def query_result(lake: LakeUnion | LakeSource | Path, tenant: str, query: str,
         opened.close()
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Open:
     """A query running over one snapshot of the lake: its connection and watchdog, its columns, the rows fetched."""
 

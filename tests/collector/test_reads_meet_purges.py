@@ -138,3 +138,11 @@ def test_sql_over_a_bucket_snapshot_whose_objects_the_lake_compactor_deleted_rea
     assert not set(listed) & {remote.object_url(r) for r in remote.list("spans/")}  # every listed object is gone
     _columns, rows = execute(snapshot, LOCAL_TENANT, COUNT)
     assert rows == [(len(ids), len(ids))]
+
+
+def test_the_call_audit_over_a_purged_snapshot_reads_as_a_fresh_read(tmp_path):
+    from collector.call_audit import audit_recent
+
+    fresh_lake(tmp_path)
+    got = audit_recent(tmp_path, stale_snapshot(tmp_path))
+    assert TENANT in got.tenants and got.tenants == audit_recent(tmp_path).tenants
