@@ -106,7 +106,12 @@ def test_a_corrupt_segment_fails_at_once_without_a_retry(tmp_path, monkeypatch):
     bad.write_bytes(b"not parquet")
     fresh: list[LakeUnion] = []
     original = LakeUnion.fresh
-    monkeypatch.setattr(LakeUnion, "fresh", lambda self: fresh.append(self) or original(self))
+
+    def counted(self: LakeUnion) -> LakeUnion:
+        fresh.append(self)
+        return original(self)
+
+    monkeypatch.setattr(LakeUnion, "fresh", counted)
     with pytest.raises(SqlCommandError) as failed:
         execute(tmp_path, LOCAL_TENANT, COUNT)
     assert failed.value.code == "query_error" and "too small to be a Parquet file" in failed.value.message
