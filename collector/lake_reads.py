@@ -7,7 +7,8 @@ read is repeated whole over a fresh snapshot, which no longer lists what was ret
 (each span once: every attempt reads one consistent snapshot, and a failed attempt's rows are dropped). Only a
 failure after which a listed segment is really gone is retried, so a missing lake (nothing listed), a permission
 error or a corrupt segment (still there) fails at once, as before. After ATTEMPTS such failures the read stops with
-LakeChanged, which says to raise the grace.
+LakeChanged, which says to raise the grace. A reader that keeps its connection across calls (the UI's snapshot)
+raises Stale itself when a query meets such a purge, and is run again by retry_stale.
 """
 
 from __future__ import annotations
