@@ -241,31 +241,45 @@ def _contested(pruning: Pruning) -> str:
 
 
 def _shared_by_key(stored_keys: bool) -> str:
-    """CTE `shared` (with `keyed`): every call with a model whose response id key (kind 1) or input key (kind 2) a call
-    of another instrumentation has too, once per such key. `keyed` holds only hashes: most keys occur once, and those
-    leave through an integer count before a call's instrumentation and times are read (again, unparsed, by its hash;
-    a collision only adds a row), so the strings are held and compared (exactly, min <> max) only for repeated keys.
-    The input key is the fingerprint with `stored_keys`, else the user text (`Pruning`)."""
-    text = _KEY if stored_keys else call_input.user_text()
+    """CTE `shared`: every call with a model whose response id key (kind 1) or input key (kind 2) a call of another
+    instrumentation has too, once per such key. A key is a hash of the service and the response id or input, not the
+    model: a superset (the same id or input under two models only adds a call, which `_islands` then leaves alone),
+    so the model's normalisation runs for the contested calls only. Most keys occur once and leave through a count;
+    the instrumentations of the calls holding a repeated key are compared exactly (min <> max).
+    With `stored_keys` the input key is the stored fingerprint (`Pruning`): the counts and the second read select by
+    plain columns, which DuckDB filters inside the scan (a call without a stored value, a minority the footers
+    vouch for, is parsed in both reads). Else it
+    is the user text, parsed once into `keyed`, materialized with the call's hash (read again by it)."""
+    modelled = "coalesce(request_model, response_model) IS NOT NULL"  # a call without a model is in no group
+    shared = ("shared AS (\n  SELECT * FROM repeated_calls SEMI JOIN (\n"
+              "    SELECT kind, key FROM repeated_calls GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
+              "  ) USING (kind, key)\n)")
+    if stored_keys:
+        kinds = ((1, "response_id"), (2, _KEY))
+        counted = "".join(
+            f"repeated_{kind} AS MATERIALIZED (\n  SELECT {column} FROM candidates WHERE {column} IS NOT NULL AND {modelled}\n"
+            f"  GROUP BY {column} HAVING count(*) > 1\n),\n" for kind, column in kinds)
+        calls = " UNION ALL\n".join(
+            f"  SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time, {kind} AS kind,\n"
+            f"    hash(call_service, {column}) AS key\n"
+            f"  FROM candidates WHERE {column} IN (SELECT {column} FROM repeated_{kind}) AND {modelled}\n"
+            for kind, column in kinds)
+        return f"{counted}repeated_calls AS (\n{calls}),\n{shared}"
     repeated = " UNION ALL\n".join(
         f"  SELECT call_hash, {kind} AS kind, {key} AS key FROM keyed SEMI JOIN (\n"
         f"    SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
         for kind, key in ((1, "id_key"), (2, "input_key")))
     return (
         "keyed AS MATERIALIZED (\n  SELECT call_hash,\n"
-        "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
-        "    CASE WHEN user_input IS NOT NULL THEN hash(call_service, call_model, user_input) END AS input_key\n"
-        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id,\n"
-        f"      {text} AS user_input\n"
-        # A call without a model is in no group: it leaves here.
-        "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
+        "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, response_id) END AS id_key,\n"
+        "    CASE WHEN user_input IS NOT NULL THEN hash(call_service, user_input) END AS input_key\n"
+        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, response_id,\n"
+        f"      {call_input.user_text()} AS user_input\n"
+        f"    FROM candidates WHERE {modelled})\n),\n"
         f"repeated AS (\n{repeated}),\n"
         "repeated_calls AS (\n  SELECT r.call_hash, c.instrumentation, c.start_time, c.end_time, r.kind, r.key FROM repeated r\n"
         "  JOIN (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time FROM candidates) c\n"
-        "  USING (call_hash)\n),\n"
-        "shared AS (\n  SELECT * FROM repeated_calls SEMI JOIN (\n"
-        "    SELECT kind, key FROM repeated_calls GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
-        "  ) USING (kind, key)\n)"
+        f"  USING (call_hash)\n),\n{shared}"
     )
 
 
