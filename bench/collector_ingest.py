@@ -305,8 +305,8 @@ _CALL_S = """
 def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialects: bool = False,
                    call_s: float | None = None, same_question: bool = False, stored_fingerprints: bool = True) -> int:
     """Steady state: 30 days compacted, plus fresh segments of the last hour that include retries. Returns the
-    rows stored. Every segment holds the input fingerprint the collector's writer and compaction store
-    (collector.call_input) unless `stored_fingerprints` is false (segments written before it was stored)."""
+    rows stored. The compacted days hold the input fingerprint compaction stores (collector.call_input) unless
+    `stored_fingerprints` is false (segments compacted before it was stored)."""
     import duckdb
 
     from collector import call_input
@@ -321,22 +321,20 @@ def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialect
         question = "'the same'" if same_question else "span_id"
         return _TWO_DIALECTS.format(select=select, question=question) if two_dialects else select
 
-    def stored(select: str) -> str:  # as the collector's writer and compaction store it
-        # The one-instrumentation lake has no messages.
-        return f"SELECT *, {call_input.STORED} FROM ({select})" if stored_fingerprints and two_dialects else select
-
     for d in range(days):
         date = f"2026-10-{d + 1:02d}"
         part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
         part.mkdir(parents=True)
-        select = stored(rows_of(offset=d * per_day, date=date, step_us=86_400_000_000 // per_day, n=per_day))
+        select = rows_of(offset=d * per_day, date=date, step_us=86_400_000_000 // per_day, n=per_day)
+        if stored_fingerprints and two_dialects:  # the one-instrumentation lake has no messages
+            select = f"SELECT *, {call_input.STORED} FROM ({select})"
         con.execute(f"COPY ({select} ORDER BY start_time) TO '{part}/c-0-bench.parquet' "
                     "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)")
     # Fresh segments of the last day: new spans, and every fourth segment re-sends 1,000 old ones.
     for k in range(fresh_segments):
         date = f"2026-10-{days:02d}"
         offset = (days - 1) * per_day + (per_day - 1_000 if k % 4 == 0 else per_day + k * fresh_rows)
-        select = stored(rows_of(offset=offset, date=date, step_us=1, n=fresh_rows))
+        select = rows_of(offset=offset, date=date, step_us=1, n=fresh_rows)
         part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
         con.execute(f"COPY ({select}) TO '{part}/{k + 1}-fresh.parquet' (FORMAT parquet, COMPRESSION zstd)")
     return per_day * days + fresh_segments * fresh_rows

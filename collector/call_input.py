@@ -1,11 +1,10 @@
 """A model call's *input fingerprint*: the md5 of the text parts of its user messages, in order (the call identity
 rule's input key, docs/collector.md *llm_calls*). Defined once, as SQL, for two places:
 
-  * the collector's segment writer and compaction store it in span segments (column `FINGERPRINT_COLUMN`),
-    computed once per span where it is written;
-  * `collector.views` reads the stored value and computes it only for rows without one (segments written before
-    the column, spans whose messages came as log events), so a read parses no message: parsing every call's user
-    messages was most of the identity rule's cost.
+  * compaction stores it in compacted span segments (column `FINGERPRINT_COLUMN`), computed once per span;
+  * `collector.views` reads the stored value and computes it only for rows without one (fresh segments, segments
+    compacted before the column, spans whose messages came as log events), so a read of compacted days parses no
+    message: parsing every call's user messages was most of the identity rule's cost.
 
 The column's name carries the definition's version. Stored values are only right for the expression that wrote
 them: whoever changes `user_text` or `fingerprint` must bump `VERSION` (older files' values are then ignored and
@@ -51,14 +50,6 @@ def fingerprint(text: str) -> str:
 # What compaction adds to each span it writes. Every writer stores the value of every row of a file that has the
 # column (NULL only where there is no user text), so readers need not read such a file's messages (collector.views).
 STORED = f"{fingerprint(user_text())} AS {FINGERPRINT_COLUMN}"
-
-
-def with_fingerprints(con, table):
-    """The pyarrow `table` of spans with `FINGERPRINT_COLUMN` appended, computed by the DuckDB connection `con` with
-    `STORED` (the expression compaction stores, so the values agree by construction): the collector's segment writer
-    stores it for every row of a fresh segment, so no read parses a stored span's messages for the rule."""
-    values = con.from_arrow(table).project(STORED).to_arrow_table().column(0)
-    return table.append_column(FINGERPRINT_COLUMN, values)
 
 
 def stored_or_computed(messages: str = "input_messages") -> str:

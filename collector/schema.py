@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 
-from collector.call_input import FINGERPRINT_COLUMN
 from verdict.semconv import SCHEMAS
 
 # Columns whose values are (nearly) unique per span or long JSON: Parquet dictionary encoding
@@ -16,7 +15,7 @@ from verdict.semconv import SCHEMAS
 UNIQUE_OR_LONG = frozenset({
     "trace_id", "span_id", "parent_span_id", "response_id", "resource_attributes", "attributes", "events",
     "links", "dropped_counts", "input_messages", "output_messages", "system_instructions",
-    "record_id", "body", FINGERPRINT_COLUMN,
+    "record_id", "body",
 })
 
 

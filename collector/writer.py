@@ -23,7 +23,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collector import call_input, lake
+from collector import lake
 from collector.stats import Stats
 
 log = logging.getLogger("verdict.collector")
@@ -75,7 +75,6 @@ class SegmentWriter:
         self._closing = False
         self._free_bytes = (0.0, 0)  # (checked at, free bytes)
         self._write_failure: str | None = None  # why the last segment write failed; None once one succeeds
-        self._connection = None  # the writer thread's DuckDB connection, opened on its first spans
         self._thread = threading.Thread(target=self._run, name="segment-writer", daemon=True)
 
     def start(self) -> None:
@@ -193,22 +192,12 @@ class SegmentWriter:
         rows = {"spans": 0, "logs": 0}
         for (kind, tenant, date), batches in by_partition.items():
             table = pa.Table.from_batches(batches)
-            if kind == "spans":
-                table = call_input.with_fingerprints(self._duckdb(), table)
             lake.write_segment(self._data_dir, tenant, date, table, table_name=kind)
             rows[kind] += table.num_rows
         self._stats.add(spans_written=rows["spans"], logs_written=rows["logs"], segments_written=len(by_partition),
                         requests_acked=len(taken))
         self._stats.observe_write(time.monotonic() - started)
         self._on_segments(len(by_partition))
-
-    def _duckdb(self):
-        """The writer thread's DuckDB connection (one thread: the input fingerprint's expression is DuckDB SQL)."""
-        if self._connection is None:
-            import duckdb
-
-            self._connection = duckdb.connect(config={"threads": 1})
-        return self._connection
 
     def close(self, timeout: float = 60.0) -> None:
         """Stop admitting, write everything already queued, then stop."""

@@ -1,5 +1,5 @@
-"""The input fingerprint the segment writer and compaction store (collector/call_input.py) is the one the views
-would compute, and can only ever be compared with values of its own definition.
+"""The input fingerprint compaction stores (collector/call_input.py) is the one the views would compute, and can
+only ever be compared with values of its own definition.
 
 Stored values outlive the code that wrote them: the definition is pinned here to an independent reference (hashlib
 over the user texts as tests/collector/test_call_identity_reference.py reads them), so changing the SQL without
@@ -21,9 +21,7 @@ import pytest
 from collector import call_input, compaction, lake
 from collector.lake_union import LakeUnion
 from collector.schema import arrow_schema
-from collector.stats import Stats
 from collector.views import rule_facts, view_statements
-from collector.writer import SegmentWriter, WriterLimits
 from tests.collector import test_objectstore
 from tests.collector.test_call_identity_reference import _fingerprint
 from verdict.tenancy import TenantId
@@ -101,43 +99,6 @@ def test_compaction_stores_the_fingerprint_the_views_compute(tmp_path):
         assert con.execute("SELECT input_fingerprint FROM llm_call_rows ORDER BY span_id").fetchall() == computed
         # Users see the rule's fingerprint in llm_call_rows, not a stored column that fresh segments lack.
         assert call_input.FINGERPRINT_COLUMN not in [c for (c, *_r) in con.execute("DESCRIBE spans").fetchall()]
-
-
-def _written_fresh(data) -> list[str]:
-    """A span per input (and one without messages) written by the collector's real segment writer: a fresh segment."""
-    schema = arrow_schema("spans")
-    spans = [{"trace_id": f"{i + 1:032x}", "span_id": f"{i + 1:016x}", "name": "chat", "operation": "chat",
-              "request_model": "gpt-4o", "start_time": T0 + timedelta(seconds=i),
-              "end_time": T0 + timedelta(seconds=i + 1), "received_at": T0 + timedelta(seconds=i + 1),
-              "input_messages": None if i == len(INPUTS) else _raw(INPUTS[i])} for i in range(len(INPUTS) + 1)]
-    batch = pa.RecordBatch.from_pylist([{n: s.get(n) for n in schema.names} for s in spans], schema=schema)
-    lake.prepare(data)
-    writer = SegmentWriter(data, WriterLimits(0.0, 50_000, 1 << 30, 0), Stats())
-    writer.start()
-    try:
-        writer.submit([("spans", "t", "2026-12-01", batch)], len(spans)).result(timeout=60)
-    finally:
-        writer.close(timeout=10)
-    return sorted(str(p) for p in lake.partition_dir(data, "t", "2026-12-01", "spans").glob("*.parquet"))
-
-
-def test_the_segment_writer_stores_the_fingerprint_and_readers_use_it(tmp_path):
-    """Fresh segments hold the fingerprint of every row as compaction would store it (the reference's), and the
-    views read it: a stored value that differs from the messages is what `llm_call_rows` shows (nothing parsed)."""
-    (fresh,) = _written_fresh(tmp_path)
-    with duckdb.connect() as con:
-        stored = con.execute(f"SELECT input_messages, {call_input.FINGERPRINT_COLUMN} FROM read_parquet(?) "
-                             "ORDER BY span_id", [fresh]).fetchall()
-        assert [f for _m, f in stored] == [_reference(m) if m is not None else None for m, _f in stored]
-        assert con.execute(call_input.disagreeing([fresh])).fetchone() == (0,)
-        con.execute(f"COPY (SELECT * REPLACE ({call_input.FINGERPRINT_COLUMN} + 1 AS {call_input.FINGERPRINT_COLUMN}) "
-                    f"FROM read_parquet('{fresh}')) TO '{fresh}.tampered' (FORMAT parquet)")
-        Path(f"{fresh}.tampered").rename(fresh)
-    with duckdb.connect() as con:
-        for statement in view_statements(tmp_path, TenantId("t")):
-            con.execute(statement)
-        shown = con.execute("SELECT input_fingerprint FROM llm_call_rows ORDER BY span_id").fetchall()
-        assert [f for (f,) in shown] == [None if f is None else f + 1 for _m, f in stored]
 
 
 def test_the_footers_say_whether_the_keys_can_be_the_stored_fingerprints(tmp_path):
