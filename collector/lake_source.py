@@ -154,9 +154,18 @@ class LakeSource:
 
     def connect(self, config: dict | None = None):
         """An in-memory DuckDB that can read this lake (the store's filesystem registered when remote)."""
-        import duckdb
+        return reader(config, [] if self._filesystem is None else [self._filesystem])
 
-        con = duckdb.connect(":memory:", config=config or {})
-        if self._filesystem is not None:
-            con.register_filesystem(self._filesystem)
-        return con
+
+def reader(config: dict | None, filesystems: list):
+    """An in-memory DuckDB reading through `filesystems` that parses each segment's footer once: the views name the
+    same files in many scans, each of which (and each view's bind, with union_by_name) would read the footers again
+    (docs/collector.md). Segments never change once written (new names for new content), so a cached footer is
+    never stale."""
+    import duckdb
+
+    con = duckdb.connect(":memory:", config=config or {})
+    con.execute("SET parquet_metadata_cache = true")  # after connecting: the setting needs the parquet extension
+    for filesystem in filesystems:
+        con.register_filesystem(filesystem)
+    return con

@@ -21,6 +21,7 @@ from datetime import date
 from functools import cached_property
 from pathlib import Path
 
+from collector import lake_source
 from collector.lake_source import LakeSource
 from collector.objectstore import SCHEMES, ObjectLake, ObjectMeta
 from collector.shipping import outbox_dir
@@ -103,12 +104,7 @@ class LakeUnion:
         """An in-memory DuckDB that can read every member."""
         if len(self.members) == 1:
             return self.members[0].connect(config)
-        import duckdb
-
-        con = duckdb.connect(":memory:", config=config or {})
-        for filesystem in self._filesystems:
-            con.register_filesystem(filesystem)
-        return con
+        return lake_source.reader(config, list(self._filesystems))
 
 
 def read_errors() -> tuple[type[Exception], ...]:

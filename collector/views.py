@@ -128,6 +128,8 @@ class RuleFacts:
     # Most input_messages values lie in files that store the input fingerprint (compacted since it was added).
     stored_fingerprints: bool = False
     fingerprinted: frozenset[str] = frozenset()  # the files that store it (for every row: call_input.STORED)
+    # All but UNSTORED_SHARE of them do (Pruning.by_columns).
+    nearly_all_stored: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,13 @@ class Pruning:
     keys_first: bool
     stored_keys: bool
     part_keys: bool = False
+    by_columns: bool = False  # with stored_keys: `_shared_by_key` counts plain columns, reading the keys twice
+
+
+# The share of input messages without a stored fingerprint up to which the key-first pass reads keys twice
+# (`_shared_by_key`): each such call is parsed in both reads (≈ 2.8 µs), where materializing every call's hashed
+# keys once costs ≈ 0.17 µs a call (docs/collector.md, "Counted by plain columns").
+UNSTORED_SHARE = 0.05
 
 
 def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | None) -> RuleFacts:
@@ -167,7 +176,8 @@ def rule_facts(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | 
     total = sum(n for _d, n, _f in prompts)
     repeated = sum(n for dictionary, n, _f in prompts if dictionary)
     stored = sum(n for _d, n, file in prompts if file in storing)
-    return RuleFacts(max(counts), 2 * repeated > total, 2 * stored > total, frozenset(storing))
+    return RuleFacts(max(counts), 2 * repeated > total, 2 * stored > total, frozenset(storing),
+                     total > 0 and total - stored <= UNSTORED_SHARE * total)
 
 
 # Per contested row: the model named (request, else response model; lower case, without a `provider/` prefix
@@ -213,7 +223,7 @@ def _contested(pruning: Pruning) -> str:
     of each service and model, unparsed: keys shared by many calls (prompts that repeat) prune little, and their
     parse would be the whole cost. Either way only components two instrumentations wrote keep their calls."""
     if pruning.keys_first:
-        shared = _shared_by_key(pruning.stored_keys)
+        shared = _shared_by_key(pruning.stored_keys, pruning.by_columns)
     else:  # a call without a model is in no group: it leaves here
         shared = ("shared AS (\n  SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time, 0 AS kind,\n"
                   "    hash(call_service, call_model) AS key\n  FROM candidates WHERE call_model IS NOT NULL\n)")
@@ -240,32 +250,47 @@ def _contested(pruning: Pruning) -> str:
     )
 
 
-def _shared_by_key(stored_keys: bool) -> str:
-    """CTE `shared` (with `keyed`): every call with a model whose response id key (kind 1) or input key (kind 2) a call
-    of another instrumentation has too, once per such key. `keyed` holds only hashes: most keys occur once, and those
-    leave through an integer count before a call's instrumentation and times are read (again, unparsed, by its hash;
-    a collision only adds a row), so the strings are held and compared (exactly, min <> max) only for repeated keys.
-    The input key is the fingerprint with `stored_keys`, else the user text (`Pruning`)."""
-    text = _KEY if stored_keys else call_input.user_text()
+def _shared_by_key(stored_keys: bool, by_columns: bool) -> str:
+    """CTE `shared`: every call with a model whose response id key (kind 1) or input key (kind 2) a call of another
+    instrumentation has too, once per such key. A key is a hash of the service and the response id or input, not the
+    model: a superset (the same id or input under two models only adds a call, which `_islands` then leaves alone),
+    so the model's normalisation runs for the contested calls only. Most keys occur once and leave through a count;
+    the instrumentations of the calls holding a repeated key are compared exactly (min <> max). The input key is the
+    fingerprint with `stored_keys`, else the user text (`Pruning`).
+    With `by_columns` the response ids and the fingerprints are counted as plain columns and the calls of repeated
+    ones read again by them (DuckDB applies such a filter inside the scan: the other columns are read only for
+    matching rows); a fingerprint not stored is then computed in both reads. Else every call's hashed keys are
+    materialized in `keyed` (the user text parsed once), with the call's hash to read it again by."""
+    modelled = "coalesce(request_model, response_model) IS NOT NULL"  # a call without a model is in no group
+    shared = ("shared AS (\n  SELECT * FROM repeated_calls SEMI JOIN (\n"
+              "    SELECT kind, key FROM repeated_calls GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
+              "  ) USING (kind, key)\n)")
+    if by_columns:
+        kinds = ((1, "response_id"), (2, _KEY))
+        counted = "".join(
+            f"repeated_{kind} AS MATERIALIZED (\n  SELECT {column} FROM candidates WHERE {column} IS NOT NULL AND {modelled}\n"
+            f"  GROUP BY {column} HAVING count(*) > 1\n),\n" for kind, column in kinds)
+        calls = " UNION ALL\n".join(
+            f"  SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time, {kind} AS kind,\n"
+            f"    hash(call_service, {column}) AS key\n"
+            f"  FROM candidates WHERE {column} IN (SELECT {column} FROM repeated_{kind}) AND {modelled}\n"
+            for kind, column in kinds)
+        return f"{counted}repeated_calls AS (\n{calls}),\n{shared}"
     repeated = " UNION ALL\n".join(
         f"  SELECT call_hash, {kind} AS kind, {key} AS key FROM keyed SEMI JOIN (\n"
         f"    SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
         for kind, key in ((1, "id_key"), (2, "input_key")))
     return (
         "keyed AS MATERIALIZED (\n  SELECT call_hash,\n"
-        "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, call_model, response_id) END AS id_key,\n"
-        "    CASE WHEN user_input IS NOT NULL THEN hash(call_service, call_model, user_input) END AS input_key\n"
-        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, call_model, response_id,\n"
-        f"      {text} AS user_input\n"
-        # A call without a model is in no group: it leaves here.
-        "    FROM candidates WHERE call_model IS NOT NULL)\n),\n"
+        "    CASE WHEN response_id IS NOT NULL THEN hash(call_service, response_id) END AS id_key,\n"
+        "    CASE WHEN user_input IS NOT NULL THEN hash(call_service, user_input) END AS input_key\n"
+        "  FROM (SELECT hash(trace_id, span_id) AS call_hash, call_service, response_id,\n"
+        f"      {_KEY if stored_keys else call_input.user_text()} AS user_input\n"
+        f"    FROM candidates WHERE {modelled})\n),\n"
         f"repeated AS (\n{repeated}),\n"
         "repeated_calls AS (\n  SELECT r.call_hash, c.instrumentation, c.start_time, c.end_time, r.kind, r.key FROM repeated r\n"
         "  JOIN (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time FROM candidates) c\n"
-        "  USING (call_hash)\n),\n"
-        "shared AS (\n  SELECT * FROM repeated_calls SEMI JOIN (\n"
-        "    SELECT kind, key FROM repeated_calls GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
-        "  ) USING (kind, key)\n)"
+        f"  USING (call_hash)\n),\n{shared}"
     )
 
 
@@ -428,8 +453,9 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     # One instrumentation describes a call once (Vercel's outer spans are no call): the identity rule
     # runs only when two or more dialects or instrumentation scopes are present.
     deduplicate = facts.instrumentations > 1
+    # Messages that came as log events are not counted by the footers, and their calls store no fingerprint.
     pruning = Pruning(not facts.repeated_prompts if keys_first is None else keys_first, facts.stored_fingerprints,
-                      facts.stored_fingerprints and not with_events)
+                      facts.stored_fingerprints and not with_events, facts.nearly_all_stored and not with_events)
     rows = _call_rows(with_events, stored_spans)
     return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(rows),
             _llm_call_duplicates(deduplicate, pruning, rows), _llm_calls(deduplicate, pruning, rows), _llm_calls_audit(),

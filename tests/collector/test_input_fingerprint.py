@@ -107,7 +107,15 @@ def test_the_footers_say_whether_the_keys_can_be_the_stored_fingerprints(tmp_pat
     source = LakeUnion.of(tmp_path)
     _compacted_lake(tmp_path)
     with duckdb.connect() as con:
-        assert rule_facts(source, con, TenantId("t"), None).stored_fingerprints
+        facts = rule_facts(source, con, TenantId("t"), None)
+        assert facts.stored_fingerprints and facts.nearly_all_stored
+    # One call in eight unstored: read twice by plain columns it would be parsed twice (views.UNSTORED_SHARE).
+    schema = arrow_schema("spans")
+    lake.write_segment(tmp_path, "t", "2026-12-01", pa.Table.from_pylist([{n: None for n in schema.names} | {
+        "trace_id": "f" * 32, "span_id": "f" * 16, "operation": "chat", "input_messages": _raw(INPUTS[0])}], schema=schema))
+    with duckdb.connect() as con:
+        facts = rule_facts(source, con, TenantId("t"), None)
+        assert facts.stored_fingerprints and not facts.nearly_all_stored
         for f in lake.partition_dir(tmp_path, "t", "2026-12-01", "spans").glob("c-*.parquet"):
             con.execute(f"COPY (SELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}) FROM read_parquet('{f}')) "
                         f"TO '{f}.old' (FORMAT parquet)")
