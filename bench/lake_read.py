@@ -18,7 +18,8 @@
    first: the rule's cost is the ratio of the two local-disk medians. With --baseline DIR (a checkout of another
    revision, e.g. `git archive main | tar -x -C /tmp/main`), `verdict sql` from DIR's code is timed on the same
    lake, run for run alternating with this code's, and must give the same answer (CPU and peak RSS
-   of each `verdict sql` process; --runs each). With --call-s S, every call lasts S
+   of each `verdict sql` process; --runs each), then `verdict sql "SELECT 1"` likewise: the fixed cost every
+   query pays (process start, listing, footers, creating the views). With --call-s S, every call lasts S
    seconds (0.9 otherwise): 30 makes each call overlap the next of its own model and service all day (the
    overlap sweep the identity rule used before could then prune no call). With --same-question every call's user
    message is the same text (one prompt sent all day by both instrumentations: every key is shared). The compacted
@@ -60,7 +61,7 @@ TARGET_READ_RATIO = 3.0
 
 
 def _sql_seconds(args: list[str], runs: int = 3, cpu: list[float] | None = None,
-                 code: Path = ROOT, rss: list[float] | None = None) -> tuple[float, str]:
+                 code: Path = ROOT, rss: list[float] | None = None, query: str = SQL_QUERY) -> tuple[float, str]:
     """Median wall seconds of `verdict sql` (the checkout `code`'s) and its output; each run's CPU seconds (user +
     system, the figure a busy machine disturbs least) are appended to `cpu` and its peak RSS (MiB) to `rss`
     when given. CPU comes from wait4 on that one child (RUSAGE_CHILDREN sums every child), the peak from the child
@@ -71,7 +72,7 @@ def _sql_seconds(args: list[str], runs: int = 3, cpu: list[float] | None = None,
               tempfile.NamedTemporaryFile("r") as peak):
             started = time.perf_counter()
             child = subprocess.Popen([sys.executable, str(ROOT / "bench" / "own_peak.py"), peak.name,
-                                      "-m", "verdict_daemon.cli", "sql", SQL_QUERY, "--tenant", "bench",
+                                      "-m", "verdict_daemon.cli", "sql", query, "--tenant", "bench",
                                       "--format", "csv", *args], stdout=stdout, stderr=stderr, text=True, cwd=code,
                                      env={**os.environ, "PYTHONPATH": str(code)})
             _, status, usage = os.wait4(child.pid, 0)
@@ -150,6 +151,14 @@ def compare_with(baseline: Path, args: list[str], runs: int = 4) -> None:
     for c, label in ((baseline, "baseline"), (ROOT, "this code")):
         print(f"[read]   {label} per run: CPU {' '.join(f'{x:.2f}' for x in cpu[c])} s; "
               f"peak RSS {' '.join(f'{x:.0f}' for x in rss[c])} MiB")
+    # What every query pays before it runs: the process, the listing, the footers and creating the views.
+    fixed: dict[Path, list[float]] = {ROOT: [], baseline: []}
+    for _ in range(2 * runs + 1):
+        for code in (baseline, ROOT):
+            _sql_seconds(args, runs=1, cpu=fixed[code], code=code, query="SELECT 1")
+    now_fixed, base_fixed = (statistics.median(fixed[c]) for c in (ROOT, baseline))
+    print(f"[read] fixed cost, `verdict sql \"SELECT 1\"` (alternating, medians of {2 * runs + 1}): {now_fixed:.2f} s CPU "
+          f"vs {base_fixed:.2f} s CPU; ratio {now_fixed / base_fixed:.2f}x")
 
 
 def read_object_store(server, data_dir: Path, files: list[Path], local_s: float, local_out: str,

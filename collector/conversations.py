@@ -22,6 +22,7 @@ One key's rows without computing every key's (what a page about one conversation
 
 from __future__ import annotations
 
+from collector.view_sql import create_view
 from verdict.conversation import DEFAULT_INACTIVITY_MINUTES
 from verdict.semconv import CONVERSATION_END
 from verdict.tenancy import TenantId
@@ -101,11 +102,8 @@ FROM (
 _AMONG = "(len(traces) > 1000 OR list_contains(traces, trace_id)) AND trace_id IN (SELECT unnest(traces))"
 
 
-def conversation_statements(tenant: TenantId, inactivity_minutes: float = DEFAULT_INACTIVITY_MINUTES) -> list[str]:
-    """The macros and views above, over the `spans` and `llm_calls` views already defined."""
-    if not inactivity_minutes > 0:
-        raise ValueError(f"the conversation inactivity limit must be positive minutes, got {inactivity_minutes!r}")
-    limit = repr(float(inactivity_minutes))
+def conversation_macros(tenant: TenantId) -> list[str]:
+    """The macros above, over views named `spans` and `llm_calls` (bound when created: collector.views._lake_shape)."""
     return [
         f"CREATE OR REPLACE MACRO conversation_turns_within(inactivity_minutes) AS TABLE\n{_turns_select(tenant)}",
         "CREATE OR REPLACE MACRO conversations_at(as_of, inactivity_minutes) AS TABLE\n"
@@ -114,7 +112,15 @@ def conversation_statements(tenant: TenantId, inactivity_minutes: float = DEFAUL
         + _turns_select(tenant, _AMONG, "conversation_key"),
         "CREATE OR REPLACE MACRO conversations_among(turns, as_of, inactivity_minutes) AS TABLE\n"
         + _conversations_select("query_table(turns)"),
-        f"CREATE OR REPLACE VIEW conversation_turns AS SELECT * FROM conversation_turns_within({limit})",
-        "CREATE OR REPLACE VIEW conversations AS\n"
-        f"SELECT * FROM conversations_at((SELECT max(end_time) FROM spans), {limit})",
+    ]
+
+
+def conversation_views(inactivity_minutes: float = DEFAULT_INACTIVITY_MINUTES) -> list[str]:
+    """The views above, over the macros."""
+    if not inactivity_minutes > 0:
+        raise ValueError(f"the conversation inactivity limit must be positive minutes, got {inactivity_minutes!r}")
+    limit = repr(float(inactivity_minutes))
+    return [
+        create_view("conversation_turns", f"SELECT * FROM conversation_turns_within({limit})"),
+        create_view("conversations", f"SELECT * FROM conversations_at((SELECT max(end_time) FROM spans), {limit})"),
     ]

@@ -9,6 +9,7 @@ conventions, evaluator provenance as proposed (`gen_ai.evaluation.evaluator.*`),
 
 from __future__ import annotations
 
+from collector.view_sql import create_view
 from verdict import semconv as sc
 
 
@@ -34,10 +35,9 @@ _COLUMNS = {
 def evaluation_statements() -> list[str]:
     """The view, over the `logs` view already defined."""
     columns = ",\n  ".join(f"{expression} AS {name}" for name, expression in _COLUMNS.items())
-    return [
-        "CREATE OR REPLACE VIEW evaluations AS\n"
+    return [create_view(
+        "evaluations",
         f"SELECT tenant_id, coalesce({_attribute(sc.EVALUATION_RECORD_ID)}, record_id) AS evaluation_id, trace_id,\n"
         f"  span_id, time,\n  {columns},\n  service_name, scope_name, attributes, received_at\n"
         f"FROM logs WHERE event_name = '{sc.EVENT_EVALUATION_RESULT}'\n"
-        "QUALIFY row_number() OVER (PARTITION BY evaluation_id ORDER BY received_at, record_id) = 1"
-    ]
+        "QUALIFY row_number() OVER (PARTITION BY evaluation_id ORDER BY received_at, record_id) = 1")]

@@ -29,10 +29,11 @@ from typing import Any
 
 from collector import call_input, lake
 from collector.compaction import COMPACTED_PREFIX
-from collector.conversations import conversation_statements
+from collector.conversations import conversation_macros, conversation_views
 from collector.evaluations import evaluation_statements
 from collector.lake_source import LakeSource
 from collector.lake_union import LakeUnion
+from collector.view_sql import create_view
 from verdict.semconv import LOG_COLUMNS, SPAN_COLUMNS
 from verdict.tenancy import TenantId
 
@@ -103,7 +104,7 @@ def _logs_view(source: LakeUnion, tenant: TenantId, days: Sequence[date] | None)
                 "QUALIFY row_number() OVER (PARTITION BY record_id ORDER BY received_at) = 1")
     else:
         body = f"SELECT * EXCLUDE (tenant) FROM ({_typed_empty(LOG_COLUMNS)})"
-    return f"CREATE OR REPLACE VIEW logs AS\nSELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
+    return create_view("logs", f"SELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})")
 
 
 def _event_messages() -> str:
@@ -313,7 +314,7 @@ def _call_rows(with_events: bool, stored_spans: str) -> str:
 def _llm_call_rows(rows: str) -> str:
     """VIEW `llm_call_rows`: the `_call_rows` `rows` with `input_fingerprint`, the rule's (stored, else computed):
     `llm_calls` before the identity rule."""
-    return f"CREATE OR REPLACE VIEW llm_call_rows AS\nSELECT * EXCLUDE ({_KEY}), {_KEY} AS input_fingerprint\nFROM ({rows})"
+    return create_view("llm_call_rows", f"SELECT * EXCLUDE ({_KEY}), {_KEY} AS input_fingerprint\nFROM ({rows})")
 
 
 def _identity_rule(select: str, detail: bool, pruning: Pruning, rows: str) -> str:
@@ -354,10 +355,9 @@ def _llm_call_duplicates(deduplicate: bool, pruning: Pruning, rows: str) -> str:
     merged it (`response_id`: a shared response id; `input`: the input fingerprint, without a shared id) and the
     row kept for its call (`kept_trace_id`, `kept_span_id`)."""
     if not deduplicate:
-        return ("CREATE OR REPLACE VIEW llm_call_duplicates AS\nSELECT trace_id, span_id, date, start_time, "
-                "NULL::VARCHAR AS rule, trace_id AS kept_trace_id, span_id AS kept_span_id FROM llm_call_rows "
-                "WHERE false")
-    return f"CREATE OR REPLACE VIEW llm_call_duplicates AS\n{_identity_rule('SELECT * FROM losers', True, pruning, rows)}"
+        return create_view("llm_call_duplicates", "SELECT trace_id, span_id, date, start_time, NULL::VARCHAR AS rule, "
+                           "trace_id AS kept_trace_id, span_id AS kept_span_id FROM llm_call_rows WHERE false")
+    return create_view("llm_call_duplicates", _identity_rule('SELECT * FROM losers', True, pruning, rows))
 
 
 def _llm_calls(deduplicate: bool, pruning: Pruning, rows: str) -> str:
@@ -365,9 +365,9 @@ def _llm_calls(deduplicate: bool, pruning: Pruning, rows: str) -> str:
     statement (not through `llm_call_duplicates`), so a query of `llm_calls` alone plans as before the split."""
     columns = ", ".join(LLM_CALL_COLUMNS)
     if not deduplicate:
-        return f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {columns} FROM llm_call_rows"
+        return create_view("llm_calls", f"SELECT {columns} FROM llm_call_rows")
     select = f"SELECT {columns} FROM candidates ANTI JOIN losers USING (trace_id, span_id)"
-    return f"CREATE OR REPLACE VIEW llm_calls AS\n{_identity_rule(select, False, pruning, rows)}"
+    return create_view("llm_calls", _identity_rule(select, False, pruning, rows))
 
 
 def _llm_calls_audit() -> str:
@@ -376,14 +376,13 @@ def _llm_calls_audit() -> str:
     left out; `(none)` for a span a dialect recognised that names no operation). Spans no dialect recognised and
     without an operation (HTTP, database, ...) are not counted: they never describe a model call."""
     inference = ", ".join(_quote(op) for op in INFERENCE_OPERATIONS)
-    return (
-        "CREATE OR REPLACE VIEW llm_calls_audit AS\n"
+    return create_view(
+        "llm_calls_audit",
         "SELECT date, 'duplicate' AS outcome, rule AS reason, count(*) AS spans FROM llm_call_duplicates GROUP BY ALL\n"
         "UNION ALL\n"
         "SELECT date, 'not_inference' AS outcome, coalesce(operation, '(none)') AS reason, count(*) AS spans FROM spans\n"
         f"WHERE (dialect IS NOT NULL OR operation IS NOT NULL) AND coalesce(operation NOT IN ({inference}), true)\n"
-        "GROUP BY ALL"
-    )
+        "GROUP BY ALL")
 
 
 def _fresh_since(source: LakeUnion, con, tenant: TenantId, days: Sequence[date] | None) -> str | None:
@@ -418,7 +417,7 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     finally:
         con.close()
     parts, stored = [], []  # the view's parts; every stored row as it is (fresh copies included)
-    parsed = f"{call_input.stored_or_computed()} AS {_KEY}"
+    parsed = _parsed_key()
     if compacted:
         fingerprinted = [f for f in compacted if f in facts.fingerprinted]
         for files, key in ((fingerprinted, f"{call_input.FINGERPRINT_COLUMN} AS {_KEY}"),
@@ -439,16 +438,10 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
                 "USING (trace_id, span_id)"
             )
         parts.append(fresh)
-    if not parts:
-        parts.append(f"SELECT * EXCLUDE ({_HIDDEN}), {parsed} FROM ({_typed_empty()})")  # no data yet: queries bind
-    body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
-    stored_spans = f"SELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
-    # The stored input fingerprint is the identity rule's (llm_call_rows.input_fingerprint), not a span attribute.
-    spans = (f"CREATE OR REPLACE VIEW spans AS\nSELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}, {_KEY}) FROM "
-             f"({stored_spans})")
+    stored_spans, spans = _spans(tenant, parts or [_empty_part()])  # no data yet: queries bind
     # A superset of `spans`' keyed rows without its dedupe window, so a filter on a key reaches the files.
-    keys = ("CREATE OR REPLACE VIEW span_conversation_keys AS\nSELECT trace_id, conversation_id FROM (\n"
-            + "\nUNION ALL BY NAME\n".join(stored or [_typed_empty()]) + ")\nWHERE conversation_id IS NOT NULL")
+    keys = create_view("span_conversation_keys", "SELECT trace_id, conversation_id FROM (\n"
+                       + "\nUNION ALL BY NAME\n".join(stored or [_typed_empty()]) + ")\nWHERE conversation_id IS NOT NULL")
     with_events = bool(source.files("logs", tenant, "*" + lake.SEGMENT_SUFFIX, days))
     # One instrumentation describes a call once (Vercel's outer spans are no call): the identity rule
     # runs only when two or more dialects or instrumentation scopes are present.
@@ -457,19 +450,48 @@ def view_statements(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId
     pruning = Pruning(not facts.repeated_prompts if keys_first is None else keys_first, facts.stored_fingerprints,
                       facts.stored_fingerprints and not with_events, facts.nearly_all_stored and not with_events)
     rows = _call_rows(with_events, stored_spans)
-    return [spans, keys, _logs_view(source, tenant, days), _llm_call_rows(rows),
+    return [*_lake_shape(tenant), *conversation_macros(tenant),
+            spans, keys, _logs_view(source, tenant, days), _llm_call_rows(rows),
             _llm_call_duplicates(deduplicate, pruning, rows), _llm_calls(deduplicate, pruning, rows), _llm_calls_audit(),
-            *conversation_statements(tenant),
-            *evaluation_statements()]
+            *conversation_views(), *evaluation_statements()]
+
+
+def _parsed_key() -> str:
+    return f"{call_input.stored_or_computed()} AS {_KEY}"
+
+
+def _empty_part() -> str:
+    return f"SELECT * EXCLUDE ({_HIDDEN}), {_parsed_key()} FROM ({_typed_empty()})"
+
+
+def _spans(tenant: TenantId, parts: list[str]) -> tuple[str, str]:
+    """SQL of the spans in the union of `parts` with the stored fingerprint and `_KEY` (`_call_rows`' input), and
+    VIEW `spans`, which shows neither."""
+    body = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
+    stored_spans = f"SELECT {_quote(tenant)} AS tenant_id, * FROM (\n{body})"
+    # The stored input fingerprint is the identity rule's (llm_call_rows.input_fingerprint), not a span attribute.
+    return stored_spans, create_view(
+        "spans", f"SELECT * EXCLUDE ({call_input.FINGERPRINT_COLUMN}, {_KEY}) FROM ({stored_spans})")
+
+
+def _lake_shape(tenant: TenantId) -> list[str]:
+    """`spans`, `llm_call_rows` and `llm_calls` of a lake without segments: the columns and types of the lake's own,
+    nothing to read. DuckDB binds a table macro's body when the macro is created (it has no deferral, as views do:
+    collector.view_sql); created over these, the conversation macros bind no footer and no identity rule (≈ 70 ms
+    of every reader's start on the 30-day bench lake). A macro's body binds again at each use, against the lake's
+    own views, which replace these."""
+    stored_spans, spans = _spans(tenant, [_empty_part()])
+    rows = _call_rows(False, stored_spans)
+    return [spans, _llm_call_rows(rows), _llm_calls(False, Pruning(False, False), rows)]
 
 
 def materialize_duplicates(con) -> None:
     """Evaluate the identity rule once on `con` (holding the views): `llm_calls` and `llm_calls_audit` then read its
     result, so a reader of both (the daemon's sampler) pays for the rule once."""
     con.execute("CREATE OR REPLACE TEMP TABLE llm_call_duplicates_once AS SELECT * FROM llm_call_duplicates")
-    con.execute("CREATE OR REPLACE VIEW llm_call_duplicates AS SELECT * FROM llm_call_duplicates_once")
-    con.execute(f"CREATE OR REPLACE VIEW llm_calls AS\nSELECT {', '.join(LLM_CALL_COLUMNS)} FROM llm_call_rows "
-                "ANTI JOIN llm_call_duplicates_once USING (trace_id, span_id)")
+    con.execute(create_view("llm_call_duplicates", "SELECT * FROM llm_call_duplicates_once"))
+    con.execute(create_view("llm_calls", f"SELECT {', '.join(LLM_CALL_COLUMNS)} FROM llm_call_rows "
+                                         "ANTI JOIN llm_call_duplicates_once USING (trace_id, span_id)"))
 
 
 def open_scoped(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, extra_views: tuple[str, ...] = (),
