@@ -294,6 +294,20 @@ _TWO_DIALECTS = """
   FROM ({select})"""
 
 
+# Every call described twice, as two instrumentations in one process do: the same trace, call, response id and
+# messages (question and answer), two span ids (the twin's first hex digit is `e`), two dialects and scopes.
+_TWINNED = """
+  SELECT s.* REPLACE (CASE WHEN twin = 1 THEN 'e' || substr(s.span_id, 2) ELSE s.span_id END AS span_id),
+         (['verdict', 'openllmetry'])[1 + twin] AS dialect,
+         (['verdict.tracing', 'opentelemetry.instrumentation.openai.v1'])[1 + twin] AS scope_name,
+         'chatcmpl-' || s.span_id AS response_id,
+         '[{{"role": "user", "parts": [{{"type": "text", "content": "question ' || s.span_id || '"}}]}}]'
+             AS input_messages,
+         '[{{"role": "assistant", "parts": [{{"type": "text", "content": "answer ' || s.span_id || '"}}]}}]'
+             AS output_messages
+  FROM ({select}) s, (VALUES (0), (1)) v(twin)"""
+
+
 # call_s: every call lasts that long (0.9 s otherwise). Calls start 86400 / (rows / 30) s apart, each model's
 # three times that: longer calls overlap those of other models, then those of their own model too (e.g. 1M rows:
 # 2.6 s apart; --call-s 5 overlaps across models only, --call-s 30 within each model, all day).
@@ -303,41 +317,47 @@ _CALL_S = """
 
 
 def build_sql_lake(data_dir: Path, rows: int, tenant: str = "bench", two_dialects: bool = False,
-                   call_s: float | None = None, same_question: bool = False, stored_fingerprints: bool = True) -> int:
+                   call_s: float | None = None, same_question: bool = False, stored_fingerprints: bool = True,
+                   twinned: bool = False) -> int:
     """Steady state: 30 days compacted, plus fresh segments of the last hour that include retries. Returns the
     rows stored. The compacted days hold the input fingerprint compaction stores (collector.call_input) unless
-    `stored_fingerprints` is false (segments compacted before it was stored)."""
+    `stored_fingerprints` is false (segments compacted before it was stored). `twinned`: every call is two spans
+    (`_TWINNED`), so the lake holds half as many calls."""
     import duckdb
 
     from collector import call_input
 
     days, fresh_segments, fresh_rows = 30, 20, 5_000
     per_day = (rows - fresh_segments * fresh_rows) // days
+    twins = 2 if twinned else 1
+    calls_per_day, fresh_calls, resent = per_day // twins, fresh_rows // twins, 1_000 // twins
     con = duckdb.connect()
 
     def rows_of(**fields) -> str:
         select = _SQL_ROW.format(**fields)
         select = select if call_s is None else _CALL_S.format(select=select, call_us=round(call_s * 1e6))
         question = "'the same'" if same_question else "span_id"
+        if twinned:
+            return _TWINNED.format(select=select)
         return _TWO_DIALECTS.format(select=select, question=question) if two_dialects else select
 
     for d in range(days):
         date = f"2026-10-{d + 1:02d}"
         part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
         part.mkdir(parents=True)
-        select = rows_of(offset=d * per_day, date=date, step_us=86_400_000_000 // per_day, n=per_day)
-        if stored_fingerprints and two_dialects:  # the one-instrumentation lake has no messages
+        select = rows_of(offset=d * per_day, date=date, step_us=86_400_000_000 // calls_per_day, n=calls_per_day)
+        if stored_fingerprints and (two_dialects or twinned):  # the one-instrumentation lake has no messages
             select = f"SELECT *, {call_input.STORED} FROM ({select})"
         con.execute(f"COPY ({select} ORDER BY start_time) TO '{part}/c-0-bench.parquet' "
                     "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)")
     # Fresh segments of the last day: new spans, and every fourth segment re-sends 1,000 old ones.
     for k in range(fresh_segments):
         date = f"2026-10-{days:02d}"
-        offset = (days - 1) * per_day + (per_day - 1_000 if k % 4 == 0 else per_day + k * fresh_rows)
-        select = rows_of(offset=offset, date=date, step_us=1, n=fresh_rows)
+        offset = (days - 1) * per_day + (calls_per_day - resent if k % 4 == 0 else per_day + k * fresh_calls)
+        select = rows_of(offset=offset, date=date, step_us=1, n=fresh_calls)
         part = data_dir / "spans" / f"tenant={tenant}" / f"date={date}"
         con.execute(f"COPY ({select}) TO '{part}/{k + 1}-fresh.parquet' (FORMAT parquet, COMPRESSION zstd)")
-    return per_day * days + fresh_segments * fresh_rows
+    return (calls_per_day * days + fresh_segments * fresh_calls) * twins
 
 
 SQL_QUERY = ("SELECT intent_key, date_trunc('day', start_time) AS day, count(*) AS calls "

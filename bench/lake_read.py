@@ -6,6 +6,7 @@
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --baseline /tmp/main
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --call-s 30 --baseline /tmp/main
     .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --two-dialects --same-question --baseline /tmp/main
+    .venv/bin/python bench/lake_read.py --rows 1000000 --seconds 0 --engines 0 --twinned --baseline /tmp/main --no-object-store
     .venv/bin/python bench/lake_read.py --rows 10000000 --seconds 0 --engines 0 --two-dialects --baseline /tmp/before --runs 3 --no-object-store
 
 1. `verdict sql` "calls per intent per day" (bench/collector_ingest.py's query and lake: 30 compacted days
@@ -22,7 +23,9 @@
    query pays (process start, listing, footers, creating the views). With --call-s S, every call lasts S
    seconds (0.9 otherwise): 30 makes each call overlap the next of its own model and service all day (the
    overlap sweep the identity rule used before could then prune no call). With --same-question every call's user
-   message is the same text (one prompt sent all day by both instrumentations: every key is shared). The compacted
+   message is the same text (one prompt sent all day by both instrumentations: every key is shared). With
+   --twinned every call is described twice (two spans of two instrumentations in one trace, one response id, the
+   question and the answer in both): the identity rule merges every call, where --two-dialects merges none. The compacted
    days hold the input fingerprint as compaction stores it; --unstored-fingerprints leaves it out (a lake
    compacted before it was stored: every call's user messages are parsed when read).
 2. Ingest throughput of the real collector with shipping off, then on (`--lake-url` to the same server,
@@ -183,14 +186,14 @@ def read_object_store(server, data_dir: Path, files: list[Path], local_s: float,
 
 def read_phase(rows: int, server, engines: bool, two_dialects: bool = False, baseline: Path | None = None,
                call_s: float | None = None, same_question: bool = False, runs: int = 4,
-               object_store: bool = True, stored_fingerprints: bool = True) -> None:
+               object_store: bool = True, stored_fingerprints: bool = True, twinned: bool = False) -> None:
     baseline_cpu: list[float] = []
     local_cpu: list[float] = []
     baseline_s = identity_rule_baseline(rows, baseline_cpu, call_s) if two_dialects else None
     with tempfile.TemporaryDirectory(prefix="verdict-bench-lake-") as tmp:
         data_dir = Path(tmp) / "data"
         stored = build_sql_lake(data_dir, rows, two_dialects=two_dialects, call_s=call_s, same_question=same_question,
-                                stored_fingerprints=stored_fingerprints)
+                                stored_fingerprints=stored_fingerprints, twinned=twinned)
         local_s, local_out = _sql_seconds(["--data-dir", str(data_dir)], cpu=local_cpu)
         files = sorted(data_dir.rglob("*.parquet"))
         print(f"[read] {stored:,} spans in {len(files)} files, {sum(f.stat().st_size for f in files) / 1e6:.0f} MB; "
@@ -238,6 +241,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=4, help="with --baseline: alternating runs of each checkout")
     parser.add_argument("--unstored-fingerprints", action="store_true",
                         help="compacted days without the input fingerprint compaction stores (compacted before it)")
+    parser.add_argument("--twinned", action="store_true",
+                        help="every call described by two instrumentations (two spans, one response id, both "
+                             "messages): the identity rule merges every call")
     parser.add_argument("--no-object-store", action="store_true",
                         help="read phase on local disk only (no upload to the S3 server, no other engines)")
     args = parser.parse_args()
@@ -248,7 +254,7 @@ def main() -> None:
         if args.rows:
             read_phase(args.rows, server, bool(args.engines), args.two_dialects,
                        args.baseline.resolve() if args.baseline else None, args.call_s, args.same_question,
-                       args.runs, not args.no_object_store, not args.unstored_fingerprints)
+                       args.runs, not args.no_object_store, not args.unstored_fingerprints, args.twinned)
         if args.seconds:
             ingest_phases(args.seconds, args.clients, server)
     finally:

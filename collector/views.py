@@ -242,9 +242,11 @@ def _contested(pruning: Pruning) -> str:
         "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
         "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
         "  ) USING (kind, key, component)\n),\n"
-        "contested AS (\n  SELECT trace_id, span_id, trace_id || ':' || span_id AS call_row, call_service, instrumentation,\n"
-        f"    start_time, end_time, response_id, call_model, {_KEY if pruning.part_keys else call_input.stored_or_computed()}"
-        " AS call_input,\n"
+        # `call_row` names a row in the CTEs below: a number, cheaper to sort, group and join by than the ids' text
+        # (1.2x on a lake where every call is contested), and stable only because `contested` is evaluated once.
+        "contested AS MATERIALIZED (\n  SELECT trace_id, span_id, row_number() OVER () AS call_row, call_service,\n"
+        "    instrumentation, start_time, end_time, response_id, call_model,\n"
+        f"    {_KEY if pruning.part_keys else call_input.stored_or_computed()} AS call_input,\n"
         f"    {_CALL_RANK} AS call_rank\n"
         # A collision of call hashes only adds a call whose keys no other instrumentation shares: it joins no group.
         "  FROM candidates WHERE hash(trace_id, span_id) IN (SELECT call_hash FROM paired)\n)"
