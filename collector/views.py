@@ -195,21 +195,42 @@ def _islands(name: str, key: str, valid: str) -> str:
     """CTEs `name` (call_row -> the call it joins) for the rows sharing `key`, model and service whose
     [start_time, end_time] overlap, transitively. Such a group is one call only when each instrumentation
     wrote at most one of its rows and `valid` holds; otherwise (two calls that happen to agree) nothing merges.
-    Only keys two instrumentations wrote are looked at: the others can form no such group."""
+    Only keys two instrumentations wrote are looked at: the others can form no such group. Over the contested
+    rows not in `pairs` (they are in no other row's group)."""
     part = f"call_service, call_model, {key}"
     return (
-        f"{name}_keys AS (\n  SELECT {part} FROM contested WHERE {key} IS NOT NULL AND call_model IS NOT NULL\n"
+        f"{name}_keys AS (\n  SELECT {part} FROM rest WHERE {key} IS NOT NULL AND call_model IS NOT NULL\n"
         "  GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n),\n"
         f"{name}_rows AS (\n  SELECT *, sum(opens::INT) OVER (PARTITION BY {part} ORDER BY start_time, call_row) AS island\n"
         f"  FROM (SELECT call_row, call_service, call_model, {key}, instrumentation, response_id, call_input, start_time,\n"
         f"    coalesce(start_time > max(end_time) OVER (PARTITION BY {part} ORDER BY start_time, call_row\n"
         "      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens\n"
-        f"    FROM contested SEMI JOIN {name}_keys USING ({part}))\n),\n"
+        f"    FROM rest SEMI JOIN {name}_keys USING ({part}))\n),\n"
         f"{name} AS (\n  SELECT r.call_row, g.call FROM {name}_rows r JOIN (\n"
         f"    SELECT {part}, island, min(call_row) AS call FROM {name}_rows GROUP BY ALL\n"
         f"    HAVING count(*) > 1 AND count(DISTINCT instrumentation) = count(*) AND {valid}\n"
         f"  ) g USING ({part}, island)\n)"
     )
+
+
+# CTEs `pairs` and `rest`. A response id held by exactly two contested rows, of two instrumentations, that overlap
+# (the later start no later than the earlier end: the islands' sweep would not split them) and agree on an input no
+# other contested row has, is one call by both relations, and no other row's island or link reaches either row:
+# what two instrumentations describing one call write. Such pairs are decided by these two aggregates (`call_id`:
+# the pair's least row); the islands and links run over the `rest`, where removing whole closed groups changes nothing.
+_PAIRS = (
+    "pairs AS MATERIALIZED (\n  SELECT call_service, call_model, response_id, call_id FROM (\n"
+    "    SELECT call_service, call_model, response_id, min(call_input) AS call_input, min(call_row) AS call_id\n"
+    "    FROM contested WHERE response_id IS NOT NULL AND call_model IS NOT NULL GROUP BY ALL\n"
+    "    HAVING count(*) = 2 AND count(call_input) = 2 AND min(call_input) = max(call_input)\n"
+    "      AND min(instrumentation) <> max(instrumentation)\n"
+    "      AND count(start_time) = 2 AND count(end_time) = 2 AND max(start_time) <= min(end_time)\n"
+    "  ) SEMI JOIN (\n"
+    "    SELECT call_service, call_model, call_input FROM contested WHERE call_input IS NOT NULL AND call_model IS NOT NULL\n"
+    "    GROUP BY ALL HAVING count(*) = 2\n"
+    "  ) USING (call_service, call_model, call_input)\n),\n"
+    "rest AS (\n  SELECT * FROM contested ANTI JOIN pairs USING (call_service, call_model, response_id)\n)"
+)
 
 
 def _contested(pruning: Pruning) -> str:
@@ -338,15 +359,21 @@ def _identity_rule(select: str, detail: bool, pruning: Pruning, rows: str) -> st
         "    coalesce(dialect, '') || '|' || coalesce(scope_name, '') AS instrumentation\n"
         f"  FROM ({rows})\n),\n"
         f"{_contested(pruning)},\n"
+        f"{_PAIRS},\n"
         f"{_islands('by_id', 'response_id', 'count(DISTINCT call_input) <= 1')},\n"
         f"{_islands('by_input', 'call_input', 'count(DISTINCT response_id) <= 1')},\n"
         "linked AS (\n  SELECT c.trace_id, c.span_id, c.start_time, c.call_rank, i.call IS NOT NULL AS shares_id,\n"
         "    coalesce(i.call, c.call_row) AS id_call, coalesce(n.call, c.call_row) AS input_call\n"
-        "  FROM contested c LEFT JOIN by_id i USING (call_row) LEFT JOIN by_input n USING (call_row)\n"
+        "  FROM rest c LEFT JOIN by_id i USING (call_row) LEFT JOIN by_input n USING (call_row)\n"
         "  WHERE i.call IS NOT NULL OR n.call IS NOT NULL\n),\n"
+        "calls AS (\n  SELECT trace_id, span_id, start_time, call_rank, shares_id,\n"
+        "    min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
+        "  FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked)\n"
+        "  UNION ALL\n"
+        "  SELECT c.trace_id, c.span_id, c.start_time, c.call_rank, true AS shares_id, p.call_id\n"
+        "  FROM contested c JOIN pairs p USING (call_service, call_model, response_id)\n),\n"
         f"losers AS (\n  SELECT {losers}\n"
-        "  FROM (\n    SELECT *, min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
-        "    FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked))\n"
+        "  FROM calls\n"
         "  WINDOW by_rank AS (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id)\n"
         f"  QUALIFY row_number() OVER by_rank > 1\n)\n{select}"
     )

@@ -11,11 +11,12 @@ import json
 import random
 from dataclasses import dataclass, replace
 
+import duckdb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collector import lake
-from collector.views import open_scoped
+from collector.views import open_scoped, view_statements
 from tests.collector import dialect_payloads as payloads
 from tests.collector.conftest import land_request
 from verdict.tenancy import TenantId, validate_tenant_id
@@ -181,6 +182,66 @@ def test_the_same_id_at_times_that_do_not_overlap_is_two_calls(tmp_path):
     late = Call(1, T0 + 5 * SECOND, T0 + 6 * SECOND, "chatcmpl-again")  # same question, same id, later
     land(tmp_path, "apart", [v2_span(early, 1, 1), openllmetry_span(late, 2, 2)])
     assert len(calls(tmp_path, "apart")) == 2
+
+
+def pruned_calls(tmp_path, tenant: str, keys_first: bool,
+                 query: str = "SELECT * FROM llm_calls ORDER BY start_time, span_id") -> list[dict]:
+    """`query` over the views with the rule pruning keys first or sweeping by model first (else the footers choose)."""
+    with duckdb.connect() as con:
+        for statement in view_statements(tmp_path, TenantId(tenant), keys_first=keys_first):
+            con.execute(statement)
+        cur = con.execute(query)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def test_an_ids_two_rows_apart_in_time_among_busy_traffic_are_two_calls(tmp_path):
+    """The same id and question from two instrumentations seconds apart, each overlapping another instrumentation's
+    call, so sweeping by model contests both: still two calls (`views._PAIRS` decides an id's two rows only when they
+    overlap)."""
+    early, late = Call(1, T0, T0 + SECOND, "chatcmpl-again"), Call(1, T0 + 5 * SECOND, T0 + 6 * SECOND, "chatcmpl-again")
+    beside_early, beside_late = Call(2, T0, T0 + SECOND, "chatcmpl-2"), Call(3, T0 + 5 * SECOND, T0 + 6 * SECOND, "chatcmpl-3")
+    land(tmp_path, "busy", [v2_span(early, 1, 1), openllmetry_span(beside_early, 2, 2), openllmetry_span(late, 3, 3),
+                            v2_span(beside_late, 4, 4)])
+    for keys_first in (True, False):
+        assert questions(pruned_calls(tmp_path, "busy", keys_first)) == [1, 1, 2, 3], keys_first
+
+
+def test_one_id_answering_two_questions_in_flight_together_is_two_calls(tmp_path):
+    """A mock answers one id to two questions at once; the first call is described by openai-v2 and OpenInference
+    (no id), the second by OpenLLMetry and OpenInference. The id's two rows disagree on the input, so they are two
+    calls, each one by its input (`views._PAIRS` takes an id's two rows only when their inputs agree)."""
+    first, second = Call(1, T0, T0 + SECOND, "chatcmpl-mock"), Call(2, T0, T0 + SECOND, "chatcmpl-mock")
+    land(tmp_path, "mock", [v2_span(first, 1, 1), openinference_span(first, 2, 2), openllmetry_span(second, 3, 3),
+                            openinference_span(second, 4, 4)])
+    for keys_first in (True, False):
+        assert questions(pruned_calls(tmp_path, "mock", keys_first)) == [1, 2], keys_first
+        merged = pruned_calls(tmp_path, "mock", keys_first,
+                              "SELECT span_id, rule, kept_span_id FROM llm_call_duplicates ORDER BY span_id")
+        assert merged == [{"span_id": f"{lost:016x}", "rule": "input", "kept_span_id": f"{kept:016x}"}
+                          for lost, kept in ((1, 2), (3, 4))], keys_first
+
+
+def test_one_instrumentation_asking_one_question_twice_at_once_is_two_calls(tmp_path):
+    """An app sends the same question twice at once through one instrumentation and a mock answers both with one id;
+    another instrumentation's call overlaps them (sweeping by model then contests them): two calls (`views._PAIRS`
+    takes an id's two rows only from two instrumentations)."""
+    once, again = Call(1, T0, T0 + SECOND, "chatcmpl-mock"), Call(1, T0, T0 + SECOND, "chatcmpl-mock")
+    land(tmp_path, "twice", [v2_span(once, 1, 1), v2_span(again, 2, 2),
+                             openllmetry_span(Call(2, T0, T0 + SECOND, "chatcmpl-2"), 3, 3)])
+    for keys_first in (True, False):
+        assert questions(pruned_calls(tmp_path, "twice", keys_first)) == [1, 1, 2], keys_first
+
+
+def test_three_instrumentations_describing_one_call_are_one_row(tmp_path):
+    """openai-v2 and OpenLLMetry share the response id; OpenInference's span has none but the same question: the two
+    rows sharing the id are not the whole call (`views._PAIRS` leaves them to the islands when a third row has their
+    input)."""
+    call = Call(1, T0, T0 + SECOND, "chatcmpl-three")
+    land(tmp_path, "three", [v2_span(call, 1, 1), openllmetry_span(call, 2, 2), openinference_span(call, 3, 3)])
+    for keys_first in (True, False):
+        rows = pruned_calls(tmp_path, "three", keys_first)
+        assert (questions(rows), rows[0]["input_tokens"]) == ([1], 41), keys_first
 
 
 def test_anthropic_native_and_openllmetry_keep_the_providers_tokens(tmp_path):
