@@ -94,12 +94,19 @@ def land(tmp_path, tenant: str, specs: list[payloads.SpanSpec], service: str = "
     land_request(tmp_path, payloads.trace_request(*specs, resource=resource), tenant)
 
 
+ALL_CALLS = "SELECT * FROM llm_calls ORDER BY start_time, span_id"
+
+
+def rows_of(con, query: str) -> list[dict]:
+    cur = con.execute(query)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
 def calls(tmp_path, tenant: str) -> list[dict]:
     con = open_scoped(tmp_path, TenantId(validate_tenant_id(tenant)))
     try:
-        cur = con.execute("SELECT * FROM llm_calls ORDER BY start_time, span_id")
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        return rows_of(con, ALL_CALLS)
     finally:
         con.close()
 
@@ -184,15 +191,12 @@ def test_the_same_id_at_times_that_do_not_overlap_is_two_calls(tmp_path):
     assert len(calls(tmp_path, "apart")) == 2
 
 
-def pruned_calls(tmp_path, tenant: str, keys_first: bool,
-                 query: str = "SELECT * FROM llm_calls ORDER BY start_time, span_id") -> list[dict]:
+def pruned_calls(tmp_path, tenant: str, keys_first: bool, query: str = ALL_CALLS) -> list[dict]:
     """`query` over the views with the rule pruning keys first or sweeping by model first (else the footers choose)."""
     with duckdb.connect() as con:
         for statement in view_statements(tmp_path, TenantId(tenant), keys_first=keys_first):
             con.execute(statement)
-        cur = con.execute(query)
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        return rows_of(con, query)
 
 
 def test_an_ids_two_rows_apart_in_time_among_busy_traffic_are_two_calls(tmp_path):
