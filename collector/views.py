@@ -252,17 +252,27 @@ def _contested(pruning: Pruning) -> str:
     order = "PARTITION BY kind, key ORDER BY start_time"
     return (
         f"{shared},\n"
+        # Most keys two instrumentations share are one call's: two rows. Two sane intervals (start <= end) are one
+        # component of the sweep exactly when the later start is no later than the earlier end, so an aggregate
+        # decides such keys; any other key (more rows, a time missing or an end before its start, which the collector
+        # refuses but the lake may hold) goes through the sweep: the pruning must stay exact.
+        "sizes AS MATERIALIZED (\n  SELECT kind, key,\n"
+        "    count(*) = 2 AND count(start_time) = 2 AND count(end_time) = 2 AND bool_and(end_time >= start_time) AS decided,\n"
+        "    min(instrumentation) <> max(instrumentation) AND max(start_time) <= min(end_time) AS overlapping\n"
+        "  FROM shared GROUP BY ALL\n),\n"
         "sweep AS (\n  SELECT * FROM (\n    SELECT *,\n"
         "      coalesce(start_time > max(end_time) OVER (by_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)\n"
         "        AS opens,\n"
         "      coalesce(lead(start_time) OVER by_start > max(end_time) OVER (by_start ROWS UNBOUNDED PRECEDING), true)\n"
-        f"        AS closes\n    FROM shared WINDOW by_start AS ({order}))\n"
+        "        AS closes\n"
+        f"    FROM shared SEMI JOIN (SELECT kind, key FROM sizes WHERE NOT decided) USING (kind, key) WINDOW by_start AS ({order}))\n"
         "  WHERE NOT (opens AND closes)  -- a call alone in its component\n),\n"
         # Without those, each component is still a run of rows its first row opens.
         f"components AS (\n  SELECT *, sum(opens::INT) OVER ({order}) AS component FROM sweep\n),\n"
         "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
         "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
-        "  ) USING (kind, key, component)\n),\n"
+        "  ) USING (kind, key, component)\n"
+        "  UNION ALL SELECT call_hash FROM shared SEMI JOIN (SELECT kind, key FROM sizes WHERE decided AND overlapping) USING (kind, key)\n),\n"
         # `call_row` names a row in the CTEs below: a number, cheaper to sort, group and join by than the ids' text
         # (1.2x on a lake where every call is contested), and stable only because `contested` is evaluated once.
         "contested AS MATERIALIZED (\n  SELECT trace_id, span_id, row_number() OVER () AS call_row, call_service,\n"

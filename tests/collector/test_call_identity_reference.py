@@ -345,3 +345,17 @@ def test_compacted_and_mixed_lakes_equal_the_reference_rule(tmp_path_factory, la
     for shown in (_llm_calls(data, True), _llm_calls(data, False), _llm_calls(data)):
         assert len(shown) == len(set(shown))
         assert set(shown) == expected
+
+
+def test_a_pair_with_an_end_before_its_start_is_pruned_as_the_sweep_joins_it(tmp_path):
+    """The collector refuses a span that ends before it starts, but the pruning must not rely on it: most pairs are
+    decided by an aggregate (the later start no later than the earlier end), which for such a span disagrees with the
+    islands' sweep. A span of one instrumentation starting at 5 s and 'ending' at 3 s follows one starting at 4 s
+    and ending at 10 s: the sweep joins them (5 s is before 10 s) and the rule keeps one row; an aggregate would have
+    left both out of the comparison."""
+    call = dict(_FAR_APART, start=4, duration=6, described_by=[_described(0, 0), _described(1, 1)])
+    spans = _spans([call])
+    spans[1]["end_time"] = T0 + timedelta(seconds=3)
+    _write(tmp_path, spans)
+    for keys_first in (True, False):
+        assert _llm_calls(tmp_path, keys_first) == [(spans[0]["trace_id"], spans[0]["span_id"])], keys_first
