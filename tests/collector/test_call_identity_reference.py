@@ -359,3 +359,18 @@ def test_a_pair_with_an_end_before_its_start_is_pruned_as_the_sweep_joins_it(tmp
     _write(tmp_path, spans)
     for keys_first in (True, False):
         assert _llm_calls(tmp_path, keys_first) == [(spans[0]["trace_id"], spans[0]["span_id"])], keys_first
+
+
+def test_three_instrumentations_overlapping_in_a_chain_are_one_call(tmp_path):
+    """Three spans of one call, each overlapping the next but the first not the last (0-10 s, 5-20 s, 15-25 s):
+    the islands join them transitively. Only a key's two rows are decided by an aggregate; three rows that do not
+    all overlap at once must still go through the sweep, or the pruning leaves all three out of the comparison."""
+    call = dict(_FAR_APART, start=0, duration=10, described_by=[_described(0, 0), _described(1, 5), _described(2, 15)])
+    spans = _spans([call])
+    for span, end in zip(spans, (10, 20, 25), strict=True):
+        span["end_time"] = T0 + timedelta(seconds=end)
+    _write(tmp_path, spans)
+    expected = reference(spans)
+    assert len(expected) == 1
+    for keys_first in (True, False):
+        assert set(_llm_calls(tmp_path, keys_first)) == expected, keys_first
