@@ -14,7 +14,9 @@ failure while later batches stream (the timeout, memory) leaves the rows before 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,11 +30,13 @@ from collector.lake_source import LakeSource
 from collector.lake_union import LakeUnion, read_errors
 from collector.sql_limits import (
     DEFAULT_MEMORY_LIMIT,
+    DEFAULT_SPILL_LIMIT,
     DEFAULT_TIMEOUT_S,
     QueryLimits,
     Watchdog,
     max_rows,
     memory_limit,
+    spill_limit,
     timeout_seconds,
 )
 from collector.views import open_scoped, view_statements
@@ -59,13 +63,14 @@ each once; docs/evaluations.md), scoped to --tenant.
 Only SELECT statements run; files outside the tenant's partition directories (in every lake read)
 cannot be read. --lake-dir and --lake-url add lakes: the query sees their union, each span once.
 Limits: the query is cancelled after --timeout-s (default {DEFAULT_TIMEOUT_S:g}), DuckDB may use
---memory-limit (default {DEFAULT_MEMORY_LIMIT} of RAM; no spill to disk) and the output streams, so
+--memory-limit (default {DEFAULT_MEMORY_LIMIT} of RAM) and past it spill up to --spill-limit (default
+{DEFAULT_SPILL_LIMIT}) to a private directory under $TMPDIR, removed when the query ends; the output streams, so
 Python's memory stays small for any result; --max-rows N writes the first N rows and says on stderr
 (and in the table's last line) when there were more.
 example: verdict sql "SELECT intent_key, count(*) FROM llm_calls GROUP BY 1" --tenant acme
 exit codes: 0 ok, 2 usage (also a bad --lake-url or missing --lake-dir, or an object store or the state
 file that cannot be read), 3 invalid_tenant, 4 no_data_dir (the data dir, read alone, does not exist),
-5 query_error (also past --timeout-s or out of memory), 6 access_denied (error: one line
+5 query_error (also past --timeout-s, out of memory or past --spill-limit), 6 access_denied (error: one line
 {{"error": {{"code", "message"}}}} on stderr).
 """
 
@@ -85,7 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default: {DEFAULT_TIMEOUT_S:g}): query_error")
     limits.add_argument("--memory-limit", type=memory_limit, default=DEFAULT_MEMORY_LIMIT, metavar="SIZE",
                         help=f"DuckDB's memory limit, e.g. 4GB or 25%% of RAM (default: {DEFAULT_MEMORY_LIMIT.replace('%', '%%')}); "
-                             "a query that needs more is query_error")
+                             "past it DuckDB spills to disk (--spill-limit)")
+    limits.add_argument("--spill-limit", type=spill_limit, default=DEFAULT_SPILL_LIMIT, metavar="SIZE",
+                        help=f"most DuckDB may spill to a private directory under $TMPDIR (default: {DEFAULT_SPILL_LIMIT}; "
+                             "0: nothing); a query that needs more memory than both is query_error")
     limits.add_argument("--max-rows", type=max_rows, default=None, metavar="N",
                         help="write at most N rows (default: all); stderr says when the result had more")
     parser.add_argument("--print-views", action="store_true",
@@ -164,6 +172,7 @@ class _Open:
     columns: list[str]
     rows: list[tuple]
     snapshot: LakeUnion
+    spill: Path | None  # the query's spill directory, removed on close
 
     def batches(self) -> Iterator[list[tuple]]:
         if not self.columns:
@@ -175,6 +184,12 @@ class _Open:
     def close(self) -> None:
         self.watchdog.stop()  # before close: no interrupt reaches a closed connection
         self.con.close()
+        _remove(self.spill)
+
+
+def _remove(spill: Path | None) -> None:
+    if spill is not None:
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _run(lake: LakeUnion | LakeSource | Path, tenant: str, query: str, prepare: Callable[[Any], None] | None,
@@ -192,7 +207,12 @@ def _run(lake: LakeUnion | LakeSource | Path, tenant: str, query: str, prepare: 
 
     def attempt(snapshot: LakeUnion) -> _Open:
         connected[0] = False
-        con = _connect(snapshot, valid, prepare, limits)
+        spill = None if limits.spill_limit is None else Path(tempfile.mkdtemp(prefix="verdict-sql-spill-"))
+        try:
+            con = _connect(snapshot, valid, prepare, limits, spill)
+        except BaseException:
+            _remove(spill)
+            raise
         connected[0] = True
         watchdog = Watchdog(con, max(deadline - time.monotonic(), 0.0))
         watchdogs.append(watchdog)
@@ -200,10 +220,11 @@ def _run(lake: LakeUnion | LakeSource | Path, tenant: str, query: str, prepare: 
             _require_read_only(con, query)
             cursor = con.execute(query)
             columns = [d[0] for d in cursor.description or []]
-            return _Open(con, watchdog, cursor, columns, fetch(cursor) if columns else [], snapshot)
+            return _Open(con, watchdog, cursor, columns, fetch(cursor) if columns else [], snapshot, spill)
         except BaseException:
             watchdog.stop()
             con.close()
+            _remove(spill)
             raise
 
     with _query_errors(lambda: any(w.fired for w in watchdogs), limits):
@@ -217,17 +238,21 @@ def _run(lake: LakeUnion | LakeSource | Path, tenant: str, query: str, prepare: 
             raise
 
 
-def _connect(snapshot: LakeUnion, tenant: TenantId, prepare: Callable[[Any], None] | None, limits: QueryLimits):
-    """The tenant's scoped connection with DuckDB's memory limit set (before its configuration is locked)."""
+def _connect(snapshot: LakeUnion, tenant: TenantId, prepare: Callable[[Any], None] | None, limits: QueryLimits,
+             spill: Path | None):
+    """The tenant's scoped connection with DuckDB's memory and spill limits set (before its configuration is
+    locked), spilling to `spill` (a private directory, 0700: tempfile.mkdtemp) if given."""
     import duckdb
 
     def bounded(con) -> None:
         con.execute(f"SET memory_limit = '{limits.memory_limit}'")  # validated: digits and a unit
+        if limits.spill_limit is not None:
+            con.execute(f"SET max_temp_directory_size = '{limits.spill_limit}'")  # validated likewise
         if prepare is not None:
             prepare(con)
 
     try:
-        return open_scoped(snapshot, tenant, prepare=bounded)
+        return open_scoped(snapshot, tenant, prepare=bounded, spill=spill)
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
         raise _out_of_memory(exc, limits) from None
 
@@ -274,9 +299,10 @@ def _query_errors(fired: Callable[[], bool], limits: QueryLimits, snapshot: Lake
 
 def _out_of_memory(exc: BaseException, limits: QueryLimits) -> SqlCommandError:
     where = "Python" if isinstance(exc, MemoryError) else "DuckDB"
-    return SqlCommandError("query_error", f"out of memory ({where}; --memory-limit {limits.memory_limit}): "
+    spilled = "" if where == "Python" else (f", --spill-limit {limits.spill_limit or 0}")
+    return SqlCommandError("query_error", f"out of memory ({where}; --memory-limit {limits.memory_limit}{spilled}): "
                            f"{_first_line(exc)[:300] or 'MemoryError'}; aggregate more, select fewer columns, or "
-                           "raise --memory-limit")
+                           f"raise --memory-limit{' or --spill-limit' if spilled else ''}")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -326,7 +352,7 @@ def run(args: argparse.Namespace, lake: LakeUnion, prepare: Callable[[Any], None
         return 0
     if not args.query:
         raise SqlCommandError("query_error", "no query given (or use --print-views)")
-    limits = QueryLimits(args.timeout_s, args.memory_limit, args.max_rows)
+    limits = QueryLimits(args.timeout_s, args.memory_limit, args.spill_limit, args.max_rows)
     counted: sql_output.Counted | None = None
     try:
         with query_result(lake, args.tenant, args.query, prepare, limits) as result:

@@ -2,8 +2,8 @@
 
 The timeout is enforced with DuckDB's own interrupt from a watchdog thread (a query blocked inside DuckDB, a
 `count(*)` over `range(1e12)` or an unbounded recursive CTE, never returns to Python by itself). Python's
-own memory is bounded by streaming (collector.sql_output); DuckDB's by `memory_limit` (no spill directory:
-the query fails instead of swapping).
+own memory is bounded by streaming (collector.sql_output); DuckDB's by `memory_limit`, past which it spills to a
+private directory up to `spill_limit` (then the query fails instead of filling the disk the collector writes to).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 DEFAULT_TIMEOUT_S = 300.0
 MAX_TIMEOUT_S = 86_400.0
 DEFAULT_MEMORY_LIMIT = "50%"  # of physical RAM (DuckDB's own default is 80%)
+DEFAULT_SPILL_LIMIT = "10GB"  # DuckDB's own default is 90% of the free space
 REINTERRUPT_S = 0.05  # an interrupt that lands between two statements is lost: repeat it until stopped
 _MEMORY = re.compile(r"(?P<amount>\d+(?:\.\d+)?)\s*(?P<unit>%|[kmgt]i?b|b)", re.IGNORECASE)
 
@@ -24,6 +25,7 @@ _MEMORY = re.compile(r"(?P<amount>\d+(?:\.\d+)?)\s*(?P<unit>%|[kmgt]i?b|b)", re.
 class QueryLimits:
     timeout_s: float = DEFAULT_TIMEOUT_S
     memory_limit: str = DEFAULT_MEMORY_LIMIT  # a DuckDB size ('4GB', '512MiB') or a share of RAM ('50%')
+    spill_limit: str | None = DEFAULT_SPILL_LIMIT  # a DuckDB size; None: no spilling
     max_rows: int | None = None  # rows written at most; None: all
 
 
@@ -44,6 +46,16 @@ def memory_limit(text: str) -> str:
     if match is None or float(match["amount"]) <= 0 or (match["unit"] == "%" and float(match["amount"]) > 100):
         raise argparse.ArgumentTypeError(f"expected a size such as 4GB, 512MiB or a share of RAM such as 50%, "
                                          f"not {text!r}")
+    return f"{match['amount']}{match['unit']}"
+
+
+def spill_limit(text: str) -> str | None:
+    """argparse type of --spill-limit: a DuckDB size, or 0 (None: nothing spills)."""
+    if text.strip() == "0":
+        return None
+    match = _MEMORY.fullmatch(text.strip())
+    if match is None or float(match["amount"]) <= 0 or match["unit"] == "%":
+        raise argparse.ArgumentTypeError(f"expected a size such as 10GB or 512MiB, or 0 to spill nothing, not {text!r}")
     return f"{match['amount']}{match['unit']}"
 
 

@@ -534,14 +534,15 @@ def materialize_duplicates(con) -> None:
 
 
 def open_scoped(lake_source: LakeUnion | LakeSource | Path, tenant: TenantId, extra_views: tuple[str, ...] = (),
-                prepare: Callable[[Any], None] | None = None):
+                prepare: Callable[[Any], None] | None = None, spill: Path | None = None):
     """In-memory DuckDB with the views; user SQL can read only this tenant's partition directory (and its
     prefix in the object store). `prepare(con)` runs before access is locked down (e.g. to copy in the
-    daemon's state tables)."""
+    daemon's state tables). `spill`: a directory of the caller's own, for this connection alone, where DuckDB
+    spills past its memory limit; DuckDB adds it to the readable directories (./.tmp when none is given: so
+    without one, none), where a query reads only what this connection spilled."""
     source = LakeUnion.of(lake_source)
-    # No spill directory: DuckDB would add it (./.tmp by default) to the readable directories.
-    con = source.connect(
-        {"autoinstall_known_extensions": False, "autoload_known_extensions": False, "temp_directory": ""})
+    con = source.connect({"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                          "temp_directory": "" if spill is None else str(spill)})
     for statement in (*view_statements(source, tenant), *extra_views):
         con.execute(statement)
     if prepare is not None:

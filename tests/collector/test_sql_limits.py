@@ -5,6 +5,7 @@ state.duckdb are closed errors. Real DuckDB, the real CLI in a subprocess."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -110,7 +111,8 @@ def test_max_rows_writes_the_first_rows_and_says_there_were_more(data_dir, fmt):
 
 
 @pytest.mark.parametrize("argv", [["--max-rows", "0"], ["--timeout-s", "-1"], ["--timeout-s", "inf"],
-                                  ["--memory-limit", "lots"], ["--memory-limit", "150%"]])
+                                  ["--memory-limit", "lots"], ["--memory-limit", "150%"], ["--spill-limit", "10%"],
+                                  ["--spill-limit", "-1GB"]])
 def test_bad_limits_are_usage_errors(data_dir, argv):
     out = verdict("sql", "SELECT 1", "--data-dir", str(data_dir), *argv)
     assert argv[0] in _error(out, 2, "invalid_config")["message"]
@@ -122,11 +124,39 @@ def test_update_extensions_is_refused_as_a_statement(data_dir):
     assert error["message"] == "verdict sql runs SELECT queries only; refused: UPDATE EXTENSIONS"
 
 
+_DISTINCT = "SELECT count(DISTINCT i::VARCHAR || 'padding-padding-padding') FROM range({rows}) t(i)"
+
+
 def test_duckdb_out_of_memory_is_query_error(data_dir):
-    out = verdict("sql", "SELECT count(DISTINCT i::VARCHAR || 'padding-padding-padding') FROM range(30000000) t(i)",
-                  "--data-dir", str(data_dir), "--memory-limit", "100MB")
+    out = verdict("sql", _DISTINCT.format(rows=30_000_000), "--data-dir", str(data_dir), "--memory-limit", "100MB",
+                  "--spill-limit", "0")
     message = _error(out, 5, "query_error")["message"]
-    assert message.startswith("out of memory (DuckDB; --memory-limit 100MB): Out of Memory Error"), message
+    assert message.startswith("out of memory (DuckDB; --memory-limit 100MB, --spill-limit 0): Out of Memory Error"), message
+    assert message.endswith("raise --memory-limit or --spill-limit"), message
+
+
+def _in_tmpdir(tmpdir, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "verdict_daemon.cli", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "TMPDIR": str(tmpdir)})
+
+
+def test_a_query_past_the_memory_limit_spills_to_a_private_directory_removed_after(data_dir, tmp_path):
+    """Past --memory-limit DuckDB spills (the identity rule over a lake where every call is described twice needs
+    ~2 GB per million spans): into a directory of this query's own under $TMPDIR, gone when the query ends, and
+    only up to --spill-limit. The same query without spilling runs out of memory."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    query = _DISTINCT.format(rows=10_000_000)
+    spilled = _in_tmpdir(tmpdir, "sql", query, "--data-dir", str(data_dir), "--memory-limit", "100MB", "--json")
+    assert spilled.returncode == 0, spilled.stderr
+    assert json.loads(spilled.stdout) == [{"count(DISTINCT (CAST(i AS VARCHAR) || 'padding-padding-padding'))": 10_000_000}]
+    assert list(tmpdir.iterdir()) == []
+    unspilled = _in_tmpdir(tmpdir, "sql", query, "--data-dir", str(data_dir), "--memory-limit", "100MB", "--spill-limit", "0")
+    assert _error(unspilled, 5, "query_error")["message"].startswith("out of memory (DuckDB; --memory-limit 100MB, --spill-limit 0)")
+    bounded = _in_tmpdir(tmpdir, "sql", query, "--data-dir", str(data_dir), "--memory-limit", "100MB", "--spill-limit", "1MB")
+    message = _error(bounded, 5, "query_error")["message"]
+    assert message.startswith("out of memory (DuckDB; --memory-limit 100MB, --spill-limit 1MB)"), message
+    assert list(tmpdir.iterdir()) == []
 
 
 _LIMITED = """\
