@@ -245,34 +245,37 @@ def _contested(pruning: Pruning) -> str:
     of each service and model, unparsed: keys shared by many calls (prompts that repeat) prune little, and their
     parse would be the whole cost. Either way only components two instrumentations wrote keep their calls."""
     if pruning.keys_first:
-        shared = _shared_by_key(pruning.stored_keys, pruning.by_columns)
+        key_calls = _repeated_keys(pruning.stored_keys, pruning.by_columns)
     else:  # a call without a model is in no group: it leaves here
-        shared = ("shared AS (\n  SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time, 0 AS kind,\n"
-                  "    hash(call_service, call_model) AS key\n  FROM candidates WHERE call_model IS NOT NULL\n)")
+        key_calls = ("key_calls AS (\n  SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time,\n"
+                     "    0 AS kind, hash(call_service, call_model) AS key\n  FROM candidates WHERE call_model IS NOT NULL\n)")
     order = "PARTITION BY kind, key ORDER BY start_time"
     return (
-        f"{shared},\n"
-        # Most keys two instrumentations share are one call's: two rows. Two sane intervals (start <= end) are one
-        # component of the sweep exactly when the later start is no later than the earlier end, so an aggregate
-        # decides such keys; any other key (more rows, a time missing or an end before its start, which the collector
-        # refuses but the lake may hold) goes through the sweep: the pruning must stay exact.
-        "sizes AS MATERIALIZED (\n  SELECT kind, key,\n"
+        f"{key_calls},\n"
+        # The keys two instrumentations wrote (their names compared exactly). Most are one call's: two rows. Two sane
+        # intervals (start <= end) are one component of the sweep exactly when the later start is no later than the
+        # earlier end, so an aggregate decides such keys; any other key (more rows, a time missing or an end before
+        # its start, which the collector refuses but the lake may hold) goes through the sweep: the pruning must stay
+        # exact.
+        "shared AS MATERIALIZED (\n  SELECT kind, key,\n"
         "    count(*) = 2 AND count(start_time) = 2 AND count(end_time) = 2 AND bool_and(end_time >= start_time) AS decided,\n"
-        "    min(instrumentation) <> max(instrumentation) AND max(start_time) <= min(end_time) AS overlapping\n"
-        "  FROM shared GROUP BY ALL\n),\n"
+        "    max(start_time) <= min(end_time) AS overlapping\n"
+        "  FROM key_calls GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n),\n"
         "sweep AS (\n  SELECT * FROM (\n    SELECT *,\n"
         "      coalesce(start_time > max(end_time) OVER (by_start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)\n"
         "        AS opens,\n"
         "      coalesce(lead(start_time) OVER by_start > max(end_time) OVER (by_start ROWS UNBOUNDED PRECEDING), true)\n"
         "        AS closes\n"
-        f"    FROM shared SEMI JOIN (SELECT kind, key FROM sizes WHERE NOT decided) USING (kind, key) WINDOW by_start AS ({order}))\n"
+        f"    FROM key_calls SEMI JOIN (SELECT kind, key FROM shared WHERE NOT decided) USING (kind, key)\n"
+        f"    WINDOW by_start AS ({order}))\n"
         "  WHERE NOT (opens AND closes)  -- a call alone in its component\n),\n"
         # Without those, each component is still a run of rows its first row opens.
         f"components AS (\n  SELECT *, sum(opens::INT) OVER ({order}) AS component FROM sweep\n),\n"
         "paired AS (\n  SELECT call_hash FROM components SEMI JOIN (\n"
         "    SELECT kind, key, component FROM components GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
         "  ) USING (kind, key, component)\n"
-        "  UNION ALL SELECT call_hash FROM shared SEMI JOIN (SELECT kind, key FROM sizes WHERE decided AND overlapping) USING (kind, key)\n),\n"
+        "  UNION ALL\n"
+        "  SELECT call_hash FROM key_calls SEMI JOIN (SELECT kind, key FROM shared WHERE decided AND overlapping) USING (kind, key)\n),\n"
         # `call_row` names a row in the CTEs below: a number, cheaper to sort, group and join by than the ids' text
         # (1.2x on a lake where every call is contested), and stable only because `contested` is evaluated once.
         "contested AS MATERIALIZED (\n  SELECT trace_id, span_id, row_number() OVER () AS call_row, call_service,\n"
@@ -284,21 +287,17 @@ def _contested(pruning: Pruning) -> str:
     )
 
 
-def _shared_by_key(stored_keys: bool, by_columns: bool) -> str:
-    """CTE `shared`: every call with a model whose response id key (kind 1) or input key (kind 2) a call of another
-    instrumentation has too, once per such key. A key is a hash of the service and the response id or input, not the
-    model: a superset (the same id or input under two models only adds a call, which `_islands` then leaves alone),
-    so the model's normalisation runs for the contested calls only. Most keys occur once and leave through a count;
-    the instrumentations of the calls holding a repeated key are compared exactly (min <> max). The input key is the
-    fingerprint with `stored_keys`, else the user text (`Pruning`).
+def _repeated_keys(stored_keys: bool, by_columns: bool) -> str:
+    """CTE `key_calls`: every call with a model whose response id key (kind 1) or input key (kind 2) another call has
+    too, once per such key. A key is a hash of the service and the response id or input, not the model: a superset
+    (the same id or input under two models only adds a call, which `_islands` then leaves alone), so the model's
+    normalisation runs for the contested calls only. Most keys occur once and leave through a count. The input key
+    is the fingerprint with `stored_keys`, else the user text (`Pruning`).
     With `by_columns` the response ids and the fingerprints are counted as plain columns and the calls of repeated
     ones read again by them (DuckDB applies such a filter inside the scan: the other columns are read only for
     matching rows); a fingerprint not stored is then computed in both reads. Else every call's hashed keys are
     materialized in `keyed` (the user text parsed once), with the call's hash to read it again by."""
     modelled = "coalesce(request_model, response_model) IS NOT NULL"  # a call without a model is in no group
-    shared = ("shared AS (\n  SELECT * FROM repeated_calls SEMI JOIN (\n"
-              "    SELECT kind, key FROM repeated_calls GROUP BY ALL HAVING min(instrumentation) <> max(instrumentation)\n"
-              "  ) USING (kind, key)\n)")
     if by_columns:
         kinds = ((1, "response_id"), (2, _KEY))
         counted = "".join(
@@ -309,7 +308,7 @@ def _shared_by_key(stored_keys: bool, by_columns: bool) -> str:
             f"    hash(call_service, {column}) AS key\n"
             f"  FROM candidates WHERE {column} IN (SELECT {column} FROM repeated_{kind}) AND {modelled}\n"
             for kind, column in kinds)
-        return f"{counted}repeated_calls AS (\n{calls}),\n{shared}"
+        return f"{counted}key_calls AS (\n{calls})"
     repeated = " UNION ALL\n".join(
         f"  SELECT call_hash, {kind} AS kind, {key} AS key FROM keyed SEMI JOIN (\n"
         f"    SELECT {key} FROM keyed WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(*) > 1) USING ({key})\n"
@@ -322,9 +321,9 @@ def _shared_by_key(stored_keys: bool, by_columns: bool) -> str:
         f"      {_KEY if stored_keys else call_input.user_text()} AS user_input\n"
         f"    FROM candidates WHERE {modelled})\n),\n"
         f"repeated AS (\n{repeated}),\n"
-        "repeated_calls AS (\n  SELECT r.call_hash, c.instrumentation, c.start_time, c.end_time, r.kind, r.key FROM repeated r\n"
+        "key_calls AS (\n  SELECT r.call_hash, c.instrumentation, c.start_time, c.end_time, r.kind, r.key FROM repeated r\n"
         "  JOIN (SELECT hash(trace_id, span_id) AS call_hash, instrumentation, start_time, end_time FROM candidates) c\n"
-        f"  USING (call_hash)\n),\n{shared}"
+        "  USING (call_hash)\n)"
     )
 
 
