@@ -216,11 +216,13 @@ def _islands(name: str, key: str, valid: str) -> str:
 # CTEs `pairs` and `rest`. A response id held by exactly two contested rows, of two instrumentations, that overlap
 # (the later start no later than the earlier end: the islands' sweep would not split them) and agree on an input no
 # other contested row has, is one call by both relations, and no other row's island or link reaches either row:
-# what two instrumentations describing one call write. Such pairs are decided by these two aggregates (`call_id`:
-# the pair's least row); the islands and links run over the `rest`, where removing whole closed groups changes nothing.
+# what two instrumentations describing one call write. Such pairs are decided by these two aggregates (`kept`: the
+# row the rank keeps, as `losers` orders them); the islands and links run over the `rest`, where removing whole
+# closed groups changes nothing.
 _PAIRS = (
-    "pairs AS MATERIALIZED (\n  SELECT call_service, call_model, response_id, call_id FROM (\n"
-    "    SELECT call_service, call_model, response_id, min(call_input) AS call_input, min(call_row) AS call_id\n"
+    "pairs AS MATERIALIZED (\n  SELECT call_service, call_model, response_id, kept FROM (\n"
+    "    SELECT call_service, call_model, response_id, min(call_input) AS call_input,\n"
+    "      arg_min(call_row, (-call_rank, start_time, span_id)) AS kept\n"
     "    FROM contested WHERE response_id IS NOT NULL AND call_model IS NOT NULL GROUP BY ALL\n"
     "    HAVING count(*) = 2 AND count(call_input) = 2 AND min(call_input) = max(call_input)\n"
     "      AND min(instrumentation) <> max(instrumentation)\n"
@@ -362,6 +364,9 @@ def _identity_rule(select: str, detail: bool, pruning: Pruning, rows: str) -> st
               "CASE WHEN shares_id THEN 'response_id' ELSE 'input' END AS rule,\n"
               "    first_value(trace_id) OVER by_rank AS kept_trace_id, first_value(span_id) OVER by_rank AS kept_span_id"
               if detail else "trace_id, span_id")
+    pair_losers = ("c.trace_id, c.span_id, c.start_time::DATE AS date, c.start_time, 'response_id' AS rule,\n"
+                   "    k.trace_id AS kept_trace_id, k.span_id AS kept_span_id" if detail else "c.trace_id, c.span_id")
+    kept_ids = " JOIN contested k ON k.call_row = p.kept" if detail else ""
     return (
         "WITH candidates AS NOT MATERIALIZED (\n  SELECT *, coalesce(service_name, '') AS call_service,\n"
         f"    {_CALL_MODEL} AS call_model,\n"
@@ -377,14 +382,14 @@ def _identity_rule(select: str, detail: bool, pruning: Pruning, rows: str) -> st
         "  WHERE i.call IS NOT NULL OR n.call IS NOT NULL\n),\n"
         "calls AS (\n  SELECT trace_id, span_id, start_time, call_rank, shares_id,\n"
         "    min(via_input) OVER (PARTITION BY id_call) AS call_id\n"
-        "  FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked)\n"
-        "  UNION ALL\n"
-        "  SELECT c.trace_id, c.span_id, c.start_time, c.call_rank, true AS shares_id, p.call_id\n"
-        "  FROM contested c JOIN pairs p USING (call_service, call_model, response_id)\n),\n"
-        f"losers AS (\n  SELECT {losers}\n"
-        "  FROM calls\n"
-        "  WINDOW by_rank AS (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id)\n"
-        f"  QUALIFY row_number() OVER by_rank > 1\n)\n{select}"
+        "  FROM (SELECT *, min(id_call) OVER (PARTITION BY input_call) AS via_input FROM linked)\n),\n"
+        f"losers AS (\n  SELECT * FROM (\n    SELECT {losers}\n"
+        "    FROM calls\n"
+        "    WINDOW by_rank AS (PARTITION BY call_id ORDER BY call_rank DESC, start_time, span_id)\n"
+        "    QUALIFY row_number() OVER by_rank > 1\n  )\n"
+        f"  UNION ALL\n  SELECT {pair_losers}\n"
+        f"  FROM contested c JOIN pairs p USING (call_service, call_model, response_id){kept_ids}\n"
+        f"  WHERE c.call_row <> p.kept\n)\n{select}"
     )
 
 
