@@ -299,7 +299,7 @@ def _query_errors(fired: Callable[[], bool], limits: QueryLimits, snapshot: Lake
 
 def _out_of_memory(exc: BaseException, limits: QueryLimits) -> SqlCommandError:
     where = "Python" if isinstance(exc, MemoryError) else "DuckDB"
-    spilled = "" if where == "Python" else (f", --spill-limit {limits.spill_limit or 0}")
+    spilled = "" if where == "Python" else f", --spill-limit {limits.spill_limit or 0}"
     return SqlCommandError("query_error", f"out of memory ({where}; --memory-limit {limits.memory_limit}{spilled}): "
                            f"{_first_line(exc)[:300] or 'MemoryError'}; aggregate more, select fewer columns, or "
                            f"raise --memory-limit{' or --spill-limit' if spilled else ''}")

@@ -268,7 +268,7 @@ def _contested(pruning: Pruning) -> str:
         "        AS opens,\n"
         "      coalesce(lead(start_time) OVER by_start > max(end_time) OVER (by_start ROWS UNBOUNDED PRECEDING), true)\n"
         "        AS closes\n"
-        f"    FROM key_calls SEMI JOIN (SELECT kind, key FROM shared WHERE NOT decided) USING (kind, key)\n"
+        "    FROM key_calls SEMI JOIN (SELECT kind, key FROM shared WHERE NOT decided) USING (kind, key)\n"
         f"    WINDOW by_start AS ({order}))\n"
         "  WHERE NOT (opens AND closes)  -- a call alone in its component\n),\n"
         # Without those, each component is still a run of rows its first row opens.
