@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import random
 import subprocess
 import sys
@@ -18,9 +19,10 @@ from tests.collector.conftest import land_request
 from verdict.tenancy import validate_tenant_id
 
 
-def verdict(*args: str) -> subprocess.CompletedProcess:
+def verdict(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The real CLI in a subprocess; `env`: variables set over this process's."""
     return subprocess.run([sys.executable, "-m", "verdict_daemon.cli", *args], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, env=None if env is None else {**os.environ, **env})
 
 
 @pytest.fixture(scope="module")

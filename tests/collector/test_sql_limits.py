@@ -5,7 +5,6 @@ state.duckdb are closed errors. Real DuckDB, the real CLI in a subprocess."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
@@ -135,25 +134,20 @@ def test_duckdb_out_of_memory_is_query_error(data_dir):
     assert message.endswith("raise --memory-limit or --spill-limit"), message
 
 
-def _in_tmpdir(tmpdir, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verdict_daemon.cli", *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "TMPDIR": str(tmpdir)})
-
-
 def test_a_query_past_the_memory_limit_spills_to_a_private_directory_removed_after(data_dir, tmp_path):
     """Past --memory-limit DuckDB spills (the identity rule over a lake where every call is described twice needs
     ~2 GB per million spans): into a directory of this query's own under $TMPDIR, gone when the query ends, and
     only up to --spill-limit. The same query without spilling runs out of memory."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    query = _DISTINCT.format(rows=10_000_000)
-    spilled = _in_tmpdir(tmpdir, "sql", query, "--data-dir", str(data_dir), "--memory-limit", "100MB", "--json")
+    query, tmp = _DISTINCT.format(rows=10_000_000), {"TMPDIR": str(tmpdir)}
+    spilled = verdict("sql", query, "--data-dir", str(data_dir), "--memory-limit", "100MB", "--json", env=tmp)
     assert spilled.returncode == 0, spilled.stderr
     assert json.loads(spilled.stdout) == [{"count(DISTINCT (CAST(i AS VARCHAR) || 'padding-padding-padding'))": 10_000_000}]
     assert list(tmpdir.iterdir()) == []
-    unspilled = _in_tmpdir(tmpdir, "sql", query, "--data-dir", str(data_dir), "--memory-limit", "100MB", "--spill-limit", "0")
+    unspilled = verdict("sql", query, "--data-dir", str(data_dir), "--memory-limit", "100MB", "--spill-limit", "0", env=tmp)
     assert _error(unspilled, 5, "query_error")["message"].startswith("out of memory (DuckDB; --memory-limit 100MB, --spill-limit 0)")
-    bounded = _in_tmpdir(tmpdir, "sql", query, "--data-dir", str(data_dir), "--memory-limit", "100MB", "--spill-limit", "1MB")
+    bounded = verdict("sql", query, "--data-dir", str(data_dir), "--memory-limit", "100MB", "--spill-limit", "1MB", env=tmp)
     message = _error(bounded, 5, "query_error")["message"]
     assert message.startswith("out of memory (DuckDB; --memory-limit 100MB, --spill-limit 1MB)"), message
     assert list(tmpdir.iterdir()) == []
